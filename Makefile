@@ -1,0 +1,28 @@
+# One entry point. `make serve` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+MODEL_DIR ?= models/en-de
+
+.PHONY: install serve test clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first and pinned: a CPU build that lies on local disk; unpinned, pip would fetch a CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[train,onnx,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+serve: install
+	PHRASAL_MODEL_DIRS='["$(MODEL_DIR)"]' $(PY) -m service --host $(HOST) --port $(PORT)
+
+test: install
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV)

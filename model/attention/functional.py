@@ -1,0 +1,49 @@
+"""Pure attention math shared by the attention modules (no parameters here)."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, dh)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    b, h, t, dh = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)
+
+
+def attention_mask(
+    key_padding_mask: torch.Tensor | None, q_len: int, k_len: int, causal: bool, device: torch.device
+) -> torch.Tensor | None:
+    """Boolean mask (B|1, 1, T, S), True where a query may attend to a key.
+
+    With causal=True the T queries are the LAST T positions of the S keys, so a step decoded
+    incrementally (T=1) sees every cached key and a full pass sees only the past.
+    """
+    mask = None
+    if causal:
+        offset = k_len - q_len
+        q_pos = torch.arange(q_len, device=device).unsqueeze(1) + offset
+        k_pos = torch.arange(k_len, device=device).unsqueeze(0)
+        mask = (k_pos <= q_pos).view(1, 1, q_len, k_len)
+    if key_padding_mask is not None:
+        keep = (~key_padding_mask).view(key_padding_mask.shape[0], 1, 1, k_len)
+        mask = keep if mask is None else mask & keep
+    return mask
+
+
+def scaled_dot_product_probs(
+    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None, scale: float | None = None
+) -> torch.Tensor:
+    """softmax(QKᵀ/√dₕ) with masked keys at probability 0 (Vaswani et al., eq. 1). Computed in fp32."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = torch.matmul(q.float(), k.float().transpose(-2, -1)) * scale  # (B, H, T, S)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    # A query whose keys are all masked (never for a real sentence: sources end in EOS) gets zeros, not NaN.
+    return torch.nan_to_num(probs, nan=0.0)

@@ -1,0 +1,39 @@
+"""Decoding state as explicit data: every tensor is batch-first, so reordering is one index_select."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Encoder output for a batch: states (B, S, D) and pad_mask (B, S), True at padding."""
+
+    states: torch.Tensor
+    pad_mask: torch.Tensor
+
+    def reorder(self, index: torch.Tensor) -> "Memory":
+        return Memory(self.states.index_select(0, index), self.pad_mask.index_select(0, index))
+
+
+@dataclass(frozen=True)
+class DecoderState:
+    """Everything incremental decoding needs between steps, keyed by flat names.
+
+    The flat names (e.g. "layers.0.self.k") are also the named inputs and outputs of exported
+    decoder-step graphs. "memory_pad_mask" is (N, S); every other tensor has N rows first.
+    """
+
+    tensors: dict[str, torch.Tensor]
+
+    def reorder(self, index: torch.Tensor) -> "DecoderState":
+        return DecoderState({name: t.index_select(0, index) for name, t in self.tensors.items()})
+
+    def layer(self, prefix: str) -> dict[str, torch.Tensor]:
+        start = len(prefix) + 1
+        return {name[start:]: t for name, t in self.tensors.items() if name.startswith(prefix + ".")}
+
+
+def flatten_state(prefix: str, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {f"{prefix}.{name}": t for name, t in state.items()}
