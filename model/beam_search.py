@@ -1,0 +1,183 @@
+"""Batched beam search over an incremental decoder (fairseq-style finalisation).
+
+The search sees only log-probs and attention rows; the decoder owns its state and reorders it
+when told (DESIGN.md §3.5-3.6). One loop serves every backend that implements
+`IncrementalDecoder` (eager PyTorch, ONNX Runtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+_NEG_INF = float("-inf")
+
+
+class IncrementalDecoder(Protocol):
+    def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """tokens (N,) long: the last token of every live row. Returns log_probs (N, V) float32
+        and attention (N, S) (or None) for that step."""
+        ...
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows `index` (N',) long of the current N rows, in that order (N' may differ from N)."""
+        ...
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # generated ids, without BOS and without EOS
+    score: float  # length-normalised score used for ranking
+    log_prob: float  # sum of token log-probs including EOS
+    attention: torch.Tensor | None  # (len(tokens), S) attention rows of the generated tokens (EOS row dropped)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate(batch_size: int, beam_size: int, n_best: int, max_lengths: torch.Tensor) -> None:
+    if not _is_int(beam_size) or beam_size < 1:
+        raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
+    if not _is_int(n_best) or not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be an integer with 1 <= n_best <= beam_size ({beam_size}), got {n_best!r}")
+    if not _is_int(batch_size) or batch_size < 0:
+        raise ValueError(f"batch_size must be an integer >= 0, got {batch_size!r}")
+    if not isinstance(max_lengths, torch.Tensor) or tuple(max_lengths.shape) != (batch_size,):
+        shape = tuple(max_lengths.shape) if isinstance(max_lengths, torch.Tensor) else type(max_lengths).__name__
+        raise ValueError(f"max_lengths must be a tensor of shape (batch_size,) = ({batch_size},), got {shape}")
+    if max_lengths.is_floating_point() or max_lengths.is_complex() or max_lengths.dtype == torch.bool:
+        raise ValueError(f"max_lengths must be an integer tensor, got {max_lengths.dtype}")
+    if batch_size and int(max_lengths.min()) < 0:
+        raise ValueError(f"max_lengths must be >= 0, got {int(max_lengths.min())}")
+
+
+def beam_search(
+    decoder: IncrementalDecoder,
+    *,
+    batch_size: int,
+    beam_size: int,
+    bos_id: int,
+    eos_id: int,
+    max_lengths: torch.Tensor,
+    n_best: int = 1,
+    length_penalty: float = 1.0,
+    return_attention: bool = False,
+) -> list[list[Hypothesis]]:
+    """Beam search for `batch_size` sentences with `beam_size` beams each, batched as rows.
+
+    Rows start as batch_size*beam_size, sentence-major (row b*K+k), all fed `bos_id`; on the
+    first step only beam 0 of each sentence is live (the others start at -inf) so the K beams
+    do not duplicate one hypothesis.
+
+    Each step, per sentence, the 2K best (beam, token) candidates by cumulative log-prob are
+    taken with one topk over K*V (fairseq). A candidate ending in EOS becomes a finished
+    hypothesis only if it ranks within the first K candidates; the K best non-EOS candidates
+    continue, and the decoder is told the surviving parent rows through `reorder`.
+
+    Score of a finished hypothesis (fairseq / CTranslate2 convention):
+        score = log_prob / len ** length_penalty
+    where log_prob is the sum of token log-probs including EOS and len the number of generated
+    tokens counting EOS; length_penalty=0 ranks by raw log-prob. The penalty is applied only
+    when a hypothesis finishes; the search itself ranks candidates by raw log-prob.
+
+    Stopping: a sentence is done when it has beam_size finished hypotheses (later EOS candidates
+    of that step are ignored), when it has no live beam left, or after the step at which it
+    reaches its max length: at step t == max_lengths[b] only EOS is allowed, so hypotheses hold
+    at most max_lengths[b] tokens besides EOS. Rows of done sentences are dropped through
+    `reorder` with a shorter index, so the decoder's work shrinks as sentences finish.
+
+    Returns per sentence up to n_best finished hypotheses sorted by score, best first; ties keep
+    finishing order (earlier step first, then candidate rank). Fewer than n_best come back only
+    when the decoder gave -inf to every other continuation. With return_attention, each
+    hypothesis carries the decoder's attention rows of its tokens, (len(tokens), S), followed
+    along the beam parents, moved to the CPU; otherwise attention is None and nothing is kept.
+
+    The BOS tokens of the first step are made on max_lengths.device; after that every tensor
+    lives on the device of the log-probs the decoder returns. beam_size=1 is greedy (argmax)
+    decoding.
+    """
+    _validate(batch_size, beam_size, n_best, max_lengths)
+    if batch_size == 0:
+        return []
+    K = beam_size
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
+    max_len_host = max_lengths.tolist()
+    live = list(range(batch_size))  # sentence id of each live group of K rows, in row order
+    tokens = torch.full((batch_size * K,), bos_id, dtype=torch.long, device=max_lengths.device)
+    scores = hist = attn_hist = max_len = not_eos = None
+    step = 0
+    while True:
+        log_probs, attn = decoder.step(tokens)
+        n = len(live)
+        if log_probs.dim() != 2 or log_probs.size(0) != n * K:
+            raise ValueError(f"decoder.step returned log_probs of shape {tuple(log_probs.shape)}, expected ({n * K}, V)")
+        if return_attention and (attn is None or attn.dim() != 2 or attn.size(0) != n * K):
+            got = None if attn is None else tuple(attn.shape)
+            raise ValueError(f"return_attention=True needs decoder.step to return attention ({n * K}, S), got {got}")
+        V = log_probs.size(1)
+        device = log_probs.device
+        if scores is None:
+            dtype = torch.promote_types(log_probs.dtype, torch.float32)  # never accumulate in half precision
+            scores = torch.full((n, K), _NEG_INF, dtype=dtype, device=device)
+            scores[:, 0] = 0.0
+            hist = torch.empty((n, K, 0), dtype=torch.long, device=device)
+            max_len = max_lengths.to(device)
+            not_eos = torch.arange(V, device=device) != eos_id  # (V,)
+            if return_attention:
+                attn_hist = attn.new_empty((n, K, 0, attn.size(1)))  # (n, K, t, S)
+
+        # Sentences at their max length may only end: every non-EOS token gets -inf.
+        forced = (max_len <= step)[:, None, None] & not_eos  # (n, 1, V)
+        cand = (scores.unsqueeze(2) + log_probs.to(scores.dtype).view(n, K, V)).masked_fill(forced, _NEG_INF)
+        C = min(2 * K, K * V)
+        top_scores, top_idx = cand.view(n, K * V).topk(C, dim=1)  # (n, C), best first
+        parent = top_idx // V  # (n, C) beam each candidate extends
+        tok = top_idx % V
+        is_eos = tok == eos_id
+        final = is_eos[:, :K] & (top_scores[:, :K] > _NEG_INF)  # fairseq: EOS counts only within the first K
+        # The K best non-EOS candidates, in rank order: a stable sort puts them first. At most K of the
+        # 2K are EOS (one per beam), so EOS is only kept when V is tiny; it is then dead (-inf).
+        keep = is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :K]  # (n, K)
+        next_scores = top_scores.gather(1, keep).masked_fill(is_eos.gather(1, keep), _NEG_INF)
+        next_tokens = tok.gather(1, keep)
+        next_parent = parent.gather(1, keep)
+
+        fin = final.nonzero()  # (F, 2): group, rank; row-major = per sentence, best first
+        if fin.numel():
+            g, r = fin[:, 0], fin[:, 1]
+            p = parent[g, r]
+            fin_attn = attn_hist[g, p].cpu() if return_attention else None  # (F, t, S)
+            length = step + 1  # generated tokens counting EOS
+            rows = zip(g.tolist(), hist[g, p].tolist(), top_scores[g, r].tolist())
+            for i, (gi, toks, lp) in enumerate(rows):
+                hyps = finished[live[gi]]
+                if len(hyps) < K:
+                    att = fin_attn[i] if fin_attn is not None else None
+                    hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att))
+
+        alive = (next_scores[:, 0] > _NEG_INF).tolist()  # best continuation first, so column 0 decides
+        kept = [
+            gi
+            for gi, (s, a) in enumerate(zip(live, alive))
+            if a and len(finished[s]) < K and step < max_len_host[s]
+        ]
+        if not kept:
+            break
+        kg = torch.tensor(kept, dtype=torch.long, device=device)
+        src = next_parent[kg]  # (n', K) parent beam of every surviving beam
+        decoder.reorder((kg.unsqueeze(1) * K + src).view(-1))  # (n'*K,) rows of the current step
+        hist = torch.cat([hist[kg.unsqueeze(1), src], next_tokens[kg].unsqueeze(2)], dim=2)  # (n', K, t+1)
+        if return_attention:
+            step_attn = attn.view(n, K, -1)[kg.unsqueeze(1), src]  # (n', K, S)
+            attn_hist = torch.cat([attn_hist[kg.unsqueeze(1), src], step_attn.unsqueeze(2)], dim=2)  # (n', K, t+1, S)
+        scores = next_scores[kg]
+        tokens = next_tokens[kg].view(-1)
+        max_len = max_len[kg]
+        live = [live[gi] for gi in kept]
+        step += 1
+
+    # sorted() is stable: equal scores keep finishing order.
+    return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]

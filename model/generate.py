@@ -1,0 +1,83 @@
+"""Glue between the Transformer and the model-agnostic beam search."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from model.beam_search import Hypothesis, beam_search
+from model.state import DecoderState
+from model.tokenizer import Tokenizer
+from model.transformer import Transformer
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    beam_size: int = 5
+    n_best: int = 1
+    # score = log P / len**length_penalty (see model.beam_search)
+    length_penalty: float = 1.0
+    # The most tokens a hypothesis may have, EOS not counted: ceil(ratio * source tokens) + offset.
+    max_length_ratio: float = 2.0
+    max_length_offset: int = 10
+    return_attention: bool = False
+
+
+class TransformerStepDecoder:
+    """`IncrementalDecoder` over a torch Transformer: the state lives here, the search sees log-probs."""
+
+    def __init__(self, model: Transformer, state: DecoderState):
+        self.model = model
+        self.state = state
+        self._never = [model.config.pad_id, model.config.bos_id]
+
+    def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        log_probs, attention, self.state = self.model.decode_step(tokens, None, self.state)
+        # Padding and BOS are inputs only: never generate them.
+        log_probs[:, self._never] = float("-inf")
+        return log_probs, attention
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.state = self.state.reorder(index)
+
+
+def source_batch(tokenizer: Tokenizer, texts: list[str], device: torch.device | str = "cpu") -> torch.Tensor:
+    """(B, S) ids: each text's pieces followed by EOS, right-padded."""
+    return pad_sources([ids + [tokenizer.eos_id] for ids in tokenizer.encode_batch(texts)], tokenizer.pad_id, device)
+
+
+def pad_sources(sequences: list[list[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    width = max((len(s) for s in sequences), default=1)
+    batch = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return batch.to(device)
+
+
+def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: int) -> torch.Tensor:
+    lengths = src.ne(pad_id).sum(dim=1).float()  # (B,)
+    allowed = torch.ceil(lengths * options.max_length_ratio).long() + options.max_length_offset
+    return allowed.clamp(min=1, max=limit)
+
+
+@torch.inference_mode()
+def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = SearchOptions()) -> list[list[Hypothesis]]:
+    """Beam search over a padded source batch (B, S); returns each sentence's n-best hypotheses."""
+    k = options.beam_size
+    memory = model.encode(src)
+    rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(k)  # (B*K,) sentence-major
+    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)))
+    # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
+    limit = model.config.max_positions - 1
+    return beam_search(
+        decoder,
+        batch_size=src.shape[0],
+        beam_size=k,
+        bos_id=model.config.bos_id,
+        eos_id=model.config.eos_id,
+        max_lengths=max_lengths(src, model.config.pad_id, options, limit),
+        n_best=options.n_best,
+        length_penalty=options.length_penalty,
+        return_attention=options.return_attention,
+    )

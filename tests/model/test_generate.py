@@ -1,0 +1,59 @@
+"""Beam search over the incremental decoder equals beam search over full recomputation."""
+import torch
+
+from model.beam_search import beam_search
+from model.generate import SearchOptions, generate, max_lengths
+from tests.helpers import tiny_model
+
+SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
+
+
+class FullPassDecoder:
+    """No cache: every step re-runs the whole model on each row's prefix."""
+
+    def __init__(self, model, src):
+        self.model, self.src, self.prefix = model, src, None
+
+    def step(self, tokens):
+        self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
+        out = self.model(self.src, self.prefix, need_attention=True)
+        log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
+        log_probs[:, [0, 1]] = float("-inf")
+        return log_probs, out.attention[:, -1]
+
+    def reorder(self, index):
+        self.prefix = self.prefix.index_select(0, index)
+        self.src = self.src.index_select(0, index)
+
+
+def test_cached_search_equals_uncached_search():
+    model = tiny_model(seed=3)
+    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=3, return_attention=True)
+    cached = generate(model, SRC, options)
+    with torch.inference_mode():
+        uncached = beam_search(
+            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
+            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
+        )
+    for a_list, b_list in zip(cached, uncached):
+        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
+        for a, b in zip(a_list, b_list):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+
+
+def test_a_padded_sentence_translates_as_it_does_alone():
+    model = tiny_model(seed=4)
+    options = SearchOptions(beam_size=4, n_best=2, max_length_offset=4)
+    batched = generate(model, SRC, options)
+    for row in range(SRC.shape[0]):
+        length = int(SRC[row].ne(0).sum())
+        alone = generate(model, SRC[row : row + 1, :length], options)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[row]]
+        assert all(abs(a.score - b.score) < 1e-5 for a, b in zip(alone, batched[row]))
+
+
+def test_max_lengths_follow_the_source_length():
+    options = SearchOptions(max_length_ratio=1.5, max_length_offset=2)
+    assert max_lengths(SRC, 0, options, limit=100).tolist() == [10, 7, 5]
+    assert max_lengths(SRC, 0, options, limit=6).tolist() == [6, 6, 5]
