@@ -1,0 +1,41 @@
+"""``python -m service --host 127.0.0.1 --port 8000``: serve the models named by PHRASAL_* settings."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pydantic import ValidationError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    parser.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    # Imported after argument parsing so that --help is instant.
+    import uvicorn
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"PHRASAL_{'_'.join(str(p) for p in err['loc'][:1]).upper()}: {err['msg']}" for err in exc.errors()
+        )
+        print(f"error: invalid settings: {problems}", file=sys.stderr)
+        return 2
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

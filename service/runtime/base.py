@@ -1,0 +1,126 @@
+"""The one interface between the service and its translation backends (DESIGN §2).
+
+Everything in ``service`` outside ``service/runtime`` sees only this module: a runtime serves one
+language pair, takes a batch of non-empty texts and decoding options, and returns n-best
+translations (with word alignments when asked). Backends (torch, onnxruntime, ctranslate2) are the
+only files that import their engines; the service never imports them directly except through the
+runtime factory.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from model.alignment import TokenAlignment, Word
+
+__all__ = [
+    "AlignmentMode",
+    "DecodeOptions",
+    "TextRejected",
+    "TokenAlignment",
+    "Translation",
+    "TranslationRuntime",
+    "Word",
+]
+
+AlignmentMode = Literal["none", "token"]
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How to decode one batch. Validated here so that every backend can trust it.
+
+    max_length_ratio / max_length_offset: a hypothesis may have at most
+    ``ceil(max_length_ratio * source_pieces) + max_length_offset`` target pieces (EOS excluded).
+    length_penalty: score = log_prob / len ** length_penalty, len counting EOS (CONTRACTS.md);
+    0 ranks by raw log-prob.
+    """
+
+    beam_size: int = 5
+    n_best: int = 1
+    alignment: AlignmentMode = "none"
+    max_length_ratio: float = 1.5
+    max_length_offset: int = 10
+    length_penalty: float = 1.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.beam_size < 1:
+            problems.append(f"beam_size must be >= 1, got {self.beam_size}")
+        if not 1 <= self.n_best <= max(self.beam_size, 1):
+            problems.append(f"n_best must be in 1..beam_size ({self.beam_size}), got {self.n_best}")
+        if self.alignment not in get_args(AlignmentMode):
+            problems.append(f"alignment must be one of {get_args(AlignmentMode)}, got {self.alignment!r}")
+        if self.max_length_ratio <= 0:
+            problems.append(f"max_length_ratio must be > 0, got {self.max_length_ratio}")
+        if self.max_length_offset < 0:
+            problems.append(f"max_length_offset must be >= 0, got {self.max_length_offset}")
+        if self.length_penalty < 0:
+            problems.append(f"length_penalty must be >= 0, got {self.length_penalty}")
+        if problems:
+            raise ValueError("invalid DecodeOptions: " + "; ".join(problems))
+
+
+class TextRejected(ValueError):
+    """Raised by ``translate`` when a text is one this runtime cannot take (e.g. more source
+    tokens than the model has positions). It is the client's doing, so the service answers 422
+    naming that text, not 500. ``index`` is the position in the ``texts`` passed to ``translate``;
+    ``reason`` is one readable line for the client (no internals)."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(f"text {index}: {reason}")
+        self.index = index
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One hypothesis: detokenised text, its ranking score (length-normalised log-prob), and
+    its word alignment when ``options.alignment == "token"`` (None otherwise, at no cost)."""
+
+    text: str
+    score: float
+    alignment: TokenAlignment | None = None
+
+
+class TranslationRuntime(ABC):
+    """A loaded model serving one language pair.
+
+    Subclasses set ``source_lang``, ``target_lang`` (e.g. "en", "de") and ``backend`` (e.g.
+    "torch") — as class or instance attributes — and implement ``translate``.
+
+    Threading: ``translate`` is synchronous and is called from worker threads, off the event
+    loop, possibly from several threads at once; it must not keep per-call state on ``self``.
+    """
+
+    source_lang: str
+    target_lang: str
+    backend: str
+
+    @property
+    def pair(self) -> str:
+        """The pair as clients name it: "en-de"."""
+        return f"{self.source_lang}-{self.target_lang}"
+
+    @abstractmethod
+    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+        """Translate a batch.
+
+        texts: non-empty strings (the service answers empty ones itself), in the source language.
+        Returns one list per text, in order; each holds 1..options.n_best hypotheses, best first.
+        Alignment character offsets index the given text (source) and the returned text (target).
+        Raises ``TextRejected`` for a text the client must change (answered 422, naming it); any
+        other exception is a failure that the service logs and answers with a generic 500.
+        """
+
+    def warmup(self) -> None:
+        """Run once after loading, before the service reports healthy, so that the first user
+        request does not pay for lazy initialisation (allocator, kernels, JIT). Backends with a
+        cheaper or more thorough warm-up override it."""
+        self.translate(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="token"))
+
+    def close(self) -> None:
+        """Release resources at shutdown (default: nothing to release)."""

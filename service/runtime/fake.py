@@ -1,0 +1,120 @@
+"""A deterministic runtime for service tests: no model, but the real alignment path.
+
+Translation rule: the source words in reverse order, upper-cased. Hypothesis k of the n-best is
+that word order rotated left by k (so hypotheses differ), scored -0.5 * (k + 1); a sentence of
+n words has at most n distinct hypotheses, so fewer than n_best may come back, as the runtime
+contract allows.
+
+Words longer than four characters are cut into two SentencePiece-style pieces ("▁hel", "lo")
+and the piece-level attention is built from the word permutation, then turned into words by
+``model.alignment.token_alignment`` — the same function real backends use — so service tests
+exercise subword merging and character offsets end to end. Attention of target piece t: 0.8
+spread evenly over the pieces of the source word it translates, plus 0.2 spread evenly over all
+source pieces.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+
+from model.alignment import WORD_BOUNDARY, token_alignment
+from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime
+
+Span = tuple[int, int]
+_WORD = re.compile(r"\S+")
+
+
+def fake_pieces(text: str) -> tuple[list[str], list[Span], list[int]]:
+    """SentencePiece-like pieces of ``text``: per piece its string, its span, and its word index.
+
+    Like SentencePiece, a word-initial piece's span includes the whitespace before it (the
+    "▁" stands for it); the alignment code trims that back off.
+    """
+    pieces: list[str] = []
+    spans: list[Span] = []
+    words: list[int] = []
+    for w, match in enumerate(_WORD.finditer(text)):
+        start, end = match.span()
+        begin = start - 1 if start > 0 and text[start - 1].isspace() else start
+        cut = start + 3 if end - start > 4 else end
+        pieces.append(WORD_BOUNDARY + text[start:cut])
+        spans.append((begin, cut))
+        words.append(w)
+        if cut < end:
+            pieces.append(text[cut:end])
+            spans.append((cut, end))
+            words.append(w)
+    return pieces, spans, words
+
+
+class FakeRuntime(TranslationRuntime):
+    """Reverses and upper-cases words; records every call so tests can check batching."""
+
+    backend = "fake"
+
+    def __init__(self, source_lang: str = "en", target_lang: str = "de", max_source_pieces: int = 64) -> None:
+        self.source_lang = source_lang
+        self.target_lang = target_lang
+        # Like a real model's position limit: longer texts are rejected (TextRejected -> 422).
+        self.max_source_pieces = max_source_pieces
+        self.calls: list[tuple[list[str], DecodeOptions]] = []
+        self.warmups = 0
+        self.closed = False
+        self._lock = threading.Lock()  # translate runs in worker threads
+
+    def warmup(self) -> None:
+        self.warmups += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+        with self._lock:
+            self.calls.append((list(texts), options))
+        for k, text in enumerate(texts):
+            if not text.strip():
+                # The service answers empty texts itself; getting one is a caller bug.
+                raise ValueError(f"text {k} is empty; runtimes only receive non-empty texts")
+            n_pieces = len(fake_pieces(text)[0])
+            if n_pieces > self.max_source_pieces:
+                raise TextRejected(
+                    k, f"has {n_pieces} source tokens; this model reads at most {self.max_source_pieces}"
+                )
+        return [self._translate_one(text, options) for text in texts]
+
+    def _translate_one(self, text: str, options: DecodeOptions) -> list[Translation]:
+        words = _WORD.findall(text)
+        reverse = list(range(len(words)))[::-1]
+        results = []
+        for k in range(min(options.n_best, len(words))):
+            order = reverse[k:] + reverse[:k]  # target word j translates source word order[j]
+            target = " ".join(words[i].upper() for i in order)
+            alignment = None
+            if options.alignment == "token":
+                alignment = self._align(text, target, order)
+            results.append(Translation(text=target, score=-0.5 * (k + 1), alignment=alignment))
+        return results
+
+    @staticmethod
+    def _align(source: str, target: str, order: list[int]):
+        src_pieces, src_spans, src_word = fake_pieces(source)
+        tgt_pieces, tgt_spans, tgt_word = fake_pieces(target)
+        n_src = len(src_pieces)
+        attention = []  # (T_pieces, S_pieces)
+        for j in tgt_word:
+            aligned = [s for s in range(n_src) if src_word[s] == order[j]]
+            row = [0.2 / n_src] * n_src
+            for s in aligned:
+                row[s] += 0.8 / len(aligned)
+            attention.append(row)
+        return token_alignment(
+            source_text=source,
+            source_pieces=src_pieces,
+            source_spans=src_spans,
+            target_text=target,
+            target_pieces=tgt_pieces,
+            target_spans=tgt_spans,
+            attention=attention,
+        )

@@ -1,0 +1,161 @@
+"""HTTP request and response bodies of the translation API.
+
+Request checks that need no server state live here (types, bounds, n_best <= beam_size) so that
+FastAPI reports them as 422 with the field in ``loc``; checks that need settings or the loaded
+models (text limits, language pair) live in ``service.translator``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from service.runtime.base import TokenAlignment, Translation
+from service.settings import MAX_BEAM_SIZE
+
+
+class TranslateRequest(BaseModel):
+    """``{"text": "..." | ["...", ...], "source": "en", "target": "de", "beam_size": 5,
+    "n_best": 1, "alignment": "none" | "token"}``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"text": "A man rides a bike.", "source": "en", "target": "de", "alignment": "token"}]
+        },
+    )
+
+    text: str | list[str] = Field(description="One text, or a list of texts translated in order.")
+    source: str = Field(min_length=1, max_length=16, description='Source language code, e.g. "en".')
+    target: str = Field(min_length=1, max_length=16, description='Target language code, e.g. "de".')
+    beam_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_BEAM_SIZE,
+        description="Beam width; omitted: the server default (5), raised to n_best if smaller.",
+    )
+    n_best: int = Field(default=1, ge=1, le=MAX_BEAM_SIZE, description="Hypotheses per text, <= beam_size.")
+    alignment: Literal["none", "token"] = Field(
+        default="none", description='"token": word alignments for every hypothesis.'
+    )
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text_shape(cls, value: Any) -> Any:
+        # Checked before the union so that the client reads one clear message instead of one
+        # error per union member.
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, list):
+            raise PydanticCustomError(
+                "text_type", "must be a string or a list of strings, got {kind}", {"kind": type(value).__name__}
+            )
+        if not value:
+            raise PydanticCustomError("text_empty_list", "must hold at least one text")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise PydanticCustomError(
+                    "text_item_type",
+                    "item {index} must be a string, got {kind}",
+                    {"index": index, "kind": type(item).__name__},
+                )
+        return value
+
+    @field_validator("source", "target", mode="before")
+    @classmethod
+    def _language_code(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("n_best")
+    @classmethod
+    def _n_best_within_beam(cls, value: int, info: ValidationInfo) -> int:
+        beam_size = info.data.get("beam_size")
+        if beam_size is not None and value > beam_size:
+            raise PydanticCustomError(
+                "n_best_above_beam_size",
+                "must not exceed beam_size ({beam_size}), got {n_best}",
+                {"n_best": value, "beam_size": beam_size},
+            )
+        return value
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.text] if isinstance(self.text, str) else list(self.text)
+
+
+class WordOut(BaseModel):
+    text: str = Field(description="Equals the string sliced at [start:end].")
+    start: int = Field(description="Character offset (Python str index) of the first character.")
+    end: int = Field(description="Character offset one past the last character.")
+
+
+class LinkOut(BaseModel):
+    source: int = Field(description="Index into source_words.")
+    weight: float = Field(description="Share of the target word's attention; a word's weights sum to 1.")
+
+
+class AlignmentOut(BaseModel):
+    source_words: list[WordOut]
+    target_words: list[WordOut]
+    links: list[list[LinkOut]] = Field(description="Per target word, its source words, heaviest first.")
+    pharaoh: str = Field(description='Hard links "i-j" (source-target, 0-based), sorted.')
+
+    @classmethod
+    def from_alignment(cls, alignment: TokenAlignment) -> AlignmentOut:
+        return cls(
+            source_words=[WordOut(text=w.text, start=w.start, end=w.end) for w in alignment.source_words],
+            target_words=[WordOut(text=w.text, start=w.start, end=w.end) for w in alignment.target_words],
+            # Six decimals: more is float noise to a reader, and sums stay within 1e-5 of 1.
+            links=[[LinkOut(source=i, weight=round(w, 6)) for i, w in row] for row in alignment.links],
+            pharaoh=alignment.pharaoh,
+        )
+
+
+class HypothesisOut(BaseModel):
+    text: str
+    score: float = Field(description="Length-normalised log-probability (higher is better).")
+    alignment: AlignmentOut | None = Field(default=None, description='Present when alignment="token".')
+
+    @classmethod
+    def from_translation(cls, translation: Translation) -> HypothesisOut:
+        alignment = translation.alignment
+        return cls(
+            text=translation.text,
+            score=translation.score,
+            alignment=AlignmentOut.from_alignment(alignment) if alignment is not None else None,
+        )
+
+
+class TranslateResponse(BaseModel):
+    source: str
+    target: str
+    translations: list[list[HypothesisOut]] = Field(
+        description="One n-best list per input text, in input order (a single text gives one list)."
+    )
+
+    @classmethod
+    def from_results(cls, source: str, target: str, results: list[list[Translation]]) -> TranslateResponse:
+        return cls(
+            source=source,
+            target=target,
+            translations=[[HypothesisOut.from_translation(t) for t in nbest] for nbest in results],
+        )
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok", "unavailable"]
+    pairs: list[str] = Field(description='Language pairs served, e.g. ["en-de"].')
+
+
+class ErrorDetail(BaseModel):
+    field: str = Field(description='The request field at fault, dotted ("text.2"), or "body".')
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    message: str = Field(description="One readable line.")
+    detail: list[ErrorDetail] = Field(default_factory=list)

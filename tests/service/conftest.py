@@ -1,0 +1,54 @@
+"""Service test fixtures: the app with a FakeRuntime injected through the runtime factory."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.runtime.fake import FakeRuntime
+from service.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def _no_phrasal_environment(monkeypatch):
+    """Settings read PHRASAL_* variables; the developer's shell must not change test results."""
+    for name in list(os.environ):
+        if name.startswith("PHRASAL_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(model_dirs=["models/test-en-de"], max_segments=4, max_chars=40)
+
+
+@pytest.fixture
+def runtime() -> FakeRuntime:
+    return FakeRuntime("en", "de")
+
+
+@pytest.fixture
+def client(settings, runtime):
+    factory_calls = []
+
+    def factory(received: Settings):
+        factory_calls.append(received)
+        return [runtime]
+
+    app = create_app(settings, runtime_factory=factory)
+    with TestClient(app) as test_client:  # entering runs the lifespan: models load here
+        assert factory_calls == [settings]
+        yield test_client
+
+
+@pytest.fixture
+def translate(client):
+    """POST /translate with en->de unless the body says otherwise."""
+
+    def post(**body):
+        return client.post("/translate", json={"source": "en", "target": "de", **body})
+
+    return post
