@@ -1,0 +1,181 @@
+"""Parallel data: reading the raw splits, length filtering, token-bounded batching, collation.
+
+Conventions (CONTRACTS.md, model/generate.py): pad=0, bos=1, eos=2. The source is fed as
+x + [EOS] (as `model.generate.source_batch` does at inference); the target is fed as
+tgt_in = [BOS] + y and predicted as tgt_out = y + [EOS]. The dataset stores the bare piece ids
+x and y; `collate` adds the special ids, so every padded side has length len + 1.
+"""
+from __future__ import annotations
+
+import gzip
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import torch
+
+PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
+
+
+def split_path(data_dir: str | Path, split: str, lang: str) -> Path:
+    """`data_dir/split.lang.gz`, or the uncompressed file when only that exists."""
+    base = Path(data_dir) / f"{split}.{lang}"
+    gz = base.with_name(base.name + ".gz")
+    if gz.exists() or not base.exists():
+        return gz
+    return base
+
+
+def read_lines(path: str | Path, limit: int | None = None) -> list[str]:
+    """One sentence a line, gzip or plain text, trailing newline and surrounding blanks removed."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"data file not found: {path}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    lines: list[str] = []
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if limit is not None and len(lines) >= limit:
+                break
+            lines.append(line.strip())
+    return lines
+
+
+def read_parallel(data_dir: str | Path, split: str, source_lang: str, target_lang: str,
+                  limit: int | None = None) -> tuple[list[str], list[str]]:
+    """The line-parallel source and target sentences of one split (the first `limit` pairs)."""
+    src = read_lines(split_path(data_dir, split, source_lang), limit)
+    tgt = read_lines(split_path(data_dir, split, target_lang), limit)
+    if len(src) != len(tgt):
+        raise ValueError(f"split {split!r}: {len(src)} {source_lang} lines but {len(tgt)} {target_lang} lines")
+    return src, tgt
+
+
+class ParallelDataset(torch.utils.data.Dataset):
+    """(source ids, target ids) pairs; pairs with an empty side or a side over `max_len` pieces are dropped.
+
+    `kept` holds, for every pair kept, its line index in the original corpus.
+    """
+
+    def __init__(self, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
+                 max_len: int | None = None):
+        if len(src_ids) != len(tgt_ids):
+            raise ValueError(f"{len(src_ids)} source but {len(tgt_ids)} target sequences")
+        self.src: list[list[int]] = []
+        self.tgt: list[list[int]] = []
+        self.kept: list[int] = []
+        for i, (s, t) in enumerate(zip(src_ids, tgt_ids)):
+            if not s or not t:
+                continue
+            if max_len is not None and (len(s) > max_len or len(t) > max_len):
+                continue
+            self.src.append(list(s))
+            self.tgt.append(list(t))
+            self.kept.append(i)
+        self.dropped = len(src_ids) - len(self.kept)
+
+    @classmethod
+    def from_texts(cls, encode: Callable[[str], list[int]], src_texts: Sequence[str],
+                   tgt_texts: Sequence[str], max_len: int | None = None) -> "ParallelDataset":
+        return cls([encode(s) for s in src_texts], [encode(t) for t in tgt_texts], max_len)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, index: int) -> tuple[list[int], list[int]]:
+        return self.src[index], self.tgt[index]
+
+    def src_lengths(self) -> list[int]:
+        """Padded-tensor lengths of the source side: len(x) + 1 (EOS added)."""
+        return [len(s) + 1 for s in self.src]
+
+    def tgt_lengths(self) -> list[int]:
+        """Padded-tensor lengths of the target side: len(y) + 1 (BOS or EOS added)."""
+        return [len(t) + 1 for t in self.tgt]
+
+
+def padded_tokens(n: int, max_src: int, max_tgt: int) -> int:
+    """Padded size of a batch: its largest tensor, B x max(S, T)."""
+    return n * max(max_src, max_tgt)
+
+
+def token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int, *,
+                  seed: int, epoch: int, shuffle: bool = True) -> list[list[int]]:
+    """Index batches of similar-length pairs whose padded size B x max(S, T) stays <= max_tokens.
+
+    Pairs are sorted by (target, source) length (ties broken by a seeded per-epoch permutation, so
+    batch contents vary between epochs), packed greedily, and the batch order is shuffled with a
+    generator seeded by (seed, epoch): the same (seed, epoch) always gives the same batches, which
+    is what lets a resumed run skip exactly the batches it already trained on.
+    """
+    if len(src_lengths) != len(tgt_lengths):
+        raise ValueError("src_lengths and tgt_lengths differ in length")
+    rng = random.Random(seed * 1_000_003 + epoch)
+    order = list(range(len(src_lengths)))
+    if shuffle:
+        rng.shuffle(order)
+    # A stable sort keeps the shuffled order among pairs of equal lengths.
+    order.sort(key=lambda i: (tgt_lengths[i], src_lengths[i]))
+
+    batches: list[list[int]] = []
+    current: list[int] = []
+    max_src = max_tgt = 0
+    for i in order:
+        need = padded_tokens(1, src_lengths[i], tgt_lengths[i])
+        if need > max_tokens:
+            raise ValueError(f"pair {i} needs {need} padded tokens, more than max_tokens={max_tokens}; "
+                             f"lower max_len or raise max_tokens")
+        new_src, new_tgt = max(max_src, src_lengths[i]), max(max_tgt, tgt_lengths[i])
+        if current and padded_tokens(len(current) + 1, new_src, new_tgt) > max_tokens:
+            batches.append(current)
+            current, new_src, new_tgt = [], src_lengths[i], tgt_lengths[i]
+        current.append(i)
+        max_src, max_tgt = new_src, new_tgt
+    if current:
+        batches.append(current)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+@dataclass
+class Batch:
+    """Padded tensors of one batch. src (B, S) = x + [EOS]; tgt_in, tgt_out (B, T); pad = 0."""
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+    indices: list[int]
+
+    @property
+    def n_tgt_tokens(self) -> int:
+        return int(self.tgt_out.ne(PAD_ID).sum())
+
+    def to(self, device: torch.device | str) -> "Batch":
+        nb = torch.device(device).type == "cuda"
+        return Batch(self.src.to(device, non_blocking=nb), self.tgt_in.to(device, non_blocking=nb),
+                     self.tgt_out.to(device, non_blocking=nb), self.indices)
+
+
+def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> torch.Tensor:
+    """Right-padded (B, max len) long tensor."""
+    width = max((len(s) for s in seqs), default=0)
+    out = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        out[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+    return out
+
+
+def collate(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], indices: Sequence[int] | None = None,
+            *, pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> Batch:
+    """src (B, S) = x + [EOS]; tgt_in (B, T) = [BOS] + y; tgt_out (B, T) = y + [EOS]; padded with pad_id."""
+    src = pad_sequences([[*s, eos_id] for s, _ in pairs], pad_id)
+    tgt_in = pad_sequences([[bos_id, *t] for _, t in pairs], pad_id)
+    tgt_out = pad_sequences([[*t, eos_id] for _, t in pairs], pad_id)
+    return Batch(src, tgt_in, tgt_out, list(indices) if indices is not None else list(range(len(pairs))))
+
+
+def iterate_batches(dataset: ParallelDataset, batches: Sequence[Sequence[int]]) -> Iterator[Batch]:
+    for idx in batches:
+        yield collate([dataset[i] for i in idx], idx)

@@ -1,0 +1,121 @@
+"""`phrasal-eval` / `python -m training.evaluate`: translate a test set with a model dir and score it.
+
+    python -m training.evaluate --model-dir models/en-de --split test_2016_flickr --beam 5
+    python -m training.evaluate --model-dir models/en-de --src in.en --ref in.de --out hyps.de --json
+    python -m training.evaluate --model-dir models/en-de --src in.en            # hypotheses to stdout
+
+Scores, each printed with its sacreBLEU signature: BLEU cased on detokenised text (13a), BLEU
+lowercased (sacreBLEU lowercase=True, the convention of the published Multi30k anchors), chrF.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from training.cli import UsageError, _Parser
+
+PROG = "phrasal-eval"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Translate and score with a phrasal model directory.")
+    p.add_argument("--model-dir", type=Path, required=True)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--split", help="a split of --data-dir, e.g. test_2016_flickr (languages from the manifest)")
+    source.add_argument("--src", type=Path, help="source sentences, one a line (plain or .gz)")
+    p.add_argument("--ref", type=Path, help="reference translations for --src, one a line")
+    p.add_argument("--data-dir", type=Path, default=Path("data/multi30k"))
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--batch-size", type=int, default=64, help="sentences a batch")
+    p.add_argument("--limit", type=int, help="first N sentences only")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--out", type=Path, help="write the hypotheses here, one a line")
+    p.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    return p
+
+
+def score(hyps: Sequence[str], refs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Corpus scores with their sacreBLEU signatures."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    out: dict[str, dict[str, Any]] = {}
+    for key, metric in (("bleu", BLEU()), ("bleu_lowercase", BLEU(lowercase=True)), ("chrf", CHRF())):
+        result = metric.corpus_score(list(hyps), [list(refs)])
+        out[key] = {"score": round(result.score, 2), "signature": str(metric.get_signature()), "detail": str(result)}
+    return out
+
+
+LABELS = {"bleu": "BLEU cased detok 13a", "bleu_lowercase": "BLEU lowercased 13a", "chrf": "chrF2"}
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.beam < 1 or args.batch_size < 1:
+        raise UsageError("--beam and --batch-size must be >= 1")
+    if args.ref is not None and args.src is None:
+        raise UsageError("--ref needs --src")
+
+    import torch
+
+    from model.artifacts import load_model_dir
+    from training.data import read_lines, split_path
+    from training.loop import resolve_device
+    from training.translate import translate_batch
+
+    device = resolve_device(args.device)
+    loaded = load_model_dir(args.model_dir, device)
+    if args.split is not None:
+        src = read_lines(split_path(args.data_dir, args.split, loaded.source_lang), args.limit)
+        refs: list[str] | None = read_lines(split_path(args.data_dir, args.split, loaded.target_lang), args.limit)
+    else:
+        src = read_lines(args.src, args.limit)
+        refs = read_lines(args.ref, args.limit) if args.ref is not None else None
+    if refs is not None and len(refs) != len(src):
+        raise UsageError(f"{len(src)} source but {len(refs)} reference lines")
+
+    started = time.perf_counter()
+    hyps = translate_batch(loaded.model, loaded.tokenizer, src, args.beam, batch_size=args.batch_size,
+                           length_penalty=args.length_penalty)
+    seconds = time.perf_counter() - started
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    elif refs is None and not args.json:
+        sys.stdout.write("".join(h + "\n" for h in hyps))
+
+    report: dict[str, Any] = {
+        "model_dir": str(args.model_dir), "source_lang": loaded.source_lang, "target_lang": loaded.target_lang,
+        "split": args.split, "src": str(args.src) if args.src else None, "sentences": len(src), "beam": args.beam,
+        "length_penalty": args.length_penalty, "device": str(device), "seconds": round(seconds, 2),
+        "torch": torch.__version__,
+    }
+    if refs is not None:
+        report.update(score(hyps, refs))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    elif refs is not None:
+        print(f"{loaded.source_lang}->{loaded.target_lang} {args.split or args.src}: {len(src)} sentences, "
+              f"beam {args.beam}, {seconds:.1f}s on {device}")
+        for key, label in LABELS.items():
+            print(f"{label:22s} = {report[key]['score']:6.2f}  {report[key]['signature']}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from model.errors import ArtifactError, ConfigError
+    from training.recipe import RecipeError
+
+    try:
+        return run(argv)
+    except (UsageError, ArtifactError, ConfigError, RecipeError, FileNotFoundError) as error:
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
