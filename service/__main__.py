@@ -1,4 +1,9 @@
-"""``python -m service --host 127.0.0.1 --port 8000``: serve the models named by PHRASAL_* settings."""
+"""``python -m service --host 127.0.0.1 --port 8000``: serve the models named by PHRASAL_* settings.
+
+SIGTERM (or Ctrl-C) drains: /health/ready turns 503 and new translations are refused, uvicorn
+stops accepting connections and gives the requests in flight ``PHRASAL_DRAIN_TIMEOUT_S`` to
+finish, the models are released, and the process exits 0.
+"""
 
 from __future__ import annotations
 
@@ -20,20 +25,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     # Imported after argument parsing so that --help is instant.
-    import uvicorn
-
     from service.app import create_app
+    from service.server import serve
     from service.settings import Settings
 
     try:
         settings = Settings()
     except ValidationError as exc:
         problems = "; ".join(
-            f"PHRASAL_{'_'.join(str(p) for p in err['loc'][:1]).upper()}: {err['msg']}" for err in exc.errors()
+            f"PHRASAL_{str(err['loc'][0]).upper()}: {err['msg']}" if err["loc"] else err["msg"]
+            for err in exc.errors()
         )
         print(f"error: invalid settings: {problems}", file=sys.stderr)
         return 2
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    serve(create_app(settings), settings, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 

@@ -1,8 +1,13 @@
 """The application factory.
 
-Settings are read once, by the caller of ``create_app``; models load in the lifespan handler
-(never at import), so importing the app is cheap and a broken model directory fails startup —
-before the server accepts requests — instead of failing requests.
+Settings are read once, by the caller of ``create_app``. Models load in the background once the
+lifespan starts (never at import), so importing the app is cheap, /health/live answers during a
+long load, and a broken model directory leaves the process live but not ready, with the reason
+in the log and in /health/ready (service/lifecycle.py).
+
+Middleware, outermost first: metrics (sees every status, refusals included) -> CORS (only when
+origins are configured) -> API keys and rate limits (only when keys are configured) -> body
+guard (content type, size, time) -> the routes.
 """
 
 from __future__ import annotations
@@ -11,15 +16,17 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
-import anyio.to_thread
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 
+from service.body_guard import BodyGuardMiddleware
 from service.errors import install_error_handlers
+from service.lifecycle import Lifecycle
 from service.metrics import Metrics, MetricsMiddleware
 from service.routes import router
 from service.runtime.base import TranslationRuntime
+from service.security import ApiKeyMiddleware, TokenBucket
 from service.settings import Settings
-from service.translator import Translator
 
 log = logging.getLogger("service")
 
@@ -27,51 +34,46 @@ RuntimeFactory = Callable[[Settings], Sequence[TranslationRuntime]]
 
 
 def load_default_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
-    """The torch backend, imported here so that the service (and its tests) import without it."""
-    from service.runtime.torch_runtime import load_runtimes
+    """The backend ``settings.backend`` names (service/runtime/factory.py), imported only then so
+    that the service (and its tests) import without any engine."""
+    from service.runtime.factory import load_runtimes
 
     return load_runtimes(settings)
 
 
-def _close_all(runtimes: Sequence[object]) -> None:
-    # Also called on a rejected runtime list, whose items may not be runtimes at all.
-    for runtime in runtimes:
-        close = getattr(runtime, "close", None)
-        if not callable(close):
-            continue
-        try:
-            close()
-        except Exception:
-            log.exception("closing runtime %r failed", runtime)
+def load_test_fake_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
+    """``PHRASAL_TEST_FAKE_RUNTIME=true`` (tests only): one FakeRuntime per model directory,
+    its pair read from the directory's name ("models/en-de" serves en-de), no model read."""
+    from service.runtime.fake import FakeRuntime
+
+    runtimes = []
+    for path in settings.model_dirs:
+        source, _, target = path.name.partition("-")
+        runtimes.append(FakeRuntime(source or "en", target or "de", delay_s=settings.test_fake_delay_s))
+    return runtimes
 
 
 def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None) -> FastAPI:
     """Build the app. ``runtime_factory(settings)`` returns one runtime per language pair; it
-    runs at startup, in a worker thread. Default: ``service.runtime.torch_runtime.load_runtimes``."""
+    runs at startup, in a worker thread. Default: ``load_default_runtimes`` (the backend the
+    settings name), or the fake runtime when ``settings.test_fake_runtime``."""
     settings = settings if settings is not None else Settings()
-    factory = runtime_factory if runtime_factory is not None else load_default_runtimes
+    if runtime_factory is not None:
+        factory = runtime_factory
+    elif settings.test_fake_runtime:
+        factory = load_test_fake_runtimes
+    else:
+        factory = load_default_runtimes
+    metrics = Metrics()
+    lifecycle = Lifecycle(settings, factory, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtimes = list(await anyio.to_thread.run_sync(factory, settings))
-        try:
-            translator = Translator(runtimes, settings)
-            if settings.warmup:
-                for runtime in runtimes:
-                    await anyio.to_thread.run_sync(runtime.warmup)
-        except BaseException:
-            _close_all(runtimes)
-            raise
-        log.info(
-            "serving %s",
-            ", ".join(f"{r.pair} ({r.backend})" for r in translator.runtimes),
-        )
-        app.state.translator = translator
+        lifecycle.start_loading()
         try:
             yield
         finally:
-            app.state.translator = None
-            _close_all(runtimes)
+            await lifecycle.shutdown()
 
     app = FastAPI(
         title="phrasal",
@@ -80,9 +82,30 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.metrics = Metrics()
-    app.state.translator = None  # set once the models are loaded
+    app.state.metrics = metrics
+    app.state.lifecycle = lifecycle
     install_error_handlers(app)
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    # add_middleware puts each one outside the ones before it: innermost first.
+    app.add_middleware(
+        BodyGuardMiddleware, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s, metrics=metrics
+    )
+    if settings.api_keys:
+        buckets = None
+        if settings.rate_limit_per_s is not None:
+            buckets = TokenBucket(settings.rate_limit_per_s, settings.rate_limit_burst)
+        app.add_middleware(
+            ApiKeyMiddleware, keys=settings.api_keys, header=settings.api_key_header, metrics=metrics, buckets=buckets
+        )
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Content-Type", "Authorization", settings.api_key_header],
+            max_age=600,
+        )
+    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url} - {None}
+    paths = {route.path for route in router.routes} | docs
+    app.add_middleware(MetricsMiddleware, metrics=metrics, paths=paths)
     app.include_router(router)
     return app

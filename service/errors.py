@@ -7,13 +7,15 @@ and stack trace go to the server log, never to the client (DESIGN §3.10).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.schemas import ErrorDetail, ErrorResponse
 
@@ -47,8 +49,66 @@ class TranslationFailed(Exception):
     """The runtime failed; the cause is logged where this is raised: 500."""
 
 
-class NotReady(Exception):
-    """Models are not loaded (startup not finished, or shutting down): 503."""
+class BodyRejected(HTTPException):
+    """The body guard's 408/413 raised while the app reads the body. A FastAPI HTTPException
+    because FastAPI lets those through its body parsing (anything else becomes its 400)."""
+
+    def __init__(self, status: int, reason: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code=status, detail=message, headers=headers)
+        self.reason = reason
+
+
+class ClientDisconnected(Exception):
+    """The client went away while its request waited; nobody reads the answer (499)."""
+
+
+class Rejected(Exception):
+    """A request the server turns away whole (503, 504): the client may retry it, elsewhere or
+    later. ``reason`` is a metric label, from a fixed set."""
+
+    status = 503
+    reason = "unavailable"
+
+    def __init__(self, message: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+
+class NotReady(Rejected):
+    """Models are not loaded (loading, failed to load, or shut down): 503."""
+
+    reason = "not_ready"
+
+    def __init__(self, message: str = "models are not loaded yet; retry shortly", retry_after: int | None = 5) -> None:
+        super().__init__(message, retry_after)
+
+
+class CutOff(Rejected):
+    """The drain timeout expired while this request was still being served: 503."""
+
+    reason = "drain_timeout"
+
+    def __init__(self) -> None:
+        super().__init__("the server shut down before this translation finished; retry", retry_after=1)
+
+
+class QueueFull(Rejected):
+    reason = "queue_full"
+
+
+class QueueTimeout(Rejected):
+    """The deadline passed before any of the request's texts reached a worker: 503 (the server
+    was too busy; nothing was computed)."""
+
+    reason = "deadline_in_queue"
+
+
+class DeadlineExceeded(Rejected):
+    """The deadline passed while the model was computing: 504."""
+
+    status = 504
+    reason = "deadline_in_compute"
 
 
 def _field(loc: Sequence[Any], kind: str) -> str:
@@ -59,11 +119,27 @@ def _field(loc: Sequence[Any], kind: str) -> str:
     return ".".join(str(p) for p in parts)
 
 
-def _error_response(status: int, details: list[ErrorDetail], message: str | None = None) -> JSONResponse:
+class ErrorJSONResponse(JSONResponse):
+    """ASCII JSON: an error may quote what the client sent (a field name, a language code), and
+    a lone surrogate in it must come back escaped, not crash the encoder into a 500."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error_response(
+    status: int, details: list[ErrorDetail], message: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     if message is None:
         message = "; ".join(f"{d.field}: {d.msg}" for d in details)
     body = ErrorResponse(message=message, detail=details)
-    return JSONResponse(status_code=status, content=body.model_dump())
+    return ErrorJSONResponse(status_code=status, content=body.model_dump(), headers=headers)
+
+
+def _count(request: Request, reason: str) -> None:
+    metrics = getattr(request.app.state, "metrics", None)
+    if metrics is not None:
+        metrics.rejected(reason)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -76,30 +152,57 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
         )
         for err in exc.errors()
     ]
-    return _error_response(422, details)
+    _count(request, "invalid_request")
+    return error_response(422, details)
 
 
 async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
     detail = ErrorDetail(field=_field(exc.loc, exc.kind), loc=list(exc.loc), msg=exc.message, type=exc.kind)
-    return _error_response(422, [detail])
+    _count(request, "invalid_request")
+    return error_response(422, [detail])
 
 
 async def _translation_failed(request: Request, exc: TranslationFailed) -> JSONResponse:
-    return _error_response(500, [], "internal error: the translation failed (logged on the server)")
+    return error_response(500, [], "internal error: the translation failed (logged on the server)")
 
 
-async def _not_ready(request: Request, exc: NotReady) -> JSONResponse:
-    return _error_response(503, [], "models are not loaded yet; retry shortly")
+async def _rejected(request: Request, exc: Rejected) -> JSONResponse:
+    _count(request, exc.reason)
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return error_response(exc.status, [], exc.message, headers)
+
+
+# FastAPI's own 400, for a body json.loads could not take (invalid UTF-8, nesting too deep).
+_FASTAPI_BODY_ERROR = "There was an error parsing the body"
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    # 404, 405, 400 and the body guard's 408/413: the same body shape as every other error.
+    message = exc.detail if isinstance(exc.detail, str) else "request refused"
+    if isinstance(exc, BodyRejected):
+        _count(request, exc.reason)
+    elif exc.status_code == 400:
+        _count(request, "bad_body")
+        if message == _FASTAPI_BODY_ERROR:
+            message = "body: not parseable as JSON (invalid UTF-8, or nested too deep)"
+    return error_response(exc.status_code, [], message, dict(exc.headers) if exc.headers else None)
+
+
+async def _client_disconnected(request: Request, exc: ClientDisconnected) -> Response:
+    _count(request, "client_disconnected")
+    return Response(status_code=499)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _error_response(500, [], "internal error (logged on the server)")
+    return error_response(500, [], "internal error (logged on the server)")
 
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(RequestError, _request_error)
     app.add_exception_handler(TranslationFailed, _translation_failed)
-    app.add_exception_handler(NotReady, _not_ready)
+    app.add_exception_handler(Rejected, _rejected)
+    app.add_exception_handler(ClientDisconnected, _client_disconnected)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)

@@ -1,59 +1,151 @@
-"""Prometheus metrics: request latency by route and status.
+"""Prometheus metrics.
 
 Each app owns its CollectorRegistry, so several apps in one process (tests, or two servers)
-never share or collide on metrics.
+never share or collide on metrics. Every label comes from a bounded set: route templates (not raw
+paths), status codes, language pairs and backends of the loaded runtimes, and the fixed
+rejection reasons below. Nothing a client sends becomes a label, and API keys never do.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Translation latency spans milliseconds (short text, warm model) to tens of seconds (long batch
 # on CPU); the default buckets stop at 10 s.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+QUEUE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 UNMATCHED_ROUTE = "unmatched"
+
+# Why a request was turned away; pre-declared so that every series exists from the first scrape.
+REJECTION_REASONS = (
+    "invalid_request",  # 422
+    "unauthorized",  # 401
+    "rate_limited",  # 429
+    "body_too_large",  # 413
+    "body_timeout",  # 408
+    "bad_body",  # 400 (malformed content-length, undecodable body)
+    "unsupported_media_type",  # 415
+    "queue_full",  # 503
+    "deadline_in_queue",  # 503
+    "deadline_in_compute",  # 504
+    "not_ready",  # 503
+    "drain_timeout",  # 503: still in flight when the drain timeout expired
+    "unavailable",  # 503
+    "client_disconnected",  # no response: the client left; its queued work was dropped
+)
 
 
 class Metrics:
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = registry = CollectorRegistry()
         self.request_seconds = Histogram(
             "phrasal_request_duration_seconds",
             "HTTP request latency, by route template and response status.",
             labelnames=("route", "status"),
             buckets=LATENCY_BUCKETS,
-            registry=self.registry,
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "phrasal_requests_in_flight", "HTTP requests being served now.", labelnames=("route",), registry=registry
+        )
+        self.queue_seconds = Histogram(
+            "phrasal_queue_duration_seconds",
+            "Time a text waited for a worker (per text), by language pair.",
+            labelnames=("pair",),
+            buckets=QUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.compute_seconds = Histogram(
+            "phrasal_compute_duration_seconds",
+            "Time one batch spent in the runtime, by language pair and backend.",
+            labelnames=("pair", "backend"),
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.batch_size = Histogram(
+            "phrasal_batch_size", "Texts per model call.", labelnames=("pair",), buckets=SIZE_BUCKETS, registry=registry
+        )
+        self.batch_tokens = Histogram(
+            "phrasal_batch_tokens",
+            "Padded source tokens per model call (texts x longest text).",
+            labelnames=("pair",),
+            buckets=TOKEN_BUCKETS,
+            registry=registry,
+        )
+        self.segments = Counter(
+            "phrasal_translated_segments", "Texts translated by a model.", labelnames=("pair",), registry=registry
+        )
+        self.source_tokens = Counter(
+            "phrasal_source_tokens", "Source tokens read by a model.", labelnames=("pair",), registry=registry
+        )
+        self.generated_tokens = Counter(
+            "phrasal_generated_tokens",
+            "Target tokens of the best hypotheses returned (what clients read).",
+            labelnames=("pair",),
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            "phrasal_queue_depth", "Texts waiting for a worker.", labelnames=("pair",), registry=registry
+        )
+        self.rejections = Counter(
+            "phrasal_rejections", "Requests turned away, by reason.", labelnames=("reason",), registry=registry
+        )
+        for reason in REJECTION_REASONS:
+            self.rejections.labels(reason=reason)
+        self.ready = Gauge("phrasal_ready", "1 when /health/ready answers 200.", registry=registry)
+        self.device_memory = Gauge(
+            "phrasal_device_memory_bytes",
+            "Accelerator memory held by a runtime's device (CUDA only).",
+            labelnames=("pair", "backend"),
+            registry=registry,
         )
 
     def observe(self, route: str, status: int, seconds: float) -> None:
         self.request_seconds.labels(route=route, status=str(status)).observe(seconds)
+
+    def rejected(self, reason: str) -> None:
+        if reason not in REJECTION_REASONS:
+            raise ValueError(f"unknown rejection reason {reason!r}")  # a bug: labels stay bounded
+        self.rejections.labels(reason=reason).inc()
+
+    def watch_memory(self, pair: str, backend: str, read: Callable[[], int | None]) -> None:
+        """Export ``read()`` at every scrape; call only for a runtime whose ``read()`` is not None."""
+        self.device_memory.labels(pair=pair, backend=backend).set_function(lambda: float(read() or 0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
 
 class MetricsMiddleware:
-    """Times every HTTP request, as pure ASGI so that it sees the final status of every response,
-    error handlers' included.
+    """Times every HTTP request, as pure ASGI and outermost, so that it sees the final status of
+    every response: error handlers' and other middlewares' included.
 
-    The route label is the route template ("/translate"), never the raw path: unknown paths
-    share one label so that a scanner cannot blow up the number of series.
+    The route label is known before the app runs, so that requests refused by a middleware
+    (401, 413, 429) carry their route too. Every route of this service is a static path, so the
+    label is the path itself when it is one of ``paths`` (a route with path parameters would
+    need its template here); any other path is "unmatched", so that a scanner cannot blow up the
+    number of series.
     """
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, paths: Iterable[str]) -> None:
         self.app = app
         self.metrics = metrics
+        self.paths = frozenset(paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        route = scope["path"] if scope["path"] in self.paths else UNMATCHED_ROUTE
         status = 500  # what the client gets if the app raises before responding
 
         async def send_and_record_status(message: Message) -> None:
@@ -62,9 +154,10 @@ class MetricsMiddleware:
                 status = message["status"]
             await send(message)
 
+        gauge = self.metrics.in_flight.labels(route=route)
+        gauge.inc()
         try:
             await self.app(scope, receive, send_and_record_status)
         finally:
-            # The router writes the matched route into the shared scope dict.
-            route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
+            gauge.dec()
             self.metrics.observe(route, status, time.perf_counter() - start)

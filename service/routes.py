@@ -2,28 +2,80 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from service.errors import NotReady
+from service.errors import ClientDisconnected, CutOff
+from service.lifecycle import Lifecycle
 from service.metrics import Metrics
-from service.schemas import ErrorResponse, HealthResponse, TranslateRequest, TranslateResponse
+from service.schemas import ErrorResponse, HealthResponse, LiveResponse, TranslateRequest, TranslateResponse
 from service.translator import Translator
 
 router = APIRouter()
+T = TypeVar("T")
+
+
+def _error(description: str) -> dict:
+    return {"model": ErrorResponse, "description": description}
+
 
 _ERRORS = {
-    422: {"model": ErrorResponse, "description": "Invalid request; the message names the field."},
-    500: {"model": ErrorResponse, "description": "Translation failed; details are in the server log."},
-    503: {"model": ErrorResponse, "description": "Models are not loaded yet."},
+    400: _error("The body is not parseable JSON (invalid UTF-8, nested too deep), or a bad Content-Length."),
+    401: _error("API keys are on and the request has no valid one."),
+    408: _error("The body did not arrive within body_timeout_s."),
+    413: _error("The body is larger than max_body_bytes."),
+    415: _error("The content type is not application/json."),
+    422: _error("Invalid request; the message names the field (and the limit, when one was passed)."),
+    429: _error("The API key's rate limit is exhausted; see Retry-After."),
+    500: _error("Translation failed; details are in the server log."),
+    503: _error("Not ready (loading, failed, draining) or too busy (queue full, deadline in queue); see Retry-After."),
+    504: _error("The deadline passed while the model was computing."),
 }
 
 
 def get_translator(request: Request) -> Translator:
-    translator = getattr(request.app.state, "translator", None)
-    if translator is None:
-        raise NotReady()
-    return translator
+    lifecycle: Lifecycle = request.app.state.lifecycle
+    return lifecycle.translator_or_raise()
+
+
+async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """Await ``work`` unless the client disconnects first: then cancel it (which takes the
+    request's texts out of the queue) and raise ``ClientDisconnected``.
+
+    Once the body has been read, the ASGI ``receive`` has nothing more to say until the client
+    disconnects (or the response is sent), so a task waiting on it hears the disconnect.
+    """
+    task = asyncio.ensure_future(work)
+
+    async def watch() -> None:
+        try:
+            while True:
+                message = await request.receive()
+                if message["type"] == "http.disconnect":
+                    return
+        except Exception:
+            # A server whose receive cannot be watched: wait for the work alone.
+            await asyncio.get_running_loop().create_future()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Also on our own cancellation (shutdown timeout): neither task may outlive the request.
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            try:
+                await task
+            except BaseException:
+                pass
+    if task.cancelled():
+        raise ClientDisconnected()
+    return task.result()
 
 
 @router.post(
@@ -32,8 +84,10 @@ def get_translator(request: Request) -> Translator:
     response_model_exclude_none=True,  # "alignment" only when asked for
     responses=_ERRORS,
 )
-async def translate(body: TranslateRequest, translator: Translator = Depends(get_translator)) -> TranslateResponse:
-    results = await translator.translate(
+async def translate(
+    body: TranslateRequest, request: Request, translator: Translator = Depends(get_translator)
+) -> TranslateResponse:
+    work = translator.translate(
         body.texts,
         body.source,
         body.target,
@@ -42,15 +96,42 @@ async def translate(body: TranslateRequest, translator: Translator = Depends(get
         alignment=body.alignment,
         single=isinstance(body.text, str),
     )
+    try:
+        results = await unless_disconnected(request, work)
+    except asyncio.CancelledError:
+        # uvicorn cancels what is still in flight when the drain timeout expires: say so (and
+        # when to retry) instead of leaving the client a bare 500 or a cut connection.
+        if request.app.state.lifecycle.phase in ("draining", "stopped"):
+            raise CutOff() from None
+        raise
     return TranslateResponse.from_results(body.source, body.target, results)
+
+
+def _health(lifecycle: Lifecycle) -> JSONResponse:
+    translator = lifecycle.translator
+    if lifecycle.ready and translator is not None:
+        return JSONResponse(content={"status": "ok", "phase": "ready", "pairs": translator.pairs})
+    body = {"status": "unavailable", "phase": lifecycle.phase, "pairs": [], "reason": lifecycle.reason}
+    return JSONResponse(status_code=503, content=body)
+
+
+@router.get("/health/ready", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
+async def ready(request: Request) -> Response:
+    """200 when the models are loaded and warm and the server is not draining; 503 with the
+    reason otherwise. Route traffic by this one."""
+    return _health(request.app.state.lifecycle)
 
 
 @router.get("/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
 async def health(request: Request) -> Response:
-    translator: Translator | None = getattr(request.app.state, "translator", None)
-    if translator is None:
-        return JSONResponse(status_code=503, content={"status": "unavailable", "pairs": []})
-    return JSONResponse(content={"status": "ok", "pairs": translator.pairs})
+    """The same as /health/ready (kept for existing clients)."""
+    return _health(request.app.state.lifecycle)
+
+
+@router.get("/health/live", response_model=LiveResponse)
+async def live() -> LiveResponse:
+    """200 while the process serves HTTP at all, loaded or not: restart only when this fails."""
+    return LiveResponse(status="ok")
 
 
 @router.get("/metrics", include_in_schema=False)

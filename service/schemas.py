@@ -16,20 +16,43 @@ from service.runtime.base import TokenAlignment, Translation
 from service.settings import MAX_BEAM_SIZE
 
 
+# After trimming and lower-casing: "en", "de", "pt-br", "zh_hans".
+LANGUAGE_CODE = r"^[A-Za-z0-9_-]+$"
+
+
+def _valid_unicode(text: str, index: int | None) -> None:
+    # JSON can spell a lone surrogate ("\ud800"), which no encoder or tokenizer can take.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = "" if index is None else f"item {index} "
+        raise PydanticCustomError(
+            "text_invalid_unicode",
+            "{where}is not valid Unicode: lone surrogate at character {position}",
+            {"where": where, "position": exc.start},
+        ) from None
+
+
 class TranslateRequest(BaseModel):
     """``{"text": "..." | ["...", ...], "source": "en", "target": "de", "beam_size": 5,
     "n_best": 1, "alignment": "none" | "token"}``."""
 
     model_config = ConfigDict(
         extra="forbid",
+        # No coercion: "5" or 5.0 for beam_size, or NaN anywhere, is a 422, not a guess.
+        strict=True,
         json_schema_extra={
             "examples": [{"text": "A man rides a bike.", "source": "en", "target": "de", "alignment": "token"}]
         },
     )
 
     text: str | list[str] = Field(description="One text, or a list of texts translated in order.")
-    source: str = Field(min_length=1, max_length=16, description='Source language code, e.g. "en".')
-    target: str = Field(min_length=1, max_length=16, description='Target language code, e.g. "de".')
+    source: str = Field(
+        min_length=1, max_length=16, pattern=LANGUAGE_CODE, description='Source language code, e.g. "en".'
+    )
+    target: str = Field(
+        min_length=1, max_length=16, pattern=LANGUAGE_CODE, description='Target language code, e.g. "de".'
+    )
     beam_size: int | None = Field(
         default=None,
         ge=1,
@@ -47,6 +70,7 @@ class TranslateRequest(BaseModel):
         # Checked before the union so that the client reads one clear message instead of one
         # error per union member.
         if isinstance(value, str):
+            _valid_unicode(value, None)
             return value
         if not isinstance(value, list):
             raise PydanticCustomError(
@@ -61,6 +85,7 @@ class TranslateRequest(BaseModel):
                     "item {index} must be a string, got {kind}",
                     {"index": index, "kind": type(item).__name__},
                 )
+            _valid_unicode(item, index)
         return value
 
     @field_validator("source", "target", mode="before")
@@ -146,7 +171,13 @@ class TranslateResponse(BaseModel):
 
 class HealthResponse(BaseModel):
     status: Literal["ok", "unavailable"]
-    pairs: list[str] = Field(description='Language pairs served, e.g. ["en-de"].')
+    phase: Literal["loading", "warming", "ready", "failed", "draining", "stopped"]
+    pairs: list[str] = Field(description='Language pairs served, e.g. ["en-de"]; empty when not ready.')
+    reason: str | None = Field(default=None, description="Why the service is not ready; absent when it is.")
+
+
+class LiveResponse(BaseModel):
+    status: Literal["ok"]
 
 
 class ErrorDetail(BaseModel):

@@ -1,18 +1,23 @@
 """Service settings, read once from the environment (prefix PHRASAL_) by ``create_app``.
 
-List values come as JSON: PHRASAL_MODEL_DIRS='["models/en-de", "models/en-fr"]'.
+List and mapping values come as JSON: PHRASAL_MODEL_DIRS='["models/en-de", "models/en-fr"]',
+PHRASAL_API_KEYS='{"alice": "<32 random characters>"}'. docs/operations.md explains each one.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The request schema's hard bound on beam_size; the default below must respect it.
 MAX_BEAM_SIZE = 16
+# API key names become log fields and metric labels: short and plain.
+_KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MIN_API_KEY_CHARS = 16
 
 
 class Settings(BaseSettings):
@@ -22,6 +27,8 @@ class Settings(BaseSettings):
         frozen=True,
         # "model_dirs" is our field, not pydantic's "model_" namespace.
         protected_namespaces=(),
+        # Errors must not echo values: api_keys holds secrets.
+        hide_input_in_errors=True,
     )
 
     model_dirs: list[Path] = Field(
@@ -30,6 +37,12 @@ class Settings(BaseSettings):
         description="One model directory per language pair served.",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    # Which engine serves (service/runtime/factory.py). "torch" serves model_dirs; the others
+    # serve export_dirs, written by `phrasal-export {onnx,torchscript,ct2}` (one per pair).
+    backend: Literal["torch", "onnx", "torchscript", "ct2"] = "torch"
+    export_dirs: list[Path] = Field(
+        default_factory=list, description="Exported model directories, for backend onnx / torchscript / ct2."
+    )
 
     # Request limits: a request over them is a 422 naming the field, not a slow server.
     max_segments: int = Field(64, ge=1, description="Texts per request.")
@@ -41,9 +54,49 @@ class Settings(BaseSettings):
     max_length_offset: int = Field(10, ge=0)
     length_penalty: float = Field(1.0, ge=0)
 
-    # Threads that may run translations at once; more would only contend for the same cores/GPU.
-    worker_threads: int = Field(4, ge=1)
+    # Threads that run batches, per language pair. One is right for one GPU (see
+    # service/batcher.py): a second would only interleave kernels and double activation memory.
+    worker_threads: int = Field(1, ge=1, le=16)
     warmup: bool = True
+
+    # --- Dynamic batching (service/batcher.py). Batching off: max_batch_sentences=1, max_wait_ms=0.
+    max_batch_sentences: int = Field(64, ge=1, description="Texts per model call.")
+    max_batch_tokens: int = Field(
+        8192, ge=1, description="Padded source tokens per model call (texts x longest text)."
+    )
+    max_wait_ms: float = Field(5.0, ge=0, le=1000, description="How long an idle worker waits for company.")
+
+    # --- Backpressure.
+    max_queue: int = Field(1024, ge=1, description="Texts waiting for a worker; beyond it: 503 + Retry-After.")
+    request_timeout_s: float = Field(30.0, gt=0, description="Deadline of one request, queue + compute.")
+    retry_after_s: int = Field(1, ge=1, description="Retry-After of a 503 (queue full, deadline in queue).")
+    max_connections: int | None = Field(
+        1024, ge=1, description="Open connections before uvicorn answers 503 (None: unbounded)."
+    )
+
+    # --- Request limits enforced before the model sees the text.
+    max_source_tokens: int | None = Field(
+        None, ge=1, description="Source tokens per text (None: the model's own limit)."
+    )
+    max_body_bytes: int = Field(1 << 20, ge=1024, description="Request body size; beyond it: 413.")
+    body_timeout_s: float = Field(10.0, gt=0, description="Time to receive a whole body; beyond it: 408.")
+
+    # --- Auth and quotas, off by default.
+    api_keys: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Key name -> key. Empty: no authentication."
+    )
+    api_key_header: str = Field("X-API-Key", min_length=1, pattern=r"^[A-Za-z0-9-]+$")
+    rate_limit_per_s: float | None = Field(None, gt=0, description="Requests per second per key.")
+    rate_limit_burst: int = Field(20, ge=1, description="Token-bucket size per key.")
+    cors_origins: list[str] = Field(default_factory=list, description="Empty: no CORS headers at all.")
+
+    # --- Lifecycle.
+    drain_timeout_s: float = Field(30.0, ge=0, description="After SIGTERM, time left to in-flight requests.")
+
+    # --- Test hook (never for production): serve service.runtime.fake.FakeRuntime instead of the
+    # model directories, so that tests can run a real server process without a model.
+    test_fake_runtime: bool = False
+    test_fake_delay_s: float = Field(0.0, ge=0, le=60, description="Fake runtime: seconds per batch.")
 
     @model_validator(mode="after")
     def _distinct_model_dirs(self) -> Settings:
@@ -52,4 +105,25 @@ class Settings(BaseSettings):
             if path in seen:
                 raise ValueError(f"model_dirs lists {path} twice")
             seen.add(path)
+        return self
+
+    @model_validator(mode="after")
+    def _consistent_serving_limits(self) -> Settings:
+        # Every problem at once, like ModelConfig.
+        problems = []
+        if self.max_segments > self.max_queue:
+            problems.append(f"max_queue ({self.max_queue}) must hold one full request (max_segments={self.max_segments})")
+        for name, key in self.api_keys.items():
+            if not _KEY_NAME.match(name):
+                problems.append(f"api_keys: key name {name!r} must match {_KEY_NAME.pattern}")
+            if len(key.get_secret_value()) < MIN_API_KEY_CHARS:
+                # The name only: a key never appears in a message or a log.
+                problems.append(f"api_keys: the key named {name!r} is shorter than {MIN_API_KEY_CHARS} characters")
+        secrets = [key.get_secret_value() for key in self.api_keys.values()]
+        if len(set(secrets)) != len(secrets):
+            problems.append("api_keys: two names share one key")
+        if self.rate_limit_per_s is not None and not self.api_keys:
+            problems.append("rate_limit_per_s is per API key: set api_keys too")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self

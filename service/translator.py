@@ -1,35 +1,42 @@
 """What a translate request means, apart from HTTP: pick the runtime for the pair, apply the
-server's limits and defaults, answer empty texts directly, and run the rest in a worker thread.
+server's limits and defaults, answer empty texts directly, queue the rest on that pair's
+``MicroBatcher`` and wait for them within the request's deadline.
 
-Runtimes are synchronous (torch and friends release the GIL in their kernels), so they run in
-worker threads through ``anyio.to_thread`` and never block the event loop; a capacity limiter
-bounds how many run at once.
+Runtimes are synchronous (torch and friends release the GIL in their kernels); they run in the
+batchers' worker threads and never block the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
-import anyio
 import anyio.to_thread
 
-from service.errors import RequestError, TranslationFailed, UnsupportedPair
+from service.batcher import BatchLimits, MicroBatcher, TextRefused
+from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
+from service.metrics import Metrics
 from service.runtime.base import (
     AlignmentMode,
     DecodeOptions,
-    TextRejected,
     TokenAlignment,
     Translation,
     TranslationRuntime,
+    UnsupportedOption,
 )
 from service.settings import Settings
 
 log = logging.getLogger("service")
 
+# Counting tokens of more characters than this moves to a thread (SentencePiece takes ~5 ms for
+# 100k characters; below this the thread hop costs more than the count).
+_COUNT_INLINE_CHARS = 8192
+
 
 class Translator:
-    def __init__(self, runtimes: Sequence[TranslationRuntime], settings: Settings) -> None:
+    def __init__(self, runtimes: Sequence[TranslationRuntime], settings: Settings, metrics: Metrics | None = None) -> None:
         if not runtimes:
             raise ValueError("no runtime loaded: nothing to serve")
         by_pair: dict[tuple[str, str], TranslationRuntime] = {}
@@ -44,7 +51,24 @@ class Translator:
             by_pair[key] = runtime
         self._runtimes = by_pair
         self._settings = settings
-        self._limiter = anyio.CapacityLimiter(settings.worker_threads)
+        limits = BatchLimits(
+            max_sentences=settings.max_batch_sentences,
+            max_tokens=settings.max_batch_tokens,
+            max_wait_s=settings.max_wait_ms / 1000,
+            max_queue=settings.max_queue,
+            workers=settings.worker_threads,
+            retry_after_s=settings.retry_after_s,
+        )
+        self._batchers = {key: MicroBatcher(runtime, limits, metrics) for key, runtime in by_pair.items()}
+
+    def start(self) -> None:
+        """Start the batchers' workers (from the serving event loop)."""
+        for batcher in self._batchers.values():
+            batcher.start()
+
+    async def stop(self) -> None:
+        for batcher in self._batchers.values():
+            await batcher.stop()
 
     @property
     def runtimes(self) -> list[TranslationRuntime]:
@@ -53,6 +77,10 @@ class Translator:
     @property
     def pairs(self) -> list[str]:
         return sorted(runtime.pair for runtime in self._runtimes.values())
+
+    @property
+    def queued(self) -> int:
+        return sum(batcher.queued for batcher in self._batchers.values())
 
     def runtime_for(self, source: str, target: str) -> TranslationRuntime:
         runtime = self._runtimes.get((source, target))
@@ -68,8 +96,7 @@ class Translator:
             )
         for index, text in enumerate(texts):
             if len(text) > limits.max_chars:
-                loc: tuple[str | int, ...] = ("body", "text") if single else ("body", "text", index)
-                raise RequestError(loc, f"at most {limits.max_chars} characters per text, got {len(text)}")
+                raise RequestError(_loc(index, single), f"at most {limits.max_chars} characters per text, got {len(text)}")
 
     def options(self, beam_size: int | None, n_best: int, alignment: AlignmentMode) -> DecodeOptions:
         settings = self._settings
@@ -96,10 +123,17 @@ class Translator:
         single: bool = False,
     ) -> list[list[Translation]]:
         """One n-best list per text, in order. ``single``: the client sent one string, not a
-        list (only changes how errors name the field)."""
+        list (only changes how errors name the field). Raises ``RequestError`` (422),
+        ``QueueFull`` / ``QueueTimeout`` (503), ``DeadlineExceeded`` (504), ``TranslationFailed``
+        (500)."""
+        deadline = time.perf_counter() + self._settings.request_timeout_s
         runtime = self.runtime_for(source, target)
         self.check_limits(texts, single)
         options = self.options(beam_size, n_best, alignment)
+        try:
+            runtime.check_options(options)
+        except UnsupportedOption as exc:
+            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
 
         results: list[list[Translation] | None] = [None] * len(texts)
         todo = []
@@ -112,32 +146,59 @@ class Translator:
                 results[index] = [Translation(text="", score=0.0, alignment=empty)]
         if todo:
             batch = [texts[index] for index in todo]
-            try:
-                out = await self._run(runtime, batch, options)
-            except TextRejected as exc:
-                index = todo[exc.index] if 0 <= exc.index < len(todo) else None
-                loc: tuple[str | int, ...] = ("body", "text")
-                if index is not None and not single:
-                    loc = (*loc, index)
-                raise RequestError(loc, exc.reason, kind="text_rejected") from exc
-            for index, nbest in zip(todo, out):
+            tokens = await self._count(runtime, batch)
+            self._check_tokens(tokens, todo, single)
+            for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo, single)):
                 results[index] = nbest
         return results  # type: ignore[return-value]  # every slot is filled above
 
-    async def _run(
-        self, runtime: TranslationRuntime, batch: list[str], options: DecodeOptions
+    async def _count(self, runtime: TranslationRuntime, batch: list[str]) -> list[int]:
+        if sum(len(text) for text in batch) <= _COUNT_INLINE_CHARS:
+            counts = runtime.count_tokens(batch)
+        else:
+            counts = await anyio.to_thread.run_sync(runtime.count_tokens, batch)
+        return [int(count) for count in counts]
+
+    def _check_tokens(self, tokens: list[int], todo: list[int], single: bool) -> None:
+        limit = self._settings.max_source_tokens
+        if limit is None:
+            return  # the runtime checks its own (TextRejected)
+        for count, index in zip(tokens, todo):
+            if count > limit:
+                raise RequestError(
+                    _loc(index, single),
+                    f"has {count} source tokens; at most {limit} per text (max_source_tokens)",
+                    kind="too_many_tokens",
+                )
+
+    async def _queue(
+        self,
+        runtime: TranslationRuntime,
+        batch: list[str],
+        tokens: list[int],
+        options: DecodeOptions,
+        deadline: float,
+        todo: list[int],
+        single: bool,
     ) -> list[list[Translation]]:
+        batcher = self._batchers[(runtime.source_lang, runtime.target_lang)]
+        job = batcher.submit(batch, tokens, options)  # QueueFull at once when there is no room
         try:
-            out = await anyio.to_thread.run_sync(runtime.translate, batch, options, limiter=self._limiter)
-        except TextRejected:
-            raise
-        except Exception as exc:
-            log.exception("%s runtime %s failed on a batch of %d", runtime.backend, runtime.pair, len(batch))
-            raise TranslationFailed() from exc
-        if len(out) != len(batch) or any(not 1 <= len(nbest) <= options.n_best for nbest in out):
-            log.error(
-                "%s runtime %s broke its contract: %d texts in, n-best sizes %s out (n_best=%d)",
-                runtime.backend, runtime.pair, len(batch), [len(nbest) for nbest in out], options.n_best,
-            )
-            raise TranslationFailed()
-        return out
+            # shield: a timeout must not cancel the job's future before drop() looks at it.
+            return await asyncio.wait_for(asyncio.shield(job.future), max(deadline - time.perf_counter(), 0))
+        except asyncio.TimeoutError:
+            timeout = self._settings.request_timeout_s
+            if batcher.drop(job):
+                raise DeadlineExceeded(f"translation took longer than the {timeout:g} s deadline") from None
+            raise QueueTimeout(
+                f"server busy: not started within the {timeout:g} s deadline; retry later",
+                retry_after=self._settings.retry_after_s,
+            ) from None
+        except TextRefused as exc:
+            raise RequestError(_loc(todo[exc.slot], single), exc.reason, kind="text_rejected") from exc
+        finally:
+            batcher.drop(job)  # a no-op once the job is done; on cancellation it frees the queue
+
+
+def _loc(index: int, single: bool) -> tuple[str | int, ...]:
+    return ("body", "text") if single else ("body", "text", index)

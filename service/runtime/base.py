@@ -23,6 +23,7 @@ __all__ = [
     "TokenAlignment",
     "Translation",
     "TranslationRuntime",
+    "UnsupportedOption",
     "Word",
 ]
 
@@ -76,6 +77,17 @@ class TextRejected(ValueError):
         self.reason = reason
 
 
+class UnsupportedOption(ValueError):
+    """A request option this runtime's backend cannot honour (e.g. alignments from an export
+    without attention). Raised by ``check_options`` before any work is queued; the service
+    answers 422 naming ``field`` (a request field, e.g. "alignment") with ``reason``."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class Translation:
     """One hypothesis: detokenised text, its ranking score (length-normalised log-prob), and
@@ -115,6 +127,21 @@ class TranslationRuntime(ABC):
         Raises ``TextRejected`` for a text the client must change (answered 422, naming it); any
         other exception is a failure that the service logs and answers with a generic 500.
         """
+
+    def check_options(self, options: DecodeOptions) -> None:
+        """Raise ``UnsupportedOption`` for an option this backend lacks; default: all supported."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Source tokens per text, as the model would read them (EOS excluded). The batcher sizes
+        batches with it and the service enforces ``max_source_tokens`` with it, so backends with a
+        tokenizer override it; this default is an estimate (about four characters a piece).
+        Cheap, thread-safe, never raises for any str."""
+        return [max(1, (len(text) + 3) // 4) for text in texts]
+
+    def memory_bytes(self) -> int | None:
+        """Accelerator memory this runtime's device holds now (e.g. torch.cuda.memory_reserved),
+        exported as a gauge; None where there is no such thing (CPU)."""
+        return None
 
     def warmup(self) -> None:
         """Run once after loading, before the service reports healthy, so that the first user

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Sequence
 
 from model.alignment import WORD_BOUNDARY, token_alignment
@@ -50,19 +51,38 @@ def fake_pieces(text: str) -> tuple[list[str], list[Span], list[int]]:
 
 
 class FakeRuntime(TranslationRuntime):
-    """Reverses and upper-cases words; records every call so tests can check batching."""
+    """Reverses and upper-cases words; records every call so tests can check batching.
+
+    ``delay_s``: each call sleeps that long (a stand-in for compute, for lifecycle tests).
+    ``gate``: each call waits until the event is set, so a test can hold the worker busy and the
+    queue full for as long as it likes; ``entered`` counts calls that reached the gate.
+    """
 
     backend = "fake"
 
-    def __init__(self, source_lang: str = "en", target_lang: str = "de", max_source_pieces: int = 64) -> None:
+    def __init__(
+        self,
+        source_lang: str = "en",
+        target_lang: str = "de",
+        max_source_pieces: int = 64,
+        *,
+        delay_s: float = 0.0,
+        gate: threading.Event | None = None,
+    ) -> None:
         self.source_lang = source_lang
         self.target_lang = target_lang
         # Like a real model's position limit: longer texts are rejected (TextRejected -> 422).
         self.max_source_pieces = max_source_pieces
+        self.delay_s = delay_s
+        self.gate = gate
+        self.entered = threading.Semaphore(0)
         self.calls: list[tuple[list[str], DecodeOptions]] = []
         self.warmups = 0
         self.closed = False
         self._lock = threading.Lock()  # translate runs in worker threads
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(fake_pieces(text)[0]) for text in texts]
 
     def warmup(self) -> None:
         self.warmups += 1
@@ -73,6 +93,11 @@ class FakeRuntime(TranslationRuntime):
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         with self._lock:
             self.calls.append((list(texts), options))
+        self.entered.release()
+        if self.gate is not None:
+            self.gate.wait()
+        if self.delay_s:
+            time.sleep(self.delay_s)
         for k, text in enumerate(texts):
             if not text.strip():
                 # The service answers empty texts itself; getting one is a caller bug.

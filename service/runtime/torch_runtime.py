@@ -35,6 +35,12 @@ class TorchRuntime(TranslationRuntime):
         self.model = loaded.model.to(device=device, dtype=torch.float16 if device.type == "cuda" else torch.float32)
         self.max_source_tokens = loaded.config.max_positions - 1
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
+
+    def memory_bytes(self) -> int | None:
+        return int(torch.cuda.memory_reserved(self.device)) if self.device.type == "cuda" else None
+
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         tokenizer = self.loaded.tokenizer
         with_alignment = options.alignment == "token"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.support import serving
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +39,7 @@ def client(settings, runtime):
         return [runtime]
 
     app = create_app(settings, runtime_factory=factory)
-    with TestClient(app) as test_client:  # entering runs the lifespan: models load here
+    with serving(app) as test_client:  # runs the lifespan and waits for the models to load
         assert factory_calls == [settings]
         yield test_client
 

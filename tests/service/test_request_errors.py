@@ -9,6 +9,8 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.runtime.fake import FakeRuntime
+from service.settings import Settings
+from tests.service.support import serving
 
 
 def assert_field_error(response, field: str, *words: str) -> str:
@@ -23,7 +25,7 @@ def assert_field_error(response, field: str, *words: str) -> str:
 
 def test_unknown_pair_lists_the_pairs_served(settings):
     runtimes = [FakeRuntime("en", "de"), FakeRuntime("en", "fr"), FakeRuntime("de", "en")]
-    with TestClient(create_app(settings, runtime_factory=lambda s: runtimes)) as client:
+    with serving(create_app(settings, runtime_factory=lambda s: runtimes)) as client:
         response = client.post("/translate", json={"text": "a", "source": "en", "target": "cs"})
         message = assert_field_error(response, "target", "en-cs", "de-en, en-de, en-fr")
         assert message == "target: language pair en-cs is not served; served pairs: de-en, en-de, en-fr"
@@ -95,7 +97,7 @@ class BrokenRuntime(FakeRuntime):
 
 def test_runtime_failure_is_a_generic_500_and_logged(settings, caplog):
     app = create_app(settings, runtime_factory=lambda s: [BrokenRuntime()])
-    with TestClient(app) as client, caplog.at_level(logging.ERROR, logger="service"):
+    with serving(app) as client, caplog.at_level(logging.ERROR, logger="service"):
         response = client.post("/translate", json={"text": "a b", "source": "en", "target": "de"})
     assert response.status_code == 500
     assert response.json() == {"message": "internal error: the translation failed (logged on the server)", "detail": []}
@@ -110,7 +112,7 @@ class ContractBreakingRuntime(FakeRuntime):
 
 def test_runtime_returning_too_few_results_is_a_500(settings):
     app = create_app(settings, runtime_factory=lambda s: [ContractBreakingRuntime()])
-    with TestClient(app) as client:
+    with serving(app) as client:
         response = client.post("/translate", json={"text": ["a", "b"], "source": "en", "target": "de"})
     assert response.status_code == 500
     assert "internal error" in response.json()["message"]
@@ -120,13 +122,14 @@ def test_translate_before_models_are_loaded_is_503(settings, runtime):
     client = TestClient(create_app(settings, runtime_factory=lambda s: [runtime]))  # no lifespan
     response = client.post("/translate", json={"text": "a", "source": "en", "target": "de"})
     assert response.status_code == 503
-    assert response.json()["message"] == "models are not loaded yet; retry shortly"
+    assert response.json()["message"] == "not ready: loading models"
+    assert response.headers["retry-after"] == "5"
 
 
 def test_text_the_runtime_rejects_is_a_422_naming_it(settings):
     # "a b c d" is 4 pieces for the fake; this one reads at most 3.
     runtime = FakeRuntime(max_source_pieces=3)
-    with TestClient(create_app(settings, runtime_factory=lambda s: [runtime])) as client:
+    with serving(create_app(settings, runtime_factory=lambda s: [runtime])) as client:
         response = client.post(
             "/translate", json={"text": ["", "a b", "a b c d"], "source": "en", "target": "de"}
         )
@@ -134,3 +137,16 @@ def test_text_the_runtime_rejects_is_a_422_naming_it(settings):
         assert message == "text.2: has 4 source tokens; this model reads at most 3"
         response = client.post("/translate", json={"text": "a b c d", "source": "en", "target": "de"})
         assert_field_error(response, "text", "at most 3")
+
+
+def test_max_source_tokens_is_a_422_naming_the_limit_before_the_queue():
+    runtime = FakeRuntime()
+    settings = Settings(max_source_tokens=3)
+    with serving(create_app(settings, runtime_factory=lambda s: [runtime])) as client:
+        response = client.post("/translate", json={"text": ["a b c", "a b c d"], "source": "en", "target": "de"})
+        assert assert_field_error(response, "text.1") == (
+            "text.1: has 4 source tokens; at most 3 per text (max_source_tokens)"
+        )
+        assert response.json()["detail"][0]["type"] == "too_many_tokens"
+        assert client.post("/translate", json={"text": "a b c", "source": "en", "target": "de"}).status_code == 200
+    assert [texts for texts, _ in runtime.calls] == [["a b c"]]  # the refused request never queued

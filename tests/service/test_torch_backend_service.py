@@ -4,20 +4,22 @@ The model is untrained, so only properties that hold for any output are asserted
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from fastapi.testclient import TestClient
 
 from model.artifacts import save_model_dir
 from service.app import create_app
 from service.settings import Settings
 from tests.helpers import tiny_model
+from tests.service.support import Background, queued, serving, wait_until
 
 
 @pytest.fixture
 def torch_client(tmp_path, tiny_spm):
     path = save_model_dir(tmp_path / "en-de", tiny_model(), tiny_spm, source_lang="en", target_lang="de")
     settings = Settings(model_dirs=[path], device="cpu", max_length_offset=4)
-    with TestClient(create_app(settings)) as client:  # default factory: torch_runtime.load_runtimes
+    with serving(create_app(settings)) as client:  # default factory: torch_runtime.load_runtimes
         yield client
 
 
@@ -28,7 +30,7 @@ def test_torch_backend_translates_with_alignments_that_slice_back(torch_client):
         json={"text": sources, "source": "en", "target": "de", "beam_size": 3, "n_best": 2, "alignment": "token"},
     )
     assert response.status_code == 200, response.text
-    assert torch_client.get("/health").json() == {"status": "ok", "pairs": ["en-de"]}
+    assert torch_client.get("/health").json() == {"status": "ok", "phase": "ready", "pairs": ["en-de"]}
     results = response.json()["translations"]
     assert len(results) == 3
     assert results[1] == [
@@ -54,3 +56,80 @@ def test_torch_backend_translates_with_alignments_that_slice_back(torch_client):
                 hard.append(f"{links[0]['source']}-{j}")
             expected = sorted(hard, key=lambda pair: tuple(map(int, pair.split("-"))))
             assert alignment["pharaoh"] == " ".join(expected)
+
+
+def approx_json(value):
+    """Floats compared to 1e-4: a padded batch may move the last bits of a score."""
+    if isinstance(value, float):
+        return pytest.approx(value, abs=1e-4)
+    if isinstance(value, list):
+        return [approx_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: approx_json(v) for k, v in value.items()}
+    return value
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Tiny matrices: a second intra-op thread only spins, and on a busy machine it spins long."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_spm, one_torch_thread):
+    from service.runtime.torch_runtime import load_runtimes
+
+    path = save_model_dir(tmp_path / "en-de", tiny_model(seed=5), tiny_spm, source_lang="en", target_lang="de")
+    # Short outputs: the untrained model never says EOS, so every hypothesis runs to the limit.
+    settings = Settings(
+        model_dirs=[path], device="cpu", max_length_ratio=0.5, max_length_offset=1, warmup=False, max_wait_ms=0
+    )
+    bodies = [
+        {"text": ["Two dogs play in the snow.", "A man."]},
+        {"text": "A woman in a red coat walks down a busy street.", "beam_size": 2, "n_best": 2},
+        {"text": ["People sit.", "A child runs on the beach."], "alignment": "token"},
+        {"text": "Dogs.", "beam_size": 2, "n_best": 2},
+        {"text": "A boy jumps into the water."},
+    ]
+    alone = []
+    with serving(create_app(settings)) as client:
+        for body in bodies:
+            response = client.post("/translate", json={"source": "en", "target": "de", **body})
+            assert response.status_code == 200, response.text
+            alone.append(response.json())
+
+    gate, entered, calls = threading.Event(), threading.Semaphore(0), []
+
+    def gated_factory(s):
+        runtimes = load_runtimes(s)
+        translate = runtimes[0].translate
+
+        def gated(texts, options):  # hold the worker on the first call while the others queue
+            calls.append(list(texts))
+            entered.release()
+            gate.wait()
+            return translate(texts, options)
+
+        runtimes[0].translate = gated
+        return runtimes
+
+    app = create_app(settings, runtime_factory=gated_factory)
+    with serving(app) as client:
+        background = Background(client)
+        background.post({"source": "en", "target": "de", "text": "Hold on."})
+        assert entered.acquire(timeout=30)
+        for body in bodies:
+            before = queued(app)
+            background.post({"source": "en", "target": "de", **body})
+            count = len(body["text"]) if isinstance(body["text"], list) else 1
+            wait_until(lambda: queued(app) == before + count, what="texts queued")
+        gate.set()
+        responses = background.join(timeout=120)
+    assert [r.status_code for r in responses] == [200] * 6
+    assert [r.json() for r in responses[1:]] == approx_json(alone)
+    assert len(calls) == 4  # the held one, then one batch per set of options
+    assert sorted(map(len, calls[1:])) == [2, 2, 3]

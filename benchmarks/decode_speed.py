@@ -1,0 +1,75 @@
+"""Beam-search decoding speed of a model directory, without HTTP (a script, not a test).
+
+Translates the first N sentences of a Multi30k split at several batch sizes and prints
+sentences/s and milliseconds per batch; --profile adds torch.profiler's top operators, to see
+whether a step is bound by kernels or by the host launching them.
+
+    python benchmarks/decode_speed.py --model-dir models/en-de --device cuda --batch-sizes 1,8,64
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from model.artifacts import load_model_dir
+from model.generate import SearchOptions, generate, source_batch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", default="models/en-de")
+    parser.add_argument("--split", default="data/multi30k/test_2016_flickr.en.gz")
+    parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--batch-sizes", default="1,8,64")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", choices=["float32", "float16"], default=None)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+
+    device = torch.device(args.device)
+    dtype = getattr(torch, args.dtype) if args.dtype else (torch.float16 if device.type == "cuda" else torch.float32)
+    loaded = load_model_dir(args.model_dir, device=device, dtype=dtype)
+    with gzip.open(args.split, "rt", encoding="utf-8") as handle:
+        texts = [line.strip() for _, line in zip(range(args.sentences), handle)]
+    options = SearchOptions(beam_size=args.beam)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences")
+    for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+        batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
+        timings = []
+        for repeat in range(args.repeats + 1):
+            sync(device)
+            start = time.perf_counter()
+            for batch in batches:
+                generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
+            sync(device)
+            if repeat:  # the first pass warms up kernels and the allocator
+                timings.append(time.perf_counter() - start)
+        seconds = statistics.median(timings)
+        print(f"batch {batch_size:4d}: {len(texts) / seconds:8.1f} sentences/s, {1000 * seconds / len(batches):8.1f} ms per batch")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        batch = texts[:64]
+        with profile(activities=activities) as prof:
+            generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
+            sync(device)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""Closed-loop load benchmark of the translation service (a script, not a test).
+
+N concurrent clients each send one request, wait for its answer, and send the next, for a fixed
+time per level (after a warm-up that is not counted). Reported per level: requests, segments/s,
+generated tokens/s (read from the server's own /metrics counter before and after), latency
+p50/p95/p99, and errors by status.
+
+Two ways to run it:
+
+  # Against a server you started (e.g. `make serve`): one configuration, labelled by you.
+  python benchmarks/load.py --url http://127.0.0.1:8000 --label "batching on"
+
+  # Let the script start the server itself on 127.0.0.1 and a free port, once with dynamic
+  # batching on (the defaults) and once off (PHRASAL_MAX_BATCH_SENTENCES=1, PHRASAL_MAX_WAIT_MS=0):
+  python benchmarks/load.py --serve --device cpu --clients 1,8,32 --duration 10
+
+Results go to results/load_<device>.md (a section per run, appended) naming the machine and the
+command. Only loopback addresses are accepted unless --allow-remote is given; every level is
+bounded in time (--duration) and in requests (--max-requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import ipaddress
+import json
+import math
+import os
+import platform
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parents[1]
+SENTENCES = REPO / "data" / "multi30k" / "test_2016_flickr.en.gz"
+BATCHING_OFF = {"PHRASAL_MAX_BATCH_SENTENCES": "1", "PHRASAL_MAX_WAIT_MS": "0"}
+
+
+@dataclass
+class Level:
+    batching: str
+    clients: int
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    segments: int = 0
+    tokens: float = 0.0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies:
+            return math.nan
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_sentences(limit: int) -> list[str]:
+    with gzip.open(SENTENCES, "rt", encoding="utf-8") as handle:
+        return [line.strip() for _, line in zip(range(limit), handle) if line.strip()]
+
+
+async def generated_tokens(client, base: str) -> float:
+    """The server's phrasal_generated_tokens_total, summed over pairs (0 if not exported)."""
+    response = await client.get(f"{base}/metrics")
+    total = 0.0
+    for line in response.text.splitlines():
+        if line.startswith("phrasal_generated_tokens_total"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def run_level(base: str, level: Level, args, sentences: list[str]) -> None:
+    import httpx
+
+    limits = httpx.Limits(max_connections=level.clients + 4, max_keepalive_connections=level.clients + 4)
+    headers = {"X-API-Key": args.api_key} if args.api_key else {}
+    async with httpx.AsyncClient(timeout=args.timeout, limits=limits, headers=headers) as client:
+        budget = [args.max_requests]
+        recording = [False]
+        next_sentence = [0]
+
+        async def one_client() -> None:
+            while budget[0] > 0 and not stop.is_set():
+                budget[0] -= 1
+                k = next_sentence[0]
+                next_sentence[0] += args.texts_per_request
+                texts = [sentences[(k + j) % len(sentences)] for j in range(args.texts_per_request)]
+                body = {"text": texts if args.texts_per_request > 1 else texts[0], "source": args.source,
+                        "target": args.target}
+                if args.beam_size:
+                    body["beam_size"] = args.beam_size
+                started = time.perf_counter()
+                try:
+                    response = await client.post(f"{base}/translate", json=body)
+                    status = str(response.status_code)
+                except httpx.HTTPError as exc:
+                    status = type(exc).__name__
+                elapsed = time.perf_counter() - started
+                if not recording[0]:
+                    continue
+                if status == "200":
+                    level.latencies.append(elapsed)
+                    level.segments += len(texts)
+                else:
+                    level.errors[status] = level.errors.get(status, 0) + 1
+
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(one_client()) for _ in range(level.clients)]
+        await asyncio.sleep(args.warmup)
+        tokens_before = await generated_tokens(client, base)
+        recording[0] = True
+        started = time.perf_counter()
+        done = asyncio.gather(*tasks)
+        try:
+            await asyncio.wait_for(asyncio.shield(done), args.duration)
+        except asyncio.TimeoutError:
+            pass
+        level.seconds = time.perf_counter() - started
+        recording[0] = False
+        level.tokens = await generated_tokens(client, base) - tokens_before
+        stop.set()
+        await done  # each client finishes the request it has out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class SpawnedServer:
+    """``python -m service`` on 127.0.0.1 and a free port, with extra PHRASAL_* settings."""
+
+    def __init__(self, args, extra_env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ)
+        env.update({"PHRASAL_MODEL_DIRS": json.dumps([args.model_dir]), "PHRASAL_DEVICE": args.device})
+        env.update(dict(item.split("=", 1) for item in args.server_env))
+        env.update(extra_env)
+        self.log = open(REPO / "runs" / f"load_server_{self.port}.log", "w") if (REPO / "runs").is_dir() else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+            cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+
+    async def wait_ready(self, timeout: float = 300) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(timeout=2) as client:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise SystemExit(f"error: the server exited with code {self.process.returncode}")
+                try:
+                    response = await client.get(f"{self.url}/health/ready")
+                    if response.status_code == 200:
+                        return
+                    if response.json().get("phase") == "failed":
+                        raise SystemExit(f"error: the server could not load: {response.json().get('reason')}")
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.2)
+        raise SystemExit("error: the server was not ready in time")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def machine(device: str) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    parts = [f"{cpu}, {os.cpu_count()} logical cores", f"Python {platform.python_version()}"]
+    try:
+        import torch
+
+        parts.append(f"torch {torch.__version__} (default intra-op threads here: {torch.get_num_threads()})")
+        if device.startswith("cuda") and torch.cuda.is_available():
+            parts.append(f"GPU {torch.cuda.get_device_name(0)}")
+    except ImportError:
+        pass
+    return "; ".join(parts)
+
+
+def markdown(levels: list[Level], args, argv: list[str]) -> str:
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"## Load: {args.texts_per_request} text(s) per request, device {args.device} ({when})",
+        "",
+        f"Machine: {machine(args.device)}.  ",
+        f"Command: `{shlex.join(['python', 'benchmarks/load.py', *argv])}`  ",
+        f"Closed loop: each client sends its next request when the previous one is answered; "
+        f"{args.warmup:g} s warm-up, then {args.duration:g} s measured per level (at most {args.max_requests} requests). "
+        "Tokens/s: the server's generated-token counter (best hypothesis) over the measured window.",
+        "",
+        "| batching | clients | requests | segments/s | tokens/s | p50 ms | p95 ms | p99 ms | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for level in levels:
+        errors = ", ".join(f"{k}: {v}" for k, v in sorted(level.errors.items())) or "0"
+        lines.append(
+            f"| {level.batching} | {level.clients} | {len(level.latencies)} | {level.segments / level.seconds:.1f} | "
+            f"{level.tokens / level.seconds:.0f} | {1000 * level.percentile(0.5):.0f} | "
+            f"{1000 * level.percentile(0.95):.0f} | {1000 * level.percentile(0.99):.0f} | {errors} |"
+        )
+    by = {(level.batching, level.clients): level for level in levels}
+    ratios = [
+        f"{c} clients: {by['on', c].segments / max(by['off', c].segments, 1):.1f}x"
+        for c in args.clients if ("on", c) in by and ("off", c) in by
+    ]
+    if ratios:
+        lines += ["", "Throughput, batching on / off: " + ", ".join(ratios) + "."]
+    return "\n".join(lines) + "\n"
+
+
+async def main_async(args, argv: list[str]) -> list[Level]:
+    sentences = load_sentences(1000)
+    levels: list[Level] = []
+    if args.serve:
+        configs = [("on", {}), ("off", BATCHING_OFF)]
+        if args.batching != "both":
+            configs = [c for c in configs if c[0] == args.batching]
+        # Both servers at once, levels alternating between them: on a machine whose load drifts,
+        # each on/off pair is measured minutes apart at most (an idle server costs nothing).
+        servers = {label: SpawnedServer(args, env) for label, env in configs}
+        try:
+            for server in servers.values():
+                await server.wait_ready()
+            for clients in args.clients:
+                for label, server in servers.items():
+                    level = Level(label, clients)
+                    await run_level(server.url, level, args, sentences)
+                    levels.append(level)
+                    print(f"batching {label:3s} clients {clients:4d}: {len(level.latencies)} requests, "
+                          f"{level.segments / level.seconds:.1f} segments/s, p99 {1000 * level.percentile(0.99):.0f} ms",
+                          file=sys.stderr)
+        finally:
+            for server in servers.values():
+                server.stop()
+        levels.sort(key=lambda level: [label for label, _ in configs].index(level.batching))
+    else:
+        for clients in args.clients:
+            level = Level(args.label, clients)
+            await run_level(args.url.rstrip("/"), level, args, sentences)
+            levels.append(level)
+    return levels
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--url", help="a running server, e.g. http://127.0.0.1:8000")
+    target.add_argument("--serve", action="store_true", help="start the server here, batching on and off")
+    parser.add_argument("--label", default="as configured", help="--url: what to call this configuration")
+    parser.add_argument("--batching", choices=["on", "off", "both"], default="both", help="--serve: which runs")
+    parser.add_argument("--model-dir", default="models/en-de", help="--serve: the model directory")
+    parser.add_argument("--device", default="cpu", help="--serve: PHRASAL_DEVICE; names the results file")
+    parser.add_argument(
+        "--server-env", action="append", default=[], metavar="NAME=VALUE",
+        help="--serve: extra environment for the server, e.g. OMP_NUM_THREADS=1 (repeatable)",
+    )
+    parser.add_argument("--clients", default="1,8,32,128", help="comma-separated client counts")
+    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per level")
+    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each level")
+    parser.add_argument("--max-requests", type=int, default=20000, help="request bound per level")
+    parser.add_argument("--texts-per-request", type=int, default=1)
+    parser.add_argument("--beam-size", type=int, default=None, help="default: the server's")
+    parser.add_argument("--source", default="en")
+    parser.add_argument("--target", default="de")
+    parser.add_argument("--api-key", default=os.environ.get("PHRASAL_BENCH_API_KEY"))
+    parser.add_argument("--timeout", type=float, default=120.0, help="per request, seconds")
+    parser.add_argument("--out", default=None, help="default: results/load_<device>.md")
+    parser.add_argument("--allow-remote", action="store_true", help="permit a non-loopback --url")
+    args = parser.parse_args(argv)
+    try:
+        args.clients = [int(c) for c in args.clients.split(",") if c.strip()]
+    except ValueError:
+        parser.error("--clients: comma-separated integers, e.g. 1,8,32")
+    if not args.clients or min(args.clients) < 1:
+        parser.error("--clients: at least one count, each >= 1")
+    if args.duration <= 0 or args.duration > 600 or args.warmup < 0:
+        parser.error("--duration: 0 < seconds <= 600; --warmup >= 0")
+    if any("=" not in item for item in args.server_env):
+        parser.error("--server-env: NAME=VALUE")
+    if args.url and not args.allow_remote and not is_loopback(args.url):
+        parser.error(f"--url {args.url}: only loopback addresses unless --allow-remote")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    levels = asyncio.run(main_async(args, argv))
+    section = markdown(levels, args, argv)
+    out = Path(args.out) if args.out else REPO / "results" / f"load_{args.device.replace(':', '')}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = not out.exists()
+    with out.open("a", encoding="utf-8") as handle:
+        if new:
+            handle.write("# Load benchmark (benchmarks/load.py)\n\n")
+        handle.write(section + "\n")
+    print(section)
+    print(f"appended to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""One export: check support -> build -> verify -> manifest, the same for every target."""
+from __future__ import annotations
+
+import copy
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from model.artifacts import TOKENIZER_FILE, LoadedModel, load_model_dir
+from model.errors import ArtifactError
+from export.artifact import ExportedDir, read_export_dir, write_manifest
+from export.errors import ExportError, UnsupportedModel, VerificationFailed
+from export.runners import open_runner
+from export.support import TARGETS, check_support
+from export.verify import Thresholds, default_thresholds, read_sentences, sentence_file, verify
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    target: str
+    model_dir: Path
+    out_dir: Path
+    dtype: str = "float32"  # onnx / torchscript
+    quantization: str = "float32"  # ct2
+    opset: int | None = None  # onnx; None: the exporter's default
+    device: str = "cpu"  # torchscript traces on it; verification runs on it
+    force: bool = False
+    verify: bool = True
+    verify_sentences: int = 300
+    verify_data: Path = Path("data/multi30k")
+    verify_split: str = "test_2016_flickr"
+    beam_size: int = 5
+    batch_size: int = 32
+    min_match: float | None = None
+    score_tolerance: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def precision(self) -> str:
+        return self.quantization if self.target == "ct2" else self.dtype
+
+    def options(self) -> dict[str, Any]:
+        """What the manifest records as the export options."""
+        if self.target == "ct2":
+            return {"quantization": self.quantization}
+        out: dict[str, Any] = {"dtype": self.dtype}
+        if self.target == "onnx":
+            out["opset_requested"] = self.opset
+        else:
+            out["device"] = self.device
+        return out
+
+
+def _prepare_out_dir(request: ExportRequest) -> None:
+    out, model_dir = request.out_dir.resolve(), request.model_dir.resolve()
+    if out == model_dir or model_dir in out.parents:
+        raise ExportError(f"OUT_DIR {request.out_dir} must lie outside MODEL_DIR {request.model_dir}")
+    if out.exists():
+        if not out.is_dir():
+            raise ExportError(f"OUT_DIR {request.out_dir} exists and is not a directory")
+        if any(out.iterdir()):
+            if not request.force:
+                raise ExportError(f"OUT_DIR {request.out_dir} exists and is not empty; pass --force to replace it")
+            shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _thresholds(request: ExportRequest) -> Thresholds:
+    base = default_thresholds(request.target, request.precision)
+    return Thresholds(
+        request.min_match if request.min_match is not None else base.min_match,
+        request.score_tolerance if request.score_tolerance is not None else base.score_tolerance,
+    )
+
+
+def _build(request: ExportRequest, loaded: LoadedModel, log: Callable[[str], None]) -> tuple[ExportedDir, dict[str, Any]]:
+    out = request.out_dir
+    layout = None
+    started = f"exporting {request.model_dir} ({loaded.source_lang}-{loaded.target_lang}) to {request.target} [{request.precision}] in {out}"
+    if request.target == "ct2":
+        _, reasons = check_support(loaded.model, "ct2")
+        if reasons:
+            raise UnsupportedModel("ct2", reasons)
+        log(started)
+        from export.ct2_target import build_ct2
+
+        info = build_ct2(loaded.model, loaded.tokenizer, out, request.quantization)
+    else:
+        device = "cpu" if request.target == "onnx" else request.device
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ExportError("--device cuda was asked for but torch sees no CUDA device")
+        # A copy: the loaded model stays the float32 eager reference for verification.
+        model = copy.deepcopy(loaded.model).to(device=device, dtype=DTYPES[request.dtype]).eval()
+        layout, reasons = check_support(model, request.target)
+        if reasons:
+            raise UnsupportedModel(request.target, reasons)
+        log(started)
+        if request.target == "onnx":
+            from export.onnx_target import build_onnx
+
+            info = build_onnx(model, layout, out, request.opset)
+        else:
+            from export.torchscript_target import build_torchscript
+
+            info = build_torchscript(model, layout, out)
+    shutil.copyfile(loaded.path / TOKENIZER_FILE, out / TOKENIZER_FILE)
+    exported = ExportedDir(out, request.target, loaded.config, loaded.source_lang, loaded.target_lang, request.options(), layout, {})
+    return exported, info
+
+
+def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Export, verify and write the manifest; returns it. Raises ExportError / UnsupportedModel
+    (bad input, exit 2) or VerificationFailed (exit 1, after writing the failing manifest)."""
+    if request.target not in TARGETS:
+        raise ExportError(f"unknown target {request.target!r}; known: {', '.join(TARGETS)}")
+    try:
+        loaded = load_model_dir(request.model_dir)
+    except ArtifactError as error:
+        raise ExportError(str(error)) from None
+    sentences: list[str] = []
+    data_file = sentence_file(request.verify_data, request.verify_split, loaded.source_lang)
+    if request.verify:
+        sentences = read_sentences(data_file, request.verify_sentences)  # fail before the slow part
+    created = not request.out_dir.exists()
+    _prepare_out_dir(request)
+    try:
+        exported, info = _build(request, loaded, log)
+    except UnsupportedModel:
+        if created and not any(request.out_dir.iterdir()):
+            request.out_dir.rmdir()  # refused before anything was written: leave no trace
+        raise
+    if request.verify:
+        thresholds = _thresholds(request)
+        runner = open_runner(exported, device=request.device)
+        result = verify(loaded, runner, sentences, thresholds, beam_size=request.beam_size,
+                        batch_size=request.batch_size, source=str(data_file))
+    else:
+        result = {"skipped": True}
+    manifest = write_manifest(exported, extra={
+        "build": info,
+        "verification": result,
+        "source_model": {"path": str(request.model_dir), "files": loaded.manifest.get("files", {})},
+        **request.extra,
+    })
+    if result.get("passed") is False:
+        raise VerificationFailed(manifest)
+    read_export_dir(request.out_dir, request.target)  # what a runtime will check, checked once now
+    return manifest

@@ -1,0 +1,65 @@
+"""One way to run any exported directory: `open_runner(path).generate(source_ids, SearchOptions)`.
+
+Used by the exporter's verification and by the service's backends alike, so that what was
+verified is what is served. ONNX and TorchScript exports run the shared beam search
+(`export.step_search`); CTranslate2 runs its own. Engines are imported only when asked for.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from model.beam_search import Hypothesis
+from model.generate import SearchOptions
+from export.artifact import ExportedDir, read_export_dir
+from export.step_search import StepBackend, generate_ids
+
+
+class Runner(Protocol):
+    exported: ExportedDir
+    has_attention: bool  # can return attention rows, hence token alignments
+
+    def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
+        """Sources are piece ids without EOS; n-best hypotheses per source, best first."""
+        ...
+
+
+class StepRunner:
+    """A graph export (ONNX, TorchScript) driven by the same beam search as eager PyTorch."""
+
+    def __init__(self, exported: ExportedDir, backend: StepBackend):
+        self.exported = exported
+        self.backend = backend
+        self.has_attention = backend.has_attention
+
+    def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
+        return generate_ids(self.backend, sources, options)
+
+
+def torchscript_device(exported: ExportedDir, device: str) -> str:
+    """A trace bakes in the device it ran on (export.torchscript_target), so it decides."""
+    traced_on = exported.options.get("device", "cpu")
+    if device not in ("auto", traced_on):
+        raise RuntimeError(
+            f"{exported.path} was traced for {traced_on!r} and cannot run on {device!r}; "
+            f"re-export it with --device {device}"
+        )
+    return traced_on
+
+
+def open_runner(source: str | Path | ExportedDir, device: str = "cpu", target: str | None = None, threads: int = 0) -> Runner:
+    """Check (sha256, target, verification) and load an exported directory; device: cpu, cuda, auto."""
+    exported = source if isinstance(source, ExportedDir) else read_export_dir(source, target)
+    if exported.target == "onnx":
+        from export.onnx_runner import OnnxBackend
+
+        return StepRunner(exported, OnnxBackend(exported, device, threads))
+    if exported.target == "torchscript":
+        from export.torchscript_runner import TorchScriptBackend
+
+        return StepRunner(exported, TorchScriptBackend(exported, torchscript_device(exported, device)))
+    if exported.target == "ct2":
+        from export.ct2_runner import Ct2Runner
+
+        return Ct2Runner(exported, device, threads)
+    raise ValueError(f"unknown export target {exported.target!r}")

@@ -1,0 +1,52 @@
+"""Check support: every reason a model cannot be exported to a target, listed at once.
+
+Generic over the attention registry: an attention class may declare
+`export_problems(target: str, options: dict, site: str) -> list[str]` (a staticmethod or
+classmethod) to refuse targets it knows it cannot reach; the graph targets (onnx, torchscript)
+also probe the decoding state itself (`export.layout`). CTranslate2 has only the vanilla
+Transformer, so every other kind is refused by name.
+"""
+from __future__ import annotations
+
+from model.attention.registry import SITES, attention_class
+from model.config import ModelConfig
+from model.transformer import Transformer
+from export.layout import StateLayout, probe_layout
+
+TARGETS = ("onnx", "torchscript", "ct2")
+GRAPH_TARGETS = ("onnx", "torchscript")
+
+
+def registry_problems(config: ModelConfig, target: str) -> list[str]:
+    """What the attention kinds themselves say about `target`."""
+    problems: list[str] = []
+    for site in SITES:
+        spec = config.attention(site)
+        hook = getattr(attention_class(spec.kind), "export_problems", None)
+        if callable(hook):
+            problems += [f"{site}_attention ({spec.kind}): {p}" for p in hook(target, dict(spec.options), site)]
+    return problems
+
+
+def ct2_problems(config: ModelConfig) -> list[str]:
+    """CTranslate2's TransformerSpec is the pre-norm vanilla Transformer; nothing else maps onto it."""
+    problems = []
+    for site in SITES:
+        spec = config.attention(site)
+        if spec.kind != "vanilla":
+            problems.append(
+                f"{site}_attention is {spec.kind!r}: CTranslate2's TransformerSpec has only vanilla "
+                "multi-head attention (export this model to onnx or torchscript instead)"
+            )
+    return problems
+
+
+def check_support(model: Transformer, target: str) -> tuple[StateLayout | None, list[str]]:
+    """(state layout for graph targets, every reason `model` cannot be exported to `target`)."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown export target {target!r}; known targets: {', '.join(TARGETS)}")
+    problems = registry_problems(model.config, target)
+    if target == "ct2":
+        return None, problems + ct2_problems(model.config)
+    layout, layout_problems = probe_layout(model)
+    return layout, problems + layout_problems

@@ -1,0 +1,40 @@
+"""An exported TorchScript model: a StepBackend for the shared beam search (torch.jit.load only)."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from export.artifact import ExportedDir
+from export.step_search import State
+from export.torchscript_target import ENCODER_FILE, STEP_FILE
+
+
+class TorchScriptBackend:
+    def __init__(self, exported: ExportedDir, device: str | torch.device = "cpu"):
+        assert exported.layout is not None, "TorchScript exports carry a state layout"
+        self.config = exported.config
+        self.layout = exported.layout
+        self.has_attention = exported.layout.has_attention
+        self.device = torch.device(device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates TorchScript
+            self.encoder = torch.jit.load(str(exported.path / ENCODER_FILE), map_location=self.device).eval()
+            self.decoder = torch.jit.load(str(exported.path / STEP_FILE), map_location=self.device).eval()
+
+    def encode(self, src: torch.Tensor) -> State:
+        with torch.inference_mode(), torch.jit.optimized_execution(False):
+            return dict(zip(self.layout.names, self.encoder(src.to(self.device))))
+
+    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+        # The profiling executor re-specialises the graph for every new cache length; without it
+        # the trace runs as recorded (measured faster on CPU, and the same numbers).
+        with torch.inference_mode(), torch.jit.optimized_execution(False):
+            outputs = self.decoder(tokens.to(self.device), *[state[name] for name in self.layout.names])
+        head = 2 if self.has_attention else 1
+        attention = outputs[1] if self.has_attention else None
+        return outputs[0], attention, dict(zip(self.layout.names, outputs[head:]))
+
+    def reorder(self, state: State, index: torch.Tensor) -> State:
+        index = index.to(self.device)
+        return {name: value.index_select(0, index) for name, value in state.items()}

@@ -1,0 +1,95 @@
+"""Request bodies are checked as they arrive, before anything parses them.
+
+- The content type of a POST must be JSON: 415 otherwise.
+- ``Content-Length`` above ``max_body_bytes``: 413 at once, without reading a byte.
+- A body sent without a length (chunked) or longer than it said: counted as it streams, 413
+  as soon as the count passes the limit; nothing larger is ever buffered.
+- The whole body must arrive within ``body_timeout_s`` of the first read: 408 otherwise, so a
+  client trickling bytes (slowloris) cannot hold a connection and a task forever.
+
+The 408/413 raised while the app reads the body are ``BodyRejected`` (an HTTPException that
+FastAPI passes through), answered by the app's error handlers; each closes the connection,
+since the rest of the body is never read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.message
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import BodyRejected, error_response
+from service.metrics import Metrics
+
+_CLOSE = {"Connection": "close"}
+
+
+def _is_json(content_type: str) -> bool:
+    message = email.message.Message()
+    message["content-type"] = content_type
+    if message.get_content_maintype() != "application":
+        return False
+    subtype = message.get_content_subtype()
+    return subtype == "json" or subtype.endswith("+json")
+
+
+class BodyGuardMiddleware:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float, metrics: Metrics) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        headers = {name: value for name, value in scope["headers"]}
+        refusal = self._check_headers(headers)
+        if refusal is not None:
+            status, reason, message = refusal
+            self.metrics.rejected(reason)
+            await error_response(status, [], message, _CLOSE)(scope, receive, send)
+            return
+        await self.app(scope, self._guarded(receive), send)
+
+    def _check_headers(self, headers: dict[bytes, bytes]) -> tuple[int, str, str] | None:
+        content_type = headers.get(b"content-type", b"").decode("latin-1")
+        if not _is_json(content_type):
+            shown = content_type[:60] or "none"
+            return 415, "unsupported_media_type", f"body: content type must be application/json, got {shown}"
+        length = headers.get(b"content-length")
+        if length is not None:
+            if not length.isdigit():
+                return 400, "bad_body", "body: Content-Length must be a non-negative integer"
+            if int(length) > self.max_bytes:
+                return 413, "body_too_large", f"body: at most {self.max_bytes} bytes, Content-Length says {int(length)}"
+        return None
+
+    def _guarded(self, receive: Receive) -> Receive:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        received = 0
+        complete = False
+
+        async def guarded_receive() -> Message:
+            nonlocal received, complete
+            if complete:  # after the body: disconnect notices, which may take any time
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+            except asyncio.TimeoutError:
+                raise BodyRejected(
+                    408, "body_timeout", f"body: not received within {self.timeout_s:g} s", _CLOSE
+                ) from None
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyRejected(413, "body_too_large", f"body: at most {self.max_bytes} bytes", _CLOSE)
+                complete = not message.get("more_body", False)
+            else:
+                complete = True
+            return message
+
+        return guarded_receive

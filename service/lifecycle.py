@@ -1,0 +1,155 @@
+"""Where the service is in its life, for /health/ready and for the routes.
+
+    loading -> warming -> ready -> draining -> stopped
+       \\---------\\-> failed (the process stays live, not ready; the reason is logged and shown)
+
+Models load in the background after the server starts listening, so /health/live answers at
+once and /health/ready says what is going on ("loading", or why it failed) instead of the port
+refusing connections for as long as a load takes. ``begin_drain`` is called on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import anyio.to_thread
+
+from service.errors import NotReady
+from service.metrics import Metrics
+from service.runtime.base import TranslationRuntime
+from service.settings import Settings
+from service.translator import Translator
+
+log = logging.getLogger("service")
+
+Phase = Literal["loading", "warming", "ready", "failed", "draining", "stopped"]
+RuntimeFactory = Callable[[Settings], Sequence[TranslationRuntime]]
+
+_REASONS: dict[str, str] = {
+    "loading": "loading models",
+    "warming": "warming up",
+    "draining": "shutting down: finishing the requests in flight",
+    "stopped": "stopped",
+}
+
+
+def close_all(runtimes: Sequence[object]) -> None:
+    # Also called on a rejected runtime list, whose items may not be runtimes at all.
+    for runtime in runtimes:
+        close = getattr(runtime, "close", None)
+        if not callable(close):
+            continue
+        try:
+            close()
+        except Exception:
+            log.exception("closing runtime %r failed", runtime)
+
+
+class Lifecycle:
+    def __init__(self, settings: Settings, factory: RuntimeFactory, metrics: Metrics) -> None:
+        self.settings = settings
+        self.factory = factory
+        self.metrics = metrics
+        self.phase: Phase = "loading"
+        self.failure: str | None = None
+        self.translator: Translator | None = None
+        self._runtimes: list[TranslationRuntime] = []
+        self._loader: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.phase == "ready"
+
+    @property
+    def reason(self) -> str | None:
+        """Why the service is not ready (None when it is)."""
+        if self.phase == "ready":
+            return None
+        if self.phase == "failed":
+            return f"model load failed: {self.failure}"
+        return _REASONS[self.phase]
+
+    def translator_or_raise(self) -> Translator:
+        """For the routes: the translator, or the 503 that says why there is none.
+
+        Draining still serves: whatever reached the server before uvicorn closed its listening
+        socket is in flight and gets its answer; only readiness turns off (so that load
+        balancers stop sending), and uvicorn takes no new connections.
+        """
+        if self.translator is None or self.phase not in ("ready", "draining"):
+            retry = None if self.phase == "failed" else 5
+            raise NotReady(f"not ready: {self.reason}", retry_after=retry)
+        return self.translator
+
+    # -- startup and shutdown, driven by the app's lifespan ---------------------------------
+
+    def start_loading(self) -> None:
+        self._loader = asyncio.create_task(self._load(), name="phrasal-load")
+
+    async def wait_loaded(self) -> None:
+        """Until loading ends, one way or the other (tests and the CLI's --wait use it)."""
+        if self._loader is not None:
+            await asyncio.shield(self._loader)
+
+    async def _load(self) -> None:
+        settings = self.settings
+        try:
+            runtimes = list(await anyio.to_thread.run_sync(self.factory, settings))
+            self._runtimes = runtimes
+            translator = Translator(runtimes, settings, self.metrics)
+            if settings.warmup:
+                self.phase = "warming"
+                for runtime in runtimes:
+                    await anyio.to_thread.run_sync(runtime.warmup)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Live but not ready: an orchestrator shows the pod as not ready with the reason,
+            # instead of restarting it in a loop that hides the message.
+            first_line = (str(exc).splitlines() or [""])[0][:300]
+            self.failure = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+            self.phase = "failed"
+            log.exception("model load failed; the service stays up but not ready: %s", self.failure)
+            close_all(self._runtimes)
+            self._runtimes = []
+            return
+        if self.phase not in ("loading", "warming"):  # shut down while loading
+            close_all(runtimes)
+            self._runtimes = []
+            return
+        translator.start()
+        for runtime in runtimes:
+            if runtime.memory_bytes() is not None:
+                self.metrics.watch_memory(runtime.pair, runtime.backend, runtime.memory_bytes)
+        self.translator = translator
+        self.phase = "ready"
+        self.metrics.ready.set(1)
+        log.info("ready: serving %s", ", ".join(f"{r.pair} ({r.backend})" for r in translator.runtimes))
+
+    def begin_drain(self) -> None:
+        """SIGTERM: report not ready; uvicorn stops accepting connections and lets the requests
+        in flight finish (``drain_timeout_s``)."""
+        if self.phase in ("ready", "loading", "warming"):
+            log.info("draining: no new connections; finishing the requests in flight")
+            self.phase = "draining"
+            self.metrics.ready.set(0)
+
+    async def shutdown(self) -> None:
+        """Lifespan shutdown: by now uvicorn has drained the connections (or given up)."""
+        if self.phase != "failed":
+            self.phase = "stopped"
+        self.metrics.ready.set(0)
+        if self._loader is not None and not self._loader.done():
+            # A thread cannot be interrupted: let the load finish, then close what it made.
+            try:
+                await asyncio.shield(self._loader)
+            except Exception:
+                pass
+        translator, self.translator = self.translator, None
+        if translator is not None:
+            await translator.stop()
+        close_all(self._runtimes)
+        self._runtimes = []

@@ -1,0 +1,97 @@
+"""Tiny exported models for the export and service tests, made once per test session.
+
+`ending_model` is an untrained tiny Transformer nudged to end its sentences: EOS gets a logit
+boost along one direction of the final LayerNorm's bias, so hypotheses finish after a few tokens
+instead of running to the length limit (where CTranslate2's search and ours are not meant to
+agree: it keeps the best candidates, ours forces EOS).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from model.artifacts import save_model_dir
+from model.transformer import Transformer
+from export.pipeline import ExportRequest, run_export
+from tests.conftest import read_lines
+from tests.helpers import tiny_model
+
+# The model configs every export test runs on (tiny_config overrides by id). A later session
+# adds the phrasal attention kinds here.
+MODEL_CONFIGS: dict[str, dict] = {
+    "vanilla": {},
+}
+
+EOS_BOOST = 6.0
+_model_dirs: dict[str, Path] = {}
+_exports: dict[tuple, Path] = {}
+
+
+def ending_model(seed: int = 0, **overrides) -> Transformer:
+    model = tiny_model(seed, **overrides)
+    with torch.no_grad():
+        direction = torch.nn.functional.normalize(torch.randn(model.config.d_model, generator=torch.Generator().manual_seed(seed)), dim=0)
+        model.decoder_norm.bias += EOS_BOOST * direction  # (D,)
+        output = model.source_embedding.tokens.weight if model.output_projection is None else model.output_projection.weight
+        output[model.config.eos_id] += direction  # EOS logit ≈ +6 at every step: hypotheses of 1-25 pieces
+        # Like a trained model, give PAD and BOS (never targets) no probability: CTranslate2
+        # suppresses them before its softmax, ours after (export/ct2_runner.py).
+        output[model.config.pad_id] -= 2 * direction
+        output[model.config.bos_id] -= 2 * direction
+    return model
+
+
+def model_dir(tmp_path_factory, tiny_spm: Path, config_id: str = "vanilla") -> Path:
+    if config_id not in _model_dirs:
+        path = tmp_path_factory.mktemp(f"model-{config_id}") / "en-de"
+        _model_dirs[config_id] = save_model_dir(path, ending_model(**MODEL_CONFIGS[config_id]), tiny_spm,
+                                                source_lang="en", target_lang="de")
+    return _model_dirs[config_id]
+
+
+def exported(tmp_path_factory, tiny_spm: Path, target: str, config_id: str = "vanilla", **options) -> Path:
+    """An unverified export (verification has its own tests); the same one for the whole session."""
+    key = (target, config_id, tuple(sorted(options.items())))
+    if key not in _exports:
+        source = model_dir(tmp_path_factory, tiny_spm, config_id)
+        out = tmp_path_factory.mktemp(f"export-{target}-{config_id}") / "out"
+        run_export(ExportRequest(target=target, model_dir=source, out_dir=out, verify=False, **options), log=lambda _: None)
+        _exports[key] = out
+    return _exports[key]
+
+
+def sentences(limit: int = 12) -> list[str]:
+    return read_lines("test_2016_flickr", "en", limit)
+
+
+REQUEST = {"text": ["Two dogs play in the snow.", "", "A man  rides a bicycle."], "source": "en", "target": "de",
+           "beam_size": 3, "n_best": 1, "alignment": "token"}
+
+
+def served(settings, body: dict = REQUEST) -> list:
+    """POST /translate to an app started with `settings` (default runtime factory); the translations."""
+    from service.app import create_app
+    from tests.service.support import serving
+
+    with serving(create_app(settings)) as client:
+        response = client.post("/translate", json=body)
+        assert response.status_code == 200, response.text
+        assert client.get("/health").json()["pairs"] == ["en-de"]
+        return response.json()["translations"]
+
+
+def same_translations(got: list, expected: list, score_atol: float) -> None:
+    """Texts and alignments identical, scores within `score_atol`, link weights within 1e-3."""
+    import pytest
+
+    assert [[h["text"] for h in nbest] for nbest in got] == [[h["text"] for h in nbest] for nbest in expected]
+    for nbest_got, nbest_expected in zip(got, expected):
+        for a, b in zip(nbest_got, nbest_expected):
+            assert a["score"] == pytest.approx(b["score"], abs=score_atol)
+            assert a["alignment"]["pharaoh"] == b["alignment"]["pharaoh"]
+            assert a["alignment"]["source_words"] == b["alignment"]["source_words"]
+            assert a["alignment"]["target_words"] == b["alignment"]["target_words"]
+            for links_a, links_b in zip(a["alignment"]["links"], b["alignment"]["links"]):
+                assert [l["source"] for l in links_a] == [l["source"] for l in links_b]
+                assert [l["weight"] for l in links_a] == pytest.approx([l["weight"] for l in links_b], abs=1e-3)

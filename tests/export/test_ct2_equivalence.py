@@ -1,0 +1,41 @@
+"""CTranslate2 export: its own search reproduces ours (tokens, normalised scores, attention) on
+the vanilla Transformer, and converting never touches the model it reads."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model.artifacts import load_model_dir
+from model.generate import SearchOptions, generate, pad_sources
+from export.ct2_target import build_ct2
+from export.runners import open_runner
+from tests.export.fixtures import exported, model_dir, sentences
+
+
+@pytest.mark.parametrize("length_penalty", [1.0, 0.0])
+def test_ct2_float32_top_hypotheses_equal_eager(length_penalty, tmp_path_factory, tiny_spm):
+    loaded = load_model_dir(model_dir(tmp_path_factory, tiny_spm))
+    runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
+    ids = loaded.tokenizer.encode_batch(sentences(12))
+    options = SearchOptions(beam_size=4, n_best=1, length_penalty=length_penalty, return_attention=True)
+    eager = generate(loaded.model, pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id), options)
+    got = runner.generate(ids, options)
+    # At the length limit the searches differ by design (ours forces EOS, CTranslate2 keeps its
+    # best candidates: export/ct2_runner.py), so compare the sentences that end before it.
+    ended = [i for i, (nbest, source) in enumerate(zip(eager, ids)) if len(nbest[0].tokens) < runner.limit(len(source), options)]
+    assert len(ended) >= 8
+    assert [got[i][0].tokens for i in ended] == [eager[i][0].tokens for i in ended]
+    for i in ended:
+        (a,), (b,), source = got[i], eager[i], ids[i]
+        assert a.score == pytest.approx(b.score, abs=1e-3)  # verify.py's ct2 float32 tolerance
+        # CTranslate2 drops the EOS column itself: (target pieces, source pieces).
+        assert a.attention.shape == (len(a.tokens), len(source))
+        assert torch.allclose(a.attention, b.attention[:, : len(source)], atol=1e-4)
+
+
+def test_int8_conversion_leaves_the_eager_model_untouched(tmp_path, tmp_path_factory, tiny_spm):
+    # CTranslate2 quantises its arrays in place; they must not share memory with the model.
+    loaded = load_model_dir(model_dir(tmp_path_factory, tiny_spm))
+    before = {name: t.clone() for name, t in loaded.model.state_dict().items()}
+    build_ct2(loaded.model, loaded.tokenizer, tmp_path, "int8")
+    assert all(torch.equal(before[name], t) for name, t in loaded.model.state_dict().items())

@@ -1,0 +1,152 @@
+"""Check support lists every reason a model cannot be exported (exit code 2), and the CLI turns
+bad input into one readable line with exit code 2, a failed verification into exit code 1."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from model.artifacts import save_model_dir
+from model.attention import registry
+from model.attention.registry import known_attention_kinds
+from model.attention.vanilla import VanillaAttention
+from model.config import AttentionConfig
+from export.cli import main
+from export.errors import UnsupportedModel
+from export.runners import open_runner
+from export.support import check_support
+from model.errors import ArtifactError
+from tests.export.fixtures import exported, model_dir
+from tests.helpers import tiny_model
+
+
+class _Unexportable(VanillaAttention):
+    """Says through the registry hook that it has no kernel on any target."""
+
+    @staticmethod
+    def export_problems(target, options, site):
+        return [f"no {target} kernel in this test kind"]
+
+
+class _NotBatchFirst(VanillaAttention):
+    """Keeps a step counter of shape (1,) in its state: not batch-first, so not reorderable."""
+
+    def init_state(self, memory, batch_size, device, dtype):
+        state = super().init_state(memory, batch_size, device, dtype)
+        return {**state, "steps": torch.zeros(1, device=device)}
+
+    def step(self, x, state, **kwargs):
+        out, probs, new = super().step(x, {k: v for k, v in state.items() if k != "steps"}, **kwargs)
+        return out, probs, {**new, "steps": state["steps"] + 1}
+
+
+@pytest.fixture
+def test_kinds(monkeypatch):
+    """The two kinds, registered for one test only (other tests read the registry's exact list)."""
+    known_attention_kinds()  # load the built-in kinds first
+    monkeypatch.setitem(registry._REGISTRY, "test_unexportable", _Unexportable)
+    monkeypatch.setitem(registry._REGISTRY, "test_not_batch_first", _NotBatchFirst)
+
+UNSUPPORTED = dict(encoder_self_attention=AttentionConfig("test_unexportable"),
+                   decoder_self_attention=AttentionConfig("test_not_batch_first"))
+NOT_BATCH_FIRST = ("decoder state tensor 'layers.{}.self.steps' is not batch-first (dimension 0 sizes "
+                   "(1, 1, 1, 1, 1) on probes of batch sizes (2, 2, 2, 3, 2))")
+CT2_REASONS = [
+    "encoder_self_attention (test_unexportable): no ct2 kernel in this test kind",
+    "encoder_self_attention is 'test_unexportable': CTranslate2's TransformerSpec has only vanilla "
+    "multi-head attention (export this model to onnx or torchscript instead)",
+    "decoder_self_attention is 'test_not_batch_first': CTranslate2's TransformerSpec has only vanilla "
+    "multi-head attention (export this model to onnx or torchscript instead)",
+]
+
+
+def test_graph_targets_list_the_registry_reasons_and_the_state_problems(test_kinds):
+    layout, reasons = check_support(tiny_model(**UNSUPPORTED), "onnx")
+    assert layout is None
+    assert reasons == [
+        "encoder_self_attention (test_unexportable): no onnx kernel in this test kind",
+        NOT_BATCH_FIRST.format(0),
+        NOT_BATCH_FIRST.format(1),
+    ]
+
+
+def test_ct2_refuses_every_non_vanilla_site(test_kinds):
+    assert check_support(tiny_model(**UNSUPPORTED), "ct2") == (None, CT2_REASONS)
+    assert check_support(tiny_model(), "ct2") == (None, [])
+
+
+def test_cli_refuses_an_unsupported_model_with_every_reason_and_exit_2(test_kinds, tmp_path, tiny_spm, capsys):
+    source = save_model_dir(tmp_path / "model", tiny_model(**UNSUPPORTED), tiny_spm, source_lang="en", target_lang="de")
+    assert main(["ct2", str(source), str(tmp_path / "out"), "--no-verify"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"phrasal-export: error: {UnsupportedModel('ct2', CT2_REASONS)}\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["onnx", "{missing}", "{out}"], "model directory {missing} does not exist"),
+        (["tflite", "{model}", "{out}"], "argument {{onnx,torchscript,ct2}}: invalid choice: 'tflite' (choose from 'onnx', 'torchscript', 'ct2')"),
+        (["onnx", "{model}", "{out}", "--verify-sentences", "0"], "argument --verify-sentences: expected a positive integer, got '0'"),
+        (["ct2", "{model}", "{out}", "--min-match", "2"], "argument --min-match: expected a number in [0, 1], got '2'"),
+        (["onnx", "{model}", "{out}", "--verify-data", "{missing}"],
+         "verification data {missing}/test_2016_flickr.en.gz not found; pass --verify-data DIR / --verify-split NAME, or --no-verify"),
+        (["onnx", "{model}", "{model}/inside", "--no-verify"], "OUT_DIR {model}/inside must lie outside MODEL_DIR {model}"),
+        (["onnx", "{model}", "{full}", "--no-verify"], "OUT_DIR {full} exists and is not empty; pass --force to replace it"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(args, message, tmp_path, tmp_path_factory, tiny_spm, capsys):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    paths = {"model": model_dir(tmp_path_factory, tiny_spm), "out": tmp_path / "out",
+             "missing": tmp_path / "missing", "full": tmp_path / "full"}
+    argv = [a.format(**paths) for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"phrasal-export: error: {message.format(**paths)}\n"
+    assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
+
+
+def test_cli_exports_verifies_and_records_the_result(tmp_path, tmp_path_factory, tiny_spm, capsys):
+    out = tmp_path / "ts"
+    assert main(["torchscript", str(model_dir(tmp_path_factory, tiny_spm)), str(out), "--verify-sentences", "6", "--beam-size", "2"]) == 0
+    stdout = capsys.readouterr().out
+    assert stdout.startswith("verification PASSED: 6/6 identical top hypotheses (100.00%, need 100%), max |score diff| ")
+    verification = json.loads((out / "manifest.json").read_text())["verification"]
+    assert (verification["passed"], verification["sentences"], verification["identical_top"]) == (True, 6, 6)
+    assert (verification["beam_size"], verification["min_match"], verification["score_tolerance"]) == (2, 1.0, 1e-4)
+    assert verification["source"] == "data/multi30k/test_2016_flickr.en.gz"
+    assert open_runner(out).exported.manifest["verification"] == verification
+
+
+def test_cli_failed_verification_prints_the_cases_exits_1_and_the_export_is_refused(tmp_path, tmp_path_factory, tiny_spm, capsys):
+    out = tmp_path / "ts16"
+    argv = ["torchscript", str(model_dir(tmp_path_factory, tiny_spm)), str(out), "--dtype", "float16",
+            "--verify-sentences", "4", "--beam-size", "2", "--score-tolerance", "0"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("verification FAILED: ")
+    assert "  #0 " in captured.out and "      eager    (" in captured.out and "      exported (" in captured.out
+    assert captured.err.endswith(f"phrasal-export: error: {out} failed verification; runtimes will refuse it\n")
+    with pytest.raises(ArtifactError, match="failed its verification"):
+        open_runner(out)
+
+
+def test_torchscript_export_loads_without_the_project(tmp_path_factory, tiny_spm):
+    # torch.jit.load needs no Python class of ours: the saved code is self-contained.
+    path = exported(tmp_path_factory, tiny_spm, "torchscript")
+    code = (
+        "import sys, torch\n"
+        "sys.modules['model'] = None; sys.modules['export'] = None  # importing either now fails\n"
+        f"enc = torch.jit.load({str(path / 'encoder.pt')!r})\n"
+        "state = enc(torch.tensor([[5, 6, 2]]))\n"
+        "print(len(state), tuple(state[1].shape))\n"
+    )
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "9 (1, 4, 0, 8)"

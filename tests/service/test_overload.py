@@ -1,0 +1,81 @@
+"""Backpressure: a full queue answers 503 + Retry-After at once; deadlines answer 503 (never
+started) or 504 (computing); nothing is lost when the gate opens."""
+
+from __future__ import annotations
+
+import threading
+
+from service.app import create_app
+from service.runtime.fake import FakeRuntime
+from service.settings import Settings
+from tests.service.support import Background, queued, serving, wait_until
+from tests.service.test_batching import sample
+
+BASE = {"source": "en", "target": "de"}
+
+
+def test_a_full_queue_answers_503_with_retry_after_and_the_held_requests_all_finish():
+    gate = threading.Event()
+    runtime = FakeRuntime(gate=gate)
+    # One text per batch, four texts may wait: the worker holds one request, four more fill up.
+    settings = Settings(max_segments=4, max_queue=4, max_batch_sentences=1, max_wait_ms=0, retry_after_s=2)
+    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    with serving(app) as client:
+        background = Background(client)
+        background.post({**BASE, "text": "held in compute"})
+        assert runtime.entered.acquire(timeout=10)
+        for k in range(4):
+            background.post({**BASE, "text": f"queued {k}"})
+        wait_until(lambda: queued(app) == 4, what="a full queue")
+
+        refused = [client.post("/translate", json={**BASE, "text": f"extra {k}"}) for k in range(10)]
+        for response in refused:
+            assert response.status_code == 503
+            assert response.headers["retry-after"] == "2"
+            assert response.json() == {
+                "message": "server busy: 4 texts queued for en-de (limit 4); retry later",
+                "detail": [],
+            }
+        # A request that would not fit whole is refused whole, even when some room is left.
+        assert queued(app) == 4
+
+        gate.set()
+        held = background.join()
+        metrics = client.get("/metrics").text
+    assert [r.status_code for r in held] == [200] * 5
+    assert [r.json()["translations"][0][0]["text"] for r in held] == [
+        "COMPUTE IN HELD", "0 QUEUED", "1 QUEUED", "2 QUEUED", "3 QUEUED"
+    ]
+    assert sorted(texts[0] for texts, _ in runtime.calls) == sorted(
+        ["held in compute"] + [f"queued {k}" for k in range(4)]
+    )  # the refused texts never reached the model
+    assert sample(metrics, "phrasal_rejections_total", {"reason": "queue_full"}) == 10
+    assert sample(metrics, "phrasal_request_duration_seconds_count", {"route": "/translate", "status": "503"}) == 10
+    assert sample(metrics, "phrasal_queue_depth", {"pair": "en-de"}) == 0
+
+
+def test_deadlines_answer_504_while_computing_and_503_while_queued():
+    gate = threading.Event()
+    runtime = FakeRuntime(gate=gate)
+    settings = Settings(request_timeout_s=0.3, max_wait_ms=0, retry_after_s=1)
+    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    with serving(app) as client:
+        background = Background(client)
+        background.post({**BASE, "text": "slow"})
+        assert runtime.entered.acquire(timeout=10)
+        background.post({**BASE, "text": "waits"})
+        computing, waiting = background.join()
+        assert computing.status_code == 504
+        assert computing.json()["message"] == "translation took longer than the 0.3 s deadline"
+        assert waiting.status_code == 503
+        assert waiting.headers["retry-after"] == "1"
+        assert waiting.json()["message"] == "server busy: not started within the 0.3 s deadline; retry later"
+        assert queued(app) == 0  # the timed-out text left the queue
+        gate.set()
+        # The worker finishes the abandoned batch, throws its result away, and serves again.
+        after = client.post("/translate", json={**BASE, "text": "next"})
+        assert after.status_code == 200
+        metrics = client.get("/metrics").text
+    assert [texts for texts, _ in runtime.calls] == [["slow"], ["next"]]
+    assert sample(metrics, "phrasal_rejections_total", {"reason": "deadline_in_compute"}) == 1
+    assert sample(metrics, "phrasal_rejections_total", {"reason": "deadline_in_queue"}) == 1
