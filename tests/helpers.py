@@ -1,6 +1,9 @@
 """Tiny models built inside the tests: no network, no big files."""
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import torch
 
 from model.config import ModelConfig
@@ -17,3 +20,13 @@ def tiny_config(**overrides) -> ModelConfig:
 def tiny_model(seed: int = 0, **overrides) -> Transformer:
     torch.manual_seed(seed)
     return Transformer(tiny_config(**overrides)).eval()
+
+
+def imported_packages(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names

@@ -5,8 +5,9 @@ the service proper (outside service/runtime) is held by tests/service/test_servi
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.helpers import imported_packages
 
 REPO = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
@@ -14,16 +15,6 @@ FORBIDDEN = {
     "training": {"export", "service"},
     "export": {"training", "service"},
 }
-
-
-def imported_packages(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 def test_packages_import_only_in_the_allowed_directions():

@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from model.alignment import token_alignment
-from model.generate import SearchOptions
 from model.tokenizer import Tokenizer
-from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime, UnsupportedOption
+from service.runtime.base import DecodeOptions, Translation, TranslationRuntime, UnsupportedOption
+from service.runtime.text_codec import translate_texts
 
 log = logging.getLogger("service.runtime")
 
@@ -47,42 +46,7 @@ class ExportedRuntime(TranslationRuntime):
 
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         self.check_options(options)
-        with_alignment = options.alignment == "token"
-        if with_alignment:
-            encoded = [self.tokenizer.encode_with_offsets(text) for text in texts]
-            source_ids = [ids for ids, _, _ in encoded]
-        else:
-            source_ids = self.tokenizer.encode_batch(list(texts))
-        for index, ids in enumerate(source_ids):
-            if len(ids) > self.max_source_tokens:
-                raise TextRejected(index, f"has {len(ids)} source tokens; this model reads at most {self.max_source_tokens}")
-        search = SearchOptions(
-            beam_size=options.beam_size,
-            n_best=options.n_best,
-            length_penalty=options.length_penalty,
-            max_length_ratio=options.max_length_ratio,
-            max_length_offset=options.max_length_offset,
-            return_attention=with_alignment,
-        )
-        results = []
-        for index, hypotheses in enumerate(self.runner.generate(source_ids, search)):
-            translations = []
-            for hypothesis in hypotheses:
-                if not with_alignment:
-                    translations.append(Translation(self.tokenizer.decode(hypothesis.tokens), hypothesis.score))
-                    continue
-                text, pieces, spans = self.tokenizer.decode_with_offsets(hypothesis.tokens)
-                _, source_pieces, source_spans = encoded[index]
-                # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
-                attention = hypothesis.attention[:, : len(source_pieces)]
-                alignment = token_alignment(
-                    source_text=texts[index], source_pieces=source_pieces, source_spans=source_spans,
-                    target_text=text, target_pieces=pieces, target_spans=spans, attention=attention,
-                )
-                translations.append(Translation(text, hypothesis.score, alignment))
-            results.append(translations)
-        return results
-
+        return translate_texts(self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate)
 
 def load_exported_runtimes(settings, backend: str) -> list[TranslationRuntime]:
     """One runtime per ``settings.export_dirs`` entry; each export is checked (sha256 of every

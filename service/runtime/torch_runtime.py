@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 import torch
 
-from model.alignment import token_alignment
 from model.artifacts import LoadedModel, load_model_dir
+from model.beam_search import Hypothesis
 from model.generate import SearchOptions, generate, pad_sources
-from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime
+from service.runtime.base import DecodeOptions, Translation, TranslationRuntime
+from service.runtime.text_codec import translate_texts
 from service.settings import Settings
 
 log = logging.getLogger("service.runtime.torch")
@@ -33,7 +34,8 @@ class TorchRuntime(TranslationRuntime):
         self.target_lang = loaded.target_lang
         # fp16 on GPU halves memory traffic; CPU kernels are fastest (and exact) in fp32.
         self.model = loaded.model.to(device=device, dtype=torch.float16 if device.type == "cuda" else torch.float32)
-        self.max_source_tokens = loaded.config.max_positions - 1
+        # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
+        self.max_source_tokens = loaded.config.max_positions - 2
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -42,43 +44,12 @@ class TorchRuntime(TranslationRuntime):
         return int(torch.cuda.memory_reserved(self.device)) if self.device.type == "cuda" else None
 
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+        return translate_texts(self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate)
+
+    def _generate(self, source_ids: list[list[int]], search: SearchOptions) -> list[list[Hypothesis]]:
         tokenizer = self.loaded.tokenizer
-        with_alignment = options.alignment == "token"
-        if with_alignment:
-            encoded = [tokenizer.encode_with_offsets(text) for text in texts]
-            source_ids = [ids for ids, _, _ in encoded]
-        else:
-            source_ids = tokenizer.encode_batch(list(texts))
-        for index, ids in enumerate(source_ids):
-            if len(ids) + 1 > self.max_source_tokens:
-                raise TextRejected(index, f"has {len(ids)} source tokens; this model reads at most {self.max_source_tokens - 1}")
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
-        search = SearchOptions(
-            beam_size=options.beam_size,
-            n_best=options.n_best,
-            length_penalty=options.length_penalty,
-            max_length_ratio=options.max_length_ratio,
-            max_length_offset=options.max_length_offset,
-            return_attention=with_alignment,
-        )
-        results = []
-        for index, hypotheses in enumerate(generate(self.model, src, search)):
-            translations = []
-            for hypothesis in hypotheses:
-                if not with_alignment:
-                    translations.append(Translation(tokenizer.decode(hypothesis.tokens), hypothesis.score))
-                    continue
-                text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
-                _, source_pieces, source_spans = encoded[index]
-                # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
-                attention = hypothesis.attention[:, : len(source_pieces)].float().cpu()
-                alignment = token_alignment(
-                    source_text=texts[index], source_pieces=source_pieces, source_spans=source_spans,
-                    target_text=text, target_pieces=pieces, target_spans=spans, attention=attention,
-                )
-                translations.append(Translation(text, hypothesis.score, alignment))
-            results.append(translations)
-        return results
+        return generate(self.model, src, search)
 
 
 def load_runtimes(settings: Settings) -> list[TranslationRuntime]:

@@ -3,8 +3,9 @@ import an engine or the model package; in service/runtime only the backend files
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.helpers import imported_packages
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
 ENGINES = {"torch", "sentencepiece", "onnxruntime", "onnx", "ctranslate2"}
@@ -12,21 +13,11 @@ NEVER = {"training", "export"}
 BACKENDS = {"torch_runtime.py", "onnx_runtime.py", "ct2_runtime.py"}
 
 
-def top_level_imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
 def test_service_outside_runtime_imports_no_engine_and_no_model():
     files = [p for p in SERVICE.rglob("*.py") if "runtime" not in p.relative_to(SERVICE).parts]
     assert {p.name for p in files} >= {"app.py", "routes.py", "schemas.py", "translator.py"}
     offenders = {
-        str(p.relative_to(SERVICE)): sorted(top_level_imports(p) & (ENGINES | NEVER | {"model"}))
+        str(p.relative_to(SERVICE)): sorted(imported_packages(p) & (ENGINES | NEVER | {"model"}))
         for p in files
     }
     assert {k: v for k, v in offenders.items() if v} == {}
@@ -34,11 +25,11 @@ def test_service_outside_runtime_imports_no_engine_and_no_model():
 
 def test_runtime_interface_and_fake_import_no_engine():
     for name in ("base.py", "fake.py", "__init__.py"):
-        assert top_level_imports(SERVICE / "runtime" / name) & (ENGINES | NEVER) == set(), name
+        assert imported_packages(SERVICE / "runtime" / name) & (ENGINES | NEVER) == set(), name
 
 
 def test_only_backend_files_in_runtime():
     # A new engine-importing runtime file must be added to BACKENDS deliberately.
     for path in (SERVICE / "runtime").glob("*.py"):
         if path.name not in BACKENDS:
-            assert top_level_imports(path) & ENGINES == set(), path.name
+            assert imported_packages(path) & ENGINES == set(), path.name
