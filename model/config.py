@@ -155,5 +155,10 @@ def _problems(c: ModelConfig) -> list[str]:
         if attention.kind not in known_attention_kinds():
             problems.append(f"{site}_attention: unknown attention kind {attention.kind!r}; known kinds: {', '.join(known_attention_kinds())}")
             continue
-        problems += attention_class(attention.kind).validate_options(dict(attention.options), site)
+        cls = attention_class(attention.kind)
+        option_problems = cls.validate_options(dict(attention.options), site)
+        problems += option_problems
+        sized = isinstance(c.n_heads, int) and c.n_heads > 0 and isinstance(c.d_model, int) and c.d_model > 0
+        if not option_problems and sized and hasattr(cls, "validate_for_model"):
+            problems += cls.validate_for_model(dict(attention.options), site, d_model=c.d_model, n_heads=c.n_heads)
     return problems

@@ -22,18 +22,38 @@ class SearchOptions:
     max_length_ratio: float = 2.0
     max_length_offset: int = 10
     return_attention: bool = False
+    # Also return each hypothesis' phrase attention (see PhrasalHypothesis).
+    return_phrase_attention: bool = False
+
+
+@dataclass
+class PhrasalHypothesis(Hypothesis):
+    """A hypothesis with its phrase attention (len(tokens), n_max, S): [t, n-1, j] = weight of the
+    source n-gram starting at j with length n (`model.phrases.phrase_links` reads it)."""
+
+    phrase_attention: torch.Tensor | None = None
 
 
 class TransformerStepDecoder:
-    """`IncrementalDecoder` over a torch Transformer: the state lives here, the search sees log-probs."""
+    """`IncrementalDecoder` over a torch Transformer: the state lives here, the search sees log-probs.
 
-    def __init__(self, model: Transformer, state: DecoderState):
+    With phrases=True every attention row is [token attention (S) | phrase attention (n_max·S)],
+    so that the search carries both per hypothesis without knowing either.
+    """
+
+    def __init__(self, model: Transformer, state: DecoderState, phrases: bool = False):
         self.model = model
         self.state = state
+        self.phrases = phrases
         self._never = [model.config.pad_id, model.config.bos_id]
 
     def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        log_probs, attention, self.state = self.model.decode_step(tokens, None, self.state)
+        if self.phrases:
+            out = self.model.decode_step_with_phrases(tokens, None, self.state)
+            log_probs, self.state = out.log_probs, out.state
+            attention = torch.cat([out.attention, out.phrase_attention.flatten(1)], dim=1)  # (N, S + n_max·S)
+        else:
+            log_probs, attention, self.state = self.model.decode_step(tokens, None, self.state)
         # Padding and BOS are inputs only: never generate them.
         log_probs[:, self._never] = float("-inf")
         return log_probs, attention
@@ -63,14 +83,16 @@ def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: i
 
 @torch.inference_mode()
 def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = SearchOptions()) -> list[list[Hypothesis]]:
-    """Beam search over a padded source batch (B, S); returns each sentence's n-best hypotheses."""
+    """Beam search over a padded source batch (B, S); returns each sentence's n-best hypotheses
+    (PhrasalHypothesis when options.return_phrase_attention)."""
     k = options.beam_size
     memory = model.encode(src)
     rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(k)  # (B*K,) sentence-major
-    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)))
+    phrases = options.return_phrase_attention
+    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)), phrases=phrases)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
     limit = model.config.max_positions - 1
-    return beam_search(
+    found = beam_search(
         decoder,
         batch_size=src.shape[0],
         beam_size=k,
@@ -79,5 +101,18 @@ def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = Sea
         max_lengths=max_lengths(src, model.config.pad_id, options, limit),
         n_best=options.n_best,
         length_penalty=options.length_penalty,
-        return_attention=options.return_attention,
+        return_attention=options.return_attention or phrases,
+    )
+    if not phrases:
+        return found
+    return [[_split_rows(h, src.shape[1], options.return_attention) for h in nbest] for nbest in found]
+
+
+def _split_rows(hypothesis: Hypothesis, source_len: int, keep_tokens: bool) -> PhrasalHypothesis:
+    rows = hypothesis.attention  # (T, S + n_max·S)
+    n_max = rows.shape[1] // source_len - 1
+    phrase_attention = rows[:, source_len:].reshape(rows.shape[0], n_max, source_len)  # (T, n_max, S)
+    return PhrasalHypothesis(
+        hypothesis.tokens, hypothesis.score, hypothesis.log_prob,
+        rows[:, :source_len] if keep_tokens else None, phrase_attention,
     )

@@ -11,6 +11,11 @@ from model.config import ModelConfig
 State = dict[str, torch.Tensor]
 
 
+def has_phrases(attention: nn.Module) -> bool:
+    """Whether an attention module reports source n-grams (phrasal cross-attention does)."""
+    return getattr(attention, "phrase_sizes", 0) > 0
+
+
 def build_attention(config: ModelConfig, site: str) -> nn.Module:
     spec = config.attention(site)
     cls = attention_class(spec.kind)
@@ -56,16 +61,30 @@ class DecoderLayer(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self, x: torch.Tensor, memory: torch.Tensor, memory_pad_mask: torch.Tensor, need_weights: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, D), memory (B, S, D) -> (B, T, D) and cross-attention (B, H, T, S) when asked."""
+        self, x: torch.Tensor, memory: torch.Tensor, memory_pad_mask: torch.Tensor, need_weights: bool,
+        need_phrases: bool = False,
+    ):
+        """x (B, T, D), memory (B, S, D) -> (B, T, D) and cross-attention (B, H, T, S) when asked.
+
+        With need_phrases (implies need_weights) a third value: the phrase table (B, H, T, n_max, S)
+        of a phrasal cross-attention, or the token attention as 1-grams (B, H, T, 1, S) otherwise.
+        """
         attended, _ = self.self_attention(self.self_norm(x), causal=True)
         x = x + self.dropout(attended)
-        attended, probs = self.cross_attention(
-            self.cross_norm(x), memory, key_padding_mask=memory_pad_mask, need_weights=need_weights
-        )
+        phrases = None
+        if need_phrases and has_phrases(self.cross_attention):
+            attended, probs, phrases = self.cross_attention(
+                self.cross_norm(x), memory, key_padding_mask=memory_pad_mask, need_weights=True, need_phrases=True
+            )
+        else:
+            attended, probs = self.cross_attention(
+                self.cross_norm(x), memory, key_padding_mask=memory_pad_mask, need_weights=need_weights or need_phrases
+            )
+            if need_phrases:
+                phrases = probs.unsqueeze(3)  # (B, H, T, 1, S): a token is the 1-gram starting there
         x = x + self.dropout(attended)
-        return x + self.dropout(self.ffn(self.ffn_norm(x))), probs
+        out = x + self.dropout(self.ffn(self.ffn_norm(x)))
+        return (out, probs, phrases) if need_phrases else (out, probs)
 
     def init_state(self, memory: torch.Tensor) -> dict[str, State]:
         n = memory.shape[0]
@@ -75,13 +94,28 @@ class DecoderLayer(nn.Module):
         }
 
     def step(
-        self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, need_weights: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, State]]:
-        """x (N, 1, D) -> (N, 1, D), cross-attention (N, H, 1, S) when asked, new state."""
+        self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, need_weights: bool,
+        need_phrases: bool = False,
+    ):
+        """x (N, 1, D) -> (N, 1, D), cross-attention (N, H, 1, S) when asked, new state.
+
+        With need_phrases the phrase table (N, H, 1, n_max, S) comes before the new state.
+        """
         attended, _, self_state = self.self_attention.step(self.self_norm(x), state["self"])
         x = x + self.dropout(attended)
-        attended, probs, cross_state = self.cross_attention.step(
-            self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask, need_weights=need_weights
-        )
+        phrases = None
+        if need_phrases and has_phrases(self.cross_attention):
+            attended, probs, phrases, cross_state = self.cross_attention.step(
+                self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask, need_weights=True, need_phrases=True
+            )
+        else:
+            attended, probs, cross_state = self.cross_attention.step(
+                self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask,
+                need_weights=need_weights or need_phrases,
+            )
+            if need_phrases:
+                phrases = probs.unsqueeze(3)  # (N, H, 1, 1, S)
         x = x + self.dropout(attended)
-        return x + self.dropout(self.ffn(self.ffn_norm(x))), probs, {"self": self_state, "cross": cross_state}
+        out = x + self.dropout(self.ffn(self.ffn_norm(x)))
+        new_state = {"self": self_state, "cross": cross_state}
+        return (out, probs, phrases, new_state) if need_phrases else (out, probs, new_state)

@@ -14,7 +14,10 @@ def register_attention(name: str) -> Callable[[T], T]:
     """Class decorator: make an attention module available under `name`.
 
     A registered class provides `validate_options(options, site) -> list[str]` (problems, empty
-    when fine) and a constructor `(d_model, n_heads, dropout, site, options)`.
+    when fine) and a constructor `(d_model, n_heads, dropout, site, options)`. A kind whose
+    options depend on the model's size may also provide
+    `validate_for_model(options, site, *, d_model, n_heads) -> list[str]`, asked only once
+    `validate_options` found nothing.
     """
 
     def decorate(cls: T) -> T:
@@ -41,4 +44,4 @@ def attention_class(name: str) -> type:
 
 def _load_builtin_kinds() -> None:
     # Imported lazily so that the registry module itself has no dependency on the variants.
-    from model.attention import vanilla  # noqa: F401
+    from model.attention import convkv, queryk, vanilla  # noqa: F401

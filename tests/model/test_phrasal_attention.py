@@ -1,0 +1,284 @@
+"""The phrasal attention equations, checked against explicit loops and hand-computed numbers."""
+import math
+
+import pytest
+import torch
+
+from model.attention.convkv import ConvKVAttention
+from model.attention.ngram import (
+    causal_key_mask,
+    fused_ngram_conv,
+    masked_softmax,
+    ngram_valid,
+    phrase_table,
+    spread_to_tokens,
+    strided_merge_windows,
+    interleave_streams,
+)
+from model.attention.queryk import QueryKAttention, queryk_scores
+from model.attention.vanilla import VanillaAttention
+
+KINDS = {"convkv": ConvKVAttention, "queryk": QueryKAttention}
+STRUCTURES = {
+    "homogeneous": {"structure": "homogeneous", "ngrams": [1, 2, 3], "heads_per_ngram": [1, 2, 1]},
+    "heterogeneous": {"structure": "heterogeneous", "ngrams": [1, 2, 3]},
+    "interleaved": {"structure": "interleaved"},
+}
+SITES = ("encoder_self", "decoder_self", "cross")
+D, H = 8, 4
+
+
+def module(kind, structure, site, seed=0):
+    torch.manual_seed(seed)
+    m = KINDS[kind](D, H, 0.0, site, STRUCTURES[structure]).eval()
+    with torch.no_grad():  # non-zero biases, so that the zero rows before position 0 are tested too
+        for p in m.parameters():
+            if p.dim() == 1:
+                p.normal_()
+    return m
+
+
+# -- an explicit, loop-by-loop reading of the equations ---------------------------------------
+def reference(m, x, source, pad):
+    """One sentence: x (T, D) queries, source (S, D) keys/values, pad (S,) bool -> out (T, D),
+    token probs (H, T, S), phrases (H, T, n_max, S). Every sum and window written out."""
+    T, S, dh = x.shape[0], source.shape[0], D // H
+    n_max = m.spec.n_max
+    causal = m.site == "decoder_self"
+
+    def row(seq, i):
+        return seq[i] if i >= 0 else torch.zeros(D)
+
+    def exists(s, n):  # the source-side rule; decoder self-attention keeps left-padded windows
+        if causal:
+            return True
+        return s - n + 1 >= 0 and not any(bool(pad[i]) for i in range(s - n + 1, s + 1))
+
+    def conv(module, seq, end, n):  # b + Σ_m W[:, :, m] x_{end-n+1+m}: a width-n convolution, left zero-padded
+        return module.bias + sum(module.weight[:, :, j] @ row(seq, end - n + 1 + j) for j in range(n))
+
+    def query_vector(t, stream):
+        return m.q_proj(x[t]) if stream == 1 else conv(m.q_bigram, x, t, 2)
+
+    streams = (2, 1) if m.spec.interleaved else (1,)
+    context = {st: torch.zeros(T, D) for st in streams}
+    probs = torch.zeros(len(streams), H, T, S)
+    phrases = torch.zeros(len(streams), H, T, n_max, S)
+    head = 0
+    q_offset = 0
+    for g, group in enumerate(m.spec.groups):
+        for local in range(group.heads):
+            for si, st in enumerate(streams):
+                for t in range(T):
+                    qv = query_vector(t, st)
+                    entries = []  # (s, n, score, value)
+                    for i, n in enumerate(group.ngrams):
+                        for s in range(S):
+                            if not exists(s, n) or (causal and s > t):
+                                continue
+                            if m.kind == "convkv":
+                                k = conv(m.keys[g][i], source, s, n).view(group.heads, dh)[local]
+                                v = conv(m.values[g][i], source, s, n).view(group.heads, dh)[local]
+                                q = qv.view(H, dh)[head]
+                                score = q @ k / math.sqrt(dh)
+                            else:
+                                width = group.heads * sum(group.ngrams) * dh
+                                kernels = qv[q_offset : q_offset + width].view(group.heads, -1)[local]
+                                start = sum(group.ngrams[:i]) * dh
+                                kernel = kernels[start : start + n * dh]
+                                keys = torch.cat([
+                                    m.k_proj(source[j]).view(H, dh)[head] if j >= 0 else torch.zeros(dh)
+                                    for j in range(s - n + 1, s + 1)
+                                ])
+                                score = kernel @ keys / math.sqrt(n * dh)
+                                v = conv(m.values[g][i], source, s, n).view(group.heads, dh)[local]
+                            entries.append((s, n, score, v))
+                    if not entries:
+                        continue
+                    weights = torch.softmax(torch.stack([e[2] for e in entries]), 0)
+                    for (s, n, _, v), w in zip(entries, weights):
+                        context[st][t, head * dh : (head + 1) * dh] += w * v
+                        # Weight on the zero rows before position 0 (decoder side only) reaches no token.
+                        for j in range(max(s - n + 1, 0), s + 1):
+                            probs[si, head, t, j] += w / n
+                        if s - n + 1 >= 0:
+                            phrases[si, head, t, n - 1, s - n + 1] += w
+            head += 1
+        if m.kind == "queryk":
+            q_offset += group.heads * sum(group.ngrams) * dh
+    if not m.spec.interleaved:
+        return m.out_proj(context[1]), probs[0], phrases[0]
+    if m.site == "encoder_self":
+        for t in range(T):
+            if not exists(t, 2):
+                context[2][t] = 0.0
+        outs = [m.merge(torch.cat([context[2][t], context[1][t], context[2][t + 1] if t + 1 < T else torch.zeros(D)]))
+                for t in range(T)]
+    else:
+        outs = [m.merge(torch.cat([context[2][t], context[1][t]])) for t in range(T)]
+    return torch.stack(outs), probs.mean(0), phrases.mean(0)
+
+
+@pytest.mark.parametrize("site", SITES)
+@pytest.mark.parametrize("structure", list(STRUCTURES))
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_module_equals_the_equations_written_as_loops(kind, structure, site):
+    m = module(kind, structure, site)
+    torch.manual_seed(1)
+    x = torch.randn(2, 5, D)
+    memory = torch.randn(2, 4, D) if site == "cross" else None
+    source = x if memory is None else memory
+    pad = torch.zeros(2, source.shape[1], dtype=torch.bool)
+    if site != "decoder_self":
+        pad[1, -2:] = True  # the second sentence is 2 rows shorter
+    with torch.no_grad():
+        out, probs, phrases = m(x, memory, key_padding_mask=pad if site != "decoder_self" else None,
+                                causal=site == "decoder_self", need_weights=True, need_phrases=True)
+        for b in range(2):
+            length = int((~pad[b]).sum())
+            rows = length if site == "encoder_self" else x.shape[1]
+            ref_out, ref_probs, ref_phrases = reference(m, x[b, :rows], source[b], pad[b])
+            torch.testing.assert_close(out[b, :rows], ref_out, atol=1e-5, rtol=0)
+            torch.testing.assert_close(probs[b, :, :rows], ref_probs, atol=1e-6, rtol=0)
+            torch.testing.assert_close(phrases[b, :, :rows], ref_phrases, atol=1e-6, rtol=0)
+
+
+# -- hand-computed single numbers -------------------------------------------------------------
+def test_convkv_bigram_key_is_the_convolution_of_its_two_rows():
+    m = module("convkv", "heterogeneous", "encoder_self")
+    x = torch.randn(1, 4, D)
+    with torch.no_grad():
+        k, v = m._keys_values(m._project(x, m._source_parts(), 0))  # (1, H, S, G, dh)
+        for conv, out in ((m.keys[0][1], k), (m.values[0][1], v)):  # n = 2: weight (H·dh, D, 2), taps (x_{s-1}, x_s)
+            w0, w1 = conv.weight[:, :, 0], conv.weight[:, :, 1]
+            s = 2
+            torch.testing.assert_close(out[0, :, s, 1].reshape(-1), w0 @ x[0, s - 1] + w1 @ x[0, s] + conv.bias, atol=1e-6, rtol=0)
+            # Position 0's bigram reaches back to a zero row: only W_1 and the bias act.
+            torch.testing.assert_close(out[0, :, 0, 1].reshape(-1), w1 @ x[0, 0] + conv.bias, atol=1e-6, rtol=0)
+
+
+def test_queryk_score_of_one_query_over_one_bigram():
+    # One head, d_k = 2: the kernel is 2·2 numbers, the bigram (k_1, k_2) is concat(k_1, k_2).
+    q = torch.tensor([1.0, 2.0, 3.0, -1.0]).view(1, 1, 1, 4)
+    k = torch.tensor([[0.5, 0.0], [1.0, -2.0], [4.0, 1.0]]).view(1, 1, 3, 2)
+    scores = queryk_scores(q, k, (2,)).view(3)  # bigrams ending at s = 0, 1, 2
+    kernel = torch.tensor([1.0, 2.0, 3.0, -1.0])
+    assert scores[2].item() == pytest.approx(kernel @ torch.tensor([1.0, -2.0, 4.0, 1.0]) / math.sqrt(2 * 2))
+    assert scores[2].item() == pytest.approx((1.0 - 4.0 + 12.0 - 1.0) / 2.0)
+    # The bigram ending at 0 is (zero row, k_0): only the second half of the kernel acts.
+    assert scores[0].item() == pytest.approx((3.0 * 0.5) / 2.0)
+
+
+def test_queryk_unigram_and_bigram_scores_share_one_softmax():
+    q = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0]).view(1, 1, 1, 6)  # kernel 1: (1, 0); kernel 2: (0, 0, 1, 1)
+    k = torch.tensor([[2.0, 0.0], [0.0, 2.0]]).view(1, 1, 2, 2)
+    scores = queryk_scores(q, k, (1, 2)).view(2, 2)  # [n-1, s]
+    # Unigrams: s=0 2/√2, s=1 0. Bigrams: s=0 (zero row, k_0) 2/√4, s=1 (k_0, k_1) 2/√4.
+    expected = torch.tensor([[2.0 / math.sqrt(2), 0.0], [1.0, 1.0]])
+    torch.testing.assert_close(scores, expected)
+    hidden = torch.tensor([[False, False], [True, False]]).view(1, 4)  # the bigram ending at 0 starts before 0
+    probs = masked_softmax(scores.view(1, 4), hidden).view(2, 2)
+    e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
+    torch.testing.assert_close(probs, torch.stack([e[0], e[1], torch.tensor(0.0), e[2]]).view(2, 2) / e.sum())
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("structure", ["homogeneous", "heterogeneous"])
+def test_unigram_only_heads_are_vanilla_heads(kind, structure):
+    options = {"structure": structure, "ngrams": [1]}
+    torch.manual_seed(0)
+    vanilla = VanillaAttention(D, H, 0.0, "cross", {}).eval()
+    phrasal = KINDS[kind](D, H, 0.0, "cross", options).eval()
+    with torch.no_grad():
+        phrasal.q_proj.load_state_dict(vanilla.q_proj.state_dict())
+        phrasal.out_proj.load_state_dict(vanilla.out_proj.state_dict())
+        if kind == "convkv":
+            phrasal.keys[0][0].weight.copy_(vanilla.k_proj.weight.unsqueeze(-1))
+            phrasal.keys[0][0].bias.copy_(vanilla.k_proj.bias)
+        else:
+            phrasal.k_proj.load_state_dict(vanilla.k_proj.state_dict())
+        phrasal.values[0][0].weight.copy_(vanilla.v_proj.weight.unsqueeze(-1))
+        phrasal.values[0][0].bias.copy_(vanilla.v_proj.bias)
+        x, memory = torch.randn(2, 3, D), torch.randn(2, 5, D)
+        pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+        a_out, a_probs = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
+        b_out, b_probs = phrasal(x, memory, key_padding_mask=pad, need_weights=True)
+    torch.testing.assert_close(b_out, a_out, atol=1e-6, rtol=0)
+    torch.testing.assert_close(b_probs, a_probs, atol=1e-6, rtol=0)
+
+
+# -- masks ------------------------------------------------------------------------------------
+def test_ngram_validity_follows_the_source_side_rule():
+    pad = torch.tensor([[False, False, False, True], [False, False, False, False]])
+    # The n-gram at index s ends at s: it must start at 0 or later and touch no padding.
+    assert ngram_valid(pad, 4, 1, pad.device).tolist() == [[True, True, True, False], [True] * 4]
+    assert ngram_valid(pad, 4, 2, pad.device).tolist() == [[False, True, True, False], [False, True, True, True]]
+    assert ngram_valid(pad, 4, 3, pad.device).tolist() == [[False, False, True, False], [False, False, True, True]]
+    assert ngram_valid(None, 2, 3, pad.device).tolist() == [[False, False]]  # shorter than n: none
+
+
+def test_causal_mask_sees_only_ngrams_ending_in_the_past():
+    hidden = causal_key_mask(3, 3, 2, torch.device("cpu")).view(3, 2, 3)  # [t, g, s]
+    assert hidden[:, 0].tolist() == [[False, True, True], [False, False, True], [False, False, False]]
+    assert torch.equal(hidden[:, 0], hidden[:, 1])
+    # An incremental step (the last of 3 positions) sees everything.
+    assert not causal_key_mask(1, 3, 2, torch.device("cpu")).any()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_source_shorter_than_n_softmaxes_over_the_other_sizes(kind):
+    m = KINDS[kind](D, H, 0.0, "cross", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
+    x = torch.randn(1, 2, D)
+    memory = torch.randn(1, 4, D, requires_grad=True)
+    pad = torch.tensor([[False, False, True, True]])  # 2 real tokens: no trigram exists
+    out, probs, phrases = m(x, memory, key_padding_mask=pad, need_weights=True, need_phrases=True)
+    assert torch.isfinite(out).all()
+    assert phrases[..., 2, :].abs().max().item() == 0.0
+    torch.testing.assert_close(phrases.sum((-1, -2)), torch.ones(1, H, 2))
+    torch.testing.assert_close(probs.sum(-1), torch.ones(1, H, 2))
+    out.sum().backward()
+    assert torch.isfinite(memory.grad).all()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_head_without_any_ngram_outputs_zeros_not_nan(kind):
+    m = KINDS[kind](D, H, 0.0, "encoder_self", {"structure": "homogeneous", "ngrams": [1, 3], "heads_per_ngram": [2, 2]})
+    x = torch.randn(1, 2, D, requires_grad=True)  # 2 tokens: the trigram heads see nothing
+    _, probs = m(x, key_padding_mask=torch.tensor([[False, False]]), need_weights=True)
+    torch.testing.assert_close(probs[0, :2].sum(-1), torch.ones(2, 2))
+    assert probs[0, 2:].abs().max().item() == 0.0
+    out, _ = m(x, key_padding_mask=torch.tensor([[False, False]]))  # the fused path
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
+
+
+# -- pure helpers -----------------------------------------------------------------------------
+def test_ngram_weights_spread_over_their_tokens_and_move_to_their_start():
+    # Sizes (1, 2), S = 3: [g, s]; the bigram ending at 2 covers tokens 1 and 2.
+    p = torch.tensor([[0.1, 0.2, 0.0], [0.0, 0.3, 0.4]])
+    torch.testing.assert_close(spread_to_tokens(p, (1, 2)), torch.tensor([0.1 + 0.15, 0.2 + 0.15 + 0.2, 0.2]))
+    table = phrase_table(p, (1, 2), 3)  # [n-1, start]
+    torch.testing.assert_close(table, torch.tensor([[0.1, 0.2, 0.0], [0.3, 0.4, 0.0], [0.0, 0.0, 0.0]]))
+
+
+def test_interleaved_rows_merge_by_strided_windows():
+    uni = torch.tensor([[1.0], [2.0], [3.0]]).view(1, 3, 1)
+    bi = torch.tensor([[10.0], [20.0], [30.0]]).view(1, 3, 1)
+    rows = interleave_streams(bi, uni)
+    assert rows.view(-1).tolist() == [10.0, 1.0, 20.0, 2.0, 30.0, 3.0]
+    # Decoder: window 2 stride 2 = [bigram(t-1, t), unigram t]: nothing after t.
+    assert strided_merge_windows(rows, 2).view(3, 2).tolist() == [[10.0, 1.0], [20.0, 2.0], [30.0, 3.0]]
+    # Encoder: window 3 stride 2 = [bigram(t-1, t), unigram t, bigram(t, t+1)], zero after the end.
+    assert strided_merge_windows(rows, 3).view(3, 3).tolist() == [[10.0, 1.0, 20.0], [20.0, 2.0, 30.0], [30.0, 3.0, 0.0]]
+
+
+def test_one_convolution_runs_every_width_with_left_zero_padding():
+    x = torch.tensor([1.0, 2.0, 3.0]).view(1, 3, 1)  # (B, S, D)
+    unigram = torch.tensor([[[10.0]]])  # (C, D, 1)
+    bigram = torch.tensor([[[1.0, 100.0]]])  # taps (x_{s-1}, x_s)
+    out = fused_ngram_conv(x, [unigram, bigram], [torch.zeros(1), torch.tensor([0.5])])
+    assert out.tolist() == [[[10.0, 100.5], [20.0, 201.5], [30.0, 302.5]]]  # (B, S, C)
+    # From position 1 on, the windows still reach back into row 0.
+    assert fused_ngram_conv(x, [unigram, bigram], [torch.zeros(1), torch.tensor([0.5])], offset=1).tolist() == [
+        [[20.0, 201.5], [30.0, 302.5]]
+    ]

@@ -1,0 +1,185 @@
+"""Every phrasal kind x structure x site: incremental = full pass, cached search = uncached search,
+padding and the future change nothing, gradients reach every parameter."""
+import pytest
+import torch
+
+from model.beam_search import beam_search
+from model.config import AttentionConfig
+from model.generate import SearchOptions, generate, max_lengths
+from model.layers import has_phrases
+from tests.helpers import tiny_model
+
+SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
+TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
+
+STRUCTURES = {
+    "homogeneous-2+2": {"structure": "homogeneous", "ngrams": [1, 2], "heads_per_ngram": [2, 2]},
+    "homogeneous-1-2-3": {"structure": "homogeneous", "ngrams": [1, 2, 3], "heads_per_ngram": [2, 1, 1]},
+    "heterogeneous-1-2": {"structure": "heterogeneous", "ngrams": [1, 2]},
+    "heterogeneous-1-2-3": {"structure": "heterogeneous", "ngrams": [1, 2, 3]},
+    "interleaved": {"structure": "interleaved"},
+}
+SITES = ("encoder_self", "decoder_self", "cross")
+CASES = [(kind, name, site) for kind in ("convkv", "queryk") for name in STRUCTURES for site in SITES]
+IDS = [f"{kind}-{name}-{site}" for kind, name, site in CASES]
+
+
+def model_for(kind, name, site, seed=0, **overrides):
+    attention = AttentionConfig(kind, STRUCTURES[name])
+    return tiny_model(seed=seed, **{f"{site}_attention": attention}, **overrides)
+
+
+def all_sites_model(kind, name, seed=0):
+    attention = AttentionConfig(kind, STRUCTURES[name])
+    sites = {f"{site}_attention": attention for site in SITES}
+    return tiny_model(seed=seed, **sites)
+
+
+@pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
+def test_incremental_decoding_equals_full_pass(kind, name, site):
+    model = model_for(kind, name, site)
+    full = model(SRC, TGT_IN, need_attention=True)
+    full_log_probs = torch.log_softmax(full.logits, dim=-1)
+    state = model.init_state(model.encode(SRC))
+    for t in range(TGT_IN.shape[1]):
+        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
+        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
+        log_probs, attention, plain_state = model.decode_step(TGT_IN[:, t], None, state)
+        assert torch.equal(log_probs, step.log_probs) and torch.equal(attention, step.attention)
+        assert plain_state.tensors.keys() == step.state.tensors.keys()
+        state = step.state
+    # Every state tensor is batch-first, so reordering the beam is an index_select.
+    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
+
+
+class FullPassDecoder:
+    """No cache: every step re-runs the whole model on each row's prefix (as in test_generate.py)."""
+
+    def __init__(self, model, src):
+        self.model, self.src, self.prefix = model, src, None
+
+    def step(self, tokens):
+        self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
+        out = self.model(self.src, self.prefix, need_attention=True)
+        log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
+        log_probs[:, [0, 1]] = float("-inf")
+        return log_probs, out.attention[:, -1]
+
+    def reorder(self, index):
+        self.prefix = self.prefix.index_select(0, index)
+        self.src = self.src.index_select(0, index)
+
+
+@pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
+def test_cached_search_equals_uncached_search(kind, name, site):
+    model = model_for(kind, name, site, seed=3)
+    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=2, return_attention=True)
+    cached = generate(model, SRC, options)
+    with torch.inference_mode():
+        uncached = beam_search(
+            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
+            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
+        )
+    for a_list, b_list in zip(cached, uncached):
+        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
+        for a, b in zip(a_list, b_list):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
+def test_source_padding_changes_nothing(kind, name, site):
+    model = model_for(kind, name, site)
+    batched = model(SRC, TGT_IN, need_attention=True)
+    for row in (1, 2):
+        length = int(SRC[row].ne(0).sum())
+        t_len = int(TGT_IN[row].ne(0).sum())
+        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
+        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=1e-5, rtol=0)
+        # No weight on padding, nor on any n-gram touching it.
+        assert batched.attention[row, :, length:].abs().max().item() == 0.0
+        phrases = batched.phrase_attention[row]  # (T, n_max, S)
+        for n in range(1, phrases.shape[1] + 1):
+            assert phrases[:, n - 1, length - n + 1 :].abs().max().item() == 0.0
+
+
+@pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
+def test_future_target_tokens_change_nothing(kind, name, site):
+    model = model_for(kind, name, site)
+    changed = TGT_IN.clone()
+    changed[:, 3:] = 20
+    a = model(SRC, TGT_IN, need_attention=True)
+    b = model(SRC, changed, need_attention=True)
+    torch.testing.assert_close(a.logits[:, :3], b.logits[:, :3], atol=0, rtol=0)
+    torch.testing.assert_close(a.phrase_attention[:, :3], b.phrase_attention[:, :3], atol=0, rtol=0)
+    assert not torch.allclose(a.logits[:, 3:], b.logits[:, 3:])
+
+
+@pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
+def test_gradients_reach_every_parameter(kind, name, site):
+    model = model_for(kind, name, site).train()
+    model(SRC, TGT_IN).logits.logsumexp(-1).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+    assert missing == []
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("kind", ["convkv", "queryk"])
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_every_site_phrasal_at_once(kind, name):
+    """The recipe configuration: one kind at all three sites; incremental = full, reorder follows rows."""
+    model = all_sites_model(kind, name, seed=1)
+    full = model(SRC, TGT_IN, need_attention=True)
+    full_log_probs = torch.log_softmax(full.logits, dim=-1)
+    state = model.init_state(model.encode(SRC))
+    for t in range(TGT_IN.shape[1]):
+        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
+        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
+        state = step.state
+    swapped = state.reorder(torch.tensor([2, 0, 1]))
+    log_probs, _, _ = model.decode_step(torch.tensor([20, 21, 22]), None, swapped)
+    reference, _, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["convkv", "queryk"])
+@pytest.mark.parametrize("name", ["homogeneous-1-2-3", "heterogeneous-1-2-3", "interleaved"])
+def test_a_padded_sentence_translates_as_it_does_alone(kind, name):
+    model = all_sites_model(kind, name, seed=4)
+    options = SearchOptions(beam_size=3, n_best=2, max_length_offset=3, return_phrase_attention=True)
+    batched = generate(model, SRC, options)
+    for row in range(SRC.shape[0]):
+        length = int(SRC[row].ne(0).sum())
+        alone = generate(model, SRC[row : row + 1, :length], options)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[row]]
+        for a, b in zip(alone, batched[row]):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(b.phrase_attention[..., :length], a.phrase_attention, atol=1e-5, rtol=0)
+
+
+def test_generate_returns_phrase_attention_that_matches_the_full_pass():
+    model = all_sites_model("queryk", "heterogeneous-1-2-3", seed=5)
+    options = SearchOptions(beam_size=2, n_best=2, max_length_offset=3, return_attention=True, return_phrase_attention=True)
+    hypotheses = generate(model, SRC, options)
+    for row, nbest in enumerate(hypotheses):
+        for h in nbest:
+            tgt_in = torch.tensor([[1] + h.tokens])
+            full = model(SRC[row : row + 1], tgt_in, need_attention=True)
+            torch.testing.assert_close(h.attention, full.attention[0, : len(h.tokens)], atol=1e-5, rtol=0)
+            torch.testing.assert_close(h.phrase_attention, full.phrase_attention[0, : len(h.tokens)], atol=1e-5, rtol=0)
+            # Each row is one distribution over source n-grams, and its token view over tokens.
+            torch.testing.assert_close(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+
+
+def test_vanilla_reports_its_token_attention_as_unigram_phrases():
+    model = tiny_model()
+    assert not has_phrases(model.decoder_layers[-1].cross_attention)
+    full = model(SRC, TGT_IN, need_attention=True)
+    assert torch.equal(full.phrase_attention, full.attention.unsqueeze(2))
+    options = SearchOptions(beam_size=2, max_length_offset=2, return_attention=True, return_phrase_attention=True)
+    for nbest in generate(model, SRC, options):
+        assert torch.equal(nbest[0].phrase_attention, nbest[0].attention.unsqueeze(1))
