@@ -30,3 +30,22 @@ def imported_packages(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
     return names
+
+
+class FullPassDecoder:
+    """An IncrementalDecoder with no cache: every step re-runs the whole model on each row's
+    prefix, so beam search over it is the reference that the cached decoder must equal."""
+
+    def __init__(self, model, src):
+        self.model, self.src, self.prefix = model, src, None
+
+    def step(self, tokens):
+        self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
+        out = self.model(self.src, self.prefix, need_attention=True)
+        log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
+        log_probs[:, [0, 1]] = float("-inf")  # pad and BOS are never generated (model.generate)
+        return log_probs, out.attention[:, -1]
+
+    def reorder(self, index):
+        self.prefix = self.prefix.index_select(0, index)
+        self.src = self.src.index_select(0, index)

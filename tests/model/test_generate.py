@@ -3,27 +3,9 @@ import torch
 
 from model.beam_search import beam_search
 from model.generate import SearchOptions, generate, max_lengths
-from tests.helpers import tiny_model
+from tests.helpers import FullPassDecoder, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
-
-
-class FullPassDecoder:
-    """No cache: every step re-runs the whole model on each row's prefix."""
-
-    def __init__(self, model, src):
-        self.model, self.src, self.prefix = model, src, None
-
-    def step(self, tokens):
-        self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
-        out = self.model(self.src, self.prefix, need_attention=True)
-        log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
-        log_probs[:, [0, 1]] = float("-inf")
-        return log_probs, out.attention[:, -1]
-
-    def reorder(self, index):
-        self.prefix = self.prefix.index_select(0, index)
-        self.src = self.src.index_select(0, index)
 
 
 def test_cached_search_equals_uncached_search():

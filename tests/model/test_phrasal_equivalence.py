@@ -7,7 +7,7 @@ from model.beam_search import beam_search
 from model.config import AttentionConfig
 from model.generate import SearchOptions, generate, max_lengths
 from model.layers import has_phrases
-from tests.helpers import tiny_model
+from tests.helpers import FullPassDecoder, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -52,24 +52,6 @@ def test_incremental_decoding_equals_full_pass(kind, name, site):
         state = step.state
     # Every state tensor is batch-first, so reordering the beam is an index_select.
     assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
-
-
-class FullPassDecoder:
-    """No cache: every step re-runs the whole model on each row's prefix (as in test_generate.py)."""
-
-    def __init__(self, model, src):
-        self.model, self.src, self.prefix = model, src, None
-
-    def step(self, tokens):
-        self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
-        out = self.model(self.src, self.prefix, need_attention=True)
-        log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
-        log_probs[:, [0, 1]] = float("-inf")
-        return log_probs, out.attention[:, -1]
-
-    def reorder(self, index):
-        self.prefix = self.prefix.index_select(0, index)
-        self.src = self.src.index_select(0, index)
 
 
 @pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
