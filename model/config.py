@@ -46,6 +46,16 @@ class ModelConfig:
     cross_attention: AttentionConfig = field(default_factory=AttentionConfig)
     # Which decoder layer's cross-attention is returned as the alignment (-1 = last).
     alignment_layer: int = -1
+    # Attentive source-phrase representations (Xu et al.), e.g. {"glance": "mean"}; None = off.
+    # Options are checked by model/phrase_representation_options.py.
+    phrase_representation: Mapping[str, Any] | None = None
+    # Structural alignment biases on the cross-attention logits (Cohn et al.), by name, e.g.
+    # {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}; {} = none.
+    # Checked by model/biases/options.py.
+    alignment_biases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The global fertility loss (Cohn et al.), e.g. {"weight": 0.05, "layer": -1}; None = off.
+    # Checked by model/global_fertility.py.
+    global_fertility: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -68,7 +78,7 @@ class ModelConfig:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[f.name] = value.to_dict() if isinstance(value, AttentionConfig) else value
+            out[f.name] = value.to_dict() if isinstance(value, AttentionConfig) else _plain(value)
         return out
 
     def to_json(self) -> str:
@@ -107,6 +117,13 @@ class ModelConfig:
                 pass
             raise ConfigError(problems)
         return cls(**kwargs)
+
+
+def _plain(value: Any) -> Any:
+    """Mappings (possibly nested) as plain dicts, so that configs compare and serialise as JSON."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def _attention_from(key: str, value: Any) -> tuple[AttentionConfig | None, list[str]]:
@@ -161,4 +178,23 @@ def _problems(c: ModelConfig) -> list[str]:
         sized = isinstance(c.n_heads, int) and c.n_heads > 0 and isinstance(c.d_model, int) and c.d_model > 0
         if not option_problems and sized and hasattr(cls, "validate_for_model"):
             problems += cls.validate_for_model(dict(attention.options), site, d_model=c.d_model, n_heads=c.n_heads)
+    if not problems:
+        # The optional model parts check their options and their combination with the rest
+        # once the core is known to be sound (they read sizes and attention kinds).
+        problems += _feature_problems(c)
+    return problems
+
+
+def _feature_problems(c: ModelConfig) -> list[str]:
+    # Imported here: those modules read ModelConfig, and config.py must not depend on them at import.
+    from model.biases.options import validate_alignment_biases
+    from model.global_fertility import validate_global_fertility
+    from model.phrase_representation_options import validate_phrase_representation
+
+    problems: list[str] = []
+    if c.phrase_representation is not None:
+        problems += validate_phrase_representation(c.phrase_representation, c)
+    problems += validate_alignment_biases(c.alignment_biases, c)
+    if c.global_fertility is not None:
+        problems += validate_global_fertility(c.global_fertility, c)
     return problems
