@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     # service/batcher.py): a second would only interleave kernels and double activation memory.
     worker_threads: int = Field(1, ge=1, le=16)
     warmup: bool = True
+    # Each model in a child process (service/runtime/inference_process.py): the decode loop and
+    # the HTTP event loop then do not contend for one GIL, which under load slows a
+    # launch-bound decode several times over.
+    inference_process: bool = True
 
     # --- Dynamic batching (service/batcher.py). Batching off: max_batch_sentences=1, max_wait_ms=0.
     max_batch_sentences: int = Field(64, ge=1, description="Texts per model call.")

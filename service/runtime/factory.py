@@ -26,4 +26,8 @@ def load_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
             f"backend {settings.backend!r} serves exported models: set export_dirs "
             f"(e.g. PHRASAL_EXPORT_DIRS='[\"exports/en-de-{settings.backend}\"]', written by phrasal-export)"
         )
+    if settings.inference_process:
+        from service.runtime.inference_process import load_process_runtimes
+
+        return load_process_runtimes(settings)
     return importlib.import_module(module).load_runtimes(settings)

@@ -29,6 +29,7 @@ class TorchRuntime(TranslationRuntime):
 
     def __init__(self, loaded: LoadedModel, device: torch.device):
         self.loaded = loaded
+        self.tokenizer = loaded.tokenizer
         self.device = device
         self.source_lang = loaded.source_lang
         self.target_lang = loaded.target_lang

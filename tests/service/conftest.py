@@ -18,6 +18,9 @@ def _no_phrasal_environment(monkeypatch):
     for name in list(os.environ):
         if name.startswith("PHRASAL_"):
             monkeypatch.delenv(name)
+    # Models load in-process here (a child process per test would cost seconds of start-up);
+    # tests/service/test_inference_process.py runs the child-process path.
+    monkeypatch.setenv("PHRASAL_INFERENCE_PROCESS", "false")
 
 
 @pytest.fixture

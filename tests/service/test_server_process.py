@@ -152,6 +152,7 @@ def test_a_model_that_fails_to_load_leaves_the_process_live_not_ready(tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PHRASAL_")}
     env["PHRASAL_MODEL_DIRS"] = json.dumps([str(tmp_path / "missing")])
+    env["PHRASAL_INFERENCE_PROCESS"] = "false"  # the load itself fails; tests/service/test_inference_process.py covers the child
     process = subprocess.Popen(
         [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

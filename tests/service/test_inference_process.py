@@ -1,0 +1,108 @@
+"""The model in a child process (service/runtime/inference_process.py) answers exactly what the
+same model answers in-process, survives its child being killed, and reports load failures."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+from model.artifacts import save_model_dir
+from service.app import create_app
+from service.runtime.base import DecodeOptions, TextRejected
+from service.runtime.inference_process import ProcessRuntime, child_settings, load_process_runtimes
+from service.runtime.torch_runtime import load_runtimes
+from service.settings import Settings
+from tests.helpers import tiny_model
+from tests.service.support import serving
+
+TEXTS = ["Two dogs play in the snow.", "A man.", "A woman in a red coat walks down a busy street."]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_spm):
+    path = tmp_path_factory.mktemp("process") / "en-de"
+    return save_model_dir(path, tiny_model(seed=3), tiny_spm, source_lang="en", target_lang="de")
+
+
+@pytest.fixture(scope="module")
+def settings(model_dir):
+    return Settings(model_dirs=[model_dir], device="cpu", max_length_ratio=0.5, max_length_offset=2, warmup=False)
+
+
+@pytest.fixture(scope="module")
+def pair(settings):
+    """(the in-process torch runtime, the same model behind a child process)."""
+    (local,) = load_runtimes(settings.model_copy(update={"inference_process": False}))
+    (remote,) = load_process_runtimes(settings)
+    yield local, remote
+    remote.close()
+
+
+def test_child_translates_exactly_like_the_in_process_runtime(pair):
+    local, remote = pair
+    assert (remote.pair, remote.backend) == ("en-de", "torch")
+    for options in (DecodeOptions(beam_size=3, n_best=2, alignment="token"), DecodeOptions(beam_size=1)):
+        assert remote.translate(TEXTS, options) == local.translate(TEXTS, options)
+    assert remote.count_tokens(TEXTS) == local.count_tokens(TEXTS)
+    assert remote.memory_bytes() is None  # CPU: no device memory to report
+
+
+def test_child_rejects_a_text_with_the_runtimes_own_reason(pair):
+    local, remote = pair
+    too_long = " ".join(["dog"] * 400)
+    with pytest.raises(TextRejected) as in_process:
+        local.translate(["A man.", too_long], DecodeOptions())
+    with pytest.raises(TextRejected) as in_child:
+        remote.translate(["A man.", too_long], DecodeOptions())
+    assert in_process.value.index == 1
+    assert (in_child.value.index, in_child.value.reason) == (in_process.value.index, in_process.value.reason)
+
+
+def test_a_killed_child_is_replaced_and_the_batch_retried(pair):
+    local, remote = pair
+    before = remote._process.pid
+    os.kill(before, signal.SIGKILL)
+    remote._process.join(10)
+    options = DecodeOptions(beam_size=2)
+    assert remote.translate(TEXTS, options) == local.translate(TEXTS, options)
+    assert remote._process.pid != before and remote._process.is_alive()
+
+
+def test_a_load_failure_names_the_reason_and_leaves_no_child(tmp_path, settings):
+    broken = tmp_path / "en-de"
+    broken.mkdir()
+    before = set(multiprocessing.active_children())
+    with pytest.raises(RuntimeError) as error:
+        load_process_runtimes(settings.model_copy(update={"model_dirs": [broken]}))
+    assert str(error.value) == f"ArtifactError: {broken}: missing manifest.json"
+    assert set(multiprocessing.active_children()) <= before
+
+
+def test_close_stops_the_child_and_later_calls_fail_cleanly(settings, model_dir):
+    runtime = ProcessRuntime(child_settings(settings, model_dir))
+    runtime.wait_loaded()
+    process = runtime._process
+    runtime.close()
+    assert not process.is_alive() and process.exitcode == 0
+
+
+def test_child_settings_keep_no_secrets_and_load_in_process(settings, model_dir):
+    parent = settings.model_copy(update={"api_keys": {"ops": "x" * 32}})
+    child = child_settings(parent, model_dir)
+    assert (child.api_keys, child.inference_process, child.model_dirs) == ({}, False, [model_dir])
+
+
+def test_service_on_a_child_process_answers_like_in_process(settings):
+    body = {"source": "en", "target": "de", "text": TEXTS, "beam_size": 2, "n_best": 2, "alignment": "token"}
+    answers = []
+    for in_child in (False, True):
+        with serving(create_app(settings.model_copy(update={"inference_process": in_child}))) as client:
+            assert client.get("/health/ready").status_code == 200
+            response = client.post("/translate", json=body)
+            assert response.status_code == 200, response.text
+            answers.append(response.json())
+    assert answers[0] == answers[1]
+
