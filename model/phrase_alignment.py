@@ -42,6 +42,15 @@ class PhrasePair:
     confidence: float
 
 
+@dataclass(frozen=True)
+class PhraseMap:
+    """The phrase pairs of one hypothesis and where they came from ("attention": the model's
+    own phrase attention; "extracted": consistent extraction from the word alignment)."""
+
+    origin: PhraseOrigin
+    pairs: list[PhrasePair]
+
+
 def char_span(words: Sequence[Word], span: Span) -> Span:
     """Character offsets of words [span[0], span[1]) in the string they came from."""
     return words[span[0]].start, words[span[1] - 1].end

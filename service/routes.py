@@ -104,7 +104,7 @@ async def translate(
         if request.app.state.lifecycle.phase in ("draining", "stopped"):
             raise CutOff() from None
         raise
-    return TranslateResponse.from_results(body.source, body.target, results)
+    return TranslateResponse.from_results(body.source, body.target, body.texts, results)
 
 
 def _health(lifecycle: Lifecycle) -> JSONResponse:

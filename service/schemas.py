@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from service.runtime.base import TokenAlignment, Translation
+from service.runtime.base import PhraseMap, TokenAlignment, Translation, Word
 from service.settings import MAX_BEAM_SIZE
 
 
@@ -35,7 +35,7 @@ def _valid_unicode(text: str, index: int | None) -> None:
 
 class TranslateRequest(BaseModel):
     """``{"text": "..." | ["...", ...], "source": "en", "target": "de", "beam_size": 5,
-    "n_best": 1, "alignment": "none" | "token"}``."""
+    "n_best": 1, "alignment": "none" | "token" | "phrase"}``."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -60,8 +60,9 @@ class TranslateRequest(BaseModel):
         description="Beam width; omitted: the server default (5), raised to n_best if smaller.",
     )
     n_best: int = Field(default=1, ge=1, le=MAX_BEAM_SIZE, description="Hypotheses per text, <= beam_size.")
-    alignment: Literal["none", "token"] = Field(
-        default="none", description='"token": word alignments for every hypothesis.'
+    alignment: Literal["none", "token", "phrase"] = Field(
+        default="none",
+        description='"token": word alignments for every hypothesis; "phrase": those and the phrase map.',
     )
 
     @field_validator("text", mode="before")
@@ -138,18 +139,64 @@ class AlignmentOut(BaseModel):
         )
 
 
+class PhraseSideOut(BaseModel):
+    words: list[int] = Field(description="[first, last + 1): indices into source_words or target_words.")
+    start: int = Field(description="Character offset of the span's first character.")
+    end: int = Field(description="Character offset one past its last character.")
+    text: str = Field(description="Equals the string sliced at [start:end].")
+
+    @classmethod
+    def of(cls, words: list[Word], span: tuple[int, int], string: str) -> PhraseSideOut:
+        start, end = words[span[0]].start, words[span[1] - 1].end
+        return cls(words=list(span), start=start, end=end, text=string[start:end])
+
+
+class PhrasePairOut(BaseModel):
+    source: PhraseSideOut
+    target: PhraseSideOut
+    confidence: float = Field(description="How much of the target span's attention the source span holds, 0..1.")
+
+
+class PhraseMapOut(BaseModel):
+    origin: Literal["attention", "extracted"] = Field(
+        description='"attention": the phrases the model itself attended to; "extracted": the smallest '
+        "phrase pairs consistent with the word alignment."
+    )
+    pairs: list[PhrasePairOut] = Field(description="In target order.")
+
+    @classmethod
+    def from_map(cls, phrases: PhraseMap, alignment: TokenAlignment, source: str, target: str) -> PhraseMapOut:
+        return cls(
+            origin=phrases.origin,
+            pairs=[
+                PhrasePairOut(
+                    source=PhraseSideOut.of(alignment.source_words, pair.source, source),
+                    target=PhraseSideOut.of(alignment.target_words, pair.target, target),
+                    confidence=round(pair.confidence, 6),
+                )
+                for pair in phrases.pairs
+            ],
+        )
+
+
 class HypothesisOut(BaseModel):
     text: str
     score: float = Field(description="Length-normalised log-probability (higher is better).")
-    alignment: AlignmentOut | None = Field(default=None, description='Present when alignment="token".')
+    alignment: AlignmentOut | None = Field(default=None, description='Present when alignment is "token" or "phrase".')
+    phrases: PhraseMapOut | None = Field(default=None, description='Present when alignment="phrase".')
 
     @classmethod
-    def from_translation(cls, translation: Translation) -> HypothesisOut:
-        alignment = translation.alignment
+    def from_translation(cls, translation: Translation, source: str) -> HypothesisOut:
+        alignment, phrases = translation.alignment, translation.phrases
         return cls(
             text=translation.text,
             score=translation.score,
             alignment=AlignmentOut.from_alignment(alignment) if alignment is not None else None,
+            phrases=(
+                PhraseMapOut.from_map(phrases, alignment, source, translation.text)
+                if phrases is not None and alignment is not None
+                else None
+            ),
         )
 
 
@@ -161,11 +208,15 @@ class TranslateResponse(BaseModel):
     )
 
     @classmethod
-    def from_results(cls, source: str, target: str, results: list[list[Translation]]) -> TranslateResponse:
+    def from_results(
+        cls, source: str, target: str, texts: list[str], results: list[list[Translation]]
+    ) -> TranslateResponse:
         return cls(
             source=source,
             target=target,
-            translations=[[HypothesisOut.from_translation(t) for t in nbest] for nbest in results],
+            translations=[
+                [HypothesisOut.from_translation(t, text) for t in nbest] for text, nbest in zip(texts, results)
+            ],
         )
 
 

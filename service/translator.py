@@ -21,6 +21,7 @@ from service.metrics import Metrics
 from service.runtime.base import (
     AlignmentMode,
     DecodeOptions,
+    PhraseMap,
     TokenAlignment,
     Translation,
     TranslationRuntime,
@@ -142,8 +143,9 @@ class Translator:
                 todo.append(index)
             else:
                 # Nothing to translate: answer without a model call (and without its cost).
-                empty = TokenAlignment.empty() if options.alignment == "token" else None
-                results[index] = [Translation(text="", score=0.0, alignment=empty)]
+                empty = TokenAlignment.empty() if options.alignment != "none" else None
+                no_phrases = PhraseMap("extracted", []) if options.alignment == "phrase" else None
+                results[index] = [Translation(text="", score=0.0, alignment=empty, phrases=no_phrases)]
         if todo:
             batch = [texts[index] for index in todo]
             tokens = await self._count(runtime, batch)

@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from model.alignment import TokenAlignment, Word
+from model.phrase_alignment import PhraseMap, PhrasePair
 
 __all__ = [
     "AlignmentMode",
     "DecodeOptions",
+    "PhraseMap",
+    "PhrasePair",
     "TextRejected",
     "TokenAlignment",
     "Translation",
@@ -27,7 +30,8 @@ __all__ = [
     "Word",
 ]
 
-AlignmentMode = Literal["none", "token"]
+# "phrase": the token map and the phrase map (which is built from it, or from phrase attention).
+AlignmentMode = Literal["none", "token", "phrase"]
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,14 @@ class UnsupportedOption(ValueError):
 
 @dataclass(frozen=True)
 class Translation:
-    """One hypothesis: detokenised text, its ranking score (length-normalised log-prob), and
-    its word alignment when ``options.alignment == "token"`` (None otherwise, at no cost)."""
+    """One hypothesis: detokenised text, its ranking score (length-normalised log-prob), its
+    word alignment when ``options.alignment`` is "token" or "phrase", and its phrase map when
+    it is "phrase" (None otherwise, at no cost)."""
 
     text: str
     score: float
     alignment: TokenAlignment | None = None
+    phrases: PhraseMap | None = None
 
 
 class TranslationRuntime(ABC):
@@ -147,7 +153,7 @@ class TranslationRuntime(ABC):
         """Run once after loading, before the service reports healthy, so that the first user
         request does not pay for lazy initialisation (allocator, kernels, JIT). Backends with a
         cheaper or more thorough warm-up override it."""
-        self.translate(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="token"))
+        self.translate(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="phrase"))
 
     def close(self) -> None:
         """Release resources at shutdown (default: nothing to release)."""

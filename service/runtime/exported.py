@@ -30,11 +30,11 @@ class ExportedRuntime(TranslationRuntime):
         self.max_source_tokens = exported.config.max_positions - 2
 
     def check_options(self, options: DecodeOptions) -> None:
-        if options.alignment == "token" and not self.runner.has_attention:
+        if options.alignment != "none" and not self.runner.has_attention:
             raise UnsupportedOption(
                 "alignment",
                 f"the {self.backend} export serving {self.pair} returns no attention, so it cannot give "
-                'token alignments; ask with alignment="none"',
+                f'{options.alignment} alignments; ask with alignment="none"',
             )
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

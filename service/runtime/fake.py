@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 
 from model.alignment import WORD_BOUNDARY, token_alignment
+from model.phrase_alignment import PhraseMap, extracted_phrase_pairs
 from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime
 
 Span = tuple[int, int]
@@ -117,9 +118,12 @@ class FakeRuntime(TranslationRuntime):
             order = reverse[k:] + reverse[:k]  # target word j translates source word order[j]
             target = " ".join(words[i].upper() for i in order)
             alignment = None
-            if options.alignment == "token":
+            phrases = None
+            if options.alignment != "none":
                 alignment = self._align(text, target, order)
-            results.append(Translation(text=target, score=-0.5 * (k + 1), alignment=alignment))
+            if options.alignment == "phrase":
+                phrases = PhraseMap("extracted", extracted_phrase_pairs(alignment))
+            results.append(Translation(text=target, score=-0.5 * (k + 1), alignment=alignment, phrases=phrases))
         return results
 
     @staticmethod

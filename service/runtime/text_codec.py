@@ -2,29 +2,34 @@
 
 A backend only turns source ids into n-best hypotheses; this module does what surrounds that:
 pieces with character offsets when alignments are asked for, the source-length limit, the
-search options, detokenised n-best texts with scores, and word alignments from attention rows.
+search options, detokenised n-best texts with scores, word alignments from attention rows, and
+phrase maps: from the model's phrase attention where it has its own phrases (`native_phrases`),
+otherwise by consistent extraction from the word alignment (model/phrase_alignment.py).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from model.alignment import token_alignment
+from model.alignment import TokenAlignment, token_alignment
 from model.beam_search import Hypothesis
 from model.generate import SearchOptions
+from model.phrase_alignment import PhraseMap, attended_phrase_pairs, extracted_phrase_pairs
+from model.phrases import phrase_links
 from model.tokenizer import Tokenizer
 from service.runtime.base import DecodeOptions, TextRejected, Translation
 
 Encoded = tuple[list[int], list[str], list[tuple[int, int]]]
 
 
-def search_options(options: DecodeOptions) -> SearchOptions:
+def search_options(options: DecodeOptions, native_phrases: bool = False) -> SearchOptions:
     return SearchOptions(
         beam_size=options.beam_size,
         n_best=options.n_best,
         length_penalty=options.length_penalty,
         max_length_ratio=options.max_length_ratio,
         max_length_offset=options.max_length_offset,
-        return_attention=options.alignment == "token",
+        return_attention=options.alignment != "none",
+        return_phrase_attention=native_phrases and options.alignment == "phrase",
     )
 
 
@@ -34,10 +39,14 @@ def translate_texts(
     options: DecodeOptions,
     max_source_tokens: int,
     generate: Callable[[list[list[int]], SearchOptions], list[list[Hypothesis]]],
+    native_phrases: bool = False,
 ) -> list[list[Translation]]:
     """Encode `texts`, refuse any over `max_source_tokens` pieces (EOS not counted), run
-    `generate(source_ids, search_options)` and turn its hypotheses into translations."""
-    with_alignment = options.alignment == "token"
+    `generate(source_ids, search_options)` and turn its hypotheses into translations.
+
+    native_phrases: the model attends to source phrases itself (phrasal cross-attention, phrase
+    representations), so `generate` can return each hypothesis' phrase attention."""
+    with_alignment = options.alignment != "none"
     encoded: list[Encoded] | None = None
     if with_alignment:
         encoded = [tokenizer.encode_with_offsets(text) for text in texts]
@@ -48,21 +57,35 @@ def translate_texts(
         if len(ids) > max_source_tokens:
             raise TextRejected(index, f"has {len(ids)} source tokens; this model reads at most {max_source_tokens}")
     results = []
-    for index, hypotheses in enumerate(generate(source_ids, search_options(options))):
+    search = search_options(options, native_phrases)
+    phrases = options.alignment == "phrase"
+    for index, hypotheses in enumerate(generate(source_ids, search)):
         if encoded is None:
             results.append([Translation(tokenizer.decode(h.tokens), h.score) for h in hypotheses])
         else:
-            results.append([_aligned(tokenizer, texts[index], encoded[index], h) for h in hypotheses])
+            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases) for h in hypotheses])
     return results
 
 
-def _aligned(tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis) -> Translation:
+def _aligned(
+    tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, phrases: bool
+) -> Translation:
     text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
     _, source_pieces, source_spans = encoded
     # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
     attention = hypothesis.attention[:, : len(source_pieces)].float().cpu()
-    alignment = token_alignment(
+    sides = dict(
         source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
-        target_text=text, target_pieces=pieces, target_spans=spans, attention=attention,
+        target_text=text, target_pieces=pieces, target_spans=spans,
     )
-    return Translation(text, hypothesis.score, alignment)
+    alignment = token_alignment(attention=attention, **sides)
+    phrase_map = _phrase_map(alignment, hypothesis, len(source_pieces), sides) if phrases else None
+    return Translation(text, hypothesis.score, alignment, phrase_map)
+
+
+def _phrase_map(alignment: TokenAlignment, hypothesis: Hypothesis, n_source: int, sides: dict) -> PhraseMap:
+    table = getattr(hypothesis, "phrase_attention", None)
+    if table is None:
+        return PhraseMap("extracted", extracted_phrase_pairs(alignment))
+    links = phrase_links(table.float().cpu(), source_length=n_source, top_k=1)
+    return PhraseMap("attention", attended_phrase_pairs(links, **sides))

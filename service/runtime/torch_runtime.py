@@ -9,6 +9,8 @@ import torch
 from model.artifacts import LoadedModel, load_model_dir
 from model.beam_search import Hypothesis
 from model.generate import SearchOptions, generate, pad_sources
+from model.layers import has_phrases
+from model.transformer import Transformer
 from service.runtime.base import DecodeOptions, Translation, TranslationRuntime
 from service.runtime.text_codec import translate_texts
 from service.settings import Settings
@@ -24,6 +26,12 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def has_native_phrases(model: Transformer) -> bool:
+    """Whether the alignment layer attends to source phrases (n-grams or chunks) itself."""
+    layer = model.decoder_layers[model.config.alignment_layer_index]
+    return has_phrases(layer.cross_attention) or model.config.phrase_representation is not None
+
+
 class TorchRuntime(TranslationRuntime):
     backend = "torch"
 
@@ -37,6 +45,8 @@ class TorchRuntime(TranslationRuntime):
         self.model = loaded.model.to(device=device, dtype=torch.float16 if device.type == "cuda" else torch.float32)
         # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
         self.max_source_tokens = loaded.config.max_positions - 2
+        # Phrase maps come from the model's own phrase attention when it has one.
+        self.native_phrases = has_native_phrases(self.model)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -45,7 +55,9 @@ class TorchRuntime(TranslationRuntime):
         return int(torch.cuda.memory_reserved(self.device)) if self.device.type == "cuda" else None
 
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
-        return translate_texts(self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate)
+        return translate_texts(
+            self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases
+        )
 
     def _generate(self, source_ids: list[list[int]], search: SearchOptions) -> list[list[Hypothesis]]:
         tokenizer = self.loaded.tokenizer

@@ -54,7 +54,7 @@ def test_n_best_above_beam_size(translate):
         ({"text": ["a", 3]}, "text", ("item 1", "string")),
         ({"text": []}, "text", ("at least one",)),
         ({"text": "a", "beam_size": "wide"}, "beam_size", ("integer",)),
-        ({"text": "a", "alignment": "phrase"}, "alignment", ("'none' or 'token'",)),
+        ({"text": "a", "alignment": "phrases"}, "alignment", ("'none', 'token' or 'phrase'",)),
     ],
 )
 def test_wrong_types(translate, body, field, words):

@@ -10,7 +10,7 @@ from service.runtime.fake import FakeRuntime, fake_pieces
 
 def test_decode_options_report_every_problem_at_once():
     with pytest.raises(ValueError) as info:
-        DecodeOptions(beam_size=2, n_best=3, alignment="phrase", max_length_ratio=0, max_length_offset=-1)
+        DecodeOptions(beam_size=2, n_best=3, alignment="sentence", max_length_ratio=0, max_length_offset=-1)
     message = str(info.value)
     for fragment in ("n_best must be in 1..beam_size (2), got 3", "alignment must be one of", "max_length_ratio", "max_length_offset"):
         assert fragment in message
@@ -30,7 +30,7 @@ def test_a_runtime_must_implement_translate():
         Incomplete()
 
 
-def test_default_warmup_translates_one_sentence_with_alignment():
+def test_default_warmup_translates_one_sentence_with_every_alignment():
     class Recording(TranslationRuntime):
         source_lang, target_lang, backend = "en", "de", "recording"
 
@@ -44,7 +44,7 @@ def test_default_warmup_translates_one_sentence_with_alignment():
     runtime = Recording()
     runtime.warmup()
     assert runtime.pair == "en-de"
-    assert runtime.calls == [(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="token"))]
+    assert runtime.calls == [(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="phrase"))]
 
 
 def test_fake_pieces_split_long_words_and_span_the_space_before():
