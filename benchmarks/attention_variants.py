@@ -4,7 +4,8 @@
     python benchmarks/attention_variants.py --device cuda            # bf16 autocast, as the recipes train
 
 Each variant is the model of its recipe (recipes/<variant>-tiny-en-de.json; vanilla is
-recipes/transformer-tiny-en-de.json), trained on one fixed random batch of about --tokens source
+recipes/transformer-tiny-en-de.json; the phrasal kinds sit at all three sites, fine2d at the
+cross-attention only), trained on one fixed random batch of about --tokens source
 tokens (sentence lengths drawn from 12..28 pieces, padded, like Multi30k). A step is zero_grad,
 forward, label-smoothed cross-entropy, backward (and an Adam step with --optimizer). Each variant
 runs in its own process so that its peak memory is its own: torch.cuda.max_memory_allocated on
@@ -38,6 +39,7 @@ VARIANTS = [
     "queryk-heterogeneous-1-2-3",
     "convkv-interleaved",
     "queryk-interleaved",
+    "fine2d-cross",
 ]
 VOCAB = 10000
 
@@ -51,9 +53,14 @@ def describe(variant: str) -> str:
     attention = model.get("cross_attention")
     if attention is None:
         return "vanilla"
-    options = attention["options"]
-    text = f"{attention['kind']} {options['structure']} {options.get('ngrams', [1, 2])}"
-    return text + (f" heads {options['heads_per_ngram']}" if "heads_per_ngram" in options else "")
+    options = attention.get("options", {})
+    if "structure" not in options:  # fine2d: one kind, its options as given
+        text = attention["kind"] + (f" {json.dumps(options)}" if options else "")
+    else:
+        text = f"{attention['kind']} {options['structure']} {options.get('ngrams', [1, 2])}"
+        text += f" heads {options['heads_per_ngram']}" if "heads_per_ngram" in options else ""
+    sites = [site for site in ("encoder_self", "decoder_self", "cross") if f"{site}_attention" in model]
+    return text if len(sites) == 3 else f"{text} ({', '.join(sites)} only)"
 
 
 # -- one variant, in a child process ----------------------------------------------------------
@@ -238,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- Machine: {machine(args.device)}; torch {__import__('torch').__version__}; {__import__('torch').get_num_threads()} threads",
         f"- Command: `python {shlex.join(['benchmarks/attention_variants.py', *(argv if argv is not None else sys.argv[1:])])}`",
-        f"- Model: the recipe's (d=128, 4 heads, FFN 256, 4+4 layers, vocab {VOCAB}), the variant at all three sites; "
+        f"- Model: the recipe's (d=128, 4 heads, FFN 256, 4+4 layers, vocab {VOCAB}), the variant at the sites its recipe "
+        f"names (all three for the phrasal kinds, cross-attention for fine2d); "
         f"batch of {base['sentences']} sentences, {base['src_tokens']} source / {base['tgt_tokens']} target tokens; "
         f"amp {'bf16' if amp else 'off'}",
         f"- Time: median of {args.steps} {step} steps after {args.warmup} warm-up step(s) (wall clock, and the "

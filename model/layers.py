@@ -7,6 +7,8 @@ from torch import nn
 
 from model.attention.registry import attention_class
 from model.config import ModelConfig
+from model.phrase_layers import PhraseCombination, PhraseCrossAttention
+from model.phrase_representation import chunk_phrase_table
 
 State = dict[str, torch.Tensor]
 
@@ -19,7 +21,13 @@ def has_phrases(attention: nn.Module) -> bool:
 def build_attention(config: ModelConfig, site: str) -> nn.Module:
     spec = config.attention(site)
     cls = attention_class(spec.kind)
-    return cls(config.d_model, config.n_heads, config.attention_dropout, site, dict(spec.options))
+    attention = cls(config.d_model, config.n_heads, config.attention_dropout, site, dict(spec.options))
+    if site == "cross" and config.alignment_biases:
+        # Structural alignment biases (Cohn et al.) wrap the cross-attention; its state carries theirs.
+        from model.biases.biased_cross_attention import BiasedCrossAttention
+
+        attention = BiasedCrossAttention(attention, config.n_heads, config.alignment_biases)
+    return attention
 
 
 class FeedForward(nn.Module):
@@ -42,8 +50,18 @@ class EncoderLayer(nn.Module):
         self.ffn_norm = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(config.dropout)
+        # Attentive source-phrase representations (Xu et al.): the attentive combination sublayer.
+        self.phrase_combination = PhraseCombination(config) if config.phrase_representation is not None else None
 
-    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, pad_mask: torch.Tensor,
+        phrases: torch.Tensor | None = None, phrase_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x (B, S, D) -> (B, S, D); with phrase representations, phrases (B, S, D) are the previous
+        layer's chunk vectors and phrase_mask (B, S) is True where no chunk starts."""
+        if self.phrase_combination is not None:
+            # The tokens first read the previous layer's phrases (Xu et al. §3.2, attentive combination).
+            x = x + self.dropout(self.phrase_combination(x, phrases, phrase_mask))
         attended, _ = self.self_attention(self.self_norm(x), key_padding_mask=pad_mask)
         x = x + self.dropout(attended)
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
@@ -59,18 +77,37 @@ class DecoderLayer(nn.Module):
         self.ffn_norm = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(config.dropout)
+        # Attentive source-phrase representations (Xu et al.): phrase cross-attention before the token one.
+        with_phrases = config.phrase_representation is not None
+        self.phrase_attention = PhraseCrossAttention(config) if with_phrases else None
+        # The parts of this layer's decoding state ("layers.{i}.{part}.{name}").
+        self.state_parts = ("self", "cross", "phrase") if with_phrases else ("self", "cross")
 
     def forward(
         self, x: torch.Tensor, memory: torch.Tensor, memory_pad_mask: torch.Tensor, need_weights: bool,
         need_phrases: bool = False,
+        phrase_memory: torch.Tensor | None = None, phrase_chunks: torch.Tensor | None = None,
     ):
         """x (B, T, D), memory (B, S, D) -> (B, T, D) and cross-attention (B, H, T, S) when asked.
 
         With need_phrases (implies need_weights) a third value: the phrase table (B, H, T, n_max, S)
         of a phrasal cross-attention, or the token attention as 1-grams (B, H, T, 1, S) otherwise.
+        With phrase representations (phrase_memory (B, K, S, D) and phrase_chunks (B, S) from
+        `Memory`) and a non-phrasal cross-attention, the table is the phrase attention over the
+        chunks (B, H, T, 8, S). A phrasal cross-attention keeps its own n-gram table: the token
+        attention reported beside it is that table spread over tokens, so the two views agree, and
+        its n-grams are chosen at every position rather than cut at fixed chunk boundaries.
         """
         attended, _ = self.self_attention(self.self_norm(x), causal=True)
         x = x + self.dropout(attended)
+        chunk_probs = None
+        if self.phrase_attention is not None:
+            # Weights whenever the token attention's are asked for, so that decode_step and
+            # decode_step_with_phrases take the same numerical path and agree exactly.
+            attended, chunk_probs = self.phrase_attention(
+                x, phrase_memory, phrase_chunks.eq(0), need_weights or need_phrases
+            )
+            x = x + self.dropout(attended)
         phrases = None
         if need_phrases and has_phrases(self.cross_attention):
             attended, probs, phrases = self.cross_attention(
@@ -80,29 +117,41 @@ class DecoderLayer(nn.Module):
             attended, probs = self.cross_attention(
                 self.cross_norm(x), memory, key_padding_mask=memory_pad_mask, need_weights=need_weights or need_phrases
             )
-            if need_phrases:
+            if need_phrases and chunk_probs is not None:
+                phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (B, H, T, 8, S)
+            elif need_phrases:
                 phrases = probs.unsqueeze(3)  # (B, H, T, 1, S): a token is the 1-gram starting there
         x = x + self.dropout(attended)
         out = x + self.dropout(self.ffn(self.ffn_norm(x)))
         return (out, probs, phrases) if need_phrases else (out, probs)
 
-    def init_state(self, memory: torch.Tensor) -> dict[str, State]:
+    def init_state(self, memory: torch.Tensor, phrase_memory: torch.Tensor | None = None) -> dict[str, State]:
         n = memory.shape[0]
-        return {
+        state = {
             "self": self.self_attention.init_state(None, n, memory.device, memory.dtype),
             "cross": self.cross_attention.init_state(memory, n, memory.device, memory.dtype),
         }
+        if self.phrase_attention is not None:
+            state["phrase"] = self.phrase_attention.init_state(phrase_memory)  # projected once per source
+        return state
 
     def step(
         self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, need_weights: bool,
-        need_phrases: bool = False,
+        need_phrases: bool = False, phrase_chunks: torch.Tensor | None = None,
     ):
         """x (N, 1, D) -> (N, 1, D), cross-attention (N, H, 1, S) when asked, new state.
 
-        With need_phrases the phrase table (N, H, 1, n_max, S) comes before the new state.
+        With need_phrases the phrase table (N, H, 1, n_max, S) comes before the new state (as in
+        `forward`; phrase_chunks (N, S) with phrase representations).
         """
         attended, _, self_state = self.self_attention.step(self.self_norm(x), state["self"])
         x = x + self.dropout(attended)
+        chunk_probs = None
+        if self.phrase_attention is not None:
+            attended, chunk_probs, _ = self.phrase_attention.step(
+                x, state["phrase"], phrase_chunks.eq(0), need_weights or need_phrases
+            )
+            x = x + self.dropout(attended)
         phrases = None
         if need_phrases and has_phrases(self.cross_attention):
             attended, probs, phrases, cross_state = self.cross_attention.step(
@@ -113,9 +162,13 @@ class DecoderLayer(nn.Module):
                 self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask,
                 need_weights=need_weights or need_phrases,
             )
-            if need_phrases:
+            if need_phrases and chunk_probs is not None:
+                phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (N, H, 1, 8, S)
+            elif need_phrases:
                 phrases = probs.unsqueeze(3)  # (N, H, 1, 1, S)
         x = x + self.dropout(attended)
         out = x + self.dropout(self.ffn(self.ffn_norm(x)))
         new_state = {"self": self_state, "cross": cross_state}
+        if self.phrase_attention is not None:
+            new_state["phrase"] = state["phrase"]
         return (out, probs, phrases, new_state) if need_phrases else (out, probs, new_state)

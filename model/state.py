@@ -8,13 +8,24 @@ import torch
 
 @dataclass(frozen=True)
 class Memory:
-    """Encoder output for a batch: states (B, S, D) and pad_mask (B, S), True at padding."""
+    """Encoder output for a batch: states (B, S, D) and pad_mask (B, S), True at padding.
+
+    With attentive phrase representations (model/phrase_representation.py) also `phrases`
+    (B, K, S, D), the phrase vectors of the K = encoder_layers + 1 encoder-side representations
+    at each chunk start, and `phrase_chunks` (B, S) int64, the segmentation: the length of the
+    chunk starting at j, 0 where none starts. Both are None otherwise.
+    """
 
     states: torch.Tensor
     pad_mask: torch.Tensor
+    phrases: torch.Tensor | None = None
+    phrase_chunks: torch.Tensor | None = None
 
     def reorder(self, index: torch.Tensor) -> "Memory":
-        return Memory(self.states.index_select(0, index), self.pad_mask.index_select(0, index))
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.index_select(0, index)
+
+        return Memory(pick(self.states), pick(self.pad_mask), pick(self.phrases), pick(self.phrase_chunks))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ from torch import nn
 
 from model.config import ModelConfig
 from model.embedding import TokenEmbedding
+from model.global_fertility import GlobalFertility
 from model.layers import DecoderLayer, EncoderLayer
+from model.phrase_layers import encoder_poolings
+from model.phrase_representation import fixed_chunks
 from model.state import DecoderState, Memory
 
 
@@ -20,6 +23,15 @@ class ModelOutput:
     # (B, T, n_max, S): [b, t, n-1, j] = weight of the source n-gram starting at j with length n,
     # heads averaged (a non-phrasal cross-attention gives its token attention as 1-grams).
     phrase_attention: torch.Tensor | None = None
+    # With config.global_fertility: the fertility Gaussian of every source position (B, S), float32,
+    # and the configured layer's cross-attention (B, T, S) (heads averaged, or the configured head).
+    fertility_mean: torch.Tensor | None = None
+    fertility_variance: torch.Tensor | None = None
+    fertility_attention: torch.Tensor | None = None
+    # With config.phrase_representation: the source segmentation (B, S) int64, the length of the
+    # chunk starting at j (0 where none starts); phrase_attention is then over these chunks, unless
+    # the cross-attention is phrasal and reports its own n-grams (`DecoderLayer.forward` says why).
+    phrase_chunks: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -44,9 +56,12 @@ class Transformer(nn.Module):
             self.target_embedding.tokens.weight = self.source_embedding.tokens.weight
         self.encoder_layers = nn.ModuleList(EncoderLayer(c) for _ in range(c.encoder_layers))
         self.encoder_norm = nn.LayerNorm(c.d_model)
+        # Attentive phrase representations (Xu et al.): chunk pooling of the embeddings and each layer's output.
+        self.phrase_pooling = encoder_poolings(c)
         self.decoder_layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.decoder_layers))
         self.decoder_norm = nn.LayerNorm(c.d_model)
         self.output_projection = None if c.tie_embeddings else nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.global_fertility = GlobalFertility(c) if c.global_fertility is not None else None
         self._init_linear_weights()
 
     def _init_linear_weights(self) -> None:
@@ -62,27 +77,50 @@ class Transformer(nn.Module):
         memory = self.encode(src)
         x = self.target_embedding(tgt_in)  # (B, T, D)
         attention = phrases = None
+        fertility: dict[str, torch.Tensor] = {}
+        fertility_layer = self.global_fertility.layer_index if self.global_fertility is not None else None
+        phrase_inputs = {"phrase_memory": memory.phrases, "phrase_chunks": memory.phrase_chunks}
         for index, layer in enumerate(self.decoder_layers):
             if need_attention and index == self.config.alignment_layer_index:
-                x, probs, layer_phrases = layer(x, memory.states, memory.pad_mask, True, need_phrases=True)
+                x, probs, layer_phrases = layer(x, memory.states, memory.pad_mask, True, need_phrases=True, **phrase_inputs)
                 attention = probs.mean(dim=1)  # (B, T, S)
                 phrases = layer_phrases.mean(dim=1)  # (B, T, n_max, S)
             else:
-                x, _ = layer(x, memory.states, memory.pad_mask, False)
-        return ModelOutput(self._logits(self.decoder_norm(x)), attention, phrases)
+                x, probs = layer(x, memory.states, memory.pad_mask, index == fertility_layer, **phrase_inputs)
+            if index == fertility_layer:
+                mean, variance = self.global_fertility(memory.states)
+                fertility = {"fertility_mean": mean, "fertility_variance": variance,
+                             "fertility_attention": self.global_fertility.select(probs)}
+        return ModelOutput(self._logits(self.decoder_norm(x)), attention, phrases, **fertility,
+                           phrase_chunks=memory.phrase_chunks)
 
     def encode(self, src: torch.Tensor) -> Memory:
         pad_mask = src.eq(self.config.pad_id)  # (B, S)
         x = self.source_embedding(src)  # (B, S, D)
+        if self.phrase_pooling is not None:
+            return self._encode_with_phrases(x, pad_mask)
         for layer in self.encoder_layers:
             x = layer(x, pad_mask)
         return Memory(self.encoder_norm(x), pad_mask)
 
+    def _encode_with_phrases(self, x: torch.Tensor, pad_mask: torch.Tensor) -> Memory:
+        """Every encoder layer reads the phrases pooled from its input (the previous layer's output),
+        and the embeddings and every layer's output each give one phrase representation (Xu et al.)."""
+        chunks = fixed_chunks(pad_mask)  # (B, S)
+        no_chunk = chunks.eq(0)  # (B, S)
+        phrases = [self.phrase_pooling[0](x, chunks)]
+        for layer, pooling in zip(self.encoder_layers, self.phrase_pooling[1:]):
+            x = layer(x, pad_mask, phrases[-1], no_chunk)
+            phrases.append(pooling(x, chunks))
+        return Memory(self.encoder_norm(x), pad_mask, torch.stack(phrases, dim=1), chunks)  # phrases (B, K, S, D)
+
     # -- incremental decoding --------------------------------------------------------------
     def init_state(self, memory: Memory) -> DecoderState:
         tensors: dict[str, torch.Tensor] = {"memory_pad_mask": memory.pad_mask}
+        if memory.phrase_chunks is not None:
+            tensors["phrase_chunks"] = memory.phrase_chunks  # (N, S): the segmentation and the phrase mask
         for index, layer in enumerate(self.decoder_layers):
-            for part, state in layer.init_state(memory.states).items():
+            for part, state in layer.init_state(memory.states, memory.phrases).items():
                 for name, t in state.items():
                     tensors[f"layers.{index}.{part}.{name}"] = t
         return DecoderState(tensors)
@@ -109,19 +147,24 @@ class Transformer(nn.Module):
         position = state.tensors["layers.0.self.k"].shape[2]
         x = self.target_embedding(tokens.unsqueeze(1), position)  # (N, 1, D)
         new_tensors: dict[str, torch.Tensor] = {"memory_pad_mask": memory_pad_mask}
+        phrase_chunks = state.tensors.get("phrase_chunks")
+        if phrase_chunks is not None:
+            new_tensors["phrase_chunks"] = phrase_chunks
         attention = phrases = None
         for index, layer in enumerate(self.decoder_layers):
             prefix = f"layers.{index}"
-            layer_state = {part: state.layer(f"{prefix}.{part}") for part in ("self", "cross")}
+            layer_state = {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}
             if index == self.config.alignment_layer_index:
                 if need_phrases:
-                    x, probs, layer_phrases, layer_state = layer.step(x, layer_state, memory_pad_mask, True, need_phrases=True)
+                    x, probs, layer_phrases, layer_state = layer.step(
+                        x, layer_state, memory_pad_mask, True, need_phrases=True, phrase_chunks=phrase_chunks
+                    )
                     phrases = layer_phrases.mean(dim=1).squeeze(1).float()  # (N, n_max, S)
                 else:
-                    x, probs, layer_state = layer.step(x, layer_state, memory_pad_mask, True)
+                    x, probs, layer_state = layer.step(x, layer_state, memory_pad_mask, True, phrase_chunks=phrase_chunks)
                 attention = probs.mean(dim=1).squeeze(1).float()  # (N, S)
             else:
-                x, _, layer_state = layer.step(x, layer_state, memory_pad_mask, False)
+                x, _, layer_state = layer.step(x, layer_state, memory_pad_mask, False, phrase_chunks=phrase_chunks)
             for part, part_state in layer_state.items():
                 for name, t in part_state.items():
                     new_tensors[f"{prefix}.{part}.{name}"] = t

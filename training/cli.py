@@ -4,6 +4,11 @@
     python -m training train --out runs/tiny-en-de --resume            # recipe from the run dir
     python -m training train --recipe recipes/smoke.json --out runs/smoke --set max_updates=10 --set model.dropout=0
     python -m training average --run runs/tiny-en-de --last 10 --out models/en-de --fp16
+    python -m training train-symmetric --recipe recipes/symmetric-tiny-en-de.json --out runs/sym-en-de \
+        [--init-forward models/en-de --init-backward models/de-en]     # both directions, one loop
+
+`train-symmetric` writes runs/NAME/models/en-de and runs/NAME/models/de-en; `average` on a symmetric
+run writes OUT/en-de and OUT/de-en.
 
 Errors a user can cause (missing or invalid recipe, unknown key, bad --set, missing data) end with
 exit code 2 and one line on stderr.
@@ -40,6 +45,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train a recipe into a run directory")
+    _add_training_arguments(t)
+
+    s = sub.add_parser("train-symmetric", help="train both directions of a symmetric recipe in one loop")
+    _add_training_arguments(s)
+    s.add_argument("--init-forward", type=Path, metavar="PATH",
+                   help="start the source->target model from a model dir, training checkpoint or run dir")
+    s.add_argument("--init-backward", type=Path, metavar="PATH",
+                   help="start the target->source model from a model dir, training checkpoint or run dir")
+
+    a = sub.add_parser("average", help="average the last K checkpoints of a run and write a model dir")
+    a.add_argument("--run", type=Path, required=True, help="run directory holding checkpoints/")
+    a.add_argument("--last", type=int, required=True, help="how many of the newest checkpoints to average")
+    a.add_argument("--out", type=Path, required=True, help="model directory to write")
+    a.add_argument("--fp16", action="store_true", help="store fp16 weights")
+    return parser
+
+
+def _add_training_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("--recipe", type=Path, help="recipe JSON (recipes/*.json); optional with --resume")
     t.add_argument("--out", type=Path, required=True, help="run directory, e.g. runs/NAME")
     t.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda")
@@ -49,13 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a recipe key (JSON value; model.KEY for the model config); repeatable")
     t.add_argument("--no-export", action="store_true", help="skip averaging + model dir export at the end")
     t.add_argument("--quiet", action="store_true", help="no progress bar or status lines")
-
-    a = sub.add_parser("average", help="average the last K checkpoints of a run and write a model dir")
-    a.add_argument("--run", type=Path, required=True, help="run directory holding checkpoints/")
-    a.add_argument("--last", type=int, required=True, help="how many of the newest checkpoints to average")
-    a.add_argument("--out", type=Path, required=True, help="model directory to write")
-    a.add_argument("--fp16", action="store_true", help="store fp16 weights")
-    return parser
 
 
 def resolve_recipe(args: argparse.Namespace) -> TrainingRecipe:
@@ -95,9 +111,25 @@ def run(argv: Sequence[str] | None = None) -> int:
         if result.model_dir is not None and not args.quiet:
             print(result.model_dir)
         return 0
-    if args.command == "average":
-        from training.finalize import average_and_export
+    if args.command == "train-symmetric":
+        from training.symmetric import train_symmetric
 
+        recipe = resolve_recipe(args)
+        result = train_symmetric(recipe, args.out, device=args.device, resume=args.resume, progress=not args.quiet,
+                                 export=not args.no_export, init_forward=args.init_forward,
+                                 init_backward=args.init_backward)
+        if not args.quiet:
+            for path in result.model_dirs.values():
+                print(path)
+        return 0
+    if args.command == "average":
+        from training.finalize import average_and_export, average_and_export_symmetric, run_kind
+
+        if run_kind(args.run) == "symmetric":
+            outs, infos = average_and_export_symmetric(args.run, args.last, args.out, fp16=args.fp16)
+            for name, out in outs.items():
+                print(f"{out} ({name}, average of {', '.join(infos[name]['averaged'])})")
+            return 0
         out, info = average_and_export(args.run, args.last, args.out, fp16=args.fp16)
         print(f"{out} (average of {', '.join(info['averaged'])})")
         return 0

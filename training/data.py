@@ -152,6 +152,10 @@ class Batch:
     def n_tgt_tokens(self) -> int:
         return int(self.tgt_out.ne(PAD_ID).sum())
 
+    @property
+    def n_src_tokens(self) -> int:
+        return int(self.src.ne(PAD_ID).sum())
+
     def to(self, device: torch.device | str) -> "Batch":
         nb = torch.device(device).type == "cuda"
         return Batch(self.src.to(device, non_blocking=nb), self.tgt_in.to(device, non_blocking=nb),
@@ -174,6 +178,15 @@ def collate(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], indices: Seque
     tgt_in = pad_sequences([[bos_id, *t] for _, t in pairs], pad_id)
     tgt_out = pad_sequences([[*t, eos_id] for _, t in pairs], pad_id)
     return Batch(src, tgt_in, tgt_out, list(indices) if indices is not None else list(range(len(pairs))))
+
+
+def reverse_batch(batch: Batch, *, pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> Batch:
+    """The same pairs the other way round, equal to `collate` of the swapped pairs, made from the tensors:
+    src = y + [EOS] (the old tgt_out), tgt_out = x + [EOS] (the old src), tgt_in = [BOS] + x."""
+    bos = torch.full_like(batch.src[:, :1], bos_id)  # (B, 1)
+    shifted = torch.cat([bos, batch.src[:, :-1]], dim=1)  # (B, S): [BOS] + x + [EOS] (cut at the widest row)
+    tgt_in = shifted.masked_fill(shifted.eq(eos_id), pad_id)
+    return Batch(batch.tgt_out, tgt_in, batch.src, list(batch.indices))
 
 
 def iterate_batches(dataset: ParallelDataset, batches: Sequence[Sequence[int]]) -> Iterator[Batch]:

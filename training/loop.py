@@ -1,32 +1,39 @@
 """The training loop: seeded, token-batched, AMP on CUDA, clipped, validated, checkpointed, resumable.
 
+`fit` drives an `Objective` (what one update computes and how validation looks): the one-direction
+`DirectionalObjective` here, the two-model `training.symmetric.SymmetricObjective`. Both share
+everything else: batches, optimizer and schedule, logging and progress bar, checkpoints, resume.
+
 Run directory layout (runs/NAME):
     recipe.json            the recipe as resolved (overrides applied)
     spm.model              the joint SentencePiece model (trained here if absent)
     log.jsonl              one JSON object a line: train / valid / checkpoint / export events
     checkpoints/           checkpoint_<step>.pt, the newest `keep_last` kept
     model/                 the servable model dir: average of the last `average_last` checkpoints
+                           (a symmetric run writes models/<src>-<tgt> and models/<tgt>-<src> instead)
 """
 from __future__ import annotations
 
 import json
 import math
 import random
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 import sacrebleu
 import torch
 from tqdm import tqdm
 
+from model.config import ModelConfig
 from model.tokenizer import Tokenizer
-from model.transformer import Transformer
+from model.transformer import ModelOutput, Transformer
 from training import checkpoints as ckpt
-from training.data import ParallelDataset, collate, read_parallel, token_batches
-from training.losses import label_smoothed_loss
+from training.data import Batch, ParallelDataset, collate, read_parallel, token_batches
+from training.losses import LossOutput, global_fertility_loss, label_smoothed_loss
 from training.recipe import RecipeError, TrainingRecipe
 from training.schedule import inverse_sqrt_schedule
 from training.sentencepiece_train import train_sentencepiece
@@ -37,6 +44,7 @@ SPM_FILE = "spm.model"
 LOG_FILE = "log.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 MODEL_DIR = "model"
+DIRECTIONAL = "directional"
 
 
 @dataclass
@@ -45,6 +53,8 @@ class TrainResult:
     step: int
     model_dir: Path | None
     events: list[dict[str, Any]] = field(default_factory=list)
+    # A symmetric run's model dirs by direction ("en-de": ...); model_dir is None there.
+    model_dirs: dict[str, Path] = field(default_factory=dict)
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -114,27 +124,63 @@ def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog) -> Data:
     return Data(tokenizer, spm_path, train, valid, valid_src[:n], valid_tgt[:n])
 
 
+def reversed_data(data: Data) -> Data:
+    """The same data the other way round (target -> source), for the second model of a symmetric run."""
+    return Data(data.tokenizer, data.spm_path, ParallelDataset(data.train.tgt, data.train.src),
+                ParallelDataset(data.valid.tgt, data.valid.src), data.bleu_ref, data.bleu_src)
+
+
+@dataclass
+class DirectionLoss:
+    """One model's loss on one batch."""
+
+    xent: LossOutput                # label-smoothed cross-entropy and nll per target token
+    objective: torch.Tensor         # xent.loss + global fertility weight × fertility (what is minimised)
+    fertility: torch.Tensor | None  # the unweighted global fertility loss per source position, when configured
+    output: ModelOutput
+
+
+def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing: float, amp: bool,
+                   need_attention: bool = False) -> DirectionLoss:
+    """Forward `batch` (already on the model's device) and compute its losses. With a global fertility
+    head, α is the configured layer's attention, fertility sums the real target rows (tgt_out not
+    padding, the EOS row included) and is scored at every real source position (x and its EOS)."""
+    with autocast_context(batch.src.device, amp):
+        out = model(batch.src, batch.tgt_in, need_attention=need_attention)
+    xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=smoothing, pad_id=model.config.pad_id,
+                               n_tokens=n_tokens)
+    if out.fertility_mean is None:
+        return DirectionLoss(xent, xent.loss, None, out)
+    pad = model.config.pad_id
+    fertility = global_fertility_loss(out.fertility_attention, batch.tgt_out.ne(pad), batch.src.ne(pad),
+                                      out.fertility_mean, out.fertility_variance)
+    return DirectionLoss(xent, xent.loss + model.global_fertility.loss_weight * fertility, fertility, out)
+
+
 def validate(model: Transformer, data: Data, recipe: TrainingRecipe, device: torch.device, amp: bool) -> dict[str, Any]:
-    """Validation loss / nll per token over the whole validation set, and cased sacreBLEU on the first
+    """Validation loss / nll per token over the whole validation set (and the global fertility loss
+    per source position when the model has one), and cased sacreBLEU on the first
     `val_bleu_sentences` sentences (beam `val_beam`)."""
     model.eval()
-    loss_sum = nll_sum = 0.0
-    tokens = 0
+    loss_sum = nll_sum = fertility_sum = 0.0
+    tokens = source_tokens = 0
     batches = token_batches(data.valid.src_lengths(), data.valid.tgt_lengths(), recipe.max_tokens,
                             seed=recipe.seed, epoch=0, shuffle=False)
     with torch.inference_mode():
         for idx in batches:
             batch = collate([data.valid[i] for i in idx], idx)
-            n = batch.n_tgt_tokens
-            batch = batch.to(device)
-            with autocast_context(device, amp):
-                logits = model(batch.src, batch.tgt_in).logits
-            out = label_smoothed_loss(logits, batch.tgt_out, smoothing=recipe.label_smoothing, n_tokens=n)
-            loss_sum += float(out.loss) * n
-            nll_sum += float(out.nll) * n
+            n, n_source = batch.n_tgt_tokens, batch.n_src_tokens
+            out = direction_loss(model, batch.to(device), n, smoothing=recipe.label_smoothing, amp=amp)
+            loss_sum += float(out.xent.loss) * n
+            nll_sum += float(out.xent.nll) * n
             tokens += n
+            if out.fertility is not None:
+                fertility_sum += float(out.fertility) * n_source
+                source_tokens += n_source
     result: dict[str, Any] = {"loss": loss_sum / max(tokens, 1), "nll": nll_sum / max(tokens, 1)}
     result["ppl"] = math.exp(min(result["nll"], 50.0))
+    if source_tokens:
+        result["fertility"] = fertility_sum / source_tokens
     if data.bleu_src:
         hyps = translate_batch(model, data.tokenizer, data.bleu_src, recipe.val_beam, batch_size=128,
                                max_length_ratio=recipe.decode_max_len_a, max_length_offset=recipe.decode_max_len_b,
@@ -157,25 +203,64 @@ def _prepare_run_dir(recipe: TrainingRecipe, run_dir: Path, resume: bool) -> Non
     (run_dir / RECIPE_FILE).write_text(json.dumps(recipe.to_dict(), indent=2) + "\n")
 
 
-def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", resume: bool = False,
-          progress: bool = True, export: bool = True) -> TrainResult:
-    """Train `recipe` into `run_dir`; with `resume`, continue from the newest checkpoint there (model,
-    optimizer, scheduler, step, epoch, position in the epoch, RNG states), so that the run follows
-    the same schedule and batch order as one that was never interrupted."""
+@dataclass
+class Session:
+    """What every kind of training sets up the same way before it builds its models."""
+
+    recipe: TrainingRecipe
+    run_dir: Path
+    device: torch.device
+    amp: bool
+    log: RunLog
+    data: Data
+
+
+def start_session(recipe: TrainingRecipe, run_dir: str | Path, *, device: str, resume: bool, progress: bool,
+                  spm_source: Path | None = None) -> Session:
+    """Resolve the device, prepare the run dir, open the log, read and encode the data. `spm_source`:
+    a SentencePiece model to use instead of training one (the run must not hold a different one)."""
     run_dir = Path(run_dir)
     dev = resolve_device(device)
     amp = dev.type == "cuda" and recipe.amp == "bf16"
     _prepare_run_dir(recipe, run_dir, resume)
+    if spm_source is not None:
+        target = run_dir / SPM_FILE
+        if target.exists() and target.read_bytes() != Path(spm_source).read_bytes():
+            raise RecipeError([f"{target} differs from the SentencePiece model of the initial models ({spm_source})"],
+                              "--out")
+        shutil.copyfile(spm_source, target)
     log = RunLog(run_dir / LOG_FILE, echo=progress)
     seed_everything(recipe.seed)
     data = prepare_data(recipe, run_dir, log)
+    return Session(recipe, run_dir, dev, amp, log, data)
 
-    # Seed again so that the initial weights do not depend on what data preparation consumed.
-    seed_everything(recipe.seed)
-    config = recipe.model_config(data.tokenizer.vocab_size)
-    model = Transformer(config).to(dev)
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
+
+class Objective(Protocol):
+    """What one kind of training optimises; `fit` runs any of them through the same loop."""
+
+    kind: str                   # written into every checkpoint ("directional", "symmetric")
+    module: torch.nn.Module     # what checkpoints hold under "model"
+    config: ModelConfig         # the model config, checked when a run resumes
+
+    def parameter_groups(self) -> dict[str, list[torch.nn.Parameter]]:
+        """Parameters by group; each group's gradient norm is clipped and logged on its own."""
+
+    def update(self, batch: Batch) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, float]], int]:
+        """One batch (on the CPU) -> the loss to back-propagate, {name: (weighted sum, weight)} to log
+        as sum / weight over the log interval, and the number of predicted tokens (throughput)."""
+
+    def validate(self, step: int, epoch: int) -> None:
+        """Validate and write a "valid" event."""
+
+
+def fit(session: Session, objective: Objective, *, resume: bool, progress: bool) -> int:
+    """Optimise `objective` until the recipe's max_updates; returns the update count. With `resume`,
+    continue from the newest checkpoint (model, optimizer, scheduler, step, epoch, position in the
+    epoch, RNG states), so that the run follows the same schedule and batch order as one that was
+    never interrupted."""
+    recipe, run_dir, dev, log, data = session.recipe, session.run_dir, session.device, session.log, session.data
+    groups = objective.parameter_groups()
+    params = [p for group in groups.values() for p in group]
     # Adam with decoupled weight decay (AdamW); weight_decay = 0 is plain Adam.
     optimizer = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, eps=recipe.adam_eps,
                                   weight_decay=recipe.weight_decay, fused=dev.type == "cuda")
@@ -186,81 +271,77 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
     latest = ckpt.list_checkpoints(ckpt_dir)
     if resume and latest:
         payload = ckpt.load_checkpoint(latest[-1], map_location=dev)
-        if payload["config"] != config.to_dict():
+        kind = payload.get("extra", {}).get("kind", DIRECTIONAL)
+        if kind != objective.kind:
+            raise RecipeError([f"{latest[-1]} is from {kind} training, the recipe asks for {objective.kind}"], "--resume")
+        if payload["config"] != objective.config.to_dict():
             raise RecipeError([f"{latest[-1]} was trained with a different model config than the recipe gives"], "--resume")
-        model.load_state_dict(payload["model"])
+        objective.module.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
         scheduler.load_state_dict(payload["scheduler"])
         step, epoch, batch_in_epoch = payload["step"], payload["epoch"], payload["batch_in_epoch"]
         ckpt.restore_rng_states(payload["rng"])
         log.write("resume", step=step, epoch=epoch, batch_in_epoch=batch_in_epoch, checkpoint=latest[-1].name)
-    log.write("start", step=step, device=str(dev), amp="bf16" if amp else "off",
-              parameters=sum(p.numel() for p in params), recipe=recipe.name)
+    log.write("start", step=step, device=str(dev), amp="bf16" if session.amp else "off",
+              parameters=sum(p.numel() for p in params), recipe=recipe.name, kind=objective.kind)
 
     def save(step: int) -> None:
-        path = ckpt.save_checkpoint(ckpt_dir / ckpt.checkpoint_name(step), model=model, optimizer=optimizer,
+        path = ckpt.save_checkpoint(ckpt_dir / ckpt.checkpoint_name(step), model=objective.module, optimizer=optimizer,
                                     scheduler=scheduler, step=step, epoch=epoch, batch_in_epoch=batch_in_epoch,
-                                    config=config.to_dict(), recipe=recipe.to_dict())
+                                    config=objective.config.to_dict(), recipe=recipe.to_dict(),
+                                    extra={"kind": objective.kind})
         ckpt.prune_checkpoints(ckpt_dir, recipe.keep_last)
         log.write("checkpoint", step=step, path=str(path.relative_to(run_dir)))
 
-    def run_validation(step: int) -> None:
-        result = validate(model, data, recipe, dev, amp)
-        record = log.write("valid", step=step, epoch=epoch, **result)
-        bleu = f" bleu {record['bleu']:.2f}" if "bleu" in record else ""
-        log.say(f"step {step} valid loss {record['loss']:.3f} nll {record['nll']:.3f} ppl {record['ppl']:.2f}{bleu}")
-
     bar = tqdm(total=recipe.max_updates, initial=step, disable=not progress or None, unit="upd",
                dynamic_ncols=True, file=sys.stderr)
-    loss_acc = torch.zeros((), device=dev)
-    nll_acc = torch.zeros((), device=dev)
+    sums: dict[str, torch.Tensor] = {}
+    weights: dict[str, float] = {}
     tokens_acc = 0
     interval_start = time.perf_counter()
     last_saved = last_validated = step if resume else -1
+    clip = recipe.clip_norm if recipe.clip_norm > 0 else math.inf
     while step < recipe.max_updates:
         batches = token_batches(data.train.src_lengths(), data.train.tgt_lengths(), recipe.max_tokens,
                                 seed=recipe.seed, epoch=epoch)
         for i in range(batch_in_epoch, len(batches)):
             idx = batches[i]
             batch = collate([data.train[j] for j in idx], idx)
-            n_tokens = batch.n_tgt_tokens  # counted on the CPU: no device sync per step
-            batch = batch.to(dev)
-            with autocast_context(dev, amp):
-                logits = model(batch.src, batch.tgt_in).logits
-            out = label_smoothed_loss(logits, batch.tgt_out, smoothing=recipe.label_smoothing, n_tokens=n_tokens)
+            loss, tallies, n_tokens = objective.update(batch)  # counts are taken on the CPU: no device sync
             optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, recipe.clip_norm if recipe.clip_norm > 0 else math.inf)
+            loss.backward()
+            norms = {name: torch.nn.utils.clip_grad_norm_(group, clip) for name, group in groups.items()}
             optimizer.step()
             scheduler.step()
             step += 1
             batch_in_epoch = i + 1
-            loss_acc += out.loss.detach() * n_tokens
-            nll_acc += out.nll * n_tokens
+            for name, (value, weight) in tallies.items():
+                sums[name] = value if name not in sums else sums[name] + value
+                weights[name] = weights.get(name, 0.0) + weight
             tokens_acc += n_tokens
             bar.update(1)
 
             if step % recipe.log_interval == 0 or step == recipe.max_updates:
                 elapsed = time.perf_counter() - interval_start
-                record = log.write("train", step=step, epoch=epoch, loss=float(loss_acc) / tokens_acc,
-                                   nll=float(nll_acc) / tokens_acc, lr=optimizer.param_groups[0]["lr"],
-                                   grad_norm=float(grad_norm), tokens_per_s=round(tokens_acc / max(elapsed, 1e-9), 1),
+                averages = {name: float(total) / max(weights[name], 1e-12) for name, total in sums.items()}
+                grad_norms = {("grad_norm" if name == "" else f"grad_norm.{name}"): float(norm)
+                              for name, norm in norms.items()}
+                record = log.write("train", step=step, epoch=epoch, **averages, lr=optimizer.param_groups[0]["lr"],
+                                   **grad_norms, tokens_per_s=round(tokens_acc / max(elapsed, 1e-9), 1),
                                    tokens=tokens_acc)
-                bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
-                                tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
+                shown = {key: f"{record[key]:.3f}" for key in ("loss", "fertility", "trace") if key in record}
+                bar.set_postfix(**shown, lr=f"{record['lr']:.2e}", tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
                 if bar.disable:
-                    log.say(f"step {step} loss {record['loss']:.3f} lr {record['lr']:.2e} "
-                            f"{record['tokens_per_s']:.0f} tok/s")
-                loss_acc.zero_()
-                nll_acc.zero_()
-                tokens_acc = 0
+                    log.say(f"step {step} " + " ".join(f"{k} {v}" for k, v in shown.items())
+                            + f" lr {record['lr']:.2e} {record['tokens_per_s']:.0f} tok/s")
+                sums, weights, tokens_acc = {}, {}, 0
                 interval_start = time.perf_counter()
             paused = time.perf_counter()
             if step % recipe.checkpoint_interval == 0 or step == recipe.max_updates:
                 save(step)
                 last_saved = step
             if step % recipe.val_interval == 0 or step == recipe.max_updates:
-                run_validation(step)
+                objective.validate(step, epoch)
                 last_validated = step
             interval_start += time.perf_counter() - paused  # tokens/s counts training time only
             if step >= recipe.max_updates:
@@ -269,7 +350,7 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
             # The epoch ran out before max_updates.
             if recipe.val_every_epoch and last_validated != step:
                 paused = time.perf_counter()
-                run_validation(step)
+                objective.validate(step, epoch)
                 last_validated = step
                 interval_start += time.perf_counter() - paused
             epoch += 1
@@ -278,18 +359,71 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
     if last_saved != step:
         save(step)
     if last_validated != step:
-        run_validation(step)
+        objective.validate(step, epoch)
+    return step
+
+
+class DirectionalObjective:
+    """One model, source -> target: label-smoothed cross-entropy per target token, plus the global
+    fertility weight × the fertility loss when the model config has global fertility."""
+
+    kind = DIRECTIONAL
+
+    def __init__(self, model: Transformer, session: Session):
+        self.module = model
+        self.config = model.config
+        self.session = session
+
+    def parameter_groups(self) -> dict[str, list[torch.nn.Parameter]]:
+        return {"": [p for p in self.module.parameters() if p.requires_grad]}
+
+    def update(self, batch: Batch) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, float]], int]:
+        n_tokens, n_source = batch.n_tgt_tokens, batch.n_src_tokens
+        out = direction_loss(self.module, batch.to(self.session.device), n_tokens,
+                             smoothing=self.session.recipe.label_smoothing, amp=self.session.amp)
+        tallies = {"loss": (out.xent.loss.detach() * n_tokens, n_tokens), "nll": (out.xent.nll * n_tokens, n_tokens)}
+        if out.fertility is not None:
+            tallies["fertility"] = (out.fertility.detach() * n_source, n_source)
+        return out.objective, tallies, n_tokens
+
+    def validate(self, step: int, epoch: int) -> None:
+        s = self.session
+        result = validate(self.module, s.data, s.recipe, s.device, s.amp)
+        record = s.log.write("valid", step=step, epoch=epoch, **result)
+        bleu = f" bleu {record['bleu']:.2f}" if "bleu" in record else ""
+        fertility = f" fertility {record['fertility']:.3f}" if "fertility" in record else ""
+        s.log.say(f"step {step} valid loss {record['loss']:.3f} nll {record['nll']:.3f} ppl {record['ppl']:.2f}"
+                  f"{fertility}{bleu}")
+
+
+def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", resume: bool = False,
+          progress: bool = True, export: bool = True) -> TrainResult:
+    """Train `recipe` (one direction) into `run_dir`; with `resume`, continue from the newest checkpoint
+    there (see `fit`). A recipe with a "symmetric" object is refused: `training.symmetric` trains it."""
+    if recipe.symmetric is not None:
+        raise RecipeError([f"recipe {recipe.name!r} has 'symmetric' (two directions): train it with train-symmetric"],
+                          "--recipe")
+    run_dir = Path(run_dir)
+    session = start_session(recipe, run_dir, device=device, resume=resume, progress=progress)
+    # Seed again so that the initial weights do not depend on what data preparation consumed.
+    seed_everything(recipe.seed)
+    config = recipe.model_config(session.data.tokenizer.vocab_size)
+    model = Transformer(config).to(session.device)
+    model.train()
+    step = fit(session, DirectionalObjective(model, session), resume=resume, progress=progress)
 
     model_dir = None
     if export:
         from training.finalize import average_and_export  # late import: it needs the run's checkpoints
 
+        log = session.log
         model_dir, info = average_and_export(run_dir, recipe.average_last, run_dir / MODEL_DIR,
-                                             fp16=recipe.export_fp16, device=str(dev), data=data, recipe=recipe)
+                                             fp16=recipe.export_fp16, device=str(session.device), data=session.data,
+                                             recipe=recipe)
         log.write("export", step=step, **info)
         log.say(f"wrote {model_dir} (average of {len(info['averaged'])} checkpoints"
                 + (f", val BLEU {info['val_bleu']:.2f})" if "val_bleu" in info else ")"))
-    return TrainResult(run_dir, step, model_dir, log.events)
+    return TrainResult(run_dir, step, model_dir, session.log.events)
 
 
 def read_log(run_dir: str | Path, event: str | None = None) -> list[dict[str, Any]]:

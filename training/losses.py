@@ -1,6 +1,7 @@
-"""Label-smoothed cross-entropy over the target tokens, padding ignored."""
+"""Training losses: label-smoothed cross-entropy, the global fertility loss, the bilingual trace bonus."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -35,3 +36,61 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, *, smoothing
     with torch.no_grad():
         nll = F.cross_entropy(flat_logits, flat_target, ignore_index=pad_id, reduction="sum") / denom
     return LossOutput(loss=loss, nll=nll, n_tokens=n_tokens)
+
+
+def real_token_mask(ids: torch.Tensor, *special_ids: int) -> torch.Tensor:
+    """True where `ids` holds none of `special_ids` (e.g. pad, or pad and EOS)."""
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    for special in special_ids:
+        mask &= ids.ne(special)
+    return mask
+
+
+def global_fertility_loss(attention: torch.Tensor, target_mask: torch.Tensor, source_mask: torch.Tensor,
+                          mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
+    """The global fertility loss of Cohn et al. (2016, "Fertility"): −log N(fᵢ; μᵢ, σ²ᵢ), fᵢ = Σₜ αₜᵢ.
+
+    attention (B, T, S) rows = target positions, columns = source positions; target_mask (B, T) and
+    source_mask (B, S) are True at the positions that count; mean and variance (B, S), variance > 0.
+    fᵢ sums the rows where target_mask holds (the trainer passes tgt_out != pad: the EOS row counts,
+    so Σᵢ fᵢ is the number of predicted tokens). The result is averaged over the source positions
+    where source_mask holds, across the batch, so it does not grow with batch or sentence size;
+    masked positions add nothing and get no gradient.
+    """
+    alpha = attention.float() * target_mask.unsqueeze(-1).to(torch.float32)  # (B, T, S)
+    fertility = alpha.sum(dim=1)  # (B, S)
+    variance = variance.float()
+    nll = 0.5 * torch.log(2 * math.pi * variance) + (fertility - mean.float()).pow(2) / (2 * variance)  # (B, S)
+    nll = torch.where(source_mask, nll, torch.zeros_like(nll))
+    return nll.sum() / source_mask.sum().clamp(min=1)
+
+
+def sentence_traces(forward_attention: torch.Tensor, backward_attention: torch.Tensor,
+                    source_words: torch.Tensor, target_words: torch.Tensor) -> torch.Tensor:
+    """Per sentence pair, tr(α_{s→t}ᵀ α_{t→s}) restricted to real words (Cohn et al. 2016, "Bilingual symmetry"):
+
+        tr_b = Σ_{i, j} α_{s→t}[b, j, i] · α_{t→s}[b, i, j]   over source words i and target words j.
+
+    forward_attention (B, T, S): the s→t model, row j predicts target token j, column i is source
+    token i. backward_attention (B, S, T): the t→s model, row i predicts source token i, column j
+    is target token j. The trainer's batches line the two up (the s→t source x + [EOS] is the t→s
+    target, and the other way round), so the masks source_words (B, S) and target_words (B, T),
+    True at real words (not padding, not EOS; BOS never occurs in either), serve both. -> (B,)
+    """
+    pairs = (target_words.unsqueeze(2) & source_words.unsqueeze(1)).to(torch.float32)  # (B, T, S)
+    product = forward_attention.float() * backward_attention.float().transpose(1, 2)  # (B, T, S)
+    return (product * pairs).sum(dim=(1, 2))
+
+
+def trace_bonus(forward_attention: torch.Tensor, backward_attention: torch.Tensor,
+                source_words: torch.Tensor, target_words: torch.Tensor) -> torch.Tensor:
+    """The batch's trace bonus: Σ_b tr_b / Σ_b (|x_b| + |y_b|) / 2, |x_b|, |y_b| = real words of each side.
+
+    Normalised by the mean sentence length so that it lies in [0, 1] (tr_b <= min(|x_b|, |y_b|), as
+    every attention row sums to at most 1 over real words), is symmetric in the two directions, and
+    weighs like the per-token cross-entropies it is subtracted from: 1 means both models put all
+    their mass on one and the same one-to-one alignment.
+    """
+    traces = sentence_traces(forward_attention, backward_attention, source_words, target_words)  # (B,)
+    words = (source_words.sum() + target_words.sum()).to(torch.float32) / 2
+    return traces.sum() / words.clamp(min=1)

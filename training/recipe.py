@@ -47,6 +47,9 @@ class TrainingRecipe:
     spm_byte_fallback: bool = False
     # Model architecture (ModelConfig keys except vocab_size and the special ids).
     model: dict[str, Any] = field(default_factory=dict)
+    # Bilingual symmetric training (`train-symmetric`): {"lambda": λ}, the weight of the trace bonus;
+    # one model source→target and one target→source, trained together. None = one direction.
+    symmetric: dict[str, Any] | None = None
     # Optimisation.
     max_tokens: int = 8192              # padded tokens a batch, B x max(S, T)
     max_updates: int = 8000
@@ -218,6 +221,27 @@ def _problems(d: Mapping[str, Any]) -> list[str]:
         problems.append(f"average_last ({get('average_last')}) must not exceed keep_last ({get('keep_last')})")
     if _is_int(get("max_len")) and _is_int(get("max_tokens")) and get("max_tokens") < get("max_len") + 1:
         problems.append(f"max_tokens ({get('max_tokens')}) must be at least max_len + 1 ({get('max_len') + 1})")
+    problems += _symmetric_problems(get("symmetric"))
     if get("source_lang") == get("target_lang"):
         problems.append(f"source_lang and target_lang must differ, got {get('source_lang')!r} twice")
+    return problems
+
+
+SYMMETRIC_KEYS = ("lambda",)
+
+
+def _symmetric_problems(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        return [f"symmetric must be an object like {{\"lambda\": 1.0}} or null, got {value!r}"]
+    problems = []
+    unknown = sorted(set(value) - set(SYMMETRIC_KEYS))
+    if unknown:
+        problems.append(f"symmetric: unknown key(s) {', '.join(repr(k) for k in unknown)}; known keys: "
+                        + ", ".join(SYMMETRIC_KEYS))
+    if "lambda" not in value:
+        problems.append("symmetric: 'lambda' is required (the weight of the trace bonus, a number >= 0)")
+    elif not _is_number(value["lambda"]) or not 0 <= value["lambda"] < float("inf"):
+        problems.append(f"symmetric: lambda must be a number >= 0, got {value['lambda']!r}")
     return problems

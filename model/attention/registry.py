@@ -44,4 +44,4 @@ def attention_class(name: str) -> type:
 
 def _load_builtin_kinds() -> None:
     # Imported lazily so that the registry module itself has no dependency on the variants.
-    from model.attention import convkv, queryk, vanilla  # noqa: F401
+    from model.attention import convkv, fine2d, queryk, vanilla  # noqa: F401

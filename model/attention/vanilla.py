@@ -1,6 +1,7 @@
 """Multi-head scaled dot-product attention (Vaswani et al., 2017), full pass and incremental step."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -86,6 +87,24 @@ class VanillaAttention(nn.Module):
             new_state = {"k": k, "v": v}
         out, probs = self._attend(q, k, v, key_padding_mask, False, need_weights)
         return out, probs, new_state
+
+    # -- token-level protocol (model/biases reads it): logits and value mixing as separate steps --
+    def token_logits(self, x: torch.Tensor, state: State) -> torch.Tensor:
+        """Cross-attention logits QKᵀ/√dₕ (Vaswani et al., eq. 1) before masking, in fp32.
+
+        x (B, T, D) queries; state: what `init_state(memory, ...)` returns (the projected memory).
+        Returns (B, H, T, S): the scores `_attend` would softmax, so that a caller may add terms
+        to them (the structural alignment biases) before its own masked softmax.
+        """
+        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, dh)
+        k = state["k"]  # (B, H, S, dh)
+        return torch.matmul(q.float(), k.float().transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, T, S)
+
+    def mix(self, probs: torch.Tensor, state: State) -> torch.Tensor:
+        """probs (B, H, T, S) -> output (B, T, D): attention dropout, the values, the output projection."""
+        v = state["v"]  # (B, H, S, dh)
+        context = torch.matmul(F.dropout(probs, self.dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
+        return self.out_proj(merge_heads(context))
 
     def _attend(
         self,

@@ -13,7 +13,7 @@ def problems(**sites):
 
 
 def test_phrasal_kinds_are_registered_beside_vanilla():
-    assert known_attention_kinds() == ["convkv", "queryk", "vanilla"]
+    assert known_attention_kinds() == ["convkv", "fine2d", "queryk", "vanilla"]
 
 
 def test_every_site_reports_its_own_problems_at_once():

@@ -1,0 +1,144 @@
+"""fine2d: fine-grained (2D) attention, one softmax over source positions per head dimension.
+
+Choi, Cho & Bengio, "Fine-Grained Attention Mechanism for Neural Machine Translation" (eq. 7-9;
+the math and its Transformer-head form are in fine2d_functional.py):
+
+    e[t, s, d] = (q[t, d]·k[s, d] + r[s, d]) / √dₕ,   α = softmax_s e,   c[t, d] = Σ_s α[t, s, d] v[s, d]
+
+    {"kind": "fine2d"}                                 the default: with the key term r
+    {"kind": "fine2d", "options": {"key_term": false}} without it (e = q[t, d]·k[s, d] / √dₕ)
+
+Allowed at every site; it is meant for cross-attention, since its scores take B·H·T·S·dₕ memory
+(the full pass chunks them over target positions, see `CHUNK_ELEMENTS`). The weights returned
+for alignments are α averaged over the dimensions (B, H, T, S), as the paper visualises them.
+
+Decoding state, as for vanilla (every tensor batch-first): self-attention caches "k", "v" and
+"r" of every step so far (N, H, t, dₕ), steps on dim 2; cross-attention projects the memory once
+in `init_state` into the same names (N, H, S, dₕ).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from model.attention import fine2d_functional
+from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked
+from model.attention.functional import attention_mask, merge_heads, split_heads
+from model.attention.registry import register_attention
+
+State = dict[str, torch.Tensor]
+
+KIND = "fine2d"
+OPTIONS = ("key_term",)
+
+
+def _exporting() -> bool:
+    # Tracers and torch.export would bake (or guard on) the chunk count; one unchunked call gives
+    # the same numbers, and an exported decoder step has one target position anyway.
+    return torch.jit.is_tracing() or torch.jit.is_scripting() or torch.compiler.is_compiling() or torch.compiler.is_exporting()
+
+
+@register_attention(KIND)
+class Fine2dAttention(nn.Module):
+    """Fine-grained attention (eq. 7-9) with vanilla's projections plus the key-term projection."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float, site: str, options: dict[str, Any]):
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.site = site
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        # r[s, d]: the learned per-dimension, key-only term of the score (eq. 7).
+        self.r_proj = nn.Linear(d_model, d_model) if options.get("key_term", True) else None
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    @staticmethod
+    def validate_options(options: dict[str, Any], site: str) -> list[str]:
+        where = f"{site}: attention kind {KIND!r}"
+        problems = []
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            problems.append(f"{where}: unknown option(s) {unknown}; known options: {', '.join(OPTIONS)}")
+        if "key_term" in options and not isinstance(options["key_term"], bool):
+            problems.append(f"{where}: key_term must be true or false, got {options['key_term']!r}")
+        return problems
+
+    # -- full pass ------------------------------------------------------------------------
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        *,
+        key_padding_mask: torch.Tensor | None = None,
+        causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T, D) queries; memory (B, S, D) keys/values for cross-attention, else x itself.
+
+        Returns the output (B, T, D) and, when asked, α averaged over dimensions (B, H, T, S).
+        """
+        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, dh)
+        keys = self._keys(x if memory is None else memory)
+        mask = attention_mask(key_padding_mask, q.shape[2], keys["k"].shape[2], causal, q.device)
+        dropout = self.dropout if self.training else 0.0
+        args = (q, keys["k"], keys["v"], keys.get("r"), mask, dropout, self.training, need_weights)
+        if _exporting():
+            context, probs = fine2d_attention(*args)
+        else:
+            context, probs = fine2d_attention_chunked(*args, budget=fine2d_functional.CHUNK_ELEMENTS)
+        return self.out_proj(merge_heads(context)), probs
+
+    # -- incremental decoding -------------------------------------------------------------
+    def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
+        """Cross-attention: the projected memory; self-attention: empty caches (N, H, 0, dh)."""
+        if self.site == "cross":
+            assert memory is not None
+            return self._keys(memory)
+        empty = torch.zeros(batch_size, self.n_heads, 0, self.head_dim, device=device, dtype=dtype)  # (N, H, 0, dh)
+        return {name: empty.clone() for name in self._state_names()}
+
+    def step(
+        self,
+        x: torch.Tensor,
+        state: State,
+        *,
+        key_padding_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+        """One decoding step: x (N, 1, D) -> output (N, 1, D), α averaged (N, H, 1, S), new state.
+
+        One target position: never chunked, no Python branch on tensor sizes (exported as traced).
+        """
+        q = split_heads(self.q_proj(x), self.n_heads)  # (N, H, 1, dh)
+        if self.site == "cross":
+            new_state = state
+        else:
+            new_state = {
+                name: torch.cat([state[name], t], dim=2)  # (N, H, t+1, dh)
+                for name, t in self._keys(x).items()
+            }
+        mask = attention_mask(key_padding_mask, 1, new_state["k"].shape[2], False, q.device)
+        dropout = self.dropout if self.training else 0.0
+        context, probs = fine2d_attention(
+            q, new_state["k"], new_state["v"], new_state.get("r"), mask, dropout, self.training, need_weights
+        )  # (N, H, 1, dh), (N, H, 1, S)
+        return self.out_proj(merge_heads(context)), probs, new_state
+
+    # -- shared ---------------------------------------------------------------------------
+    def _state_names(self) -> tuple[str, ...]:
+        return ("k", "v") if self.r_proj is None else ("k", "v", "r")
+
+    def _keys(self, source: torch.Tensor) -> State:
+        """source (B, S, D) -> {"k", "v"[, "r"]} each (B, H, S, dh)."""
+        keys = {
+            "k": split_heads(self.k_proj(source), self.n_heads),  # (B, H, S, dh)
+            "v": split_heads(self.v_proj(source), self.n_heads),  # (B, H, S, dh)
+        }
+        if self.r_proj is not None:
+            keys["r"] = split_heads(self.r_proj(source), self.n_heads)  # (B, H, S, dh)
+        return keys

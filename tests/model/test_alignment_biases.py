@@ -1,0 +1,174 @@
+"""Structural alignment biases in the whole model: incremental = full pass for every bias alone and
+combined (also with phrasal self-attention), cached search = uncached search, the bias state
+reorders with the beam, padding and the future change nothing, gradients reach every parameter."""
+import pytest
+import torch
+
+from model.beam_search import beam_search
+from model.biases.biased_cross_attention import BiasedCrossAttention
+from model.config import AttentionConfig
+from model.generate import SearchOptions, generate, max_lengths
+from tests.helpers import FullPassDecoder, tiny_model
+
+SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
+TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
+
+ALL = {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}
+BIASES = {
+    "position": {"position": {}},
+    "markov": {"markov": {"window": 1}},
+    "markov-window-0": {"markov": {"window": 0}},
+    "fertility": {"fertility": {"window": 1}},
+    "fertility-window-2": {"fertility": {"window": 2}},
+    "all": ALL,
+}
+QUERYK_SELF = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
+
+
+def biased_model(biases, seed=0, **overrides):
+    """A tiny model whose bias weights are random (they start at zero), so that every term matters."""
+    model = tiny_model(seed=seed, alignment_biases=biases, **overrides)
+    generator = torch.Generator().manual_seed(seed + 100)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".biases." in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return model
+
+
+def assert_incremental_equals_full(model):
+    full = model(SRC, TGT_IN, need_attention=True)
+    full_log_probs = torch.log_softmax(full.logits, dim=-1)
+    state = model.init_state(model.encode(SRC))
+    for t in range(TGT_IN.shape[1]):
+        log_probs, attention, state = model.decode_step(TGT_IN[:, t], None, state)
+        torch.testing.assert_close(log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(attention, full.attention[:, t], atol=1e-5, rtol=0)
+    return state
+
+
+@pytest.mark.parametrize("name", list(BIASES))
+def test_incremental_decoding_equals_full_pass(name):
+    model = biased_model(BIASES[name])
+    state = assert_incremental_equals_full(model)
+    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
+    expected = {"position": {"step"}, "markov": {"prev_attention"}, "fertility": {"coverage"}}
+    keys = set().union(*(expected[bias] for bias in BIASES[name]))
+    for index in range(model.config.decoder_layers):
+        assert {n.split(".")[-1] for n in state.tensors if n.startswith(f"layers.{index}.cross.")} == {"k", "v"} | keys
+    if "position" in BIASES[name]:
+        assert state.tensors["layers.0.cross.step"].tolist() == [5, 5, 5]
+
+
+def test_biases_change_the_attention_and_the_plain_model_has_none():
+    plain, biased = tiny_model(), biased_model(ALL)
+    assert not any(isinstance(m, BiasedCrossAttention) for m in plain.modules())
+    assert not any("prev_attention" in n for n in plain.init_state(plain.encode(SRC)).tensors)
+    # Same seed, same inner weights: only the bias terms differ.
+    difference = (plain(SRC, TGT_IN, need_attention=True).attention - biased(SRC, TGT_IN, need_attention=True).attention)
+    assert difference.abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("name", ["markov", "all"])
+def test_with_heterogeneous_queryk_self_attention(name):
+    model = biased_model(BIASES[name], seed=2, encoder_self_attention=QUERYK_SELF, decoder_self_attention=QUERYK_SELF)
+    assert_incremental_equals_full(model)
+
+
+def test_with_phrase_representations():
+    """The biases sit on the token cross-attention; the phrase cross-attention (Xu et al.) is untouched."""
+    model = biased_model(ALL, seed=4, phrase_representation={"glance": "mean"})
+    assert_incremental_equals_full(model)
+
+
+@pytest.mark.parametrize("name", ["markov", "fertility", "all"])
+def test_cached_search_equals_uncached_search(name):
+    """The bias state (previous attention, coverage, step) reorders with the beam: a wrong parent
+    would change the scores of the cached search but not of the uncached one."""
+    model = biased_model(BIASES[name], seed=3)
+    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=3, return_attention=True)
+    cached = generate(model, SRC, options)
+    with torch.inference_mode():
+        uncached = beam_search(
+            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
+            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
+        )
+    for a_list, b_list in zip(cached, uncached):
+        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
+        for a, b in zip(a_list, b_list):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+
+
+def test_bias_state_reorders_with_its_rows():
+    model = biased_model(ALL, seed=1, encoder_self_attention=QUERYK_SELF, decoder_self_attention=QUERYK_SELF)
+    state = model.init_state(model.encode(SRC))
+    for t in range(3):
+        _, _, state = model.decode_step(TGT_IN[:, t], None, state)
+    swapped = state.reorder(torch.tensor([2, 0, 1]))
+    log_probs, attention, _ = model.decode_step(torch.tensor([20, 21, 22]), None, swapped)
+    reference, reference_attention, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
+    torch.testing.assert_close(attention, reference_attention[[2, 0, 1]], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["position", "markov", "fertility", "all"])
+def test_source_padding_changes_nothing(name):
+    model = biased_model(BIASES[name])
+    batched = model(SRC, TGT_IN, need_attention=True)
+    for row in (1, 2):
+        length = int(SRC[row].ne(0).sum())
+        t_len = int(TGT_IN[row].ne(0).sum())
+        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
+        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=1e-5, rtol=0)
+        assert batched.attention[row, :, length:].abs().max().item() == 0.0
+
+
+def test_future_target_tokens_change_nothing():
+    model = biased_model(ALL)
+    changed = TGT_IN.clone()
+    changed[:, 3:] = 20
+    a = model(SRC, TGT_IN, need_attention=True)
+    b = model(SRC, changed, need_attention=True)
+    torch.testing.assert_close(a.logits[:, :3], b.logits[:, :3], atol=0, rtol=0)
+    torch.testing.assert_close(a.attention[:, :3], b.attention[:, :3], atol=0, rtol=0)
+    assert not torch.allclose(a.logits[:, 3:], b.logits[:, 3:])
+
+
+@pytest.mark.parametrize("randomized", [False, True], ids=["as-initialised", "random-bias-weights"])
+def test_gradients_reach_every_parameter(randomized):
+    model = (biased_model(ALL) if randomized else tiny_model(alignment_biases=ALL)).train()
+    model(SRC, TGT_IN).logits.logsumexp(-1).sum().backward()
+    names = [n for n, _ in model.named_parameters()]
+    assert sum(".biases." in n for n in names) == 2 * 6  # per layer: position 4, markov 1, fertility 1
+    missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+    assert missing == []
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("source", [[2], [7, 2], list(range(10, 80)) + [2]], ids=["eos-only", "one-token", "70-tokens"])
+def test_generate_agrees_with_the_full_pass(source):
+    model = biased_model(ALL, seed=6)
+    src = torch.tensor([source])
+    options = SearchOptions(beam_size=3, n_best=2, max_length_ratio=1.0, max_length_offset=4, return_attention=True)
+    hypotheses = generate(model, src, options)[0]
+    assert len(hypotheses) == 2
+    for h in hypotheses:
+        assert len(h.tokens) <= len(source) + 4  # ceil(1.0 * S) + 4
+        tgt_in = torch.tensor([[1] + h.tokens])  # (1, L+1): the last row predicts EOS
+        full = model(src, tgt_in, need_attention=True)
+        log_probs = torch.log_softmax(full.logits[0].float(), -1)  # (L+1, V)
+        picked = log_probs[torch.arange(len(h.tokens) + 1), torch.tensor(h.tokens + [2])].sum().item()
+        assert abs(picked - h.log_prob) < 1e-4
+        torch.testing.assert_close(h.attention, full.attention[0, : len(h.tokens)], atol=1e-5, rtol=0)
+        torch.testing.assert_close(h.attention.sum(-1), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+
+
+def test_the_phrase_view_of_a_biased_model_is_its_token_attention():
+    model = biased_model(ALL, seed=7)
+    full = model(SRC, TGT_IN, need_attention=True)
+    assert torch.equal(full.phrase_attention, full.attention.unsqueeze(2))
+    options = SearchOptions(beam_size=2, max_length_offset=2, return_attention=True, return_phrase_attention=True)
+    for nbest in generate(model, SRC, options):
+        assert torch.equal(nbest[0].phrase_attention, nbest[0].attention.unsqueeze(1))

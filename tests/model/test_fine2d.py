@@ -1,0 +1,292 @@
+"""fine2d (Choi, Cho & Bengio, eq. 7-9): hand-computed numbers, the tied-dimension reduction to
+vanilla attention, chunking, masks, incremental decoding = full pass, cached = uncached search."""
+import math
+
+import pytest
+import torch
+
+from model.attention import fine2d_functional
+from model.attention.fine2d import Fine2dAttention
+from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked, target_chunk
+from model.attention.functional import attention_mask
+from model.attention.vanilla import VanillaAttention
+from model.beam_search import beam_search
+from model.config import AttentionConfig
+from model.errors import ConfigError
+from model.generate import SearchOptions, generate, max_lengths
+from tests.helpers import FullPassDecoder, tiny_config, tiny_model
+
+SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
+TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
+FINE2D = AttentionConfig("fine2d")
+HETEROGENEOUS_QUERYK = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
+CONFIGS = {
+    "cross": dict(cross_attention=FINE2D),
+    "cross-no-key-term": dict(cross_attention=AttentionConfig("fine2d", {"key_term": False})),
+    "all-sites": dict(cross_attention=FINE2D, encoder_self_attention=FINE2D, decoder_self_attention=FINE2D),
+    "cross+queryk-self": dict(
+        cross_attention=FINE2D, encoder_self_attention=HETEROGENEOUS_QUERYK, decoder_self_attention=HETEROGENEOUS_QUERYK
+    ),
+}
+
+
+def model_for(name, seed=0):
+    return tiny_model(seed=seed, **CONFIGS[name])
+
+
+def random_heads(seed, b=2, h=3, t=5, s=4, dh=4):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v, r = (torch.randn(b, h, n, dh, generator=g) for n in (t, s, s, s))  # (B, H, ·, dh)
+    return q, k, v, r
+
+
+# -- the equations --------------------------------------------------------------------------
+def test_hand_computed_example():
+    """One head, dₕ = 2, one query, two keys (and a masked third): every number by hand (eq. 7-9)."""
+    q = torch.tensor([[[[2.0, -1.0]]]])  # (1, 1, 1, 2)
+    k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]]]])  # (1, 1, 3, 2)
+    v = torch.tensor([[[[10.0, 20.0], [30.0, 40.0], [99.0, 99.0]]]])
+    r = torch.tensor([[[[math.sqrt(2), 0.0], [0.0, math.sqrt(2)], [9.0, 9.0]]]])
+    mask = attention_mask(torch.tensor([[False, False, True]]), 1, 3, False, q.device)
+    context, probs = fine2d_attention(q, k, v, r, mask, need_weights=True)
+    # e[s, d] = (q_d k_sd + r_sd) / √2: d=0 -> (√2 + 1, 0); d=1 -> (0, 1 - 1/√2); key 2 masked.
+    a0 = math.exp(math.sqrt(2) + 1) / (math.exp(math.sqrt(2) + 1) + 1)
+    a1 = 1 / (1 + math.exp(1 - 1 / math.sqrt(2)))
+    expected_context = torch.tensor([a0 * 10 + (1 - a0) * 30, a1 * 20 + (1 - a1) * 40])
+    expected_probs = torch.tensor([(a0 + a1) / 2, (2 - a0 - a1) / 2, 0.0])  # averaged over d (§5.2)
+    torch.testing.assert_close(context[0, 0, 0], expected_context, atol=1e-5, rtol=0)
+    torch.testing.assert_close(probs[0, 0, 0], expected_probs, atol=1e-7, rtol=0)
+
+
+def test_tied_dimensions_reduce_to_vanilla_attention_by_hand():
+    """q[t, d] = a[t], k[s, d] = b[s] for every d, no key term: every dimension has the score
+    a[t]b[s]/√dₕ, so fine2d is softmax(QKᵀ/√dₕ)V for the vanilla head Q = a·e₀, K = b·e₀ with
+    the same logits."""
+    g = torch.Generator().manual_seed(0)
+    b, h, t, s, dh = 2, 3, 4, 5, 8
+    a, c = torch.randn(b, h, t, 1, generator=g), torch.randn(b, h, s, 1, generator=g)
+    v = torch.randn(b, h, s, dh, generator=g)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    mask = attention_mask(pad, t, s, False, v.device)
+    context, probs = fine2d_attention(a.expand(b, h, t, dh), c.expand(b, h, s, dh), v, None, mask, need_weights=True)
+    e0 = torch.nn.functional.one_hot(torch.tensor(0), dh).float()
+    Q, K = a * e0, c * e0  # (B, H, T, dh), (B, H, S, dh): one non-zero coordinate
+    logits = (Q @ K.transpose(-2, -1) / math.sqrt(dh)).masked_fill(pad[:, None, None, :], float("-inf"))  # (B, H, T, S)
+    weights = torch.softmax(logits, dim=-1)
+    torch.testing.assert_close(probs, weights, atol=1e-6, rtol=0)
+    torch.testing.assert_close(context, weights @ v, atol=1e-5, rtol=0)
+
+
+def test_tied_fine2d_module_equals_the_vanilla_module():
+    """Module level: projections built so that every dimension of a fine2d head repeats one
+    query/key coordinate (key term zero) equal a vanilla module whose heads use that coordinate."""
+    d, h = 16, 4
+    dh = d // h
+    torch.manual_seed(1)
+    fine = Fine2dAttention(d, h, 0.0, "cross", {}).eval()
+    vanilla = VanillaAttention(d, h, 0.0, "cross", {}).eval()
+    w_q, w_k = torch.randn(h, d), torch.randn(h, d)
+    with torch.no_grad():
+        fine.v_proj.load_state_dict(vanilla.v_proj.state_dict())
+        fine.out_proj.load_state_dict(vanilla.out_proj.state_dict())
+        fine.q_proj.weight.copy_(w_q.repeat_interleave(dh, 0))  # every row of head j is w_q[j]
+        fine.k_proj.weight.copy_(w_k.repeat_interleave(dh, 0))
+        for name, w in (("q_proj", w_q), ("k_proj", w_k)):
+            weight = torch.zeros(d, d)
+            weight[::dh] = w  # only the first coordinate of each vanilla head
+            getattr(vanilla, name).weight.copy_(weight)
+            getattr(vanilla, name).bias.zero_()
+            getattr(fine, name).bias.zero_()
+        fine.r_proj.weight.zero_()
+        fine.r_proj.bias.zero_()
+    x, memory = torch.randn(2, 3, d), torch.randn(2, 5, d)
+    pad = torch.tensor([[False] * 5, [False, False, True, True, True]])
+    out_f, probs_f = fine(x, memory, key_padding_mask=pad, need_weights=True)
+    out_v, probs_v = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
+    torch.testing.assert_close(probs_f, probs_v, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out_f, out_v, atol=1e-5, rtol=0)
+
+
+def test_dimensions_attend_separately():
+    """Untied dimensions really get different distributions (else fine2d would be vanilla)."""
+    q, k, v, r = random_heads(2)
+    scores = fine2d_functional.fine2d_scores(q, k, r)  # (B, H, dh, T, S)
+    alpha = torch.softmax(scores, dim=-1)
+    assert (alpha - alpha.mean(dim=2, keepdim=True)).abs().max() > 0.05
+    _, probs = fine2d_attention(q, k, v, r, None, need_weights=True)
+    torch.testing.assert_close(probs, alpha.mean(dim=2), atol=1e-7, rtol=0)
+
+
+# -- chunking, masks ------------------------------------------------------------------------
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_chunked_equals_unchunked(rows):
+    q, k, v, r = random_heads(3, t=7)
+    b, h, t, dh = q.shape
+    s = k.shape[2]
+    pad = torch.tensor([[False] * s, [False, False, True, True]])
+    for mask in (attention_mask(pad, t, s, False, q.device), attention_mask(None, t, s, True, q.device)):
+        whole = fine2d_attention(q, k, v, r, mask, need_weights=True)
+        budget = rows * b * h * dh * s
+        assert target_chunk(b, h, s, dh, budget) == rows
+        chunked = fine2d_attention_chunked(q, k, v, r, mask, need_weights=True, budget=budget)
+        assert torch.equal(chunked[0], whole[0]) and torch.equal(chunked[1], whole[1])
+
+
+def test_chunked_model_equals_unchunked_model(monkeypatch):
+    model = model_for("all-sites")
+    whole = model(SRC, TGT_IN, need_attention=True)
+    monkeypatch.setattr(fine2d_functional, "CHUNK_ELEMENTS", 2 * 3 * 4 * 8 * 5)  # 2 target rows per chunk
+    chunked = model(SRC, TGT_IN, need_attention=True)
+    assert torch.equal(chunked.logits, whole.logits) and torch.equal(chunked.attention, whole.attention)
+
+
+def test_all_padding_rows_give_zeros_not_nan():
+    q, k, v, r = random_heads(4)
+    pad = torch.tensor([[False, False, True, True], [True, True, True, True]])
+    for tensor in (q, k, v, r):
+        tensor.requires_grad_(True)
+    context, probs = fine2d_attention(q, k, v, r, attention_mask(pad, q.shape[2], 4, False, q.device), need_weights=True)
+    assert torch.equal(context[1], torch.zeros_like(context[1])) and torch.equal(probs[1], torch.zeros_like(probs[1]))
+    assert probs[0, ..., 2:].abs().max() == 0.0
+    torch.testing.assert_close(probs[0].sum(-1), torch.ones(3, 5), atol=1e-6, rtol=0)
+    (context.sum() + probs.sum()).backward()
+    assert all(torch.isfinite(t.grad).all() for t in (q, k, v, r))
+
+
+def test_a_module_over_an_all_padding_memory_outputs_its_bias():
+    torch.manual_seed(0)
+    m = Fine2dAttention(16, 4, 0.0, "cross", {}).eval()
+    x, memory = torch.randn(2, 3, 16), torch.randn(2, 4, 16)
+    pad = torch.tensor([[False, True, True, True], [True] * 4])
+    out, probs = m(x, memory, key_padding_mask=pad, need_weights=True)
+    torch.testing.assert_close(out[1], m.out_proj.bias.expand(3, 16), atol=0, rtol=0)
+    assert torch.equal(probs[1], torch.zeros_like(probs[1])) and torch.isfinite(out).all()
+    state = m.init_state(memory, 2, memory.device, memory.dtype)
+    step_out, step_probs, _ = m.step(x[:, :1], state, key_padding_mask=pad, need_weights=True)
+    torch.testing.assert_close(step_out, out[:, :1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(step_probs, probs[:, :, :1], atol=1e-7, rtol=0)
+
+
+# -- in the model -------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_incremental_decoding_equals_full_pass(name):
+    model = model_for(name)
+    full = model(SRC, TGT_IN, need_attention=True)
+    full_log_probs = torch.log_softmax(full.logits, dim=-1)
+    state = model.init_state(model.encode(SRC))
+    for t in range(TGT_IN.shape[1]):
+        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
+        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
+        state = step.state
+    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
+    # The vanilla convention: the self-attention keys count the steps on dim 2.
+    assert state.tensors["layers.0.self.k"].shape[2] == TGT_IN.shape[1]
+    swapped = state.reorder(torch.tensor([2, 0, 1]))
+    log_probs, _, _ = model.decode_step(torch.tensor([20, 21, 22]), None, swapped)
+    reference, _, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
+
+
+def test_state_names():
+    model = model_for("cross")
+    state = model.init_state(model.encode(SRC)).tensors
+    assert sorted(n for n in state if n.startswith("layers.0.")) == [
+        "layers.0.cross.k", "layers.0.cross.r", "layers.0.cross.v", "layers.0.self.k", "layers.0.self.v",
+    ]
+    no_key_term = model_for("cross-no-key-term")
+    assert "layers.0.cross.r" not in no_key_term.init_state(no_key_term.encode(SRC)).tensors
+    assert no_key_term.decoder_layers[0].cross_attention.r_proj is None
+
+
+@pytest.mark.parametrize("name", ["cross", "all-sites", "cross+queryk-self"])
+def test_cached_search_equals_uncached_search(name):
+    model = model_for(name, seed=3)
+    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=2, return_attention=True)
+    cached = generate(model, SRC, options)
+    with torch.inference_mode():
+        uncached = beam_search(
+            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
+            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
+        )
+    for a_list, b_list in zip(cached, uncached):
+        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
+        for a, b in zip(a_list, b_list):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["cross", "all-sites"])
+def test_source_padding_changes_nothing(name):
+    model = model_for(name)
+    batched = model(SRC, TGT_IN, need_attention=True)
+    for row in (1, 2):
+        length = int(SRC[row].ne(0).sum())
+        t_len = int(TGT_IN[row].ne(0).sum())
+        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
+        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=1e-6, rtol=0)
+        assert batched.attention[row, :, length:].abs().max().item() == 0.0
+
+
+def test_future_target_tokens_change_nothing():
+    model = model_for("all-sites")
+    changed = TGT_IN.clone()
+    changed[:, 3:] = 20
+    a, b = model(SRC, TGT_IN), model(SRC, changed)
+    torch.testing.assert_close(a.logits[:, :3], b.logits[:, :3], atol=0, rtol=0)
+    assert not torch.allclose(a.logits[:, 3:], b.logits[:, 3:])
+
+
+def test_gradients_reach_every_parameter():
+    model = tiny_model(**CONFIGS["all-sites"], attention_dropout=0.1).train()
+    model(SRC, TGT_IN).logits.logsumexp(-1).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+    assert missing == []
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("src", [[7] * 69 + [2], [2], [7, 2]], ids=["70-tokens", "eos-only", "one-word"])
+def test_long_and_one_token_sources_translate(src):
+    model = model_for("cross+queryk-self", seed=2)
+    options = SearchOptions(beam_size=3, n_best=2, max_length_ratio=0.5, max_length_offset=4, return_attention=True)
+    (nbest,) = generate(model, torch.tensor([src]), options)
+    assert len(nbest) == 2
+    for h in nbest:
+        assert math.isfinite(h.score) and len(h.tokens) <= math.ceil(0.5 * len(src)) + 4
+        assert h.attention.shape == (len(h.tokens), len(src))
+        torch.testing.assert_close(h.attention.sum(-1), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+
+
+# -- configuration --------------------------------------------------------------------------
+def test_every_option_problem_is_reported_with_its_site():
+    with pytest.raises(ConfigError) as caught:
+        tiny_config(cross_attention=AttentionConfig("fine2d", {"key_term": "yes", "ngrams": [1, 2], "heads": 2}))
+    assert caught.value.problems == [
+        "cross: attention kind 'fine2d': unknown option(s) ['heads', 'ngrams']; known options: key_term",
+        "cross: attention kind 'fine2d': key_term must be true or false, got 'yes'",
+    ]
+
+
+def test_fine2d_is_allowed_at_every_site():
+    config = tiny_config(**CONFIGS["all-sites"])
+    assert {config.attention(site).kind for site in ("encoder_self", "decoder_self", "cross")} == {"fine2d"}
+
+
+def test_the_recipe_is_the_tiny_recipe_with_fine2d_cross_attention():
+    from pathlib import Path
+
+    from training.recipe import load_recipe
+
+    recipes = Path(__file__).resolve().parents[2] / "recipes"
+    recipe, tiny = load_recipe(recipes / "fine2d-cross-tiny-en-de.json"), load_recipe(recipes / "transformer-tiny-en-de.json")
+    data, reference = recipe.to_dict(), tiny.to_dict()
+    assert data["name"] == "fine2d-cross-tiny-en-de"
+    assert {k: v for k, v in data.items() if k not in ("name", "model")} == {
+        k: v for k, v in reference.items() if k not in ("name", "model")
+    }
+    assert {k: v for k, v in recipe.model.items() if k != "cross_attention"} == tiny.model
+    config = recipe.model_config(10000)
+    assert (config.cross_attention.kind, dict(config.cross_attention.options)) == ("fine2d", {})
+    assert config.encoder_self_attention.kind == config.decoder_self_attention.kind == "vanilla"

@@ -1,0 +1,173 @@
+"""Attentive source-phrase representations, the pure parts: fixed chunking by hand, attentive pooling
+and the transparent mix against hand computations, the chunk phrase table, the options' messages."""
+import math
+
+import pytest
+import torch
+
+from model.config import ModelConfig
+from model.errors import ConfigError
+from model.phrase_representation import (
+    attentive_pool,
+    chunk_phrase_table,
+    chunk_spans,
+    fixed_chunks,
+    tokens_per_chunk,
+    transparent_mix,
+    transparent_weights,
+)
+
+
+def pad_mask(lengths, width):
+    return torch.arange(width).unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)  # (B, S) True at padding
+
+
+def spans(lengths, width=None):
+    return chunk_spans(fixed_chunks(pad_mask(lengths, width or max(lengths))))
+
+
+def test_tokens_per_chunk_is_max_min_8_ceil_l_over_6_and_3():
+    lengths = torch.tensor([0, 1, 3, 6, 18, 19, 24, 25, 36, 37, 42, 43, 48, 49, 60, 200])
+    assert tokens_per_chunk(lengths).tolist() == [3, 3, 3, 3, 3, 4, 4, 5, 6, 7, 7, 8, 8, 8, 8, 8]
+
+
+def test_one_token_is_one_chunk_of_one():
+    assert spans([1]) == [[(0, 1)]]
+    assert fixed_chunks(pad_mask([1], 4)).tolist() == [[1, 0, 0, 0]]
+
+
+def test_length_equal_to_ntok_is_one_full_chunk():
+    assert spans([3]) == [[(0, 3)]]
+
+
+def test_length_ntok_plus_one_leaves_a_one_token_chunk():
+    assert spans([4]) == [[(0, 3), (3, 4)]]
+    # The widths change with L too: 19 is the shortest length cut in fours (the last chunk short).
+    assert spans([19]) == [[(0, 4), (4, 8), (8, 12), (12, 16), (16, 19)]]
+
+
+def test_sixty_tokens_are_cut_in_eights():
+    assert spans([60]) == [[(0, 8), (8, 16), (16, 24), (24, 32), (32, 40), (40, 48), (48, 56), (56, 60)]]
+    assert spans([48]) == [[(0, 8), (8, 16), (16, 24), (24, 32), (32, 40), (40, 48)]]
+
+
+def test_every_row_has_its_own_length_and_width_in_one_batch():
+    lengths = [1, 3, 4, 7, 19, 25, 60, 0]
+    chunks = fixed_chunks(pad_mask(lengths, 60))  # (8, 60): one call, no loop over rows
+    assert chunk_spans(chunks) == [
+        [(0, 1)],
+        [(0, 3)],
+        [(0, 3), (3, 4)],
+        [(0, 3), (3, 6), (6, 7)],
+        [(0, 4), (4, 8), (8, 12), (12, 16), (16, 19)],
+        [(0, 5), (5, 10), (10, 15), (15, 20), (20, 25)],
+        [(0, 8), (8, 16), (16, 24), (24, 32), (32, 40), (40, 48), (48, 56), (56, 60)],
+        [],
+    ]
+    # The chunks cover each row's real tokens exactly once, and nothing on padding.
+    assert chunks.sum(dim=1).tolist() == lengths
+
+
+def test_padding_does_not_move_the_chunks():
+    alone = fixed_chunks(pad_mask([7], 7))
+    padded = fixed_chunks(pad_mask([7, 12], 12))
+    assert torch.equal(padded[0, :7], alone[0]) and padded[0, 7:].abs().sum() == 0
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def _hand_pool(x, chunk, glance):
+    """Eq. 1-4 with W₁ = [I | I], b₁ = (0.1, -0.2), W₂ = (1, 2), in plain Python."""
+    rows = [x[k] for k in chunk]
+    if glance == "mean":
+        g = [sum(r[d] for r in rows) / len(rows) for d in range(2)]
+    else:
+        g = [max(r[d] for r in rows) for d in range(2)]
+    scores = [_sigmoid(r[0] + g[0] + 0.1) + 2 * _sigmoid(r[1] + g[1] - 0.2) for r in rows]
+    top = max(scores)
+    weights = [math.exp(s - top) for s in scores]
+    weights = [w / sum(weights) for w in weights]
+    return [sum(w * r[d] for w, r in zip(weights, rows)) for d in range(2)], weights
+
+
+@pytest.mark.parametrize("glance", ["mean", "max"])
+def test_attentive_pooling_equals_a_hand_computation(glance):
+    x = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, -1.0], [9.0, 9.0]]  # the last row is padding
+    xt = torch.tensor([x])
+    chunks = fixed_chunks(pad_mask([4], 5))  # [(0, 3), (3, 4)]
+    phrases, alpha = attentive_pool(
+        xt, chunks, glance, torch.eye(2), torch.eye(2), torch.tensor([0.1, -0.2]), torch.tensor([[1.0, 2.0]])
+    )
+    first, first_weights = _hand_pool(x, [0, 1, 2], glance)
+    expected = torch.tensor([[first, [0, 0], [0, 0], [2.0, -1.0], [0, 0]]])
+    torch.testing.assert_close(phrases, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(alpha[0, 0, :3], torch.tensor(first_weights), atol=1e-6, rtol=0)
+    assert alpha[0, 3].tolist() == [1.0] + [0.0] * 7  # a one-token chunk is that token
+    assert alpha[0, [1, 2, 4]].abs().sum() == 0  # no chunk starts there
+
+
+@pytest.mark.parametrize("glance", ["mean", "max"])
+def test_all_padding_chunk_slots_give_no_nan_forward_or_backward(glance):
+    torch.manual_seed(0)
+    x = torch.randn(3, 9, 4, requires_grad=True)
+    chunks = fixed_chunks(pad_mask([9, 2, 1], 9))  # rows 1 and 2: every slot after the first is empty
+    weights = [torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True),
+               torch.randn(4, requires_grad=True), torch.randn(1, 4, requires_grad=True)]
+    phrases, alpha = attentive_pool(x, chunks, glance, *weights)
+    assert torch.isfinite(phrases).all() and torch.isfinite(alpha).all()
+    assert phrases[1, 1:].abs().sum() == 0 and phrases[2, 1:].abs().sum() == 0
+    (phrases.square().sum() + alpha.sum()).backward()
+    for t in [x, *weights]:
+        assert torch.isfinite(t.grad).all()
+    # Padding positions receive no gradient: they are in no chunk.
+    assert x.grad[1, 2:].abs().sum() == 0 and x.grad[2, 1:].abs().sum() == 0
+
+
+def test_pooling_weights_sum_to_one_on_every_chunk_and_zero_elsewhere():
+    torch.manual_seed(1)
+    chunks = fixed_chunks(pad_mask([60, 13, 5], 60))
+    _, alpha = attentive_pool(torch.randn(3, 60, 4), chunks, "mean", torch.randn(4, 4), torch.randn(4, 4),
+                              torch.randn(4), torch.randn(1, 4))
+    torch.testing.assert_close(alpha.sum(-1), chunks.gt(0).float(), atol=1e-6, rtol=0)
+
+
+def test_transparent_mix_weights_sum_to_one_and_equal_the_hand_value():
+    logits = torch.tensor([0.0, math.log(2.0), math.log(3.0)])
+    weights = transparent_weights(logits)
+    torch.testing.assert_close(weights, torch.tensor([1 / 6, 2 / 6, 3 / 6]), atol=1e-7, rtol=0)
+    assert abs(weights.sum().item() - 1.0) < 1e-7
+    phrases = torch.stack([torch.full((1, 2, 3), 6.0), torch.full((1, 2, 3), 12.0), torch.full((1, 2, 3), -6.0)], 1)
+    # 6/6 + 12·2/6 - 6·3/6 = 1 + 4 - 3
+    torch.testing.assert_close(transparent_mix(phrases, logits), torch.full((1, 2, 3), 2.0), atol=1e-6, rtol=0)
+
+
+def test_chunk_table_puts_each_chunk_weight_at_its_length_and_start():
+    chunks = fixed_chunks(pad_mask([4, 2], 4))  # row 0: (0, 3), (3, 4); row 1: (0, 2)
+    probs = torch.tensor([[0.25, 0.0, 0.0, 0.75], [1.0, 0.0, 0.0, 0.0]])  # (B, S) over chunk starts
+    table = chunk_phrase_table(probs, chunks)  # (B, 8, S)
+    expected = torch.zeros(2, 8, 4)
+    expected[0, 2, 0], expected[0, 0, 3], expected[1, 1, 0] = 0.25, 0.75, 1.0
+    assert torch.equal(table, expected)
+
+
+def config_problems(value):
+    with pytest.raises(ConfigError) as caught:
+        ModelConfig.from_dict({"vocab_size": 100, "d_model": 32, "n_heads": 4, "phrase_representation": value})
+    return caught.value.problems
+
+
+def test_options_report_every_problem_at_once():
+    assert config_problems({"glance": "median", "window": 4, "chunk": 2}) == [
+        "phrase_representation: unknown option(s) ['chunk', 'window']; known options: glance",
+        "phrase_representation: glance must be one of max, mean, got 'median'",
+    ]
+    assert config_problems({"glance": 1}) == ["phrase_representation: glance must be one of max, mean, got 1"]
+    assert config_problems(["mean"]) == ["phrase_representation must be an object or null, got list"]
+
+
+def test_valid_options_round_trip():
+    for options in ({}, {"glance": "mean"}, {"glance": "max"}):
+        config = ModelConfig(vocab_size=100, d_model=32, n_heads=4, phrase_representation=options)
+        assert ModelConfig.from_dict(config.to_dict()) == config

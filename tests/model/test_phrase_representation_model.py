@@ -1,0 +1,187 @@
+"""Phrase representations in the Transformer: incremental = full pass, cached search = uncached,
+padding changes nothing, gradients reach every parameter, phrase attention over real chunks,
+long and one-token sources translate, alone and with the other attention kinds."""
+import pytest
+import torch
+
+from model.attention.registry import attention_class, known_attention_kinds
+from model.beam_search import beam_search
+from model.config import AttentionConfig
+from model.generate import SearchOptions, generate, max_lengths
+from model.phrase_representation import chunk_spans
+from model.phrases import phrase_links
+from tests.helpers import FullPassDecoder, tiny_model
+
+SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
+TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
+HETEROGENEOUS = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
+
+CASES = {
+    "alone-mean": {"phrase_representation": {"glance": "mean"}},
+    "alone-max": {"phrase_representation": {"glance": "max"}},
+    "queryk-self": {"phrase_representation": {}, "encoder_self_attention": HETEROGENEOUS,
+                    "decoder_self_attention": HETEROGENEOUS},
+    "queryk-cross": {"phrase_representation": {}, "cross_attention": HETEROGENEOUS},
+    "convkv-interleaved-all": {"phrase_representation": {"glance": "max"}, **{
+        f"{site}_attention": AttentionConfig("convkv", {"structure": "interleaved"})
+        for site in ("encoder_self", "decoder_self", "cross")}},
+    # The other model parts on the token cross-attention compose with the phrase sublayers.
+    "alignment-biases": {"phrase_representation": {},
+                         "alignment_biases": {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}},
+    "global-fertility": {"phrase_representation": {}, "global_fertility": {"weight": 0.1}},
+}
+# Every other registered kind (fine2d, ...) that runs with its default options, at the cross site.
+for _kind in known_attention_kinds():
+    if _kind not in ("vanilla", "convkv", "queryk") and not attention_class(_kind).validate_options({}, "cross"):
+        CASES[f"{_kind}-cross"] = {"phrase_representation": {}, "cross_attention": AttentionConfig(_kind, {})}
+
+
+def model_for(case, seed=0):
+    return tiny_model(seed=seed, **CASES[case])
+
+
+def phrasal_cross(case):
+    return CASES[case].get("cross_attention", AttentionConfig()).kind in ("convkv", "queryk")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_incremental_decoding_equals_full_pass(case):
+    model = model_for(case)
+    full = model(SRC, TGT_IN, need_attention=True)
+    full_log_probs = torch.log_softmax(full.logits, dim=-1)
+    memory = model.encode(SRC)
+    state = model.init_state(memory)
+    # Projected once per source: the phrase keys are in the state from the start, and never change.
+    phrase_keys = {n: t for n, t in state.tensors.items() if ".phrase." in n}
+    assert len(phrase_keys) == 2 * model.config.decoder_layers
+    for t in range(TGT_IN.shape[1]):
+        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
+        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
+        log_probs, attention, plain_state = model.decode_step(TGT_IN[:, t], None, state)
+        assert torch.equal(log_probs, step.log_probs) and torch.equal(attention, step.attention)
+        assert plain_state.tensors.keys() == step.state.tensors.keys()
+        state = step.state
+    assert all(state.tensors[n] is t for n, t in phrase_keys.items())
+    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
+    assert torch.equal(state.tensors["phrase_chunks"], memory.phrase_chunks)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cached_search_equals_uncached_search(case):
+    model = model_for(case, seed=3)
+    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=2, return_attention=True)
+    cached = generate(model, SRC, options)
+    with torch.inference_mode():
+        uncached = beam_search(
+            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
+            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
+        )
+    for a_list, b_list in zip(cached, uncached):
+        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
+        for a, b in zip(a_list, b_list):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_sentence_alone_equals_it_padded_in_a_batch(case):
+    model = model_for(case)
+    batched = model(SRC, TGT_IN, need_attention=True)
+    for row in (1, 2):
+        length = int(SRC[row].ne(0).sum())
+        t_len = int(TGT_IN[row].ne(0).sum())
+        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
+        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(batched.phrase_attention[row : row + 1, :t_len, :, :length],
+                                   alone.phrase_attention, atol=1e-5, rtol=0)
+        assert torch.equal(batched.phrase_chunks[row : row + 1, :length], alone.phrase_chunks)
+        assert batched.phrase_attention[row, :, :, length:].abs().max().item() == 0.0
+
+
+@pytest.mark.parametrize("glance", ["mean", "max"])
+@pytest.mark.parametrize("case", ["alone-mean", "queryk-self", "queryk-cross"])
+def test_gradients_reach_every_parameter(case, glance):
+    torch.manual_seed(0)
+    model = tiny_model(**{**CASES[case], "phrase_representation": {"glance": glance}}).train()
+    out = model(SRC, TGT_IN)
+    out.logits.logsumexp(-1).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+    assert missing == []
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_phrase_attention_rows_are_distributions_over_the_real_chunks():
+    model = model_for("alone-mean")
+    out = model(SRC, TGT_IN, need_attention=True)
+    assert chunk_spans(out.phrase_chunks) == [[(0, 3), (3, 6), (6, 8)], [(0, 3), (3, 5)], [(0, 2)]]
+    table = out.phrase_attention  # (B, T, 8, S)
+    torch.testing.assert_close(table.sum((2, 3)), torch.ones(3, 5), atol=1e-5, rtol=0)
+    # Weight only at [n-1, j] for a chunk starting at j of real length n.
+    allowed = torch.zeros(3, 8, SRC.shape[1], dtype=torch.bool)
+    for b, row in enumerate(chunk_spans(out.phrase_chunks)):
+        for start, end in row:
+            allowed[b, end - start - 1, start] = True
+    assert table.masked_select(~allowed.unsqueeze(1)).abs().max().item() == 0.0
+    assert (table.masked_select(allowed.unsqueeze(1)) > 0).all()
+
+
+def test_a_phrasal_cross_attention_reports_its_own_ngram_table():
+    model = model_for("queryk-cross")
+    out = model(SRC, TGT_IN, need_attention=True)
+    assert out.phrase_attention.shape[2] == 3  # n-grams 1..3 of QueryK, not the 8 chunk sizes
+    assert torch.equal(out.phrase_chunks, model_for("alone-mean")(SRC, TGT_IN).phrase_chunks)
+
+
+def test_the_transparent_mix_of_a_decoder_layer_is_a_softmax_over_encoder_layers():
+    model = model_for("alone-mean")
+    phrase_attention = model.decoder_layers[1].phrase_attention
+    with torch.no_grad():
+        phrase_attention.mix_logits.copy_(torch.log(torch.tensor([1.0, 2.0, 5.0])))
+    torch.testing.assert_close(phrase_attention.mix_weights(), torch.tensor([0.125, 0.25, 0.625]), atol=1e-7, rtol=0)
+    memory = model.encode(SRC)
+    assert memory.phrases.shape[1] == model.config.encoder_layers + 1
+    expected = 0.125 * memory.phrases[:, 0] + 0.25 * memory.phrases[:, 1] + 0.625 * memory.phrases[:, 2]
+    torch.testing.assert_close(phrase_attention.mixed(memory.phrases), expected, atol=1e-6, rtol=0)
+
+
+def test_memory_and_state_reorder_follow_rows():
+    model = model_for("queryk-self", seed=1)
+    memory = model.encode(SRC)
+    index = torch.tensor([2, 0, 1])
+    moved = memory.reorder(index)
+    assert torch.equal(moved.phrases, memory.phrases[index]) and torch.equal(moved.phrase_chunks, memory.phrase_chunks[index])
+    state = model.init_state(memory)
+    _, _, state = model.decode_step(TGT_IN[:, 0], None, state)
+    log_probs, _, _ = model.decode_step(torch.tensor([20, 21, 22]), None, state.reorder(index))
+    reference, _, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    torch.testing.assert_close(log_probs, reference[index], atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.init_state(moved).tensors["layers.0.phrase.k"],
+                               model.init_state(memory).tensors["layers.0.phrase.k"][index], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("case", ["alone-mean", "queryk-self"])
+def test_a_long_and_a_one_token_source_translate(case):
+    model = model_for(case, seed=2)
+    torch.manual_seed(0)
+    long = torch.cat([torch.randint(3, 500, (1, 69)), torch.tensor([[2]])], dim=1)  # 70 tokens
+    options = SearchOptions(beam_size=2, n_best=2, max_length_ratio=0.2, max_length_offset=3,
+                            return_attention=True, return_phrase_attention=True)
+    alone = {}
+    for src in (long, torch.tensor([[2]]), torch.tensor([[7, 2]])):
+        (hypotheses,) = generate(model, src, options)
+        spans = set(chunk_spans(model.encode(src).phrase_chunks)[0])
+        assert len(hypotheses) == 2
+        for h in hypotheses:
+            assert h.tokens and torch.isfinite(torch.tensor(h.score))
+            torch.testing.assert_close(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+            # model.phrases reads the chunk table unchanged: every link is one of the chunks.
+            assert {(link.start, link.start + link.length) for link in phrase_links(h.phrase_attention)} <= spans
+        alone[src.shape[1]] = [h.tokens for h in hypotheses]
+    assert chunk_spans(model.encode(long).phrase_chunks)[0][-1] == (64, 70)
+    # Batched together, padded: the same translations.
+    batch = torch.zeros(2, 70, dtype=torch.long)
+    batch[0], batch[1, :2] = long[0], torch.tensor([7, 2])
+    together = generate(model, batch, options)
+    assert [h.tokens for h in together[0]] == alone[70] and [h.tokens for h in together[1]] == alone[2]
