@@ -40,6 +40,9 @@ VARIANTS = [
     "convkv-interleaved",
     "queryk-interleaved",
     "fine2d-cross",
+    "phrase-representation",
+    "phrase-representation-queryk",
+    "alignment-biases",
 ]
 VOCAB = 10000
 
@@ -50,7 +53,17 @@ def recipe_path(variant: str) -> Path:
 
 def describe(variant: str) -> str:
     model = json.loads(recipe_path(variant).read_text())["model"]
-    attention = model.get("cross_attention")
+    extras = []
+    if model.get("phrase_representation") is not None:
+        extras.append(f"phrase representations {json.dumps(model['phrase_representation'])}")
+    if model.get("alignment_biases"):
+        extras.append(f"alignment biases {', '.join(model['alignment_biases'])}")
+    attention = _describe_attention(model)
+    return " + ".join(([attention] if attention != "vanilla" or not extras else []) + extras)
+
+
+def _describe_attention(model: dict) -> str:
+    attention = model.get("cross_attention") or model.get("encoder_self_attention")
     if attention is None:
         return "vanilla"
     options = attention.get("options", {})

@@ -49,3 +49,28 @@ class FullPassDecoder:
     def reorder(self, index):
         self.prefix = self.prefix.index_select(0, index)
         self.src = self.src.index_select(0, index)
+
+
+def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2, beam: int = 3) -> None:
+    """Beam search over the cached decoder (model.generate) returns exactly the hypotheses,
+    scores and attention of beam search over FullPassDecoder: the decoding state, and its
+    reordering with the beam, change nothing."""
+    from model.beam_search import beam_search
+    from model.generate import SearchOptions, generate, max_lengths
+
+    options = SearchOptions(
+        beam_size=beam, n_best=beam, max_length_ratio=1.0, max_length_offset=max_length_offset, return_attention=True
+    )
+    cached = generate(model, src, options)
+    with torch.inference_mode():
+        uncached = beam_search(
+            FullPassDecoder(model, src.repeat_interleave(beam, 0)), batch_size=src.shape[0], beam_size=beam,
+            bos_id=model.config.bos_id, eos_id=model.config.eos_id,
+            max_lengths=max_lengths(src, model.config.pad_id, options, model.config.max_positions - 1),
+            n_best=beam, return_attention=True,
+        )
+    for a_list, b_list in zip(cached, uncached, strict=True):
+        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
+        for a, b in zip(a_list, b_list):
+            assert abs(a.score - b.score) < 1e-5
+            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)

@@ -10,11 +10,10 @@ from model.attention.fine2d import Fine2dAttention
 from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked, target_chunk
 from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
-from model.beam_search import beam_search
 from model.config import AttentionConfig
 from model.errors import ConfigError
-from model.generate import SearchOptions, generate, max_lengths
-from tests.helpers import FullPassDecoder, tiny_config, tiny_model
+from model.generate import SearchOptions, generate
+from tests.helpers import assert_cached_search_equals_uncached, tiny_config, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -203,18 +202,7 @@ def test_state_names():
 @pytest.mark.parametrize("name", ["cross", "all-sites", "cross+queryk-self"])
 def test_cached_search_equals_uncached_search(name):
     model = model_for(name, seed=3)
-    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=2, return_attention=True)
-    cached = generate(model, SRC, options)
-    with torch.inference_mode():
-        uncached = beam_search(
-            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
-            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
-        )
-    for a_list, b_list in zip(cached, uncached):
-        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
-        for a, b in zip(a_list, b_list):
-            assert abs(a.score - b.score) < 1e-5
-            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+    assert_cached_search_equals_uncached(model, SRC, max_length_offset=2)
 
 
 @pytest.mark.parametrize("name", ["cross", "all-sites"])

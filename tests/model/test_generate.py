@@ -1,27 +1,15 @@
 """Beam search over the incremental decoder equals beam search over full recomputation."""
 import torch
 
-from model.beam_search import beam_search
 from model.generate import SearchOptions, generate, max_lengths
-from tests.helpers import FullPassDecoder, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 
 
 def test_cached_search_equals_uncached_search():
     model = tiny_model(seed=3)
-    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=3, return_attention=True)
-    cached = generate(model, SRC, options)
-    with torch.inference_mode():
-        uncached = beam_search(
-            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
-            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
-        )
-    for a_list, b_list in zip(cached, uncached):
-        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
-        for a, b in zip(a_list, b_list):
-            assert abs(a.score - b.score) < 1e-5
-            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+    assert_cached_search_equals_uncached(model, SRC, max_length_offset=3)
 
 
 def test_a_padded_sentence_translates_as_it_does_alone():

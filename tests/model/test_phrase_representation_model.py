@@ -5,12 +5,11 @@ import pytest
 import torch
 
 from model.attention.registry import attention_class, known_attention_kinds
-from model.beam_search import beam_search
 from model.config import AttentionConfig
-from model.generate import SearchOptions, generate, max_lengths
+from model.generate import SearchOptions, generate
 from model.phrase_representation import chunk_spans
 from model.phrases import phrase_links
-from tests.helpers import FullPassDecoder, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -71,18 +70,7 @@ def test_incremental_decoding_equals_full_pass(case):
 @pytest.mark.parametrize("case", list(CASES))
 def test_cached_search_equals_uncached_search(case):
     model = model_for(case, seed=3)
-    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.0, max_length_offset=2, return_attention=True)
-    cached = generate(model, SRC, options)
-    with torch.inference_mode():
-        uncached = beam_search(
-            FullPassDecoder(model, SRC.repeat_interleave(3, 0)), batch_size=3, beam_size=3, bos_id=1, eos_id=2,
-            max_lengths=max_lengths(SRC, 0, options, 127), n_best=3, return_attention=True,
-        )
-    for a_list, b_list in zip(cached, uncached):
-        assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
-        for a, b in zip(a_list, b_list):
-            assert abs(a.score - b.score) < 1e-5
-            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+    assert_cached_search_equals_uncached(model, SRC, max_length_offset=2)
 
 
 @pytest.mark.parametrize("case", list(CASES))
