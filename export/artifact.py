@@ -14,14 +14,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from model.artifacts import TOKENIZER_FILE, sha256_file
+from model.artifacts import MANIFEST_FILE, TOKENIZER_FILE, read_checked_manifest, sha256_file
 from model.config import ModelConfig
 from model.errors import ArtifactError, ConfigError
 from export.layout import StateLayout
 
 FORMAT = "phrasal-export"
 FORMAT_VERSION = 1
-MANIFEST_FILE = "manifest.json"
 VERSIONED_PACKAGES = ("torch", "onnx", "onnxruntime", "onnxscript", "ctranslate2", "sentencepiece")
 
 
@@ -88,30 +87,13 @@ def write_manifest(exported: ExportedDir, *, extra: dict[str, Any]) -> dict[str,
 def read_export_dir(path: str | Path, target: str | None = None) -> ExportedDir:
     """Check and describe an exported directory; `target` (if given) must be the one it was made for."""
     path = Path(path)
-    if not path.is_dir():
-        raise ArtifactError(f"exported model directory {path} does not exist")
-    try:
-        manifest = json.loads((path / MANIFEST_FILE).read_text())
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing {MANIFEST_FILE} (not an exported model directory)") from None
-    except json.JSONDecodeError as error:
-        raise ArtifactError(f"{path / MANIFEST_FILE}: not valid JSON ({error})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise ArtifactError(f"{path}: not a {FORMAT} v{FORMAT_VERSION} directory")
-    missing = [key for key in ("target", "source_lang", "target_lang", "model_config", "files", "options") if key not in manifest]
-    if missing:
-        raise ArtifactError(f"{path / MANIFEST_FILE}: missing {', '.join(missing)}")
+    manifest = read_checked_manifest(
+        path, format=FORMAT, format_version=FORMAT_VERSION,
+        required_keys=("target", "source_lang", "target_lang", "model_config", "options"),
+        required_files=(TOKENIZER_FILE,), what="exported model directory", hint=" (not an exported model directory)",
+    )
     if target is not None and manifest["target"] != target:
         raise ArtifactError(f"{path} is a {manifest['target']} export, not {target}")
-    files = manifest["files"]
-    if TOKENIZER_FILE not in files:
-        raise ArtifactError(f"{path / MANIFEST_FILE}: no hash recorded for {TOKENIZER_FILE}")
-    for name, digest in sorted(files.items()):
-        file = path / name
-        if not file.is_file():
-            raise ArtifactError(f"{path}: missing {name}")
-        if sha256_file(file) != digest:
-            raise ArtifactError(f"{file}: sha256 does not match the manifest (file changed or corrupted)")
     verification = manifest.get("verification") or {}
     if verification.get("passed") is False:
         raise ArtifactError(f"{path}: this export failed its verification against eager PyTorch; re-export it")

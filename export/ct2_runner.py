@@ -16,6 +16,9 @@ The mapping keeps the two searches equal where it matters:
 - the source is not truncated (the runtime rejects over-long texts itself); n-best lists can
   differ below the top: when more than K hypotheses end at one step CTranslate2 keeps them all
   and sorts, ours keeps the first K by log-prob.
+- phrase attention: CTranslate2 serves only the vanilla Transformer, whose phrase table is its
+  token attention as 1-grams (`DecoderLayer.step`), so it is built from the attention rows:
+  (T, 1, S) over the source pieces (CTranslate2 returns no EOS or padding columns).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from collections import defaultdict
 import torch
 
 from model.beam_search import Hypothesis
-from model.generate import SearchOptions
+from model.generate import PhrasalHypothesis, SearchOptions
 from model.tokenizer import Tokenizer
 from export.artifact import ExportedDir
 from export.ct2_target import vocabulary
@@ -42,6 +45,8 @@ def ct2_device(device: str) -> str:
 
 class Ct2Runner:
     has_attention = True
+    has_phrase_attention = True  # the token attention as 1-grams (see the module doc)
+    native_phrases = False
 
     def __init__(self, exported: ExportedDir, device: str = "cpu", threads: int = 0):
         import ctranslate2
@@ -74,6 +79,8 @@ class Ct2Runner:
 
     def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
         """Sources are piece ids without EOS (CTranslate2 adds it); n-best hypotheses per source."""
+        phrases = options.return_phrase_attention
+        with_attention = options.return_attention or phrases
         groups: dict[int, list[int]] = defaultdict(list)
         for index, ids in enumerate(sources):
             groups[self.limit(len(ids), options)].append(index)
@@ -91,20 +98,25 @@ class Ct2Runner:
                 max_input_length=0,
                 suppress_sequences=self._suppress,
                 return_scores=True,
-                return_attention=options.return_attention,
+                return_attention=with_attention,
             )
-            first_rows = self._first_attention_rows(batch) if options.return_attention and len(batch) > 1 else None
+            first_rows = self._first_attention_rows(batch) if with_attention and len(batch) > 1 else None
             for slot, (index, output) in enumerate(zip(indices, outputs)):
                 hypotheses = []
                 for h, tokens in enumerate(output.hypotheses):
                     score = float(output.scores[h])
                     attention = None
-                    if options.return_attention:
+                    if with_attention:
                         rows = torch.tensor(output.attention[h], dtype=torch.float32)
                         attention = rows.reshape(len(tokens), len(sources[index]))  # (T, S), also when T = 0
                         if first_rows is not None and len(attention):
                             attention[0] = first_rows[slot]
                     log_prob = score * (len(tokens) + 1) ** options.length_penalty
-                    hypotheses.append(Hypothesis([self.ids[t] for t in tokens], score, log_prob, attention))
+                    ids = [self.ids[t] for t in tokens]
+                    if phrases:
+                        kept = attention if options.return_attention else None
+                        hypotheses.append(PhrasalHypothesis(ids, score, log_prob, kept, attention.unsqueeze(1)))  # (T, 1, S)
+                    else:
+                        hypotheses.append(Hypothesis(ids, score, log_prob, attention))
                 results[index] = hypotheses
         return results

@@ -3,7 +3,11 @@
 Both are thin modules over the eager Transformer, positional in and out so that tracers and
 exporters see plain tensors: the encoder maps src (B, S) to the decoder's initial state (so the
 runtime never needs the model's `init_state`), and the step maps (tokens (N,), *state) to
-(log_probs (N, V) float32, [attention (N, S) float32,] *new state), in `StateLayout.names` order.
+(log_probs (N, V) float32, [attention (N, S) float32,] [phrase_attention (N, n_max, S) float32,]
+*new state), in `StateLayout.names` order. The phrase attention is an output only when the layout
+says so (`PHRASES_OUTPUT`): it comes from `decode_step_with_phrases`, which takes the same
+numerical path as `decode_step` plus the alignment layer's phrase table, so one graph serves
+searches with and without phrase alignments.
 Beam reordering stays outside: every state tensor is batch-first, so the caller index_selects.
 """
 from __future__ import annotations
@@ -13,12 +17,13 @@ from torch import nn
 
 from model.state import DecoderState
 from model.transformer import Transformer
-from export.layout import StateLayout, probe_source
+from export.layout import PHRASES_OUTPUT, StateLayout, probe_source
 
 TOKENS = "tokens"
 SOURCE = "src"
 LOG_PROBS = "log_probs"
 ATTENTION = "attention"
+PHRASE_ATTENTION = "phrase_attention"
 
 
 class EncoderEntry(nn.Module):
@@ -38,11 +43,25 @@ class DecoderStepEntry(nn.Module):
         self.model = model
         self.names = list(layout.names)
         self.has_attention = layout.has_attention
+        self.phrases = layout.phrase_attention == PHRASES_OUTPUT
 
     def forward(self, tokens: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        log_probs, attention, new = self.model.decode_step(tokens, None, DecoderState(dict(zip(self.names, state))))
-        head = (log_probs, attention) if self.has_attention else (log_probs,)
+        old = DecoderState(dict(zip(self.names, state)))
+        if self.phrases:
+            out = self.model.decode_step_with_phrases(tokens, None, old)
+            head: tuple[torch.Tensor, ...] = (out.log_probs, out.attention, out.phrase_attention)
+            new = out.state
+        else:
+            log_probs, attention, new = self.model.decode_step(tokens, None, old)
+            head = (log_probs, attention) if self.has_attention else (log_probs,)
         return head + tuple(new.tensors[name] for name in self.names)
+
+
+def step_head_names(layout: StateLayout) -> list[str]:
+    """The step's outputs before the state, in order."""
+    if layout.phrase_attention == PHRASES_OUTPUT:
+        return [LOG_PROBS, ATTENTION, PHRASE_ATTENTION]
+    return [LOG_PROBS, ATTENTION] if layout.has_attention else [LOG_PROBS]
 
 
 def encoder_io_names(layout: StateLayout) -> tuple[list[str], list[str]]:
@@ -50,8 +69,7 @@ def encoder_io_names(layout: StateLayout) -> tuple[list[str], list[str]]:
 
 
 def step_io_names(layout: StateLayout) -> tuple[list[str], list[str]]:
-    head = [LOG_PROBS, ATTENTION] if layout.has_attention else [LOG_PROBS]
-    return [TOKENS] + layout.input_names(), head + layout.output_names()
+    return [TOKENS] + layout.input_names(), step_head_names(layout) + layout.output_names()
 
 
 @torch.no_grad()  # not inference_mode: tracers refuse inference tensors as inputs

@@ -7,6 +7,11 @@ thing at a time (batch size, source length, steps decoded): a dimension that fol
 length is the "src_len" axis, one that grows by one per step is the "past_len" axis (the
 self-attention cache), and one that never changes is static (heads, head size, the n-gram window
 buffers). Nothing here knows an attention kind by name, so new kinds are exported unchanged.
+
+The probe also asks `decode_step_with_phrases` for the phrase attention (N, n_max, S): when it is
+more than the token attention as 1-grams (a phrasal cross-attention's n-gram table, the chunk
+table of phrase representations), the step graph outputs it ("output"); when it is exactly the
+token attention as 1-grams (every other model), runners rebuild it from the attention ("token").
 """
 from __future__ import annotations
 
@@ -20,6 +25,10 @@ from model.transformer import Transformer
 BATCH = "batch"
 SOURCE = "src_len"
 PAST = "past_len"
+# How an export gives the phrase attention (`StateLayout.phrase_attention`).
+PHRASES_OUTPUT = "output"  # the step graph has a "phrase_attention" output (N, phrase_sizes, S)
+PHRASES_FROM_TOKENS = "token"  # it is the token attention as 1-grams (N, 1, S): rebuilt by the runner
+PHRASES_NONE = "none"  # not available (no attention, or an export made before it was recorded)
 INPUT_PREFIX = "in_"
 OUTPUT_PREFIX = "out_"
 
@@ -36,6 +45,8 @@ class StateLayout:
     axes: dict[str, dict[int, str]]  # per tensor: dimension -> axis name; other dimensions are static
     shapes: dict[str, list[int | str]]  # per tensor: static size or axis name, for the manifest
     has_attention: bool  # decode_step returns cross-attention rows (needed for alignments)
+    phrase_attention: str = PHRASES_NONE  # PHRASES_OUTPUT | PHRASES_FROM_TOKENS | PHRASES_NONE
+    phrase_sizes: int = 0  # n_max of the phrase attention output (PHRASES_OUTPUT only)
 
     def input_names(self) -> list[str]:
         return [INPUT_PREFIX + name for name in self.names]
@@ -50,6 +61,8 @@ class StateLayout:
             "axes": {name: {str(d): axis for d, axis in dims.items()} for name, dims in self.axes.items()},
             "shapes": {name: list(shape) for name, shape in self.shapes.items()},
             "has_attention": self.has_attention,
+            "phrase_attention": self.phrase_attention,
+            "phrase_sizes": self.phrase_sizes,
         }
 
     @classmethod
@@ -60,6 +73,8 @@ class StateLayout:
             axes={name: {int(d): axis for d, axis in dims.items()} for name, dims in data["axes"].items()},
             shapes={name: list(shape) for name, shape in data["shapes"].items()},
             has_attention=bool(data["has_attention"]),
+            phrase_attention=str(data.get("phrase_attention", PHRASES_NONE)),
+            phrase_sizes=int(data.get("phrase_sizes", 0)),
         )
 
 
@@ -94,6 +109,31 @@ def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[
         states.append(dict(state.tensors))
         tokens = torch.full((batch,), _filler_id(model), dtype=torch.long)
     return states, has_attention
+
+
+@torch.inference_mode()
+def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, list[str]]:
+    """(phrase_attention mode, phrase_sizes, problems): what `decode_step_with_phrases` gives over
+    a few steps of the probe batch, compared with the token attention of the same steps."""
+    if not has_attention or not callable(getattr(model, "decode_step_with_phrases", None)):
+        return PHRASES_NONE, 0, []
+    src = probe_source(model, _BATCH, _SOURCE)
+    state = model.init_state(model.encode(src))
+    tokens = torch.full((_BATCH,), model.config.bos_id, dtype=torch.long)
+    shapes, as_tokens = set(), True
+    for _ in range(_STEPS):
+        out = model.decode_step_with_phrases(tokens, None, state)
+        phrases, state = out.phrase_attention, out.state
+        shapes.add(tuple(phrases.shape))
+        as_tokens = as_tokens and phrases.shape[1] == 1 and torch.equal(phrases[:, 0], out.attention)
+        tokens = torch.full((_BATCH,), _filler_id(model), dtype=torch.long)
+    if shapes != {(_BATCH, next(iter(shapes))[1], _SOURCE)}:
+        return PHRASES_NONE, 0, [
+            f"the phrase attention of decode_step_with_phrases must be (N, n_max, S) with a fixed n_max, got shapes {sorted(shapes)}"
+        ]
+    if as_tokens:
+        return PHRASES_FROM_TOKENS, 0, []
+    return PHRASES_OUTPUT, next(iter(shapes))[1], []
 
 
 def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
@@ -156,6 +196,13 @@ def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
                     f"decoder state tensor {name!r}: dimension {d} varies as {sig} on the probes; exported graphs "
                     "support only static sizes, the source length, or one row per decoded step"
                 )
+    try:
+        phrase_mode, phrase_sizes, phrase_problems = probe_phrases(model, has_attention)
+    except Exception as error:  # the model's own code: report it, whatever it is
+        phrase_mode, phrase_sizes, phrase_problems = PHRASES_NONE, 0, [
+            f"decode_step_with_phrases fails on the export probe: {type(error).__name__}: {error}"
+        ]
+    problems += phrase_problems
     if problems:
         return None, problems
-    return StateLayout(tuple(names), dtypes, axes, shapes, has_attention), []
+    return StateLayout(tuple(names), dtypes, axes, shapes, has_attention, phrase_mode, phrase_sizes), []

@@ -6,7 +6,7 @@ import onnxruntime as ort
 import torch
 
 from export.artifact import ExportedDir
-from export.entry_points import ATTENTION, LOG_PROBS, SOURCE, TOKENS
+from export.entry_points import SOURCE, TOKENS, step_head_names
 from export.onnx_target import ENCODER_FILE, STEP_FILE
 from export.step_search import State
 
@@ -31,28 +31,27 @@ class OnnxBackend:
         self.config = exported.config
         self.layout = exported.layout
         self.has_attention = exported.layout.has_attention
+        self.phrase_attention = exported.layout.phrase_attention
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 0: onnxruntime's default (one per core)
         providers = providers_for(device)
         self.encoder = ort.InferenceSession(str(exported.path / ENCODER_FILE), options, providers=providers)
         self.decoder = ort.InferenceSession(str(exported.path / STEP_FILE), options, providers=providers)
         self._state_inputs = self.layout.input_names()
-        head = [LOG_PROBS, ATTENTION] if self.has_attention else [LOG_PROBS]
-        self._step_outputs = head + self.layout.output_names()
+        self._head = step_head_names(self.layout)  # log_probs [, attention [, phrase_attention]]
+        self._step_outputs = self._head + self.layout.output_names()
         self._encoder_outputs = self.layout.output_names()
 
     def encode(self, src: torch.Tensor) -> State:
         outputs = self.encoder.run(self._encoder_outputs, {SOURCE: src.cpu().numpy()})
         return dict(zip(self.layout.names, outputs))
 
-    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, State]:
         feed = {TOKENS: tokens.cpu().numpy()}
         feed.update({key: state[name] for key, name in zip(self._state_inputs, self.layout.names)})
         outputs = self.decoder.run(self._step_outputs, feed)
-        head = 2 if self.has_attention else 1
-        log_probs = torch.from_numpy(outputs[0])
-        attention = torch.from_numpy(outputs[1]) if self.has_attention else None
-        return log_probs, attention, dict(zip(self.layout.names, outputs[head:]))
+        head = [torch.from_numpy(a) for a in outputs[: len(self._head)]] + [None, None]
+        return head[0], head[1], head[2], dict(zip(self.layout.names, outputs[len(self._head):]))
 
     def reorder(self, state: State, index: torch.Tensor) -> State:
         rows = index.cpu().numpy()

@@ -7,6 +7,8 @@ state dimension (heads, head size, n-gram window rows) is static. Example inputs
 and a non-empty cache because torch.export specialises sizes 0 and 1; the graph still runs with
 an empty cache at step 0 (tested). fp16 graphs are the same export of a half-precision copy: the
 step's log-probs and attention stay float32 because the model computes them in float32.
+Ops whose default lowering is not deterministic in ONNX Runtime get our own translation
+(export/onnx_ops.py: index_add, which QueryK uses, as ScatterElements instead of a racing ScatterND).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from torch.export import Dim
 from model.transformer import Transformer
 from export.entry_points import DecoderStepEntry, EncoderEntry, encoder_io_names, example_inputs, step_io_names
 from export.layout import BATCH, PAST, SOURCE, StateLayout
+from export.onnx_ops import TRANSLATIONS
 
 ENCODER_FILE = "encoder.onnx"
 STEP_FILE = "decoder_step.onnx"
@@ -49,6 +52,7 @@ def _export(module: torch.nn.Module, args: tuple, path: Path, dynamic_shapes: An
             torch.onnx.export(
                 module.eval(), args, str(path), dynamo=True, external_data=False, verbose=False,
                 dynamic_shapes=dynamic_shapes, input_names=names[0], output_names=names[1], opset_version=opset,
+                custom_translation_table=TRANSLATIONS,
             )
     finally:
         quiet.setLevel(level)

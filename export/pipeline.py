@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,7 +15,7 @@ from export.artifact import ExportedDir, read_export_dir, write_manifest
 from export.errors import ExportError, UnsupportedModel, VerificationFailed
 from export.runners import open_runner
 from export.support import TARGETS, check_support
-from export.verify import Thresholds, default_thresholds, read_sentences, sentence_file, verify
+from export.verify import BLEU_VS_EAGER, CRITERIA, Thresholds, default_thresholds, read_verify_set, verify
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
@@ -36,8 +36,11 @@ class ExportRequest:
     verify_split: str = "test_2016_flickr"
     beam_size: int = 5
     batch_size: int = 32
+    # Overrides of the defaults by target and precision (export.verify.default_thresholds).
+    criterion: str | None = None  # "identical-top" | "bleu-vs-eager"
     min_match: float | None = None
     score_tolerance: float | None = None
+    min_bleu: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -70,12 +73,24 @@ def _prepare_out_dir(request: ExportRequest) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def _thresholds(request: ExportRequest) -> Thresholds:
+def thresholds_for(request: ExportRequest) -> Thresholds:
+    """The defaults for the target and precision, with the request's overrides; an override that
+    the criterion in force does not read is refused rather than ignored."""
     base = default_thresholds(request.target, request.precision)
-    return Thresholds(
-        request.min_match if request.min_match is not None else base.min_match,
-        request.score_tolerance if request.score_tolerance is not None else base.score_tolerance,
-    )
+    if request.criterion is not None:
+        if request.criterion not in CRITERIA:
+            raise ExportError(f"criterion must be one of {', '.join(CRITERIA)}, got {request.criterion!r}")
+        base = replace(base, criterion=request.criterion)
+    unused = ["min_match", "score_tolerance"] if base.criterion == BLEU_VS_EAGER else ["min_bleu"]
+    given = [name for name in unused if getattr(request, name) is not None]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ExportError(
+            f"{flags} does not apply: this export is verified by {base.criterion} "
+            f"(choose the criterion with --criterion {'|'.join(CRITERIA)})"
+        )
+    override = {"min_match": request.min_match, "score_tolerance": request.score_tolerance, "min_bleu": request.min_bleu}
+    return replace(base, **{key: value for key, value in override.items() if value is not None})
 
 
 def _build(request: ExportRequest, loaded: LoadedModel, log: Callable[[str], None]) -> tuple[ExportedDir, dict[str, Any]]:
@@ -122,10 +137,11 @@ def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> di
         loaded = load_model_dir(request.model_dir)
     except ArtifactError as error:
         raise ExportError(str(error)) from None
-    sentences: list[str] = []
-    data_file = sentence_file(request.verify_data, request.verify_split, loaded.source_lang)
-    if request.verify:
-        sentences = read_sentences(data_file, request.verify_sentences)  # fail before the slow part
+    data, thresholds = None, None
+    if request.verify:  # fail before the slow part
+        thresholds = thresholds_for(request)
+        data = read_verify_set(request.verify_data, request.verify_split, loaded.source_lang, loaded.target_lang,
+                               request.verify_sentences)
     created = not request.out_dir.exists()
     _prepare_out_dir(request)
     try:
@@ -134,11 +150,10 @@ def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> di
         if created and not any(request.out_dir.iterdir()):
             request.out_dir.rmdir()  # refused before anything was written: leave no trace
         raise
-    if request.verify:
-        thresholds = _thresholds(request)
+    if data is not None and thresholds is not None:
         runner = open_runner(exported, device=request.device)
-        result = verify(loaded, runner, sentences, thresholds, beam_size=request.beam_size,
-                        batch_size=request.batch_size, source=str(data_file))
+        result = verify(loaded, runner, data, thresholds, beam_size=request.beam_size,
+                        batch_size=request.batch_size)
     else:
         result = {"skipped": True}
     manifest = write_manifest(exported, extra={

@@ -12,12 +12,15 @@ from typing import Protocol
 from model.beam_search import Hypothesis
 from model.generate import SearchOptions
 from export.artifact import ExportedDir, read_export_dir
-from export.step_search import StepBackend, generate_ids
+from export.layout import PHRASES_OUTPUT
+from export.step_search import StepBackend, generate_ids, has_phrase_attention
 
 
 class Runner(Protocol):
     exported: ExportedDir
     has_attention: bool  # can return attention rows, hence token alignments
+    has_phrase_attention: bool  # can return the phrase attention (SearchOptions.return_phrase_attention)
+    native_phrases: bool  # that phrase attention is the model's own (n-grams, chunks), not its token attention
 
     def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
         """Sources are piece ids without EOS; n-best hypotheses per source, best first."""
@@ -31,6 +34,8 @@ class StepRunner:
         self.exported = exported
         self.backend = backend
         self.has_attention = backend.has_attention
+        self.has_phrase_attention = has_phrase_attention(backend)
+        self.native_phrases = backend.phrase_attention == PHRASES_OUTPUT
 
     def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
         return generate_ids(self.backend, sources, options)

@@ -4,9 +4,13 @@ Generic over the attention registry: an attention class may declare
 `export_problems(target: str, options: dict, site: str) -> list[str]` (a staticmethod or
 classmethod) to refuse targets it knows it cannot reach; the graph targets (onnx, torchscript)
 also probe the decoding state itself (`export.layout`). CTranslate2 has only the vanilla
-Transformer, so every other kind is refused by name.
+Transformer, so every other kind is refused by name, and so is every ModelConfig field that its
+TransformerSpec cannot represent (phrase representations, alignment biases, and any field added
+later) unless it is at its default: the list below names what CTranslate2 does represent.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from model.attention.registry import SITES, attention_class
 from model.config import ModelConfig
@@ -15,6 +19,14 @@ from export.layout import StateLayout, probe_layout
 
 TARGETS = ("onnx", "torchscript", "ct2")
 GRAPH_TARGETS = ("onnx", "torchscript")
+# ModelConfig fields that CTranslate2's TransformerSpec represents, or that inference never reads
+# (dropouts; the global fertility head only adds a training loss). Any other field away from its
+# default is a part of the model that CTranslate2 would silently drop, so it is refused.
+CT2_FIELDS = frozenset({
+    "vocab_size", "d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions",
+    "pad_id", "bos_id", "eos_id", "tie_embeddings", "alignment_layer",
+    "dropout", "attention_dropout", "activation_dropout", "global_fertility", "schema_version",
+})
 
 
 def registry_problems(config: ModelConfig, target: str) -> list[str]:
@@ -37,6 +49,17 @@ def ct2_problems(config: ModelConfig) -> list[str]:
             problems.append(
                 f"{site}_attention is {spec.kind!r}: CTranslate2's TransformerSpec has only vanilla "
                 "multi-head attention (export this model to onnx or torchscript instead)"
+            )
+    sites = {f"{site}_attention" for site in SITES}
+    for field in dataclasses.fields(ModelConfig):
+        if field.name in CT2_FIELDS or field.name in sites:
+            continue
+        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        value = getattr(config, field.name)
+        if value != default:
+            problems.append(
+                f"{field.name} is set ({ModelConfig.to_dict(config)[field.name]!r}): CTranslate2's TransformerSpec "
+                "has no such part (export this model to onnx or torchscript instead)"
             )
     return problems
 

@@ -6,6 +6,7 @@ import warnings
 import torch
 
 from export.artifact import ExportedDir
+from export.entry_points import step_head_names
 from export.step_search import State
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
 
@@ -16,6 +17,8 @@ class TorchScriptBackend:
         self.config = exported.config
         self.layout = exported.layout
         self.has_attention = exported.layout.has_attention
+        self.phrase_attention = exported.layout.phrase_attention
+        self._heads = len(step_head_names(exported.layout))  # log_probs [, attention [, phrase_attention]]
         self.device = torch.device(device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates TorchScript
@@ -26,14 +29,13 @@ class TorchScriptBackend:
         with torch.inference_mode(), torch.jit.optimized_execution(False):
             return dict(zip(self.layout.names, self.encoder(src.to(self.device))))
 
-    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, State]:
         # The profiling executor re-specialises the graph for every new cache length; without it
         # the trace runs as recorded (measured faster on CPU, and the same numbers).
         with torch.inference_mode(), torch.jit.optimized_execution(False):
             outputs = self.decoder(tokens.to(self.device), *[state[name] for name in self.layout.names])
-        head = 2 if self.has_attention else 1
-        attention = outputs[1] if self.has_attention else None
-        return outputs[0], attention, dict(zip(self.layout.names, outputs[head:]))
+        head = list(outputs[: self._heads]) + [None, None]
+        return head[0], head[1], head[2], dict(zip(self.layout.names, outputs[self._heads:]))
 
     def reorder(self, state: State, index: torch.Tensor) -> State:
         index = index.to(self.device)

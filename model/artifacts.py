@@ -103,31 +103,53 @@ def save_model_dir(
     return path
 
 
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The manifest after checking that every listed file exists and has the recorded hash."""
+def read_checked_manifest(
+    path: str | Path,
+    *,
+    format: str,
+    format_version: int,
+    required_keys: tuple[str, ...],
+    required_files: tuple[str, ...],
+    what: str = "model directory",
+    hint: str = "",
+) -> dict[str, Any]:
+    """A directory's manifest after checking its format and keys, that it records a hash for each
+    of `required_files`, and that every file it lists exists with that sha256. Shared by model
+    directories and exported directories (export/artifact.py); `hint` follows "missing manifest.json"."""
     path = Path(path)
     if not path.is_dir():
-        raise ArtifactError(f"model directory {path} does not exist")
+        raise ArtifactError(f"{what} {path} does not exist")
     try:
         manifest = json.loads((path / MANIFEST_FILE).read_text())
     except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing {MANIFEST_FILE}") from None
+        raise ArtifactError(f"{path}: missing {MANIFEST_FILE}{hint}") from None
     except json.JSONDecodeError as error:
         raise ArtifactError(f"{path / MANIFEST_FILE}: not valid JSON ({error})") from None
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise ArtifactError(f"{path}: not a {FORMAT} v{FORMAT_VERSION} directory")
-    for key in ("source_lang", "target_lang", "files"):
-        if key not in manifest:
-            raise ArtifactError(f"{path / MANIFEST_FILE}: missing {key!r}")
+    if not isinstance(manifest, dict) or manifest.get("format") != format or manifest.get("format_version") != format_version:
+        raise ArtifactError(f"{path}: not a {format} v{format_version} directory")
+    missing = [key for key in ("files", *required_keys) if key not in manifest]
+    if missing:
+        raise ArtifactError(f"{path / MANIFEST_FILE}: missing {', '.join(map(repr, missing))}")
     files = manifest["files"]
-    for name in HASHED_FILES:
+    for name in required_files:
         if name not in files:
             raise ArtifactError(f"{path / MANIFEST_FILE}: no hash recorded for {name}")
-        if not (path / name).is_file():
+    root = path.resolve()
+    for name, digest in sorted(files.items()):
+        file = path / name
+        if root not in file.resolve().parents:
+            raise ArtifactError(f"{path / MANIFEST_FILE}: lists {name!r}, which is not inside {path}")
+        if not file.is_file():
             raise ArtifactError(f"{path}: missing {name}")
-        if sha256_file(path / name) != files[name]:
-            raise ArtifactError(f"{path / name}: sha256 does not match the manifest (file changed or corrupted)")
+        if sha256_file(file) != digest:
+            raise ArtifactError(f"{file}: sha256 does not match the manifest (file changed or corrupted)")
     return manifest
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest after checking that every listed file exists and has the recorded hash."""
+    return read_checked_manifest(path, format=FORMAT, format_version=FORMAT_VERSION,
+                                 required_keys=("source_lang", "target_lang"), required_files=HASHED_FILES)
 
 
 def load_model_dir(path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> LoadedModel:

@@ -3,8 +3,11 @@
 The backend files (onnx_runtime.py, torchscript_runtime.py, ct2_runtime.py) open the export
 with ``export.runners.open_runner`` — the same runner the exporter verified against eager
 PyTorch — and hand it here; this class does what TorchRuntime does around the model: pieces
-with character offsets, the source-length limit, n-best texts and scores, and word alignments
-through ``model.alignment.token_alignment`` from the attention rows the runner returns.
+with character offsets, the source-length limit, n-best texts and scores, word alignments
+through ``model.alignment.token_alignment`` from the attention rows the runner returns, and
+phrase maps: from the model's own phrase attention when the export outputs it (phrasal
+cross-attention, phrase representations: the decoder-step graph's "phrase_attention", equal to
+eager's), otherwise extracted from the word alignment — exactly as TorchRuntime chooses.
 """
 from __future__ import annotations
 
@@ -36,17 +39,28 @@ class ExportedRuntime(TranslationRuntime):
                 f"the {self.backend} export serving {self.pair} returns no attention, so it cannot give "
                 f'{options.alignment} alignments; ask with alignment="none"',
             )
+        if options.alignment == "phrase" and not self.runner.has_phrase_attention:
+            # An export whose manifest does not say how it gives phrase attention (made before
+            # the step graph had that output): a phrasal model's map would silently change kind.
+            raise UnsupportedOption(
+                "alignment",
+                f"the {self.backend} export serving {self.pair} was made without its phrase attention, so it "
+                'cannot give phrase alignments; re-export it, or ask with alignment="token"',
+            )
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.tokenizer.encode_batch(list(texts))]
 
     def warmup(self) -> None:
-        alignment = "token" if self.runner.has_attention else "none"
+        alignment = "none" if not self.runner.has_attention else "phrase" if self.runner.has_phrase_attention else "token"
         self.translate(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment=alignment))
 
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         self.check_options(options)
-        return translate_texts(self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate)
+        return translate_texts(
+            self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate, self.runner.native_phrases
+        )
+
 
 def load_exported_runtimes(settings, backend: str) -> list[TranslationRuntime]:
     """One runtime per ``settings.export_dirs`` entry; each export is checked (sha256 of every

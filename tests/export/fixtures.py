@@ -12,29 +12,55 @@ from pathlib import Path
 import torch
 
 from model.artifacts import save_model_dir
+from model.config import AttentionConfig
 from model.transformer import Transformer
 from export.pipeline import ExportRequest, run_export
 from tests.conftest import read_lines
 from tests.helpers import tiny_model
 
-# The model configs every export test runs on (tiny_config overrides by id). A later session
-# adds the phrasal attention kinds here.
+
+def _everywhere(kind: str, **options) -> dict:
+    """One attention kind at all three sites, on a model with one encoder layer (every encoder
+    layer is alike) and two decoder layers (the alignment layer, and one whose cross-attention
+    takes the no-weights path, e.g. ConvKV's fused kernel). Fewer layers: shorter ONNX exports."""
+    attention = AttentionConfig(kind, options)
+    return dict(encoder_layers=1, decoder_layers=2, encoder_self_attention=attention,
+                decoder_self_attention=attention, cross_attention=attention)
+
+
+# The model configs every export test runs on (tiny_config overrides by id): the vanilla
+# Transformer and each phrasal kind x structure of the trained recipes (recipes/*-tiny-en-de.json).
+# Helpers adding model parts add their configs here.
 MODEL_CONFIGS: dict[str, dict] = {
     "vanilla": {},
+    **{
+        f"{kind}-{name}": _everywhere(kind, **options)
+        for kind in ("convkv", "queryk")
+        for name, options in {
+            "homogeneous-2x2": {"structure": "homogeneous", "ngrams": [1, 2], "heads_per_ngram": [2, 2]},
+            "heterogeneous-1-2-3": {"structure": "heterogeneous", "ngrams": [1, 2, 3]},
+            "interleaved": {"structure": "interleaved", "ngrams": [1, 2]},
+        }.items()
+    },
 }
+PHRASAL_CONFIGS = [name for name in MODEL_CONFIGS if name != "vanilla"]
 
 EOS_BOOST = 6.0
+# Per config where 6 ends too early or too late: chosen so that beam 3 over the first 8 test
+# sentences gives hypotheses of at least four lengths, none at the length limit.
+EOS_BOOSTS = {"convkv-homogeneous-2x2": 3.0, "convkv-heterogeneous-1-2-3": 5.0, "queryk-homogeneous-2x2": 4.0,
+              "queryk-heterogeneous-1-2-3": 3.0}
 _model_dirs: dict[str, Path] = {}
 _exports: dict[tuple, Path] = {}
 
 
-def ending_model(seed: int = 0, **overrides) -> Transformer:
+def ending_model(seed: int = 0, eos_boost: float = EOS_BOOST, **overrides) -> Transformer:
     model = tiny_model(seed, **overrides)
     with torch.no_grad():
         direction = torch.nn.functional.normalize(torch.randn(model.config.d_model, generator=torch.Generator().manual_seed(seed)), dim=0)
-        model.decoder_norm.bias += EOS_BOOST * direction  # (D,)
+        model.decoder_norm.bias += eos_boost * direction  # (D,)
         output = model.source_embedding.tokens.weight if model.output_projection is None else model.output_projection.weight
-        output[model.config.eos_id] += direction  # EOS logit ≈ +6 at every step: hypotheses of 1-25 pieces
+        output[model.config.eos_id] += direction  # EOS logit ≈ +eos_boost at every step: short hypotheses
         # Like a trained model, give PAD and BOS (never targets) no probability: CTranslate2
         # suppresses them before its softmax, ours after (export/ct2_runner.py).
         output[model.config.pad_id] -= 2 * direction
@@ -45,8 +71,8 @@ def ending_model(seed: int = 0, **overrides) -> Transformer:
 def model_dir(tmp_path_factory, tiny_spm: Path, config_id: str = "vanilla") -> Path:
     if config_id not in _model_dirs:
         path = tmp_path_factory.mktemp(f"model-{config_id}") / "en-de"
-        _model_dirs[config_id] = save_model_dir(path, ending_model(**MODEL_CONFIGS[config_id]), tiny_spm,
-                                                source_lang="en", target_lang="de")
+        model = ending_model(eos_boost=EOS_BOOSTS.get(config_id, EOS_BOOST), **MODEL_CONFIGS[config_id])
+        _model_dirs[config_id] = save_model_dir(path, model, tiny_spm, source_lang="en", target_lang="de")
     return _model_dirs[config_id]
 
 
@@ -65,8 +91,9 @@ def sentences(limit: int = 12) -> list[str]:
     return read_lines("test_2016_flickr", "en", limit)
 
 
+# alignment "phrase": the token map and the phrase map (the model's own phrases for phrasal models).
 REQUEST = {"text": ["Two dogs play in the snow.", "", "A man  rides a bicycle."], "source": "en", "target": "de",
-           "beam_size": 3, "n_best": 1, "alignment": "token"}
+           "beam_size": 3, "n_best": 1, "alignment": "phrase"}
 
 
 def served(settings, body: dict = REQUEST) -> list:
@@ -82,7 +109,8 @@ def served(settings, body: dict = REQUEST) -> list:
 
 
 def same_translations(got: list, expected: list, score_atol: float) -> None:
-    """Texts and alignments identical, scores within `score_atol`, link weights within 1e-3."""
+    """Texts, alignments and phrase maps identical, scores within `score_atol`, link weights and
+    phrase confidences within 1e-3."""
     import pytest
 
     assert [[h["text"] for h in nbest] for nbest in got] == [[h["text"] for h in nbest] for nbest in expected]
@@ -95,3 +123,7 @@ def same_translations(got: list, expected: list, score_atol: float) -> None:
             for links_a, links_b in zip(a["alignment"]["links"], b["alignment"]["links"]):
                 assert [l["source"] for l in links_a] == [l["source"] for l in links_b]
                 assert [l["weight"] for l in links_a] == pytest.approx([l["weight"] for l in links_b], abs=1e-3)
+            if "phrases" in b:
+                assert a["phrases"]["origin"] == b["phrases"]["origin"]
+                assert [(p["source"], p["target"]) for p in a["phrases"]["pairs"]] == [(p["source"], p["target"]) for p in b["phrases"]["pairs"]]
+                assert [p["confidence"] for p in a["phrases"]["pairs"]] == pytest.approx([p["confidence"] for p in b["phrases"]["pairs"]], abs=1e-3)

@@ -31,6 +31,8 @@ def test_manifest_hashes_every_file_and_records_the_export(export_copy):
     assert layout["shapes"]["layers.0.self.k"] == ["batch", 4, "past_len", 8]
     assert layout["shapes"]["layers.1.cross.v"] == ["batch", 4, "src_len", 8]
     assert layout["shapes"]["memory_pad_mask"] == ["batch", "src_len"]
+    # Vanilla: the phrase table is the token attention as 1-grams, rebuilt by the runner.
+    assert (layout["has_attention"], layout["phrase_attention"], layout["phrase_sizes"]) == (True, "token", 0)
 
 
 def test_a_tampered_file_is_refused(export_copy):
@@ -62,6 +64,15 @@ def test_the_wrong_target_is_refused(export_copy):
     with pytest.raises(ArtifactError) as error:
         open_runner(export_copy, target="onnx")
     assert str(error.value) == f"{export_copy} is a torchscript export, not onnx"
+
+
+def test_a_manifest_naming_a_file_outside_the_directory_is_refused(export_copy):
+    manifest = json.loads((export_copy / MANIFEST_FILE).read_text())
+    manifest["files"]["../escape.txt"] = "0" * 64
+    (export_copy / MANIFEST_FILE).write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError) as error:
+        read_export_dir(export_copy)
+    assert str(error.value) == f"{export_copy / MANIFEST_FILE}: lists '../escape.txt', which is not inside {export_copy}"
 
 
 def test_a_model_directory_is_not_an_export(tmp_path):

@@ -17,7 +17,8 @@ def test_ct2_float32_top_hypotheses_equal_eager(length_penalty, tmp_path_factory
     loaded = load_model_dir(model_dir(tmp_path_factory, tiny_spm))
     runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
     ids = loaded.tokenizer.encode_batch(sentences(12))
-    options = SearchOptions(beam_size=4, n_best=1, length_penalty=length_penalty, return_attention=True)
+    options = SearchOptions(beam_size=4, n_best=1, length_penalty=length_penalty, return_attention=True,
+                            return_phrase_attention=True)
     eager = generate(loaded.model, pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id), options)
     got = runner.generate(ids, options)
     # At the length limit the searches differ by design (ours forces EOS, CTranslate2 keeps its
@@ -31,6 +32,9 @@ def test_ct2_float32_top_hypotheses_equal_eager(length_penalty, tmp_path_factory
         # CTranslate2 drops the EOS column itself: (target pieces, source pieces).
         assert a.attention.shape == (len(a.tokens), len(source))
         assert torch.allclose(a.attention, b.attention[:, : len(source)], atol=1e-4)
+        # Vanilla's phrase table is its token attention as 1-grams (T, 1, S), eager's included.
+        assert torch.allclose(a.phrase_attention, b.phrase_attention[:, :, : len(source)], atol=1e-4)
+        assert torch.equal(a.phrase_attention, a.attention.unsqueeze(1))
 
 
 def test_int8_conversion_leaves_the_eager_model_untouched(tmp_path, tmp_path_factory, tiny_spm):

@@ -15,10 +15,10 @@ from model.config import AttentionConfig
 from export.cli import main
 from export.errors import UnsupportedModel
 from export.runners import open_runner
-from export.support import check_support
+from export.support import check_support, ct2_problems
 from model.errors import ArtifactError
-from tests.export.fixtures import exported, model_dir
-from tests.helpers import tiny_model
+from tests.export.fixtures import MODEL_CONFIGS, PHRASAL_CONFIGS, exported, model_dir
+from tests.helpers import tiny_config, tiny_model
 
 
 class _Unexportable(VanillaAttention):
@@ -76,6 +76,41 @@ def test_ct2_refuses_every_non_vanilla_site(test_kinds):
     assert check_support(tiny_model(), "ct2") == (None, [])
 
 
+def _ct2_refusal(site: str, kind: str) -> str:
+    return (f"{site}_attention is {kind!r}: CTranslate2's TransformerSpec has only vanilla multi-head attention "
+            "(export this model to onnx or torchscript instead)")
+
+
+@pytest.mark.parametrize("config_id", PHRASAL_CONFIGS)
+def test_ct2_refuses_every_phrasal_config_naming_each_site(config_id):
+    kind = config_id.split("-")[0]
+    config = tiny_config(**MODEL_CONFIGS[config_id])
+    assert ct2_problems(config) == [_ct2_refusal(site, kind) for site in ("encoder_self", "decoder_self", "cross")]
+
+
+def test_ct2_refuses_any_other_model_part_it_cannot_represent():
+    # Generic over ModelConfig: a field outside the ones CTranslate2 represents, set away from
+    # its default, is refused by name (set without validation: the rule must not need the part's code).
+    config = tiny_config(dropout=0.3, global_fertility={"weight": 0.1})  # training-only: still exportable
+    assert ct2_problems(config) == []
+    object.__setattr__(config, "phrase_representation", {"glance": "max"})
+    object.__setattr__(config, "alignment_biases", {"markov": {"window": 1}})
+    assert ct2_problems(config) == [
+        "phrase_representation is set ({'glance': 'max'}): CTranslate2's TransformerSpec has no such part "
+        "(export this model to onnx or torchscript instead)",
+        "alignment_biases is set ({'markov': {'window': 1}}): CTranslate2's TransformerSpec has no such part "
+        "(export this model to onnx or torchscript instead)",
+    ]
+
+
+def test_cli_refuses_a_phrasal_model_for_ct2_with_exit_2(tmp_path, tmp_path_factory, tiny_spm, capsys):
+    source = model_dir(tmp_path_factory, tiny_spm, "queryk-interleaved")
+    assert main(["ct2", str(source), str(tmp_path / "out")]) == 2
+    reasons = [_ct2_refusal(site, "queryk") for site in ("encoder_self", "decoder_self", "cross")]
+    assert capsys.readouterr().err == f"phrasal-export: error: cannot export to ct2: {'; '.join(reasons)}\n"
+    assert not (tmp_path / "out").exists()
+
+
 def test_cli_refuses_an_unsupported_model_with_every_reason_and_exit_2(test_kinds, tmp_path, tiny_spm, capsys):
     source = save_model_dir(tmp_path / "model", tiny_model(**UNSUPPORTED), tiny_spm, source_lang="en", target_lang="de")
     assert main(["ct2", str(source), str(tmp_path / "out"), "--no-verify"]) == 2
@@ -91,6 +126,13 @@ def test_cli_refuses_an_unsupported_model_with_every_reason_and_exit_2(test_kind
         (["tflite", "{model}", "{out}"], "argument {{onnx,torchscript,ct2}}: invalid choice: 'tflite' (choose from 'onnx', 'torchscript', 'ct2')"),
         (["onnx", "{model}", "{out}", "--verify-sentences", "0"], "argument --verify-sentences: expected a positive integer, got '0'"),
         (["ct2", "{model}", "{out}", "--min-match", "2"], "argument --min-match: expected a number in [0, 1], got '2'"),
+        (["onnx", "{model}", "{out}", "--score-tolerance", "nan"], "argument --score-tolerance: expected a number >= 0, got 'nan'"),
+        (["ct2", "{model}", "{out}", "--min-bleu", "101"], "argument --min-bleu: expected a BLEU score in [0, 100], got '101'"),
+        (["ct2", "{model}", "{out}", "--criterion", "exact"],
+         "argument --criterion: invalid choice: 'exact' (choose from 'identical-top', 'bleu-vs-eager')"),
+        (["onnx", "{model}", "{out}", "--min-bleu", "90"],
+         "--min-bleu does not apply: this export is verified by identical-top (choose the criterion with --criterion identical-top|bleu-vs-eager)"),
+        (["onnx", "{model}", "{out}", "--quantization", "int8"], "unrecognized arguments: --quantization int8"),
         (["onnx", "{model}", "{out}", "--verify-data", "{missing}"],
          "verification data {missing}/test_2016_flickr.en.gz not found; pass --verify-data DIR / --verify-split NAME, or --no-verify"),
         (["onnx", "{model}", "{model}/inside", "--no-verify"], "OUT_DIR {model}/inside must lie outside MODEL_DIR {model}"),
@@ -117,6 +159,7 @@ def test_cli_exports_verifies_and_records_the_result(tmp_path, tmp_path_factory,
     verification = json.loads((out / "manifest.json").read_text())["verification"]
     assert (verification["passed"], verification["sentences"], verification["identical_top"]) == (True, 6, 6)
     assert (verification["beam_size"], verification["min_match"], verification["score_tolerance"]) == (2, 1.0, 1e-4)
+    assert (verification["criterion"], verification["bleu_vs_eager"]) == ("identical-top", 100.0)
     assert verification["source"] == "data/multi30k/test_2016_flickr.en.gz"
     assert open_runner(out).exported.manifest["verification"] == verification
 

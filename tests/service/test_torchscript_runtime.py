@@ -3,14 +3,20 @@ the same request as the torch backend on the model the export was made from: sam
 alignments, scores within 1e-4."""
 from __future__ import annotations
 
+import pytest
+
 from service.settings import Settings
 from tests.export.fixtures import exported, model_dir, same_translations, served
 
 
-def test_torchscript_backend_answers_like_the_torch_backend(tmp_path_factory, tiny_spm):
-    source = model_dir(tmp_path_factory, tiny_spm)
-    export = exported(tmp_path_factory, tiny_spm, "torchscript")
+@pytest.mark.parametrize("config_id", ["vanilla", "convkv-interleaved"])
+def test_torchscript_backend_answers_like_the_torch_backend(config_id, tmp_path_factory, tiny_spm):
+    source = model_dir(tmp_path_factory, tiny_spm, config_id)
+    export = exported(tmp_path_factory, tiny_spm, "torchscript", config_id)
     expected = served(Settings(model_dirs=[source], device="cpu", backend="torch"))
     got = served(Settings(model_dirs=[source], device="cpu", backend="torchscript", export_dirs=[export]))
-    assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""}}]
+    assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""},
+                       "phrases": {"origin": "extracted", "pairs": []}}]
+    # A phrasal model's phrase map is its own attended phrases, from the graph's phrase_attention output.
+    assert got[0][0]["phrases"]["origin"] == ("extracted" if config_id == "vanilla" else "attention")
     same_translations(got, expected, score_atol=1e-4)
