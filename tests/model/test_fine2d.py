@@ -13,7 +13,7 @@ from model.attention.vanilla import VanillaAttention
 from model.config import AttentionConfig
 from model.errors import ConfigError
 from model.generate import SearchOptions, generate
-from tests.helpers import assert_cached_search_equals_uncached, tiny_config, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, tiny_config, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -170,16 +170,7 @@ def test_a_module_over_an_all_padding_memory_outputs_its_bias():
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_incremental_decoding_equals_full_pass(name):
     model = model_for(name)
-    full = model(SRC, TGT_IN, need_attention=True)
-    full_log_probs = torch.log_softmax(full.logits, dim=-1)
-    state = model.init_state(model.encode(SRC))
-    for t in range(TGT_IN.shape[1]):
-        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
-        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
-        state = step.state
-    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
+    state = assert_incremental_equals_full_pass(model, SRC, TGT_IN)
     # The vanilla convention: the self-attention keys count the steps on dim 2.
     assert state.tensors["layers.0.self.k"].shape[2] == TGT_IN.shape[1]
     swapped = state.reorder(torch.tensor([2, 0, 1]))

@@ -6,7 +6,7 @@ import torch
 from model.config import AttentionConfig
 from model.generate import SearchOptions, generate
 from model.layers import has_phrases
-from tests.helpers import assert_cached_search_equals_uncached, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -36,21 +36,7 @@ def all_sites_model(kind, name, seed=0):
 
 @pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
 def test_incremental_decoding_equals_full_pass(kind, name, site):
-    model = model_for(kind, name, site)
-    full = model(SRC, TGT_IN, need_attention=True)
-    full_log_probs = torch.log_softmax(full.logits, dim=-1)
-    state = model.init_state(model.encode(SRC))
-    for t in range(TGT_IN.shape[1]):
-        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
-        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
-        log_probs, attention, plain_state = model.decode_step(TGT_IN[:, t], None, state)
-        assert torch.equal(log_probs, step.log_probs) and torch.equal(attention, step.attention)
-        assert plain_state.tensors.keys() == step.state.tensors.keys()
-        state = step.state
-    # Every state tensor is batch-first, so reordering the beam is an index_select.
-    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
+    assert_incremental_equals_full_pass(model_for(kind, name, site), SRC, TGT_IN)
 
 
 @pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
@@ -102,14 +88,7 @@ def test_gradients_reach_every_parameter(kind, name, site):
 def test_every_site_phrasal_at_once(kind, name):
     """The recipe configuration: one kind at all three sites; incremental = full, reorder follows rows."""
     model = all_sites_model(kind, name, seed=1)
-    full = model(SRC, TGT_IN, need_attention=True)
-    full_log_probs = torch.log_softmax(full.logits, dim=-1)
-    state = model.init_state(model.encode(SRC))
-    for t in range(TGT_IN.shape[1]):
-        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
-        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
-        state = step.state
+    state = assert_incremental_equals_full_pass(model, SRC, TGT_IN)
     swapped = state.reorder(torch.tensor([2, 0, 1]))
     log_probs, _, _ = model.decode_step(torch.tensor([20, 21, 22]), None, swapped)
     reference, _, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)

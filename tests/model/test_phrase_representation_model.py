@@ -9,7 +9,7 @@ from model.config import AttentionConfig
 from model.generate import SearchOptions, generate
 from model.phrase_representation import chunk_spans
 from model.phrases import phrase_links
-from tests.helpers import assert_cached_search_equals_uncached, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -46,24 +46,13 @@ def phrasal_cross(case):
 @pytest.mark.parametrize("case", list(CASES))
 def test_incremental_decoding_equals_full_pass(case):
     model = model_for(case)
-    full = model(SRC, TGT_IN, need_attention=True)
-    full_log_probs = torch.log_softmax(full.logits, dim=-1)
     memory = model.encode(SRC)
     state = model.init_state(memory)
     # Projected once per source: the phrase keys are in the state from the start, and never change.
     phrase_keys = {n: t for n, t in state.tensors.items() if ".phrase." in n}
     assert len(phrase_keys) == 2 * model.config.decoder_layers
-    for t in range(TGT_IN.shape[1]):
-        step = model.decode_step_with_phrases(TGT_IN[:, t], None, state)
-        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
-        log_probs, attention, plain_state = model.decode_step(TGT_IN[:, t], None, state)
-        assert torch.equal(log_probs, step.log_probs) and torch.equal(attention, step.attention)
-        assert plain_state.tensors.keys() == step.state.tensors.keys()
-        state = step.state
+    state = assert_incremental_equals_full_pass(model, SRC, TGT_IN, state)
     assert all(state.tensors[n] is t for n, t in phrase_keys.items())
-    assert all(t.shape[0] == SRC.shape[0] for t in state.tensors.values())
     assert torch.equal(state.tensors["phrase_chunks"], memory.phrase_chunks)
 
 
