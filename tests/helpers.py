@@ -22,6 +22,17 @@ def tiny_model(seed: int = 0, **overrides) -> Transformer:
     return Transformer(tiny_config(**overrides)).eval()
 
 
+def randomise_biases(model: Transformer, seed: int = 0) -> Transformer:
+    """Random alignment-bias weights (they start at zero, where a biased model equals the plain
+    one), so that every bias term changes the outputs a test compares."""
+    generator = torch.Generator().manual_seed(seed + 100)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".biases." in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return model
+
+
 def imported_packages(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

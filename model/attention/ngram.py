@@ -141,7 +141,8 @@ def phrase_table(probs: torch.Tensor, ngrams: tuple[int, ...], n_max: int) -> to
     length = probs.shape[-1]
     table = probs.new_zeros(*probs.shape[:-2], n_max, length)  # (…, n_max, S)
     for g, n in enumerate(ngrams):
-        table[..., n - 1, :] = F.pad(probs[..., g, n - 1 :], (0, n - 1))  # index = start = end - (n-1)
+        # index = start = end - (n-1); pad before the shift so that a source shorter than n-1 keeps width S
+        table[..., n - 1, :] = F.pad(probs[..., g, :], (0, n - 1))[..., n - 1 :]
     return table
 
 

@@ -16,7 +16,7 @@ from model.config import AttentionConfig
 from model.transformer import Transformer
 from export.pipeline import ExportRequest, run_export
 from tests.conftest import read_lines
-from tests.helpers import tiny_model
+from tests.helpers import randomise_biases, tiny_model
 
 
 def _everywhere(kind: str, **options) -> dict:
@@ -44,18 +44,26 @@ MODEL_CONFIGS: dict[str, dict] = {
     },
 }
 PHRASAL_CONFIGS = [name for name in MODEL_CONFIGS if name != "vanilla"]
+# The other model families (recipes/{fine2d-cross,phrase-representation,alignment-biases}-tiny-en-de.json),
+# each on the layer counts of the phrasal configs; bias weights are made random (ending_model).
+MODEL_CONFIGS.update({
+    "fine2d-cross": dict(encoder_layers=1, decoder_layers=2, cross_attention=AttentionConfig("fine2d", {})),
+    "phrase-representation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={"glance": "mean"}),
+    "alignment-biases": dict(encoder_layers=1, decoder_layers=2,
+                             alignment_biases={"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}),
+})
 
 EOS_BOOST = 6.0
 # Per config where 6 ends too early or too late: chosen so that beam 3 over the first 8 test
 # sentences gives hypotheses of at least four lengths, none at the length limit.
 EOS_BOOSTS = {"convkv-homogeneous-2x2": 3.0, "convkv-heterogeneous-1-2-3": 5.0, "queryk-homogeneous-2x2": 4.0,
-              "queryk-heterogeneous-1-2-3": 3.0}
+              "queryk-heterogeneous-1-2-3": 3.0, "fine2d-cross": 5.0, "phrase-representation": 5.0}
 _model_dirs: dict[str, Path] = {}
 _exports: dict[tuple, Path] = {}
 
 
 def ending_model(seed: int = 0, eos_boost: float = EOS_BOOST, **overrides) -> Transformer:
-    model = tiny_model(seed, **overrides)
+    model = randomise_biases(tiny_model(seed, **overrides), seed)
     with torch.no_grad():
         direction = torch.nn.functional.normalize(torch.randn(model.config.d_model, generator=torch.Generator().manual_seed(seed)), dim=0)
         model.decoder_norm.bias += eos_boost * direction  # (D,)

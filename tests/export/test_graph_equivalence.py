@@ -1,5 +1,6 @@
 """ONNX and TorchScript exports equal eager PyTorch for every model config of the export tests
-(vanilla and each phrasal kind x structure): per step (log-probs, attention, phrase attention and
+(vanilla, each phrasal kind x structure, fine2d cross-attention, phrase representations and
+alignment biases): per step (log-probs, attention, phrase attention and
 every state tensor, from the empty cache of step 0, through reorders that duplicate and drop rows,
 down to one row, on sources as short as one piece), and end to end (the same beam search gives
 the same hypotheses, scores, attention and phrase attention)."""
@@ -12,6 +13,7 @@ from model.artifacts import load_model_dir
 from model.generate import SearchOptions, generate, pad_sources
 from export.layout import PHRASES_FROM_TOKENS, PHRASES_OUTPUT
 from export.runners import open_runner
+from model.phrase_representation import MAX_CHUNK
 from tests.export.fixtures import MODEL_CONFIGS, exported, model_dir, sentences
 
 TARGETS = ["onnx", "torchscript"]
@@ -26,7 +28,8 @@ def _close(a, b) -> float:
 
 def _sources(loaded) -> list[torch.Tensor]:
     """Three real sentences of different lengths, then the shortest sources a text gives (one
-    piece + EOS beside EOS alone, and two pieces): n-gram windows wider than the source."""
+    piece + EOS beside EOS alone, two pieces, EOS alone in the whole batch): n-gram windows
+    wider than the source."""
     config = loaded.config
     ids = loaded.tokenizer.encode_batch(sentences(3))
     eos, pad, word = config.eos_id, config.pad_id, ids[0][0]
@@ -34,6 +37,7 @@ def _sources(loaded) -> list[torch.Tensor]:
         pad_sources([s + [eos] for s in ids], pad),
         torch.tensor([[word, eos], [eos, pad], [word + 1, eos]]),
         torch.tensor([[word, word + 1, eos], [word, eos, pad], [eos, pad, pad]]),
+        torch.tensor([[eos], [eos], [eos]]),  # what empty texts encode to: one position
     ]
 
 
@@ -47,8 +51,12 @@ def test_every_step_equals_eager_decode_step(target, config_id, tmp_path_factory
     # A phrasal cross-attention: the graph outputs its n-gram table; vanilla: it is the token attention.
     if config.cross_attention.kind in ("convkv", "queryk"):
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_OUTPUT, max(config.cross_attention.options["ngrams"]))
-    if config_id == "vanilla":
+    if config.phrase_representation is not None:  # its chunks, as phrases of up to MAX_CHUNK tokens
+        assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_OUTPUT, MAX_CHUNK)
+    if config_id in ("vanilla", "fine2d-cross", "alignment-biases"):
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_FROM_TOKENS, 0)
+    if config.alignment_biases:  # the bias state goes through the step graph
+        assert {"layers.1.cross.prev_attention", "layers.1.cross.coverage", "layers.1.cross.step"} <= set(layout.names)
     for src in _sources(loaded):
         with torch.inference_mode():
             eager = model.init_state(model.encode(src))

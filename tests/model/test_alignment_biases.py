@@ -7,7 +7,7 @@ import torch
 from model.biases.biased_cross_attention import BiasedCrossAttention
 from model.config import AttentionConfig
 from model.generate import SearchOptions, generate
-from tests.helpers import assert_cached_search_equals_uncached, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, randomise_biases, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -26,13 +26,7 @@ QUERYK_SELF = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams":
 
 def biased_model(biases, seed=0, **overrides):
     """A tiny model whose bias weights are random (they start at zero), so that every term matters."""
-    model = tiny_model(seed=seed, alignment_biases=biases, **overrides)
-    generator = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if ".biases." in name:
-                parameter.copy_(torch.randn(parameter.shape, generator=generator))
-    return model
+    return randomise_biases(tiny_model(seed=seed, alignment_biases=biases, **overrides), seed)
 
 
 def assert_incremental_equals_full(model):

@@ -17,6 +17,8 @@ from model.attention.ngram import (
 )
 from model.attention.queryk import QueryKAttention, queryk_scores
 from model.attention.vanilla import VanillaAttention
+from model.config import AttentionConfig
+from tests.helpers import tiny_model
 
 KINDS = {"convkv": ConvKVAttention, "queryk": QueryKAttention}
 STRUCTURES = {
@@ -259,6 +261,26 @@ def test_ngram_weights_spread_over_their_tokens_and_move_to_their_start():
     torch.testing.assert_close(spread_to_tokens(p, (1, 2)), torch.tensor([0.1 + 0.15, 0.2 + 0.15 + 0.2, 0.2]))
     table = phrase_table(p, (1, 2), 3)  # [n-1, start]
     torch.testing.assert_close(table, torch.tensor([[0.1, 0.2, 0.0], [0.3, 0.4, 0.0], [0.0, 0.0, 0.0]]))
+
+
+def test_a_source_shorter_than_the_widest_ngram_keeps_its_width_in_the_phrase_table():
+    # S = 1 with sizes 1..3: no bigram or trigram fits (their logits are masked to 0), the table is (3, 1).
+    p = torch.tensor([[[1.0], [0.0], [0.0]]])
+    assert phrase_table(p, (1, 2, 3), 3).tolist() == [[[1.0], [0.0], [0.0]]]
+
+
+@pytest.mark.parametrize("kind", ["convkv", "queryk"])
+def test_a_source_of_eos_alone_decodes_with_phrases(kind):
+    # Heterogeneous 1-2-3 on a one-position source (what an empty text encodes to): all the
+    # weight is on the one unigram, at every step, in the phrase table as in the token attention.
+    attention = AttentionConfig(kind, {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
+    model = tiny_model(encoder_self_attention=attention, decoder_self_attention=attention, cross_attention=attention)
+    state = model.init_state(model.encode(torch.tensor([[2]])))
+    tokens = torch.tensor([1])
+    for _ in range(3):
+        out = model.decode_step_with_phrases(tokens, None, state)
+        assert out.phrase_attention.tolist() == [[[1.0], [0.0], [0.0]]] and out.attention.tolist() == [[1.0]]
+        state, tokens = out.state, out.log_probs.argmax(-1)
 
 
 def test_interleaved_rows_merge_by_strided_windows():

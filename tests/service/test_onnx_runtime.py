@@ -10,7 +10,7 @@ from tests.export.fixtures import exported, model_dir, same_translations, served
 
 
 # A phrasal model too (its export is shared with tests/export/test_graph_equivalence.py).
-@pytest.mark.parametrize("config_id", ["vanilla", "queryk-heterogeneous-1-2-3"])
+@pytest.mark.parametrize("config_id", ["vanilla", "queryk-heterogeneous-1-2-3", "phrase-representation"])
 def test_onnx_backend_answers_like_the_torch_backend(config_id, tmp_path_factory, tiny_spm):
     source = model_dir(tmp_path_factory, tiny_spm, config_id)
     export = exported(tmp_path_factory, tiny_spm, "onnx", config_id)
@@ -18,8 +18,9 @@ def test_onnx_backend_answers_like_the_torch_backend(config_id, tmp_path_factory
     got = served(Settings(model_dirs=[source], device="cpu", backend="onnx", export_dirs=[export]))
     assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""},
                        "phrases": {"origin": "extracted", "pairs": []}}]
-    # A phrasal model's phrase map is its own attended phrases, from the graph's phrase_attention output.
-    assert got[0][0]["phrases"]["origin"] == ("extracted" if config_id == "vanilla" else "attention")
+    # A phrasal model's phrase map is its own attended phrases (n-grams or phrase-representation
+    # chunks), from the graph's phrase_attention output; other models' are extracted from the links.
+    assert got[0][0]["phrases"]["origin"] == ("extracted" if config_id in ("vanilla", "alignment-biases") else "attention")
     same_translations(got, expected, score_atol=1e-4)
 
 
