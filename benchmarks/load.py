@@ -14,8 +14,13 @@ Two ways to run it:
   # batching on (the defaults) and once off (PHRASAL_MAX_BATCH_SENTENCES=1, PHRASAL_MAX_WAIT_MS=0):
   python benchmarks/load.py --serve --device cpu --clients 1,8,32 --duration 10
 
-Results go to results/load_<device>.md (a section per run, appended) naming the machine and the
-command. Only loopback addresses are accepted unless --allow-remote is given; every level is
+  # The serving stack alone: no model, a fake runtime that sleeps per batch as long as a real
+  # one takes for that batch size (here the H100 decode times of results/decode_cuda.md), so
+  # that the batcher's gain can be measured on any machine; results/load_simulated.md.
+  python benchmarks/load.py --serve --simulate-latency 1:71.4,8:110.4,64:150.7 --clients 1,8,32,64,128
+
+Results go to results/load_<device>.md (a section per run, appended; load_simulated.md with
+--simulate-latency) naming the machine and the command. Only loopback addresses are accepted unless --allow-remote is given; every level is
 bounded in time (--duration) and in requests (--max-requests).
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gzip
 import ipaddress
 import json
@@ -41,6 +47,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script from anywhere
+from service.runtime.batch_latency import BatchLatency  # noqa: E402
 SENTENCES = REPO / "data" / "multi30k" / "test_2016_flickr.en.gz"
 BATCHING_OFF = {"PHRASAL_MAX_BATCH_SENTENCES": "1", "PHRASAL_MAX_WAIT_MS": "0"}
 
@@ -90,14 +98,19 @@ async def generated_tokens(client, base: str) -> float:
 async def run_level(base: str, level: Level, args, sentences: list[str]) -> None:
     import httpx
 
-    limits = httpx.Limits(max_connections=level.clients + 4, max_keepalive_connections=level.clients + 4)
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
-    async with httpx.AsyncClient(timeout=args.timeout, limits=limits, headers=headers) as client:
+    # One connection pool per client: httpcore scans every connection of a pool on each request,
+    # so one shared pool of 64 connections kept this script's core busy at ~60 requests/s and
+    # made it, not the server, the bottleneck.
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(httpx.AsyncClient(timeout=args.timeout, headers=headers))
         budget = [args.max_requests]
         recording = [False]
         next_sentence = [0]
 
         async def one_client() -> None:
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            client = await stack.enter_async_context(httpx.AsyncClient(timeout=args.timeout, limits=limits, headers=headers))
             while budget[0] > 0 and not stop.is_set():
                 budget[0] -= 1
                 k = next_sentence[0]
@@ -154,6 +167,9 @@ class SpawnedServer:
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)
         env.update({"PHRASAL_MODEL_DIRS": json.dumps([args.model_dir]), "PHRASAL_DEVICE": args.device})
+        if args.simulate_latency:
+            points = {str(n): ms for n, ms in zip(args.simulate_latency.sizes, args.simulate_latency.ms)}
+            env.update({"PHRASAL_TEST_FAKE_RUNTIME": "true", "PHRASAL_TEST_FAKE_LATENCY_MS": json.dumps(points)})
         env.update(dict(item.split("=", 1) for item in args.server_env))
         env.update(extra_env)
         self.log = open(REPO / "runs" / f"load_server_{self.port}.log", "w") if (REPO / "runs").is_dir() else subprocess.DEVNULL
@@ -218,6 +234,9 @@ def markdown(levels: list[Level], args, argv: list[str]) -> str:
         f"## Load: {args.texts_per_request} text(s) per request, device {args.device} ({when})",
         "",
         f"Machine: {machine(args.device)}.  ",
+        *([f"Runtime: simulated, no model: the fake runtime sleeps per batch as long as the curve "
+           f"{args.simulate_latency_text} (batch size:ms) says, holding no GIL; what is measured is the serving stack.  "]
+          if args.simulate_latency else []),
         f"Command: `{shlex.join(['python', 'benchmarks/load.py', *argv])}`  ",
         f"Closed loop: each client sends its next request when the previous one is answered; "
         f"{args.warmup:g} s warm-up, then {args.duration:g} s measured per level (at most {args.max_requests} requests). "
@@ -289,6 +308,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--server-env", action="append", default=[], metavar="NAME=VALUE",
         help="--serve: extra environment for the server, e.g. OMP_NUM_THREADS=1 (repeatable)",
     )
+    parser.add_argument(
+        "--simulate-latency", metavar="SIZE:MS,...", default=None,
+        help="--serve: no model; a fake runtime whose batches take this long by batch size, e.g. 1:71.4,8:110.4,64:150.7",
+    )
     parser.add_argument("--clients", default="1,8,32,128", help="comma-separated client counts")
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per level")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each level")
@@ -312,6 +335,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--duration: 0 < seconds <= 600; --warmup >= 0")
     if any("=" not in item for item in args.server_env):
         parser.error("--server-env: NAME=VALUE")
+    args.simulate_latency_text = args.simulate_latency
+    if args.simulate_latency is not None:
+        if not args.serve:
+            parser.error("--simulate-latency: only with --serve")
+        try:
+            args.simulate_latency = BatchLatency.parse(args.simulate_latency)
+        except ValueError as exc:
+            parser.error(f"--simulate-latency: {exc}")
     if args.url and not args.allow_remote and not is_loopback(args.url):
         parser.error(f"--url {args.url}: only loopback addresses unless --allow-remote")
     return args
@@ -322,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     levels = asyncio.run(main_async(args, argv))
     section = markdown(levels, args, argv)
-    out = Path(args.out) if args.out else REPO / "results" / f"load_{args.device.replace(':', '')}.md"
+    default_name = "load_simulated.md" if args.simulate_latency else f"load_{args.device.replace(':', '')}.md"
+    out = Path(args.out) if args.out else REPO / "results" / default_name
     out.parent.mkdir(parents=True, exist_ok=True)
     new = not out.exists()
     with out.open("a", encoding="utf-8") as handle:

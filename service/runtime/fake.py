@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from model.alignment import WORD_BOUNDARY, token_alignment
 from model.phrase_alignment import PhraseMap, extracted_phrase_pairs
+from service.runtime.batch_latency import BatchLatency
 from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime
 
 Span = tuple[int, int]
@@ -55,6 +56,8 @@ class FakeRuntime(TranslationRuntime):
     """Reverses and upper-cases words; records every call so tests can check batching.
 
     ``delay_s``: each call sleeps that long (a stand-in for compute, for lifecycle tests).
+    ``latency``: each call also sleeps ``latency.seconds(len(texts))`` (a stand-in for a real
+    runtime's cost per batch size, for the load benchmark).
     ``gate``: each call waits until the event is set, so a test can hold the worker busy and the
     queue full for as long as it likes; ``entered`` counts calls that reached the gate.
     """
@@ -69,12 +72,14 @@ class FakeRuntime(TranslationRuntime):
         *,
         delay_s: float = 0.0,
         gate: threading.Event | None = None,
+        latency: BatchLatency | None = None,
     ) -> None:
         self.source_lang = source_lang
         self.target_lang = target_lang
         # Like a real model's position limit: longer texts are rejected (TextRejected -> 422).
         self.max_source_pieces = max_source_pieces
         self.delay_s = delay_s
+        self.latency = latency
         self.gate = gate
         self.entered = threading.Semaphore(0)
         self.calls: list[tuple[list[str], DecodeOptions]] = []
@@ -97,8 +102,9 @@ class FakeRuntime(TranslationRuntime):
         self.entered.release()
         if self.gate is not None:
             self.gate.wait()
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        delay_s = self.delay_s + (self.latency.seconds(len(texts)) if self.latency is not None else 0.0)
+        if delay_s:
+            time.sleep(delay_s)
         for k, text in enumerate(texts):
             if not text.strip():
                 # The service answers empty texts itself; getting one is a caller bug.
