@@ -106,3 +106,20 @@ def assert_incremental_equals_full_pass(model, src, tgt_in, state=None):
     # Every state tensor is batch-first, so reordering the beam is an index_select.
     assert all(t.shape[0] == src.shape[0] for t in state.tensors.values())
     return state
+
+
+def assert_padding_changes_nothing(model, src, tgt_in, rows=(1, 2), attention_atol: float = 1e-5):
+    """Each padded row of the batch (src, tgt_in), run alone without its padding, gives the same
+    logits and attention, and the batch puts no attention on padding. Returns the batched output
+    and per row (row, source length, target length, output alone), for family-specific checks."""
+    batched = model(src, tgt_in, need_attention=True)
+    alone_rows = []
+    for row in rows:
+        length = int(src[row].ne(0).sum())
+        t_len = int(tgt_in[row].ne(0).sum())
+        alone = model(src[row : row + 1, :length], tgt_in[row : row + 1, :t_len], need_attention=True)
+        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=attention_atol, rtol=0)
+        assert batched.attention[row, :, length:].abs().max().item() == 0.0
+        alone_rows.append((row, length, t_len, alone))
+    return batched, alone_rows

@@ -7,7 +7,7 @@ import torch
 from model.biases.biased_cross_attention import BiasedCrossAttention
 from model.config import AttentionConfig
 from model.generate import SearchOptions, generate
-from tests.helpers import assert_cached_search_equals_uncached, randomise_biases, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, assert_padding_changes_nothing, randomise_biases, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -96,15 +96,7 @@ def test_bias_state_reorders_with_its_rows():
 
 @pytest.mark.parametrize("name", ["position", "markov", "fertility", "all"])
 def test_source_padding_changes_nothing(name):
-    model = biased_model(BIASES[name])
-    batched = model(SRC, TGT_IN, need_attention=True)
-    for row in (1, 2):
-        length = int(SRC[row].ne(0).sum())
-        t_len = int(TGT_IN[row].ne(0).sum())
-        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
-        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
-        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=1e-5, rtol=0)
-        assert batched.attention[row, :, length:].abs().max().item() == 0.0
+    assert_padding_changes_nothing(biased_model(BIASES[name]), SRC, TGT_IN)
 
 
 def test_future_target_tokens_change_nothing():

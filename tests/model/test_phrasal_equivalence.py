@@ -6,7 +6,7 @@ import torch
 from model.config import AttentionConfig
 from model.generate import SearchOptions, generate
 from model.layers import has_phrases
-from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -47,16 +47,9 @@ def test_cached_search_equals_uncached_search(kind, name, site):
 
 @pytest.mark.parametrize("kind,name,site", CASES, ids=IDS)
 def test_source_padding_changes_nothing(kind, name, site):
-    model = model_for(kind, name, site)
-    batched = model(SRC, TGT_IN, need_attention=True)
-    for row in (1, 2):
-        length = int(SRC[row].ne(0).sum())
-        t_len = int(TGT_IN[row].ne(0).sum())
-        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
-        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
-        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=1e-5, rtol=0)
-        # No weight on padding, nor on any n-gram touching it.
-        assert batched.attention[row, :, length:].abs().max().item() == 0.0
+    batched, rows = assert_padding_changes_nothing(model_for(kind, name, site), SRC, TGT_IN)
+    for row, length, _, _ in rows:
+        # No weight on any n-gram touching padding.
         phrases = batched.phrase_attention[row]  # (T, n_max, S)
         for n in range(1, phrases.shape[1] + 1):
             assert phrases[:, n - 1, length - n + 1 :].abs().max().item() == 0.0

@@ -9,7 +9,7 @@ from model.config import AttentionConfig
 from model.generate import SearchOptions, generate
 from model.phrase_representation import chunk_spans
 from model.phrases import phrase_links
-from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, tiny_model
+from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -64,13 +64,8 @@ def test_cached_search_equals_uncached_search(case):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_sentence_alone_equals_it_padded_in_a_batch(case):
-    model = model_for(case)
-    batched = model(SRC, TGT_IN, need_attention=True)
-    for row in (1, 2):
-        length = int(SRC[row].ne(0).sum())
-        t_len = int(TGT_IN[row].ne(0).sum())
-        alone = model(SRC[row : row + 1, :length], TGT_IN[row : row + 1, :t_len], need_attention=True)
-        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
+    batched, rows = assert_padding_changes_nothing(model_for(case), SRC, TGT_IN)
+    for row, length, t_len, alone in rows:
         torch.testing.assert_close(batched.phrase_attention[row : row + 1, :t_len, :, :length],
                                    alone.phrase_attention, atol=1e-5, rtol=0)
         assert torch.equal(batched.phrase_chunks[row : row + 1, :length], alone.phrase_chunks)
