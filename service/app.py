@@ -5,9 +5,10 @@ lifespan starts (never at import), so importing the app is cheap, /health/live a
 long load, and a broken model directory leaves the process live but not ready, with the reason
 in the log and in /health/ready (service/lifecycle.py).
 
-Middleware, outermost first: metrics (sees every status, refusals included) -> CORS (only when
-origins are configured) -> API keys and rate limits (only when keys are configured) -> body
-guard (content type, size, time) -> the routes.
+Middleware, outermost first: metrics (sees every status, refusals included) -> admission (at
+most ``max_connections`` requests served at once) -> CORS (only when origins are configured) ->
+API keys and rate limits (only when keys are configured) -> body guard (content type, size,
+time) -> the routes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from service.admission import AdmissionMiddleware
 from service.body_guard import BodyGuardMiddleware
 from service.errors import install_error_handlers
 from service.lifecycle import Lifecycle
@@ -105,6 +107,10 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
             allow_methods=["GET", "POST"],
             allow_headers=["Content-Type", "Authorization", settings.api_key_header],
             max_age=600,
+        )
+    if settings.max_connections is not None:
+        app.add_middleware(
+            AdmissionMiddleware, limit=settings.max_connections, retry_after_s=settings.retry_after_s, metrics=metrics
         )
     docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url} - {None}
     paths = {route.path for route in router.routes} | docs

@@ -1,6 +1,7 @@
 """Request bodies are checked as they arrive, before anything parses them.
 
-- The content type of a POST must be JSON: 415 otherwise.
+- The content type of a POST must be JSON, and the body not compressed: 415 otherwise (a gzip
+  body would otherwise reach the JSON parser and be refused as "invalid UTF-8").
 - ``Content-Length`` above ``max_body_bytes``: 413 at once, without reading a byte.
 - A body sent without a length (chunked) or longer than it said: counted as it streams, 413
   as soon as the count passes the limit; nothing larger is ever buffered.
@@ -59,6 +60,13 @@ class BodyGuardMiddleware:
         if not _is_json(content_type):
             shown = content_type[:60] or "none"
             return 415, "unsupported_media_type", f"body: content type must be application/json, got {shown}"
+        encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip().lower()
+        if encoding not in ("", "identity"):
+            return (
+                415,
+                "unsupported_media_type",
+                f"body: Content-Encoding {encoding[:30]} is not supported; send the body uncompressed",
+            )
         length = headers.get(b"content-length")
         if length is not None:
             if not length.isdigit():

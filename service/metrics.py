@@ -35,6 +35,7 @@ REJECTION_REASONS = (
     "deadline_in_queue",  # 503
     "deadline_in_compute",  # 504
     "not_ready",  # 503
+    "overloaded",  # 503: max_connections requests already being served
     "drain_timeout",  # 503: still in flight when the drain timeout expired
     "unavailable",  # 503
     "client_disconnected",  # no response: the client left; its queued work was dropped

@@ -47,7 +47,9 @@ def serve(app: FastAPI, settings: Settings, *, host: str, port: int, log_level: 
         port=port,
         log_level=log_level,
         timeout_graceful_shutdown=settings.drain_timeout_s,
-        limit_concurrency=settings.max_connections,
+        # settings.max_connections is enforced by the app (service/admission.py): uvicorn's own
+        # limit counts open connections, so idle sockets could lock every request out.
+        limit_concurrency=None,
     )
     server = DrainingServer(config, on_exit=app.state.lifecycle.begin_drain)
     # After a signal-initiated shutdown uvicorn re-raises that signal under the handlers that

@@ -75,7 +75,9 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(30.0, gt=0, description="Deadline of one request, queue + compute.")
     retry_after_s: int = Field(1, ge=1, description="Retry-After of a 503 (queue full, deadline in queue).")
     max_connections: int | None = Field(
-        1024, ge=1, description="Open connections before uvicorn answers 503 (None: unbounded)."
+        1024,
+        ge=1,
+        description="Requests served at once (health checks and /metrics aside); beyond it: 503 + Retry-After.",
     )
 
     # --- Request limits enforced before the model sees the text.

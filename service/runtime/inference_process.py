@@ -92,6 +92,7 @@ class ProcessRuntime(TranslationRuntime):
         self._unsupported: dict[str, tuple[str, str]] = {}
         self._conn: Connection | None = None
         self._process: Any = None
+        self._closing = False  # set by close(): a child that dies then is not replaced
         self._start()
 
     # -- the child's life ------------------------------------------------------------------
@@ -139,6 +140,8 @@ class ProcessRuntime(TranslationRuntime):
         """Send one request and return the child's answer, raising what the child raised."""
         with self._lock:
             for attempt in (1, 2):
+                if self._closing:
+                    raise InferenceProcessDied(f"the inference process for {self.pair} was closed")
                 try:
                     if not self._loaded:
                         self._restart()
@@ -181,13 +184,26 @@ class ProcessRuntime(TranslationRuntime):
         return self._memory
 
     def close(self) -> None:
-        with self._lock:
+        """Stop the child. A batch it still computes is nobody's any more (the service closes
+        its runtimes after the drain): the child is killed under it rather than waited for, so
+        that shutdown takes the drain timeout and not one more batch (an orchestrator's SIGKILL
+        would otherwise come first and leave the child computing on, orphaned)."""
+        self._closing = True
+        if not self._lock.acquire(blocking=False):
+            process = self._process
+            if process is not None:
+                process.kill()  # not terminate(): the child ignores SIGTERM
+                process.join(_CLOSE_TIMEOUT_S)
+            return
+        try:
             if self._conn is not None:
                 try:
                     self._conn.send(("close",))
                 except (BrokenPipeError, OSError):
                     pass
             self._stop_process()
+        finally:
+            self._lock.release()
 
     def _stop_process(self) -> None:
         process, self._process = self._process, None
@@ -198,7 +214,7 @@ class ProcessRuntime(TranslationRuntime):
             return
         process.join(_CLOSE_TIMEOUT_S)
         if process.is_alive():
-            process.terminate()
+            process.kill()  # not terminate(): the child ignores SIGTERM
             process.join(_CLOSE_TIMEOUT_S)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 
 import pytest
@@ -72,6 +73,8 @@ CASES = [
      "application/json", 400, "body: not parseable as JSON (invalid UTF-8, or nested too deep)"),
     ("nesting within the parser's reach", b'{"text": ' + b"[" * 200 + b"]" * 200 + b', "source": "en", "target": "de"}',
      "application/json", 422, "text: item 0 must be a string, got list"),
+    ("a number of 5000 digits", b'{"text": "a", "source": "en", "target": "de", "beam_size": ' + b"9" * 5000 + b"}",
+     "application/json", 400, "body: not parseable as JSON (a number has too many digits)"),
     ("not JSON", b"{oops", "application/json", 422, "body: JSON decode error"),
     ("a JSON array", b"[1, 2]", "application/json", 422, "body: Input should be a valid dictionary or object to extract fields from"),
     ("empty body", b"", "application/json", 422, "body: Field required"),
@@ -171,3 +174,45 @@ def test_wrong_method_and_unknown_path_use_the_error_shape(hostile):
     _, client, _ = hostile
     assert client.get("/translate").json() == {"message": "Method Not Allowed", "detail": []}
     assert client.get("/nowhere").json() == {"message": "Not Found", "detail": []}
+
+
+def test_a_compressed_body_is_415_naming_the_encoding(hostile):
+    _, client, runtime = hostile
+    calls = len(runtime.calls)
+    headers = {**JSON, "content-encoding": "gzip"}
+    response = client.post("/translate", content=gzip.compress(body(text="a")), headers=headers)
+    assert (response.status_code, response.json()["message"]) == (
+        415, "body: Content-Encoding gzip is not supported; send the body uncompressed"
+    )
+    assert len(runtime.calls) == calls
+
+
+def test_a_body_of_many_unknown_fields_gets_a_short_answer(hostile):
+    # Every unknown field is one problem: the answer lists the first ten and counts the rest,
+    # and quotes a made-up field name only in part (a 1 MiB body once came back as 11 MB).
+    _, client, _ = hostile
+    fields = {f"k{i}": 0 for i in range(1000)} | {"x" * 5000: 0}
+    response = client.post("/translate", content=body(text="a", **fields), headers=JSON)
+    assert response.status_code == 422
+    answer = response.json()
+    assert [d["field"] for d in answer["detail"]] == [f"k{i}" for i in range(10)]
+    assert answer["message"].endswith("k9: Extra inputs are not permitted; and 991 more problems")
+    long_key = {"x" * 5000: 0}
+    detail = client.post("/translate", content=body(text="a", **long_key), headers=JSON).json()["detail"]
+    assert detail[0]["field"] == "x" * 64 + "..."
+    assert detail[0]["loc"] == ["body", "x" * 64 + "..."]
+
+
+def test_a_client_leaving_half_way_through_its_body_is_counted_as_gone_not_as_a_bad_body(hostile):
+    app, client, _ = hostile
+    registry = app.state.metrics.registry
+
+    def rejected(reason: str) -> float:
+        return registry.get_sample_value("phrasal_rejections_total", {"reason": reason})
+
+    gone, bad = rejected("client_disconnected"), rejected("bad_body")
+    scope = _scope([(b"content-type", b"application/json"), (b"content-length", b"40")])
+    messages = [{"type": "http.request", "body": b'{"text": "a', "more_body": True}, {"type": "http.disconnect"}]
+    sent = _call(app, client, scope, messages)
+    assert sent[0]["status"] == 499
+    assert (rejected("client_disconnected") - gone, rejected("bad_body") - bad) == (1, 0)

@@ -6,17 +6,23 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 
 import pytest
 
 from model.artifacts import save_model_dir
 from service.app import create_app
 from service.runtime.base import DecodeOptions, TextRejected
-from service.runtime.inference_process import ProcessRuntime, child_settings, load_process_runtimes
+from service.runtime.inference_process import (
+    InferenceProcessDied,
+    ProcessRuntime,
+    child_settings,
+    load_process_runtimes,
+)
 from service.runtime.torch_runtime import load_runtimes
 from service.settings import Settings
 from tests.helpers import tiny_model
-from tests.service.support import serving
+from tests.service.support import serving, wait_until
 
 TEXTS = ["Two dogs play in the snow.", "A man.", "A woman in a red coat walks down a busy street."]
 
@@ -87,6 +93,37 @@ def test_close_stops_the_child_and_later_calls_fail_cleanly(settings, model_dir)
     process = runtime._process
     runtime.close()
     assert not process.is_alive() and process.exitcode == 0
+
+
+def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(settings, model_dir):
+    # After the drain nobody reads the batch; waiting for it held SIGTERM's exit a whole batch
+    # past the drain timeout (13 s on CPU), long enough for an orchestrator's SIGKILL to orphan it.
+    runtime = ProcessRuntime(child_settings(settings, model_dir))
+    runtime.wait_loaded()
+    process = runtime._process
+    os.kill(process.pid, signal.SIGSTOP)  # the child will hold the next batch for ever
+    try:
+        outcome = []
+
+        def translate() -> None:
+            try:
+                runtime.translate(TEXTS, DecodeOptions())
+            except InferenceProcessDied as exc:
+                outcome.append(str(exc))
+
+        batch = threading.Thread(target=translate, daemon=True)
+        batch.start()
+        wait_until(runtime._lock.locked, what="the batch to take the pipe")
+        closer = threading.Thread(target=runtime.close, daemon=True)
+        closer.start()
+        closer.join(30)
+        assert not closer.is_alive(), "close() waited for the batch"
+        batch.join(30)
+        assert outcome == ["the inference process for en-de was closed"]  # not retried in a new child
+        assert not process.is_alive()
+    finally:
+        if process.is_alive():
+            process.kill()
 
 
 def test_child_settings_keep_no_secrets_and_load_in_process(settings, model_dir):

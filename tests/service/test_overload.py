@@ -79,3 +79,30 @@ def test_deadlines_answer_504_while_computing_and_503_while_queued():
     assert [texts for texts, _ in runtime.calls] == [["slow"], ["next"]]
     assert sample(metrics, "phrasal_rejections_total", {"reason": "deadline_in_compute"}) == 1
     assert sample(metrics, "phrasal_rejections_total", {"reason": "deadline_in_queue"}) == 1
+
+
+def test_requests_beyond_max_connections_get_503_while_health_and_metrics_still_answer():
+    gate = threading.Event()
+    runtime = FakeRuntime(gate=gate)
+    settings = Settings(max_connections=2, max_batch_sentences=1, max_wait_ms=0, retry_after_s=3, request_timeout_s=5)
+    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    with serving(app) as client:
+        background = Background(client)
+        background.post({**BASE, "text": "held in compute"})
+        assert runtime.entered.acquire(timeout=10)
+        background.post({**BASE, "text": "queued"})
+        wait_until(lambda: queued(app) == 1, what="the second request in the queue")
+
+        refused = client.post("/translate", json={**BASE, "text": "one too many"})
+        assert refused.status_code == 503
+        assert refused.headers["retry-after"] == "3"
+        assert refused.json() == {"message": "server busy: 2 requests in progress (limit 2); retry later", "detail": []}
+        assert client.get("/health/ready").status_code == 200  # probes are never refused
+        metrics = client.get("/metrics").text
+
+        gate.set()
+        assert [r.status_code for r in background.join()] == [200, 200]
+        assert client.post("/translate", json={**BASE, "text": "room again"}).status_code == 200
+    assert sample(metrics, "phrasal_rejections_total", {"reason": "overloaded"}) == 1
+    assert sample(metrics, "phrasal_request_duration_seconds_count", {"route": "/translate", "status": "503"}) == 1
+    assert [texts for texts, _ in runtime.calls] == [["held in compute"], ["queued"], ["room again"]]

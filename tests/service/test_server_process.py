@@ -125,6 +125,23 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_exits_0():
     assert "Traceback" not in log
 
 
+def test_idle_connections_do_not_count_against_max_connections():
+    # uvicorn's own limit counted open sockets: three silent ones locked every request out,
+    # /health/ready included, for as long as the client held them.
+    server = Server(max_connections="2")
+    idle = []
+    try:
+        server.wait_ready()
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+        assert request(server.port, "GET", "/health/ready")[0] == 200
+        status, text = request(server.port, "POST", "/translate", {"text": "a dog", "source": "en", "target": "de"})
+        assert (status, json.loads(text)["translations"][0][0]["text"]) == (200, "DOG A")
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
+
+
 def test_a_drain_timeout_cuts_off_what_is_left_and_still_exits_0():
     server = Server(test_fake_delay_s="30", drain_timeout_s="0.5", max_wait_ms="0")
     try:
