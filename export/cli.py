@@ -12,8 +12,11 @@ Criteria (export/verify.py): identical top hypotheses and scores within a tolera
 float32 graphs, >= 99 % for CTranslate2 float32 and float16 graphs); for quantised CTranslate2
 exports, corpus BLEU >= 85 of their output against eager float32 output. The manifest records
 the criterion, its threshold and the result; failing cases are printed.
+Criteria (cont.): float16 graphs are judged against the eager float16 model they were made
+from, with their agreement with eager float32 reported beside it.
 Exit codes: 0 exported and verified; 1 verification failed (the directory keeps the failing
-manifest, runtimes refuse it); 2 bad input or a model the target cannot export (one line on
+manifest, runtimes refuse it), or the exporter or a runtime failed (one line on stderr;
+--traceback for the whole story); 2 bad input or a model the target cannot export (one line on
 stderr listing every reason).
 """
 from __future__ import annotations
@@ -78,6 +81,7 @@ def _common_parser() -> argparse.ArgumentParser:
     common.add_argument("model_dir", type=Path, metavar="MODEL_DIR", help="verified model directory (model.artifacts)")
     common.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="directory to write the export into")
     common.add_argument("--force", action="store_true", help="replace OUT_DIR if it is not empty")
+    common.add_argument("--traceback", action="store_true", help="on an unexpected failure, print the traceback")
     common.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where verification runs (and where TorchScript is traced)")
     v = common.add_argument_group("verification (export.verify states the criteria and default thresholds)")
@@ -128,6 +132,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary_line(result))
         print("\n".join(failure_lines(result)))
         print(f"{PROG}: error: {request.out_dir} failed verification; runtimes will refuse it", file=sys.stderr)
+        return 1
+    except Exception as error:  # the exporter or a runtime broke: one line, not a traceback
+        if args.traceback:
+            raise
+        first = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
+        print(f"{PROG}: error: the {args.target} export failed: {type(error).__name__}: {first} "
+              "(rerun with --traceback for details)", file=sys.stderr)
         return 1
     result = manifest["verification"]
     print(summary_line(result))

@@ -93,9 +93,14 @@ def thresholds_for(request: ExportRequest) -> Thresholds:
     return replace(base, **{key: value for key, value in override.items() if value is not None})
 
 
-def _build(request: ExportRequest, loaded: LoadedModel, log: Callable[[str], None]) -> tuple[ExportedDir, dict[str, Any]]:
+def _build(
+    request: ExportRequest, loaded: LoadedModel, log: Callable[[str], None]
+) -> tuple[ExportedDir, dict[str, Any], torch.nn.Module | None]:
+    """The export, its build info, and the eager model the graphs were made from when it is not
+    the loaded float32 model (float16 graphs: verified against it)."""
     out = request.out_dir
     layout = None
+    reference = None
     started = f"exporting {request.model_dir} ({loaded.source_lang}-{loaded.target_lang}) to {request.target} [{request.precision}] in {out}"
     if request.target == "ct2":
         _, reasons = check_support(loaded.model, "ct2")
@@ -123,9 +128,11 @@ def _build(request: ExportRequest, loaded: LoadedModel, log: Callable[[str], Non
             from export.torchscript_target import build_torchscript
 
             info = build_torchscript(model, layout, out)
+        if request.dtype != "float32":
+            reference = model
     shutil.copyfile(loaded.path / TOKENIZER_FILE, out / TOKENIZER_FILE)
     exported = ExportedDir(out, request.target, loaded.config, loaded.source_lang, loaded.target_lang, request.options(), layout, {})
-    return exported, info
+    return exported, info, reference
 
 
 def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -145,7 +152,7 @@ def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> di
     created = not request.out_dir.exists()
     _prepare_out_dir(request)
     try:
-        exported, info = _build(request, loaded, log)
+        exported, info, reference = _build(request, loaded, log)
     except UnsupportedModel:
         if created and not any(request.out_dir.iterdir()):
             request.out_dir.rmdir()  # refused before anything was written: leave no trace
@@ -153,7 +160,7 @@ def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> di
     if data is not None and thresholds is not None:
         runner = open_runner(exported, device=request.device)
         result = verify(loaded, runner, data, thresholds, beam_size=request.beam_size,
-                        batch_size=request.batch_size)
+                        batch_size=request.batch_size, reference=reference, reference_precision=request.dtype)
     else:
         result = {"skipped": True}
     manifest = write_manifest(exported, extra={

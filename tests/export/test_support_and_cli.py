@@ -155,22 +155,41 @@ def test_cli_exports_verifies_and_records_the_result(tmp_path, tmp_path_factory,
     out = tmp_path / "ts"
     assert main(["torchscript", str(model_dir(tmp_path_factory, tiny_spm)), str(out), "--verify-sentences", "6", "--beam-size", "2"]) == 0
     stdout = capsys.readouterr().out
-    assert stdout.startswith("verification PASSED: 6/6 identical top hypotheses (100.00%, need 100%), max |score diff| ")
+    assert stdout.startswith("verification PASSED against eager float32: 6/6 identical top hypotheses (100.00%, need 100%), max |score diff| ")
     verification = json.loads((out / "manifest.json").read_text())["verification"]
     assert (verification["passed"], verification["sentences"], verification["identical_top"]) == (True, 6, 6)
+    assert (verification["reference"], verification["against_eager_float32"]) == ("eager float32", None)
     assert (verification["beam_size"], verification["min_match"], verification["score_tolerance"]) == (2, 1.0, 1e-4)
     assert (verification["criterion"], verification["bleu_vs_eager"]) == ("identical-top", 100.0)
     assert verification["source"] == "data/multi30k/test_2016_flickr.en.gz"
     assert open_runner(out).exported.manifest["verification"] == verification
 
 
-def test_cli_failed_verification_prints_the_cases_exits_1_and_the_export_is_refused(tmp_path, tmp_path_factory, tiny_spm, capsys):
+def test_float16_graphs_are_verified_against_the_eager_float16_model(tmp_path, tmp_path_factory, tiny_spm, capsys):
+    # TorchScript float16 runs the very kernels of the eager half-precision copy it was traced
+    # from: identical hypotheses and scores. What float16 costs against float32 is information.
     out = tmp_path / "ts16"
     argv = ["torchscript", str(model_dir(tmp_path_factory, tiny_spm)), str(out), "--dtype", "float16",
+            "--verify-sentences", "6", "--beam-size", "2", "--score-tolerance", "0"]
+    assert main(argv) == 0
+    stdout = capsys.readouterr().out
+    assert stdout.startswith("verification PASSED against eager float16: 6/6 identical top hypotheses (100.00%, need 99%), "
+                             "max |score diff| 0.00e+00 (tolerance 0e+00); against eager float32 (information): ")
+    verification = json.loads((out / "manifest.json").read_text())["verification"]
+    assert verification["reference"] == "eager float16"
+    assert set(verification["against_eager_float32"]) == {"identical_top", "bleu"}
+    assert 0 <= verification["against_eager_float32"]["identical_top"] <= 6
+
+
+def test_cli_failed_verification_prints_the_cases_exits_1_and_the_export_is_refused(tmp_path, tmp_path_factory, tiny_spm, capsys):
+    # ONNX Runtime's CPU float16 graph computes some ops in float32 (no float16 kernel): its
+    # scores are not bitwise those of eager float16, so a zero tolerance fails.
+    out = tmp_path / "onnx16"
+    argv = ["onnx", str(model_dir(tmp_path_factory, tiny_spm)), str(out), "--dtype", "float16",
             "--verify-sentences", "4", "--beam-size", "2", "--score-tolerance", "0"]
     assert main(argv) == 1
     captured = capsys.readouterr()
-    assert captured.out.startswith("verification FAILED: ")
+    assert captured.out.startswith("verification FAILED against eager float16: ")
     assert "  #0 " in captured.out and "      eager    (" in captured.out and "      exported (" in captured.out
     assert captured.err.endswith(f"phrasal-export: error: {out} failed verification; runtimes will refuse it\n")
     with pytest.raises(ArtifactError, match="failed its verification"):
@@ -193,3 +212,20 @@ def test_torchscript_export_loads_without_the_project(tmp_path_factory, tiny_spm
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "9 (1, 4, 0, 8)"
+
+
+def test_an_exporter_failure_is_one_line_and_exit_1_and_traceback_shows_it(tmp_path, monkeypatch, capsys):
+    import export.cli as cli
+
+    def broken(request, log):
+        raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : no kernel\nsecond line")
+
+    monkeypatch.setattr(cli, "run_export", broken)
+    argv = ["onnx", str(tmp_path / "model"), str(tmp_path / "out")]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        "phrasal-export: error: the onnx export failed: RuntimeError: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : "
+        "no kernel (rerun with --traceback for details)\n"
+    )
+    with pytest.raises(RuntimeError, match="no kernel"):
+        main([*argv, "--traceback"])
