@@ -64,6 +64,14 @@ def main() -> None:
             generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
             sync(device)
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+        # Operators dispatched per decoding step (one topk per step): on a launch-bound GPU host
+        # each costs host time, so this count is what trimming the step's Python aims at.
+        top = [e for e in prof.events() if e.name.startswith("aten::")
+               and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::"))]
+        steps = sum(e.name == "aten::topk" for e in top)
+        if steps:
+            print(f"{len(top) / steps:.1f} top-level aten operators per decoding step "
+                  f"({steps} steps of one batch of {len(batch)}, beam {args.beam})")
 
 
 def sync(device: torch.device) -> None:

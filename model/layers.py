@@ -13,6 +13,12 @@ from model.phrase_representation import chunk_phrase_table
 State = dict[str, torch.Tensor]
 
 
+def dropped(dropout: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
+    """`dropout(x)`, skipping the module call when it is the identity (eval mode): decoding runs
+    it ~18 times a step, and on a launch-bound GPU host each call is host time per step."""
+    return dropout(x) if dropout.training and dropout.p > 0 else x
+
+
 def has_phrases(attention: nn.Module) -> bool:
     """Whether an attention module reports source n-grams (phrasal cross-attention does)."""
     return getattr(attention, "phrase_sizes", 0) > 0
@@ -38,7 +44,9 @@ class FeedForward(nn.Module):
         self.activation_dropout = config.activation_dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = F.dropout(F.relu(self.up(x)), self.activation_dropout, self.training)
+        hidden = F.relu(self.up(x))
+        if self.training and self.activation_dropout > 0:
+            hidden = F.dropout(hidden, self.activation_dropout, True)
         return self.down(hidden)
 
 
@@ -61,10 +69,10 @@ class EncoderLayer(nn.Module):
         layer's chunk vectors and phrase_mask (B, S) is True where no chunk starts."""
         if self.phrase_combination is not None:
             # The tokens first read the previous layer's phrases (Xu et al. §3.2, attentive combination).
-            x = x + self.dropout(self.phrase_combination(x, phrases, phrase_mask))
+            x = x + dropped(self.dropout, self.phrase_combination(x, phrases, phrase_mask))
         attended, _ = self.self_attention(self.self_norm(x), key_padding_mask=pad_mask)
-        x = x + self.dropout(attended)
-        return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        x = x + dropped(self.dropout, attended)
+        return x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
 
 
 class DecoderLayer(nn.Module):
@@ -99,7 +107,7 @@ class DecoderLayer(nn.Module):
         its n-grams are chosen at every position rather than cut at fixed chunk boundaries.
         """
         attended, _ = self.self_attention(self.self_norm(x), causal=True)
-        x = x + self.dropout(attended)
+        x = x + dropped(self.dropout, attended)
         chunk_probs = None
         if self.phrase_attention is not None:
             # Weights whenever the token attention's are asked for, so that decode_step and
@@ -107,7 +115,7 @@ class DecoderLayer(nn.Module):
             attended, chunk_probs = self.phrase_attention(
                 x, phrase_memory, phrase_chunks.eq(0), need_weights or need_phrases
             )
-            x = x + self.dropout(attended)
+            x = x + dropped(self.dropout, attended)
         phrases = None
         if need_phrases and has_phrases(self.cross_attention):
             attended, probs, phrases = self.cross_attention(
@@ -121,8 +129,8 @@ class DecoderLayer(nn.Module):
                 phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (B, H, T, 8, S)
             elif need_phrases:
                 phrases = probs.unsqueeze(3)  # (B, H, T, 1, S): a token is the 1-gram starting there
-        x = x + self.dropout(attended)
-        out = x + self.dropout(self.ffn(self.ffn_norm(x)))
+        x = x + dropped(self.dropout, attended)
+        out = x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
         return (out, probs, phrases) if need_phrases else (out, probs)
 
     def init_state(self, memory: torch.Tensor, phrase_memory: torch.Tensor | None = None) -> dict[str, State]:
@@ -145,13 +153,13 @@ class DecoderLayer(nn.Module):
         `forward`; phrase_chunks (N, S) with phrase representations).
         """
         attended, _, self_state = self.self_attention.step(self.self_norm(x), state["self"])
-        x = x + self.dropout(attended)
+        x = x + dropped(self.dropout, attended)
         chunk_probs = None
         if self.phrase_attention is not None:
             attended, chunk_probs, _ = self.phrase_attention.step(
                 x, state["phrase"], phrase_chunks.eq(0), need_weights or need_phrases
             )
-            x = x + self.dropout(attended)
+            x = x + dropped(self.dropout, attended)
         phrases = None
         if need_phrases and has_phrases(self.cross_attention):
             attended, probs, phrases, cross_state = self.cross_attention.step(
@@ -166,8 +174,8 @@ class DecoderLayer(nn.Module):
                 phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (N, H, 1, 8, S)
             elif need_phrases:
                 phrases = probs.unsqueeze(3)  # (N, H, 1, 1, S)
-        x = x + self.dropout(attended)
-        out = x + self.dropout(self.ffn(self.ffn_norm(x)))
+        x = x + dropped(self.dropout, attended)
+        out = x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
         new_state = {"self": self_state, "cross": cross_state}
         if self.phrase_attention is not None:
             new_state["phrase"] = state["phrase"]

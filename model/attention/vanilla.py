@@ -103,7 +103,7 @@ class VanillaAttention(nn.Module):
     def mix(self, probs: torch.Tensor, state: State) -> torch.Tensor:
         """probs (B, H, T, S) -> output (B, T, D): attention dropout, the values, the output projection."""
         v = state["v"]  # (B, H, S, dh)
-        context = torch.matmul(F.dropout(probs, self.dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
+        context = torch.matmul(_dropped(probs, self.dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
         return self.out_proj(merge_heads(context))
 
     def _attend(
@@ -119,9 +119,14 @@ class VanillaAttention(nn.Module):
         dropout = self.dropout if self.training else 0.0
         if need_weights:
             probs = scaled_dot_product_probs(q, k, mask)  # (B, H, T, S)
-            context = torch.matmul(F.dropout(probs, dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
+            context = torch.matmul(_dropped(probs, dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
         else:
             # The fused kernel (flash / memory-efficient on GPU) when nobody reads the weights.
             probs = None
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, H, T, dh)
         return self.out_proj(merge_heads(context)), probs
+
+
+def _dropped(probs: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    # No call at all when dropout is off (decoding): one op less per attention per step.
+    return F.dropout(probs, p, True) if training and p > 0 else probs
