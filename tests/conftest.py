@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import sentencepiece as spm
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data" / "multi30k"
@@ -14,6 +15,16 @@ DATA = REPO / "data" / "multi30k"
 def read_lines(split: str, lang: str, limit: int) -> list[str]:
     with gzip.open(DATA / f"{split}.{lang}.gz", "rt", encoding="utf-8") as handle:
         return [line.rstrip("\n") for _, line in zip(range(limit), handle)]
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One intra-op thread for a module of tiny-model tests: a second thread only adds
+    spin-waits, badly so on a busy 2-core box. Use with pytestmark = usefixtures("one_thread")."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,7 @@ TGT_IN = torch.tensor([[1, 11, 12, 13], [1, 14, 0, 0]])  # (2, 4): [BOS] + y, pa
 TGT_OUT = torch.tensor([[11, 12, 13, 2], [14, 2, 0, 0]])  # (2, 4): y + [EOS], padded
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # Tiny tensors: a second intra-op thread only adds spin-waits on a busy 2-core box.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def problems(options, **config):

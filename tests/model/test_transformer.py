@@ -1,21 +1,14 @@
 """Incremental decoding equals the full pass; padding and the future change nothing."""
 import torch
 
-from tests.helpers import tiny_model
+from tests.helpers import assert_incremental_equals_full_pass, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0]])
 
 
 def test_incremental_decoding_equals_full_pass():
-    model = tiny_model()
-    full = model(SRC, TGT_IN, need_attention=True)
-    full_log_probs = torch.log_softmax(full.logits, dim=-1)
-    state = model.init_state(model.encode(SRC))
-    for t in range(TGT_IN.shape[1]):
-        log_probs, attention, state = model.decode_step(TGT_IN[:, t], None, state)
-        torch.testing.assert_close(log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(attention, full.attention[:, t], atol=1e-5, rtol=0)
+    assert_incremental_equals_full_pass(tiny_model(), SRC, TGT_IN)
 
 
 def test_state_reorder_follows_rows():

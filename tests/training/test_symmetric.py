@@ -28,12 +28,7 @@ FAST = ["train_limit=48", "valid_limit=8", "max_tokens=512", "max_len=40", "log_
         "keep_last=2", "average_last=1", "val_beam=1"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def smoke(*overrides):

@@ -21,13 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "recipes" / "smoke.json"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # The smoke model is tiny: a second intra-op thread only adds spin-waits, badly so on a busy 2-core box.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def smoke(**changes):
