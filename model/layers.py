@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.attention.functional import dropout
 from model.attention.registry import attention_class
 from model.config import ModelConfig
 from model.phrase_layers import PhraseCombination, PhraseCrossAttention
@@ -13,10 +14,9 @@ from model.phrase_representation import chunk_phrase_table
 State = dict[str, torch.Tensor]
 
 
-def dropped(dropout: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
-    """`dropout(x)`, skipping the module call when it is the identity (eval mode): decoding runs
-    it ~18 times a step, and on a launch-bound GPU host each call is host time per step."""
-    return dropout(x) if dropout.training and dropout.p > 0 else x
+def dropped(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
+    """`module(x)` without the module call (model.attention.functional.dropout)."""
+    return dropout(x, module.p, module.training)
 
 
 def has_phrases(attention: nn.Module) -> bool:
@@ -44,9 +44,7 @@ class FeedForward(nn.Module):
         self.activation_dropout = config.activation_dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = F.relu(self.up(x))
-        if self.training and self.activation_dropout > 0:
-            hidden = F.dropout(hidden, self.activation_dropout, True)
+        hidden = dropout(F.relu(self.up(x)), self.activation_dropout, self.training)
         return self.down(hidden)
 
 

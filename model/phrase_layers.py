@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.attention.functional import dropout
 from model.attention.vanilla import VanillaAttention
 from model.phrase_representation import attentive_pool, transparent_mix, transparent_weights
 from model.phrase_representation_options import phrase_options
@@ -66,7 +67,7 @@ class PhraseCombination(nn.Module):
         h = self.norm(x)
         context, _ = self.attention(h, phrases, key_padding_mask=phrase_mask)  # (B, S, D)
         hidden = F.relu(self.merge_in(torch.cat([h, context], dim=-1)))  # (B, S, d_ff)
-        return self.merge_out(F.dropout(hidden, self.activation_dropout, self.training))
+        return self.merge_out(dropout(hidden, self.activation_dropout, self.training))
 
 
 class PhraseCrossAttention(nn.Module):

@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
+
+from model.attention.functional import dropout as dropout_if_training
 
 # Score elements (B·H·dₕ·T_chunk·S, float32: 128 MiB) computed at once by the chunked full pass.
 CHUNK_ELEMENTS = 2**25
@@ -75,7 +76,7 @@ def fine2d_attention(
         scores = scores.masked_fill((hidden & ~empty).unsqueeze(2), float("-inf"))  # mask (B|1, 1, 1, T|1, S)
         keep_row = (~empty).to(scores.dtype)  # (B|1, 1, T|1, 1)
     alpha = torch.softmax(scores, dim=-1)  # (B, H, dₕ, T, S)  eq. 8
-    mixed = F.dropout(alpha, dropout, training) if dropout > 0.0 and training else alpha
+    mixed = dropout_if_training(alpha, dropout, training)
     context = torch.matmul(mixed.to(v.dtype), v.transpose(-2, -1).unsqueeze(-1))  # (B, H, dₕ, T, 1)  eq. 9
     context = context.squeeze(-1).transpose(-2, -1)  # (B, H, T, dₕ)
     # The mean over dimensions accumulates in float64: its order of summation, which torch picks by

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -47,3 +48,10 @@ def scaled_dot_product_probs(
     probs = torch.softmax(scores, dim=-1)
     # A query whose keys are all masked (never for a real sentence: sources end in EOS) gets zeros, not NaN.
     return torch.nan_to_num(probs, nan=0.0)
+
+
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """`F.dropout(x, p, training)`, without any call when it is the identity (eval mode or p = 0):
+    decoding would otherwise dispatch ~18 no-op dropouts a step, each host time on a
+    launch-bound GPU host (benchmarks/decode_speed.py --profile counts them)."""
+    return F.dropout(x, p, True) if training and p > 0 else x

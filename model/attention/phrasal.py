@@ -25,10 +25,9 @@ import math
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from model.attention.functional import merge_heads
+from model.attention.functional import dropout as dropout_if_training, merge_heads
 from model.attention.ngram import (
     causal_key_mask,
     fused_ngram_conv,
@@ -250,7 +249,7 @@ class PhrasalAttention(nn.Module):
                 scores.append(self._scores(q, k if len(self.spec.groups) == 1 else k[:, heads], g))  # (B, h, Tq, G·S)
             logits = scores[0] if len(scores) == 1 else torch.cat(scores, dim=1)  # (B, H, Tq, G·S)
             p = masked_softmax(logits, hidden, may_be_empty)
-            context = torch.matmul(F.dropout(p, dropout, self.training).to(values.dtype), values)  # (B, H, Tq, dh)
+            context = torch.matmul(dropout_if_training(p, dropout, self.training).to(values.dtype), values)  # (B, H, Tq, dh)
             if need_weights:
                 p = p.unflatten(-1, (self.sizes_per_head, s_len))  # (B, H, Tq, G, S)
                 head = 0

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.attention.functional import attention_mask, merge_heads, scaled_dot_product_probs, split_heads
+from model.attention.functional import attention_mask, dropout, merge_heads, scaled_dot_product_probs, split_heads
 from model.attention.registry import register_attention
 
 State = dict[str, torch.Tensor]
@@ -103,7 +103,7 @@ class VanillaAttention(nn.Module):
     def mix(self, probs: torch.Tensor, state: State) -> torch.Tensor:
         """probs (B, H, T, S) -> output (B, T, D): attention dropout, the values, the output projection."""
         v = state["v"]  # (B, H, S, dh)
-        context = torch.matmul(_dropped(probs, self.dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
+        context = torch.matmul(dropout(probs, self.dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
         return self.out_proj(merge_heads(context))
 
     def _attend(
@@ -116,17 +116,12 @@ class VanillaAttention(nn.Module):
         need_weights: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         mask = attention_mask(key_padding_mask, q.shape[2], k.shape[2], causal, q.device)
-        dropout = self.dropout if self.training else 0.0
         if need_weights:
             probs = scaled_dot_product_probs(q, k, mask)  # (B, H, T, S)
-            context = torch.matmul(_dropped(probs, dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
+            context = torch.matmul(dropout(probs, self.dropout, self.training).to(v.dtype), v)  # (B, H, T, dh)
         else:
             # The fused kernel (flash / memory-efficient on GPU) when nobody reads the weights.
             probs = None
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, H, T, dh)
+            dropout_p = self.dropout if self.training else 0.0
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, dh)
         return self.out_proj(merge_heads(context)), probs
-
-
-def _dropped(probs: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    # No call at all when dropout is off (decoding): one op less per attention per step.
-    return F.dropout(probs, p, True) if training and p > 0 else probs
