@@ -85,7 +85,10 @@ def measure(variant: str, device_name: str, tokens: int, warmup: int, steps: int
     from model.config import ModelConfig
     from model.transformer import Transformer
 
+    from model.attention_kernels import avoid_per_shape_attention_plans
+
     device = torch.device(device_name)
+    avoid_per_shape_attention_plans(device)  # as training does (training.loop.resolve_device)
     model_keys = json.loads(recipe_path(variant).read_text())["model"]
     config = ModelConfig.from_dict({**model_keys, "vocab_size": VOCAB, "pad_id": 0, "bos_id": 1, "eos_id": 2})
     torch.manual_seed(seed)

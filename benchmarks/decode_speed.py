@@ -2,15 +2,19 @@
 
 Translates the first N sentences of a Multi30k split at several batch sizes and prints
 sentences/s and milliseconds per batch; --profile adds torch.profiler's top operators, to see
-whether a step is bound by kernels or by the host launching them.
+whether a step is bound by kernels or by the host launching them. --mixed-batches N times N
+batches of changing sizes twice, as a server sees them: the first pass pays whatever a kernel
+library sets up per new shape, the second does not (--cudnn-attention on shows why it is off).
 
     python benchmarks/decode_speed.py --model-dir models/en-de --device cuda --batch-sizes 1,8,64
+    python benchmarks/decode_speed.py --device cuda --batch-sizes "" --mixed-batches 40
 """
 from __future__ import annotations
 
 import argparse
 import gzip
 import platform
+import random
 import statistics
 import time
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 import torch
 
 from model.artifacts import load_model_dir
+from model.attention_kernels import avoid_per_shape_attention_plans
 from model.generate import SearchOptions, generate, source_batch
 
 
@@ -32,9 +37,14 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["float32", "float16"], default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--mixed-batches", type=int, default=0, help="batches of random sizes, timed on first sight and again")
+    parser.add_argument("--cudnn-attention", choices=["on", "off"], default="off", help="on: what the service avoids")
     args = parser.parse_args()
 
     device = torch.device(args.device)
+    avoid_per_shape_attention_plans(device)
+    if args.cudnn_attention == "on":
+        torch.backends.cuda.enable_cudnn_sdp(True)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.float16 if device.type == "cuda" else torch.float32)
     loaded = load_model_dir(args.model_dir, device=device, dtype=dtype)
     with gzip.open(args.split, "rt", encoding="utf-8") as handle:
@@ -42,7 +52,7 @@ def main() -> None:
     options = SearchOptions(beam_size=args.beam)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences")
-    for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+    for batch_size in [int(b) for b in args.batch_sizes.split(",") if b]:
         batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
         timings = []
         for repeat in range(args.repeats + 1):
@@ -55,6 +65,8 @@ def main() -> None:
                 timings.append(time.perf_counter() - start)
         seconds = statistics.median(timings)
         print(f"batch {batch_size:4d}: {len(texts) / seconds:8.1f} sentences/s, {1000 * seconds / len(batches):8.1f} ms per batch")
+    if args.mixed_batches:
+        time_mixed_batches(loaded, texts, options, device, args)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
@@ -72,6 +84,24 @@ def main() -> None:
         if steps:
             print(f"{len(top) / steps:.1f} top-level aten operators per decoding step "
                   f"({steps} steps of one batch of {len(batch)}, beam {args.beam})")
+
+
+def time_mixed_batches(loaded, texts: list[str], options: SearchOptions, device: torch.device, args) -> None:
+    """The same batches of random sizes (and so random lengths) twice after one warm-up batch."""
+    rng = random.Random(0)
+    sizes = [rng.choice([1, 2, 3, 5, 8, 13, 21, 34, 55, 64]) for _ in range(args.mixed_batches)]
+    batches = [rng.sample(texts, min(size, len(texts))) for size in sizes]
+    generate(loaded.model, source_batch(loaded.tokenizer, texts[:2], device), options)
+    for sight in ("first sight", "seen before"):
+        times = []
+        for batch in batches:
+            sync(device)
+            start = time.perf_counter()
+            generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
+            sync(device)
+            times.append(1000 * (time.perf_counter() - start))
+        print(f"{len(batches)} mixed batches ({sum(sizes)} sentences), {sight}, cuDNN attention {args.cudnn_attention}: "
+              f"{sum(times):8.0f} ms in all, median {statistics.median(times):6.1f} ms, max {max(times):7.1f} ms")
 
 
 def sync(device: torch.device) -> None:

@@ -75,7 +75,7 @@ def step_io_names(layout: StateLayout) -> tuple[list[str], list[str]]:
 @torch.no_grad()  # not inference_mode: tracers refuse inference tensors as inputs
 def example_inputs(model: Transformer, layout: StateLayout, batch: int = 2, length: int = 5, steps: int = 3):
     """Example (src,) and (tokens, *state) for tracing: sizes >= 2 everywhere, a non-empty cache."""
-    src = probe_source(model, batch, length).to(next(model.parameters()).device)
+    src = probe_source(model, batch, length)
     state = model.init_state(model.encode(src))
     tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long, device=src.device)
     for _ in range(steps):

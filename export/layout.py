@@ -85,9 +85,10 @@ def _filler_id(model: Transformer) -> int:
 
 
 def probe_source(model: Transformer, batch: int, length: int) -> torch.Tensor:
-    """(batch, length) ids ending in EOS; the second row is two tokens shorter (padding exercised)."""
+    """(batch, length) ids ending in EOS, on the model's device; the second row is two tokens
+    shorter (padding exercised)."""
     c = model.config
-    src = torch.full((batch, length), _filler_id(model), dtype=torch.long)
+    src = torch.full((batch, length), _filler_id(model), dtype=torch.long, device=next(model.parameters()).device)
     src[:, -1] = c.eos_id
     if batch > 1 and length > 2:
         src[1, -3] = c.eos_id
@@ -101,13 +102,13 @@ def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[
     src = probe_source(model, batch, length)
     state = model.init_state(model.encode(src))
     states = [dict(state.tensors)]
-    tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long)
+    tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long, device=src.device)
     has_attention = True
     for _ in range(steps):
         _, attention, state = model.decode_step(tokens, None, state)
         has_attention = has_attention and attention is not None
         states.append(dict(state.tensors))
-        tokens = torch.full((batch,), _filler_id(model), dtype=torch.long)
+        tokens = torch.full((batch,), _filler_id(model), dtype=torch.long, device=src.device)
     return states, has_attention
 
 
@@ -119,14 +120,14 @@ def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, li
         return PHRASES_NONE, 0, []
     src = probe_source(model, _BATCH, _SOURCE)
     state = model.init_state(model.encode(src))
-    tokens = torch.full((_BATCH,), model.config.bos_id, dtype=torch.long)
+    tokens = torch.full((_BATCH,), model.config.bos_id, dtype=torch.long, device=src.device)
     shapes, as_tokens = set(), True
     for _ in range(_STEPS):
         out = model.decode_step_with_phrases(tokens, None, state)
         phrases, state = out.phrase_attention, out.state
         shapes.add(tuple(phrases.shape))
         as_tokens = as_tokens and phrases.shape[1] == 1 and torch.equal(phrases[:, 0], out.attention)
-        tokens = torch.full((_BATCH,), _filler_id(model), dtype=torch.long)
+        tokens = torch.full((_BATCH,), _filler_id(model), dtype=torch.long, device=src.device)
     if shapes != {(_BATCH, next(iter(shapes))[1], _SOURCE)}:
         return PHRASES_NONE, 0, [
             f"the phrase attention of decode_step_with_phrases must be (N, n_max, S) with a fixed n_max, got shapes {sorted(shapes)}"

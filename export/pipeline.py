@@ -73,6 +73,14 @@ def _prepare_out_dir(request: ExportRequest) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def _empty_out_dir(out: Path, remove: bool) -> None:
+    if remove:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for path in out.iterdir():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
 def thresholds_for(request: ExportRequest) -> Thresholds:
     """The defaults for the target and precision, with the request's overrides; an override that
     the criterion in force does not read is refused rather than ignored."""
@@ -153,16 +161,17 @@ def run_export(request: ExportRequest, log: Callable[[str], None] = print) -> di
     _prepare_out_dir(request)
     try:
         exported, info, reference = _build(request, loaded, log)
-    except UnsupportedModel:
-        if created and not any(request.out_dir.iterdir()):
-            request.out_dir.rmdir()  # refused before anything was written: leave no trace
+        if data is not None and thresholds is not None:
+            runner = open_runner(exported, device=request.device)
+            result = verify(loaded, runner, data, thresholds, beam_size=request.beam_size,
+                            batch_size=request.batch_size, reference=reference, reference_precision=request.dtype)
+        else:
+            result = {"skipped": True}
+    except BaseException:
+        # Half-written graphs without a manifest are no export: leave the directory as it was
+        # found (absent or empty), so that the next attempt needs no --force.
+        _empty_out_dir(request.out_dir, remove=created)
         raise
-    if data is not None and thresholds is not None:
-        runner = open_runner(exported, device=request.device)
-        result = verify(loaded, runner, data, thresholds, beam_size=request.beam_size,
-                        batch_size=request.batch_size, reference=reference, reference_precision=request.dtype)
-    else:
-        result = {"skipped": True}
     manifest = write_manifest(exported, extra={
         "build": info,
         "verification": result,

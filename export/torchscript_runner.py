@@ -6,6 +6,7 @@ import warnings
 import torch
 
 from export.artifact import ExportedDir
+from model.attention_kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
 from export.step_search import State
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
@@ -20,6 +21,7 @@ class TorchScriptBackend:
         self.phrase_attention = exported.layout.phrase_attention
         self._heads = len(step_head_names(exported.layout))  # log_probs [, attention [, phrase_attention]]
         self.device = torch.device(device)
+        avoid_per_shape_attention_plans(self.device)  # the graphs call scaled_dot_product_attention
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates TorchScript
             self.encoder = torch.jit.load(str(exported.path / ENCODER_FILE), map_location=self.device).eval()

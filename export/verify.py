@@ -127,6 +127,11 @@ def search_options(beam_size: int) -> SearchOptions:
     return SearchOptions(beam_size=beam_size, n_best=1, length_penalty=1.0, max_length_ratio=1.5, max_length_offset=10)
 
 
+def on_device_of(model: torch.nn.Module, src: torch.Tensor) -> torch.Tensor:
+    """The source batch where `model` is (a float16 reference may sit on the GPU, float32 on the CPU)."""
+    return src.to(next(model.parameters()).device)
+
+
 def corpus_bleu(hypotheses: list[str], references: list[str]) -> float:
     """sacreBLEU (13a, cased) of detokenised hypotheses against one reference each; 100 for
     identical corpora (also all-empty ones, which sacreBLEU scores 0)."""
@@ -159,17 +164,18 @@ def verify(
     options = search_options(beam_size)
     eager, exported, float32 = [], [], []
     eager_seconds = exported_seconds = 0.0
+    eager_model = reference if reference is not None else loaded.model
     for start in range(0, len(sentences), batch_size):
         ids = tokenizer.encode_batch(sentences[start : start + batch_size])
         src = pad_sources([s + [tokenizer.eos_id] for s in ids], tokenizer.pad_id)
         began = time.perf_counter()
-        eager += [h[0] for h in generate(reference if reference is not None else loaded.model, src, options)]
+        eager += [h[0] for h in generate(eager_model, on_device_of(eager_model, src), options)]
         eager_seconds += time.perf_counter() - began
         began = time.perf_counter()
         exported += [h[0] for h in runner.generate(ids, options)]
         exported_seconds += time.perf_counter() - began
         if reference is not None:
-            float32 += [h[0] for h in generate(loaded.model, src, options)]
+            float32 += [h[0] for h in generate(loaded.model, on_device_of(loaded.model, src), options)]
     eager_texts = [tokenizer.decode(h.tokens) for h in eager]
     exported_texts = [tokenizer.decode(h.tokens) for h in exported]
     by_identity = thresholds.criterion == IDENTICAL_TOP

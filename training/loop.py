@@ -28,6 +28,7 @@ import sacrebleu
 import torch
 from tqdm import tqdm
 
+from model.attention_kernels import avoid_per_shape_attention_plans
 from model.config import ModelConfig
 from model.tokenizer import Tokenizer
 from model.transformer import ModelOutput, Transformer
@@ -59,12 +60,14 @@ class TrainResult:
 
 def resolve_device(name: str = "auto") -> torch.device:
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
         raise RecipeError([f"--device must be auto, cpu or cuda, got {name!r}"], "--device")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise RecipeError(["CUDA was asked for but torch sees no CUDA device"], "--device")
-    return torch.device(name)
+    device = torch.device(name)
+    avoid_per_shape_attention_plans(device)
+    return device
 
 
 def seed_everything(seed: int) -> None:

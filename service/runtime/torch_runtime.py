@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from model.artifacts import LoadedModel, load_model_dir
+from model.attention_kernels import avoid_per_shape_attention_plans
 from model.beam_search import Hypothesis
 from model.generate import SearchOptions, generate, pad_sources
 from model.layers import has_phrases
@@ -20,10 +21,12 @@ log = logging.getLogger("service.runtime.torch")
 
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA device")
-    return torch.device(name)
+    device = torch.device(name)
+    avoid_per_shape_attention_plans(device)
+    return device
 
 
 def has_native_phrases(model: Transformer) -> bool:

@@ -229,3 +229,39 @@ def test_an_exporter_failure_is_one_line_and_exit_1_and_traceback_shows_it(tmp_p
     )
     with pytest.raises(RuntimeError, match="no kernel"):
         main([*argv, "--traceback"])
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_an_export_that_fails_after_writing_leaves_out_dir_as_it_found_it(existed, tmp_path, tmp_path_factory, tiny_spm, monkeypatch, capsys):
+    # The graphs are written before verification runs; a crash there used to leave them without
+    # a manifest, so the next attempt was refused ("not empty; pass --force").
+    import export.pipeline as pipeline
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("index is on cpu, different from other tensors on cuda:0")
+
+    monkeypatch.setattr(pipeline, "verify", crash)
+    out = tmp_path / "ts"
+    if existed:
+        out.mkdir()
+    argv = ["torchscript", str(model_dir(tmp_path_factory, tiny_spm)), str(out), "--verify-sentences", "2"]
+    assert main(argv) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "phrasal-export: error: the torchscript export failed: RuntimeError: index is on cpu, different from other "
+        "tensors on cuda:0 (rerun with --traceback for details)"
+    )
+    assert (out.exists(), list(out.iterdir()) if existed else None) == (existed, [] if existed else None)
+    monkeypatch.undo()
+    assert main(argv) == 0  # no --force needed
+
+
+def test_probe_and_verification_inputs_are_made_on_the_model_device():
+    # --device cuda exports failed on "index is on cpu": the probe batch and the verification
+    # batches were made on the CPU whatever the model's device. The meta device stands in for
+    # CUDA here: a tensor made on the CPU would say so.
+    from export.layout import probe_source
+    from export.verify import on_device_of
+
+    model = tiny_model().to("meta")
+    assert probe_source(model, 2, 5).device.type == "meta"
+    assert on_device_of(model, torch.ones(2, 3, dtype=torch.long)).device.type == "meta"
