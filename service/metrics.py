@@ -29,6 +29,7 @@ REJECTION_REASONS = (
     "rate_limited",  # 429
     "body_too_large",  # 413
     "body_timeout",  # 408
+    "header_timeout",  # 408 or closed: no complete request head in time (service/header_deadline.py)
     "bad_body",  # 400 (malformed content-length, undecodable body)
     "unsupported_media_type",  # 415
     "queue_full",  # 503

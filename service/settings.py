@@ -85,6 +85,9 @@ class Settings(BaseSettings):
         None, ge=1, description="Source tokens per text (None: the model's own limit)."
     )
     max_body_bytes: int = Field(1 << 20, ge=1024, description="Request body size; beyond it: 413.")
+    header_timeout_s: float = Field(
+        10.0, gt=0, description="Time a connection has to send a whole request head; beyond it: 408 (or closed if silent)."
+    )
     body_timeout_s: float = Field(10.0, gt=0, description="Time to receive a whole body; beyond it: 408.")
 
     # --- Auth and quotas, off by default.
