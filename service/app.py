@@ -91,7 +91,11 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     install_error_handlers(app)
     # add_middleware puts each one outside the ones before it: innermost first.
     app.add_middleware(
-        BodyGuardMiddleware, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s, metrics=metrics
+        BodyGuardMiddleware,
+        max_bytes=settings.max_body_bytes,
+        timeout_s=settings.body_timeout_s,
+        metrics=metrics,
+        stopping=lambda: lifecycle.phase in ("draining", "stopped"),
     )
     if settings.api_keys:
         buckets = None

@@ -7,6 +7,12 @@
   as soon as the count passes the limit; nothing larger is ever buffered.
 - The whole body must arrive within ``body_timeout_s`` of the first read: 408 otherwise, so a
   client trickling bytes (slowloris) cannot hold a connection and a task forever.
+- ``Content-Length`` and ``Transfer-Encoding`` together: 400. h11 frames such a body by the
+  chunks and would keep the connection open; a proxy in front that frames it by the length
+  would then see a different next request on it (request smuggling, RFC 9112 section 6.1).
+- A body still arriving when the drain timeout after SIGTERM expires: 503 with Retry-After
+  (reason ``drain_timeout``, as for a translation cut off), not uvicorn's bare 500 and a
+  traceback for the cancellation.
 
 The 408/413 raised while the app reads the body are ``BodyRejected`` (an HTTPException that
 FastAPI passes through), answered by the app's error handlers; each closes the connection,
@@ -17,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import email.message
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import BodyRejected, error_response
+from service.errors import BodyRejected, CutOff, error_response
 from service.metrics import Metrics
 
 _CLOSE = {"Connection": "close"}
@@ -36,11 +43,22 @@ def _is_json(content_type: str) -> bool:
 
 
 class BodyGuardMiddleware:
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        timeout_s: float,
+        metrics: Metrics,
+        stopping: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """``stopping()``: the server is shutting down (a cancelled body read is then the drain
+        timeout, answered 503)."""
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
         self.metrics = metrics
+        self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
@@ -68,6 +86,8 @@ class BodyGuardMiddleware:
                 f"body: Content-Encoding {encoding[:30]} is not supported; send the body uncompressed",
             )
         length = headers.get(b"content-length")
+        if length is not None and b"transfer-encoding" in headers:
+            return 400, "bad_body", "body: Content-Length and Transfer-Encoding must not both be set"
         if length is not None:
             if not length.isdigit():
                 return 400, "bad_body", "body: Content-Length must be a non-negative integer"
@@ -90,6 +110,14 @@ class BodyGuardMiddleware:
             except asyncio.TimeoutError:
                 raise BodyRejected(
                     408, "body_timeout", f"body: not received within {self.timeout_s:g} s", _CLOSE
+                ) from None
+            except asyncio.CancelledError:
+                if not self.stopping():
+                    raise
+                # uvicorn cancels what is still in flight when the drain timeout expires.
+                cut = CutOff()
+                raise BodyRejected(
+                    503, cut.reason, cut.message, {"Retry-After": str(cut.retry_after), **_CLOSE}
                 ) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from service.metrics import MALFORMED_STATUS
 from service.schemas import ErrorDetail, ErrorResponse
 
 log = logging.getLogger("service")
@@ -219,7 +220,8 @@ def _unparseable(cause: BaseException | None) -> str:
 
 
 async def _client_disconnected(request: Request, exc: ClientDisconnected) -> Response:
-    _count(request, "client_disconnected")
+    if MALFORMED_STATUS not in request.scope:  # else the protocol answered it (and it is counted so)
+        _count(request, "client_disconnected")
     return Response(status_code=499)
 
 

@@ -21,6 +21,10 @@ QUEUE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 UNMATCHED_ROUTE = "unmatched"
+# Scope key the HTTP protocol sets on a request it answered itself because its body's framing was
+# malformed (service/http_protocol.py): the status the client got. The app's own answer went
+# nowhere, so MetricsMiddleware counts the request with this status instead.
+MALFORMED_STATUS = "phrasal.malformed_status"
 
 # Why a request was turned away; pre-declared so that every series exists from the first scrape.
 REJECTION_REASONS = (
@@ -31,6 +35,8 @@ REJECTION_REASONS = (
     "body_timeout",  # 408
     "header_timeout",  # 408 or closed: no complete request head in time (service/header_deadline.py)
     "bad_body",  # 400 (malformed content-length, undecodable body)
+    "bad_request",  # 400 (431): not well-formed HTTP: request line, headers, chunked framing (service/http_protocol.py)
+    "send_timeout",  # connection aborted: the client stopped reading its response (service/http_protocol.py)
     "unsupported_media_type",  # 415
     "queue_full",  # 503
     "deadline_in_queue",  # 503
@@ -118,6 +124,11 @@ class Metrics:
             raise ValueError(f"unknown rejection reason {reason!r}")  # a bug: labels stay bounded
         self.rejections.labels(reason=reason).inc()
 
+    def malformed(self, status: int) -> None:
+        """A request too malformed to reach the app, answered by the HTTP protocol itself."""
+        self.rejected("bad_request")
+        self.observe(UNMATCHED_ROUTE, status, 0.0)
+
     def watch_memory(self, pair: str, backend: str, read: Callable[[], int | None]) -> None:
         """Export ``read()`` at every scrape; call only for a runtime whose ``read()`` is not None."""
         self.device_memory.labels(pair=pair, backend=backend).set_function(lambda: float(read() or 0))
@@ -156,10 +167,17 @@ class MetricsMiddleware:
                 status = message["status"]
             await send(message)
 
+        if MALFORMED_STATUS in scope:  # answered by the protocol before the app could start
+            self.metrics.rejected("bad_request")
+            self.metrics.observe(route, scope[MALFORMED_STATUS], 0.0)
+            return
         gauge = self.metrics.in_flight.labels(route=route)
         gauge.inc()
         try:
             await self.app(scope, receive, send_and_record_status)
         finally:
             gauge.dec()
+            if MALFORMED_STATUS in scope:  # the body broke while the app waited for it
+                status = scope[MALFORMED_STATUS]
+                self.metrics.rejected("bad_request")
             self.metrics.observe(route, status, time.perf_counter() - start)

@@ -6,12 +6,14 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from service.errors import ClientDisconnected, CutOff
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
+from service.runtime.base import Translation
 from service.schemas import ErrorResponse, HealthResponse, LiveResponse, TranslateRequest, TranslateResponse
 from service.translator import Translator
 
@@ -37,7 +39,9 @@ _ERRORS = {
 }
 
 
-def get_translator(request: Request) -> Translator:
+async def get_translator(request: Request) -> Translator:
+    # async: FastAPI runs a plain-def dependency in its thread pool (40 threads), so every
+    # request paid a thread hop for an attribute read, and under a flood queued for a thread.
     lifecycle: Lifecycle = request.app.state.lifecycle
     return lifecycle.translator_or_raise()
 
@@ -86,7 +90,7 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
 )
 async def translate(
     body: TranslateRequest, request: Request, translator: Translator = Depends(get_translator)
-) -> TranslateResponse:
+) -> TranslateResponse | Response:
     work = translator.translate(
         body.texts,
         body.source,
@@ -98,13 +102,35 @@ async def translate(
     )
     try:
         results = await unless_disconnected(request, work)
+        if _answer_cost(results, body.alignment) <= _RENDER_INLINE_COST:
+            return TranslateResponse.from_results(body.source, body.target, body.texts, results)
+        # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) took seconds to
+        # build on the event loop, stalling every other request and the health checks with it;
+        # in a thread the loop still gets the GIL every few milliseconds.
+        payload = await anyio.to_thread.run_sync(_render, body, results)
     except asyncio.CancelledError:
         # uvicorn cancels what is still in flight when the drain timeout expires: say so (and
         # when to retry) instead of leaving the client a bare 500 or a cut connection.
         if request.app.state.lifecycle.phase in ("draining", "stopped"):
             raise CutOff() from None
         raise
-    return TranslateResponse.from_results(body.source, body.target, body.texts, results)
+    return Response(content=payload, media_type="application/json")
+
+
+# Characters of hypothesis text, weighted up when alignments come with them, below which the
+# answer is built on the event loop (a thread hop costs more than the build).
+_RENDER_INLINE_COST = 20_000
+
+
+def _answer_cost(results: list[list[Translation]], alignment: str) -> int:
+    chars = sum(len(hypothesis.text) + 16 for nbest in results for hypothesis in nbest)
+    return chars if alignment == "none" else chars * 20
+
+
+def _render(body: TranslateRequest, results: list[list[Translation]]) -> bytes:
+    """What FastAPI would send for the route's response_model (exclude_none), as bytes."""
+    response = TranslateResponse.from_results(body.source, body.target, body.texts, results)
+    return response.model_dump_json(exclude_none=True).encode()
 
 
 def _health(lifecycle: Lifecycle) -> JSONResponse:
@@ -138,3 +164,10 @@ async def live() -> LiveResponse:
 async def metrics(request: Request) -> Response:
     registry: Metrics = request.app.state.metrics
     return Response(content=registry.render(), media_type=registry.content_type)
+
+
+# HEAD on the health checks and /metrics (some load balancers probe with HEAD): the status and
+# headers of GET without the body. Starlette routes (/docs) answer HEAD by themselves; FastAPI's
+# do not (405). Kept out of the schema: they say nothing GET does not.
+for _path, _endpoint in (("/health/ready", ready), ("/health", health), ("/health/live", live), ("/metrics", metrics)):
+    router.add_api_route(_path, _endpoint, methods=["HEAD"], include_in_schema=False)

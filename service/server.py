@@ -19,7 +19,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from service.header_deadline import header_deadline_protocol
+from service.http_protocol import serving_protocol
 from service.settings import Settings
 
 log = logging.getLogger("service")
@@ -42,6 +42,7 @@ def _drained(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(app: FastAPI, settings: Settings, *, host: str, port: int, log_level: str) -> None:
+    metrics = app.state.metrics
     config = uvicorn.Config(
         app,
         host=host,
@@ -51,7 +52,12 @@ def serve(app: FastAPI, settings: Settings, *, host: str, port: int, log_level: 
         # settings.max_connections is enforced by the app (service/admission.py): uvicorn's own
         # limit counts open connections, so idle sockets could lock every request out.
         limit_concurrency=None,
-        http=header_deadline_protocol(settings.header_timeout_s, lambda: app.state.metrics.rejected("header_timeout")),
+        http=serving_protocol(
+            header_timeout_s=settings.header_timeout_s,
+            send_timeout_s=settings.send_timeout_s,
+            on_rejected=metrics.rejected,
+            on_malformed=metrics.malformed,
+        ),
     )
     server = DrainingServer(config, on_exit=app.state.lifecycle.begin_drain)
     # After a signal-initiated shutdown uvicorn re-raises that signal under the handlers that

@@ -89,6 +89,9 @@ class Settings(BaseSettings):
         10.0, gt=0, description="Time a connection has to send a whole request head; beyond it: 408 (or closed if silent)."
     )
     body_timeout_s: float = Field(10.0, gt=0, description="Time to receive a whole body; beyond it: 408.")
+    send_timeout_s: float = Field(
+        10.0, gt=0, description="Time a response may wait for the client to read any of it; beyond it: connection aborted."
+    )
 
     # --- Auth and quotas, off by default.
     api_keys: dict[str, SecretStr] = Field(
