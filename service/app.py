@@ -95,7 +95,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         max_bytes=settings.max_body_bytes,
         timeout_s=settings.body_timeout_s,
         metrics=metrics,
-        stopping=lambda: lifecycle.phase in ("draining", "stopped"),
+        stopping=lambda: lifecycle.stopping,
     )
     if settings.api_keys:
         buckets = None

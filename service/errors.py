@@ -134,12 +134,21 @@ def _field(loc: Sequence[Any], kind: str) -> str:
     return ".".join(str(_quoted(p)) for p in parts)
 
 
-class ErrorJSONResponse(JSONResponse):
-    """ASCII JSON: an error may quote what the client sent (a field name, a language code), and
-    a lone surrogate in it must come back escaped, not crash the encoder into a 500."""
+def _error_json(content: Any) -> bytes:
+    # ASCII: an error may quote what the client sent (a field name, a language code), and a lone
+    # surrogate in it must come back escaped, not crash the encoder into a 500.
+    return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
+
+class ErrorJSONResponse(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return _error_json(content)
+
+
+def error_body(message: str) -> bytes:
+    """An error body without field details, byte for byte as the app renders one: for the answers
+    the HTTP protocol writes itself, below the app (service/header_deadline.py, service/http_protocol.py)."""
+    return _error_json({"message": message, "detail": []})
 
 
 def error_response(

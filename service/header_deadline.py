@@ -11,18 +11,18 @@ with reason ``header_timeout``. The body has its own deadline (service/body_guar
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from service.errors import error_body
+
 
 def header_deadline_protocol(timeout_s: float, on_timeout: Callable[[], None]) -> type[H11Protocol]:
     """uvicorn's h11 protocol with the deadline above (pass as uvicorn.Config(http=...))."""
-    message = {"message": f"request headers not received within {timeout_s:g} s", "detail": []}
-    body = json.dumps(message, separators=(",", ":")).encode()
+    body = error_body(f"request headers not received within {timeout_s:g} s")
     timeout_response = (
         b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
         + f"content-length: {len(body)}\r\n\r\n".encode()

@@ -25,7 +25,6 @@ connection to the client's mercy. Pass ``serving_protocol(...)`` as ``uvicorn.Co
 from __future__ import annotations
 
 import asyncio
-import json
 import struct
 import sys
 from collections.abc import Callable
@@ -34,14 +33,15 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from service.errors import error_body
 from service.header_deadline import header_deadline_protocol
+from service.metrics import MALFORMED_STATUS
 
 try:  # POSIX: the kernel's send queue (_kernel_unsent)
     import fcntl
     import termios
 except ImportError:  # pragma: no cover - Windows
     fcntl = termios = None  # type: ignore[assignment]
-from service.metrics import MALFORMED_STATUS
 
 _REASONS = {
     400: b"Bad Request",
@@ -57,7 +57,7 @@ def _malformed_response(exc: BaseException | None) -> tuple[int, list[tuple[byte
     if status not in _REASONS:
         status = 400
     what = str(exc)[:_MAX_QUOTED_CHARS] if exc is not None and str(exc) else "not parseable"
-    body = json.dumps({"message": f"malformed HTTP request: {what}", "detail": []}, separators=(",", ":")).encode()
+    body = error_body(f"malformed HTTP request: {what}")
     headers = [
         (b"content-type", b"application/json"),
         (b"connection", b"close"),

@@ -64,6 +64,11 @@ class Lifecycle:
         return self.phase == "ready"
 
     @property
+    def stopping(self) -> bool:
+        """SIGTERM came: work cancelled now was cut off by the drain timeout."""
+        return self.phase in ("draining", "stopped")
+
+    @property
     def reason(self) -> str | None:
         """Why the service is not ready (None when it is)."""
         if self.phase == "ready":

@@ -124,10 +124,10 @@ class Metrics:
             raise ValueError(f"unknown rejection reason {reason!r}")  # a bug: labels stay bounded
         self.rejections.labels(reason=reason).inc()
 
-    def malformed(self, status: int) -> None:
-        """A request too malformed to reach the app, answered by the HTTP protocol itself."""
+    def malformed(self, status: int, route: str = UNMATCHED_ROUTE, seconds: float = 0.0) -> None:
+        """A request too malformed for the app, answered by the HTTP protocol itself with `status`."""
         self.rejected("bad_request")
-        self.observe(UNMATCHED_ROUTE, status, 0.0)
+        self.observe(route, status, seconds)
 
     def watch_memory(self, pair: str, backend: str, read: Callable[[], int | None]) -> None:
         """Export ``read()`` at every scrape; call only for a runtime whose ``read()`` is not None."""
@@ -168,8 +168,7 @@ class MetricsMiddleware:
             await send(message)
 
         if MALFORMED_STATUS in scope:  # answered by the protocol before the app could start
-            self.metrics.rejected("bad_request")
-            self.metrics.observe(route, scope[MALFORMED_STATUS], 0.0)
+            self.metrics.malformed(scope[MALFORMED_STATUS], route)
             return
         gauge = self.metrics.in_flight.labels(route=route)
         gauge.inc()
@@ -177,7 +176,8 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_and_record_status)
         finally:
             gauge.dec()
+            seconds = time.perf_counter() - start
             if MALFORMED_STATUS in scope:  # the body broke while the app waited for it
-                status = scope[MALFORMED_STATUS]
-                self.metrics.rejected("bad_request")
-            self.metrics.observe(route, status, time.perf_counter() - start)
+                self.metrics.malformed(scope[MALFORMED_STATUS], route, seconds)
+            else:
+                self.metrics.observe(route, status, seconds)

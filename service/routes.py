@@ -111,7 +111,7 @@ async def translate(
     except asyncio.CancelledError:
         # uvicorn cancels what is still in flight when the drain timeout expires: say so (and
         # when to retry) instead of leaving the client a bare 500 or a cut connection.
-        if request.app.state.lifecycle.phase in ("draining", "stopped"):
+        if request.app.state.lifecycle.stopping:
             raise CutOff() from None
         raise
     return Response(content=payload, media_type="application/json")

@@ -14,12 +14,17 @@ from tests.service.test_batching import sample
 BASE = {"source": "en", "target": "de"}
 
 
-def test_a_full_queue_answers_503_with_retry_after_and_the_held_requests_all_finish():
+def gated_app(settings: Settings):
+    """An app whose model calls wait for the returned gate (runtime.entered says one began)."""
     gate = threading.Event()
     runtime = FakeRuntime(gate=gate)
+    return create_app(settings, runtime_factory=lambda s: [runtime]), runtime, gate
+
+
+def test_a_full_queue_answers_503_with_retry_after_and_the_held_requests_all_finish():
     # One text per batch, four texts may wait: the worker holds one request, four more fill up.
     settings = Settings(max_segments=4, max_queue=4, max_batch_sentences=1, max_wait_ms=0, retry_after_s=2)
-    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    app, runtime, gate = gated_app(settings)
     with serving(app) as client:
         background = Background(client)
         background.post({**BASE, "text": "held in compute"})
@@ -55,10 +60,8 @@ def test_a_full_queue_answers_503_with_retry_after_and_the_held_requests_all_fin
 
 
 def test_deadlines_answer_504_while_computing_and_503_while_queued():
-    gate = threading.Event()
-    runtime = FakeRuntime(gate=gate)
     settings = Settings(request_timeout_s=0.3, max_wait_ms=0, retry_after_s=1)
-    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    app, runtime, gate = gated_app(settings)
     with serving(app) as client:
         background = Background(client)
         background.post({**BASE, "text": "slow"})
@@ -82,10 +85,8 @@ def test_deadlines_answer_504_while_computing_and_503_while_queued():
 
 
 def test_requests_beyond_max_connections_get_503_while_health_and_metrics_still_answer():
-    gate = threading.Event()
-    runtime = FakeRuntime(gate=gate)
     settings = Settings(max_connections=2, max_batch_sentences=1, max_wait_ms=0, retry_after_s=3, request_timeout_s=5)
-    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    app, runtime, gate = gated_app(settings)
     with serving(app) as client:
         background = Background(client)
         background.post({**BASE, "text": "held in compute"})
