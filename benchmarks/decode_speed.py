@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from model import decoding_defaults
 from model.artifacts import load_model_dir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from model.generate import SearchOptions, generate, source_batch
@@ -32,7 +33,7 @@ def main() -> None:
     parser.add_argument("--split", default="data/multi30k/test_2016_flickr.en.gz")
     parser.add_argument("--sentences", type=int, default=256)
     parser.add_argument("--batch-sizes", default="1,8,64")
-    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", choices=["float32", "float16"], default=None)
     parser.add_argument("--repeats", type=int, default=3)

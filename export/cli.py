@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from export.ct2_target import QUANTIZATIONS
+from model import decoding_defaults
 from export.errors import ExportError, VerificationFailed
 from export.pipeline import DTYPES, ExportRequest, run_export
 from export.verify import CRITERIA, failure_lines, summary_line
@@ -90,7 +91,8 @@ def _common_parser() -> argparse.ArgumentParser:
     v.add_argument("--verify-data", type=Path, default=Path("data/multi30k"), metavar="DIR",
                    help="directory of <split>.<lang>.gz files (the target-language file, if present, gives references)")
     v.add_argument("--verify-split", default="test_2016_flickr", metavar="NAME", help="split to read (default test_2016_flickr)")
-    v.add_argument("--beam-size", type=_positive_int, default=5, help="beam size of both searches (default 5)")
+    v.add_argument("--beam-size", type=_positive_int, default=decoding_defaults.BEAM_SIZE,
+                   help=f"beam size of both searches (default {decoding_defaults.BEAM_SIZE})")
     v.add_argument("--batch-size", type=_positive_int, default=32, help="sentences per batch (default 32)")
     v.add_argument("--criterion", choices=CRITERIA,
                    help="override the criterion (default: bleu-vs-eager for quantised ct2, identical-top otherwise)")

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import torch
 
+from model import decoding_defaults
 from model.artifacts import TOKENIZER_FILE, LoadedModel, load_model_dir
 from model.errors import ArtifactError
 from export.artifact import ExportedDir, read_export_dir, write_manifest
@@ -34,7 +35,7 @@ class ExportRequest:
     verify_sentences: int = 300
     verify_data: Path = Path("data/multi30k")
     verify_split: str = "test_2016_flickr"
-    beam_size: int = 5
+    beam_size: int = decoding_defaults.BEAM_SIZE
     batch_size: int = 32
     # Overrides of the defaults by target and precision (export.verify.default_thresholds).
     criterion: str | None = None  # "identical-top" | "bleu-vs-eager"

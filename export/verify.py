@@ -1,7 +1,7 @@
 """Verification: the exported runtime's beam search against eager PyTorch on real sentences.
 
 Both sides decode the same batches with the same options (the service's defaults: beam 5,
-length penalty 1, max length 1.5 x source + 10). Eager runs the model at the precision of the
+length penalty, length limit: model/decoding_defaults.py). Eager runs the model at the precision of the
 graphs: float32, or for float16 ONNX/TorchScript graphs the same half-precision copy that was
 exported, because what is verified is the export, not float16 itself (on a lightly trained
 phrasal model eager float16 PyTorch already differed from eager float32 on 7 of 300 top
@@ -45,6 +45,7 @@ from typing import Any
 import sacrebleu
 import torch
 
+from model import decoding_defaults
 from model.artifacts import LoadedModel
 from model.generate import SearchOptions, generate, pad_sources
 from export.errors import ExportError
@@ -124,7 +125,7 @@ def read_verify_set(data_dir: Path, split: str, source_lang: str, target_lang: s
 
 
 def search_options(beam_size: int) -> SearchOptions:
-    return SearchOptions(beam_size=beam_size, n_best=1, length_penalty=1.0, max_length_ratio=1.5, max_length_offset=10)
+    return SearchOptions(beam_size=beam_size, n_best=1)
 
 
 def on_device_of(model: torch.nn.Module, src: torch.Tensor) -> torch.Tensor:
@@ -146,7 +147,7 @@ def verify(
     data: VerifySet | list[str],
     thresholds: Thresholds,
     *,
-    beam_size: int = 5,
+    beam_size: int = decoding_defaults.BEAM_SIZE,
     batch_size: int = 32,
     reference: torch.nn.Module | None = None,
     reference_precision: str = "float32",

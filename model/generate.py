@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from model import decoding_defaults as defaults
 from model.beam_search import Hypothesis, beam_search
 from model.state import DecoderState
 from model.tokenizer import Tokenizer
@@ -14,13 +15,13 @@ from model.transformer import Transformer
 
 @dataclass(frozen=True)
 class SearchOptions:
-    beam_size: int = 5
-    n_best: int = 1
+    beam_size: int = defaults.BEAM_SIZE
+    n_best: int = defaults.N_BEST
     # score = log P / len**length_penalty (see model.beam_search)
-    length_penalty: float = 1.0
+    length_penalty: float = defaults.LENGTH_PENALTY
     # The most tokens a hypothesis may have, EOS not counted: ceil(ratio * source tokens) + offset.
-    max_length_ratio: float = 2.0
-    max_length_offset: int = 10
+    max_length_ratio: float = defaults.MAX_LENGTH_RATIO
+    max_length_offset: int = defaults.MAX_LENGTH_OFFSET
     return_attention: bool = False
     # Also return each hypothesis' phrase attention (see PhrasalHypothesis).
     return_phrase_attention: bool = False

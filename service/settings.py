@@ -13,11 +13,15 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.runtime.base import DecodeOptions
+
 # The request schema's hard bound on beam_size; the default below must respect it.
 MAX_BEAM_SIZE = 16
 # API key names become log fields and metric labels: short and plain.
 _KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_API_KEY_CHARS = 16
+# The decoding defaults of every entry point (model/decoding_defaults.py).
+_DECODING = DecodeOptions()
 
 
 class Settings(BaseSettings):
@@ -49,10 +53,10 @@ class Settings(BaseSettings):
     max_chars: int = Field(2000, ge=1, description="Characters per text.")
 
     # Decoding defaults and bounds (per-request values come from the request schema).
-    default_beam_size: int = Field(5, ge=1, le=MAX_BEAM_SIZE)
-    max_length_ratio: float = Field(1.5, gt=0)
-    max_length_offset: int = Field(10, ge=0)
-    length_penalty: float = Field(1.0, ge=0)
+    default_beam_size: int = Field(_DECODING.beam_size, ge=1, le=MAX_BEAM_SIZE)
+    max_length_ratio: float = Field(_DECODING.max_length_ratio, gt=0)
+    max_length_offset: int = Field(_DECODING.max_length_offset, ge=0)
+    length_penalty: float = Field(_DECODING.length_penalty, ge=0)
 
     # Threads that run batches, per language pair. One is right for one GPU (see
     # service/batcher.py): a second would only interleave kernels and double activation memory.

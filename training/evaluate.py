@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from model import decoding_defaults
 from training.cli import UsageError, _Parser
 
 PROG = "phrasal-eval"
@@ -29,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--src", type=Path, help="source sentences, one a line (plain or .gz)")
     p.add_argument("--ref", type=Path, help="reference translations for --src, one a line")
     p.add_argument("--data-dir", type=Path, default=Path("data/multi30k"))
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
+    p.add_argument("--length-penalty", type=float, default=decoding_defaults.LENGTH_PENALTY)
     p.add_argument("--batch-size", type=int, default=64, help="sentences a batch")
     p.add_argument("--limit", type=int, help="first N sentences only")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from model import decoding_defaults
 from model.config import ModelConfig
 from model.errors import ConfigError
 
@@ -68,8 +69,8 @@ class TrainingRecipe:
     val_every_epoch: bool = False
     val_bleu_sentences: int = 200       # first N sentences of the validation split; 0 = no BLEU
     val_beam: int = 1
-    decode_max_len_a: float = 1.5       # decoding length limit: a * source length + b
-    decode_max_len_b: int = 10
+    decode_max_len_a: float = decoding_defaults.MAX_LENGTH_RATIO  # decoding length limit: a * source length + b
+    decode_max_len_b: int = decoding_defaults.MAX_LENGTH_OFFSET
     checkpoint_interval: int = 100
     keep_last: int = 10
     average_last: int = 10

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import torch
 
+from model import decoding_defaults as defaults
 from model.generate import SearchOptions, generate, source_batch
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
@@ -25,9 +26,10 @@ def autocast_context(device: torch.device, amp: bool) -> contextlib.AbstractCont
 
 
 @torch.inference_mode()
-def translate_batch(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str], beam: int = 5, *,
-                    batch_size: int = 64, length_penalty: float = 1.0, max_length_ratio: float = 2.0,
-                    max_length_offset: int = 10, amp: bool = False) -> list[str]:
+def translate_batch(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str], beam: int = defaults.BEAM_SIZE, *,
+                    batch_size: int = 64, length_penalty: float = defaults.LENGTH_PENALTY,
+                    max_length_ratio: float = defaults.MAX_LENGTH_RATIO,
+                    max_length_offset: int = defaults.MAX_LENGTH_OFFSET, amp: bool = False) -> list[str]:
     """Translate `texts` (detokenised strings in, detokenised strings out, same order).
 
     Sentences are sorted by length and decoded `batch_size` at a time so that padding stays small;

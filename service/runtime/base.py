@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from model import decoding_defaults as defaults
 from model.alignment import TokenAlignment, Word
 from model.phrase_alignment import PhraseMap, PhrasePair
 
@@ -44,12 +45,12 @@ class DecodeOptions:
     0 ranks by raw log-prob.
     """
 
-    beam_size: int = 5
-    n_best: int = 1
+    beam_size: int = defaults.BEAM_SIZE
+    n_best: int = defaults.N_BEST
     alignment: AlignmentMode = "none"
-    max_length_ratio: float = 1.5
-    max_length_offset: int = 10
-    length_penalty: float = 1.0
+    max_length_ratio: float = defaults.MAX_LENGTH_RATIO
+    max_length_offset: int = defaults.MAX_LENGTH_OFFSET
+    length_penalty: float = defaults.LENGTH_PENALTY
 
     def __post_init__(self) -> None:
         problems = []
