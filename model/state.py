@@ -44,7 +44,3 @@ class DecoderState:
     def layer(self, prefix: str) -> dict[str, torch.Tensor]:
         start = len(prefix) + 1
         return {name[start:]: t for name, t in self.tensors.items() if name.startswith(prefix + ".")}
-
-
-def flatten_state(prefix: str, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {f"{prefix}.{name}": t for name, t in state.items()}

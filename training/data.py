@@ -11,7 +11,7 @@ import gzip
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Sequence
 
 import torch
 
@@ -74,11 +74,6 @@ class ParallelDataset(torch.utils.data.Dataset):
             self.tgt.append(list(t))
             self.kept.append(i)
         self.dropped = len(src_ids) - len(self.kept)
-
-    @classmethod
-    def from_texts(cls, encode: Callable[[str], list[int]], src_texts: Sequence[str],
-                   tgt_texts: Sequence[str], max_len: int | None = None) -> "ParallelDataset":
-        return cls([encode(s) for s in src_texts], [encode(t) for t in tgt_texts], max_len)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -187,8 +182,3 @@ def reverse_batch(batch: Batch, *, pad_id: int = PAD_ID, bos_id: int = BOS_ID, e
     shifted = torch.cat([bos, batch.src[:, :-1]], dim=1)  # (B, S): [BOS] + x + [EOS] (cut at the widest row)
     tgt_in = shifted.masked_fill(shifted.eq(eos_id), pad_id)
     return Batch(batch.tgt_out, tgt_in, batch.src, list(batch.indices))
-
-
-def iterate_batches(dataset: ParallelDataset, batches: Sequence[Sequence[int]]) -> Iterator[Batch]:
-    for idx in batches:
-        yield collate([dataset[i] for i in idx], idx)

@@ -57,7 +57,3 @@ def train_sentencepiece(sentences: Iterable[str], model_path: str | Path, *, voc
     tmp.write_bytes(buffer.getvalue())
     tmp.replace(model_path)
     return model_path
-
-
-def piece_size(model_path: str | Path) -> int:
-    return spm.SentencePieceProcessor(model_file=str(model_path)).get_piece_size()
