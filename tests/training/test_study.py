@@ -1,0 +1,244 @@
+"""The study runner: the study file's checks, the scheduler (parallel slots, resume, time limit,
+failures) with a scripted launcher and clock, the table's arithmetic on constructed run
+directories, and one real study end to end on the smoke recipe."""
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import statistics
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from training.study import main as study_main
+from training.study import train_command, train_jobs
+from training.study_report import collect, paired_bootstrap_p, render_markdown
+from training.study_spec import StudyError, parse_study
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "recipes" / "smoke.json")
+
+
+def spec_for(tmp_path, **changes):
+    data = {"name": "s", "out": str(tmp_path / "out"), "parallel": 2, "seeds": [1, 2],
+            "evaluate": {"splits": ["test_2016_flickr"], "baseline": "base"},
+            "runs": [{"name": "base", "recipe": SMOKE}, {"name": "other", "recipe": SMOKE, "seeds": [7]}]}
+    data.update(changes)
+    return parse_study(data, "study.json")
+
+
+def test_every_problem_of_a_study_file_is_reported_at_once(tmp_path):
+    with pytest.raises(StudyError) as error:
+        parse_study({"name": "", "out": "x", "parallel": 0, "colour": 1, "seeds": [1, 1],
+                     "evaluate": {"baseline": "nope", "beam": 0},
+                     "runs": [{"name": "a", "recipe": str(tmp_path / "missing.json")},
+                              {"name": "a", "recipe": SMOKE, "command": "fly"},
+                              {"name": "b", "recipe": SMOKE, "command": "train-symmetric"}]}, "study.json")
+    assert error.value.problems == [
+        "unknown key 'colour' (known: device, evaluate, name, out, parallel, runs, seeds, set, time_limit_s)",
+        "name must be a non-empty string",
+        "parallel must be a positive integer",
+        "seeds repeat a seed",
+        f"runs[0].recipe: {tmp_path / 'missing.json'} does not exist",
+        "runs[1].command must be one of train, train-symmetric",
+        "runs[2].model must name the model directory inside the run to score",
+        "run name 'a' is used twice",
+        "evaluate.beam must be a positive integer",
+        "evaluate.baseline 'nope' is not a run name (a, a, b)",
+    ]
+
+
+def test_jobs_are_seed_major_so_a_short_study_has_one_seed_of_everything(tmp_path):
+    spec = spec_for(tmp_path)
+    assert [(run.name, seed) for run, seed in spec.jobs()] == [("base", 1), ("other", 7), ("base", 2)]
+
+
+def test_train_command_sets_the_seed_and_overrides_and_resumes_a_run_with_checkpoints(tmp_path):
+    spec = spec_for(tmp_path, set={"max_updates": 50}, device="cpu")
+    run = spec.runs[0]
+    command = train_command(spec, run, 2)
+    out = tmp_path / "out" / "base" / "seed2"
+    assert command[1:] == ["-m", "training", "train", "--recipe", SMOKE, "--out", str(out), "--device", "cpu",
+                           "--quiet", "--set", "seed=2", "--set", "max_updates=50"]
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "checkpoint_0000010.pt").write_bytes(b"")
+    assert train_command(spec, run, 2)[-1] == "--resume"
+
+
+class ScriptedChild:
+    """A child that finishes after `polls` polls with `code`, writing the model when it succeeds."""
+
+    def __init__(self, polls, code, model_dir):
+        self.polls, self.code, self.model_dir = polls, code, model_dir
+        self.signals = []
+
+    def poll(self):
+        self.polls -= 1
+        if self.polls > 0:
+            return None
+        if self.code == 0:
+            self.model_dir.mkdir(parents=True, exist_ok=True)
+            (self.model_dir / "manifest.json").write_text("{}")
+        return self.code
+
+    def send_signal(self, sig):
+        self.signals.append(sig)
+
+    def kill(self):
+        self.signals.append(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        return -signal.SIGTERM
+
+
+def test_the_scheduler_keeps_parallel_slots_full_and_reports_each_job(tmp_path):
+    spec = spec_for(tmp_path)
+    plan = {("base", "seed1"): (2, 0), ("other", "seed7"): (1, 3), ("base", "seed2"): (1, 0)}
+    started, children = [], []
+
+    def launch(command, log_path):
+        out = Path(command[command.index("--out") + 1])
+        started.append((out.parent.name, out.name, len([c for c in children if c.polls > 0])))
+        polls, code = plan[(out.parent.name, out.name)]
+        children.append(ScriptedChild(polls, code, out / "model"))
+        return children[-1]
+
+    outcomes = train_jobs(spec, deadline=None, launch=launch, sleep=lambda s: None)
+    # Two slots: base/1 and other/7 start together; base/2 takes the slot other/7 frees.
+    assert started == [("base", "seed1", 0), ("other", "seed7", 1), ("base", "seed2", 1)]
+    assert [(o.run, o.seed, o.status) for o in outcomes] == [
+        ("base", 1, "trained"), ("other", 7, "failed (exit 3)"), ("base", 2, "trained")]
+    # A second invocation starts nothing that is trained; the failed job is tried again.
+    started.clear()
+    plan[("other", "seed7")] = (1, 0)
+    outcomes = train_jobs(spec, deadline=None, launch=launch, sleep=lambda s: None)
+    assert started == [("other", "seed7", 0)]
+    assert [o.status for o in outcomes] == ["already trained", "trained", "already trained"]
+
+
+def test_the_time_limit_stops_running_children_and_leaves_the_rest_unstarted(tmp_path):
+    spec = spec_for(tmp_path, parallel=1)
+    children = []
+
+    def launch(command, log_path):
+        children.append(ScriptedChild(10**6, 0, tmp_path / "never"))
+        return children[-1]
+
+    now = iter([0.0, 0.0, 5.0])
+    outcomes = train_jobs(spec, deadline=5.0, launch=launch, clock=lambda: next(now), sleep=lambda s: None)
+    assert len(children) == 1 and children[0].signals == [signal.SIGTERM]
+    assert [o.status for o in outcomes] == ["stopped", "not started", "not started"]
+
+
+def write_run(out: Path, run: str, seed: int, *, bleu: float, hyps: list[str], params: int = 1000,
+              updates: int = 20) -> None:
+    """A run directory as training and scoring leave it."""
+    d = out / run / f"seed{seed}"
+    (d / "model").mkdir(parents=True)
+    (d / "model" / "manifest.json").write_text(json.dumps({"target_lang": "de"}))
+    (d / "recipe.json").write_text(json.dumps({"max_updates": updates}))
+    events = [{"event": "start", "parameters": params, "time": 100.0},
+              {"event": "train", "step": 10, "tokens": 1000, "tokens_per_s": 100.0, "time": 110.0},
+              {"event": "start", "parameters": params, "time": 200.0},
+              {"event": "train", "step": updates, "tokens": 3000, "tokens_per_s": 300.0, "time": 212.5}]
+    (d / "log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (d / "eval").mkdir()
+    scores = {"bleu": {"score": bleu}, "bleu_lowercase": {"score": bleu + 1}, "chrf": {"score": bleu + 20}}
+    (d / "eval" / "test_2016_flickr.json").write_text(json.dumps(scores))
+    (d / "eval" / "test_2016_flickr.hyp").write_text("".join(h + "\n" for h in hyps))
+
+
+def test_the_table_means_deviations_and_bootstrap_p_from_run_directories(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    refs = ["ein hund läuft im park .", "zwei kinder spielen .", "eine frau liest ein buch ."] * 4
+    with gzip.open(data / "test_2016_flickr.de.gz", "wt", encoding="utf-8") as handle:
+        handle.write("".join(r + "\n" for r in refs))
+    spec = spec_for(tmp_path, evaluate={"splits": ["test_2016_flickr"], "baseline": "base",
+                                        "data_dir": str(data), "bootstrap_samples": 200})
+    out = tmp_path / "out"
+    worse = ["ein hund .", "kinder .", "eine frau ."] * 4
+    write_run(out, "base", 1, bleu=30.0, hyps=worse)
+    write_run(out, "base", 2, bleu=33.0, hyps=worse)
+    write_run(out, "other", 7, bleu=40.0, hyps=refs, params=2000)
+    report = collect(spec, {})
+    base, other = report["summary"]
+    assert base["test_2016_flickr"]["bleu"] == (31.5, round(statistics.stdev([30.0, 33.0]), 2)) == (31.5, 2.12)
+    assert base["test_2016_flickr"]["bleu_lowercase"] == (32.5, 2.12)
+    assert other["test_2016_flickr"]["chrf"] == (60.0, None)
+    assert (base["trained"], base["seeds"], other["parameters"]) == (2, 2, 2000)
+    rows = {(r["run"], r["seed"]): r for r in report["runs"]}
+    # Two sessions: 10 s and 12.5 s of wall time; 4000 tokens over 10 + 10 s of training.
+    assert (rows[("base", 1)]["wall_s"], rows[("base", 1)]["tokens_per_s"], rows[("base", 1)]["updates"]) == (22.5, 200.0, 20)
+    # Seed 7 has no baseline twin: it is compared with the baseline's first scored seed.
+    expected_p = paired_bootstrap_p(worse, refs, refs, 200)
+    assert rows[("other", 7)]["p_vs_baseline"] == {"test_2016_flickr": expected_p}
+    assert expected_p < 0.05 and other["test_2016_flickr"]["max_p_vs_baseline"] == expected_p
+    assert "p_vs_baseline" not in base["test_2016_flickr"] and "max_p_vs_baseline" not in base["test_2016_flickr"]
+    markdown = render_markdown(report)
+    assert f"| other | 1 / 1 | 2,000 | 40.00 | 41.00 | 60.00 | {expected_p:.4f} |" in markdown
+    assert "| base | 2 / 2 | 1,000 | 31.50 ± 2.12 | 32.50 ± 2.12 | 51.50 ± 2.12 | — |" in markdown
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_real_study_trains_scores_and_reports_and_a_rerun_redoes_nothing(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    for lang in ("en", "de"):
+        with gzip.open(REPO / "data" / "multi30k" / f"test_2016_flickr.{lang}.gz", "rt", encoding="utf-8") as src:
+            lines = [next(src) for _ in range(6)]
+        with gzip.open(data / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as dst:
+            dst.writelines(lines)
+    study = tmp_path / "study.json"
+    study.write_text(json.dumps({
+        "name": "smoke", "out": str(tmp_path / "out"), "device": "cpu", "seeds": [3],
+        "set": {"max_updates": 4, "data_dir": str(REPO / "data" / "multi30k"), "train_limit": 100,
+                "val_bleu_sentences": 0, "checkpoint_interval": 2, "average_last": 1},
+        "evaluate": {"splits": ["test_2016_flickr"], "beam": 1, "data_dir": str(data)},
+        "runs": [{"name": "base", "recipe": SMOKE}]}))
+    assert study_main([str(study)]) == 0
+    run = tmp_path / "out" / "base" / "seed3"
+    saved = json.loads((run / "recipe.json").read_text())
+    assert (saved["seed"], saved["max_updates"]) == (3, 4)
+    scores = json.loads((run / "eval" / "test_2016_flickr.json").read_text())
+    assert scores["sentences"] == 6 and scores["beam"] == 1
+    assert len((run / "eval" / "test_2016_flickr.hyp").read_text().splitlines()) == 6
+    report = json.loads((tmp_path / "out" / "study.json").read_text())
+    assert report["runs"][0]["status"] == "trained" and report["runs"][0]["updates"] == 4
+    assert report["summary"][0]["test_2016_flickr"]["bleu"] == [scores["bleu"]["score"], None]
+    stamp = (run / "eval" / "test_2016_flickr.json").stat().st_mtime_ns
+    assert study_main([str(study)]) == 0
+    assert (run / "eval" / "test_2016_flickr.json").stat().st_mtime_ns == stamp
+    assert json.loads((tmp_path / "out" / "study.json").read_text())["runs"][0]["status"] == "trained"
+
+
+def test_a_bad_study_file_is_exit_2_and_one_line(tmp_path, capsys):
+    study = tmp_path / "study.json"
+    study.write_text("{not json")
+    assert study_main([str(study)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"phrasal-study: error: {study}: not valid JSON: Expecting property name enclosed in double quotes (line 1)\n"
+
+
+def test_the_cli_is_reachable_as_a_module(tmp_path):
+    done = subprocess.run([__import__("sys").executable, "-m", "training.study", str(tmp_path / "none.json")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert (done.returncode, done.stderr) == (2, f"phrasal-study: error: {tmp_path / 'none.json'}: no such file\n")
+
+
+def test_the_en_de_study_resolves_every_run_and_matches_the_baseline_to_the_phrasal_size():
+    from model.transformer import Transformer
+    from training.recipe import load_recipe
+    from training.study_spec import load_study
+
+    spec = load_study(REPO / "studies" / "en-de.json")
+    sizes = {}
+    for run in spec.runs:
+        recipe = load_recipe(REPO / run.recipe, [f"{k}={json.dumps(v)}" for k, v in run.overrides.items()])
+        config = recipe.model_config(10000)
+        sizes[run.name] = sum(p.numel() for p in Transformer(config).parameters())
+    assert sizes["baseline"] == 2_605_568
+    assert abs(sizes["baseline-matched"] / sizes["queryk-heterogeneous-1-2-3"] - 1) < 0.01
+    assert [run.name for run in spec.runs if len(run.seeds) == 3] == ["baseline", "baseline-matched"]

@@ -1,0 +1,228 @@
+"""`python -m training.study STUDY.json`: train recipes × seeds side by side, score them, one table.
+
+    python -m training.study studies/en-de.json                    # train what is missing, score, report
+    python -m training.study studies/en-de.json --time-limit 540   # one short GPU slot; rerun to continue
+    python -m training.study studies/en-de.json --report-only      # the table from what is there
+
+Each (recipe, seed) trains into OUT/NAME/seedK with `python -m training train` (or train-symmetric)
+as a child process, `parallel` at a time (small models are kernel-launch bound, so several share
+one GPU well). A run stopped by the time limit is killed; its checkpoints (every
+`checkpoint_interval` updates, written atomically) are where the next invocation resumes it with
+`--resume`, which restores the optimiser, schedule, data order and RNG. A finished run is scored
+once with `training.evaluate` (cached in OUT/NAME/seedK/eval/). The report (OUT/study.md and
+OUT/study.json) is written at the end of every invocation, so a partial study reports what it has;
+study_report.py says what is in it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from training.study_spec import RunSpec, StudyError, StudySpec, load_study
+
+PROG = "phrasal-study"
+# Seconds a stopped child gets to exit before it is killed outright.
+STOP_GRACE_S = 30.0
+POLL_S = 0.5
+
+
+class Child(Protocol):
+    def poll(self) -> int | None: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+Launch = Callable[[list[str], Path], Child]
+
+
+def run_dir(spec: StudySpec, run: RunSpec, seed: int) -> Path:
+    return spec.out / run.name / f"seed{seed}"
+
+
+def is_trained(spec: StudySpec, run: RunSpec, seed: int) -> bool:
+    return (run_dir(spec, run, seed) / run.model / "manifest.json").is_file()
+
+
+def has_checkpoints(directory: Path) -> bool:
+    checkpoints = directory / "checkpoints"
+    return checkpoints.is_dir() and any(p.suffix == ".pt" for p in checkpoints.iterdir())
+
+
+def train_command(spec: StudySpec, run: RunSpec, seed: int) -> list[str]:
+    out = run_dir(spec, run, seed)
+    command = [sys.executable, "-m", "training", run.command, "--recipe", str(run.recipe), "--out", str(out),
+               "--device", spec.device, "--quiet", "--set", f"seed={seed}"]
+    for key, value in run.overrides.items():
+        command += ["--set", f"{key}={json.dumps(value)}"]
+    if has_checkpoints(out):
+        command.append("--resume")
+    return command + list(run.args)
+
+
+def launch_child(command: list[str], log_path: Path) -> Child:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"$ {' '.join(command)}\n".encode())
+        log.flush()
+        # A session of its own: the stop signal reaches the child, not the runner's terminal group.
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@dataclass
+class Outcome:
+    """What one invocation did with a job."""
+
+    run: str
+    seed: int
+    status: str  # "trained", "already trained", "stopped", "failed (exit N)", "not started"
+
+
+def train_jobs(spec: StudySpec, *, deadline: float | None, launch: Launch = launch_child,
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+               say: Callable[[str], None] = lambda line: None) -> list[Outcome]:
+    """Train every job that has no model yet, `spec.parallel` at a time, until done or `deadline`
+    (a `clock` reading). Jobs that fail are reported and not retried in this invocation."""
+    outcomes: dict[tuple[str, int], Outcome] = {}
+    waiting: list[tuple[RunSpec, int]] = []
+    for run, seed in spec.jobs():
+        if is_trained(spec, run, seed):
+            outcomes[(run.name, seed)] = Outcome(run.name, seed, "already trained")
+        else:
+            outcomes[(run.name, seed)] = Outcome(run.name, seed, "not started")
+            waiting.append((run, seed))
+    running: dict[tuple[str, int], tuple[RunSpec, Child]] = {}
+
+    while waiting or running:
+        if deadline is not None and clock() >= deadline:
+            for key, (_, child) in running.items():
+                child.send_signal(signal.SIGTERM)
+            for key, (_, child) in running.items():
+                try:
+                    child.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+                outcomes[key].status = "stopped"
+                say(f"stopped {key[0]} seed {key[1]} at the time limit")
+            running.clear()
+            break
+        while waiting and len(running) < spec.parallel:
+            run, seed = waiting.pop(0)
+            command = train_command(spec, run, seed)
+            running[(run.name, seed)] = (run, launch(command, run_dir(spec, run, seed) / "train.out"))
+            outcomes[(run.name, seed)].status = "running"
+            say(f"started {run.name} seed {seed}" + (" (resumed)" if "--resume" in command else ""))
+        for key, (run, child) in list(running.items()):
+            code = child.poll()
+            if code is None:
+                continue
+            del running[key]
+            trained = code == 0 and is_trained(spec, run, key[1])
+            outcomes[key].status = "trained" if trained else f"failed (exit {code})"
+            say(f"{outcomes[key].status}: {key[0]} seed {key[1]}")
+        if running:
+            sleep(POLL_S)
+    return list(outcomes.values())
+
+
+def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | None,
+                 clock: Callable[[], float] = time.monotonic) -> list[str]:
+    """Score a trained job on every split not scored yet; returns the splits scored now."""
+    directory = run_dir(spec, run, seed)
+    model_dir = directory / run.model
+    scored = []
+    for split in spec.evaluate.splits:
+        result = directory / "eval" / f"{split}.json"
+        if result.is_file():
+            continue
+        if deadline is not None and clock() >= deadline:
+            break
+        result.parent.mkdir(parents=True, exist_ok=True)
+        hyps = result.with_suffix(".hyp")
+        command = [sys.executable, "-m", "training.evaluate", "--model-dir", str(model_dir), "--split", split,
+                   "--data-dir", str(spec.evaluate.data_dir), "--beam", str(spec.evaluate.beam),
+                   "--batch-size", str(spec.evaluate.batch_size), "--device", spec.device, "--out", str(hyps), "--json"]
+        if spec.evaluate.limit is not None:
+            command += ["--limit", str(spec.evaluate.limit)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise StudyError([f"scoring {model_dir} on {split} failed: {done.stderr.strip().splitlines()[-1:]}"],
+                             str(directory))
+        tmp = result.with_suffix(".json.tmp")
+        tmp.write_text(done.stdout, encoding="utf-8")
+        tmp.replace(result)  # a result file is whole or absent: an interrupted score is redone
+        scored.append(split)
+    return scored
+
+
+def run_study(spec: StudySpec, *, time_limit_s: float | None = None, report_only: bool = False,
+              say: Callable[[str], None] = lambda line: None) -> Path:
+    from training.study_report import write_report
+
+    limit = time_limit_s if time_limit_s is not None else spec.time_limit_s
+    deadline = time.monotonic() + limit if limit is not None else None
+    spec.out.mkdir(parents=True, exist_ok=True)
+    outcomes: list[Outcome] = []
+    if not report_only:
+        outcomes = train_jobs(spec, deadline=deadline, say=say)
+        for run, seed in spec.jobs():
+            if is_trained(spec, run, seed):
+                for split in evaluate_job(spec, run, seed, deadline=deadline):
+                    say(f"scored {run.name} seed {seed} on {split}")
+    return write_report(spec, outcomes)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise StudyError([message], PROG)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Train recipes x seeds side by side, score them, write one table.")
+    p.add_argument("study", type=Path, help="study JSON (studies/*.json)")
+    p.add_argument("--time-limit", type=float, metavar="S", help="stop training after S seconds (overrides the study's)")
+    p.add_argument("--parallel", type=int, help="runs side by side (overrides the study's)")
+    p.add_argument("--device", help="auto, cpu or cuda (overrides the study's)")
+    p.add_argument("--report-only", action="store_true", help="train and score nothing; write the table")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        spec = load_study(args.study)
+        if args.parallel is not None:
+            if args.parallel < 1:
+                raise StudyError(["--parallel must be >= 1"], PROG)
+            spec = replace(spec, parallel=args.parallel)
+        if args.device is not None:
+            spec = replace(spec, device=args.device)
+        if args.time_limit is not None and args.time_limit <= 0:
+            raise StudyError(["--time-limit must be > 0"], PROG)
+        report = run_study(spec, time_limit_s=args.time_limit, report_only=args.report_only,
+                           say=lambda line: print(line, file=sys.stderr, flush=True))
+    except StudyError as error:
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; rerun to continue", file=sys.stderr)
+        return 130
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The study table, from what the run directories hold (log.jsonl, eval/*.json, eval/*.hyp).
+
+Per run and seed: status, updates done, parameters, wall time (training sessions only, from the
+log's first to last event of each session), tokens/s (target tokens over training time), and per
+split BLEU cased detokenised (13a), BLEU lowercased (13a) and chrF2. Per run: mean ± sample
+standard deviation over the scored seeds, and the paired bootstrap p-value against the baseline
+(sacreBLEU's paired bootstrap resampling on lowercased BLEU, each seed against the baseline's
+run of the same seed, or its first scored seed; the largest p over seeds is reported, so
+"p < 0.05" holds for every seed).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from training.data import read_lines, split_path
+from training.study_spec import StudySpec
+
+METRICS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF2"}
+
+
+def _read_log(directory: Path) -> list[dict[str, Any]]:
+    path = directory / "log.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def training_figures(directory: Path) -> dict[str, Any]:
+    """Updates done, parameters, wall time and tokens/s from a run's log."""
+    events = _read_log(directory)
+    starts = [i for i, e in enumerate(events) if e["event"] == "start"]
+    wall = 0.0
+    for k, begin in enumerate(starts):
+        end = starts[k + 1] - 1 if k + 1 < len(starts) else len(events) - 1
+        wall += events[end]["time"] - events[begin]["time"]
+    train = [e for e in events if e["event"] == "train"]
+    tokens = sum(e["tokens"] for e in train)
+    seconds = sum(e["tokens"] / e["tokens_per_s"] for e in train if e["tokens_per_s"] > 0)
+    recipe_file = directory / "recipe.json"
+    max_updates = json.loads(recipe_file.read_text())["max_updates"] if recipe_file.is_file() else None
+    return {
+        "updates": train[-1]["step"] if train else 0,
+        "max_updates": max_updates,
+        "parameters": events[starts[-1]]["parameters"] if starts else None,
+        "wall_s": round(wall, 1),
+        "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
+    }
+
+
+def scores(directory: Path, splits: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    found = {}
+    for split in splits:
+        path = directory / "eval" / f"{split}.json"
+        if path.is_file():
+            report = json.loads(path.read_text(encoding="utf-8"))
+            found[split] = {key: report[key]["score"] for key in METRICS}
+    return found
+
+
+def mean_std(values: list[float]) -> tuple[float, float | None]:
+    mean = statistics.fmean(values)
+    return round(mean, 2), (round(statistics.stdev(values), 2) if len(values) > 1 else None)
+
+
+def paired_bootstrap_p(baseline: list[str], system: list[str], references: list[str], samples: int) -> float:
+    """sacreBLEU's paired bootstrap resampling (lowercased BLEU), p of the system being no better."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    test = PairedTest([("baseline", baseline), ("system", system)], {"BLEU": BLEU(lowercase=True)},
+                      [references], test_type="bs", n_samples=samples)
+    _, results = test()
+    return round(float(results["BLEU"][1].p_value), 4)
+
+
+def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, Any]:
+    from training.study import has_checkpoints, is_trained, run_dir
+
+    splits = spec.evaluate.splits
+    rows = []
+    for run, seed in spec.jobs():
+        directory = run_dir(spec, run, seed)
+        status = statuses.get((run.name, seed))
+        if status is None or status == "already trained":
+            status = "trained" if is_trained(spec, run, seed) else (
+                "partial" if has_checkpoints(directory) else "not started")
+        rows.append({"run": run.name, "seed": seed, "recipe": str(run.recipe), "status": status,
+                     **training_figures(directory), "scores": scores(directory, splits)})
+
+    baseline_name = spec.evaluate.baseline
+    references = {}
+    for split in splits:
+        for row in rows:
+            if split in row["scores"] and split not in references:
+                path = split_path(spec.evaluate.data_dir, split, _target_lang(spec, row))
+                references[split] = read_lines(path, spec.evaluate.limit)
+    hyps = {(row["run"], row["seed"], split): read_lines(run_dir(spec, _run(spec, row["run"]), row["seed"])
+                                                         / "eval" / f"{split}.hyp")
+            for row in rows for split in row["scores"]}
+    for row in rows:
+        row["p_vs_baseline"] = {}
+        if baseline_name is None or row["run"] == baseline_name:
+            continue
+        for split in row["scores"]:
+            base_seeds = [r["seed"] for r in rows if r["run"] == baseline_name and split in r["scores"]]
+            if not base_seeds:
+                continue
+            base_seed = row["seed"] if row["seed"] in base_seeds else base_seeds[0]
+            row["p_vs_baseline"][split] = paired_bootstrap_p(
+                hyps[(baseline_name, base_seed, split)], hyps[(row["run"], row["seed"], split)],
+                references[split], spec.evaluate.bootstrap_samples)
+
+    summary = []
+    for run in spec.runs:
+        mine = [r for r in rows if r["run"] == run.name]
+        entry: dict[str, Any] = {"run": run.name, "recipe": str(run.recipe), "seeds": len(run.seeds),
+                                 "trained": sum(r["status"] == "trained" for r in mine),
+                                 "parameters": next((r["parameters"] for r in mine if r["parameters"]), None)}
+        for split in splits:
+            scored = [r for r in mine if split in r["scores"]]
+            if not scored:
+                continue
+            entry[split] = {"seeds": len(scored), **{key: mean_std([r["scores"][split][key] for r in scored])
+                                                    for key in METRICS}}
+            ps = [r["p_vs_baseline"][split] for r in scored if split in r["p_vs_baseline"]]
+            if ps:
+                entry[split]["max_p_vs_baseline"] = max(ps)
+        summary.append(entry)
+    return {"study": spec.name, "splits": list(splits), "beam": spec.evaluate.beam, "baseline": baseline_name,
+            "summary": summary, "runs": rows}
+
+
+def _run(spec: StudySpec, name: str):
+    return next(r for r in spec.runs if r.name == name)
+
+
+def _target_lang(spec: StudySpec, row: dict[str, Any]) -> str:
+    from training.study import run_dir
+
+    manifest = run_dir(spec, _run(spec, row["run"]), row["seed"]) / _run(spec, row["run"]).model / "manifest.json"
+    return json.loads(manifest.read_text(encoding="utf-8"))["target_lang"]
+
+
+def _cell(value: tuple[float, float | None]) -> str:
+    mean, std = value
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    splits = report["splits"]
+    lines = [f"# Study {report['study']}", "",
+             f"Beam {report['beam']}; BLEU = sacreBLEU 13a (cased detokenised, and lowercased), chrF2; "
+             "mean ± standard deviation over scored seeds; p = paired bootstrap (lowercased BLEU) against "
+             f"the baseline `{report['baseline']}`, the largest over seeds.", ""]
+    header = ["run", "seeds scored / planned", "parameters"]
+    for split in splits:
+        header += [f"{split} {label}" for label in METRICS.values()] + [f"{split} p"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for entry in report["summary"]:
+        scored = max((entry[s]["seeds"] for s in splits if s in entry), default=0)
+        cells = [entry["run"], f"{scored} / {entry['seeds']}", f"{entry['parameters']:,}" if entry["parameters"] else "—"]
+        for split in splits:
+            block = entry.get(split)
+            cells += [_cell(tuple(block[key])) if block else "—" for key in METRICS]
+            cells.append(f"{block['max_p_vs_baseline']:.4f}" if block and "max_p_vs_baseline" in block else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Runs", "", "| run | seed | status | updates | wall s | tokens/s | "
+              + " | ".join(f"{s} BLEU lc" for s in splits) + " |", "|" + "---|" * (6 + len(splits))]
+    for row in report["runs"]:
+        updates = f"{row['updates']}/{row['max_updates']}" if row["max_updates"] else str(row["updates"])
+        cells = [row["run"], str(row["seed"]), row["status"], updates, f"{row['wall_s']:.0f}",
+                 f"{row['tokens_per_s']:.0f}" if row["tokens_per_s"] else "—"]
+        cells += [f"{row['scores'][s]['bleu_lowercase']:.2f}" if s in row["scores"] else "—" for s in splits]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(spec: StudySpec, outcomes) -> Path:
+    statuses = {(o.run, o.seed): o.status for o in outcomes}
+    report = collect(spec, statuses)
+    (spec.out / "study.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    path = spec.out / "study.md"
+    path.write_text(render_markdown(report), encoding="utf-8")
+    return path
