@@ -34,6 +34,7 @@ from model.tokenizer import Tokenizer
 from model.transformer import ModelOutput, Transformer
 from training import checkpoints as ckpt
 from training.data import Batch, ParallelDataset, collate, read_parallel, token_batches
+from training.distributed import SINGLE, ProcessGroup, gradient_sync, join_from_environment, shard, wrap
 from training.losses import LossOutput, global_fertility_loss, label_smoothed_loss
 from training.recipe import RecipeError, TrainingRecipe
 from training.schedule import inverse_sqrt_schedule
@@ -76,18 +77,21 @@ def seed_everything(seed: int) -> None:
 
 
 class RunLog:
-    """Appends JSON lines to log.jsonl and keeps them in memory for the caller."""
+    """Appends JSON lines to log.jsonl and keeps them in memory for the caller. Only the main
+    process of a multi-process run writes (`enabled`); the others keep their events in memory."""
 
-    def __init__(self, path: Path, echo: bool):
+    def __init__(self, path: Path, echo: bool, enabled: bool = True):
         self.path = path
-        self.echo = echo
+        self.echo = echo and enabled
+        self.enabled = enabled
         self.events: list[dict[str, Any]] = []
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"event": event, **fields, "time": round(time.time(), 3)}
         self.events.append(record)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, sort_keys=False) + "\n")
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, sort_keys=False) + "\n")
         return record
 
     def say(self, line: str) -> None:
@@ -144,12 +148,12 @@ class DirectionLoss:
 
 
 def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing: float, amp: bool,
-                   need_attention: bool = False) -> DirectionLoss:
+                   need_attention: bool = False, forward: torch.nn.Module | None = None) -> DirectionLoss:
     """Forward `batch` (already on the model's device) and compute its losses. With a global fertility
     head, α is the configured layer's attention, fertility sums the real target rows (tgt_out not
     padding, the EOS row included) and is scored at every real source position (x and its EOS)."""
     with autocast_context(batch.src.device, amp):
-        out = model(batch.src, batch.tgt_in, need_attention=need_attention)
+        out = (forward or model)(batch.src, batch.tgt_in, need_attention=need_attention)
     xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=smoothing, pad_id=model.config.pad_id,
                                n_tokens=n_tokens)
     if out.fertility_mean is None:
@@ -216,6 +220,7 @@ class Session:
     amp: bool
     log: RunLog
     data: Data
+    group: ProcessGroup = SINGLE
 
 
 def start_session(recipe: TrainingRecipe, run_dir: str | Path, *, device: str, resume: bool, progress: bool,
@@ -223,19 +228,24 @@ def start_session(recipe: TrainingRecipe, run_dir: str | Path, *, device: str, r
     """Resolve the device, prepare the run dir, open the log, read and encode the data. `spm_source`:
     a SentencePiece model to use instead of training one (the run must not hold a different one)."""
     run_dir = Path(run_dir)
-    dev = resolve_device(device)
+    group, dev = join_from_environment(resolve_device(device))
     amp = dev.type == "cuda" and recipe.amp == "bf16"
-    _prepare_run_dir(recipe, run_dir, resume)
-    if spm_source is not None:
-        target = run_dir / SPM_FILE
-        if target.exists() and target.read_bytes() != Path(spm_source).read_bytes():
-            raise RecipeError([f"{target} differs from the SentencePiece model of the initial models ({spm_source})"],
-                              "--out")
-        shutil.copyfile(spm_source, target)
-    log = RunLog(run_dir / LOG_FILE, echo=progress)
+    log = RunLog(run_dir / LOG_FILE, echo=progress, enabled=group.is_main)
+    if not group.is_main:
+        group.barrier()  # the main process has prepared the run dir and the SentencePiece model
+    else:
+        _prepare_run_dir(recipe, run_dir, resume)
+        if spm_source is not None:
+            target = run_dir / SPM_FILE
+            if target.exists() and target.read_bytes() != Path(spm_source).read_bytes():
+                raise RecipeError([f"{target} differs from the SentencePiece model of the initial models "
+                                   f"({spm_source})"], "--out")
+            shutil.copyfile(spm_source, target)
     seed_everything(recipe.seed)
     data = prepare_data(recipe, run_dir, log)
-    return Session(recipe, run_dir, dev, amp, log, data)
+    if group.is_main:
+        group.barrier()
+    return Session(recipe, run_dir, dev, amp, log, data, group)
 
 
 class Objective(Protocol):
@@ -262,6 +272,12 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     epoch, RNG states), so that the run follows the same schedule and batch order as one that was
     never interrupted."""
     recipe, run_dir, dev, log, data = session.recipe, session.run_dir, session.device, session.log, session.data
+    group = session.group
+    replicated: torch.nn.Module | None = None  # the DistributedDataParallel wrapper, with several processes
+    if group.active:
+        if not isinstance(objective, DirectionalObjective):
+            raise RecipeError([f"{objective.kind} training runs in one process, not under torchrun"], "--recipe")
+        objective.forward_module = replicated = wrap(objective.module, group)
     groups = objective.parameter_groups()
     params = [p for group in groups.values() for p in group]
     # Adam with decoupled weight decay (AdamW); weight_decay = 0 is plain Adam.
@@ -284,11 +300,19 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
         scheduler.load_state_dict(payload["scheduler"])
         step, epoch, batch_in_epoch = payload["step"], payload["epoch"], payload["batch_in_epoch"]
         ckpt.restore_rng_states(payload["rng"])
+        if not group.is_main:
+            # Checkpoints hold the main process's RNG; the others draw their own dropout masks.
+            seed_everything(recipe.seed * 1_000_003 + group.rank * 7_919 + step)
         log.write("resume", step=step, epoch=epoch, batch_in_epoch=batch_in_epoch, checkpoint=latest[-1].name)
+    elif not group.is_main:
+        seed_everything(recipe.seed * 1_000_003 + group.rank * 7_919)
     log.write("start", step=step, device=str(dev), amp="bf16" if session.amp else "off",
-              parameters=sum(p.numel() for p in params), recipe=recipe.name, kind=objective.kind)
+              parameters=sum(p.numel() for p in params), recipe=recipe.name, kind=objective.kind,
+              processes=group.world, accumulate=recipe.accumulate)
 
     def save(step: int) -> None:
+        if not group.is_main:
+            return
         path = ckpt.save_checkpoint(ckpt_dir / ckpt.checkpoint_name(step), model=objective.module, optimizer=optimizer,
                                     scheduler=scheduler, step=step, epoch=epoch, batch_in_epoch=batch_in_epoch,
                                     config=objective.config.to_dict(), recipe=recipe.to_dict(),
@@ -296,7 +320,7 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
         ckpt.prune_checkpoints(ckpt_dir, recipe.keep_last)
         log.write("checkpoint", step=step, path=str(path.relative_to(run_dir)))
 
-    bar = tqdm(total=recipe.max_updates, initial=step, disable=not progress or None, unit="upd",
+    bar = tqdm(total=recipe.max_updates, initial=step, disable=not (progress and group.is_main) or None, unit="upd",
                dynamic_ncols=True, file=sys.stderr)
     sums: dict[str, torch.Tensor] = {}
     weights: dict[str, float] = {}
@@ -304,28 +328,45 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     interval_start = time.perf_counter()
     last_saved = last_validated = step if resume else -1
     clip = recipe.clip_norm if recipe.clip_norm > 0 else math.inf
+    # Batches one update consumes from the epoch's list, over every process.
+    per_update = group.world * recipe.accumulate
     while step < recipe.max_updates:
         batches = token_batches(data.train.src_lengths(), data.train.tgt_lengths(), recipe.max_tokens,
                                 seed=recipe.seed, epoch=epoch)
-        for i in range(batch_in_epoch, len(batches)):
-            idx = batches[i]
-            batch = collate([data.train[j] for j in idx], idx)
-            loss, tallies, n_tokens = objective.update(batch)  # counts are taken on the CPU: no device sync
+        # An epoch's last batches that cannot fill a whole update are left out: every process must
+        # run the same number of backward passes.
+        for i in range(batch_in_epoch, len(batches) - per_update + 1, per_update):
+            micro = [collate([data.train[j] for j in idx], idx) for idx in shard(batches, i, group, recipe.accumulate)]
+            local_tokens = sum(b.n_tgt_tokens for b in micro)
+            update_tokens = local_tokens if not group.active else int(group.sum([float(local_tokens)])[0])
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            norms = {name: torch.nn.utils.clip_grad_norm_(group, clip) for name, group in groups.items()}
+            for k, batch in enumerate(micro):
+                with gradient_sync(replicated, k == len(micro) - 1):
+                    loss, tallies, n_tokens = objective.update(batch)  # counts are taken on the CPU: no device sync
+                    # Each batch's loss is a mean over its tokens; weighted by its share of the update's
+                    # tokens (× processes, which DDP's gradient average divides out), the update's gradient is
+                    # that of the mean over all its tokens, as one large batch would give.
+                    share = n_tokens * group.world / update_tokens
+                    (loss if share == 1 else loss * share).backward()
+                for name, (value, weight) in tallies.items():
+                    sums[name] = value if name not in sums else sums[name] + value
+                    weights[name] = weights.get(name, 0.0) + weight
+                tokens_acc += n_tokens
+            norms = {name: torch.nn.utils.clip_grad_norm_(params_, clip) for name, params_ in groups.items()}
             optimizer.step()
             scheduler.step()
             step += 1
-            batch_in_epoch = i + 1
-            for name, (value, weight) in tallies.items():
-                sums[name] = value if name not in sums else sums[name] + value
-                weights[name] = weights.get(name, 0.0) + weight
-            tokens_acc += n_tokens
+            batch_in_epoch = i + per_update
             bar.update(1)
 
             if step % recipe.log_interval == 0 or step == recipe.max_updates:
                 elapsed = time.perf_counter() - interval_start
+                if group.active:  # the log shows every process's batches, not the main one's alone
+                    names = sorted(sums)
+                    totals = group.sum([float(sums[n]) for n in names] + [weights[n] for n in names] + [tokens_acc])
+                    sums = dict(zip(names, totals[:len(names)]))
+                    weights = dict(zip(names, totals[len(names):2 * len(names)]))
+                    tokens_acc = int(totals[-1])
                 averages = {name: float(total) / max(weights[name], 1e-12) for name, total in sums.items()}
                 grad_norms = {("grad_norm" if name == "" else f"grad_norm.{name}"): float(norm)
                               for name, norm in norms.items()}
@@ -344,7 +385,7 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
                 save(step)
                 last_saved = step
             if step % recipe.val_interval == 0 or step == recipe.max_updates:
-                objective.validate(step, epoch)
+                validate_on_main(objective, group, step, epoch)
                 last_validated = step
             interval_start += time.perf_counter() - paused  # tokens/s counts training time only
             if step >= recipe.max_updates:
@@ -353,7 +394,7 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
             # The epoch ran out before max_updates.
             if recipe.val_every_epoch and last_validated != step:
                 paused = time.perf_counter()
-                objective.validate(step, epoch)
+                validate_on_main(objective, group, step, epoch)
                 last_validated = step
                 interval_start += time.perf_counter() - paused
             epoch += 1
@@ -362,8 +403,15 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     if last_saved != step:
         save(step)
     if last_validated != step:
-        objective.validate(step, epoch)
+        validate_on_main(objective, group, step, epoch)
     return step
+
+
+def validate_on_main(objective: Objective, group: ProcessGroup, step: int, epoch: int) -> None:
+    """Validation runs in the main process; the others wait for it."""
+    if group.is_main:
+        objective.validate(step, epoch)
+    group.barrier()
 
 
 class DirectionalObjective:
@@ -374,6 +422,8 @@ class DirectionalObjective:
 
     def __init__(self, model: Transformer, session: Session):
         self.module = model
+        # What the forward pass runs through: the model, or its DistributedDataParallel wrapper.
+        self.forward_module: torch.nn.Module = model
         self.config = model.config
         self.session = session
 
@@ -383,7 +433,8 @@ class DirectionalObjective:
     def update(self, batch: Batch) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, float]], int]:
         n_tokens, n_source = batch.n_tgt_tokens, batch.n_src_tokens
         out = direction_loss(self.module, batch.to(self.session.device), n_tokens,
-                             smoothing=self.session.recipe.label_smoothing, amp=self.session.amp)
+                             smoothing=self.session.recipe.label_smoothing, amp=self.session.amp,
+                             forward=self.forward_module)
         tallies = {"loss": (out.xent.loss.detach() * n_tokens, n_tokens), "nll": (out.xent.nll * n_tokens, n_tokens)}
         if out.fertility is not None:
             tallies["fertility"] = (out.fertility.detach() * n_source, n_source)
@@ -413,10 +464,13 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
     config = recipe.model_config(session.data.tokenizer.vocab_size)
     model = Transformer(config).to(session.device)
     model.train()
-    step = fit(session, DirectionalObjective(model, session), resume=resume, progress=progress)
+    try:
+        step = fit(session, DirectionalObjective(model, session), resume=resume, progress=progress)
+    finally:
+        session.group.close()
 
     model_dir = None
-    if export:
+    if export and session.group.is_main:
         from training.finalize import average_and_export  # late import: it needs the run's checkpoints
 
         log = session.log

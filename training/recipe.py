@@ -53,6 +53,9 @@ class TrainingRecipe:
     symmetric: dict[str, Any] | None = None
     # Optimisation.
     max_tokens: int = 8192              # padded tokens a batch, B x max(S, T)
+    # Batches per update and process (gradient accumulation): an update trains on
+    # accumulate x processes batches (training/distributed.py).
+    accumulate: int = 1
     max_updates: int = 8000
     lr: float = 0.005                   # peak lr, reached at the end of warm-up
     warmup: int = 2000
@@ -161,10 +164,10 @@ def _parse_value(raw: str) -> Any:
         return raw
 
 
-_INT_FIELDS = ("max_len", "spm_vocab_size", "max_tokens", "max_updates", "warmup", "seed", "log_interval",
+_INT_FIELDS = ("max_len", "spm_vocab_size", "max_tokens", "accumulate", "max_updates", "warmup", "seed", "log_interval",
                "val_interval", "val_bleu_sentences", "val_beam", "decode_max_len_b", "checkpoint_interval",
                "keep_last", "average_last")
-_POSITIVE_INT = {"max_len", "spm_vocab_size", "max_tokens", "max_updates", "warmup", "log_interval",
+_POSITIVE_INT = {"max_len", "spm_vocab_size", "max_tokens", "accumulate", "max_updates", "warmup", "log_interval",
                  "val_interval", "val_beam", "checkpoint_interval", "keep_last", "average_last"}
 _FLOAT_FIELDS = ("spm_character_coverage", "adam_eps", "weight_decay", "label_smoothing", "clip_norm",
                  "decode_max_len_a")
