@@ -1,0 +1,157 @@
+"""Inline markup in a text to translate: the tags come out, the text is translated, the tags go back.
+
+`read_markup` turns `<b>Hello</b> &amp; <a href="/x">welcome</a><br/>` into the plain text
+`Hello & welcome` and the tags with the character span of plain text each one wraps. Entities
+are decoded in the plain text (the model reads `&`, not `&amp;`) and the output is escaped
+again (service/protection/placement.py). A tag's own text (attributes and their quoting
+included) is kept byte for byte.
+
+"html" is lenient where browsers are: void elements (`<br>`, `<img …>`) need no closing slash,
+a `<` or `&` that starts no tag or entity is text. "xml" is strict: every tag closed, `<` and
+`&` escaped, only XML's five named entities. Either way, tags must nest; anything else is a
+`MarkupError` naming what is wrong and where (a character offset into the text).
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+TextFormat = Literal["text", "html", "xml"]
+
+TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.-]*)((?:\s+[^<>\s=/]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>=`]+))?)*)\s*(/?)>")
+COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
+HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class MarkupError(ValueError):
+    """Markup that cannot be taken apart and put back: one line saying what and where."""
+
+
+@dataclass
+class Tag:
+    """One element of the markup. A paired tag wraps plain[start:end]; a standalone one (void,
+    self-closing or a comment) stands at `start` (== end). `parent`: index of the enclosing tag."""
+
+    name: str
+    opening: str
+    closing: str | None
+    start: int
+    end: int
+    source_start: int  # where `opening` stands in the original text
+    source_end: int    # where the element ends there (after its closing tag)
+    parent: int | None = None
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def standalone(self) -> bool:
+        return self.closing is None
+
+
+@dataclass(frozen=True)
+class Markup:
+    plain: str
+    tags: list[Tag]
+    # origin[i] / origin_end[i]: where plain[i] starts / ends in the original text (an entity
+    # is several characters there); origin[len(plain)]: the text's end.
+    origin: list[int]
+    origin_end: list[int]
+
+
+def read_markup(text: str, fmt: TextFormat) -> Markup:
+    if fmt == "text":
+        return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
+    strict = fmt == "xml"
+    plain: list[str] = []
+    origin: list[int] = []
+    origin_end: list[int] = []
+    tags: list[Tag] = []
+    open_stack: list[int] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "<":
+            comment = COMMENT.match(text, i)
+            if comment:
+                _add(tags, open_stack, Tag("!--", comment.group(0), None, len(plain), len(plain), i, comment.end()))
+                i = comment.end()
+                continue
+            match = TAG.match(text, i)
+            if match is None:
+                if strict:
+                    raise MarkupError(f"'<' at character {i} starts no tag (write &lt; for a literal '<')")
+                plain.append(ch)
+                origin.append(i)
+                origin_end.append(i + 1)
+                i += 1
+                continue
+            closing, name, _, self_closing = match.group(1), match.group(2), match.group(3), match.group(4)
+            if closing:
+                if self_closing:
+                    raise MarkupError(f"closing tag {match.group(0)} at character {i} cannot also be self-closing")
+                if not open_stack:
+                    raise MarkupError(f"closing tag </{name}> at character {i} has no opening tag")
+                top = tags[open_stack[-1]]
+                if top.name != name:
+                    raise MarkupError(f"closing tag </{name}> at character {i} does not match <{top.name}> "
+                                      f"opened at character {top.source_start}")
+                top.closing = match.group(0)
+                top.end = len(plain)
+                top.source_end = match.end()
+                open_stack.pop()
+            elif self_closing or (not strict and name.lower() in HTML_VOID):
+                _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, match.end()))
+            else:
+                # Paired until its closing tag says where it ends; "" marks it open meanwhile.
+                _add(tags, open_stack, Tag(name, match.group(0), "", len(plain), len(plain), i, match.end()))
+                open_stack.append(len(tags) - 1)
+            i = match.end()
+        elif ch == "&":
+            entity = ENTITY.match(text, i)
+            if entity is None or (strict and not entity.group(1).startswith("#")
+                                  and entity.group(1) not in XML_ENTITIES):
+                if strict:
+                    raise MarkupError(f"'&' at character {i} starts no entity (write &amp; for a literal '&')")
+                plain.append(ch)
+                origin.append(i)
+                origin_end.append(i + 1)
+                i += 1
+                continue
+            decoded = html.unescape(entity.group(0))
+            if decoded == entity.group(0):  # an unknown name: text as written
+                decoded = ch
+                i_next = i + 1
+            else:
+                i_next = entity.end()
+            for c in decoded:
+                plain.append(c)
+                origin.append(i)
+                origin_end.append(i_next)
+            i = i_next
+        elif ch == ">" and strict:
+            raise MarkupError(f"'>' at character {i} closes no tag (write &gt; for a literal '>')")
+        else:
+            plain.append(ch)
+            origin.append(i)
+            origin_end.append(i + 1)
+            i += 1
+    if open_stack:
+        top = tags[open_stack[-1]]
+        raise MarkupError(f"tag <{top.name}> opened at character {top.source_start} is never closed")
+    origin.append(len(text))
+    return Markup("".join(plain), tags, origin, origin_end)
+
+
+def _add(tags: list[Tag], open_stack: list[int], tag: Tag) -> None:
+    if open_stack:
+        tag.parent = open_stack[-1]
+        tags[open_stack[-1]].children.append(len(tags))
+    tags.append(tag)
+
+
+def escape_text(text: str) -> str:
+    """Plain text as markup text: the three characters that would start or end markup."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,158 @@
+"""Placeholders, terms and inline markup taken out before translation and put back by the word
+alignment (service/protection/), and the omission / insertion hints (service/alignment_flags.py).
+Alignments are built by hand so that every expected position is known."""
+from __future__ import annotations
+
+import pytest
+
+from model.alignment import TokenAlignment, Word
+from service.alignment_flags import possible_insertions, possible_omissions
+from service.protection.markup import MarkupError, read_markup
+from service.protection.placeholders import find_protected
+from service.protection.placement import original_word, output_word, prepare, restore
+
+
+def words(text: str) -> list[Word]:
+    out, at = [], 0
+    for w in text.split(" "):
+        if w:
+            out.append(Word(w, at, at + len(w)))
+        at += len(w) + 1
+    return out
+
+
+def aligned(source: str, target: str, hard: list[tuple[int, int]]) -> TokenAlignment:
+    links = [[] for _ in words(target)]
+    for s, t in hard:
+        links[t] = [(s, 1.0)]
+    return TokenAlignment(words(source), words(target), links, hard, "")
+
+
+@pytest.mark.parametrize("text, found", [
+    ("%lu to remove and %lu not upgraded.\n", [("printf", "%lu"), ("printf", "%lu")]),
+    ("%1$s of %2$d (%-5.2f%%)", [("printf", "%1$s"), ("printf", "%2$d"), ("printf", "%-5.2f"), ("printf", "%%")]),
+    ("Hello {name}, you have {0} new {count, plural, one {# message} other {# messages}}",
+     [("brace", "{name}"), ("brace", "{0}"), ("icu", "{count, plural, one {# message} other {# messages}}")]),
+    ("Set ${HOME} and {user.name}", [("shell", "${HOME}"), ("brace", "{user.name}")]),
+    # The space flag ("% d") is left out: "100% sure" and "50 % off" are prose, not conversions.
+    ("100% sure, 50 % off", []),
+])
+def test_placeholders_of_every_kind_are_found_whole(text, found):
+    assert [(p.kind, p.text) for p in find_protected(text)] == found
+    for p in find_protected(text):
+        assert text[p.start:p.end] == p.text
+
+
+def test_terms_are_whole_words_and_the_longest_wins():
+    text = "GitHub is not Git; New York City is in New York"
+    assert [(p.text, p.start) for p in find_protected(text, ["Git", "New York", "New York City"])] == [
+        ("Git", 14), ("New York City", 19), ("New York", 39)]
+
+
+def test_the_model_reads_the_text_without_placeholders_and_they_go_back_by_the_alignment():
+    prepared = prepare("%lu to remove and %lu not upgraded.")
+    assert prepared.model_text == "to remove and not upgraded."
+    # to-zu remove-entfernen and-und not-nicht upgraded.-aktualisiert.
+    translation = "zu entfernen und nicht aktualisiert."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]))
+    assert restored.text == "%lu zu entfernen und %lu nicht aktualisiert."
+    assert [(p.text, p.source_start, p.target_start, p.placement) for p in restored.placed] == [
+        ("%lu", 0, 0, "aligned"), ("%lu", 18, 21, "aligned")]
+    for p in restored.placed:
+        assert restored.text[p.target_start:p.target_end] == p.text
+
+
+def test_a_placeholder_follows_its_left_word_when_the_right_one_is_unaligned_and_falls_back_without_either():
+    prepared = prepare("Deleted %d files")
+    translation = "Gelöscht Dateien"
+    # "files" has no target word: the placeholder goes after "Gelöscht", the target of "Deleted".
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0)]))
+    assert (restored.text, restored.placed[0].placement) == ("Gelöscht %d Dateien", "aligned")
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, []))
+    assert restored.text.count("%d") == 1 and restored.placed[0].placement == "fallback"
+
+
+def test_a_text_of_placeholders_only_gives_them_back_unchanged():
+    prepared = prepare("{0} %s")
+    assert prepared.model_text == ""
+    restored = restore(prepared, "", TokenAlignment.empty())
+    assert restored.text == "{0} %s"
+
+
+def test_tags_wrap_the_target_words_aligned_to_what_they_wrapped_with_entities_and_attributes_kept():
+    prepared = prepare('<b>Hello</b> &amp; <a href="/x?a=1&amp;b=2">dear friend</a><br/>', "html")
+    assert prepared.model_text == "Hello & dear friend"
+    translation = "Hallo & lieber Freund"
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(0, 0), (1, 1), (2, 2), (3, 3)]))
+    assert restored.text == '<b>Hallo</b> &amp; <a href="/x?a=1&amp;b=2">lieber Freund</a><br/>'
+    b, a, br = restored.placed
+    assert (b.text, restored.text[b.target_start:b.target_end]) == ("<b>", "<b>Hallo</b>")
+    assert prepared.original[a.source_start:a.source_end] == '<a href="/x?a=1&amp;b=2">dear friend</a>'
+    assert restored.text[a.target_start:a.target_end] == '<a href="/x?a=1&amp;b=2">lieber Freund</a>'
+    assert (br.text, br.placement) == ("<br/>", "aligned")
+    # The alignment's words, re-addressed, slice the output and the original text.
+    assert [output_word(w, restored).text for w in words(translation)] == ["Hallo", "&amp;", "lieber", "Freund"]
+    assert [original_word(w, prepared).text for w in words(prepared.model_text)] == ["Hello", "&amp;", "dear", "friend"]
+
+
+def test_reordered_words_keep_tags_nested():
+    # "<i>the <b>red</b> car</i> drives" -> "das Auto fährt rot": "red" now follows the car and the verb.
+    prepared = prepare("<i>the <b>red</b> car</i> drives", "xml")
+    translation = "das Auto fährt rot"
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(0, 0), (2, 1), (3, 2), (1, 3)]))
+    # <i> covers das..rot (all its words' targets); <b> (rot) stays inside it.
+    assert restored.text == "<i>das Auto fährt <b>rot</b></i>"
+    assert read_markup(restored.text, "xml").plain == translation
+
+
+def test_crossing_siblings_are_moved_apart():
+    prepared = prepare("<b>one two</b> <i>three</i>", "html")
+    translation = "eins drei zwei"
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 2), (2, 1)]))
+    read_markup(restored.text, "xml")  # well nested, or this raises
+    assert restored.text.count("<b>") == restored.text.count("</b>") == 1
+    assert restored.text.count("<i>") == restored.text.count("</i>") == 1
+
+
+@pytest.mark.parametrize("text, fmt, message", [
+    ("<b>bold <i>both</b></i>", "html", "closing tag </b> at character 15 does not match <i> opened at character 8"),
+    ("<b>bold", "html", "tag <b> opened at character 0 is never closed"),
+    ("bold</b>", "html", "closing tag </b> at character 4 has no opening tag"),
+    ("a <br> b", "xml", "tag <br> opened at character 2 is never closed"),
+    ("fish & chips", "xml", "'&' at character 5 starts no entity (write &amp; for a literal '&')"),
+    ("1 < 2", "xml", "'<' at character 2 starts no tag (write &lt; for a literal '<')"),
+])
+def test_malformed_markup_is_named_with_its_place(text, fmt, message):
+    with pytest.raises(MarkupError) as error:
+        read_markup(text, fmt)
+    assert str(error.value) == message
+
+
+def test_html_is_lenient_where_browsers_are():
+    markup = read_markup("1 < 2 & fish &eacute; a <br> b", "html")
+    assert markup.plain == "1 < 2 & fish é a  b"
+    assert [(t.name, t.standalone) for t in markup.tags] == [("br", True)]
+
+
+@pytest.mark.parametrize("text", ["Grüße {name} 🙂 aus Köln", "Cafe\u0301 {name} 👩‍👩‍👧 ok"])
+def test_offsets_slice_back_to_the_exact_words_with_umlauts_emoji_and_combining_marks(text):
+    prepared = prepare(text)
+    source = words(prepared.model_text)
+    assert [original_word(w, prepared).text for w in source] == [w.text for w in source]
+    translation = prepared.model_text
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(i, i) for i in range(len(source))]))
+    assert restored.text == text
+    assert [output_word(w, restored).text for w in words(translation)] == [w.text for w in source]
+
+
+def test_omissions_and_insertions_are_flagged_with_the_confidence_the_links_give():
+    alignment = TokenAlignment(
+        words("the big red car"), words("das rote Ding Auto"),
+        links=[[(0, 0.9), (1, 0.1)], [(2, 0.8), (1, 0.2)], [(3, 0.4), (1, 0.35), (2, 0.25)], [(3, 1.0)]],
+        hard=[(0, 0), (2, 1), (3, 2), (3, 3)], pharaoh="")
+    assert [(f.word, f.confidence) for f in possible_omissions(alignment)] == [(1, 0.65)]
+    assert [(f.word, f.confidence) for f in possible_insertions(alignment)] == [(2, 0.6)]
