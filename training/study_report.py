@@ -154,7 +154,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"# Study {report['study']}", "",
              f"Beam {report['beam']}; BLEU = sacreBLEU 13a (cased detokenised, and lowercased), chrF2; "
              "mean ± standard deviation over scored seeds; p = paired bootstrap (lowercased BLEU) against "
-             f"the baseline `{report['baseline']}`, the largest over seeds.", ""]
+             f"the baseline `{report['baseline']}`, the largest over seeds (it says whether the difference is "
+             "significant; the BLEU columns say which way).", ""]
     header = ["run", "seeds scored / planned", "parameters"]
     for split in splits:
         header += [f"{split} {label}" for label in METRICS.values()] + [f"{split} p"]
