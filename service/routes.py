@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from service.errors import ClientDisconnected, CutOff
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
-from service.runtime.base import Translation
+from service.protected_translation import Served, alignment_needed, prepare_texts, serve
 from service.schemas import ErrorResponse, HealthResponse, LiveResponse, TranslateRequest, TranslateResponse
 from service.translator import Translator
 
@@ -91,17 +91,20 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
 async def translate(
     body: TranslateRequest, request: Request, translator: Translator = Depends(get_translator)
 ) -> TranslateResponse | Response:
+    single = isinstance(body.text, str)
+    translator.check_limits(body.texts, single)  # on the texts as sent, before anything is taken out
+    prepared = prepare_texts(body.texts, body.format, body.do_not_translate, single)
     work = translator.translate(
-        body.texts,
+        [p.model_text for p in prepared],
         body.source,
         body.target,
         beam_size=body.beam_size,
         n_best=body.n_best,
-        alignment=body.alignment,
-        single=isinstance(body.text, str),
+        alignment=alignment_needed(prepared, body.alignment),
+        single=single,
     )
     try:
-        results = await unless_disconnected(request, work)
+        results = serve(prepared, await unless_disconnected(request, work), body.alignment)
         if _answer_cost(results, body.alignment) <= _RENDER_INLINE_COST:
             return TranslateResponse.from_results(body.source, body.target, body.texts, results)
         # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) took seconds to
@@ -122,12 +125,12 @@ async def translate(
 _RENDER_INLINE_COST = 20_000
 
 
-def _answer_cost(results: list[list[Translation]], alignment: str) -> int:
-    chars = sum(len(hypothesis.text) + 16 for nbest in results for hypothesis in nbest)
+def _answer_cost(results: list[list[Served]], alignment: str) -> int:
+    chars = sum(len(served.translation.text) + 16 for nbest in results for served in nbest)
     return chars if alignment == "none" else chars * 20
 
 
-def _render(body: TranslateRequest, results: list[list[Translation]]) -> bytes:
+def _render(body: TranslateRequest, results: list[list[Served]]) -> bytes:
     """What FastAPI would send for the route's response_model (exclude_none), as bytes."""
     response = TranslateResponse.from_results(body.source, body.target, body.texts, results)
     return response.model_dump_json(exclude_none=True).encode()

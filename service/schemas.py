@@ -7,13 +7,18 @@ models (text limits, language pair) live in ``service.translator``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from service.alignment_flags import possible_insertions, possible_omissions
+from service.protection.placement import Placed
 from service.runtime.base import PhraseMap, TokenAlignment, Translation, Word
 from service.settings import MAX_BEAM_SIZE
+
+if TYPE_CHECKING:  # service.protected_translation raises service.errors' errors, which render these schemas
+    from service.protected_translation import Served
 
 
 # After trimming and lower-casing: "en", "de", "pt-br", "zh_hans".
@@ -31,6 +36,11 @@ def _valid_unicode(text: str, index: int | None) -> None:
             "{where}is not valid Unicode: lone surrogate at character {position}",
             {"where": where, "position": exc.start},
         ) from None
+
+
+# Do-not-translate terms per request, and characters per term.
+MAX_TERMS = 64
+MAX_TERM_CHARS = 100
 
 
 class TranslateRequest(BaseModel):
@@ -63,6 +73,17 @@ class TranslateRequest(BaseModel):
     alignment: Literal["none", "token", "phrase"] = Field(
         default="none",
         description='"token": word alignments for every hypothesis; "phrase": those and the phrase map.',
+    )
+    format: Literal["text", "html", "xml"] = Field(
+        default="text",
+        description='"html" / "xml": inline tags are taken out, the text translated, and each tag put back '
+        "around the translation of what it wrapped; malformed markup is a 422 naming the problem.",
+    )
+    do_not_translate: list[Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]] = Field(
+        default_factory=list,
+        max_length=MAX_TERMS,
+        description="Terms kept as they are (whole words, case-sensitive), like placeholders: "
+        "printf (%s, %1$d), brace ({name}, {0}), ICU ({n, plural, ...}) and ${VAR} are always kept.",
     )
 
     @field_validator("text", mode="before")
@@ -122,11 +143,22 @@ class LinkOut(BaseModel):
     weight: float = Field(description="Share of the target word's attention; a word's weights sum to 1.")
 
 
+class FlagOut(BaseModel):
+    word: int = Field(description="Index into source_words (omissions) or target_words (insertions).")
+    confidence: float = Field(description="How strongly the links suggest it, 0..1; a hint, not a verdict.")
+
+
 class AlignmentOut(BaseModel):
     source_words: list[WordOut]
     target_words: list[WordOut]
     links: list[list[LinkOut]] = Field(description="Per target word, its source words, heaviest first.")
     pharaoh: str = Field(description='Hard links "i-j" (source-target, 0-based), sorted.')
+    possible_omissions: list[FlagOut] = Field(
+        description="Source words no target word takes as its heaviest link: maybe left untranslated."
+    )
+    possible_insertions: list[FlagOut] = Field(
+        description="Target words with no link or a weak heaviest link: maybe not in the source."
+    )
 
     @classmethod
     def from_alignment(cls, alignment: TokenAlignment) -> AlignmentOut:
@@ -136,7 +168,30 @@ class AlignmentOut(BaseModel):
             # Six decimals: more is float noise to a reader, and sums stay within 1e-5 of 1.
             links=[[LinkOut(source=i, weight=round(w, 6)) for i, w in row] for row in alignment.links],
             pharaoh=alignment.pharaoh,
+            possible_omissions=[FlagOut(word=f.word, confidence=f.confidence) for f in possible_omissions(alignment)],
+            possible_insertions=[FlagOut(word=f.word, confidence=f.confidence) for f in possible_insertions(alignment)],
         )
+
+
+class SpanOut(BaseModel):
+    start: int = Field(description="Character offset of the first character.")
+    end: int = Field(description="Character offset one past the last character.")
+
+
+class ProtectedOut(BaseModel):
+    kind: Literal["printf", "brace", "icu", "shell", "term", "tag"]
+    text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent.")
+    source: SpanOut = Field(description="Where it stood in the text sent (a tag: from its opening to its closing tag).")
+    target: SpanOut = Field(description="Where it stands in the translation.")
+    placement: Literal["aligned", "fallback"] = Field(
+        description='"aligned": placed by the word alignment; "fallback": no aligned word near it, placed by '
+        "its relative position."
+    )
+
+    @classmethod
+    def of(cls, placed: Placed) -> ProtectedOut:
+        return cls(kind=placed.kind, text=placed.text, source=SpanOut(start=placed.source_start, end=placed.source_end),
+                   target=SpanOut(start=placed.target_start, end=placed.target_end), placement=placed.placement)
 
 
 class PhraseSideOut(BaseModel):
@@ -184,12 +239,16 @@ class HypothesisOut(BaseModel):
     score: float = Field(description="Length-normalised log-probability (higher is better).")
     alignment: AlignmentOut | None = Field(default=None, description='Present when alignment is "token" or "phrase".')
     phrases: PhraseMapOut | None = Field(default=None, description='Present when alignment="phrase".')
+    protected: list[ProtectedOut] | None = Field(
+        default=None, description="Placeholders, terms and tags put back, each exactly once; present when the text had any."
+    )
 
     @classmethod
-    def from_translation(cls, translation: Translation, source: str) -> HypothesisOut:
+    def from_translation(cls, translation: Translation, source: str, placed: list[Placed] | None = None) -> HypothesisOut:
         alignment, phrases = translation.alignment, translation.phrases
         return cls(
             text=translation.text,
+            protected=[ProtectedOut.of(p) for p in placed] if placed else None,
             score=translation.score,
             alignment=AlignmentOut.from_alignment(alignment) if alignment is not None else None,
             phrases=(
@@ -209,13 +268,14 @@ class TranslateResponse(BaseModel):
 
     @classmethod
     def from_results(
-        cls, source: str, target: str, texts: list[str], results: list[list[Translation]]
+        cls, source: str, target: str, texts: list[str], results: list[list[Served]]
     ) -> TranslateResponse:
         return cls(
             source=source,
             target=target,
             translations=[
-                [HypothesisOut.from_translation(t, text) for t in nbest] for text, nbest in zip(texts, results)
+                [HypothesisOut.from_translation(s.translation, text, s.placed) for s in nbest]
+                for text, nbest in zip(texts, results)
             ],
         )
 

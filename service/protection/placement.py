@@ -80,14 +80,30 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = ()) -> P
             chars.append(plain[k])
             to_plain.append(k)
         i = end
-        # Removing "%lu" from "and %lu not" leaves two spaces; one of them goes.
+        # Removing "%lu" from "and %lu not" leaves two spaces; one of them goes. Removing "%s" from
+        # "with %s." leaves "with ." : the punctuation joins the word before it again.
         if start < end and i < len(plain) and plain[i].isspace() and (not chars or chars[-1].isspace()):
             i += 1
+        elif start < end and i < len(plain) and _is_punctuation(plain[i]) and chars and chars[-1] == " ":
+            chars.pop()
+            to_plain.pop()
     while chars and chars[-1].isspace():
         chars.pop()
         to_plain.pop()
     to_plain.append(len(plain))
     return PreparedText(text, fmt, markup, protected, "".join(chars), to_plain)
+
+
+def _is_punctuation(text: str) -> bool:
+    return bool(text) and not any(c.isalnum() or c.isspace() for c in text)
+
+
+def _trailing_punctuation(text: str) -> int:
+    """How many characters at the end of `text` are punctuation ("Schnee." -> 1)."""
+    k = len(text)
+    while k > 0 and _is_punctuation(text[k - 1]):
+        k -= 1
+    return len(text) - k
 
 
 @dataclass
@@ -189,10 +205,21 @@ class _Locator:
             while k < len(prepared.to_plain) - 1 and prepared.to_plain[k] < plain_offset:
                 k += 1
             self.to_model[plain_offset] = k
+        self.model_text = prepared.model_text
         self.model_length = len(prepared.model_text)
 
     def anchor(self, plain_start: int, plain_end: int) -> tuple[int, Placement]:
         at = self.to_model[plain_start]
+        inside = next((i for i, w in enumerate(self.source_words) if w.start < at < w.end), None)
+        if inside is not None:
+            # Glued to punctuation ("with %s."): after the target of the word, before its punctuation.
+            word = self.source_words[inside]
+            if inside in self.aligned:
+                target = self.target_words[max(self.aligned[inside])]
+                tail = word.text[at - word.start:]
+                cut = _trailing_punctuation(target.text) if _is_punctuation(tail) else 0
+                return target.end - cut, "aligned"
+            return self._proportional(at), "fallback"
         right = next((i for i, w in enumerate(self.source_words) if w.start >= at), None)
         left = next((i for i in range(len(self.source_words) - 1, -1, -1) if self.source_words[i].end <= at), None)
         if right is not None and right in self.aligned:
@@ -214,8 +241,10 @@ class _Locator:
     def _proportional(self, at: int) -> int:
         if not self.translation or self.model_length == 0:
             return 0 if at == 0 or not self.translation else len(self.translation)
-        if at >= self.model_length:
-            return len(self.translation)
+        if at >= self.model_length or _is_punctuation(self.model_text[at:].strip()):
+            # At the end, or before the closing punctuation only: the same in the translation.
+            cut = _trailing_punctuation(self.translation) if at < self.model_length else 0
+            return len(self.translation) - cut
         if at == 0:
             return 0
         # The word boundary of the translation nearest to the same relative position.

@@ -44,8 +44,9 @@ def test_an_answer_built_in_a_thread_is_the_one_built_inline(client, monkeypatch
 
 
 def test_the_cost_of_an_answer_grows_with_its_text_and_alignments():
+    from service.protected_translation import Served
     from service.runtime.base import Translation
 
-    results = [[Translation(text="x" * 84, score=0.0)] * 2]
+    results = [[Served(Translation(text="x" * 84, score=0.0), [])] * 2]
     assert routes._answer_cost(results, "none") == 200
     assert routes._answer_cost(results, "phrase") == 4000

@@ -46,7 +46,7 @@ def test_phrase_map_only_when_asked_and_empty_for_empty_text(client):
         {
             "text": "",
             "score": 0.0,
-            "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""},
+            "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "", "possible_omissions": [], "possible_insertions": []},
             "phrases": {"origin": "extracted", "pairs": []},
         }
     ]

@@ -34,7 +34,8 @@ def test_torch_backend_translates_with_alignments_that_slice_back(torch_client):
     results = response.json()["translations"]
     assert len(results) == 3
     assert results[1] == [
-        {"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""}}
+        {"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "",
+                                                "possible_omissions": [], "possible_insertions": []}}
     ]
     for source, nbest in zip(sources, results):
         if not source:

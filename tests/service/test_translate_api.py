@@ -104,7 +104,7 @@ def test_empty_text_translates_to_empty_without_a_runtime_call(translate, runtim
             {
                 "text": "",
                 "score": 0.0,
-                "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""},
+                "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "", "possible_omissions": [], "possible_insertions": []},
             }
         ]
     ]

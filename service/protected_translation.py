@@ -1,0 +1,65 @@
+"""A request's texts as the model sees them, and the model's answers as the client gets them.
+
+Before translation every text is read as its `format` (plain text, or inline html / xml) and its
+placeholders and do-not-translate terms are taken out (service/protection/placement.py); the
+model translates what is left. After it, everything taken out is put back by the hypothesis'
+word alignment, and the alignment's words are re-addressed so that their offsets slice the
+client's own strings (the original text, and the output with tags and placeholders back in).
+A text with nothing to protect in plain-text format goes through untouched, at no cost.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from service.errors import RequestError
+from service.protection.markup import MarkupError, TextFormat
+from service.protection.placement import Placed, PreparedText, original_word, output_word, prepare, restore
+from service.runtime.base import AlignmentMode, TokenAlignment, Translation
+
+
+@dataclass(frozen=True)
+class Served:
+    """One hypothesis as the client gets it: text and alignment offsets in the client's strings,
+    and where each protected part went (empty when nothing was protected)."""
+
+    translation: Translation
+    placed: list[Placed]
+
+
+def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str], single: bool) -> list[PreparedText]:
+    prepared = []
+    for index, text in enumerate(texts):
+        try:
+            prepared.append(prepare(text, fmt, terms))
+        except MarkupError as error:
+            loc = ("body", "text") if single else ("body", "text", index)
+            raise RequestError(loc, f"malformed {fmt}: {error}", kind="malformed_markup") from None
+    return prepared
+
+
+def alignment_needed(prepared: Sequence[PreparedText], requested: AlignmentMode) -> AlignmentMode:
+    """Putting things back needs the word alignment even when the client did not ask for it."""
+    if requested != "none":
+        return requested
+    return "token" if any(p.protected or p.markup.tags for p in prepared) else "none"
+
+
+def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translation]],
+          requested: AlignmentMode) -> list[list[Served]]:
+    return [[_serve_one(p, t, requested) for t in nbest] for p, nbest in zip(prepared, results)]
+
+
+def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode) -> Served:
+    if prepared.untouched and prepared.fmt == "text":
+        return Served(translation, [])
+    alignment = translation.alignment or TokenAlignment.empty()
+    restored = restore(prepared, translation.text, alignment)
+    if requested == "none":
+        return Served(Translation(restored.text, translation.score), restored.placed)
+    readdressed = replace(
+        alignment,
+        source_words=[original_word(w, prepared) for w in alignment.source_words],
+        target_words=[output_word(w, restored) for w in alignment.target_words],
+    )
+    return Served(replace(translation, text=restored.text, alignment=readdressed), restored.placed)
