@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -161,6 +162,16 @@ async def health(request: Request) -> Response:
 async def live() -> LiveResponse:
     """200 while the process serves HTTP at all, loaded or not: restart only when this fails."""
     return LiveResponse(status="ok")
+
+
+@router.get("/", include_in_schema=False)
+async def page() -> Response:
+    """The page: type a text, see its translations and hover a word to see where it came from."""
+    return Response(content=_PAGE, media_type="text/html; charset=utf-8")
+
+
+# service/static/index.html: one self-contained file, no build step.
+_PAGE = (Path(__file__).parent / "static" / "index.html").read_bytes()
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -26,8 +26,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from service.errors import error_response
 from service.metrics import Metrics
 
-# The health checks stay open: load balancers and orchestrators probe without credentials.
-OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
+# The health checks stay open: load balancers and orchestrators probe without credentials. So does
+# the page (static, no data): it asks the user for a key and sends it with each translation.
+OPEN_PATHS = frozenset({"/", "/health", "/health/live", "/health/ready"})
 
 
 def _digest(key: bytes) -> bytes:

@@ -1,0 +1,106 @@
+"""The page at GET / in headless Chromium (Debian's chromium, driven by Playwright) against a real
+server on the bundled model: load it, translate, click a word, see its counterpart highlighted.
+A screenshot is kept under build/test-artifacts/ for a person to look at."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import uvicorn
+from playwright.sync_api import sync_playwright
+
+from service.app import create_app
+from service.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("PHRASAL_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = REPO / "build" / "test-artifacts"
+# What a root process in a sandbox without a network needs (no sandbox, no GPU, no phoning home).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    settings = Settings(model_dirs=[REPO / "models" / "en-de"], device="cpu", inference_process=False, warmup=False)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/health/ready", timeout=1) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the server did not become ready"
+        time.sleep(0.1)
+    yield url
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: .ci/run installs Debian's chromium"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def highlighted(page) -> list[list[str]]:
+    return page.eval_on_selector_all(".w.hl", "els => els.map(e => [e.dataset.side, e.textContent])")
+
+
+def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(base_url, browser):
+    page = browser.new_page(viewport={"width": 1100, "height": 700})
+    page.goto(base_url + "/")
+    page.wait_for_function("document.querySelectorAll('#pair option').length > 0")
+    assert page.eval_on_selector_all("#pair option", "els => els.map(e => e.textContent)") == ["en-de"]
+    page.fill("#text", "Two dogs play in the snow.")
+    page.click("#go")
+    page.wait_for_selector('.hyp .w[data-side="target"]')
+    assert page.inner_text(".hyp .output") == "Zwei Hunde spielen im Schnee."
+    page.click('.w[data-side="target"][data-index="1"]')
+    assert highlighted(page) == [["source", "dogs"], ["target", "Hunde"]]
+    page.click('.w[data-side="source"][data-index="5"]')
+    assert highlighted(page) == [["source", "snow."], ["target", "im"], ["target", "Schnee."]]
+    # Phrase pairs colour the words they hold; the heat map has a row per target word.
+    assert page.eval_on_selector_all(".w", "els => els.filter(e => e.style.borderBottomColor).length") > 0
+    assert page.eval_on_selector_all(".heat tr", "rows => rows.length") == 1 + 5
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
+    page.close()
+
+
+def test_the_page_shows_placeholders_and_errors(base_url, browser):
+    page = browser.new_page()
+    page.goto(base_url + "/")
+    page.wait_for_function("document.querySelectorAll('#pair option').length > 0")
+    page.fill("#text", "A {animal} runs in the snow.")
+    page.click("#go")
+    page.wait_for_selector(".hyp ul.protected li")
+    assert "{animal}" in page.inner_text(".hyp .output")
+    assert page.inner_text(".hyp ul.protected li").startswith("brace {animal} → characters ")
+    page.select_option("#format", "xml")
+    page.fill("#text", "fish & chips")
+    page.click("#go")
+    page.wait_for_selector("#status.error")
+    assert page.inner_text("#status") == (
+        "422: text: malformed xml: '&' at character 5 starts no entity (write &amp; for a literal '&')")
+    page.close()
