@@ -9,7 +9,8 @@ text (service/protection/placeholders.py) and removes them: the model translates
   none), after the last target word aligned to the word before it ("aligned"). With neither
   aligned it goes where its relative position in the source puts it ("fallback").
 - a tag pair wraps the source words it wrapped; it goes around the target words aligned to
-  them, from the first to the last ("aligned"), kept inside its parent's target span and off
+  them, from the first to the last (or, for words no target word takes as its heaviest link,
+  around the target word that attends to them most) ("aligned"), kept inside its parent's target span and off
   its earlier siblings' spans so that the output nests; a pair whose words have no aligned
   target word is placed like two placeholders at its ends ("fallback").
 
@@ -27,6 +28,9 @@ from service.protection.placeholders import Protected, find_protected
 from service.runtime.base import TokenAlignment, Word
 
 Placement = Literal["aligned", "fallback"]
+# The least share of a target word's attention that makes it the home of a tag around a source
+# word no target word takes as its heaviest link.
+SOFT_LINK_MIN_WEIGHT = 0.1
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,13 @@ class _Locator:
         self.aligned: dict[int, list[int]] = {}
         for s, t in alignment.hard:
             self.aligned.setdefault(s, []).append(t)
+        # A source word that is no target word's heaviest link ("a" in "a house" -> "eines Hauses")
+        # still has the target word that attends to it most: a tag around it goes there.
+        self.attending: dict[int, tuple[float, int]] = {}
+        for t, links in enumerate(alignment.links):
+            for s, weight in links:
+                if weight >= SOFT_LINK_MIN_WEIGHT and weight > self.attending.get(s, (0.0, -1))[0]:
+                    self.attending[s] = (weight, t)
         # plain offset -> model_text offset (removed characters map to where they were)
         self.to_model: list[int] = [0] * (len(prepared.markup.plain) + 1)
         k = 0
@@ -232,6 +243,8 @@ class _Locator:
         a, b = self.to_model[plain_start], self.to_model[plain_end]
         inside = [i for i, w in enumerate(self.source_words) if w.start < b and a < w.end]
         targets = sorted(t for i in inside for t in self.aligned.get(i, []))
+        if not targets:
+            targets = sorted(self.attending[i][1] for i in inside if i in self.attending)
         if targets:
             return self.target_words[targets[0]].start, self.target_words[targets[-1]].end, "aligned"
         start, _ = self.anchor(plain_start, plain_start)
