@@ -52,9 +52,11 @@ class RealServer:
         def ready() -> bool:
             assert self.process.poll() is None, self.log()
             try:
-                return request(self.port, "GET", "/health/ready", timeout=1)[0] == 200
+                status, body = request(self.port, "GET", "/health/ready", timeout=1)
             except OSError:
                 return False
+            assert json.loads(body)["phase"] != "failed", body  # a model that cannot load fails now
+            return status == 200
 
         wait_until(ready, timeout=READY_TIMEOUT_S, what="the server to be ready")
 
