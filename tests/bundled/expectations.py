@@ -140,6 +140,11 @@ def load_expected() -> dict[str, Any]:
     return expected
 
 
+def cases_by_id(expected: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The pinned cases by a test id: their position and alignment mode ("3-none")."""
+    return {f"{i}-{case['request'].get('alignment', 'none')}": case for i, case in enumerate(expected["cases"])}
+
+
 def within(expected: Any, atol: float = FLOAT_ATOL) -> Any:
     """`expected` with every float replaced by pytest.approx(abs=atol), everything else left to
     compare exactly: ``assert got == within(pinned)``."""

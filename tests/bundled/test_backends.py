@@ -9,15 +9,18 @@ from __future__ import annotations
 import pytest
 
 from export.cli import main as export_main
+from service.settings import Settings
 from tests.bundled.expectations import (
-    BLEU_TOLERANCE, MODEL_DIR, export_settings, load_expected, served, slice_bleu, torch_settings,
+    BLEU_TOLERANCE, MODEL_DIR, cases_by_id, export_settings, load_expected, served, slice_bleu, torch_settings,
     translations, within,
 )
 
 EXPECTED = load_expected()
+CASES = cases_by_id(EXPECTED)
 
 
-def exported(backend: str, tmp_path_factory) -> object:
+def exported_settings(backend: str, tmp_path_factory) -> Settings:
+    """Export the bundled model with the export CLI into a temporary directory; settings serving it."""
     out = tmp_path_factory.mktemp(f"bundled-{backend}") / "export"
     # --no-verify: the pins and the BLEU below hold the export, served by the service's runtime, to
     # eager PyTorch's answers on more than the exporter's verification reads; doing both would
@@ -30,14 +33,13 @@ def exported(backend: str, tmp_path_factory) -> object:
 @pytest.fixture(scope="module", params=["torch", "onnx", "torchscript"])
 def client(request, tmp_path_factory):
     """One app per backend for the whole module (pytest groups the tests by it)."""
-    settings = torch_settings() if request.param == "torch" else exported(request.param, tmp_path_factory)
+    settings = torch_settings() if request.param == "torch" else exported_settings(request.param, tmp_path_factory)
     with served(settings) as test_client:
         assert test_client.app.state.lifecycle.translator.runtimes[0].backend == request.param
         yield test_client
 
 
-@pytest.mark.parametrize("case", EXPECTED["cases"], ids=lambda case: f"{case['request'].get('alignment', 'none')}-"
-                         f"{case['request']['text'] if isinstance(case['request']['text'], str) else len(case['request']['text'])}")
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_pinned_answers(client, case):
     assert translations(client, case["request"]) == within(case["translations"])
 

@@ -17,14 +17,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from model.tokenizer import Tokenizer
-from tests.bundled.expectations import MODEL_DIR, REPO, load_expected, within
+from tests.bundled.expectations import MODEL_DIR, REPO, cases_by_id, load_expected, within
 from tests.service.support import wait_until
 from tests.service.test_server_process import free_port, request
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 EXPECTED = load_expected()
-CASES = {case["request"].get("alignment", "none") + f"-{i}": case for i, case in enumerate(EXPECTED["cases"])}
+CASES = cases_by_id(EXPECTED)
 # Every field that decides what the server serves (the rest are `make serve`'s defaults).
 REAL_BACKEND = {"backend": "torch", "device": "cpu", "model_dirs": json.dumps([str(MODEL_DIR)])}
 # Starting the interpreter, the inference child and the model's warm-up on a busy 2-core box.
