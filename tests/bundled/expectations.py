@@ -15,6 +15,7 @@ examples, which tests/bundled/test_readme.py holds to the model):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,15 +61,24 @@ def pinned_requests() -> list[dict[str, Any]]:
     ]
 
 
+def isolated_settings(**values: Any) -> Settings:
+    """Settings from `values` and the defaults alone: PHRASAL_* variables in the caller's shell
+    must not change what is measured (tests/service/conftest.py does the same for its tests)."""
+    shell = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith("PHRASAL_")}
+    try:
+        return Settings(**values)
+    finally:
+        os.environ.update(shell)
+
+
 def torch_settings() -> Settings:
-    """The settings `make serve` runs with, in this process (the child process is the server
-    test's business) and on CPU. Every field a test depends on is given, so PHRASAL_* variables
-    in the caller's shell change nothing."""
-    return Settings(model_dirs=[MODEL_DIR], device="cpu", backend="torch", inference_process=False)
+    """What `make serve` serves, in this process (the real server test runs the inference child)
+    and on CPU."""
+    return isolated_settings(model_dirs=[MODEL_DIR], device="cpu", backend="torch", inference_process=False)
 
 
 def export_settings(backend: str, export_dir: Path) -> Settings:
-    return Settings(model_dirs=[MODEL_DIR], device="cpu", backend=backend, export_dirs=[export_dir],
+    return isolated_settings(model_dirs=[MODEL_DIR], device="cpu", backend=backend, export_dirs=[export_dir],
                     inference_process=False)
 
 
