@@ -34,9 +34,9 @@ BLEU_SENTENCES = 200
 # Texts per /translate request while scoring the slice (the service's default batching then
 # decodes each request as one batch).
 BLEU_REQUEST_TEXTS = 50
-# The BLEU slice may move this much (BLEU points) from its pin: the pins of a different decoder
-# (ONNX Runtime, TorchScript) or batch composition may flip a near-tied beam here and there,
-# while any real regression (a broken tokenizer, attention, length penalty) costs far more.
+# The BLEU of the slice may move this much (BLEU points) from its pin: another engine (ONNX
+# Runtime, TorchScript), thread count or batch composition may flip a near-tied beam here and
+# there, while a real regression (tokenizer, attention, length penalty) costs far more.
 BLEU_TOLERANCE = 0.3
 # Scores, link weights and phrase confidences may move this much from their pins: they are
 # float32 sums whose last bits depend on the batch (padding), the thread count and the engine;
