@@ -1,0 +1,69 @@
+"""README.md's /translate examples are what the bundled model answers: each curl command's body is
+sent to the service serving models/en-de, and every value the README prints (texts, scores,
+words and offsets, link weights, the Pharaoh string, phrase pairs) must be in the answer. A
+README that drifts from the model, or a model that drifts from the README, fails here.
+
+The README prints two kinds of answer: a whole JSON answer where ``{...}`` stands for a part
+left out (that part is not compared), and a fragment ``... "text":"...", ... "phrases":{...}``
+(the first hypothesis' text and its phrase map)."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from unittest.mock import ANY
+
+import pytest
+
+from tests.bundled.expectations import REPO, served, torch_settings
+
+README = REPO / "README.md"
+# The README was captured from a running server (a child process with its own thread count and
+# batches), so its float32 scores differ from this process' in the 7th digit, and a weight rounded
+# to the 6 decimals it prints can land one unit away; 1e-5 is far below what a model change moves.
+README_ATOL = 1e-5
+CURL = re.compile(r"^\$ curl .*?/translate .*?\n\s*-d '(?P<body>[^']*)'\n(?P<answer>.*?)(?=^```)", re.M | re.S)
+ELIDED = "{...}"
+
+
+def readme_examples() -> list[tuple[dict[str, Any], str]]:
+    """(request body, printed answer) of every `curl ... /translate` example in README.md."""
+    examples = [(json.loads(m["body"]), m["answer"].strip()) for m in CURL.finditer(README.read_text(encoding="utf-8"))]
+    assert len(examples) == 3, f"README.md: expected the three /translate examples, found {len(examples)}"
+    return examples
+
+
+def shown(value: Any) -> Any:
+    """The printed answer as a comparison: floats within README_ATOL, left-out parts anything."""
+    if value is None:
+        return ANY
+    if isinstance(value, float):
+        return pytest.approx(value, abs=README_ATOL, rel=0)
+    if isinstance(value, list):
+        return [shown(item) for item in value]
+    if isinstance(value, dict):
+        return {key: shown(item) for key, item in value.items()}
+    return value
+
+
+@pytest.fixture(scope="module")
+def client():
+    with served(torch_settings()) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize("index", range(3), ids=["plain", "token-alignment", "phrase-map"])
+def test_readme_example_is_what_the_bundled_model_answers(client, index):
+    body, printed = readme_examples()[index]
+    response = client.post("/translate", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    if printed.startswith("..."):
+        # ... "text":"<first hypothesis>", ... "phrases":{<its phrase map>}
+        text = re.match(r'\.\.\. "text":("(?:[^"\\]|\\.)*"), \.\.\. "phrases":(\{.*\})$', printed, re.S)
+        assert text is not None, f"README.md: unexpected fragment {printed[:80]!r}"
+        first = answer["translations"][0][0]
+        assert first["text"] == json.loads(text[1])
+        assert first["phrases"] == shown(json.loads(text[2]))
+    else:
+        assert answer == shown(json.loads(printed.replace(ELIDED, "null")))
