@@ -24,12 +24,13 @@ README = REPO / "README.md"
 README_ATOL = 1e-5
 CURL = re.compile(r"^\$ curl .*?/translate .*?\n\s*-d '(?P<body>[^']*)'\n(?P<answer>.*?)(?=^```)", re.M | re.S)
 ELIDED = "{...}"
+EXAMPLES = ["plain", "token-alignment", "phrase-map", "html-tags"]
 
 
 def readme_examples() -> list[tuple[dict[str, Any], str]]:
     """(request body, printed answer) of every `curl ... /translate` example in README.md."""
     examples = [(json.loads(m["body"]), m["answer"].strip()) for m in CURL.finditer(README.read_text(encoding="utf-8"))]
-    assert len(examples) == 3, f"README.md: expected the three /translate examples, found {len(examples)}"
+    assert len(examples) == len(EXAMPLES), f"README.md: expected {len(EXAMPLES)} /translate examples, found {len(examples)}"
     return examples
 
 
@@ -52,7 +53,7 @@ def client():
         yield test_client
 
 
-@pytest.mark.parametrize("index", range(3), ids=["plain", "token-alignment", "phrase-map"])
+@pytest.mark.parametrize("index", range(len(EXAMPLES)), ids=EXAMPLES)
 def test_readme_example_is_what_the_bundled_model_answers(client, index):
     body, printed = readme_examples()[index]
     response = client.post("/translate", json=body)
