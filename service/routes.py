@@ -34,7 +34,10 @@ _ERRORS = {
     422: _error("Invalid request; the message names the field (and the limit, when one was passed)."),
     429: _error("The API key's rate limit is exhausted; see Retry-After."),
     500: _error("Translation failed; details are in the server log."),
-    503: _error("Not ready (loading, failed, draining) or too busy (queue full, deadline in queue); see Retry-After."),
+    503: _error(
+        "Not ready (loading, failed, draining, the model's process restarting) or too busy (queue full, "
+        "deadline in queue); see Retry-After."
+    ),
     504: _error("The deadline passed while the model was computing."),
 }
 
@@ -135,9 +138,10 @@ def _render(body: TranslateRequest, results: list[list[Translation]]) -> bytes:
 
 def _health(lifecycle: Lifecycle) -> JSONResponse:
     translator = lifecycle.translator
-    if lifecycle.ready and translator is not None:
+    phase, reason = lifecycle.health()
+    if phase == "ready" and translator is not None:
         return JSONResponse(content={"status": "ok", "phase": "ready", "pairs": translator.pairs})
-    body = {"status": "unavailable", "phase": lifecycle.phase, "pairs": [], "reason": lifecycle.reason}
+    body = {"status": "unavailable", "phase": phase, "pairs": [], "reason": reason}
     return JSONResponse(status_code=503, content=body)
 
 

@@ -222,7 +222,10 @@ class TranslateResponse(BaseModel):
 
 class HealthResponse(BaseModel):
     status: Literal["ok", "unavailable"]
-    phase: Literal["loading", "warming", "ready", "failed", "draining", "stopped"]
+    phase: Literal["loading", "warming", "ready", "stalled", "restarting", "failed", "draining", "stopped"] = Field(
+        description="stalled / restarting / failed after ready: a model's inference process stopped answering, is "
+        "being replaced, or failed to restart (retried with backoff); see reason."
+    )
     pairs: list[str] = Field(description='Language pairs served, e.g. ["en-de"]; empty when not ready.')
     reason: str | None = Field(default=None, description="Why the service is not ready; absent when it is.")
 
