@@ -150,6 +150,7 @@ class Translator:
             batch = [texts[index] for index in todo]
             tokens = await self._count(runtime, batch)
             self._check_tokens(tokens, todo, single)
+            self._check_cost(tokens, options)
             for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo, single)):
                 results[index] = nbest
         return results  # type: ignore[return-value]  # every slot is filled above
@@ -172,6 +173,23 @@ class Translator:
                     f"has {count} source tokens; at most {limit} per text (max_source_tokens)",
                     kind="too_many_tokens",
                 )
+
+    def _check_cost(self, tokens: list[int], options: DecodeOptions) -> None:
+        """The cost budget: source tokens x beam_size, summed over the texts. A search's work
+        grows with the beams it carries and the steps it takes (about as many as the source has
+        tokens), so a request over the budget could not finish inside the deadline on the
+        hardware the budget was set for (docs/operations.md); refused before it costs anything."""
+        budget = self._settings.max_request_cost
+        if budget is None:
+            return
+        cost = sum(tokens) * options.beam_size
+        if cost > budget:
+            raise RequestError(
+                ("body", "text"),
+                f"this request would cost {cost} ({sum(tokens)} source tokens x beam_size {options.beam_size}); "
+                f"the budget is {budget} per request (max_request_cost): send fewer or shorter texts, or a smaller beam_size",
+                kind="over_budget",
+            )
 
     async def _queue(
         self,

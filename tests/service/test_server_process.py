@@ -65,7 +65,8 @@ class Server:
 
     def wait_ready(self) -> None:
         def ready() -> bool:
-            assert self.process.poll() is None, self.process.stdout.read()
+            if self.process.poll() is not None:
+                raise AssertionError(f"the server exited with {self.process.returncode}: {self.process.stdout.read()}")
             time.sleep(0.1)  # a poll storm would starve a model loading on a small machine
             try:
                 return request(self.port, "GET", "/health/ready", timeout=1)[0] == 200
@@ -74,8 +75,10 @@ class Server:
 
         try:
             wait_until(ready, timeout=60, what="the server to be ready")
-        except AssertionError:
-            raise AssertionError(f"not ready within 60 s; its log:\n{self.stop()[1]}") from None
+        except AssertionError as exc:
+            if self.process.poll() is not None:
+                raise
+            raise AssertionError(f"{exc}; its log:\n{self.stop()[1]}") from None
 
     def stop(self) -> tuple[int, str]:
         if self.process.poll() is None:
