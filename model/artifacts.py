@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 
 from model.config import ModelConfig
 from model.errors import ArtifactError, ConfigError
+from model.language_code import normalise_language_code
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
@@ -130,6 +131,12 @@ def read_checked_manifest(
     missing = [key for key in ("files", *required_keys) if key not in manifest]
     if missing:
         raise ArtifactError(f"{path / MANIFEST_FILE}: missing {', '.join(map(repr, missing))}")
+    for key in ("source_lang", "target_lang"):
+        if key in required_keys:
+            try:
+                manifest[key] = normalise_language_code(manifest[key])
+            except ValueError as error:
+                raise ArtifactError(f"{path / MANIFEST_FILE}: {key}: {error}") from None
     files = manifest["files"]
     for name in required_files:
         if name not in files:

@@ -16,7 +16,8 @@ from service.runtime.base import PhraseMap, TokenAlignment, Translation, Word
 from service.settings import MAX_BEAM_SIZE
 
 
-# After trimming and lower-casing: "en", "de", "pt-br", "zh_hans".
+# After trimming and lower-casing: "en", "de", "pt-br", "zh_hans"; with max_length=16 the same
+# rule as a model's manifest codes (model/language_code.py), so every served pair is reachable.
 LANGUAGE_CODE = r"^[A-Za-z0-9_-]+$"
 
 

@@ -26,6 +26,7 @@ from service.runtime.base import (
     Translation,
     TranslationRuntime,
     UnsupportedOption,
+    normalise_language_code,
 )
 from service.settings import Settings
 
@@ -46,6 +47,18 @@ class Translator:
                 raise TypeError(
                     f"{type(runtime).__name__} is not a service.runtime.base.TranslationRuntime"
                 )
+            for side, code in (("source", runtime.source_lang), ("target", runtime.target_lang)):
+                # Requests name codes in this form (service/schemas.py): another form is a pair
+                # that would be reported ready and that no request could reach.
+                try:
+                    normal = normalise_language_code(code)
+                except ValueError as exc:
+                    raise ValueError(f"the {runtime.backend} runtime for {runtime.pair!r}: {side} language {exc}") from None
+                if normal != code:
+                    raise ValueError(
+                        f"the {runtime.backend} runtime for {runtime.pair!r}: {side} language {code!r} must be "
+                        f"written {normal!r}"
+                    )
             key = (runtime.source_lang, runtime.target_lang)
             if key in by_pair:
                 raise ValueError(f"two runtimes serve {runtime.pair}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from model.alignment import TokenAlignment, Word
+from model.language_code import normalise_language_code
 from model.phrase_alignment import PhraseMap, PhrasePair
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "TranslationRuntime",
     "UnsupportedOption",
     "Word",
+    "normalise_language_code",
 ]
 
 # "phrase": the token map and the phrase map (which is built from it, or from phrase attention).
