@@ -1,5 +1,5 @@
 """What a translate request means, apart from HTTP: pick the runtime for the pair, apply the
-server's limits and defaults, answer empty texts directly, queue the rest on that pair's
+server's limits and defaults, answer texts with nothing visible directly, queue the rest on that pair's
 ``MicroBatcher`` and wait for them within the request's deadline.
 
 Runtimes are synchronous (torch and friends release the GIL in their kernels); they run in the
@@ -26,6 +26,7 @@ from service.runtime.base import (
     Translation,
     TranslationRuntime,
     UnsupportedOption,
+    has_visible_text,
     normalise_language_code,
 )
 from service.settings import Settings
@@ -152,10 +153,12 @@ class Translator:
         results: list[list[Translation] | None] = [None] * len(texts)
         todo = []
         for index, text in enumerate(texts):
-            if text.strip():
+            if has_visible_text(text):
                 todo.append(index)
             else:
-                # Nothing to translate: answer without a model call (and without its cost).
+                # Nothing to translate (blank, or only zero-width, format, private-use or lone
+                # combining characters: model/invisible.py): answer without a model call, which
+                # would invent a sentence for it.
                 empty = TokenAlignment.empty() if options.alignment != "none" else None
                 no_phrases = PhraseMap("extracted", []) if options.alignment == "phrase" else None
                 results[index] = [Translation(text="", score=0.0, alignment=empty, phrases=no_phrases)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from model.alignment import TokenAlignment, Word
+from model.invisible import has_visible_text
 from model.language_code import normalise_language_code
 from model.phrase_alignment import PhraseMap, PhrasePair
 
@@ -33,6 +34,7 @@ __all__ = [
     "TranslationRuntime",
     "UnsupportedOption",
     "Word",
+    "has_visible_text",
     "normalise_language_code",
 ]
 
@@ -165,7 +167,8 @@ class TranslationRuntime(ABC):
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         """Translate a batch.
 
-        texts: non-empty strings (the service answers empty ones itself), in the source language.
+        texts: strings with something visible (``has_visible_text``; the service answers the
+        others itself, empty), in the source language.
         Returns one list per text, in order; each holds 1..options.n_best hypotheses, best first.
         Alignment character offsets index the given text (source) and the returned text (target).
         Raises ``TextRejected`` for a text the client must change (answered 422, naming it); any

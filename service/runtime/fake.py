@@ -23,7 +23,14 @@ from collections.abc import Callable, Sequence
 from model.alignment import WORD_BOUNDARY, token_alignment
 from model.phrase_alignment import PhraseMap, extracted_phrase_pairs
 from service.runtime.batch_latency import BatchLatency
-from service.runtime.base import BatchCancelled, DecodeOptions, TextRejected, Translation, TranslationRuntime
+from service.runtime.base import (
+    BatchCancelled,
+    DecodeOptions,
+    TextRejected,
+    Translation,
+    TranslationRuntime,
+    has_visible_text,
+)
 
 Span = tuple[int, int]
 _WORD = re.compile(r"\S+")
@@ -124,7 +131,7 @@ class FakeRuntime(TranslationRuntime):
                 raise BatchCancelled()
             time.sleep(min(left, 0.01))
         for k, text in enumerate(texts):
-            if not text.strip():
+            if not has_visible_text(text):
                 # The service answers empty texts itself; getting one is a caller bug.
                 raise ValueError(f"text {k} is empty; runtimes only receive non-empty texts")
             n_pieces = len(fake_pieces(text)[0])
