@@ -26,7 +26,9 @@ def _error(description: str) -> dict:
 
 
 _ERRORS = {
-    400: _error("The body is not parseable JSON (invalid UTF-8, nested too deep), or a bad Content-Length."),
+    400: _error(
+        "The body is not parseable JSON (a syntax error, invalid UTF-8, nested too deep), or a bad Content-Length."
+    ),
     401: _error("API keys are on and the request has no valid one."),
     408: _error("The body did not arrive within body_timeout_s."),
     413: _error("The body is larger than max_body_bytes."),
