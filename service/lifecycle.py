@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -24,7 +25,7 @@ import anyio.to_thread
 
 from service.errors import NotReady
 from service.metrics import Metrics
-from service.runtime.base import ModelLoadFailed, RuntimeProblem, TranslationRuntime
+from service.runtime.base import ModelLoadFailed, RuntimeProblem, TranslationRuntime, load_abandoned
 from service.settings import Settings
 from service.translator import Translator
 
@@ -65,6 +66,7 @@ class Lifecycle:
         self.translator: Translator | None = None
         self._runtimes: list[TranslationRuntime] = []
         self._loader: asyncio.Task[None] | None = None
+        self._abandon_load = threading.Event()  # SIGTERM during the load
         metrics.ready.set_function(lambda: 1.0 if self.ready else 0.0)
 
     @property
@@ -126,6 +128,7 @@ class Lifecycle:
 
     async def _load(self) -> None:
         settings = self.settings
+        load_abandoned.set(self._abandon_load)  # this task's context, copied into the thread
         try:
             runtimes = list(await anyio.to_thread.run_sync(self.factory, settings))
             self._runtimes = runtimes
@@ -148,7 +151,7 @@ class Lifecycle:
             else:
                 self.failure = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
             if self.stopping:  # SIGTERM came during the load: the stop stands
-                log.error("model load failed while shutting down: %s", self.failure)
+                log.info("model load ended by the shutdown: %s", self.failure)
                 close_all(self._runtimes)
                 self._runtimes = []
                 return
@@ -178,6 +181,7 @@ class Lifecycle:
         if self.phase in ("ready", "loading", "warming"):
             log.info("draining: no new connections; finishing the requests in flight")
             self.phase = "draining"
+            self._abandon_load.set()
 
     async def shutdown(self) -> None:
         """Lifespan shutdown: by now uvicorn has drained the connections (or given up)."""

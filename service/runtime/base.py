@@ -9,8 +9,10 @@ runtime factory.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -35,6 +37,7 @@ __all__ = [
     "UnsupportedOption",
     "Word",
     "has_visible_text",
+    "load_abandoned",
     "normalise_language_code",
 ]
 
@@ -103,6 +106,12 @@ class UnsupportedOption(ValueError):
 class BatchCancelled(Exception):
     """Raised by ``translate_until`` when ``cancelled()`` turned true before the batch finished:
     nobody waits for its results any more (every request in it timed out or left)."""
+
+
+# Set by the service around a call of its runtime factory; once the event is set (SIGTERM during
+# the load), a factory that can stop a load half-way (inference processes) stops it and raises
+# ModelLoadFailed instead of making the shutdown wait for the whole load.
+load_abandoned: ContextVar[threading.Event | None] = ContextVar("load_abandoned", default=None)
 
 
 class ModelLoadFailed(RuntimeError):

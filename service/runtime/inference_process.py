@@ -59,6 +59,7 @@ from service.runtime.base import (
     Translation,
     TranslationRuntime,
     UnsupportedOption,
+    load_abandoned,
 )
 from service.settings import Settings
 
@@ -97,10 +98,11 @@ def load_process_runtimes(settings: Settings) -> list[TranslationRuntime]:
     """One child per served directory, all loading at once; fails as a whole like the in-process
     factory (every child that did start is stopped)."""
     runtimes = [ProcessRuntime(child_settings(settings, path)) for path in served_dirs(settings)]
+    abandon = load_abandoned.get()
     problems = []
     for runtime in runtimes:
         try:
-            runtime.wait_loaded()
+            runtime.wait_loaded(abandon)
         except (ModelLoadFailed, InferenceProcessDied) as exc:
             problems.append(str(exc))
     if problems:
@@ -148,10 +150,18 @@ class ProcessRuntime(TranslationRuntime):
         self._conn, self._process = parent, process
         self._loaded = False
 
-    def wait_loaded(self) -> None:
+    def wait_loaded(self, abandon: threading.Event | None = None) -> None:
         """Block until the child has loaded (and described) its model; ``ModelLoadFailed`` if it
-        could not, ``InferenceProcessDied`` if it died first."""
+        could not, or once ``abandon`` is set (the child is killed); ``InferenceProcessDied`` if
+        it died first."""
         try:
+            while abandon is not None:
+                if abandon.is_set():
+                    self._process.kill()  # not terminate(): the child ignores SIGTERM
+                    self._stop_process()
+                    raise ModelLoadFailed("loading stopped: the server is shutting down")
+                if self._conn.poll(_POLL_S):
+                    break
             reply = self._conn.recv()
         except (EOFError, OSError):
             raise self._died() from None
