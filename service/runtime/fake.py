@@ -124,12 +124,16 @@ class FakeRuntime(TranslationRuntime):
         if self.gate is not None:
             self.gate.wait()
         delay_s = self.delay_s + (self.latency.seconds(len(texts)) if self.latency is not None else 0.0)
-        end = time.monotonic() + delay_s
-        while (left := end - time.monotonic()) > 0:
-            if cancelled is not None and cancelled():
-                self.cancelled += 1
-                raise BatchCancelled()
-            time.sleep(min(left, 0.01))
+        if cancelled is None:
+            if delay_s:
+                time.sleep(delay_s)
+        else:
+            end = time.monotonic() + delay_s
+            while (left := end - time.monotonic()) > 0:
+                if cancelled():
+                    self.cancelled += 1
+                    raise BatchCancelled()
+                time.sleep(min(left, 0.01))
         for k, text in enumerate(texts):
             if not has_visible_text(text):
                 # The service answers empty texts itself; getting one is a caller bug.
