@@ -5,9 +5,13 @@ is a 503 with Retry-After, not a 500."""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from service.app import create_app
 from service.runtime.base import RuntimeProblem, RuntimeUnavailable
 from service.runtime.fake import FakeRuntime
+from service.settings import Settings
 from tests.service.support import serving
 
 BODY = {"text": "a dog", "source": "en", "target": "de"}
@@ -76,3 +80,9 @@ def test_a_runtime_refusing_batches_is_a_503_with_its_reason_and_retry_after(set
         assert metric(client, 'phrasal_rejections_total{reason="not_ready"}') == 1
         runtime.unavailable = None
         assert client.post("/translate", json=BODY).status_code == 200
+
+
+def test_a_restart_backoff_cap_below_its_start_is_refused():
+    with pytest.raises(ValidationError) as error:
+        Settings(inference_restart_backoff_s=5, inference_restart_backoff_max_s=2)
+    assert "inference_restart_backoff_max_s (2) must be at least inference_restart_backoff_s (5)" in str(error.value)
