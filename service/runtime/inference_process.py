@@ -23,7 +23,10 @@ pipe close and exits.
 Watchdog: a model call still unanswered ``request_timeout_s + inference_grace_s`` after it was
 sent is stuck (a stopped or hung child): nobody waits for its answer any more, so the child is
 killed and a new one started. Past ``request_timeout_s`` the runtime already reports itself
-"stalled" (/health/ready 503), so that the load balancer stops sending while it lasts.
+"stalled" (/health/ready 503), so that the load balancer stops sending while it lasts. A child
+idle for ``inference_grace_s`` is pinged (when no batch holds the pipe) and replaced the same way
+when it does not answer within that time, or is gone: a stopped or dead child is found before
+a request runs into it.
 
 A new child that fails to load (its model directory gone, say) is not retried per request: the
 runtime reports "failed" with the child's reason, batches are refused at once (503 with
@@ -136,6 +139,8 @@ class ProcessRuntime(TranslationRuntime):
         self._backoff_s = settings.inference_restart_backoff_s
         self._next_attempt = 0.0
         self._healer: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self._last_exchange = time.monotonic()  # the end of the last call, for the idle ping
         self._start()
 
     # -- the child's life ------------------------------------------------------------------
@@ -178,17 +183,19 @@ class ProcessRuntime(TranslationRuntime):
             self._tokenizer = Tokenizer(info["tokenizer_path"])
         self._loaded = True
         log.info("inference process %d serves %s (%s)", self._process.pid, self.pair, self.backend)
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name="inference-watchdog", daemon=True)
+            self._watcher.start()
 
     def _died(self) -> InferenceProcessDied:
         self._process.join(1.0)
         return InferenceProcessDied(f"the inference process exited (exit code {self._process.exitcode})")
 
-    def _exchange(self, request: tuple, cancelled: Callable[[], bool] | None) -> tuple:
-        """Send ``request`` and wait for its answer, passing on a cancellation and, for a batch,
-        killing the child once the call outlives the watchdog limit (``InferenceProcessStalled``).
-        A warm-up has no limit: first use can take long (CUDA kernels, a busy machine) and
-        no request waits for it."""
-        limit = self._call_limit_s if request[0] == "translate" else float("inf")
+    def _exchange(self, request: tuple, cancelled: Callable[[], bool] | None, limit: float | None = None) -> tuple:
+        """Send ``request`` and wait for its answer, passing on a cancellation and killing the
+        child once the call outlives ``limit`` seconds (``InferenceProcessStalled``); None: no
+        limit (a warm-up: first use can take long, and no request waits for it)."""
+        limit = float("inf") if limit is None else limit
         self._conn.send(request)
         started = self._call_started = time.monotonic()
         told = False
@@ -201,21 +208,21 @@ class ProcessRuntime(TranslationRuntime):
                 if waited > limit:
                     pid = self._process.pid
                     log.error(
-                        "inference process %d for %s has not answered for %.0f s (request_timeout_s + "
-                        "inference_grace_s = %g s); killing it",
-                        pid, self.pair, waited, self._call_limit_s,
+                        "inference process %d for %s has not answered a %s for %.0f s (limit %g s); killing it",
+                        pid, self.pair, "batch" if request[0] == "translate" else request[0], waited, limit,
                     )
                     self._process.kill()  # SIGKILL: a stopped process takes it too
                     self._process.join(_CLOSE_TIMEOUT_S)
                     self._loaded = False
                     raise InferenceProcessStalled(
-                        f"the inference process for {self.pair} did not answer within {self._call_limit_s:g} s and was killed"
+                        f"the inference process for {self.pair} did not answer within {limit:g} s and was killed"
                     )
             return self._conn.recv()
         except (EOFError, OSError):
             raise self._died() from None
         finally:
             self._call_started = None
+            self._last_exchange = time.monotonic()
 
     def _restart(self) -> None:
         """Replace the child (lock held). On a load failure: the failed state, a background
@@ -248,7 +255,7 @@ class ProcessRuntime(TranslationRuntime):
         )
         self._backoff_s = min(self._backoff_s * 2, self._settings.inference_restart_backoff_max_s)
         if self._healer is None or not self._healer.is_alive():
-            self._healer = threading.Thread(target=self._heal, name="phrasal-restart", daemon=True)
+            self._healer = threading.Thread(target=self._heal, name="inference-restart", daemon=True)
             self._healer.start()
 
     def _heal(self) -> None:
@@ -262,6 +269,37 @@ class ProcessRuntime(TranslationRuntime):
                 except RuntimeUnavailable:
                     continue
                 return
+
+    def _watch(self) -> None:
+        """Ping the child whenever the pipe is free, every ``inference_grace_s``: a child that does
+        not answer within that time is killed and replaced, one that is gone is replaced."""
+        interval = self._settings.inference_grace_s
+        while not self._closed.wait(interval):
+            if time.monotonic() - self._last_exchange < interval:
+                continue  # it answered lately
+            if self._failure is not None or not self._lock.acquire(blocking=False):
+                continue  # a batch holds the pipe (its own wait watches the child), or a retry is due
+            try:
+                if self._closing or self._failure is not None:
+                    continue
+                try:
+                    if self._loaded:
+                        self._batch += 1
+                        self._exchange(("ping", self._batch), None, interval)
+                        continue
+                except InferenceProcessStalled:
+                    pass
+                except (InferenceProcessDied, BrokenPipeError, OSError) as exc:
+                    log.error("inference process for %s found gone while idle: %s", self.pair, exc)
+                    self._loaded = False
+                if self._closing:
+                    continue
+                try:
+                    self._restart()
+                except RuntimeUnavailable:
+                    pass  # failed: the background retries take over
+            finally:
+                self._lock.release()
 
     def _unavailable(self) -> RuntimeUnavailable:
         wait = max(self._next_attempt - time.monotonic(), 0)
@@ -284,7 +322,8 @@ class ProcessRuntime(TranslationRuntime):
                 try:
                     if not self._loaded:
                         self._restart()
-                    reply = self._exchange((kind, self._batch, *payload), cancelled)
+                    limit = self._call_limit_s if kind == "translate" else None
+                    reply = self._exchange((kind, self._batch, *payload), cancelled, limit)
                     break
                 except InferenceProcessStalled:
                     # Nobody waits for this batch any more (it outlived every deadline): not
@@ -451,6 +490,8 @@ def _answer(runtime: TranslationRuntime, request: tuple, cancel_upto: Any) -> tu
         if kind == "translate":
             texts, options = payload
             value = runtime.translate_until(texts, options, lambda: cancel_upto.value >= batch)
+        elif kind == "ping":
+            value = None
         elif kind == "warmup":
             value = runtime.warmup()
         else:

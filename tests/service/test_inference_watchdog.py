@@ -98,17 +98,19 @@ def test_a_stopped_child_is_killed_and_replaced_and_a_child_that_cannot_load_is_
         status, text = request(server.port, "POST", "/translate", BODY)
         assert status == 200 and json.loads(text)["translations"][0][0]["text"]
 
-        # (b) The model directory goes away, then the child dies: the replacement cannot load.
+        # (b) The model directory goes away, then the idle child dies: the watchdog's ping finds
+        # it gone, and the replacement cannot load. Readiness says so before any request comes.
         hidden = tmp_path / "hidden"
         model_dir.rename(hidden)
         os.kill(the_child(server), signal.SIGKILL)
-        status, text = request(server.port, "POST", "/translate", BODY)
         failed = f"the inference process for en-de failed to restart: ArtifactError: model directory {model_dir} does not exist; next attempt in "
-        assert status == 503, text
-        assert json.loads(text)["message"].startswith(failed), text
+        wait_until(lambda: health(server)[1]["phase"] == "failed", timeout=60, what="the failed restart")
         status, body = health(server)
         assert (status, body["phase"]) == (503, "failed")
         assert body["reason"].startswith(failed), body
+        status, text = request(server.port, "POST", "/translate", BODY)
+        assert status == 503, text
+        assert json.loads(text)["message"].startswith(failed), text
         # Requests meanwhile are refused at once with the reason, without starting children.
         status, text = request(server.port, "POST", "/translate", BODY)
         assert status == 503 and json.loads(text)["message"].startswith(failed), text
@@ -125,7 +127,8 @@ def test_a_stopped_child_is_killed_and_replaced_and_a_child_that_cannot_load_is_
     finally:
         code, log = server.stop()
     assert code == 0
-    assert "has not answered for" in log and "killing it" in log
+    assert "has not answered a batch for" in log and "killing it" in log
+    assert "inference process for en-de found gone while idle" in log
     assert "failed to restart: ArtifactError" in log
     # The only tracebacks: each failed load's, logged by its child.
     assert log.count("Traceback") == log.count("ERROR service.runtime.process[child]: loading failed") >= 1
