@@ -96,10 +96,11 @@ class Settings(BaseSettings):
     max_source_tokens: int | None = Field(
         None, ge=1, description="Source tokens per text (None: the model's own limit)."
     )
-    # 100,000 is about 13 s of the bundled model's worst case on one CPU core (0.13 ms a unit,
-    # docs/operations.md): well inside the 30 s deadline. GPU replicas can take far more.
+    # 50,000 is about 6.5 s of the bundled model on one quiet CPU core (0.13 ms a unit) and 13 s
+    # on one shared with other work (docs/operations.md): inside the 30 s deadline either way.
+    # GPU replicas can take far more.
     max_request_cost: int | None = Field(
-        100_000,
+        50_000,
         ge=1,
         description="Cost budget of one request: sum over its texts of source tokens x beam_size (None: no budget).",
     )
