@@ -5,6 +5,9 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 MODEL_DIR ?= models/en-de
+# docs/operations.md, "CPU threads": torch gets the cores minus one, the HTTP event loop keeps one.
+CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+OMP_NUM_THREADS ?= $(shell n=$(CORES); [ $$n -gt 1 ] && echo $$((n - 1)) || echo 1)
 
 .PHONY: install serve test clean
 
@@ -19,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 serve: install
-	PHRASAL_MODEL_DIRS='["$(MODEL_DIR)"]' $(PY) -m service --host $(HOST) --port $(PORT)
+	OMP_NUM_THREADS=$(OMP_NUM_THREADS) PHRASAL_MODEL_DIRS='["$(MODEL_DIR)"]' $(PY) -m service --host $(HOST) --port $(PORT)
 
 test: install
 	$(PY) -m pytest

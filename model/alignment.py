@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from model.invisible import is_blank, is_invisible
+
 WORD_BOUNDARY = "\u2581"
 # Links lighter than this (after normalising the row to 1) are noise for a reader; the weights
 # that remain are renormalised so that they still sum to 1.
@@ -98,9 +100,12 @@ def group_words(
             continue
         start = min(b for b, _ in covered)
         end = max(e for _, e in covered)
-        while start < end and text[start].isspace():
+        # A word's span starts at its first visible character and ends after its last one or
+        # that one's combining marks (model/invisible.py): pieces' spans carry the space and
+        # any zero-width characters before them, which tokenizers normalise away.
+        while start < end and is_invisible(text[start]):
             start += 1
-        while end > start and text[end - 1].isspace():
+        while end > start and is_blank(text[end - 1]):
             end -= 1
         if start == end:
             continue

@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 
 from model.config import ModelConfig
 from model.errors import ArtifactError, ConfigError
+from model.language_code import normalise_language_code
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
@@ -130,6 +131,12 @@ def read_checked_manifest(
     missing = [key for key in ("files", *required_keys) if key not in manifest]
     if missing:
         raise ArtifactError(f"{path / MANIFEST_FILE}: missing {', '.join(map(repr, missing))}")
+    for key in ("source_lang", "target_lang"):
+        if key in required_keys:
+            try:
+                manifest[key] = normalise_language_code(manifest[key])
+            except ValueError as error:
+                raise ArtifactError(f"{path / MANIFEST_FILE}: {key}: {error}") from None
     files = manifest["files"]
     for name in required_files:
         if name not in files:
@@ -163,7 +170,11 @@ def load_model_dir(path: str | Path, device: str | torch.device = "cpu", dtype: 
     model = Transformer(config)
     expected = {name: tuple(t.shape) for name, t in stored_state_dict(model).items()}
     tensors: dict[str, torch.Tensor] = {}
-    with safe_open(str(path / WEIGHTS_FILE), framework="pt") as handle:
+    try:
+        handle = safe_open(str(path / WEIGHTS_FILE), framework="pt")
+    except Exception as error:  # safetensors' own error type names no file
+        raise ArtifactError(f"{path / WEIGHTS_FILE}: not a readable safetensors file ({error})") from None
+    with handle:
         stored = set(handle.keys())
         problems = [f"missing tensor {name}" for name in sorted(set(expected) - stored)]
         problems += [f"unexpected tensor {name}" for name in sorted(stored - set(expected))]
@@ -177,7 +188,10 @@ def load_model_dir(path: str | Path, device: str | torch.device = "cpu", dtype: 
         raise ArtifactError(f"{path / WEIGHTS_FILE} does not match {CONFIG_FILE}: " + "; ".join(problems))
     model.load_state_dict({n: t.float() if t.is_floating_point() else t for n, t in tensors.items()}, strict=False)
     model.to(device=device, dtype=dtype).eval()
-    tokenizer = Tokenizer(path / TOKENIZER_FILE)
+    try:
+        tokenizer = Tokenizer(path / TOKENIZER_FILE)
+    except (RuntimeError, OSError) as error:
+        raise ArtifactError(f"{path / TOKENIZER_FILE}: not a readable SentencePiece model ({error})") from None
     if tokenizer.vocab_size != config.vocab_size:
         raise ArtifactError(f"{path / TOKENIZER_FILE} has {tokenizer.vocab_size} pieces, config says {config.vocab_size}")
     return LoadedModel(model, config, tokenizer, manifest, path)

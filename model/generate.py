@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,10 @@ class SearchOptions:
     return_phrase_attention: bool = False
 
 
+class SearchCancelled(Exception):
+    """``should_stop()`` turned true between two decoding steps; the search was abandoned."""
+
+
 @dataclass
 class PhrasalHypothesis(Hypothesis):
     """A hypothesis with its phrase attention (len(tokens), n_max, S): [t, n-1, j] = weight of the
@@ -42,13 +47,22 @@ class TransformerStepDecoder:
     so that the search carries both per hypothesis without knowing either.
     """
 
-    def __init__(self, model: Transformer, state: DecoderState, phrases: bool = False):
+    def __init__(
+        self,
+        model: Transformer,
+        state: DecoderState,
+        phrases: bool = False,
+        should_stop: Callable[[], bool] | None = None,
+    ):
         self.model = model
         self.state = state
         self.phrases = phrases
+        self.should_stop = should_stop
         self._never = [model.config.pad_id, model.config.bos_id]
 
     def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.should_stop is not None and self.should_stop():
+            raise SearchCancelled()
         if self.phrases:
             out = self.model.decode_step_with_phrases(tokens, None, self.state)
             log_probs, self.state = out.log_probs, out.state
@@ -83,14 +97,20 @@ def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: i
 
 
 @torch.inference_mode()
-def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = SearchOptions()) -> list[list[Hypothesis]]:
+def generate(
+    model: Transformer,
+    src: torch.Tensor,
+    options: SearchOptions = SearchOptions(),
+    should_stop: Callable[[], bool] | None = None,
+) -> list[list[Hypothesis]]:
     """Beam search over a padded source batch (B, S); returns each sentence's n-best hypotheses
-    (PhrasalHypothesis when options.return_phrase_attention)."""
+    (PhrasalHypothesis when options.return_phrase_attention). ``should_stop`` is asked before
+    every decoding step; once true the search raises ``SearchCancelled``."""
     k = options.beam_size
     memory = model.encode(src)
     rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(k)  # (B*K,) sentence-major
     phrases = options.return_phrase_attention
-    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)), phrases=phrases)
+    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)), phrases=phrases, should_stop=should_stop)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
     limit = model.config.max_positions - 1
     found = beam_search(

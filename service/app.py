@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.admission import AdmissionMiddleware
@@ -55,6 +55,16 @@ def load_test_fake_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
         source, _, target = path.name.partition("-")
         runtimes.append(FakeRuntime(source or "en", target or "de", delay_s=settings.test_fake_delay_s, latency=latency))
     return runtimes
+
+
+def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
+    """(method, path) of every route that reads a request body: what the body guard checks."""
+    return {
+        (method, route.path)
+        for route in routes.routes
+        for method in getattr(route, "methods", ())
+        if method in ("POST", "PUT", "PATCH")
+    }
 
 
 def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None) -> FastAPI:
@@ -95,6 +105,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         max_bytes=settings.max_body_bytes,
         timeout_s=settings.body_timeout_s,
         metrics=metrics,
+        routes=body_routes(router),
         stopping=lambda: lifecycle.stopping,
     )
     if settings.api_keys:

@@ -20,7 +20,9 @@ few intra-op threads, or to overlap the Python half of a launch-bound tiny model
 
 Each request's texts form a ``Job`` whose future resolves to its n-best lists in order, however
 its texts were split across batches. Dropping a job (client gone, deadline passed) removes its
-waiting texts from the queue; texts already in a running batch finish and are thrown away.
+waiting texts from the queue. A running batch is asked to stop once every job in it is done
+(``TranslationRuntime.translate_until``): backends that can stop between decoding steps do, and
+free the model for the requests still waiting (counted in ``phrasal_cancelled_batches_total``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,14 @@ from typing import Any
 
 from service.errors import NotReady, QueueFull, TranslationFailed
 from service.metrics import Metrics
-from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime
+from service.runtime.base import (
+    BatchCancelled,
+    DecodeOptions,
+    RuntimeUnavailable,
+    TextRejected,
+    Translation,
+    TranslationRuntime,
+)
 
 log = logging.getLogger("service")
 
@@ -331,8 +340,23 @@ class MicroBatcher:
             if not items:
                 return
             texts = [item.text for item in items]
+            jobs = [item.job for item in items]
             try:
-                out, seconds, generated = await thread.run(self._compute, texts, options)
+                out, seconds, generated = await thread.run(self._compute, texts, options, jobs)
+            except BatchCancelled as exc:
+                log.info(
+                    "%s: stopped a batch of %d texts that no request waits for%s",
+                    self.pair, len(items), f" ({exc})" if str(exc) else "",
+                )
+                if self.metrics is not None:
+                    self.metrics.cancelled_batches.labels(pair=self.pair).inc()
+                for item in items:
+                    item.job.fail(TranslationFailed())  # a no-op: every job is done already
+                return
+            except RuntimeUnavailable as exc:
+                for item in items:
+                    item.job.fail(NotReady(exc.reason, retry_after=exc.retry_after))
+                return
             except TextRejected as exc:
                 if not 0 <= exc.index < len(items):
                     raise TranslationFailed() from exc
@@ -358,10 +382,13 @@ class MicroBatcher:
             self._record(items, seconds, generated)
             return
 
-    def _compute(self, texts: list[str], options: DecodeOptions) -> tuple[list[list[Translation]], float, int]:
-        """Runs in the worker thread: the model call, its contract check, and the token count."""
+    def _compute(
+        self, texts: list[str], options: DecodeOptions, jobs: list[Job]
+    ) -> tuple[list[list[Translation]], float, int]:
+        """Runs in the worker thread: the model call (given up once no job waits for it), its
+        contract check, and the token count."""
         start = time.perf_counter()
-        out = self.runtime.translate(texts, options)
+        out = self.runtime.translate_until(texts, options, lambda: all(job.done for job in jobs))
         seconds = time.perf_counter() - start
         if len(out) != len(texts) or any(not 1 <= len(nbest) <= options.n_best for nbest in out):
             raise _ContractBroken(

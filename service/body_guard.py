@@ -1,6 +1,6 @@
 """Request bodies are checked as they arrive, before anything parses them.
 
-- The content type of a POST must be JSON, and the body not compressed: 415 otherwise (a gzip
+- The content type of a request to a route that takes a body (POST /translate) must be JSON, and the body not compressed: 415 otherwise (a gzip
   body would otherwise reach the JSON parser and be refused as "invalid UTF-8").
 - ``Content-Length`` above ``max_body_bytes``: 413 at once, without reading a byte.
 - A body sent without a length (chunked) or longer than it said: counted as it streams, 413
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.message
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -50,18 +50,22 @@ class BodyGuardMiddleware:
         max_bytes: int,
         timeout_s: float,
         metrics: Metrics,
+        routes: Iterable[tuple[str, str]],
         stopping: Callable[[], bool] = lambda: False,
     ) -> None:
-        """``stopping()``: the server is shutting down (a cancelled body read is then the drain
-        timeout, answered 503)."""
+        """``routes``: the (method, path) pairs that take a body; any other request passes
+        untouched, so that routing answers it (404 for an unknown path, 405 for a method the
+        path lacks) before its content type matters. ``stopping()``: the server is shutting
+        down (a cancelled body read is then the drain timeout, answered 503)."""
         self.app = app
+        self.routes = frozenset(routes)
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
         self.metrics = metrics
         self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+        if scope["type"] != "http" or (scope["method"], scope["path"]) not in self.routes:
             await self.app(scope, receive, send)
             return
         headers = {name: value for name, value in scope["headers"]}

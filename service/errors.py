@@ -168,6 +168,11 @@ def _count(request: Request, reason: str) -> None:
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
+    syntax = next((err for err in errors if err.get("type") == "json_invalid"), None)
+    if syntax is not None:
+        # Not JSON at all: the body is bad (400, like undecodable bytes), not a field (422).
+        _count(request, "bad_body")
+        return error_response(400, [], _json_syntax_message(syntax))
     details = [
         ErrorDetail(
             field=_field(err.get("loc", ()), err.get("type", "")),
@@ -218,6 +223,13 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
         if message == _FASTAPI_BODY_ERROR:
             message = _unparseable(exc.__cause__)
     return error_response(exc.status_code, [], message, dict(exc.headers) if exc.headers else None)
+
+
+def _json_syntax_message(error: dict[str, Any]) -> str:
+    loc = error.get("loc", ())
+    where = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+    reason = (error.get("ctx") or {}).get("error")
+    return f"body: not parseable as JSON ({reason}{where})" if reason else f"body: not parseable as JSON (syntax error{where})"
 
 
 def _unparseable(cause: BaseException | None) -> str:

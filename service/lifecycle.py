@@ -5,13 +5,19 @@
 
 Models load in the background after the server starts listening, so /health/live answers at
 once and /health/ready says what is going on ("loading", or why it failed) instead of the port
-refusing connections for as long as a load takes. ``begin_drain`` is called on SIGTERM.
+refusing connections for as long as a load takes. ``begin_drain`` is called on SIGTERM, in any
+phase: a SIGTERM during loading stays a stop (no warm-up, never "ready").
+
+Once ready, a runtime can still be unable to serve for a while (``TranslationRuntime.health``:
+its inference process stalled, restarting, or failing to restart); readiness then reports that
+runtime's phase and reason (503) until it serves again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -19,13 +25,15 @@ import anyio.to_thread
 
 from service.errors import NotReady
 from service.metrics import Metrics
-from service.runtime.base import TranslationRuntime
+from service.runtime.base import ModelLoadFailed, RuntimeProblem, TranslationRuntime, load_abandoned
 from service.settings import Settings
 from service.translator import Translator
 
 log = logging.getLogger("service")
 
 Phase = Literal["loading", "warming", "ready", "failed", "draining", "stopped"]
+# What /health/ready reports: the lifecycle's phase, or a ready service's troubled runtime's.
+HealthPhase = Literal["loading", "warming", "ready", "stalled", "restarting", "failed", "draining", "stopped"]
 RuntimeFactory = Callable[[Settings], Sequence[TranslationRuntime]]
 
 _REASONS: dict[str, str] = {
@@ -58,10 +66,29 @@ class Lifecycle:
         self.translator: Translator | None = None
         self._runtimes: list[TranslationRuntime] = []
         self._loader: asyncio.Task[None] | None = None
+        self._abandon_load = threading.Event()  # SIGTERM during the load
+        metrics.ready.set_function(lambda: 1.0 if self.ready else 0.0)
 
     @property
     def ready(self) -> bool:
-        return self.phase == "ready"
+        return self.phase == "ready" and self.runtime_problem() is None
+
+    def runtime_problem(self) -> RuntimeProblem | None:
+        """The first served runtime that cannot serve now, when the service is otherwise ready."""
+        if self.phase != "ready" or self.translator is None:
+            return None
+        for runtime in self.translator.runtimes:
+            problem = runtime.health()
+            if problem is not None:
+                return problem
+        return None
+
+    def health(self) -> tuple[HealthPhase, str | None]:
+        """(phase, reason) for /health/ready; reason is None when ready."""
+        problem = self.runtime_problem()
+        if problem is not None:
+            return problem.phase, problem.reason
+        return self.phase, self.reason
 
     @property
     def stopping(self) -> bool:
@@ -101,13 +128,17 @@ class Lifecycle:
 
     async def _load(self) -> None:
         settings = self.settings
+        load_abandoned.set(self._abandon_load)  # this task's context, copied into the thread
         try:
             runtimes = list(await anyio.to_thread.run_sync(self.factory, settings))
             self._runtimes = runtimes
             translator = Translator(runtimes, settings, self.metrics)
             if settings.warmup:
-                self.phase = "warming"
+                # A SIGTERM during the load has set "draining": that stop stands (no warm-up).
                 for runtime in runtimes:
+                    if self.phase not in ("loading", "warming"):
+                        break
+                    self.phase = "warming"
                     await anyio.to_thread.run_sync(runtime.warmup)
         except asyncio.CancelledError:
             raise
@@ -115,13 +146,22 @@ class Lifecycle:
             # Live but not ready: an orchestrator shows the pod as not ready with the reason,
             # instead of restarting it in a loop that hides the message.
             first_line = (str(exc).splitlines() or [""])[0][:300]
-            self.failure = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+            if isinstance(exc, ModelLoadFailed):  # already "Type: what, naming the file"
+                self.failure = first_line
+            else:
+                self.failure = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+            if self.stopping:  # SIGTERM came during the load: the stop stands
+                log.info("model load ended by the shutdown: %s", self.failure)
+                close_all(self._runtimes)
+                self._runtimes = []
+                return
             self.phase = "failed"
             log.exception("model load failed; the service stays up but not ready: %s", self.failure)
             close_all(self._runtimes)
             self._runtimes = []
             return
         if self.phase not in ("loading", "warming"):  # shut down while loading
+            log.info("loaded, but shutting down: not serving")
             close_all(runtimes)
             self._runtimes = []
             return
@@ -129,9 +169,10 @@ class Lifecycle:
         for runtime in runtimes:
             if runtime.memory_bytes() is not None:
                 self.metrics.watch_memory(runtime.pair, runtime.backend, runtime.memory_bytes)
+            if runtime.restarts() is not None:
+                self.metrics.watch_restarts(runtime.pair, runtime.restarts)
         self.translator = translator
         self.phase = "ready"
-        self.metrics.ready.set(1)
         log.info("ready: serving %s", ", ".join(f"{r.pair} ({r.backend})" for r in translator.runtimes))
 
     def begin_drain(self) -> None:
@@ -140,13 +181,12 @@ class Lifecycle:
         if self.phase in ("ready", "loading", "warming"):
             log.info("draining: no new connections; finishing the requests in flight")
             self.phase = "draining"
-            self.metrics.ready.set(0)
+            self._abandon_load.set()
 
     async def shutdown(self) -> None:
         """Lifespan shutdown: by now uvicorn has drained the connections (or given up)."""
         if self.phase != "failed":
             self.phase = "stopped"
-        self.metrics.ready.set(0)
         if self._loader is not None and not self._loader.done():
             # A thread cannot be interrupted: let the load finish, then close what it made.
             try:

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Translation latency spans milliseconds (short text, warm model) to tens of seconds (long batch
@@ -108,7 +110,15 @@ class Metrics:
         )
         for reason in REJECTION_REASONS:
             self.rejections.labels(reason=reason)
+        self.cancelled_batches = Counter(
+            "phrasal_cancelled_batches",
+            "Model calls stopped before their end because no request waited for them any more.",
+            labelnames=("pair",),
+            registry=registry,
+        )
         self.ready = Gauge("phrasal_ready", "1 when /health/ready answers 200.", registry=registry)
+        self._restarts = _RestartCounter()
+        registry.register(self._restarts)
         self.device_memory = Gauge(
             "phrasal_device_memory_bytes",
             "Accelerator memory held by a runtime's device (CUDA only).",
@@ -129,12 +139,34 @@ class Metrics:
         self.rejected("bad_request")
         self.observe(route, status, seconds)
 
+    def watch_restarts(self, pair: str, read: Callable[[], int | None]) -> None:
+        """Export ``read()`` as the inference-process restart count of ``pair`` at every scrape."""
+        self._restarts.reads[pair] = read
+
     def watch_memory(self, pair: str, backend: str, read: Callable[[], int | None]) -> None:
         """Export ``read()`` at every scrape; call only for a runtime whose ``read()`` is not None."""
         self.device_memory.labels(pair=pair, backend=backend).set_function(lambda: float(read() or 0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _RestartCounter(Collector):
+    """``phrasal_inference_restarts_total{pair}``: a counter the runtimes keep themselves (a child
+    process is restarted from a worker thread or a background retry), read at every scrape."""
+
+    def __init__(self) -> None:
+        self.reads: dict[str, Callable[[], int | None]] = {}
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "phrasal_inference_restarts",
+            "Starts of an inference process after its first (after a crash, a watchdog kill, or a failed restart).",
+            labels=["pair"],
+        )
+        for pair, read in sorted(self.reads.items()):
+            family.add_metric([pair], float(read() or 0))
+        yield family
 
 
 class MetricsMiddleware:

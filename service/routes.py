@@ -27,7 +27,9 @@ def _error(description: str) -> dict:
 
 
 _ERRORS = {
-    400: _error("The body is not parseable JSON (invalid UTF-8, nested too deep), or a bad Content-Length."),
+    400: _error(
+        "The body is not parseable JSON (a syntax error, invalid UTF-8, nested too deep), or a bad Content-Length."
+    ),
     401: _error("API keys are on and the request has no valid one."),
     408: _error("The body did not arrive within body_timeout_s."),
     413: _error("The body is larger than max_body_bytes."),
@@ -35,7 +37,10 @@ _ERRORS = {
     422: _error("Invalid request; the message names the field (and the limit, when one was passed)."),
     429: _error("The API key's rate limit is exhausted; see Retry-After."),
     500: _error("Translation failed; details are in the server log."),
-    503: _error("Not ready (loading, failed, draining) or too busy (queue full, deadline in queue); see Retry-After."),
+    503: _error(
+        "Not ready (loading, failed, draining, the model's process restarting) or too busy (queue full, "
+        "deadline in queue); see Retry-After."
+    ),
     504: _error("The deadline passed while the model was computing."),
 }
 
@@ -139,9 +144,10 @@ def _render(body: TranslateRequest, results: list[list[Served]]) -> bytes:
 
 def _health(lifecycle: Lifecycle) -> JSONResponse:
     translator = lifecycle.translator
-    if lifecycle.ready and translator is not None:
+    phase, reason = lifecycle.health()
+    if phase == "ready" and translator is not None:
         return JSONResponse(content={"status": "ok", "phase": "ready", "pairs": translator.pairs})
-    body = {"status": "unavailable", "phase": lifecycle.phase, "pairs": [], "reason": lifecycle.reason}
+    body = {"status": "unavailable", "phase": phase, "pairs": [], "reason": reason}
     return JSONResponse(status_code=503, content=body)
 
 

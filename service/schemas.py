@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # service.protected_translation raises service.errors' errors
     from service.protected_translation import Served
 
 
-# After trimming and lower-casing: "en", "de", "pt-br", "zh_hans".
+# After trimming and lower-casing: "en", "de", "pt-br", "zh_hans"; with max_length=16 the same
+# rule as a model's manifest codes (model/language_code.py), so every served pair is reachable.
 LANGUAGE_CODE = r"^[A-Za-z0-9_-]+$"
 
 
@@ -282,7 +283,10 @@ class TranslateResponse(BaseModel):
 
 class HealthResponse(BaseModel):
     status: Literal["ok", "unavailable"]
-    phase: Literal["loading", "warming", "ready", "failed", "draining", "stopped"]
+    phase: Literal["loading", "warming", "ready", "stalled", "restarting", "failed", "draining", "stopped"] = Field(
+        description="stalled / restarting / failed after ready: a model's inference process stopped answering, is "
+        "being replaced, or failed to restart (retried with backoff); see reason."
+    )
     pairs: list[str] = Field(description='Language pairs served, e.g. ["en-de"]; empty when not ready.')
     reason: str | None = Field(default=None, description="Why the service is not ready; absent when it is.")
 

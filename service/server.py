@@ -37,6 +37,18 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+class QueryStringFilter(logging.Filter):
+    """Drops the query string from uvicorn's access log lines: a client may put an API key (or
+    anything else private) there, and no route of this service reads one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        # uvicorn.access logs (client, method, path with query, http version, status).
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (args[0], args[1], args[2].split("?", 1)[0] + "?[query omitted]", *args[3:])
+        return True
+
+
 def _drained(signum: int, frame: FrameType | None) -> None:
     log.info("shut down after signal %d", signum)
 
@@ -59,6 +71,9 @@ def serve(app: FastAPI, settings: Settings, *, host: str, port: int, log_level: 
             on_malformed=metrics.malformed,
         ),
     )
+    access_log = logging.getLogger("uvicorn.access")  # configured by uvicorn.Config above
+    if not any(isinstance(f, QueryStringFilter) for f in access_log.filters):
+        access_log.addFilter(QueryStringFilter())
     server = DrainingServer(config, on_exit=app.state.lifecycle.begin_drain)
     # After a signal-initiated shutdown uvicorn re-raises that signal under the handlers that
     # were installed before it started; with these in place a drained shutdown exits 0.

@@ -66,6 +66,18 @@ class Settings(BaseSettings):
     # the HTTP event loop then do not contend for one GIL, which under load slows a
     # launch-bound decode several times over.
     inference_process: bool = True
+    # The inference process's watchdog and restarts (service/runtime/inference_process.py).
+    inference_grace_s: float = Field(
+        10.0,
+        gt=0,
+        description="A model call unanswered request_timeout_s + this after it started is stuck: its process is killed and restarted.",
+    )
+    inference_restart_backoff_s: float = Field(
+        1.0, gt=0, description="Wait before retrying an inference process that failed to restart; doubles per failure."
+    )
+    inference_restart_backoff_max_s: float = Field(
+        60.0, gt=0, description="The longest wait between two restart attempts."
+    )
 
     # --- Dynamic batching (service/batcher.py). Batching off: max_batch_sentences=1, max_wait_ms=0.
     max_batch_sentences: int = Field(64, ge=1, description="Texts per model call.")
@@ -87,6 +99,14 @@ class Settings(BaseSettings):
     # --- Request limits enforced before the model sees the text.
     max_source_tokens: int | None = Field(
         None, ge=1, description="Source tokens per text (None: the model's own limit)."
+    )
+    # 50,000 is about 6.5 s of the bundled model on one quiet CPU core (0.13 ms a unit) and 13 s
+    # on one shared with other work (docs/operations.md): inside the 30 s deadline either way.
+    # GPU replicas can take far more.
+    max_request_cost: int | None = Field(
+        50_000,
+        ge=1,
+        description="Cost budget of one request: sum over its texts of source tokens x beam_size (None: no budget).",
     )
     max_body_bytes: int = Field(1 << 20, ge=1024, description="Request body size; beyond it: 413.")
     header_timeout_s: float = Field(
@@ -151,6 +171,11 @@ class Settings(BaseSettings):
         secrets = [key.get_secret_value() for key in self.api_keys.values()]
         if len(set(secrets)) != len(secrets):
             problems.append("api_keys: two names share one key")
+        if self.inference_restart_backoff_max_s < self.inference_restart_backoff_s:
+            problems.append(
+                f"inference_restart_backoff_max_s ({self.inference_restart_backoff_max_s:g}) must be at least "
+                f"inference_restart_backoff_s ({self.inference_restart_backoff_s:g})"
+            )
         if self.rate_limit_per_s is not None and not self.api_keys:
             problems.append("rate_limit_per_s is per API key: set api_keys too")
         if problems:

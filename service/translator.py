@@ -1,5 +1,5 @@
 """What a translate request means, apart from HTTP: pick the runtime for the pair, apply the
-server's limits and defaults, answer empty texts directly, queue the rest on that pair's
+server's limits and defaults, answer texts with nothing visible directly, queue the rest on that pair's
 ``MicroBatcher`` and wait for them within the request's deadline.
 
 Runtimes are synchronous (torch and friends release the GIL in their kernels); they run in the
@@ -26,6 +26,8 @@ from service.runtime.base import (
     Translation,
     TranslationRuntime,
     UnsupportedOption,
+    has_visible_text,
+    normalise_language_code,
 )
 from service.settings import Settings
 
@@ -46,6 +48,18 @@ class Translator:
                 raise TypeError(
                     f"{type(runtime).__name__} is not a service.runtime.base.TranslationRuntime"
                 )
+            for side, code in (("source", runtime.source_lang), ("target", runtime.target_lang)):
+                # Requests name codes in this form (service/schemas.py): another form is a pair
+                # that would be reported ready and that no request could reach.
+                try:
+                    normal = normalise_language_code(code)
+                except ValueError as exc:
+                    raise ValueError(f"the {runtime.backend} runtime for {runtime.pair!r}: {side} language {exc}") from None
+                if normal != code:
+                    raise ValueError(
+                        f"the {runtime.backend} runtime for {runtime.pair!r}: {side} language {code!r} must be "
+                        f"written {normal!r}"
+                    )
             key = (runtime.source_lang, runtime.target_lang)
             if key in by_pair:
                 raise ValueError(f"two runtimes serve {runtime.pair}")
@@ -139,10 +153,12 @@ class Translator:
         results: list[list[Translation] | None] = [None] * len(texts)
         todo = []
         for index, text in enumerate(texts):
-            if text.strip():
+            if has_visible_text(text):
                 todo.append(index)
             else:
-                # Nothing to translate: answer without a model call (and without its cost).
+                # Nothing to translate (blank, or only zero-width, format, private-use or lone
+                # combining characters: model/invisible.py): answer without a model call, which
+                # would invent a sentence for it.
                 empty = TokenAlignment.empty() if options.alignment != "none" else None
                 no_phrases = PhraseMap("extracted", []) if options.alignment == "phrase" else None
                 results[index] = [Translation(text="", score=0.0, alignment=empty, phrases=no_phrases)]
@@ -150,6 +166,7 @@ class Translator:
             batch = [texts[index] for index in todo]
             tokens = await self._count(runtime, batch)
             self._check_tokens(tokens, todo, single)
+            self._check_cost(tokens, options)
             for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo, single)):
                 results[index] = nbest
         return results  # type: ignore[return-value]  # every slot is filled above
@@ -172,6 +189,23 @@ class Translator:
                     f"has {count} source tokens; at most {limit} per text (max_source_tokens)",
                     kind="too_many_tokens",
                 )
+
+    def _check_cost(self, tokens: list[int], options: DecodeOptions) -> None:
+        """The cost budget: source tokens x beam_size, summed over the texts. A search's work
+        grows with the beams it carries and the steps it takes (about as many as the source has
+        tokens), so a request over the budget could not finish inside the deadline on the
+        hardware the budget was set for (docs/operations.md); refused before it costs anything."""
+        budget = self._settings.max_request_cost
+        if budget is None:
+            return
+        cost = sum(tokens) * options.beam_size
+        if cost > budget:
+            raise RequestError(
+                ("body", "text"),
+                f"this request would cost {cost} ({sum(tokens)} source tokens x beam_size {options.beam_size}); "
+                f"the budget is {budget} per request (max_request_cost): send fewer or shorter texts, or a smaller beam_size",
+                kind="over_budget",
+            )
 
     async def _queue(
         self,

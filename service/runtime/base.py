@@ -9,26 +9,37 @@ runtime factory.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 from model import decoding_defaults as defaults
 from model.alignment import TokenAlignment, Word
+from model.invisible import has_visible_text
+from model.language_code import normalise_language_code
 from model.phrase_alignment import PhraseMap, PhrasePair
 
 __all__ = [
     "AlignmentMode",
+    "BatchCancelled",
     "DecodeOptions",
+    "ModelLoadFailed",
     "PhraseMap",
     "PhrasePair",
+    "RuntimeProblem",
+    "RuntimeUnavailable",
     "TextRejected",
     "TokenAlignment",
     "Translation",
     "TranslationRuntime",
     "UnsupportedOption",
     "Word",
+    "has_visible_text",
+    "load_abandoned",
+    "normalise_language_code",
 ]
 
 # "phrase": the token map and the phrase map (which is built from it, or from phrase attention).
@@ -93,6 +104,44 @@ class UnsupportedOption(ValueError):
         self.reason = reason
 
 
+class BatchCancelled(Exception):
+    """Raised by ``translate_until`` when ``cancelled()`` turned true before the batch finished:
+    nobody waits for its results any more (every request in it timed out or left)."""
+
+
+# Set by the service around a call of its runtime factory; once the event is set (SIGTERM during
+# the load), a factory that can stop a load half-way (inference processes) stops it and raises
+# ModelLoadFailed instead of making the shutdown wait for the whole load.
+load_abandoned: ContextVar[threading.Event | None] = ContextVar("load_abandoned", default=None)
+
+
+class ModelLoadFailed(RuntimeError):
+    """A model could not be loaded. The message is one line that already names the error's type
+    and the file at fault ("ArtifactError: models/en-de: missing manifest.json"), so it is shown
+    as it is, not prefixed again."""
+
+
+class RuntimeUnavailable(RuntimeError):
+    """The runtime cannot take batches now (its inference process failed to restart and waits
+    out a backoff): the service answers 503 with ``reason`` and ``retry_after`` seconds."""
+
+    def __init__(self, reason: str, retry_after: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class RuntimeProblem:
+    """Why a loaded runtime cannot serve well now; /health/ready answers 503 with these.
+    ``phase``: "stalled" (a model call has outlived the request deadline), "restarting" (its
+    inference process is being replaced) or "failed" (a replacement failed to load; retried
+    with backoff)."""
+
+    phase: Literal["stalled", "restarting", "failed"]
+    reason: str
+
+
 @dataclass(frozen=True)
 class Translation:
     """One hypothesis: detokenised text, its ranking score (length-normalised log-prob), its
@@ -128,12 +177,31 @@ class TranslationRuntime(ABC):
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         """Translate a batch.
 
-        texts: non-empty strings (the service answers empty ones itself), in the source language.
+        texts: strings with something visible (``has_visible_text``; the service answers the
+        others itself, empty), in the source language.
         Returns one list per text, in order; each holds 1..options.n_best hypotheses, best first.
         Alignment character offsets index the given text (source) and the returned text (target).
         Raises ``TextRejected`` for a text the client must change (answered 422, naming it); any
         other exception is a failure that the service logs and answers with a generic 500.
         """
+
+    def translate_until(
+        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+    ) -> list[list[Translation]]:
+        """``translate``, giving up with ``BatchCancelled`` once ``cancelled()`` is true (the
+        service calls this one). Backends that can stop a search between steps override it; by
+        default the batch runs to its end."""
+        return self.translate(texts, options)
+
+    def health(self) -> RuntimeProblem | None:
+        """None while the runtime serves normally; otherwise why not (``RuntimeProblem``).
+        Called on every /health/ready: must be cheap and never block."""
+        return None
+
+    def restarts(self) -> int | None:
+        """Restarts of this runtime's inference process so far (exported as a counter); None
+        for a runtime without one."""
+        return None
 
     def check_options(self, options: DecodeOptions) -> None:
         """Raise ``UnsupportedOption`` for an option this backend lacks; default: all supported."""

@@ -18,12 +18,19 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from model.alignment import WORD_BOUNDARY, token_alignment
 from model.phrase_alignment import PhraseMap, extracted_phrase_pairs
 from service.runtime.batch_latency import BatchLatency
-from service.runtime.base import DecodeOptions, TextRejected, Translation, TranslationRuntime
+from service.runtime.base import (
+    BatchCancelled,
+    DecodeOptions,
+    TextRejected,
+    Translation,
+    TranslationRuntime,
+    has_visible_text,
+)
 
 Span = tuple[int, int]
 _WORD = re.compile(r"\S+")
@@ -84,8 +91,10 @@ class FakeRuntime(TranslationRuntime):
         self.entered = threading.Semaphore(0)
         self.calls: list[tuple[list[str], DecodeOptions]] = []
         self.warmups = 0
+        self.cancelled = 0  # calls given up because nobody waited for them
         self.closed = False
         self._lock = threading.Lock()  # translate runs in worker threads
+        self._local = threading.local()  # the cancellation of the call a thread is in
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(fake_pieces(text)[0]) for text in texts]
@@ -96,17 +105,37 @@ class FakeRuntime(TranslationRuntime):
     def close(self) -> None:
         self.closed = True
 
+    def translate_until(
+        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+    ) -> list[list[Translation]]:
+        """``translate`` (a subclass's too), its delay given up once ``cancelled()``."""
+        self._local.cancelled = cancelled
+        try:
+            return self.translate(texts, options)
+        finally:
+            self._local.cancelled = None
+
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+        # The delay is slept in slices, like decoding steps, so that a cancellation stops it.
+        cancelled = getattr(self._local, "cancelled", None)
         with self._lock:
             self.calls.append((list(texts), options))
         self.entered.release()
         if self.gate is not None:
             self.gate.wait()
         delay_s = self.delay_s + (self.latency.seconds(len(texts)) if self.latency is not None else 0.0)
-        if delay_s:
-            time.sleep(delay_s)
+        if cancelled is None:
+            if delay_s:
+                time.sleep(delay_s)
+        else:
+            end = time.monotonic() + delay_s
+            while (left := end - time.monotonic()) > 0:
+                if cancelled():
+                    self.cancelled += 1
+                    raise BatchCancelled()
+                time.sleep(min(left, 0.01))
         for k, text in enumerate(texts):
-            if not text.strip():
+            if not has_visible_text(text):
                 # The service answers empty texts itself; getting one is a caller bug.
                 raise ValueError(f"text {k} is empty; runtimes only receive non-empty texts")
             n_pieces = len(fake_pieces(text)[0])

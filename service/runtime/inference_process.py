@@ -19,25 +19,50 @@ batch it held is retried once; a batch that kills two children in a row fails (H
 one poisonous request cannot take the service down in a loop. The child ignores SIGINT/SIGTERM:
 the parent decides when it stops (after draining), and a child whose parent is gone sees its
 pipe close and exits.
+
+Watchdog: a model call still unanswered ``request_timeout_s + inference_grace_s`` after it was
+sent is stuck (a stopped or hung child): nobody waits for its answer any more, so the child is
+killed and a new one started. Past ``request_timeout_s`` the runtime already reports itself
+"stalled" (/health/ready 503), so that the load balancer stops sending while it lasts. A child
+idle for ``inference_grace_s`` is pinged (when no batch holds the pipe) and replaced the same way
+when it does not answer within that time, or is gone: a stopped or dead child is found before
+a request runs into it.
+
+A new child that fails to load (its model directory gone, say) is not retried per request: the
+runtime reports "failed" with the child's reason, batches are refused at once (503 with
+Retry-After), and a background thread retries after ``inference_restart_backoff_s``, doubling
+the wait after each failure up to ``inference_restart_backoff_max_s``. Every start after the
+first counts as a restart (``restarts()``, exported as ``phrasal_inference_restarts_total``).
+
+Cancellation: the parent and its children share one counter, the highest batch number whose
+requests all went away; the child's search checks it between decoding steps
+(``translate_until``), so a batch nobody waits for stops instead of holding the model.
 """
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
 import signal
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, get_args
 
 from service.runtime.base import (
     AlignmentMode,
+    BatchCancelled,
     DecodeOptions,
+    ModelLoadFailed,
+    RuntimeProblem,
+    RuntimeUnavailable,
     TextRejected,
     Translation,
     TranslationRuntime,
     UnsupportedOption,
+    load_abandoned,
 )
 from service.settings import Settings
 
@@ -47,10 +72,18 @@ log = logging.getLogger("service.runtime.process")
 # re-initialised in a fork of a process that touched it).
 _CONTEXT = multiprocessing.get_context("spawn")
 _CLOSE_TIMEOUT_S = 10.0
+# How often a call waiting for its answer looks at its cancellation and its watchdog limit; the
+# answer itself is read the moment it arrives.
+_POLL_S = 0.05
 
 
 class InferenceProcessDied(RuntimeError):
     """The child serving a pair exited while it held a batch."""
+
+
+class InferenceProcessStalled(BatchCancelled):
+    """A model call outlived the watchdog limit; its child was killed (and a new one started).
+    A cancellation: the call outlived every deadline, so nobody waits for it."""
 
 
 def served_dirs(settings: Settings) -> list[Path]:
@@ -68,16 +101,17 @@ def load_process_runtimes(settings: Settings) -> list[TranslationRuntime]:
     """One child per served directory, all loading at once; fails as a whole like the in-process
     factory (every child that did start is stopped)."""
     runtimes = [ProcessRuntime(child_settings(settings, path)) for path in served_dirs(settings)]
+    abandon = load_abandoned.get()
     problems = []
     for runtime in runtimes:
         try:
-            runtime.wait_loaded()
-        except RuntimeError as exc:
+            runtime.wait_loaded(abandon)
+        except (ModelLoadFailed, InferenceProcessDied) as exc:
             problems.append(str(exc))
     if problems:
         for runtime in runtimes:
             runtime.close()
-        raise RuntimeError("; ".join(problems))
+        raise ModelLoadFailed("; ".join(problems))
     return runtimes
 
 
@@ -86,31 +120,59 @@ class ProcessRuntime(TranslationRuntime):
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._lock = threading.Lock()  # one batch at a time per pipe
+        self._lock = threading.Lock()  # one batch (or one restart) at a time per pipe
         self._memory: int | None = None
         self._tokenizer = None
         self._unsupported: dict[str, tuple[str, str]] = {}
         self._conn: Connection | None = None
         self._process: Any = None
         self._closing = False  # set by close(): a child that dies then is not replaced
+        self._closed = threading.Event()
+        # Shared with every child of this runtime: batches numbered up to it are cancelled.
+        self._cancel_upto = _CONTEXT.RawValue("q", 0)
+        self._batch = 0
+        self._call_limit_s = settings.request_timeout_s + settings.inference_grace_s
+        self._call_started: float | None = None  # monotonic time the call in flight was sent
+        self._restarts = 0
+        self._restarting = False
+        self._failure: str | None = None  # why the last restart failed; None when serving
+        self._backoff_s = settings.inference_restart_backoff_s
+        self._next_attempt = 0.0
+        self._healer: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self._last_exchange = time.monotonic()  # the end of the last call, for the idle ping
         self._start()
 
     # -- the child's life ------------------------------------------------------------------
 
     def _start(self) -> None:
         parent, child = _CONTEXT.Pipe()
-        process = _CONTEXT.Process(target=_child_main, args=(self._settings, child), name="phrasal-inference", daemon=True)
+        process = _CONTEXT.Process(
+            target=_child_main, args=(self._settings, child, self._cancel_upto), name="phrasal-inference", daemon=True
+        )
         process.start()
         child.close()  # the parent's copy: EOF on `parent` once the child is gone
         self._conn, self._process = parent, process
         self._loaded = False
 
-    def wait_loaded(self) -> None:
-        """Block until the child has loaded (and described) its model; RuntimeError if it failed."""
-        reply = self._receive()
+    def wait_loaded(self, abandon: threading.Event | None = None) -> None:
+        """Block until the child has loaded (and described) its model; ``ModelLoadFailed`` if it
+        could not, or once ``abandon`` is set (the child is killed); ``InferenceProcessDied`` if
+        it died first."""
+        try:
+            while abandon is not None:
+                if abandon.is_set():
+                    self._process.kill()  # not terminate(): the child ignores SIGTERM
+                    self._stop_process()
+                    raise ModelLoadFailed("loading stopped: the server is shutting down")
+                if self._conn.poll(_POLL_S):
+                    break
+            reply = self._conn.recv()
+        except (EOFError, OSError):
+            raise self._died() from None
         if reply[0] != "loaded":
             self._stop_process()
-            raise RuntimeError(reply[1])
+            raise ModelLoadFailed(reply[1])
         info = reply[1]
         self.source_lang, self.target_lang, self.backend = info["source_lang"], info["target_lang"], info["backend"]
         self._unsupported = info["unsupported"]
@@ -121,33 +183,156 @@ class ProcessRuntime(TranslationRuntime):
             self._tokenizer = Tokenizer(info["tokenizer_path"])
         self._loaded = True
         log.info("inference process %d serves %s (%s)", self._process.pid, self.pair, self.backend)
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name="inference-watchdog", daemon=True)
+            self._watcher.start()
 
-    def _receive(self) -> tuple:
+    def _died(self) -> InferenceProcessDied:
+        self._process.join(1.0)
+        return InferenceProcessDied(f"the inference process exited (exit code {self._process.exitcode})")
+
+    def _exchange(self, request: tuple, cancelled: Callable[[], bool] | None, limit: float | None = None) -> tuple:
+        """Send ``request`` and wait for its answer, passing on a cancellation and killing the
+        child once the call outlives ``limit`` seconds (``InferenceProcessStalled``); None: no
+        limit (a warm-up: first use can take long, and no request waits for it)."""
+        limit = float("inf") if limit is None else limit
+        self._conn.send(request)
+        started = self._call_started = time.monotonic()
+        told = False
         try:
+            while not self._conn.poll(_POLL_S):
+                if not told and cancelled is not None and cancelled():
+                    self._cancel_upto.value = request[1]
+                    told = True
+                waited = time.monotonic() - started
+                if waited > limit:
+                    pid = self._process.pid
+                    log.error(
+                        "inference process %d for %s has not answered a %s for %.0f s (limit %g s); killing it",
+                        pid, self.pair, "batch" if request[0] == "translate" else request[0], waited, limit,
+                    )
+                    self._process.kill()  # SIGKILL: a stopped process takes it too
+                    self._process.join(_CLOSE_TIMEOUT_S)
+                    self._loaded = False
+                    raise InferenceProcessStalled(
+                        f"the inference process for {self.pair} did not answer within {limit:g} s and was killed"
+                    )
             return self._conn.recv()
         except (EOFError, OSError):
-            self._process.join(1.0)
-            code = self._process.exitcode
-            raise InferenceProcessDied(f"the inference process exited (exit code {code})") from None
+            raise self._died() from None
+        finally:
+            self._call_started = None
+            self._last_exchange = time.monotonic()
 
     def _restart(self) -> None:
-        log.error("inference process for %s died; starting a new one", self.pair)
-        self._stop_process()
-        self._start()
-        self.wait_loaded()
+        """Replace the child (lock held). On a load failure: the failed state, a background
+        retry after the backoff, and ``RuntimeUnavailable`` for the caller."""
+        self._restarts += 1
+        log.error("starting a new inference process for %s (restart %d)", self.pair, self._restarts)
+        self._restarting = True
+        try:
+            self._stop_process()
+            self._start()
+            self.wait_loaded()
+            if self._settings.warmup:  # as at start: the first batch must not pay for it
+                self._batch += 1
+                self._exchange(("warmup", self._batch), None)
+        except (ModelLoadFailed, InferenceProcessDied) as exc:
+            self._fail(str(exc))
+            raise self._unavailable() from None
+        finally:
+            self._restarting = False
+        if self._failure is not None:
+            log.info("inference process for %s restarted after %s", self.pair, self._failure)
+        self._failure = None
+        self._backoff_s = self._settings.inference_restart_backoff_s
 
-    def _call(self, request: tuple) -> Any:
+    def _fail(self, reason: str) -> None:
+        self._failure = reason
+        self._next_attempt = time.monotonic() + self._backoff_s
+        log.error(
+            "inference process for %s failed to restart: %s; next attempt in %g s", self.pair, reason, self._backoff_s
+        )
+        self._backoff_s = min(self._backoff_s * 2, self._settings.inference_restart_backoff_max_s)
+        if self._healer is None or not self._healer.is_alive():
+            self._healer = threading.Thread(target=self._heal, name="inference-restart", daemon=True)
+            self._healer.start()
+
+    def _heal(self) -> None:
+        """Background retries of a failed restart, each after its backoff, until one loads."""
+        while not self._closed.wait(max(self._next_attempt - time.monotonic(), 0)):
+            with self._lock:
+                if self._closing or self._failure is None:
+                    return
+                try:
+                    self._restart()
+                except RuntimeUnavailable:
+                    continue
+                return
+
+    def _watch(self) -> None:
+        """Ping the child whenever the pipe is free, every ``inference_grace_s``: a child that does
+        not answer within that time is killed and replaced, one that is gone is replaced."""
+        interval = self._settings.inference_grace_s
+        while not self._closed.wait(interval):
+            if time.monotonic() - self._last_exchange < interval:
+                continue  # it answered lately
+            if self._failure is not None or not self._lock.acquire(blocking=False):
+                continue  # a batch holds the pipe (its own wait watches the child), or a retry is due
+            try:
+                if self._closing or self._failure is not None:
+                    continue
+                try:
+                    if self._loaded:
+                        self._batch += 1
+                        self._exchange(("ping", self._batch), None, interval)
+                        continue
+                except InferenceProcessStalled:
+                    pass
+                except (InferenceProcessDied, BrokenPipeError, OSError) as exc:
+                    log.error("inference process for %s found gone while idle: %s", self.pair, exc)
+                    self._loaded = False
+                if self._closing:
+                    continue
+                try:
+                    self._restart()
+                except RuntimeUnavailable:
+                    pass  # failed: the background retries take over
+            finally:
+                self._lock.release()
+
+    def _unavailable(self) -> RuntimeUnavailable:
+        wait = max(self._next_attempt - time.monotonic(), 0)
+        return RuntimeUnavailable(
+            f"the inference process for {self.pair} failed to restart: {self._failure}; next attempt in {wait:.0f} s",
+            retry_after=max(1, math.ceil(wait)),
+        )
+
+    def _call(self, kind: str, payload: tuple = (), cancelled: Callable[[], bool] | None = None) -> Any:
         """Send one request and return the child's answer, raising what the child raised."""
+        if self._failure is not None and not self._closing:
+            raise self._unavailable()  # at once: not behind a restart attempt holding the lock
         with self._lock:
             for attempt in (1, 2):
                 if self._closing:
                     raise InferenceProcessDied(f"the inference process for {self.pair} was closed")
+                if self._failure is not None:
+                    raise self._unavailable()
+                self._batch += 1
                 try:
                     if not self._loaded:
                         self._restart()
-                    self._conn.send(request)
-                    reply = self._receive()
+                    limit = self._call_limit_s if kind == "translate" else None
+                    reply = self._exchange((kind, self._batch, *payload), cancelled, limit)
                     break
+                except InferenceProcessStalled:
+                    # Nobody waits for this batch any more (it outlived every deadline): not
+                    # retried; the next batch gets a fresh child.
+                    try:
+                        self._restart()
+                    except RuntimeUnavailable:
+                        pass
+                    raise
                 except (InferenceProcessDied, BrokenPipeError, OSError) as exc:
                     self._loaded = False
                     if attempt == 2:
@@ -156,6 +341,8 @@ class ProcessRuntime(TranslationRuntime):
         if kind == "ok":
             value, self._memory = rest
             return value
+        if kind == "cancelled":
+            raise BatchCancelled()
         if kind == "rejected":
             raise TextRejected(*rest)
         if kind == "unsupported":
@@ -165,10 +352,36 @@ class ProcessRuntime(TranslationRuntime):
     # -- TranslationRuntime ----------------------------------------------------------------
 
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
-        return self._call(("translate", list(texts), options))
+        return self._call("translate", (list(texts), options))
+
+    def translate_until(
+        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+    ) -> list[list[Translation]]:
+        return self._call("translate", (list(texts), options), cancelled)
 
     def warmup(self) -> None:
-        self._call(("warmup",))
+        self._call("warmup")
+
+    def health(self) -> RuntimeProblem | None:
+        if self._closing:
+            return None
+        if self._failure is not None:
+            return RuntimeProblem("failed", self._unavailable().reason)
+        if self._restarting:
+            return RuntimeProblem("restarting", f"the inference process for {self.pair} is restarting")
+        started = self._call_started
+        if started is not None and not self._restarting:
+            waited = time.monotonic() - started
+            if waited > self._settings.request_timeout_s:
+                return RuntimeProblem(
+                    "stalled",
+                    f"the inference process for {self.pair} has not answered a batch for {waited:.0f} s; "
+                    f"it is restarted after {self._call_limit_s:g} s",
+                )
+        return None
+
+    def restarts(self) -> int | None:
+        return self._restarts
 
     def check_options(self, options: DecodeOptions) -> None:
         refused = self._unsupported.get(options.alignment)
@@ -189,6 +402,7 @@ class ProcessRuntime(TranslationRuntime):
         that shutdown takes the drain timeout and not one more batch (an orchestrator's SIGKILL
         would otherwise come first and leave the child computing on, orphaned)."""
         self._closing = True
+        self._closed.set()
         if not self._lock.acquire(blocking=False):
             process = self._process
             if process is not None:
@@ -198,7 +412,7 @@ class ProcessRuntime(TranslationRuntime):
         try:
             if self._conn is not None:
                 try:
-                    self._conn.send(("close",))
+                    self._conn.send(("close", 0))
                 except (BrokenPipeError, OSError):
                     pass
             self._stop_process()
@@ -221,7 +435,7 @@ class ProcessRuntime(TranslationRuntime):
 # -- the child ---------------------------------------------------------------------------
 
 
-def _child_main(settings: Settings, conn: Connection) -> None:
+def _child_main(settings: Settings, conn: Connection, cancel_upto: Any) -> None:
     # Ctrl-C reaches the whole process group; the parent drains first and then closes us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -234,7 +448,10 @@ def _child_main(settings: Settings, conn: Connection) -> None:
     except Exception as exc:
         log.exception("loading failed")
         first_line = (str(exc).splitlines() or [""])[0][:300]
-        conn.send(("failed", f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__))
+        if isinstance(exc, ModelLoadFailed):  # already "Type: message"
+            conn.send(("failed", first_line))
+        else:
+            conn.send(("failed", f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__))
         return
     try:
         while True:
@@ -244,7 +461,7 @@ def _child_main(settings: Settings, conn: Connection) -> None:
                 return  # the parent is gone
             if request[0] == "close":
                 return
-            conn.send(_answer(runtime, request))
+            conn.send(_answer(runtime, request, cancel_upto))
     finally:
         runtime.close()
 
@@ -267,15 +484,21 @@ def _describe(runtime: TranslationRuntime) -> dict[str, Any]:
     }
 
 
-def _answer(runtime: TranslationRuntime, request: tuple) -> tuple:
+def _answer(runtime: TranslationRuntime, request: tuple, cancel_upto: Any) -> tuple:
+    kind, batch, *payload = request
     try:
-        if request[0] == "translate":
-            value = runtime.translate(request[1], request[2])
-        elif request[0] == "warmup":
+        if kind == "translate":
+            texts, options = payload
+            value = runtime.translate_until(texts, options, lambda: cancel_upto.value >= batch)
+        elif kind == "ping":
+            value = None
+        elif kind == "warmup":
             value = runtime.warmup()
         else:
-            return ("error", f"unknown request {request[0]!r}")
+            return ("error", f"unknown request {kind!r}")
         return ("ok", value, runtime.memory_bytes())
+    except BatchCancelled:
+        return ("cancelled",)
     except TextRejected as exc:
         return ("rejected", exc.index, exc.reason)
     except UnsupportedOption as exc:

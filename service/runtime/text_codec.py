@@ -2,7 +2,7 @@
 
 A backend only turns source ids into n-best hypotheses; this module does what surrounds that:
 pieces with character offsets when alignments are asked for, the source-length limit, the
-search options, detokenised n-best texts with scores, word alignments from attention rows, and
+search options, detokenised n-best texts with scores (distinct texts: see search_options), word alignments from attention rows, and
 phrase maps: from the model's phrase attention where it has its own phrases (`native_phrases`),
 otherwise by consistent extraction from the word alignment (model/phrase_alignment.py).
 """
@@ -22,9 +22,12 @@ Encoded = tuple[list[int], list[str], list[tuple[int, int]]]
 
 
 def search_options(options: DecodeOptions, native_phrases: bool = False) -> SearchOptions:
+    # n-best lists are distinct texts: two token sequences can detokenise to one text ("▁a b" and
+    # "▁ab"), so the search returns every finished hypothesis its beam holds (up to beam_size),
+    # and the first n_best distinct texts are kept (_distinct).
     return SearchOptions(
         beam_size=options.beam_size,
-        n_best=options.n_best,
+        n_best=options.beam_size if options.n_best > 1 else 1,
         length_penalty=options.length_penalty,
         max_length_ratio=options.max_length_ratio,
         max_length_offset=options.max_length_offset,
@@ -60,11 +63,28 @@ def translate_texts(
     search = search_options(options, native_phrases)
     phrases = options.alignment == "phrase"
     for index, hypotheses in enumerate(generate(source_ids, search)):
+        kept = _distinct(tokenizer, hypotheses, options.n_best)
         if encoded is None:
-            results.append([Translation(tokenizer.decode(h.tokens), h.score) for h in hypotheses])
+            results.append([Translation(text, h.score) for text, h in kept])
         else:
-            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases) for h in hypotheses])
+            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases) for _, h in kept])
     return results
+
+
+def _distinct(tokenizer: Tokenizer, hypotheses: list[Hypothesis], n_best: int) -> list[tuple[str, Hypothesis]]:
+    """The first ``n_best`` hypotheses (best first) whose detokenised texts differ: of two that
+    read the same, the better-scored one stays."""
+    kept: list[tuple[str, Hypothesis]] = []
+    seen: set[str] = set()
+    for hypothesis in hypotheses:
+        text = tokenizer.decode(hypothesis.tokens)
+        if text in seen:
+            continue
+        seen.add(text)
+        kept.append((text, hypothesis))
+        if len(kept) == n_best:
+            break
+    return kept
 
 
 def _aligned(

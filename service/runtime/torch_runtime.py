@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 
 from model.artifacts import LoadedModel, load_model_dir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from model.beam_search import Hypothesis
-from model.generate import SearchOptions, generate, pad_sources
+from model.generate import SearchCancelled, SearchOptions, generate, pad_sources
 from model.layers import has_phrases
 from model.transformer import Transformer
-from service.runtime.base import DecodeOptions, Translation, TranslationRuntime
+from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
 from service.runtime.text_codec import translate_texts
 from service.settings import Settings
 
@@ -62,10 +63,24 @@ class TorchRuntime(TranslationRuntime):
             self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases
         )
 
-    def _generate(self, source_ids: list[list[int]], search: SearchOptions) -> list[list[Hypothesis]]:
+    def translate_until(
+        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+    ) -> list[list[Translation]]:
+        """Stops between decoding steps once ``cancelled()`` (``BatchCancelled``)."""
+        generate_until = partial(self._generate, should_stop=cancelled)
+        try:
+            return translate_texts(
+                self.loaded.tokenizer, texts, options, self.max_source_tokens, generate_until, self.native_phrases
+            )
+        except SearchCancelled:
+            raise BatchCancelled() from None
+
+    def _generate(
+        self, source_ids: list[list[int]], search: SearchOptions, should_stop: Callable[[], bool] | None = None
+    ) -> list[list[Hypothesis]]:
         tokenizer = self.loaded.tokenizer
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
-        return generate(self.model, src, search)
+        return generate(self.model, src, search, should_stop)
 
 
 def load_runtimes(settings: Settings) -> list[TranslationRuntime]:

@@ -186,3 +186,13 @@ def test_kubernetes_manifests_probe_real_routes_and_outlast_the_drain():
     assert pod["terminationGracePeriodSeconds"] > pre_stop + float(env["PHRASAL_DRAIN_TIMEOUT_S"])
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert pod["securityContext"]["runAsNonRoot"] is True
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_serve_gives_torch_the_cores_minus_one_as_docs_operations_recommends():
+    cores = int(subprocess.run(["getconf", "_NPROCESSORS_ONLN"], capture_output=True, text=True, check=True).stdout)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    dry = subprocess.run(["make", "-n", "-s", "serve"], cwd=REPO, capture_output=True, text=True, check=True, env=env)
+    serve_line = dry.stdout.strip().splitlines()[-1]
+    assert serve_line.startswith(f"OMP_NUM_THREADS={max(cores - 1, 1)} PHRASAL_MODEL_DIRS="), serve_line
+    assert "cores available minus one" in (REPO / "docs" / "operations.md").read_text(encoding="utf-8")

@@ -143,3 +143,17 @@ def test_service_on_a_child_process_answers_like_in_process(settings):
             answers.append(response.json())
     assert answers[0] == answers[1]
 
+
+
+def test_a_load_failure_in_the_child_is_shown_once_prefixed(tmp_path, settings):
+    # The child's "ArtifactError: ..." was shown as "RuntimeError: ArtifactError: ...".
+    broken = tmp_path / "en-de"
+    broken.mkdir()
+    app = create_app(settings.model_copy(update={"model_dirs": [broken], "inference_process": True}))
+    with serving(app) as client:
+        assert client.get("/health/ready").json() == {
+            "status": "unavailable",
+            "phase": "failed",
+            "pairs": [],
+            "reason": f"model load failed: ArtifactError: {broken}: missing manifest.json",
+        }

@@ -107,15 +107,15 @@ def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_
 
     def gated_factory(s):
         runtimes = load_runtimes(s)
-        translate = runtimes[0].translate
+        translate = runtimes[0].translate_until  # what the batcher calls
 
-        def gated(texts, options):  # hold the worker on the first call while the others queue
+        def gated(texts, options, cancelled):  # hold the worker on the first call while the others queue
             calls.append(list(texts))
             entered.release()
             gate.wait()
-            return translate(texts, options)
+            return translate(texts, options, cancelled)
 
-        runtimes[0].translate = gated
+        runtimes[0].translate_until = gated
         return runtimes
 
     app = create_app(settings, runtime_factory=gated_factory)
@@ -134,3 +134,25 @@ def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_
     assert [r.json() for r in responses[1:]] == approx_json(alone)
     assert len(calls) == 4  # the held one, then one batch per set of options
     assert sorted(map(len, calls[1:])) == [2, 2, 3]
+
+
+def test_invisible_characters_leave_the_other_words_offsets_exact(torch_client):
+    # Zero-width space, soft hyphen, byte-order mark, invisible separator, private use and a
+    # combining accent between visible words: the words are the visible ones, their offsets
+    # index the text as sent; a text of nothing else is answered empty.
+    source = "Two\u200b dogs\u00ad play in the\ufeff snow.\u2063 \ue000 caf\u0065\u0301"
+    response = torch_client.post(
+        "/translate",
+        json={"text": [source, "\u200b\u2063\u0301"], "source": "en", "target": "de", "alignment": "token"},
+    )
+    assert response.status_code == 200, response.text
+    visible, invisible = response.json()["translations"]
+    words = [(w["text"], w["start"], w["end"]) for w in visible[0]["alignment"]["source_words"]]
+    assert words == [
+        ("Two", 0, 3), ("dogs", 5, 9), ("play", 11, 15), ("in", 16, 18), ("the", 19, 22), ("snow.", 24, 29),
+        ("cafe\u0301", 33, 38),
+    ]
+    assert all(source[start:end] == text for text, start, end in words)
+    assert invisible == [
+        {"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""}}
+    ]

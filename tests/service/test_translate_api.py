@@ -95,7 +95,17 @@ def test_no_alignment_key_unless_asked(translate):
     assert set(hypothesis) == {"text", "score"}
 
 
-@pytest.mark.parametrize("empty", ["", "   "])
+@pytest.mark.parametrize(
+    "empty",
+    [
+        "",
+        "   ",
+        # Nothing visible: zero-width joiner, invisible separator, soft hyphen, a combining accent
+        # with no letter, private use, zero-width space and non-joiner, byte-order mark.
+        "\u200d", "\u2063", "\u00ad", "\u0301", "\ue000", "\u200b", "\u200c", "\ufeff",
+        " \u200b\u0301 \ufeff\t",
+    ],
+)
 def test_empty_text_translates_to_empty_without_a_runtime_call(translate, runtime, empty):
     response = translate(text=empty, alignment="token")
     assert response.status_code == 200
