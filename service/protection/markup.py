@@ -70,6 +70,12 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
     origin_end: list[int] = []
     tags: list[Tag] = []
     open_stack: list[int] = []
+
+    def keep(c: str, start: int, end: int) -> None:
+        plain.append(c)
+        origin.append(start)
+        origin_end.append(end)
+
     i = 0
     while i < len(text):
         ch = text[i]
@@ -83,9 +89,7 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
             if match is None:
                 if strict:
                     raise MarkupError(f"'<' at character {i} starts no tag (write &lt; for a literal '<')")
-                plain.append(ch)
-                origin.append(i)
-                origin_end.append(i + 1)
+                keep(ch, i, i + 1)
                 i += 1
                 continue
             closing, name, _, self_closing = match.group(1), match.group(2), match.group(3), match.group(4)
@@ -115,9 +119,7 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
                                   and entity.group(1) not in XML_ENTITIES):
                 if strict:
                     raise MarkupError(f"'&' at character {i} starts no entity (write &amp; for a literal '&')")
-                plain.append(ch)
-                origin.append(i)
-                origin_end.append(i + 1)
+                keep(ch, i, i + 1)
                 i += 1
                 continue
             decoded = html.unescape(entity.group(0))
@@ -127,16 +129,12 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
             else:
                 i_next = entity.end()
             for c in decoded:
-                plain.append(c)
-                origin.append(i)
-                origin_end.append(i_next)
+                keep(c, i, i_next)
             i = i_next
         elif ch == ">" and strict:
             raise MarkupError(f"'>' at character {i} closes no tag (write &gt; for a literal '>')")
         else:
-            plain.append(ch)
-            origin.append(i)
-            origin_end.append(i + 1)
+            keep(ch, i, i + 1)
             i += 1
     if open_stack:
         top = tags[open_stack[-1]]
