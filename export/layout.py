@@ -8,7 +8,7 @@ length is the "src_len" axis, one that grows by one per step is the "past_len" a
 self-attention cache), and one that never changes is static (heads, head size, the n-gram window
 buffers). Nothing here knows an attention kind by name, so new kinds are exported unchanged.
 
-The probe also asks `decode_step_with_phrases` for the phrase attention (N, n_max, S): when it is
+The probe also asks `decode_step` for the phrase attention (N, n_max, S): when it is
 more than the token attention as 1-grams (a phrasal cross-attention's n-gram table, the chunk
 table of phrase representations), the step graph outputs it ("output"); when it is exactly the
 token attention as 1-grams (every other model), runners rebuild it from the attention ("token").
@@ -105,8 +105,9 @@ def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[
     tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long, device=src.device)
     has_attention = True
     for _ in range(steps):
-        _, attention, state = model.decode_step(tokens, None, state)
-        has_attention = has_attention and attention is not None
+        out = model.decode_step(tokens, state)
+        state = out.state
+        has_attention = has_attention and out.attention is not None
         states.append(dict(state.tensors))
         tokens = torch.full((batch,), _filler_id(model), dtype=torch.long, device=src.device)
     return states, has_attention
@@ -114,23 +115,23 @@ def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[
 
 @torch.inference_mode()
 def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, list[str]]:
-    """(phrase_attention mode, phrase_sizes, problems): what `decode_step_with_phrases` gives over
-    a few steps of the probe batch, compared with the token attention of the same steps."""
-    if not has_attention or not callable(getattr(model, "decode_step_with_phrases", None)):
+    """(phrase_attention mode, phrase_sizes, problems): what `decode_step(..., need_phrases=True)`
+    gives over a few steps of the probe batch, compared with the token attention of the same steps."""
+    if not has_attention:
         return PHRASES_NONE, 0, []
     src = probe_source(model, _BATCH, _SOURCE)
     state = model.init_state(model.encode(src))
     tokens = torch.full((_BATCH,), model.config.bos_id, dtype=torch.long, device=src.device)
     shapes, as_tokens = set(), True
     for _ in range(_STEPS):
-        out = model.decode_step_with_phrases(tokens, None, state)
+        out = model.decode_step(tokens, state, need_phrases=True)
         phrases, state = out.phrase_attention, out.state
         shapes.add(tuple(phrases.shape))
         as_tokens = as_tokens and phrases.shape[1] == 1 and torch.equal(phrases[:, 0], out.attention)
         tokens = torch.full((_BATCH,), _filler_id(model), dtype=torch.long, device=src.device)
     if shapes != {(_BATCH, next(iter(shapes))[1], _SOURCE)}:
         return PHRASES_NONE, 0, [
-            f"the phrase attention of decode_step_with_phrases must be (N, n_max, S) with a fixed n_max, got shapes {sorted(shapes)}"
+            f"the phrase attention of decode_step must be (N, n_max, S) with a fixed n_max, got shapes {sorted(shapes)}"
         ]
     if as_tokens:
         return PHRASES_FROM_TOKENS, 0, []
@@ -145,8 +146,8 @@ def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
         longer, _ = run_probe(model, _BATCH, _SOURCE + 2, 2)
     except Exception as error:  # the model's own code: report it, whatever it is
         return None, [
-            "incremental decoding fails on the export probe (decode_step must work with memory=None, "
-            f"reading everything it needs from the decoder state): {type(error).__name__}: {error}"
+            "incremental decoding fails on the export probe (decode_step must read everything it needs "
+            f"from the decoder state): {type(error).__name__}: {error}"
         ]
     problems: list[str] = []
     names = list(base[0])
@@ -201,7 +202,7 @@ def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
         phrase_mode, phrase_sizes, phrase_problems = probe_phrases(model, has_attention)
     except Exception as error:  # the model's own code: report it, whatever it is
         phrase_mode, phrase_sizes, phrase_problems = PHRASES_NONE, 0, [
-            f"decode_step_with_phrases fails on the export probe: {type(error).__name__}: {error}"
+            f"decode_step with phrases fails on the export probe: {type(error).__name__}: {error}"
         ]
     problems += phrase_problems
     if problems:

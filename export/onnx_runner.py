@@ -8,7 +8,8 @@ import torch
 from export.artifact import ExportedDir
 from export.entry_points import SOURCE, TOKENS, step_head_names
 from export.onnx_target import ENCODER_FILE, STEP_FILE
-from export.step_search import State
+from export.step_search import State, has_phrase_attention, step_out
+from model.transformer import StepOut
 
 
 def providers_for(device: str) -> list[str]:
@@ -31,7 +32,7 @@ class OnnxBackend:
         self.config = exported.config
         self.layout = exported.layout
         self.has_attention = exported.layout.has_attention
-        self.phrase_attention = exported.layout.phrase_attention
+        self.has_phrase_attention = has_phrase_attention(exported.layout)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 0: onnxruntime's default (one per core)
         providers = providers_for(device)
@@ -46,12 +47,12 @@ class OnnxBackend:
         outputs = self.encoder.run(self._encoder_outputs, {SOURCE: src.cpu().numpy()})
         return dict(zip(self.layout.names, outputs))
 
-    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, State]:
+    def step(self, tokens: torch.Tensor, state: State, need_phrases: bool = False) -> StepOut:
         feed = {TOKENS: tokens.cpu().numpy()}
         feed.update({key: state[name] for key, name in zip(self._state_inputs, self.layout.names)})
         outputs = self.decoder.run(self._step_outputs, feed)
-        head = [torch.from_numpy(a) for a in outputs[: len(self._head)]] + [None, None]
-        return head[0], head[1], head[2], dict(zip(self.layout.names, outputs[len(self._head):]))
+        head = [torch.from_numpy(a) for a in outputs[: len(self._head)]]
+        return step_out(head, dict(zip(self.layout.names, outputs[len(self._head):])), self.layout, need_phrases)
 
     def reorder(self, state: State, index: torch.Tensor) -> State:
         rows = index.cpu().numpy()

@@ -8,7 +8,8 @@ import torch
 from export.artifact import ExportedDir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
-from export.step_search import State
+from export.step_search import State, has_phrase_attention, step_out
+from model.transformer import StepOut
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
 
 
@@ -18,7 +19,7 @@ class TorchScriptBackend:
         self.config = exported.config
         self.layout = exported.layout
         self.has_attention = exported.layout.has_attention
-        self.phrase_attention = exported.layout.phrase_attention
+        self.has_phrase_attention = has_phrase_attention(exported.layout)
         self._heads = len(step_head_names(exported.layout))  # log_probs [, attention [, phrase_attention]]
         self.device = torch.device(device)
         avoid_per_shape_attention_plans(self.device)  # the graphs call scaled_dot_product_attention
@@ -31,13 +32,12 @@ class TorchScriptBackend:
         with torch.inference_mode(), torch.jit.optimized_execution(False):
             return dict(zip(self.layout.names, self.encoder(src.to(self.device))))
 
-    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, State]:
+    def step(self, tokens: torch.Tensor, state: State, need_phrases: bool = False) -> StepOut:
         # The profiling executor re-specialises the graph for every new cache length; without it
         # the trace runs as recorded (measured faster on CPU, and the same numbers).
         with torch.inference_mode(), torch.jit.optimized_execution(False):
             outputs = self.decoder(tokens.to(self.device), *[state[name] for name in self.layout.names])
-        head = list(outputs[: self._heads]) + [None, None]
-        return head[0], head[1], head[2], dict(zip(self.layout.names, outputs[self._heads:]))
+        return step_out(list(outputs[: self._heads]), dict(zip(self.layout.names, outputs[self._heads:])), self.layout, need_phrases)
 
     def reorder(self, state: State, index: torch.Tensor) -> State:
         index = index.to(self.device)

@@ -1,9 +1,9 @@
 """A cross-attention with structural alignment biases (Cohn et al., 2016) added to its logits.
 
 `BiasedCrossAttention(inner, biases)` has the attention-module interface of the kind it wraps
-(forward / init_state / step), so the decoder layer, the decoding state, beam reordering and the
-exports see an ordinary cross-attention. The inner kind must provide the token-level protocol
-(`VanillaAttention` does):
+(model/attention/contract.py), so the decoder layer, the decoding state, beam reordering and the
+exports see an ordinary cross-attention. The inner kind must be `token_level` (`VanillaAttention`
+is):
 
     token_logits(x, state) -> (B, H, T, S) fp32 logits before masking
     mix(probs, state)      -> (B, T, D)    attention dropout, values, output projection
@@ -24,17 +24,13 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import attention_mask
 from model.biases.features import masked_softmax
 from model.biases.history import STATE_KEYS, History, full_history, initial_state, next_state, step_history
 from model.biases.registry import bias_class
 
 State = dict[str, torch.Tensor]
-
-
-def has_token_protocol(cls: type) -> bool:
-    """Whether an attention kind exposes token-level logits and value mixing (see module doc)."""
-    return callable(getattr(cls, "token_logits", None)) and callable(getattr(cls, "mix", None))
 
 
 def source_lengths(key_padding_mask: torch.Tensor | None, batch_size: int, source_len: int, device: torch.device) -> torch.Tensor:
@@ -44,7 +40,7 @@ def source_lengths(key_padding_mask: torch.Tensor | None, batch_size: int, sourc
     return (~key_padding_mask).sum(dim=-1)  # (B,)
 
 
-class BiasedCrossAttention(nn.Module):
+class BiasedCrossAttention(AttentionModule):
     def __init__(self, inner: nn.Module, n_heads: int, biases: Mapping[str, Mapping[str, Any]]):
         super().__init__()
         self.inner = inner
@@ -60,14 +56,15 @@ class BiasedCrossAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """x (B, T, D) target rows, memory (B, S, D) -> output (B, T, D), biased probabilities (B, H, T, S)."""
         kv = self.inner.init_state(memory, memory.shape[0], memory.device, memory.dtype)
         logits = self.inner.token_logits(x, kv)  # (B, H, T, S)
         keep = attention_mask(key_padding_mask, logits.shape[2], logits.shape[3], False, logits.device)
         history = full_history(masked_softmax(logits, keep), self.signals)
         probs = self._biased_probs(logits, keep, history, key_padding_mask)
-        return self.inner.mix(probs, kv), probs if need_weights else None
+        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None)
 
     def init_state(self, memory: torch.Tensor, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
         state = dict(self.inner.init_state(memory, batch_size, device, dtype))
@@ -83,7 +80,8 @@ class BiasedCrossAttention(nn.Module):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """One step: x (N, 1, D) -> output (N, 1, D), biased probabilities (N, H, 1, S), new state."""
         bias_keys = set(STATE_KEYS.values())
         kv = {name: t for name, t in state.items() if name not in bias_keys}
@@ -93,7 +91,7 @@ class BiasedCrossAttention(nn.Module):
         probs = self._biased_probs(logits, keep, step_history(state, self.signals), key_padding_mask)
         new_state = dict(kv)
         new_state.update(next_state(state, unbiased, self.signals))
-        return self.inner.mix(probs, kv), probs if need_weights else None, new_state
+        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None, state=new_state)
 
     def bias(self, history: History, lengths: torch.Tensor, source_len: int) -> torch.Tensor:
         """Σ of every bias term (B, H, T, S) fp32, before masking; lengths (B,) real source lengths."""

@@ -37,8 +37,8 @@ class _NotBatchFirst(VanillaAttention):
         return {**state, "steps": torch.zeros(1, device=device)}
 
     def step(self, x, state, **kwargs):
-        out, probs, new = super().step(x, {k: v for k, v in state.items() if k != "steps"}, **kwargs)
-        return out, probs, {**new, "steps": state["steps"] + 1}
+        out = super().step(x, {k: v for k, v in state.items() if k != "steps"}, **kwargs)
+        return dataclasses.replace(out, state={**out.state, "steps": state["steps"] + 1})
 
 
 @pytest.fixture

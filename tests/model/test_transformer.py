@@ -14,10 +14,10 @@ def test_incremental_decoding_equals_full_pass():
 def test_state_reorder_follows_rows():
     model = tiny_model()
     state = model.init_state(model.encode(SRC))
-    _, _, state = model.decode_step(TGT_IN[:, 0], None, state)
+    state = model.decode_step(TGT_IN[:, 0], state).state
     swapped = state.reorder(torch.tensor([1, 0]))
-    log_probs, _, _ = model.decode_step(TGT_IN[[1, 0], 1], None, swapped)
-    reference, _, _ = model.decode_step(TGT_IN[:, 1], None, state)
+    log_probs = model.decode_step(TGT_IN[[1, 0], 1], swapped).log_probs
+    reference = model.decode_step(TGT_IN[:, 1], state).log_probs
     torch.testing.assert_close(log_probs, reference[[1, 0]], atol=1e-6, rtol=0)
 
 
