@@ -47,6 +47,9 @@ class StateLayout:
     has_attention: bool  # decode_step returns cross-attention rows (needed for alignments)
     phrase_attention: str = PHRASES_NONE  # PHRASES_OUTPUT | PHRASES_FROM_TOKENS | PHRASES_NONE
     phrase_sizes: int = 0  # n_max of the phrase attention output (PHRASES_OUTPUT only)
+    # The per-sentence tensors (`DecoderState.sentence`): a step passes them through unchanged,
+    # so runners keep their own and reorder them by sentence (none: an export made before).
+    sentence: tuple[str, ...] = ()
 
     def input_names(self) -> list[str]:
         return [INPUT_PREFIX + name for name in self.names]
@@ -63,6 +66,7 @@ class StateLayout:
             "has_attention": self.has_attention,
             "phrase_attention": self.phrase_attention,
             "phrase_sizes": self.phrase_sizes,
+            "sentence": list(self.sentence),
         }
 
     @classmethod
@@ -75,6 +79,7 @@ class StateLayout:
             has_attention=bool(data["has_attention"]),
             phrase_attention=str(data.get("phrase_attention", PHRASES_NONE)),
             phrase_sizes=int(data.get("phrase_sizes", 0)),
+            sentence=tuple(data.get("sentence", ())),
         )
 
 
@@ -97,10 +102,12 @@ def probe_source(model: Transformer, batch: int, length: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[list[dict[str, torch.Tensor]], bool]:
-    """The state before the first step and after each of `steps` steps; whether attention came back."""
+def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[list[dict[str, torch.Tensor]], bool, frozenset[str]]:
+    """The state before the first step and after each of `steps` steps; whether attention came
+    back; the per-sentence names."""
     src = probe_source(model, batch, length)
     state = model.init_state(model.encode(src))
+    sentence = state.sentence
     states = [dict(state.tensors)]
     tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long, device=src.device)
     has_attention = True
@@ -110,7 +117,7 @@ def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[
         has_attention = has_attention and out.attention is not None
         states.append(dict(state.tensors))
         tokens = torch.full((batch,), _filler_id(model), dtype=torch.long, device=src.device)
-    return states, has_attention
+    return states, has_attention, sentence
 
 
 @torch.inference_mode()
@@ -141,9 +148,9 @@ def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, li
 def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
     """The state layout of `model`, or None and every reason it cannot be exported as graphs."""
     try:
-        base, has_attention = run_probe(model, _BATCH, _SOURCE, _STEPS)
-        wider, _ = run_probe(model, _BATCH + 1, _SOURCE, 2)
-        longer, _ = run_probe(model, _BATCH, _SOURCE + 2, 2)
+        base, has_attention, sentence = run_probe(model, _BATCH, _SOURCE, _STEPS)
+        wider, _, _ = run_probe(model, _BATCH + 1, _SOURCE, 2)
+        longer, _, _ = run_probe(model, _BATCH, _SOURCE + 2, 2)
     except Exception as error:  # the model's own code: report it, whatever it is
         return None, [
             "incremental decoding fails on the export probe (decode_step must read everything it needs "
@@ -207,4 +214,10 @@ def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
     problems += phrase_problems
     if problems:
         return None, problems
-    return StateLayout(tuple(names), dtypes, axes, shapes, has_attention, phrase_mode, phrase_sizes), []
+    shared = tuple(name for name in names if name in sentence)
+    for name in shared:
+        if not all(torch.equal(state[name], base[0][name]) for state in base[1:]):
+            problems.append(f"decoder state tensor {name!r} is declared per sentence but a step changes it")
+    if problems:
+        return None, problems
+    return StateLayout(tuple(names), dtypes, axes, shapes, has_attention, phrase_mode, phrase_sizes, shared), []

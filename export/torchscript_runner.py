@@ -8,7 +8,8 @@ import torch
 from export.artifact import ExportedDir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
-from export.step_search import State, has_phrase_attention, step_out
+from export.step_search import has_phrase_attention, initial_state, step_out
+from model.state import DecoderState
 from model.transformer import StepOut
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
 
@@ -28,17 +29,13 @@ class TorchScriptBackend:
             self.encoder = torch.jit.load(str(exported.path / ENCODER_FILE), map_location=self.device).eval()
             self.decoder = torch.jit.load(str(exported.path / STEP_FILE), map_location=self.device).eval()
 
-    def encode(self, src: torch.Tensor) -> State:
+    def encode(self, src: torch.Tensor) -> DecoderState:
         with torch.inference_mode(), torch.jit.optimized_execution(False):
-            return dict(zip(self.layout.names, self.encoder(src.to(self.device))))
+            return initial_state(list(self.encoder(src.to(self.device))), self.layout)
 
-    def step(self, tokens: torch.Tensor, state: State, need_phrases: bool = False) -> StepOut:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         # The profiling executor re-specialises the graph for every new cache length; without it
         # the trace runs as recorded (measured faster on CPU, and the same numbers).
         with torch.inference_mode(), torch.jit.optimized_execution(False):
-            outputs = self.decoder(tokens.to(self.device), *[state[name] for name in self.layout.names])
-        return step_out(list(outputs[: self._heads]), dict(zip(self.layout.names, outputs[self._heads:])), self.layout, need_phrases)
-
-    def reorder(self, state: State, index: torch.Tensor) -> State:
-        index = index.to(self.device)
-        return {name: value.index_select(0, index) for name, value in state.items()}
+            outputs = self.decoder(tokens.to(self.device), *[state.tensors[name] for name in self.layout.names])
+        return step_out(list(outputs[: self._heads]), list(outputs[self._heads:]), state, self.layout, need_phrases)

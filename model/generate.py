@@ -1,6 +1,7 @@
 """One beam search for every step backend: the eager Transformer, exported graphs (ONNX Runtime,
-TorchScript). A `StepBackend` encodes a source batch into the decoder's initial state, runs one
-decoding step on (tokens, state) and reorders the state for the search (DESIGN.md §3.5-3.6);
+TorchScript). A `StepBackend` encodes a source batch into the decoder's initial state (a
+`DecoderState`), runs one decoding step on (tokens, state); the state expands to the beams and
+reorders itself for the search (DESIGN.md §3.5-3.6, model/state.py);
 `generate` does everything else: beam expansion, max lengths, never generating PAD/BOS, and
 following each hypothesis' attention rows (token and phrase attention, kept apart) to its end.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 
@@ -49,17 +50,13 @@ class StepBackend(Protocol):
     has_attention: bool  # its steps give attention rows (needed for alignments)
     has_phrase_attention: bool  # its steps give the phrase attention when asked
 
-    def encode(self, src: torch.Tensor) -> Any:
+    def encode(self, src: torch.Tensor) -> DecoderState:
         """src (B, S) int64 -> the decoder's initial state, one row per sentence."""
         ...
 
-    def step(self, tokens: torch.Tensor, state: Any, need_phrases: bool = False) -> StepOut:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         """tokens (N,) -> `StepOut`: log-probs (N, V) float32, attention (N, S) or None, with
         need_phrases the phrase attention (N, n_max, S), the new state."""
-        ...
-
-    def reorder(self, state: Any, index: torch.Tensor) -> Any:
-        """Keep rows `index` of the state, in that order."""
         ...
 
 
@@ -79,16 +76,13 @@ class TransformerBackend:
     def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         return self.model.decode_step(tokens, state, need_phrases)
 
-    def reorder(self, state: DecoderState, index: torch.Tensor) -> DecoderState:
-        return state.reorder(index)
-
 
 class SearchDecoder:
     """`model.beam_search.IncrementalDecoder` over a StepBackend: the state lives here, the search
     sees log-probs and, when asked, the attention rows to follow: the token attention (N, S), or
     with phrases {"attention": (N, S), "phrase_attention": (N, n_max, S)}."""
 
-    def __init__(self, backend: StepBackend, state: Any, phrases: bool = False):
+    def __init__(self, backend: StepBackend, state: DecoderState, phrases: bool = False):
         self.backend = backend
         self.state = state
         self.phrases = phrases
@@ -105,7 +99,7 @@ class SearchDecoder:
         return log_probs, out.attention
 
     def reorder(self, index: torch.Tensor) -> None:
-        self.state = self.backend.reorder(self.state, index)
+        self.state = self.state.reorder(index)
 
 
 def source_batch(tokenizer: Tokenizer, texts: list[str], device: torch.device | str = "cpu") -> torch.Tensor:
@@ -142,9 +136,8 @@ def generate(
         raise ValueError("this export returns no phrase attention, so it cannot give phrase alignments")
     config = backend.config
     k = options.beam_size
-    rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(k)  # (B*K,) sentence-major
     # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
-    decoder = SearchDecoder(backend, backend.reorder(backend.encode(src), rows), phrases=phrases)
+    decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
     limit = config.max_positions - 1
     found = beam_search(

@@ -136,6 +136,13 @@ class DecoderLayer(nn.Module):
             state["phrase"] = self.phrase_attention.init_state(phrase_memory)  # projected once per source
         return state
 
+    def sentence_state(self) -> dict[str, frozenset[str]]:
+        """Per part of `init_state`'s state: the names that are per sentence (model/attention/contract.py)."""
+        parts = {"self": self.self_attention.sentence_state(), "cross": self.cross_attention.sentence_state()}
+        if self.phrase_attention is not None:
+            parts["phrase"] = self.phrase_attention.attention.sentence_state()  # the mixed phrases, projected once
+        return parts
+
     def step(
         self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, *,
         need_weights: bool = False, need_phrases: bool = False, phrase_chunks: torch.Tensor | None = None,

@@ -130,28 +130,35 @@ class Transformer(nn.Module):
 
     # -- incremental decoding --------------------------------------------------------------
     def init_state(self, memory: Memory) -> DecoderState:
-        tensors: dict[str, torch.Tensor] = {"memory_pad_mask": memory.pad_mask}
+        """The state before the first step, one row per sentence (`DecoderState.expand` makes the beams)."""
+        n = memory.pad_mask.shape[0]
+        tensors: dict[str, torch.Tensor] = {
+            "position": torch.zeros(n, dtype=torch.long, device=memory.pad_mask.device),  # (N,) tokens decoded
+            "memory_pad_mask": memory.pad_mask,
+        }
+        sentence = {"memory_pad_mask"}
         if memory.phrase_chunks is not None:
             tensors["phrase_chunks"] = memory.phrase_chunks  # (N, S): the segmentation and the phrase mask
+            sentence.add("phrase_chunks")
         for index, layer in enumerate(self.decoder_layers):
+            shared = layer.sentence_state()
             for part, state in layer.init_state(memory.states, memory.phrases).items():
                 for name, t in state.items():
                     tensors[f"layers.{index}.{part}.{name}"] = t
-        return DecoderState(tensors)
+                sentence.update(f"layers.{index}.{part}.{name}" for name in shared[part])
+        return DecoderState(tensors, frozenset(sentence))
 
     def decode_step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         """tokens (N,) -> log-probs, the alignment layer's attention, with need_phrases its phrase
         attention, and the new state (`StepOut`).
 
-        The position is the number of tokens decoded so far, read off the self-attention cache
-        (every attention kind keeps its self-attention keys as "k" with the steps on dim 2).
         The phrase table is read off the same probabilities that give the attention, so a step
         with and without it computes the same numbers.
         """
         memory_pad_mask = state.tensors["memory_pad_mask"]
-        position = state.tensors["layers.0.self.k"].shape[2]
+        position = state.tensors["position"]  # (N,)
         x = self.target_embedding(tokens.unsqueeze(1), position)  # (N, 1, D)
-        new_tensors: dict[str, torch.Tensor] = {"memory_pad_mask": memory_pad_mask}
+        new_tensors: dict[str, torch.Tensor] = {"position": position + 1, "memory_pad_mask": memory_pad_mask}
         phrase_chunks = state.tensors.get("phrase_chunks")
         if phrase_chunks is not None:
             new_tensors["phrase_chunks"] = phrase_chunks
@@ -172,9 +179,8 @@ class Transformer(nn.Module):
         logits = self._logits(self.decoder_norm(x)).squeeze(1)  # (N, V)
         probs = aligned.probs.squeeze(2)  # (N, H, S)
         phrases = head_average(aligned.phrases).squeeze(1).float() if need_phrases else None  # (N, n_max, S)
-        return StepOut(
-            F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, DecoderState(new_tensors), probs
-        )
+        new_state = DecoderState(new_tensors, state.sentence, state.beam_size)
+        return StepOut(F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, new_state, probs)
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         if self.output_projection is None:

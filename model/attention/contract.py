@@ -14,6 +14,10 @@ one `AttentionOut`; what a kind can do beyond plain attention is declared on the
   size, asked once `validate_options` found none.
 - `export_problems(target, options, site)`: why this kind cannot be exported to `target`
   ("onnx", "torchscript", "ct2"); empty when it can.
+- `sentence_state()`: the names in `init_state`'s state that come from the source alone and that
+  `step` passes through unchanged (the cross-attention's projected memory): the same for every
+  beam of a sentence, so a beam reorder need not copy them (model/state.py). Empty by default:
+  then every tensor is treated as per beam, which is always right.
 """
 from __future__ import annotations
 
@@ -71,6 +75,8 @@ class AttentionKind(Protocol):
         """Cross-attention: the memory projected once; self-attention: empty caches. Batch-first."""
         ...
 
+    def sentence_state(self) -> frozenset[str]: ...
+
     def step(
         self, x: torch.Tensor, state: State, *, key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False, need_phrases: bool = False,
@@ -92,3 +98,6 @@ class AttentionModule(nn.Module):
     @staticmethod
     def export_problems(target: str, options: dict[str, Any], site: str) -> list[str]:
         return []
+
+    def sentence_state(self) -> frozenset[str]:
+        return frozenset()

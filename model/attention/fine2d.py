@@ -104,6 +104,9 @@ class Fine2dAttention(AttentionModule):
         empty = torch.zeros(batch_size, self.n_heads, 0, self.head_dim, device=device, dtype=dtype)  # (N, H, 0, dh)
         return {name: empty.clone() for name in self._state_names()}
 
+    def sentence_state(self) -> frozenset[str]:
+        return frozenset(self._state_names()) if self.site == "cross" else frozenset()
+
     def step(
         self,
         x: torch.Tensor,

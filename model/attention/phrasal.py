@@ -144,6 +144,10 @@ class PhrasalAttention(AttentionModule):
             "x_tail": torch.zeros(n, self.spec.n_max - 1, self.d_model, device=device, dtype=dtype),  # (N, n_max-1, D)
         }
 
+    def sentence_state(self) -> frozenset[str]:
+        # The interleaved structure's "x_tail" is the previous query row: per beam.
+        return frozenset({"k", "v"}) if self.site == "cross" else frozenset()
+
     def step(
         self,
         x: torch.Tensor,

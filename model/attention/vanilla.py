@@ -73,6 +73,9 @@ class VanillaAttention(AttentionModule):
         empty = torch.zeros(batch_size, self.n_heads, 0, head_dim, device=device, dtype=dtype)  # (N, H, 0, dh)
         return {"k": empty, "v": empty.clone()}
 
+    def sentence_state(self) -> frozenset[str]:
+        return frozenset({"k", "v"}) if self.site == "cross" else frozenset()
+
     def step(
         self,
         x: torch.Tensor,

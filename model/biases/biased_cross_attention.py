@@ -73,6 +73,9 @@ class BiasedCrossAttention(AttentionModule):
         state.update(initial_state(self.signals, memory.shape[0], self.n_heads, memory.shape[1], memory.device))
         return state
 
+    def sentence_state(self) -> frozenset[str]:
+        return self.inner.sentence_state()  # the bias history is per beam
+
     def step(
         self,
         x: torch.Tensor,
