@@ -4,7 +4,7 @@ from __future__ import annotations
 import onnxruntime as ort
 import torch
 
-from export.artifact import ExportedDir
+from export.exported_dir import ExportedDir
 from export.entry_points import SOURCE, TOKENS, step_head_names
 from export.onnx_target import ENCODER_FILE, STEP_FILE
 from export.step_search import has_phrase_attention, initial_state, step_out

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from model.beam_search import Hypothesis
 from model.generate import SearchOptions, StepBackend, generate_ids
-from export.artifact import ExportedDir, read_export_dir
+from export.exported_dir import ExportedDir, read_export_dir
 from export.layout import PHRASES_OUTPUT
 
 

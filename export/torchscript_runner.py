@@ -5,7 +5,7 @@ import warnings
 
 import torch
 
-from export.artifact import ExportedDir
+from export.exported_dir import ExportedDir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
 from export.step_search import has_phrase_attention, initial_state, step_out

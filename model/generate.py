@@ -7,7 +7,6 @@ following each hypothesis' attention rows (token and phrase attention, kept apar
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol
 

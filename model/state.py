@@ -1,4 +1,4 @@
-"""Decoding state as explicit data: every tensor is batch-first, so reordering is one index_select."""
+"""Decoding state as explicit data: batch-first tensors, reordered by index_select where a step changes them."""
 from __future__ import annotations
 
 from dataclasses import dataclass

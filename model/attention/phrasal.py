@@ -28,11 +28,10 @@ import torch
 from torch import nn
 
 from model.attention.contract import AttentionModule, AttentionOut
-from model.attention.functional import dropout as dropout_if_training, merge_heads
+from model.attention.functional import dropout as dropout_if_training, masked_softmax, merge_heads
 from model.attention.ngram import (
     causal_key_mask,
     fused_ngram_conv,
-    masked_softmax,
     ngram_valid,
     phrase_table,
     source_invalid,

@@ -25,12 +25,16 @@ import torch
 from torch import nn
 
 from model.attention.contract import AttentionModule, AttentionOut
-from model.attention.functional import attention_mask
-from model.biases.features import masked_softmax
+from model.attention.functional import masked_softmax
 from model.biases.history import STATE_KEYS, History, full_history, initial_state, next_state, step_history
 from model.biases.registry import bias_class
 
 State = dict[str, torch.Tensor]
+
+
+def padding(key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """key_padding_mask (B, S) -> (B, 1, 1, S) against logits (B, H, T, S); True at padding."""
+    return None if key_padding_mask is None else key_padding_mask[:, None, None, :]
 
 
 def source_lengths(key_padding_mask: torch.Tensor | None, batch_size: int, source_len: int, device: torch.device) -> torch.Tensor:
@@ -61,9 +65,9 @@ class BiasedCrossAttention(AttentionModule):
         """x (B, T, D) target rows, memory (B, S, D) -> output (B, T, D), biased probabilities (B, H, T, S)."""
         kv = self.inner.init_state(memory, memory.shape[0], memory.device, memory.dtype)
         logits = self.inner.token_logits(x, kv)  # (B, H, T, S)
-        keep = attention_mask(key_padding_mask, logits.shape[2], logits.shape[3], False, logits.device)
-        history = full_history(masked_softmax(logits, keep), self.signals)
-        probs = self._biased_probs(logits, keep, history, key_padding_mask)
+        hidden = padding(key_padding_mask)
+        history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
+        probs = self._biased_probs(logits, hidden, history, key_padding_mask)
         return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None)
 
     def init_state(self, memory: torch.Tensor, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
@@ -89,9 +93,9 @@ class BiasedCrossAttention(AttentionModule):
         bias_keys = set(STATE_KEYS.values())
         kv = {name: t for name, t in state.items() if name not in bias_keys}
         logits = self.inner.token_logits(x, kv)  # (N, H, 1, S)
-        keep = attention_mask(key_padding_mask, 1, logits.shape[3], False, logits.device)
-        unbiased = masked_softmax(logits, keep)  # (N, H, 1, S)
-        probs = self._biased_probs(logits, keep, step_history(state, self.signals), key_padding_mask)
+        hidden = padding(key_padding_mask)
+        unbiased = masked_softmax(logits, hidden, may_be_empty=True)  # (N, H, 1, S)
+        probs = self._biased_probs(logits, hidden, step_history(state, self.signals), key_padding_mask)
         new_state = dict(kv)
         new_state.update(next_state(state, unbiased, self.signals))
         return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None, state=new_state)
@@ -105,7 +109,8 @@ class BiasedCrossAttention(AttentionModule):
         return total
 
     def _biased_probs(
-        self, logits: torch.Tensor, keep: torch.Tensor | None, history: History, key_padding_mask: torch.Tensor | None
+        self, logits: torch.Tensor, hidden: torch.Tensor | None, history: History, key_padding_mask: torch.Tensor | None
     ) -> torch.Tensor:
         lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (B,)
-        return masked_softmax(logits + self.bias(history, lengths, logits.shape[3]), keep)  # (B, H, T, S)
+        biased = logits + self.bias(history, lengths, logits.shape[3])
+        return masked_softmax(biased, hidden, may_be_empty=True)  # (B, H, T, S)

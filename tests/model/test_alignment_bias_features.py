@@ -241,3 +241,15 @@ def test_valid_options_and_phrasal_self_attention_are_accepted():
                          encoder_self_attention=phrasal, decoder_self_attention=phrasal)
     assert config.to_dict()["alignment_biases"] == {"position": {"hidden": 4}, "markov": {"window": 0}, "fertility": {}}
     assert tiny_config(alignment_biases={}).alignment_biases == {}
+
+
+def test_the_one_masked_softmax_hides_true_entries_and_zeroes_empty_rows():
+    """The biases use the same masked softmax as the n-gram attention: True = hidden, as key_padding_mask."""
+    from model.attention.functional import masked_softmax
+    from model.biases.biased_cross_attention import padding
+
+    logits = torch.tensor([[0.0, math.log(3.0), 5.0], [1.0, 2.0, 3.0]]).view(2, 1, 1, 3)
+    pad = torch.tensor([[False, False, True], [True, True, True]])
+    probs = masked_softmax(logits, padding(pad), may_be_empty=True).view(2, 3)
+    torch.testing.assert_close(probs, torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]]), atol=1e-7, rtol=0)
+    assert probs[0, 2].item() == 0.0

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from model.attention.convkv import ConvKVAttention
+from model.attention.functional import masked_softmax
 from model.attention.ngram import (
     causal_key_mask,
     fused_ngram_conv,
-    masked_softmax,
     ngram_valid,
     phrase_table,
     spread_to_tokens,
