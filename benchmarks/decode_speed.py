@@ -8,6 +8,12 @@ library sets up per new shape, the second does not (--cudnn-attention on shows w
 
     python benchmarks/decode_speed.py --model-dir models/en-de --device cuda --batch-sizes 1,8,64
     python benchmarks/decode_speed.py --device cuda --batch-sizes "" --mixed-batches 40
+    python benchmarks/decode_speed.py --device cpu --batch-sizes "" --reorder-bytes 8
+
+--reorder-bytes B decodes the first B sentences as one batch and counts the bytes that the
+beam reorders copy (every state tensor a reorder returns that is not the one it was given),
+split into the per-sentence tensors and the per-beam rest, beside what copying every tensor at
+every reorder would move.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from model import decoding_defaults
 from model.artifacts import load_model_dir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from model.generate import SearchOptions, generate, source_batch
+from model.state import DecoderState
 
 
 def main() -> None:
@@ -40,6 +47,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--mixed-batches", type=int, default=0, help="batches of random sizes, timed on first sight and again")
     parser.add_argument("--cudnn-attention", choices=["on", "off"], default="off", help="on: what the service avoids")
+    parser.add_argument("--reorder-bytes", type=int, default=0, metavar="B", help="bytes copied by beam reorders, one batch of B")
     args = parser.parse_args()
 
     device = torch.device(args.device)
@@ -68,6 +76,8 @@ def main() -> None:
         print(f"batch {batch_size:4d}: {len(texts) / seconds:8.1f} sentences/s, {1000 * seconds / len(batches):8.1f} ms per batch")
     if args.mixed_batches:
         time_mixed_batches(loaded, texts, options, device, args)
+    if args.reorder_bytes:
+        count_reorder_bytes(loaded, texts[: args.reorder_bytes], options, device)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
@@ -103,6 +113,32 @@ def time_mixed_batches(loaded, texts: list[str], options: SearchOptions, device:
             times.append(1000 * (time.perf_counter() - start))
         print(f"{len(batches)} mixed batches ({sum(sizes)} sentences), {sight}, cuDNN attention {args.cudnn_attention}: "
               f"{sum(times):8.0f} ms in all, median {statistics.median(times):6.1f} ms, max {max(times):7.1f} ms")
+
+
+def count_reorder_bytes(loaded, texts: list[str], options: SearchOptions, device: torch.device) -> None:
+    """Bytes copied by the beam reorders of one batch (`DecoderState.reorder`, counted around it),
+    beside what copying every state tensor at every reorder would move; "per sentence": the
+    tensors that `DecoderState.sentence` names (projected memory, masks, phrase memory)."""
+    counts: list[tuple[int, int, int]] = []  # per reorder: (per-sentence bytes copied, per-beam bytes, all bytes)
+    reorder = DecoderState.reorder
+
+    def counting(state: DecoderState, index: torch.Tensor) -> DecoderState:
+        new = reorder(state, index)
+        sizes = {name: t.numel() * t.element_size() for name, t in new.tensors.items()}
+        copied = [name for name, t in new.tensors.items() if t is not state.tensors[name]]
+        counts.append((sum(sizes[n] for n in copied if n in state.sentence),
+                       sum(sizes[n] for n in copied if n not in state.sentence), sum(sizes.values())))
+        return new
+
+    DecoderState.reorder = counting  # type: ignore[method-assign]
+    try:
+        generate(loaded.model, source_batch(loaded.tokenizer, texts, device), options)
+    finally:
+        DecoderState.reorder = reorder  # type: ignore[method-assign]
+    shared, beams, everything = (sum(c[i] for c in counts) for i in range(3))
+    print(f"reorder bytes, {len(texts)} sentences, beam {options.beam_size}, {len(counts)} reorders: "
+          f"copied {(shared + beams) / 1e6:.1f} MB (per-sentence tensors {shared / 1e6:.1f} MB, per-beam {beams / 1e6:.1f} MB); "
+          f"copying every tensor would move {everything / 1e6:.1f} MB ({100 * (1 - (shared + beams) / max(1, everything)):.0f} % saved)")
 
 
 def sync(device: torch.device) -> None:

@@ -30,7 +30,7 @@ import torch
 from model.beam_search import Hypothesis
 from model.generate import PhrasalHypothesis, SearchOptions
 from model.tokenizer import Tokenizer
-from export.artifact import ExportedDir
+from export.exported_dir import ExportedDir
 from export.ct2_target import vocabulary
 
 

@@ -5,9 +5,9 @@ exporters see plain tensors: the encoder maps src (B, S) to the decoder's initia
 runtime never needs the model's `init_state`), and the step maps (tokens (N,), *state) to
 (log_probs (N, V) float32, [attention (N, S) float32,] [phrase_attention (N, n_max, S) float32,]
 *new state), in `StateLayout.names` order. The phrase attention is an output only when the layout
-says so (`PHRASES_OUTPUT`): it comes from `decode_step_with_phrases`, which takes the same
-numerical path as `decode_step` plus the alignment layer's phrase table, so one graph serves
-searches with and without phrase alignments.
+says so (`PHRASES_OUTPUT`): `decode_step(..., need_phrases=True)` takes the same numerical path
+as without it plus the alignment layer's phrase table, so one graph serves searches with and
+without phrase alignments.
 Beam reordering stays outside: every state tensor is batch-first, so the caller index_selects.
 """
 from __future__ import annotations
@@ -46,15 +46,12 @@ class DecoderStepEntry(nn.Module):
         self.phrases = layout.phrase_attention == PHRASES_OUTPUT
 
     def forward(self, tokens: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        old = DecoderState(dict(zip(self.names, state)))
+        out = self.model.decode_step(tokens, DecoderState(dict(zip(self.names, state))), need_phrases=self.phrases)
         if self.phrases:
-            out = self.model.decode_step_with_phrases(tokens, None, old)
             head: tuple[torch.Tensor, ...] = (out.log_probs, out.attention, out.phrase_attention)
-            new = out.state
         else:
-            log_probs, attention, new = self.model.decode_step(tokens, None, old)
-            head = (log_probs, attention) if self.has_attention else (log_probs,)
-        return head + tuple(new.tensors[name] for name in self.names)
+            head = (out.log_probs, out.attention) if self.has_attention else (out.log_probs,)
+        return head + tuple(out.state.tensors[name] for name in self.names)
 
 
 def step_head_names(layout: StateLayout) -> list[str]:
@@ -79,6 +76,6 @@ def example_inputs(model: Transformer, layout: StateLayout, batch: int = 2, leng
     state = model.init_state(model.encode(src))
     tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long, device=src.device)
     for _ in range(steps):
-        log_probs, _, state = model.decode_step(tokens, None, state)
-        tokens = log_probs.argmax(dim=-1)
+        out = model.decode_step(tokens, state)
+        state, tokens = out.state, out.log_probs.argmax(dim=-1)
     return (src,), (tokens, *[state.tensors[name].clone() for name in layout.names])

@@ -8,7 +8,7 @@ length is the "src_len" axis, one that grows by one per step is the "past_len" a
 self-attention cache), and one that never changes is static (heads, head size, the n-gram window
 buffers). Nothing here knows an attention kind by name, so new kinds are exported unchanged.
 
-The probe also asks `decode_step_with_phrases` for the phrase attention (N, n_max, S): when it is
+The probe also asks `decode_step` for the phrase attention (N, n_max, S): when it is
 more than the token attention as 1-grams (a phrasal cross-attention's n-gram table, the chunk
 table of phrase representations), the step graph outputs it ("output"); when it is exactly the
 token attention as 1-grams (every other model), runners rebuild it from the attention ("token").
@@ -47,6 +47,9 @@ class StateLayout:
     has_attention: bool  # decode_step returns cross-attention rows (needed for alignments)
     phrase_attention: str = PHRASES_NONE  # PHRASES_OUTPUT | PHRASES_FROM_TOKENS | PHRASES_NONE
     phrase_sizes: int = 0  # n_max of the phrase attention output (PHRASES_OUTPUT only)
+    # The per-sentence tensors (`DecoderState.sentence`): a step passes them through unchanged,
+    # so runners keep their own and reorder them by sentence (none: an export made before).
+    sentence: tuple[str, ...] = ()
 
     def input_names(self) -> list[str]:
         return [INPUT_PREFIX + name for name in self.names]
@@ -63,6 +66,7 @@ class StateLayout:
             "has_attention": self.has_attention,
             "phrase_attention": self.phrase_attention,
             "phrase_sizes": self.phrase_sizes,
+            "sentence": list(self.sentence),
         }
 
     @classmethod
@@ -75,6 +79,7 @@ class StateLayout:
             has_attention=bool(data["has_attention"]),
             phrase_attention=str(data.get("phrase_attention", PHRASES_NONE)),
             phrase_sizes=int(data.get("phrase_sizes", 0)),
+            sentence=tuple(data.get("sentence", ())),
         )
 
 
@@ -97,40 +102,43 @@ def probe_source(model: Transformer, batch: int, length: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[list[dict[str, torch.Tensor]], bool]:
-    """The state before the first step and after each of `steps` steps; whether attention came back."""
+def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[list[dict[str, torch.Tensor]], bool, frozenset[str]]:
+    """The state before the first step and after each of `steps` steps; whether attention came
+    back; the per-sentence names."""
     src = probe_source(model, batch, length)
     state = model.init_state(model.encode(src))
+    sentence = state.sentence
     states = [dict(state.tensors)]
     tokens = torch.full((batch,), model.config.bos_id, dtype=torch.long, device=src.device)
     has_attention = True
     for _ in range(steps):
-        _, attention, state = model.decode_step(tokens, None, state)
-        has_attention = has_attention and attention is not None
+        out = model.decode_step(tokens, state)
+        state = out.state
+        has_attention = has_attention and out.attention is not None
         states.append(dict(state.tensors))
         tokens = torch.full((batch,), _filler_id(model), dtype=torch.long, device=src.device)
-    return states, has_attention
+    return states, has_attention, sentence
 
 
 @torch.inference_mode()
 def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, list[str]]:
-    """(phrase_attention mode, phrase_sizes, problems): what `decode_step_with_phrases` gives over
-    a few steps of the probe batch, compared with the token attention of the same steps."""
-    if not has_attention or not callable(getattr(model, "decode_step_with_phrases", None)):
+    """(phrase_attention mode, phrase_sizes, problems): what `decode_step(..., need_phrases=True)`
+    gives over a few steps of the probe batch, compared with the token attention of the same steps."""
+    if not has_attention:
         return PHRASES_NONE, 0, []
     src = probe_source(model, _BATCH, _SOURCE)
     state = model.init_state(model.encode(src))
     tokens = torch.full((_BATCH,), model.config.bos_id, dtype=torch.long, device=src.device)
     shapes, as_tokens = set(), True
     for _ in range(_STEPS):
-        out = model.decode_step_with_phrases(tokens, None, state)
+        out = model.decode_step(tokens, state, need_phrases=True)
         phrases, state = out.phrase_attention, out.state
         shapes.add(tuple(phrases.shape))
         as_tokens = as_tokens and phrases.shape[1] == 1 and torch.equal(phrases[:, 0], out.attention)
         tokens = torch.full((_BATCH,), _filler_id(model), dtype=torch.long, device=src.device)
     if shapes != {(_BATCH, next(iter(shapes))[1], _SOURCE)}:
         return PHRASES_NONE, 0, [
-            f"the phrase attention of decode_step_with_phrases must be (N, n_max, S) with a fixed n_max, got shapes {sorted(shapes)}"
+            f"the phrase attention of decode_step must be (N, n_max, S) with a fixed n_max, got shapes {sorted(shapes)}"
         ]
     if as_tokens:
         return PHRASES_FROM_TOKENS, 0, []
@@ -140,13 +148,13 @@ def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, li
 def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
     """The state layout of `model`, or None and every reason it cannot be exported as graphs."""
     try:
-        base, has_attention = run_probe(model, _BATCH, _SOURCE, _STEPS)
-        wider, _ = run_probe(model, _BATCH + 1, _SOURCE, 2)
-        longer, _ = run_probe(model, _BATCH, _SOURCE + 2, 2)
+        base, has_attention, sentence = run_probe(model, _BATCH, _SOURCE, _STEPS)
+        wider, _, _ = run_probe(model, _BATCH + 1, _SOURCE, 2)
+        longer, _, _ = run_probe(model, _BATCH, _SOURCE + 2, 2)
     except Exception as error:  # the model's own code: report it, whatever it is
         return None, [
-            "incremental decoding fails on the export probe (decode_step must work with memory=None, "
-            f"reading everything it needs from the decoder state): {type(error).__name__}: {error}"
+            "incremental decoding fails on the export probe (decode_step must read everything it needs "
+            f"from the decoder state): {type(error).__name__}: {error}"
         ]
     problems: list[str] = []
     names = list(base[0])
@@ -201,9 +209,15 @@ def probe_layout(model: Transformer) -> tuple[StateLayout | None, list[str]]:
         phrase_mode, phrase_sizes, phrase_problems = probe_phrases(model, has_attention)
     except Exception as error:  # the model's own code: report it, whatever it is
         phrase_mode, phrase_sizes, phrase_problems = PHRASES_NONE, 0, [
-            f"decode_step_with_phrases fails on the export probe: {type(error).__name__}: {error}"
+            f"decode_step with phrases fails on the export probe: {type(error).__name__}: {error}"
         ]
     problems += phrase_problems
     if problems:
         return None, problems
-    return StateLayout(tuple(names), dtypes, axes, shapes, has_attention, phrase_mode, phrase_sizes), []
+    shared = tuple(name for name in names if name in sentence)
+    for name in shared:
+        if not all(torch.equal(state[name], base[0][name]) for state in base[1:]):
+            problems.append(f"decoder state tensor {name!r} is declared per sentence but a step changes it")
+    if problems:
+        return None, problems
+    return StateLayout(tuple(names), dtypes, axes, shapes, has_attention, phrase_mode, phrase_sizes, shared), []

@@ -1,14 +1,15 @@
 """An exported ONNX model run by ONNX Runtime: a StepBackend for the shared beam search."""
 from __future__ import annotations
 
-import numpy as np
 import onnxruntime as ort
 import torch
 
-from export.artifact import ExportedDir
+from export.exported_dir import ExportedDir
 from export.entry_points import SOURCE, TOKENS, step_head_names
 from export.onnx_target import ENCODER_FILE, STEP_FILE
-from export.step_search import State
+from export.step_search import has_phrase_attention, initial_state, step_out
+from model.state import DecoderState
+from model.transformer import StepOut
 
 
 def providers_for(device: str) -> list[str]:
@@ -24,14 +25,14 @@ def providers_for(device: str) -> list[str]:
 
 
 class OnnxBackend:
-    """Two ORT sessions; the state is a dict of numpy arrays, reordered with np.take outside the graphs."""
+    """Two ORT sessions; the state holds CPU torch tensors sharing memory with ORT's numpy arrays."""
 
     def __init__(self, exported: ExportedDir, device: str = "cpu", threads: int = 0):
         assert exported.layout is not None, "ONNX exports carry a state layout"
         self.config = exported.config
         self.layout = exported.layout
         self.has_attention = exported.layout.has_attention
-        self.phrase_attention = exported.layout.phrase_attention
+        self.has_phrase_attention = has_phrase_attention(exported.layout)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 0: onnxruntime's default (one per core)
         providers = providers_for(device)
@@ -42,17 +43,12 @@ class OnnxBackend:
         self._step_outputs = self._head + self.layout.output_names()
         self._encoder_outputs = self.layout.output_names()
 
-    def encode(self, src: torch.Tensor) -> State:
+    def encode(self, src: torch.Tensor) -> DecoderState:
         outputs = self.encoder.run(self._encoder_outputs, {SOURCE: src.cpu().numpy()})
-        return dict(zip(self.layout.names, outputs))
+        return initial_state([torch.from_numpy(a) for a in outputs], self.layout)
 
-    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, State]:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         feed = {TOKENS: tokens.cpu().numpy()}
-        feed.update({key: state[name] for key, name in zip(self._state_inputs, self.layout.names)})
-        outputs = self.decoder.run(self._step_outputs, feed)
-        head = [torch.from_numpy(a) for a in outputs[: len(self._head)]] + [None, None]
-        return head[0], head[1], head[2], dict(zip(self.layout.names, outputs[len(self._head):]))
-
-    def reorder(self, state: State, index: torch.Tensor) -> State:
-        rows = index.cpu().numpy()
-        return {name: np.take(value, rows, axis=0) for name, value in state.items()}
+        feed.update({key: state.tensors[name].numpy() for key, name in zip(self._state_inputs, self.layout.names)})
+        outputs = [torch.from_numpy(a) for a in self.decoder.run(self._step_outputs, feed)]
+        return step_out(outputs[: len(self._head)], outputs[len(self._head):], state, self.layout, need_phrases)

@@ -12,7 +12,7 @@ import torch
 from model import decoding_defaults
 from model.artifacts import TOKENIZER_FILE, LoadedModel, load_model_dir
 from model.errors import ArtifactError
-from export.artifact import ExportedDir, read_export_dir, write_manifest
+from export.exported_dir import ExportedDir, read_export_dir, write_manifest
 from export.errors import ExportError, UnsupportedModel, VerificationFailed
 from export.runners import open_runner
 from export.support import TARGETS, check_support

@@ -2,7 +2,7 @@
 
 Used by the exporter's verification and by the service's backends alike, so that what was
 verified is what is served. ONNX and TorchScript exports run the shared beam search
-(`export.step_search`); CTranslate2 runs its own. Engines are imported only when asked for.
+(`model.generate.generate`); CTranslate2 runs its own. Engines are imported only when asked for.
 """
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Protocol
 
 from model.beam_search import Hypothesis
-from model.generate import SearchOptions
-from export.artifact import ExportedDir, read_export_dir
+from model.generate import SearchOptions, StepBackend, generate_ids
+from export.exported_dir import ExportedDir, read_export_dir
 from export.layout import PHRASES_OUTPUT
-from export.step_search import StepBackend, generate_ids, has_phrase_attention
 
 
 class Runner(Protocol):
@@ -34,8 +33,8 @@ class StepRunner:
         self.exported = exported
         self.backend = backend
         self.has_attention = backend.has_attention
-        self.has_phrase_attention = has_phrase_attention(backend)
-        self.native_phrases = backend.phrase_attention == PHRASES_OUTPUT
+        self.has_phrase_attention = backend.has_phrase_attention
+        self.native_phrases = exported.layout.phrase_attention == PHRASES_OUTPUT
 
     def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
         return generate_ids(self.backend, sources, options)

@@ -1,8 +1,8 @@
 """Check support: every reason a model cannot be exported to a target, listed at once.
 
-Generic over the attention registry: an attention class may declare
-`export_problems(target: str, options: dict, site: str) -> list[str]` (a staticmethod or
-classmethod) to refuse targets it knows it cannot reach; the graph targets (onnx, torchscript)
+Generic over the attention registry: every kind answers
+`export_problems(target, options, site) -> list[str]` (model/attention/contract.py; empty by
+default) to refuse targets it knows it cannot reach; the graph targets (onnx, torchscript)
 also probe the decoding state itself (`export.layout`). CTranslate2 has only the vanilla
 Transformer, so every other kind is refused by name, and so is every ModelConfig field that its
 TransformerSpec cannot represent (phrase representations, alignment biases, and any field added
@@ -34,9 +34,8 @@ def registry_problems(config: ModelConfig, target: str) -> list[str]:
     problems: list[str] = []
     for site in SITES:
         spec = config.attention(site)
-        hook = getattr(attention_class(spec.kind), "export_problems", None)
-        if callable(hook):
-            problems += [f"{site}_attention ({spec.kind}): {p}" for p in hook(target, dict(spec.options), site)]
+        found = attention_class(spec.kind).export_problems(target, dict(spec.options), site)
+        problems += [f"{site}_attention ({spec.kind}): {p}" for p in found]
     return problems
 
 

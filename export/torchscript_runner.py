@@ -5,10 +5,12 @@ import warnings
 
 import torch
 
-from export.artifact import ExportedDir
+from export.exported_dir import ExportedDir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
-from export.step_search import State
+from export.step_search import has_phrase_attention, initial_state, step_out
+from model.state import DecoderState
+from model.transformer import StepOut
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
 
 
@@ -18,7 +20,7 @@ class TorchScriptBackend:
         self.config = exported.config
         self.layout = exported.layout
         self.has_attention = exported.layout.has_attention
-        self.phrase_attention = exported.layout.phrase_attention
+        self.has_phrase_attention = has_phrase_attention(exported.layout)
         self._heads = len(step_head_names(exported.layout))  # log_probs [, attention [, phrase_attention]]
         self.device = torch.device(device)
         avoid_per_shape_attention_plans(self.device)  # the graphs call scaled_dot_product_attention
@@ -27,18 +29,13 @@ class TorchScriptBackend:
             self.encoder = torch.jit.load(str(exported.path / ENCODER_FILE), map_location=self.device).eval()
             self.decoder = torch.jit.load(str(exported.path / STEP_FILE), map_location=self.device).eval()
 
-    def encode(self, src: torch.Tensor) -> State:
+    def encode(self, src: torch.Tensor) -> DecoderState:
         with torch.inference_mode(), torch.jit.optimized_execution(False):
-            return dict(zip(self.layout.names, self.encoder(src.to(self.device))))
+            return initial_state(list(self.encoder(src.to(self.device))), self.layout)
 
-    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, State]:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         # The profiling executor re-specialises the graph for every new cache length; without it
         # the trace runs as recorded (measured faster on CPU, and the same numbers).
         with torch.inference_mode(), torch.jit.optimized_execution(False):
-            outputs = self.decoder(tokens.to(self.device), *[state[name] for name in self.layout.names])
-        head = list(outputs[: self._heads]) + [None, None]
-        return head[0], head[1], head[2], dict(zip(self.layout.names, outputs[self._heads:]))
-
-    def reorder(self, state: State, index: torch.Tensor) -> State:
-        index = index.to(self.device)
-        return {name: value.index_select(0, index) for name, value in state.items()}
+            outputs = self.decoder(tokens.to(self.device), *[state.tensors[name] for name in self.layout.names])
+        return step_out(list(outputs[: self._heads]), list(outputs[self._heads:]), state, self.layout, need_phrases)

@@ -116,7 +116,7 @@ def read_checked_manifest(
 ) -> dict[str, Any]:
     """A directory's manifest after checking its format and keys, that it records a hash for each
     of `required_files`, and that every file it lists exists with that sha256. Shared by model
-    directories and exported directories (export/artifact.py); `hint` follows "missing manifest.json"."""
+    directories and exported directories (export/exported_dir.py); `hint` follows "missing manifest.json"."""
     path = Path(path)
     if not path.is_dir():
         raise ArtifactError(f"{what} {path} does not exist")

@@ -2,7 +2,7 @@
 
 The search sees only log-probs and attention rows; the decoder owns its state and reorders it
 when told (DESIGN.md §3.5-3.6). One loop serves every backend that implements
-`IncrementalDecoder` (eager PyTorch, ONNX Runtime).
+`IncrementalDecoder` (model.generate.SearchDecoder over any step backend).
 """
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ import torch
 _NEG_INF = float("-inf")
 
 
+# Per-row values the search follows along the beam parents: one tensor (N, ...) or several by name.
+Rows = torch.Tensor | dict[str, torch.Tensor]
+
+
 class IncrementalDecoder(Protocol):
-    def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, Rows | None]:
         """tokens (N,) long: the last token of every live row. Returns log_probs (N, V) float32
-        and attention (N, S) (or None) for that step."""
+        and attention rows (N, S) (or None, or several per-row tensors by name) for that step."""
         ...
 
     def reorder(self, index: torch.Tensor) -> None:
@@ -31,7 +35,25 @@ class Hypothesis:
     tokens: list[int]  # generated ids, without BOS and without EOS
     score: float  # length-normalised score used for ranking
     log_prob: float  # sum of token log-probs including EOS
-    attention: torch.Tensor | None  # (len(tokens), S) attention rows of the generated tokens (EOS row dropped)
+    # (len(tokens), S) attention rows of the generated tokens (EOS row dropped); a dict of such
+    # histories when the decoder returns several rows by name.
+    attention: Rows | None
+
+
+def _map_rows(fn, rows: Rows) -> Rows:
+    """fn applied to the one tensor, or to every tensor by name."""
+    return {name: fn(t) for name, t in rows.items()} if isinstance(rows, dict) else fn(rows)
+
+
+def _zip_rows(fn, a: Rows, b: Rows) -> Rows:
+    return {name: fn(t, b[name]) for name, t in a.items()} if isinstance(a, dict) else fn(a, b)
+
+
+def _rows_ok(rows: Rows | None, n: int) -> bool:
+    """One (n, S) tensor, or named tensors (n, ...) of rank 2 or more."""
+    if rows is None or isinstance(rows, torch.Tensor):
+        return rows is not None and rows.dim() == 2 and rows.size(0) == n
+    return bool(rows) and all(t is not None and t.dim() >= 2 and t.size(0) == n for t in rows.values())
 
 
 def _is_int(value: object) -> bool:
@@ -93,7 +115,8 @@ def beam_search(
     finishing order (earlier step first, then candidate rank). Fewer than n_best come back only
     when the decoder gave -inf to every other continuation. With return_attention, each
     hypothesis carries the decoder's attention rows of its tokens, (len(tokens), S), followed
-    along the beam parents, moved to the CPU; otherwise attention is None and nothing is kept.
+    along the beam parents, moved to the CPU (a dict of such histories when the decoder returns
+    several per-row tensors by name); otherwise attention is None and nothing is kept.
 
     The BOS tokens of the first step are made on max_lengths.device; after that every tensor
     lives on the device of the log-probs the decoder returns. beam_size=1 is greedy (argmax)
@@ -114,8 +137,8 @@ def beam_search(
         n = len(live)
         if log_probs.dim() != 2 or log_probs.size(0) != n * K:
             raise ValueError(f"decoder.step returned log_probs of shape {tuple(log_probs.shape)}, expected ({n * K}, V)")
-        if return_attention and (attn is None or attn.dim() != 2 or attn.size(0) != n * K):
-            got = None if attn is None else tuple(attn.shape)
+        if return_attention and not _rows_ok(attn, n * K):
+            got = None if attn is None else _map_rows(lambda t: None if t is None else tuple(t.shape), attn)
             raise ValueError(f"return_attention=True needs decoder.step to return attention ({n * K}, S), got {got}")
         V = log_probs.size(1)
         device = log_probs.device
@@ -127,7 +150,7 @@ def beam_search(
             max_len = max_lengths.to(device)
             not_eos = torch.arange(V, device=device) != eos_id  # (V,)
             if return_attention:
-                attn_hist = attn.new_empty((n, K, 0, attn.size(1)))  # (n, K, t, S)
+                attn_hist = _map_rows(lambda a: a.new_empty((n, K, 0, *a.shape[1:])), attn)  # (n, K, t, S…)
 
         # Sentences at their max length may only end: every non-EOS token gets -inf.
         forced = (max_len <= step)[:, None, None] & not_eos  # (n, 1, V)
@@ -149,13 +172,13 @@ def beam_search(
         if fin.numel():
             g, r = fin[:, 0], fin[:, 1]
             p = parent[g, r]
-            fin_attn = attn_hist[g, p].cpu() if return_attention else None  # (F, t, S)
+            fin_attn = _map_rows(lambda h: h[g, p].cpu(), attn_hist) if return_attention else None  # (F, t, S…)
             length = step + 1  # generated tokens counting EOS
             rows = zip(g.tolist(), hist[g, p].tolist(), top_scores[g, r].tolist())
             for i, (gi, toks, lp) in enumerate(rows):
                 hyps = finished[live[gi]]
                 if len(hyps) < K:
-                    att = fin_attn[i] if fin_attn is not None else None
+                    att = _map_rows(lambda h: h[i], fin_attn) if fin_attn is not None else None
                     hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att))
 
         alive = (next_scores[:, 0] > _NEG_INF).tolist()  # best continuation first, so column 0 decides
@@ -171,8 +194,10 @@ def beam_search(
         decoder.reorder((kg.unsqueeze(1) * K + src).view(-1))  # (n'*K,) rows of the current step
         hist = torch.cat([hist[kg.unsqueeze(1), src], next_tokens[kg].unsqueeze(2)], dim=2)  # (n', K, t+1)
         if return_attention:
-            step_attn = attn.view(n, K, -1)[kg.unsqueeze(1), src]  # (n', K, S)
-            attn_hist = torch.cat([attn_hist[kg.unsqueeze(1), src], step_attn.unsqueeze(2)], dim=2)  # (n', K, t+1, S)
+            attn_hist = _zip_rows(
+                lambda h, a: torch.cat([h[kg.unsqueeze(1), src], a.view(n, K, *a.shape[1:])[kg.unsqueeze(1), src].unsqueeze(2)], dim=2),
+                attn_hist, attn,
+            )  # (n', K, t+1, S…)
         scores = next_scores[kg]
         tokens = next_tokens[kg].view(-1)
         max_len = max_len[kg]

@@ -176,7 +176,7 @@ def _problems(c: ModelConfig) -> list[str]:
         option_problems = cls.validate_options(dict(attention.options), site)
         problems += option_problems
         sized = isinstance(c.n_heads, int) and c.n_heads > 0 and isinstance(c.d_model, int) and c.d_model > 0
-        if not option_problems and sized and hasattr(cls, "validate_for_model"):
+        if not option_problems and sized:
             problems += cls.validate_for_model(dict(attention.options), site, d_model=c.d_model, n_heads=c.n_heads)
     if not problems:
         # The optional model parts check their options and their combination with the rest

@@ -29,7 +29,12 @@ class TokenEmbedding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor, start: int | torch.Tensor = 0) -> torch.Tensor:
-        """tokens (B, T) at positions start..start+T-1 -> (B, T, D)."""
+        """tokens (B, T) at positions start..start+T-1 -> (B, T, D); start an int, or (B,) int64
+        for a position per row (the decoding state's "position")."""
         length = tokens.shape[1]
-        positions = self.positions.narrow(0, start, length) if isinstance(start, int) else self.positions[start : start + length]
-        return self.dropout(self.tokens(tokens) * self.scale + positions.unsqueeze(0))
+        if isinstance(start, torch.Tensor) and start.dim() == 1:
+            at = start.unsqueeze(1) + torch.arange(length, device=start.device)  # (B, T)
+            positions = self.positions[at]  # (B, T, D)
+        else:
+            positions = self.positions.narrow(0, start, length).unsqueeze(0)  # (1, T, D)
+        return self.dropout(self.tokens(tokens) * self.scale + positions)

@@ -1,17 +1,24 @@
-"""Glue between the Transformer and the model-agnostic beam search."""
+"""One beam search for every step backend: the eager Transformer, exported graphs (ONNX Runtime,
+TorchScript). A `StepBackend` encodes a source batch into the decoder's initial state (a
+`DecoderState`), runs one decoding step on (tokens, state); the state expands to the beams and
+reorders itself for the search (DESIGN.md §3.5-3.6, model/state.py);
+`generate` does everything else: beam expansion, max lengths, never generating PAD/BOS, and
+following each hypothesis' attention rows (token and phrase attention, kept apart) to its end.
+"""
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from model import decoding_defaults as defaults
 from model.beam_search import Hypothesis, beam_search
+from model.config import ModelConfig
 from model.state import DecoderState
 from model.tokenizer import Tokenizer
-from model.transformer import Transformer
+from model.transformer import StepOut, Transformer
 
 
 @dataclass(frozen=True)
@@ -40,38 +47,64 @@ class PhrasalHypothesis(Hypothesis):
     phrase_attention: torch.Tensor | None = None
 
 
-class TransformerStepDecoder:
-    """`IncrementalDecoder` over a torch Transformer: the state lives here, the search sees log-probs.
+class StepBackend(Protocol):
+    """What the search needs of a model: encode, one step, reorder. The state is the backend's own."""
 
-    With phrases=True every attention row is [token attention (S) | phrase attention (n_max·S)],
-    so that the search carries both per hypothesis without knowing either.
-    """
+    config: ModelConfig
+    has_attention: bool  # its steps give attention rows (needed for alignments)
+    has_phrase_attention: bool  # its steps give the phrase attention when asked
 
-    def __init__(
-        self,
-        model: Transformer,
-        state: DecoderState,
-        phrases: bool = False,
-        should_stop: Callable[[], bool] | None = None,
-    ):
+    def encode(self, src: torch.Tensor) -> DecoderState:
+        """src (B, S) int64 -> the decoder's initial state, one row per sentence."""
+        ...
+
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+        """tokens (N,) -> `StepOut`: log-probs (N, V) float32, attention (N, S) or None, with
+        need_phrases the phrase attention (N, n_max, S), the new state."""
+        ...
+
+
+class TransformerBackend:
+    """The eager Transformer as a step backend."""
+
+    has_attention = True
+    has_phrase_attention = True
+
+    def __init__(self, model: Transformer):
         self.model = model
+        self.config = model.config
+
+    def encode(self, src: torch.Tensor) -> DecoderState:
+        return self.model.init_state(self.model.encode(src))
+
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+        return self.model.decode_step(tokens, state, need_phrases)
+
+
+class SearchDecoder:
+    """`model.beam_search.IncrementalDecoder` over a StepBackend: the state lives here, the search
+    sees log-probs and, when asked, the attention rows to follow: the token attention (N, S), or
+    with phrases {"attention": (N, S), "phrase_attention": (N, n_max, S)}."""
+
+    def __init__(self, backend: StepBackend, state: DecoderState, phrases: bool = False,
+                 should_stop: Callable[[], bool] | None = None):
+        self.backend = backend
         self.state = state
         self.phrases = phrases
         self.should_stop = should_stop
-        self._never = [model.config.pad_id, model.config.bos_id]
+        self._never = [backend.config.pad_id, backend.config.bos_id]
 
-    def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def step(self, tokens: torch.Tensor):
         if self.should_stop is not None and self.should_stop():
             raise SearchCancelled()
-        if self.phrases:
-            out = self.model.decode_step_with_phrases(tokens, None, self.state)
-            log_probs, self.state = out.log_probs, out.state
-            attention = torch.cat([out.attention, out.phrase_attention.flatten(1)], dim=1)  # (N, S + n_max·S)
-        else:
-            log_probs, attention, self.state = self.model.decode_step(tokens, None, self.state)
+        out = self.backend.step(tokens, self.state, self.phrases)
+        self.state = out.state
+        log_probs = out.log_probs
         # Padding and BOS are inputs only: never generate them.
         log_probs[:, self._never] = float("-inf")
-        return log_probs, attention
+        if self.phrases:
+            return log_probs, {"attention": out.attention, "phrase_attention": out.phrase_attention}
+        return log_probs, out.attention
 
     def reorder(self, index: torch.Tensor) -> None:
         self.state = self.state.reorder(index)
@@ -98,42 +131,54 @@ def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: i
 
 @torch.inference_mode()
 def generate(
-    model: Transformer,
+    backend: StepBackend | Transformer,
     src: torch.Tensor,
     options: SearchOptions = SearchOptions(),
     should_stop: Callable[[], bool] | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search over a padded source batch (B, S); returns each sentence's n-best hypotheses
-    (PhrasalHypothesis when options.return_phrase_attention). ``should_stop`` is asked before
-    every decoding step; once true the search raises ``SearchCancelled``."""
-    k = options.beam_size
-    memory = model.encode(src)
-    rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(k)  # (B*K,) sentence-major
+    (PhrasalHypothesis when options.return_phrase_attention). A Transformer runs eagerly.
+    ``should_stop`` is asked before every decoding step; once true the search raises
+    ``SearchCancelled``."""
+    if isinstance(backend, Transformer):
+        backend = TransformerBackend(backend)
+    if options.return_attention and not backend.has_attention:
+        raise ValueError("this export returns no attention, so it cannot give alignments")
     phrases = options.return_phrase_attention
-    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)), phrases=phrases, should_stop=should_stop)
+    if phrases and not backend.has_phrase_attention:
+        raise ValueError("this export returns no phrase attention, so it cannot give phrase alignments")
+    config = backend.config
+    k = options.beam_size
+    # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
+    decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases, should_stop=should_stop)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
-    limit = model.config.max_positions - 1
+    limit = config.max_positions - 1
     found = beam_search(
         decoder,
         batch_size=src.shape[0],
         beam_size=k,
-        bos_id=model.config.bos_id,
-        eos_id=model.config.eos_id,
-        max_lengths=max_lengths(src, model.config.pad_id, options, limit),
+        bos_id=config.bos_id,
+        eos_id=config.eos_id,
+        max_lengths=max_lengths(src, config.pad_id, options, limit),
         n_best=options.n_best,
         length_penalty=options.length_penalty,
         return_attention=options.return_attention or phrases,
     )
     if not phrases:
         return found
-    return [[_split_rows(h, src.shape[1], options.return_attention) for h in nbest] for nbest in found]
+    return [
+        [
+            PhrasalHypothesis(
+                h.tokens, h.score, h.log_prob, h.attention["attention"] if options.return_attention else None,
+                h.attention["phrase_attention"],
+            )
+            for h in nbest
+        ]
+        for nbest in found
+    ]
 
 
-def _split_rows(hypothesis: Hypothesis, source_len: int, keep_tokens: bool) -> PhrasalHypothesis:
-    rows = hypothesis.attention  # (T, S + n_max·S)
-    n_max = rows.shape[1] // source_len - 1
-    phrase_attention = rows[:, source_len:].reshape(rows.shape[0], n_max, source_len)  # (T, n_max, S)
-    return PhrasalHypothesis(
-        hypothesis.tokens, hypothesis.score, hypothesis.log_prob,
-        rows[:, :source_len] if keep_tokens else None, phrase_attention,
-    )
+def generate_ids(backend: StepBackend | Transformer, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
+    """Sources are piece ids without EOS; the model reads pieces + EOS, right-padded."""
+    config = backend.config
+    return generate(backend, pad_sources([ids + [config.eos_id] for ids in sources], config.pad_id), options)

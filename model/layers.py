@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.attention.contract import AttentionKind, AttentionOut
 from model.attention.functional import dropout
 from model.attention.registry import attention_class
 from model.config import ModelConfig
@@ -19,12 +20,12 @@ def dropped(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
     return dropout(x, module.p, module.training)
 
 
-def has_phrases(attention: nn.Module) -> bool:
+def has_phrases(attention: AttentionKind) -> bool:
     """Whether an attention module reports source n-grams (phrasal cross-attention does)."""
-    return getattr(attention, "phrase_sizes", 0) > 0
+    return attention.phrase_sizes > 0
 
 
-def build_attention(config: ModelConfig, site: str) -> nn.Module:
+def build_attention(config: ModelConfig, site: str) -> AttentionKind:
     spec = config.attention(site)
     cls = attention_class(spec.kind)
     attention = cls(config.d_model, config.n_heads, config.attention_dropout, site, dict(spec.options))
@@ -68,12 +69,27 @@ class EncoderLayer(nn.Module):
         if self.phrase_combination is not None:
             # The tokens first read the previous layer's phrases (Xu et al. §3.2, attentive combination).
             x = x + dropped(self.dropout, self.phrase_combination(x, phrases, phrase_mask))
-        attended, _ = self.self_attention(self.self_norm(x), key_padding_mask=pad_mask)
+        attended = self.self_attention(self.self_norm(x), key_padding_mask=pad_mask).out
         x = x + dropped(self.dropout, attended)
         return x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
 
 
 class DecoderLayer(nn.Module):
+    """Self-attention, [phrase cross-attention,] cross-attention, feed-forward; each pre-norm.
+
+    The full pass and the decoding step return one `AttentionOut`: the layer's output, the
+    cross-attention's per-head probabilities (B, H, T, S) when asked, the phrase table when asked,
+    and after a step the layer's new state {"self", "cross"[, "phrase"]}.
+
+    The phrase table (B, H, T, n_max, S) is the phrasal cross-attention's own n-gram table, or
+    with phrase representations (phrase_memory (B, K, S, D) and phrase_chunks (B, S) from
+    `Memory`) the phrase attention over the chunks (B, H, T, 8, S), or else the token attention as
+    1-grams (B, H, T, 1, S). A phrasal cross-attention keeps its own table even with phrase
+    representations: the token attention reported beside it is that table spread over tokens, so
+    the two views agree, and its n-grams are chosen at every position rather than cut at fixed
+    chunk boundaries.
+    """
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.self_norm = nn.LayerNorm(config.d_model)
@@ -90,46 +106,25 @@ class DecoderLayer(nn.Module):
         self.state_parts = ("self", "cross", "phrase") if with_phrases else ("self", "cross")
 
     def forward(
-        self, x: torch.Tensor, memory: torch.Tensor, memory_pad_mask: torch.Tensor, need_weights: bool,
-        need_phrases: bool = False,
+        self, x: torch.Tensor, memory: torch.Tensor, memory_pad_mask: torch.Tensor, *,
+        need_weights: bool = False, need_phrases: bool = False,
         phrase_memory: torch.Tensor | None = None, phrase_chunks: torch.Tensor | None = None,
-    ):
-        """x (B, T, D), memory (B, S, D) -> (B, T, D) and cross-attention (B, H, T, S) when asked.
-
-        With need_phrases (implies need_weights) a third value: the phrase table (B, H, T, n_max, S)
-        of a phrasal cross-attention, or the token attention as 1-grams (B, H, T, 1, S) otherwise.
-        With phrase representations (phrase_memory (B, K, S, D) and phrase_chunks (B, S) from
-        `Memory`) and a non-phrasal cross-attention, the table is the phrase attention over the
-        chunks (B, H, T, 8, S). A phrasal cross-attention keeps its own n-gram table: the token
-        attention reported beside it is that table spread over tokens, so the two views agree, and
-        its n-grams are chosen at every position rather than cut at fixed chunk boundaries.
-        """
-        attended, _ = self.self_attention(self.self_norm(x), causal=True)
-        x = x + dropped(self.dropout, attended)
+    ) -> AttentionOut:
+        """x (B, T, D), memory (B, S, D) -> out (B, T, D), cross-attention probs (B, H, T, S) when
+        asked (need_phrases implies need_weights), the phrase table when asked."""
+        x = x + dropped(self.dropout, self.self_attention(self.self_norm(x), causal=True).out)
         chunk_probs = None
         if self.phrase_attention is not None:
-            # Weights whenever the token attention's are asked for, so that decode_step and
-            # decode_step_with_phrases take the same numerical path and agree exactly.
-            attended, chunk_probs = self.phrase_attention(
-                x, phrase_memory, phrase_chunks.eq(0), need_weights or need_phrases
-            )
-            x = x + dropped(self.dropout, attended)
-        phrases = None
-        if need_phrases and has_phrases(self.cross_attention):
-            attended, probs, phrases = self.cross_attention(
-                self.cross_norm(x), memory, key_padding_mask=memory_pad_mask, need_weights=True, need_phrases=True
-            )
-        else:
-            attended, probs = self.cross_attention(
-                self.cross_norm(x), memory, key_padding_mask=memory_pad_mask, need_weights=need_weights or need_phrases
-            )
-            if need_phrases and chunk_probs is not None:
-                phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (B, H, T, 8, S)
-            elif need_phrases:
-                phrases = probs.unsqueeze(3)  # (B, H, T, 1, S): a token is the 1-gram starting there
-        x = x + dropped(self.dropout, attended)
-        out = x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
-        return (out, probs, phrases) if need_phrases else (out, probs)
+            # Weights whenever the token attention's are asked for, so that a step with and without
+            # the phrase table takes the same numerical path and agrees exactly.
+            chunks = self.phrase_attention(x, phrase_memory, phrase_chunks.eq(0), need_weights or need_phrases)
+            x = x + dropped(self.dropout, chunks.out)
+            chunk_probs = chunks.probs
+        cross = self.cross_attention(
+            self.cross_norm(x), memory, key_padding_mask=memory_pad_mask,
+            need_weights=need_weights or need_phrases, need_phrases=need_phrases and has_phrases(self.cross_attention),
+        )
+        return self._finish(x, cross, chunk_probs, phrase_chunks, need_phrases)
 
     def init_state(self, memory: torch.Tensor, phrase_memory: torch.Tensor | None = None) -> dict[str, State]:
         n = memory.shape[0]
@@ -141,40 +136,48 @@ class DecoderLayer(nn.Module):
             state["phrase"] = self.phrase_attention.init_state(phrase_memory)  # projected once per source
         return state
 
-    def step(
-        self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, need_weights: bool,
-        need_phrases: bool = False, phrase_chunks: torch.Tensor | None = None,
-    ):
-        """x (N, 1, D) -> (N, 1, D), cross-attention (N, H, 1, S) when asked, new state.
+    def sentence_state(self) -> dict[str, frozenset[str]]:
+        """Per part of `init_state`'s state: the names that are per sentence (model/attention/contract.py)."""
+        parts = {"self": self.self_attention.sentence_state(), "cross": self.cross_attention.sentence_state()}
+        if self.phrase_attention is not None:
+            parts["phrase"] = self.phrase_attention.attention.sentence_state()  # the mixed phrases, projected once
+        return parts
 
-        With need_phrases the phrase table (N, H, 1, n_max, S) comes before the new state (as in
-        `forward`; phrase_chunks (N, S) with phrase representations).
-        """
-        attended, _, self_state = self.self_attention.step(self.self_norm(x), state["self"])
-        x = x + dropped(self.dropout, attended)
+    def step(
+        self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, *,
+        need_weights: bool = False, need_phrases: bool = False, phrase_chunks: torch.Tensor | None = None,
+    ) -> AttentionOut:
+        """x (N, 1, D) -> as `forward` with T = 1, and the new state (phrase_chunks (N, S) with
+        phrase representations)."""
+        attended = self.self_attention.step(self.self_norm(x), state["self"])
+        x = x + dropped(self.dropout, attended.out)
+        new_state = {"self": attended.state}
         chunk_probs = None
         if self.phrase_attention is not None:
-            attended, chunk_probs, _ = self.phrase_attention.step(
-                x, state["phrase"], phrase_chunks.eq(0), need_weights or need_phrases
-            )
-            x = x + dropped(self.dropout, attended)
-        phrases = None
-        if need_phrases and has_phrases(self.cross_attention):
-            attended, probs, phrases, cross_state = self.cross_attention.step(
-                self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask, need_weights=True, need_phrases=True
-            )
-        else:
-            attended, probs, cross_state = self.cross_attention.step(
-                self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask,
-                need_weights=need_weights or need_phrases,
-            )
-            if need_phrases and chunk_probs is not None:
-                phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (N, H, 1, 8, S)
-            elif need_phrases:
-                phrases = probs.unsqueeze(3)  # (N, H, 1, 1, S)
-        x = x + dropped(self.dropout, attended)
-        out = x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
-        new_state = {"self": self_state, "cross": cross_state}
+            chunks = self.phrase_attention.step(x, state["phrase"], phrase_chunks.eq(0), need_weights or need_phrases)
+            x = x + dropped(self.dropout, chunks.out)
+            chunk_probs = chunks.probs
+        cross = self.cross_attention.step(
+            self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask,
+            need_weights=need_weights or need_phrases, need_phrases=need_phrases and has_phrases(self.cross_attention),
+        )
+        new_state["cross"] = cross.state
         if self.phrase_attention is not None:
             new_state["phrase"] = state["phrase"]
-        return (out, probs, phrases, new_state) if need_phrases else (out, probs, new_state)
+        out = self._finish(x, cross, chunk_probs, phrase_chunks, need_phrases)
+        return AttentionOut(out.out, out.probs, out.phrases, new_state)
+
+    def _finish(
+        self, x: torch.Tensor, cross: AttentionOut, chunk_probs: torch.Tensor | None,
+        phrase_chunks: torch.Tensor | None, need_phrases: bool,
+    ) -> AttentionOut:
+        """The cross-attention's residual, the feed-forward, and the phrase table (class doc)."""
+        x = x + dropped(self.dropout, cross.out)
+        out = x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
+        phrases = cross.phrases
+        if need_phrases and phrases is None:
+            if chunk_probs is not None:
+                phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (B, H, T, 8, S)
+            else:
+                phrases = cross.probs.unsqueeze(3)  # (B, H, T, 1, S): a token is the 1-gram starting there
+        return AttentionOut(out, cross.probs, phrases)

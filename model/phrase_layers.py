@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.attention.contract import AttentionOut
 from model.attention.functional import dropout
 from model.attention.vanilla import VanillaAttention
 from model.phrase_representation import attentive_pool, transparent_mix, transparent_weights
@@ -65,7 +66,7 @@ class PhraseCombination(nn.Module):
         """x (B, S, D), phrases (B, S, D) of the previous layer, phrase_mask (B, S) True where no
         chunk starts -> the update (B, S, D) to add to x."""
         h = self.norm(x)
-        context, _ = self.attention(h, phrases, key_padding_mask=phrase_mask)  # (B, S, D)
+        context = self.attention(h, phrases, key_padding_mask=phrase_mask).out  # (B, S, D)
         hidden = F.relu(self.merge_in(torch.cat([h, context], dim=-1)))  # (B, S, d_ff)
         return self.merge_out(dropout(hidden, self.activation_dropout, self.training))
 
@@ -92,7 +93,7 @@ class PhraseCrossAttention(nn.Module):
 
     def forward(
         self, x: torch.Tensor, phrase_memory: torch.Tensor, phrase_mask: torch.Tensor, need_weights: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> AttentionOut:
         """x (B, T, D) -> update (B, T, D) and, when asked, attention over chunk starts (B, H, T, S)."""
         return self.attention(
             self.norm(x), self.mixed(phrase_memory), key_padding_mask=phrase_mask, need_weights=need_weights
@@ -105,7 +106,7 @@ class PhraseCrossAttention(nn.Module):
 
     def step(
         self, x: torch.Tensor, state: State, phrase_mask: torch.Tensor, need_weights: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+    ) -> AttentionOut:
         """x (N, 1, D) -> update (N, 1, D), attention (N, H, 1, S) when asked, the unchanged state."""
         return self.attention.step(self.norm(x), state, key_padding_mask=phrase_mask, need_weights=need_weights)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from model.attention.ngram import masked_softmax
+from model.attention.functional import masked_softmax
 
 # ntok = max(min(MAX, ⌈L / DIVISOR⌉), MIN) tokens per chunk (Xu et al. §3.1, dynamic chunk size).
 MAX_CHUNK = 8

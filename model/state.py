@@ -1,4 +1,4 @@
-"""Decoding state as explicit data: every tensor is batch-first, so reordering is one index_select."""
+"""Decoding state as explicit data: batch-first tensors, reordered by index_select where a step changes them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,14 +33,62 @@ class DecoderState:
     """Everything incremental decoding needs between steps, keyed by flat names.
 
     The flat names (e.g. "layers.0.self.k") are also the named inputs and outputs of exported
-    decoder-step graphs. "memory_pad_mask" is (N, S); every other tensor has N rows first.
+    decoder-step graphs; every tensor has N rows first, sentence-major in groups of `beam_size`
+    rows (row b·K + k is beam k of sentence b). "position" (N,) int64 counts the tokens decoded.
+
+    `sentence` names the per-sentence tensors: computed once from the source (the
+    cross-attention's projected memory, the source mask, the phrase memory), equal on every beam
+    of a sentence, and passed through unchanged by a step. A beam reorder copies only the
+    per-beam tensors; the per-sentence ones are kept as they are while every group of K rows
+    still holds the same sentence, and re-gathered by sentence only when sentences leave the
+    batch. They are materialised at N rows once by `expand` rather than broadcast at use,
+    because a broadcast changes how the attention kernels group their sums, hence the floats.
     """
 
     tensors: dict[str, torch.Tensor]
+    sentence: frozenset[str] = frozenset()
+    beam_size: int = 1
+
+    def expand(self, beam_size: int) -> "DecoderState":
+        """B rows -> B·beam_size rows, sentence-major: every row repeated beam_size times."""
+        rows = torch.arange(self.rows(), device=self.device()).repeat_interleave(beam_size)  # (B*K,)
+        return DecoderState({name: t.index_select(0, rows) for name, t in self.tensors.items()}, self.sentence, beam_size)
 
     def reorder(self, index: torch.Tensor) -> "DecoderState":
-        return DecoderState({name: t.index_select(0, index) for name, t in self.tensors.items()})
+        """Keep rows `index` (N',) of the N rows, in that order (beam search's parent rows)."""
+        rows = sentence_rows(index, self.beam_size, self.rows())
+        return DecoderState(
+            {
+                name: t.index_select(0, index) if name not in self.sentence else t if rows is None else t.index_select(0, rows)
+                for name, t in self.tensors.items()
+            },
+            self.sentence,
+            self.beam_size,
+        )
 
     def layer(self, prefix: str) -> dict[str, torch.Tensor]:
         start = len(prefix) + 1
         return {name[start:]: t for name, t in self.tensors.items() if name.startswith(prefix + ".")}
+
+    def rows(self) -> int:
+        return next(iter(self.tensors.values())).shape[0]
+
+    def device(self) -> torch.device:
+        return next(iter(self.tensors.values())).device
+
+
+def sentence_rows(index: torch.Tensor, beam_size: int, rows: int) -> torch.Tensor | None:
+    """The rows to take of a per-sentence tensor (rows equal within each group of beam_size) when
+    the state is reordered by `index`; None when it stays as it is.
+
+    Where every new group of beam_size rows comes from one old group (what beam search does),
+    that group's rows, in order; otherwise `index` itself, which is always right.
+    """
+    k = beam_size
+    if k > 1 and index.numel() % k == 0:
+        groups = index[::k] // k  # (N'/K,) the old group of each new group
+        if torch.equal(index // k, groups.repeat_interleave(k)):
+            index = (groups.unsqueeze(1) * k + torch.arange(k, device=index.device)).flatten()  # (N',)
+    if index.numel() == rows and torch.equal(index, torch.arange(rows, device=index.device)):
+        return None
+    return index

@@ -35,13 +35,25 @@ class ModelOutput:
 
 
 @dataclass(frozen=True)
-class StepOutput:
-    """One decoding step with the phrase attention (`Transformer.decode_step_with_phrases`)."""
+class StepOut:
+    """One decoding step (`Transformer.decode_step`), for every backend alike (model/generate.py).
 
-    log_probs: torch.Tensor  # (N, V) float32
-    attention: torch.Tensor  # (N, S) float32
-    phrase_attention: torch.Tensor  # (N, n_max, S) float32, as ModelOutput.phrase_attention
+    log_probs (N, V) float32; attention (N, S) float32: the alignment layer's cross-attention,
+    heads averaged (`head_average`), None where a backend gives none; phrase_attention
+    (N, n_max, S) float32 as ModelOutput.phrase_attention, when asked; state: the new state.
+    probs (N, H, S): the alignment layer's per-head probabilities (eager only).
+    """
+
+    log_probs: torch.Tensor
+    attention: torch.Tensor | None
+    phrase_attention: torch.Tensor | None
     state: DecoderState
+    probs: torch.Tensor | None = None
+
+
+def head_average(probs: torch.Tensor) -> torch.Tensor:
+    """Per-head attention (B, H, ...) -> the alignment's (B, ...): the mean over heads."""
+    return probs.mean(dim=1)
 
 
 class Transformer(nn.Module):
@@ -79,18 +91,20 @@ class Transformer(nn.Module):
         attention = phrases = None
         fertility: dict[str, torch.Tensor] = {}
         fertility_layer = self.global_fertility.layer_index if self.global_fertility is not None else None
-        phrase_inputs = {"phrase_memory": memory.phrases, "phrase_chunks": memory.phrase_chunks}
         for index, layer in enumerate(self.decoder_layers):
-            if need_attention and index == self.config.alignment_layer_index:
-                x, probs, layer_phrases = layer(x, memory.states, memory.pad_mask, True, need_phrases=True, **phrase_inputs)
-                attention = probs.mean(dim=1)  # (B, T, S)
-                phrases = layer_phrases.mean(dim=1)  # (B, T, n_max, S)
-            else:
-                x, probs = layer(x, memory.states, memory.pad_mask, index == fertility_layer, **phrase_inputs)
+            aligned = need_attention and index == self.config.alignment_layer_index
+            out = layer(
+                x, memory.states, memory.pad_mask, need_weights=index == fertility_layer, need_phrases=aligned,
+                phrase_memory=memory.phrases, phrase_chunks=memory.phrase_chunks,
+            )
+            x = out.out
+            if aligned:
+                attention = head_average(out.probs)  # (B, T, S)
+                phrases = head_average(out.phrases)  # (B, T, n_max, S)
             if index == fertility_layer:
                 mean, variance = self.global_fertility(memory.states)
                 fertility = {"fertility_mean": mean, "fertility_variance": variance,
-                             "fertility_attention": self.global_fertility.select(probs)}
+                             "fertility_attention": self.global_fertility.select(out.probs)}
         return ModelOutput(self._logits(self.decoder_norm(x)), attention, phrases, **fertility,
                            phrase_chunks=memory.phrase_chunks)
 
@@ -116,60 +130,57 @@ class Transformer(nn.Module):
 
     # -- incremental decoding --------------------------------------------------------------
     def init_state(self, memory: Memory) -> DecoderState:
-        tensors: dict[str, torch.Tensor] = {"memory_pad_mask": memory.pad_mask}
+        """The state before the first step, one row per sentence (`DecoderState.expand` makes the beams)."""
+        n = memory.pad_mask.shape[0]
+        tensors: dict[str, torch.Tensor] = {
+            "position": torch.zeros(n, dtype=torch.long, device=memory.pad_mask.device),  # (N,) tokens decoded
+            "memory_pad_mask": memory.pad_mask,
+        }
+        sentence = {"memory_pad_mask"}
         if memory.phrase_chunks is not None:
             tensors["phrase_chunks"] = memory.phrase_chunks  # (N, S): the segmentation and the phrase mask
+            sentence.add("phrase_chunks")
         for index, layer in enumerate(self.decoder_layers):
+            shared = layer.sentence_state()
             for part, state in layer.init_state(memory.states, memory.phrases).items():
                 for name, t in state.items():
                     tensors[f"layers.{index}.{part}.{name}"] = t
-        return DecoderState(tensors)
+                sentence.update(f"layers.{index}.{part}.{name}" for name in shared[part])
+        return DecoderState(tensors, frozenset(sentence))
 
-    def decode_step(
-        self, tokens: torch.Tensor, memory: Memory | None, state: DecoderState
-    ) -> tuple[torch.Tensor, torch.Tensor, DecoderState]:
-        """tokens (N,) -> log-probs (N, V) float32, attention (N, S) float32, new state.
+    def decode_step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+        """tokens (N,) -> log-probs, the alignment layer's attention, with need_phrases its phrase
+        attention, and the new state (`StepOut`).
 
-        The position is the number of tokens decoded so far, read off the self-attention cache
-        (every attention kind keeps its self-attention keys as "k" with the steps on dim 2).
-        `memory` is unused once the state holds the projected memory; it stays in the signature
-        so that variants which need the raw encoder states can read them.
+        The phrase table is read off the same probabilities that give the attention, so a step
+        with and without it computes the same numbers.
         """
-        log_probs, attention, _, new_state = self._step(tokens, state, need_phrases=False)
-        return log_probs, attention, new_state
-
-    def decode_step_with_phrases(self, tokens: torch.Tensor, memory: Memory | None, state: DecoderState) -> StepOutput:
-        """`decode_step` plus the alignment layer's phrase attention (N, n_max, S) float32."""
-        return StepOutput(*self._step(tokens, state, need_phrases=True))
-
-    def _step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool):
         memory_pad_mask = state.tensors["memory_pad_mask"]
-        position = state.tensors["layers.0.self.k"].shape[2]
+        position = state.tensors["position"]  # (N,)
         x = self.target_embedding(tokens.unsqueeze(1), position)  # (N, 1, D)
-        new_tensors: dict[str, torch.Tensor] = {"memory_pad_mask": memory_pad_mask}
+        new_tensors: dict[str, torch.Tensor] = {"position": position + 1, "memory_pad_mask": memory_pad_mask}
         phrase_chunks = state.tensors.get("phrase_chunks")
         if phrase_chunks is not None:
             new_tensors["phrase_chunks"] = phrase_chunks
-        attention = phrases = None
+        aligned = None
         for index, layer in enumerate(self.decoder_layers):
             prefix = f"layers.{index}"
-            layer_state = {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}
-            if index == self.config.alignment_layer_index:
-                if need_phrases:
-                    x, probs, layer_phrases, layer_state = layer.step(
-                        x, layer_state, memory_pad_mask, True, need_phrases=True, phrase_chunks=phrase_chunks
-                    )
-                    phrases = layer_phrases.mean(dim=1).squeeze(1).float()  # (N, n_max, S)
-                else:
-                    x, probs, layer_state = layer.step(x, layer_state, memory_pad_mask, True, phrase_chunks=phrase_chunks)
-                attention = probs.mean(dim=1).squeeze(1).float()  # (N, S)
-            else:
-                x, _, layer_state = layer.step(x, layer_state, memory_pad_mask, False, phrase_chunks=phrase_chunks)
-            for part, part_state in layer_state.items():
+            is_aligned = index == self.config.alignment_layer_index
+            out = layer.step(
+                x, {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}, memory_pad_mask,
+                need_weights=is_aligned, need_phrases=is_aligned and need_phrases, phrase_chunks=phrase_chunks,
+            )
+            x = out.out
+            if is_aligned:
+                aligned = out
+            for part, part_state in out.state.items():
                 for name, t in part_state.items():
                     new_tensors[f"{prefix}.{part}.{name}"] = t
         logits = self._logits(self.decoder_norm(x)).squeeze(1)  # (N, V)
-        return F.log_softmax(logits.float(), dim=-1), attention, phrases, DecoderState(new_tensors)
+        probs = aligned.probs.squeeze(2)  # (N, H, S)
+        phrases = head_average(aligned.phrases).squeeze(1).float() if need_phrases else None  # (N, n_max, S)
+        new_state = DecoderState(new_tensors, state.sentence, state.beam_size)
+        return StepOut(F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, new_state, probs)
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         if self.output_projection is None:

@@ -88,20 +88,21 @@ def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2,
 
 
 def assert_incremental_equals_full_pass(model, src, tgt_in, state=None):
-    """Feeding tgt_in token by token through decode_step_with_phrases gives, at every step, the
-    full pass's log-probs, attention and phrase attention (atol 1e-5), and plain decode_step
-    gives the same numbers and state names. Returns the final state (every tensor batch-first)."""
+    """Feeding tgt_in token by token through decode_step with phrases gives, at every step, the
+    full pass's log-probs, attention and phrase attention (atol 1e-5), and decode_step without
+    phrases gives the same numbers and state names. Returns the final state (every tensor batch-first)."""
     full = model(src, tgt_in, need_attention=True)
     full_log_probs = torch.log_softmax(full.logits, dim=-1)
     state = model.init_state(model.encode(src)) if state is None else state
     for t in range(tgt_in.shape[1]):
-        step = model.decode_step_with_phrases(tgt_in[:, t], None, state)
+        step = model.decode_step(tgt_in[:, t], state, need_phrases=True)
         torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
         torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
         torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
-        log_probs, attention, plain_state = model.decode_step(tgt_in[:, t], None, state)
-        assert torch.equal(log_probs, step.log_probs) and torch.equal(attention, step.attention)
-        assert plain_state.tensors.keys() == step.state.tensors.keys()
+        plain = model.decode_step(tgt_in[:, t], state)
+        assert torch.equal(plain.log_probs, step.log_probs) and torch.equal(plain.attention, step.attention)
+        assert plain.phrase_attention is None
+        assert plain.state.tensors.keys() == step.state.tensors.keys()
         state = step.state
     # Every state tensor is batch-first, so reordering the beam is an index_select.
     assert all(t.shape[0] == src.shape[0] for t in state.tensors.values())

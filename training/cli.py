@@ -25,7 +25,7 @@ from model.errors import ArtifactError, ConfigError
 from training.recipe import RecipeError, TrainingRecipe, load_recipe
 
 PROG = "phrasal-train"
-# Keys that change how a run is observed or exported, not what it trains: a resumed run may change them.
+# Keys that change how a run is observed or saved, not what it trains: a resumed run may change them.
 RESUMABLE_CHANGES = {"max_updates", "log_interval", "val_interval", "val_every_epoch", "val_bleu_sentences",
                      "val_beam", "decode_max_len_a", "decode_max_len_b", "checkpoint_interval", "keep_last",
                      "average_last", "export_fp16", "name"}
@@ -70,7 +70,7 @@ def _add_training_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("--max-updates", type=int, help="override the recipe's max_updates")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe key (JSON value; model.KEY for the model config); repeatable")
-    t.add_argument("--no-export", action="store_true", help="skip averaging + model dir export at the end")
+    t.add_argument("--no-export", action="store_true", help="skip averaging the last checkpoints into the model directory at the end")
     t.add_argument("--quiet", action="store_true", help="no progress bar or status lines")
 
 
@@ -123,14 +123,14 @@ def run(argv: Sequence[str] | None = None) -> int:
                 print(path)
         return 0
     if args.command == "average":
-        from training.finalize import average_and_export, average_and_export_symmetric, run_kind
+        from training.finalize import average_and_save, average_and_save_symmetric, run_kind
 
         if run_kind(args.run) == "symmetric":
-            outs, infos = average_and_export_symmetric(args.run, args.last, args.out, fp16=args.fp16)
+            outs, infos = average_and_save_symmetric(args.run, args.last, args.out, fp16=args.fp16)
             for name, out in outs.items():
                 print(f"{out} ({name}, average of {', '.join(infos[name]['averaged'])})")
             return 0
-        out, info = average_and_export(args.run, args.last, args.out, fp16=args.fp16)
+        out, info = average_and_save(args.run, args.last, args.out, fp16=args.fp16)
         print(f"{out} (average of {', '.join(info['averaged'])})")
         return 0
     raise UsageError(f"unknown command {args.command!r}")

@@ -52,7 +52,7 @@ def _averaged(run_dir: Path, last: int, recipe: TrainingRecipe | None
     return chosen, newest, ckpt.average_checkpoints(chosen), recipe, spm_path
 
 
-def _export(model: Transformer, out_dir: str | Path, spm_path: Path, *, source_lang: str, target_lang: str,
+def _save(model: Transformer, out_dir: str | Path, spm_path: Path, *, source_lang: str, target_lang: str,
             recipe: TrainingRecipe, updates: int, info: dict[str, Any], fp16: bool, device: str, data: Any,
             extra_training: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Measure validation BLEU when `data` is given, then save one model directory."""
@@ -72,7 +72,7 @@ def _export(model: Transformer, out_dir: str | Path, spm_path: Path, *, source_l
     return Path(out), info
 
 
-def average_and_export(run_dir: str | Path, last: int, out_dir: str | Path, *, fp16: bool = False,
+def average_and_save(run_dir: str | Path, last: int, out_dir: str | Path, *, fp16: bool = False,
                        device: str = "cpu", data: Any = None, recipe: TrainingRecipe | None = None
                        ) -> tuple[Path, dict[str, Any]]:
     """Average the parameters of the newest `last` checkpoints of `run_dir` and save them with
@@ -81,15 +81,15 @@ def average_and_export(run_dir: str | Path, last: int, out_dir: str | Path, *, f
     run_dir = Path(run_dir)
     chosen, newest, averaged, recipe, spm_path = _averaged(run_dir, last, recipe)
     if newest.get("extra", {}).get("kind") == SYMMETRIC:
-        raise RecipeError([f"{run_dir} is a symmetric run: export it with average_and_export_symmetric"], "--run")
+        raise RecipeError([f"{run_dir} is a symmetric run: save it with average_and_save_symmetric"], "--run")
     model = Transformer(ModelConfig.from_dict(newest["config"]))
     model.load_state_dict(averaged)
     info = {"averaged": [p.name for p in chosen], "steps": [ckpt.checkpoint_step(p) for p in chosen]}
-    return _export(model, out_dir, spm_path, source_lang=recipe.source_lang, target_lang=recipe.target_lang,
+    return _save(model, out_dir, spm_path, source_lang=recipe.source_lang, target_lang=recipe.target_lang,
                    recipe=recipe, updates=newest["step"], info=info, fp16=fp16, device=device, data=data)
 
 
-def average_and_export_symmetric(run_dir: str | Path, last: int, out_root: str | Path, *, fp16: bool = False,
+def average_and_save_symmetric(run_dir: str | Path, last: int, out_root: str | Path, *, fp16: bool = False,
                                  device: str = "cpu", data: dict[str, Any] | None = None,
                                  recipe: TrainingRecipe | None = None
                                  ) -> tuple[dict[str, Path], dict[str, dict[str, Any]]]:
@@ -99,7 +99,7 @@ def average_and_export_symmetric(run_dir: str | Path, last: int, out_root: str |
     run_dir = Path(run_dir)
     chosen, newest, averaged, recipe, spm_path = _averaged(run_dir, last, recipe)
     if newest.get("extra", {}).get("kind") != SYMMETRIC:
-        raise RecipeError([f"{run_dir} is not a symmetric run: export it with average_and_export"], "--run")
+        raise RecipeError([f"{run_dir} is not a symmetric run: save it with average_and_save"], "--run")
     config = ModelConfig.from_dict(newest["config"])
     languages = ((recipe.source_lang, recipe.target_lang), (recipe.target_lang, recipe.source_lang))
     out_dirs: dict[str, Path] = {}
@@ -109,7 +109,7 @@ def average_and_export_symmetric(run_dir: str | Path, last: int, out_root: str |
         model = Transformer(config)
         model.load_state_dict({key[len(prefix):]: t for key, t in averaged.items() if key.startswith(prefix)})
         info = {"averaged": [p.name for p in chosen], "steps": [ckpt.checkpoint_step(p) for p in chosen]}
-        out_dirs[name], infos[name] = _export(
+        out_dirs[name], infos[name] = _save(
             model, Path(out_root) / name, spm_path, source_lang=source_lang, target_lang=target_lang, recipe=recipe,
             updates=newest["step"], info=info, fp16=fp16, device=device, data=(data or {}).get(name),
             extra_training={"direction": name, "symmetric": dict(recipe.symmetric or {})})

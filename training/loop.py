@@ -471,10 +471,10 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
 
     model_dir = None
     if export and session.group.is_main:
-        from training.finalize import average_and_export  # late import: it needs the run's checkpoints
+        from training.finalize import average_and_save  # late import: it needs the run's checkpoints
 
         log = session.log
-        model_dir, info = average_and_export(run_dir, recipe.average_last, run_dir / MODEL_DIR,
+        model_dir, info = average_and_save(run_dir, recipe.average_last, run_dir / MODEL_DIR,
                                              fp16=recipe.export_fp16, device=str(session.device), data=session.data,
                                              recipe=recipe)
         log.write("export", step=step, **info)

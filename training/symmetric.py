@@ -29,7 +29,7 @@ from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.data import Batch, collate, reverse_batch, token_batches
-from training.finalize import SYMMETRIC, average_and_export_symmetric, directions
+from training.finalize import SYMMETRIC, average_and_save_symmetric, directions
 from training.loop import (CHECKPOINT_DIR, Data, Session, TrainResult, direction_loss, fit, reversed_data,
                            seed_everything, start_session, validate)
 from training.losses import real_token_mask, sentence_traces, trace_bonus
@@ -228,7 +228,7 @@ def train_symmetric(recipe: TrainingRecipe, run_dir: str | Path, *, device: str 
     model_dirs: dict[str, Path] = {}
     if export:
         names = directions(recipe)
-        model_dirs, infos = average_and_export_symmetric(
+        model_dirs, infos = average_and_save_symmetric(
             run_dir, recipe.average_last, run_dir / MODELS_DIR, fp16=recipe.export_fp16, device=str(session.device),
             data={names[0]: session.data, names[1]: backward_data}, recipe=recipe)
         session.log.write("export", step=step, **{name: {"path": str(model_dirs[name]), **info}

@@ -2,8 +2,8 @@
 during training and by `training.evaluate`.
 
 Encoding, beam expansion and the IncrementalDecoder adapter are the model package's
-(`model.generate`: source = pieces + [EOS], memory expanded sentence-major, `decode_step`
-through `TransformerStepDecoder`); this file only sorts by length, batches, and detokenises.
+(`model.generate`: source = pieces + [EOS], state expanded sentence-major, `decode_step`
+through `TransformerBackend`); this file only sorts by length, batches, and detokenises.
 """
 from __future__ import annotations
 

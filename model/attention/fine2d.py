@@ -25,6 +25,7 @@ from torch import nn
 
 from model.attention import fine2d_functional
 from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked
+from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import attention_mask, merge_heads, split_heads
 from model.attention.registry import register_attention
 
@@ -41,7 +42,7 @@ def _exporting() -> bool:
 
 
 @register_attention(KIND)
-class Fine2dAttention(nn.Module):
+class Fine2dAttention(AttentionModule):
     """Fine-grained attention (eq. 7-9) with vanilla's projections plus the key-term projection."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, site: str, options: dict[str, Any]):
@@ -77,7 +78,8 @@ class Fine2dAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) keys/values for cross-attention, else x itself.
 
         Returns the output (B, T, D) and, when asked, α averaged over dimensions (B, H, T, S).
@@ -86,12 +88,12 @@ class Fine2dAttention(nn.Module):
         keys = self._keys(x if memory is None else memory)
         mask = attention_mask(key_padding_mask, q.shape[2], keys["k"].shape[2], causal, q.device)
         dropout = self.dropout if self.training else 0.0
-        args = (q, keys["k"], keys["v"], keys.get("r"), mask, dropout, self.training, need_weights)
+        args = (q, keys["k"], keys["v"], keys.get("r"), mask, dropout, self.training, need_weights or need_phrases)
         if _exporting():
             context, probs = fine2d_attention(*args)
         else:
             context, probs = fine2d_attention_chunked(*args, budget=fine2d_functional.CHUNK_ELEMENTS)
-        return self.out_proj(merge_heads(context)), probs
+        return AttentionOut(self.out_proj(merge_heads(context)), probs)
 
     # -- incremental decoding -------------------------------------------------------------
     def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
@@ -102,6 +104,9 @@ class Fine2dAttention(nn.Module):
         empty = torch.zeros(batch_size, self.n_heads, 0, self.head_dim, device=device, dtype=dtype)  # (N, H, 0, dh)
         return {name: empty.clone() for name in self._state_names()}
 
+    def sentence_state(self) -> frozenset[str]:
+        return frozenset(self._state_names()) if self.site == "cross" else frozenset()
+
     def step(
         self,
         x: torch.Tensor,
@@ -109,7 +114,8 @@ class Fine2dAttention(nn.Module):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """One decoding step: x (N, 1, D) -> output (N, 1, D), α averaged (N, H, 1, S), new state.
 
         One target position: never chunked, no Python branch on tensor sizes (exported as traced).
@@ -125,9 +131,10 @@ class Fine2dAttention(nn.Module):
         mask = attention_mask(key_padding_mask, 1, new_state["k"].shape[2], False, q.device)
         dropout = self.dropout if self.training else 0.0
         context, probs = fine2d_attention(
-            q, new_state["k"], new_state["v"], new_state.get("r"), mask, dropout, self.training, need_weights
+            q, new_state["k"], new_state["v"], new_state.get("r"), mask, dropout, self.training,
+            need_weights or need_phrases,
         )  # (N, H, 1, dh), (N, H, 1, S)
-        return self.out_proj(merge_heads(context)), probs, new_state
+        return AttentionOut(self.out_proj(merge_heads(context)), probs, state=new_state)
 
     # -- shared ---------------------------------------------------------------------------
     def _state_names(self) -> tuple[str, ...]:

@@ -50,6 +50,28 @@ def scaled_dot_product_probs(
     return torch.nan_to_num(probs, nan=0.0)
 
 
+def masked_softmax(scores: torch.Tensor, hidden: torch.Tensor | None, may_be_empty: bool = False) -> torch.Tensor:
+    """softmax over the last dim in fp32, with the `hidden` entries (True) at exactly 0.
+
+    `hidden` has the convention of key_padding_mask and of every mask handed to a softmax here
+    (hidden n-grams, chunk slots without a member): True where an entry must NOT be attended
+    to; it broadcasts against scores. (Only `attention_mask` is the other way round, True where a query
+    may attend: the convention of F.scaled_dot_product_attention, which it feeds.)
+
+    may_be_empty: some row may hide every entry (a source shorter than every n of a head); such
+    a row gets all zeros, and its gradient stays finite (the softmax runs over the whole row and
+    is zeroed after).
+    """
+    scores = scores.float()
+    if hidden is None:
+        return torch.softmax(scores, dim=-1)
+    if not may_be_empty:
+        return torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
+    empty = hidden.all(dim=-1, keepdim=True)  # (…, 1)
+    probs = torch.softmax(scores.masked_fill(hidden & ~empty, float("-inf")), dim=-1)
+    return probs.masked_fill(empty, 0.0)
+
+
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """`F.dropout(x, p, training)`, without any call when it is the identity (eval mode or p = 0):
     decoding would otherwise dispatch ~18 no-op dropouts a step, each host time on a

@@ -96,23 +96,6 @@ def fused_ngram_conv(x: torch.Tensor, weights: list[torch.Tensor], biases: list[
     return F.linear(flat, weight.flatten(1), bias)  # (B, S-offset, ΣC)
 
 
-def masked_softmax(scores: torch.Tensor, hidden: torch.Tensor | None, may_be_empty: bool = False) -> torch.Tensor:
-    """softmax over the last dim in fp32, with the `hidden` entries (True) at exactly 0.
-
-    may_be_empty: some row may hide every entry (a source shorter than every n of a head); such
-    a row gets all zeros, and its gradient stays finite (the softmax runs over the whole row and
-    is zeroed after).
-    """
-    scores = scores.float()
-    if hidden is None:
-        return torch.softmax(scores, dim=-1)
-    if not may_be_empty:
-        return torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
-    empty = hidden.all(dim=-1, keepdim=True)  # (…, 1)
-    probs = torch.softmax(scores.masked_fill(hidden & ~empty, float("-inf")), dim=-1)
-    return probs.masked_fill(empty, 0.0)
-
-
 def spread_to_tokens(probs: torch.Tensor, ngrams: tuple[int, ...]) -> torch.Tensor:
     """Token-level weights from n-gram weights: (…, G, S) -> (…, S).
 

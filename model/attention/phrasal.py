@@ -27,11 +27,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from model.attention.functional import dropout as dropout_if_training, merge_heads
+from model.attention.contract import AttentionModule, AttentionOut
+from model.attention.functional import dropout as dropout_if_training, masked_softmax, merge_heads
 from model.attention.ngram import (
     causal_key_mask,
     fused_ngram_conv,
-    masked_softmax,
     ngram_valid,
     phrase_table,
     source_invalid,
@@ -58,7 +58,7 @@ def qk_scale(dim: int) -> float:
     return 1.0 / math.sqrt(dim)
 
 
-class PhrasalAttention(nn.Module):
+class PhrasalAttention(AttentionModule):
     """Base of the phrasal kinds; subclasses define `kind` and the hooks at the bottom."""
 
     kind = ""
@@ -108,7 +108,7 @@ class PhrasalAttention(nn.Module):
         causal: bool = False,
         need_weights: bool = False,
         need_phrases: bool = False,
-    ):
+    ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) for cross-attention, else x itself.
 
         Returns the output (B, T, D) and, when asked, token-level probabilities (B, H, T, S) (each
@@ -121,12 +121,11 @@ class PhrasalAttention(nn.Module):
             (q_out,) = self._project(x, self._query_parts(), 0)
             source_outs = self._project(memory, self._source_parts(), 0)
         k, v = self._keys_values(source_outs)
-        query_pad = key_padding_mask if self.source_queries else None
-        out, probs, phrases = self._attend(
-            self._queries(q_out), k, v, x.shape[1], key_padding_mask, causal,
-            need_weights or need_phrases, need_phrases, query_pad,
+        return self._attend(
+            self._queries(q_out), k, v, t_len=x.shape[1], key_padding_mask=key_padding_mask, causal=causal,
+            need_weights=need_weights, need_phrases=need_phrases,
+            query_pad=key_padding_mask if self.source_queries else None,
         )
-        return (out, probs, phrases) if need_phrases else (out, probs)
 
     # -- incremental decoding -------------------------------------------------------------
     def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
@@ -144,6 +143,10 @@ class PhrasalAttention(nn.Module):
             "x_tail": torch.zeros(n, self.spec.n_max - 1, self.d_model, device=device, dtype=dtype),  # (N, n_max-1, D)
         }
 
+    def sentence_state(self) -> frozenset[str]:
+        # The interleaved structure's "x_tail" is the previous query row: per beam.
+        return frozenset({"k", "v"}) if self.site == "cross" else frozenset()
+
     def step(
         self,
         x: torch.Tensor,
@@ -152,9 +155,9 @@ class PhrasalAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
         need_phrases: bool = False,
-    ):
-        """One decoding step: x (N, 1, D) -> output (N, 1, D), probabilities (N, H, 1, S), new state
-        (and the phrase table (N, H, 1, n_max, S) before the state when need_phrases)."""
+    ) -> AttentionOut:
+        """One decoding step: x (N, 1, D) -> output (N, 1, D), probabilities (N, H, 1, S), the phrase
+        table (N, H, 1, n_max, S) when need_phrases, new state."""
         if self.site == "cross":
             k, v = state["k"], state["v"]
             new_state = dict(state)
@@ -171,10 +174,11 @@ class PhrasalAttention(nn.Module):
             k = torch.cat([state["k"], new_k], dim=2)  # (N, H, t+1, …)
             v = torch.cat([state["v"], new_v], dim=2)  # (N, H, t+1, G, dh)
             new_state = {"k": k, "v": v, "x_tail": rows[:, 1:]}
-        out, probs, phrases = self._attend(
-            self._queries(q_out), k, v, 1, key_padding_mask, False, need_weights or need_phrases, need_phrases, None
+        attended = self._attend(
+            self._queries(q_out), k, v, t_len=1, key_padding_mask=key_padding_mask, causal=False,
+            need_weights=need_weights, need_phrases=need_phrases, query_pad=None,
         )
-        return (out, probs, phrases, new_state) if need_phrases else (out, probs, new_state)
+        return AttentionOut(attended.out, attended.probs, attended.phrases, new_state)
 
     # -- shared machinery -----------------------------------------------------------------
     def _query_parts(self) -> list[list[nn.Module]]:
@@ -221,8 +225,15 @@ class PhrasalAttention(nn.Module):
         hidden = invalid.index_select(1, self.head_sizes).unsqueeze(2)  # (B|1, H, 1, S)
         return hidden, self.spec.n_max > 1
 
-    def _attend(self, queries, k, v, t_len, key_padding_mask, causal, need_weights, need_phrases, query_pad):
+    def _attend(
+        self, queries, k: torch.Tensor, v: torch.Tensor, *, t_len: int, key_padding_mask: torch.Tensor | None,
+        causal: bool, need_weights: bool, need_phrases: bool, query_pad: torch.Tensor | None,
+    ) -> AttentionOut:
         """Attention of every head group over its n-grams, then the output (or strided merge) projection.
+
+        queries as `_queries` gives them, keys (B, H, S, …) and n-gram values (B, H, S, G, dh);
+        t_len target positions; query_pad (B, T) the encoder's padding for n-gram queries.
+        need_phrases (the table) implies need_weights.
 
         Heterogeneous heads ("Phrase-Based Attentions" §3.2.2; "Enhancing Attention with Explicit
         Phrasal Alignments" eq. 7-12): the logits for every size are concatenated before ONE
@@ -231,6 +242,7 @@ class PhrasalAttention(nn.Module):
         Interleaved (§3.3, eq. 9-17): queries (B, H, 2T, ·) hold a bigram and a unigram row per
         position, merged after attention by the strided convolution.
         """
+        need_weights = need_weights or need_phrases
         s_len = k.shape[2]
         dropout = self.dropout if self.training else 0.0
         hidden, may_be_empty = self._all_heads_mask(t_len, s_len, key_padding_mask, causal, k.device)
@@ -263,7 +275,7 @@ class PhrasalAttention(nn.Module):
         probs_out = torch.cat(probs, dim=1) if need_weights else None  # (B, H, Tq, S)
         phrases_out = torch.cat(phrases, dim=1) if need_phrases else None  # (B, H, Tq, n_max, S)
         if not self.spec.interleaved:
-            return self.out_proj(context), probs_out, phrases_out
+            return AttentionOut(self.out_proj(context), probs_out, phrases_out)
         b, d = context.shape[0], self.d_model
         if self.source_queries:
             # A bigram query that straddles the sentence edge or padding does not exist: its row is 0.
@@ -276,7 +288,7 @@ class PhrasalAttention(nn.Module):
             probs_out = probs_out.unflatten(2, (t_len, 2)).mean(3)  # (B, H, T, S)
         if phrases_out is not None:
             phrases_out = phrases_out.unflatten(2, (t_len, 2)).mean(3)  # (B, H, T, n_max, S)
-        return out, probs_out, phrases_out
+        return AttentionOut(out, probs_out, phrases_out)
 
     # -- hooks for the subclasses ---------------------------------------------------------
     def _build(self) -> None:

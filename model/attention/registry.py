@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from model.attention.contract import AttentionModule
+
 SITES = ("encoder_self", "decoder_self", "cross")
 
 _REGISTRY: dict[str, type] = {}
@@ -13,16 +15,15 @@ T = TypeVar("T", bound=type)
 def register_attention(name: str) -> Callable[[T], T]:
     """Class decorator: make an attention module available under `name`.
 
-    A registered class provides `validate_options(options, site) -> list[str]` (problems, empty
-    when fine) and a constructor `(d_model, n_heads, dropout, site, options)`. A kind whose
-    options depend on the model's size may also provide
-    `validate_for_model(options, site, *, d_model, n_heads) -> list[str]`, asked only once
-    `validate_options` found nothing.
+    A registered class follows `model.attention.contract.AttentionKind` (derive from its
+    `AttentionModule` for the defaults of the optional capabilities).
     """
 
     def decorate(cls: T) -> T:
         if name in _REGISTRY:
             raise ValueError(f"attention kind {name!r} is already registered by {_REGISTRY[name].__name__}")
+        if not issubclass(cls, AttentionModule):
+            raise TypeError(f"attention kind {name!r}: {cls.__name__} must derive from model.attention.contract.AttentionModule")
         _REGISTRY[name] = cls
         return cls
 

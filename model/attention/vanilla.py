@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import attention_mask, dropout, merge_heads, scaled_dot_product_probs, split_heads
 from model.attention.registry import register_attention
 
@@ -15,12 +16,14 @@ State = dict[str, torch.Tensor]
 
 
 @register_attention("vanilla")
-class VanillaAttention(nn.Module):
+class VanillaAttention(AttentionModule):
     """softmax(QKᵀ/√dₕ)V per head.
 
     Self-attention sites cache the keys and values of every step so far; the cross-attention site
     projects the encoder memory once in `init_state` and reuses it at every step.
     """
+
+    token_level = True  # token_logits and mix below
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, site: str, options: dict[str, Any]):
         super().__init__()
@@ -46,16 +49,17 @@ class VanillaAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) keys/values for cross-attention, else x itself.
 
-        Returns the output (B, T, D) and, when asked, the probabilities (B, H, T, S).
+        Returns the output (B, T, D) and, when asked, the probabilities (B, H, T, S); no phrases.
         """
         source = x if memory is None else memory
         q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, dh)
         k = split_heads(self.k_proj(source), self.n_heads)  # (B, H, S, dh)
         v = split_heads(self.v_proj(source), self.n_heads)  # (B, H, S, dh)
-        return self._attend(q, k, v, key_padding_mask, causal, need_weights)
+        return self._attend(q, k, v, key_padding_mask, causal, need_weights or need_phrases)
 
     def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
         """Decoding state of this site: projected memory for cross-attention, an empty cache for self."""
@@ -69,6 +73,9 @@ class VanillaAttention(nn.Module):
         empty = torch.zeros(batch_size, self.n_heads, 0, head_dim, device=device, dtype=dtype)  # (N, H, 0, dh)
         return {"k": empty, "v": empty.clone()}
 
+    def sentence_state(self) -> frozenset[str]:
+        return frozenset({"k", "v"}) if self.site == "cross" else frozenset()
+
     def step(
         self,
         x: torch.Tensor,
@@ -76,7 +83,8 @@ class VanillaAttention(nn.Module):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """One decoding step: x (N, 1, D) -> output (N, 1, D), probabilities (N, H, 1, S), new state."""
         q = split_heads(self.q_proj(x), self.n_heads)  # (N, H, 1, dh)
         if self.site == "cross":
@@ -85,8 +93,8 @@ class VanillaAttention(nn.Module):
             k = torch.cat([state["k"], split_heads(self.k_proj(x), self.n_heads)], dim=2)  # (N, H, t+1, dh)
             v = torch.cat([state["v"], split_heads(self.v_proj(x), self.n_heads)], dim=2)  # (N, H, t+1, dh)
             new_state = {"k": k, "v": v}
-        out, probs = self._attend(q, k, v, key_padding_mask, False, need_weights)
-        return out, probs, new_state
+        attended = self._attend(q, k, v, key_padding_mask, False, need_weights or need_phrases)
+        return AttentionOut(attended.out, attended.probs, state=new_state)
 
     # -- token-level protocol (model/biases reads it): logits and value mixing as separate steps --
     def token_logits(self, x: torch.Tensor, state: State) -> torch.Tensor:
@@ -114,7 +122,7 @@ class VanillaAttention(nn.Module):
         key_padding_mask: torch.Tensor | None,
         causal: bool,
         need_weights: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> AttentionOut:
         mask = attention_mask(key_padding_mask, q.shape[2], k.shape[2], causal, q.device)
         if need_weights:
             probs = scaled_dot_product_probs(q, k, mask)  # (B, H, T, S)
@@ -124,4 +132,4 @@ class VanillaAttention(nn.Module):
             probs = None
             dropout_p = self.dropout if self.training else 0.0
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, dh)
-        return self.out_proj(merge_heads(context)), probs
+        return AttentionOut(self.out_proj(merge_heads(context)), probs)

@@ -1,9 +1,9 @@
 """A cross-attention with structural alignment biases (Cohn et al., 2016) added to its logits.
 
 `BiasedCrossAttention(inner, biases)` has the attention-module interface of the kind it wraps
-(forward / init_state / step), so the decoder layer, the decoding state, beam reordering and the
-exports see an ordinary cross-attention. The inner kind must provide the token-level protocol
-(`VanillaAttention` does):
+(model/attention/contract.py), so the decoder layer, the decoding state, beam reordering and the
+exports see an ordinary cross-attention. The inner kind must be `token_level` (`VanillaAttention`
+is):
 
     token_logits(x, state) -> (B, H, T, S) fp32 logits before masking
     mix(probs, state)      -> (B, T, D)    attention dropout, values, output projection
@@ -24,17 +24,17 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from model.attention.functional import attention_mask
-from model.biases.features import masked_softmax
+from model.attention.contract import AttentionModule, AttentionOut
+from model.attention.functional import masked_softmax
 from model.biases.history import STATE_KEYS, History, full_history, initial_state, next_state, step_history
 from model.biases.registry import bias_class
 
 State = dict[str, torch.Tensor]
 
 
-def has_token_protocol(cls: type) -> bool:
-    """Whether an attention kind exposes token-level logits and value mixing (see module doc)."""
-    return callable(getattr(cls, "token_logits", None)) and callable(getattr(cls, "mix", None))
+def padding(key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """key_padding_mask (B, S) -> (B, 1, 1, S) against logits (B, H, T, S); True at padding."""
+    return None if key_padding_mask is None else key_padding_mask[:, None, None, :]
 
 
 def source_lengths(key_padding_mask: torch.Tensor | None, batch_size: int, source_len: int, device: torch.device) -> torch.Tensor:
@@ -44,7 +44,7 @@ def source_lengths(key_padding_mask: torch.Tensor | None, batch_size: int, sourc
     return (~key_padding_mask).sum(dim=-1)  # (B,)
 
 
-class BiasedCrossAttention(nn.Module):
+class BiasedCrossAttention(AttentionModule):
     def __init__(self, inner: nn.Module, n_heads: int, biases: Mapping[str, Mapping[str, Any]]):
         super().__init__()
         self.inner = inner
@@ -60,14 +60,15 @@ class BiasedCrossAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """x (B, T, D) target rows, memory (B, S, D) -> output (B, T, D), biased probabilities (B, H, T, S)."""
         kv = self.inner.init_state(memory, memory.shape[0], memory.device, memory.dtype)
         logits = self.inner.token_logits(x, kv)  # (B, H, T, S)
-        keep = attention_mask(key_padding_mask, logits.shape[2], logits.shape[3], False, logits.device)
-        history = full_history(masked_softmax(logits, keep), self.signals)
-        probs = self._biased_probs(logits, keep, history, key_padding_mask)
-        return self.inner.mix(probs, kv), probs if need_weights else None
+        hidden = padding(key_padding_mask)
+        history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
+        probs = self._biased_probs(logits, hidden, history, key_padding_mask)
+        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None)
 
     def init_state(self, memory: torch.Tensor, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
         state = dict(self.inner.init_state(memory, batch_size, device, dtype))
@@ -76,6 +77,9 @@ class BiasedCrossAttention(nn.Module):
         state.update(initial_state(self.signals, memory.shape[0], self.n_heads, memory.shape[1], memory.device))
         return state
 
+    def sentence_state(self) -> frozenset[str]:
+        return self.inner.sentence_state()  # the bias history is per beam
+
     def step(
         self,
         x: torch.Tensor,
@@ -83,17 +87,18 @@ class BiasedCrossAttention(nn.Module):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, State]:
+        need_phrases: bool = False,
+    ) -> AttentionOut:
         """One step: x (N, 1, D) -> output (N, 1, D), biased probabilities (N, H, 1, S), new state."""
         bias_keys = set(STATE_KEYS.values())
         kv = {name: t for name, t in state.items() if name not in bias_keys}
         logits = self.inner.token_logits(x, kv)  # (N, H, 1, S)
-        keep = attention_mask(key_padding_mask, 1, logits.shape[3], False, logits.device)
-        unbiased = masked_softmax(logits, keep)  # (N, H, 1, S)
-        probs = self._biased_probs(logits, keep, step_history(state, self.signals), key_padding_mask)
+        hidden = padding(key_padding_mask)
+        unbiased = masked_softmax(logits, hidden, may_be_empty=True)  # (N, H, 1, S)
+        probs = self._biased_probs(logits, hidden, step_history(state, self.signals), key_padding_mask)
         new_state = dict(kv)
         new_state.update(next_state(state, unbiased, self.signals))
-        return self.inner.mix(probs, kv), probs if need_weights else None, new_state
+        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None, state=new_state)
 
     def bias(self, history: History, lengths: torch.Tensor, source_len: int) -> torch.Tensor:
         """Σ of every bias term (B, H, T, S) fp32, before masking; lengths (B,) real source lengths."""
@@ -104,7 +109,8 @@ class BiasedCrossAttention(nn.Module):
         return total
 
     def _biased_probs(
-        self, logits: torch.Tensor, keep: torch.Tensor | None, history: History, key_padding_mask: torch.Tensor | None
+        self, logits: torch.Tensor, hidden: torch.Tensor | None, history: History, key_padding_mask: torch.Tensor | None
     ) -> torch.Tensor:
         lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (B,)
-        return masked_softmax(logits + self.bias(history, lengths, logits.shape[3]), keep)  # (B, H, T, S)
+        biased = logits + self.bias(history, lengths, logits.shape[3])
+        return masked_softmax(biased, hidden, may_be_empty=True)  # (B, H, T, S)

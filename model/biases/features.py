@@ -13,18 +13,6 @@ import torch
 import torch.nn.functional as F
 
 
-def masked_softmax(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
-    """softmax over the last dim in fp32 with `keep` False entries at exactly 0.
-
-    A row with nothing kept (never for a real sentence: sources end in EOS) gets zeros, not NaN,
-    like `model.attention.functional.scaled_dot_product_probs`.
-    """
-    logits = logits.float()
-    if keep is not None:
-        logits = logits.masked_fill(~keep, float("-inf"))
-    return torch.nan_to_num(torch.softmax(logits, dim=-1), nan=0.0)
-
-
 def previous_step(probs: torch.Tensor) -> torch.Tensor:
     """α (B, H, T, S) -> α_{t-1} at each t (B, H, T, S); zeros at t = 0 (nothing attended yet)."""
     return F.pad(probs, (0, 0, 1, 0))[:, :, :-1]  # (B, H, T, S): row t holds row t-1

@@ -3,7 +3,7 @@
 `alignment_biases` maps bias names to their options, e.g.
 {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}; {} turns them off.
 The biases go on the cross-attention of every decoder layer, which must expose token-level
-logits (`model.biases.biased_cross_attention.has_token_protocol`).
+logits (a `token_level` kind, model/attention/contract.py).
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from model.attention.registry import attention_class
-from model.biases.biased_cross_attention import has_token_protocol
 from model.biases.registry import bias_class, known_biases
 
 
@@ -31,7 +30,7 @@ def validate_alignment_biases(options: Any, config: Any) -> list[str]:
             problems += bias_class(name).validate_options(dict(bias_options))
     kind = config.cross_attention.kind
     cls = attention_class(kind)
-    if not has_token_protocol(cls):
+    if not cls.token_level:
         problems.append(f"alignment biases need token-level cross-attention logits; cross_attention kind {kind!r} {_why_not(cls)}")
     return problems
 
@@ -42,4 +41,4 @@ def _why_not(cls: type) -> str:
 
     if issubclass(cls, PhrasalAttention):
         return "scores n-grams"
-    return "does not expose them (it has no token_logits and mix methods)"
+    return "does not expose them (it is not token_level: no token_logits and mix)"

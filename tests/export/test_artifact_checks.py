@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from model.errors import ArtifactError
-from export.artifact import MANIFEST_FILE, read_export_dir
+from export.exported_dir import MANIFEST_FILE, read_export_dir
 from export.runners import open_runner
 from tests.export.fixtures import exported
 

@@ -61,27 +61,28 @@ def test_every_step_equals_eager_decode_step(target, config_id, tmp_path_factory
         with torch.inference_mode():
             eager = model.init_state(model.encode(src))
             state = backend.encode(src)
-            assert list(state) == list(eager.tensors)
-            assert all(_close(state[n], eager.tensors[n]) < ATOL for n in state)
-            assert tuple(torch.as_tensor(state["layers.0.self.k"]).shape[2:3]) == (0,)  # step 0: an empty cache
+            assert list(state.tensors) == list(eager.tensors) and state.sentence == eager.sentence
+            assert all(_close(state.tensors[n], eager.tensors[n]) < ATOL for n in state.tensors)
+            assert tuple(torch.as_tensor(state.tensors["layers.0.self.k"]).shape[2:3]) == (0,)  # step 0: an empty cache
             tokens = torch.full((3,), config.bos_id)
             # After step 1: rows (2, 0, 0) (a duplicate, a drop); after step 3: one row.
             reorders = {1: torch.tensor([2, 0, 0]), 3: torch.tensor([1])}
             for step in range(5):
-                out = model.decode_step_with_phrases(tokens, None, eager)
+                out = model.decode_step(tokens, eager, need_phrases=True)
                 eager = out.state
-                got_log_probs, got_attention, got_phrases, state = backend.step(tokens, state)
-                assert _close(got_log_probs, out.log_probs) < ATOL, step
-                assert _close(got_attention, out.attention) < ATOL, step
-                if layout.phrase_attention == PHRASES_OUTPUT:
-                    assert _close(got_phrases, out.phrase_attention) < ATOL, step
-                else:
-                    assert got_phrases is None and torch.equal(out.phrase_attention, out.attention.unsqueeze(1))
-                assert {n: _close(state[n], eager.tensors[n]) < ATOL for n in state} == {n: True for n in state}
+                got = backend.step(tokens, state, need_phrases=True)
+                state = got.state
+                assert _close(got.log_probs, out.log_probs) < ATOL, step
+                assert _close(got.attention, out.attention) < ATOL, step
+                assert _close(got.phrase_attention, out.phrase_attention) < ATOL, step
+                if layout.phrase_attention != PHRASES_OUTPUT:  # rebuilt by the runner from the attention
+                    assert torch.equal(got.phrase_attention, got.attention.unsqueeze(1))
+                    assert torch.equal(out.phrase_attention, out.attention.unsqueeze(1))
+                assert {n: _close(state.tensors[n], eager.tensors[n]) < ATOL for n in state.tensors} == {n: True for n in state.tensors}
                 tokens = out.log_probs.argmax(dim=-1)
                 if step in reorders:
                     index = reorders[step]
-                    eager, state, tokens = eager.reorder(index), backend.reorder(state, index), tokens[index]
+                    eager, state, tokens = eager.reorder(index), state.reorder(index), tokens[index]
 
 
 @pytest.mark.parametrize("config_id", list(MODEL_CONFIGS))

@@ -2,6 +2,7 @@
 bad input into one readable line with exit code 2, a failed verification into exit code 1."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -37,8 +38,8 @@ class _NotBatchFirst(VanillaAttention):
         return {**state, "steps": torch.zeros(1, device=device)}
 
     def step(self, x, state, **kwargs):
-        out, probs, new = super().step(x, {k: v for k, v in state.items() if k != "steps"}, **kwargs)
-        return out, probs, {**new, "steps": state["steps"] + 1}
+        out = super().step(x, {k: v for k, v in state.items() if k != "steps"}, **kwargs)
+        return dataclasses.replace(out, state={**out.state, "steps": state["steps"] + 1})
 
 
 @pytest.fixture
@@ -204,14 +205,14 @@ def test_torchscript_export_loads_without_the_project(tmp_path_factory, tiny_spm
         "sys.modules['model'] = None; sys.modules['export'] = None  # importing either now fails\n"
         f"enc = torch.jit.load({str(path / 'encoder.pt')!r})\n"
         "state = enc(torch.tensor([[5, 6, 2]]))\n"
-        "print(len(state), tuple(state[1].shape))\n"
+        "print(len(state), tuple(state[2].shape))\n"  # state[0]: position, state[1]: memory_pad_mask
     )
     import subprocess
     import sys
 
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "9 (1, 4, 0, 8)"
+    assert result.stdout.strip() == "10 (1, 4, 0, 8)"
 
 
 def test_an_exporter_failure_is_one_line_and_exit_1_and_traceback_shows_it(tmp_path, monkeypatch, capsys):

@@ -73,7 +73,7 @@ def test_markov_bias_on_a_constructed_case_exact_numbers():
     with torch.no_grad():
         module.biases["markov"].weight.copy_(torch.tensor([a, b, c]).expand(4, 3))
     x, memory = inputs()
-    _, probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)  # (B, H, T, S)
+    probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs  # (B, H, T, S)
     # t = 0: nothing was attended before, no bias, uniform.
     torch.testing.assert_close(probs[0, :, 0], torch.full((4, 5), 0.2), atol=1e-7, rtol=0)
     torch.testing.assert_close(probs[1, :, 0], torch.tensor([1 / 3] * 3 + [0.0] * 2).expand(4, 5), atol=1e-7, rtol=0)
@@ -93,7 +93,7 @@ def test_fertility_bias_on_a_constructed_case_exact_numbers():
     with torch.no_grad():
         module.biases["fertility"].weight.copy_(torch.tensor([0.3, 0.6, 0.9]).expand(4, 3))
     x, memory = inputs()
-    _, probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
+    probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
     # After t uniform rows the coverage is t/len on every real token and 0 outside the sentence,
     # so the bias is t times the Markov case's: t·[0.5, 0.6, 0.3] on the 3-token sentence.
     for t in range(4):
@@ -139,7 +139,7 @@ def test_markov_bias_reads_the_previous_steps_unbiased_attention(window_size):
             if t > 0 and 0 <= i + o < length
         )
 
-    _, probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
+    probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
     torch.testing.assert_close(probs, reference_probs(module, x, memory, MEMORY_PAD, markov), atol=1e-6, rtol=0)
 
 
@@ -155,7 +155,7 @@ def test_fertility_bias_is_the_sum_of_all_earlier_rows():
         covered = [sum(float(unbiased[h, earlier, j]) for earlier in range(t)) for j in range(length)]
         return sum(float(weight[h, o + 1]) * covered[i + o] for o in (-1, 0, 1) if 0 <= i + o < length)
 
-    _, probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
+    probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
     torch.testing.assert_close(probs, reference_probs(module, x, memory, MEMORY_PAD, fertility), atol=1e-6, rtol=0)
 
 
@@ -170,7 +170,7 @@ def test_position_bias_is_the_small_map_of_the_hand_features():
         hidden = torch.tanh(term.hidden.weight @ psi + term.hidden.bias)  # (5,)
         return float(term.out.weight[h] @ hidden + term.out.bias[h])
 
-    _, probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
+    probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
     torch.testing.assert_close(probs, reference_probs(module, x, memory, MEMORY_PAD, position), atol=1e-6, rtol=0)
 
 
@@ -178,7 +178,8 @@ def test_the_inner_protocol_reproduces_vanilla_attention():
     """token_logits + mask + softmax + mix is exactly what VanillaAttention.forward computes."""
     inner = cross_attention({"markov": {}}).inner
     x, memory = inputs(4)
-    out, probs = inner(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
+    got = inner(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
+    out, probs = got.out, got.probs
     kv = inner.init_state(memory, 2, memory.device, memory.dtype)
     logits = inner.token_logits(x, kv).masked_fill(MEMORY_PAD.view(2, 1, 1, 5), float("-inf"))
     mine = torch.softmax(logits, dim=-1)
@@ -240,3 +241,15 @@ def test_valid_options_and_phrasal_self_attention_are_accepted():
                          encoder_self_attention=phrasal, decoder_self_attention=phrasal)
     assert config.to_dict()["alignment_biases"] == {"position": {"hidden": 4}, "markov": {"window": 0}, "fertility": {}}
     assert tiny_config(alignment_biases={}).alignment_biases == {}
+
+
+def test_the_one_masked_softmax_hides_true_entries_and_zeroes_empty_rows():
+    """The biases use the same masked softmax as the n-gram attention: True = hidden, as key_padding_mask."""
+    from model.attention.functional import masked_softmax
+    from model.biases.biased_cross_attention import padding
+
+    logits = torch.tensor([[0.0, math.log(3.0), 5.0], [1.0, 2.0, 3.0]]).view(2, 1, 1, 3)
+    pad = torch.tensor([[False, False, True], [True, True, True]])
+    probs = masked_softmax(logits, padding(pad), may_be_empty=True).view(2, 3)
+    torch.testing.assert_close(probs, torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]]), atol=1e-7, rtol=0)
+    assert probs[0, 2].item() == 0.0

@@ -80,10 +80,12 @@ def test_bias_state_reorders_with_its_rows():
     model = biased_model(ALL, seed=1, encoder_self_attention=QUERYK_SELF, decoder_self_attention=QUERYK_SELF)
     state = model.init_state(model.encode(SRC))
     for t in range(3):
-        _, _, state = model.decode_step(TGT_IN[:, t], None, state)
+        state = model.decode_step(TGT_IN[:, t], state).state
     swapped = state.reorder(torch.tensor([2, 0, 1]))
-    log_probs, attention, _ = model.decode_step(torch.tensor([20, 21, 22]), None, swapped)
-    reference, reference_attention, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    step = model.decode_step(torch.tensor([20, 21, 22]), swapped)
+    log_probs, attention = step.log_probs, step.attention
+    reference_step = model.decode_step(torch.tensor([21, 22, 20]), state)
+    reference, reference_attention = reference_step.log_probs, reference_step.attention
     torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
     torch.testing.assert_close(attention, reference_attention[[2, 0, 1]], atol=1e-6, rtol=0)
 

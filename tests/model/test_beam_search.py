@@ -363,3 +363,38 @@ def test_return_attention_needs_decoder_attention():
 def test_hypothesis_is_plain_data():
     h = Hypothesis(tokens=[A], score=-1.0, log_prob=-2.0, attention=None)
     assert (h.tokens, h.score, h.log_prob, h.attention) == ([A], -1.0, -2.0, None)
+
+
+class NamedRowsDecoder(ScriptedDecoder):
+    """ScriptedDecoder whose attention comes as two named per-row tensors of different shapes:
+    "tokens" its rows (N, S) and "twice" the same rows doubled, laid out (N, 2, S)."""
+
+    def step(self, tokens):
+        log_probs, attn = super().step(tokens)
+        return log_probs, {"tokens": attn, "twice": torch.stack([attn, 2 * attn], dim=1)}
+
+
+def test_named_rows_follow_the_beam_parents_like_one_tensor():
+    tables = [T1, T2, T1, T4]
+    common = dict(batch_size=4, beam_size=2, bos_id=BOS, eos_id=EOS, max_lengths=torch.tensor([3, 5, 0, 4]),
+                  n_best=2, length_penalty=0.0, return_attention=True)
+    plain = beam_search(ScriptedDecoder(tables, 2, 5), **common)
+    named = beam_search(NamedRowsDecoder(tables, 2, 5), **common)
+    assert [[h.tokens for h in hyps] for hyps in named] == [[h.tokens for h in hyps] for hyps in plain]
+    for hyps in named:
+        for h in hyps:
+            rows = expected_attention(h.tokens, 5)  # (T, S)
+            assert torch.equal(h.attention["tokens"], rows)
+            assert torch.equal(h.attention["twice"], torch.stack([rows, 2 * rows], dim=1))  # (T, 2, S)
+
+
+def test_return_attention_needs_every_named_row():
+    class Missing(ScriptedDecoder):
+        def step(self, tokens):
+            log_probs, attn = super().step(tokens)
+            return log_probs, {"tokens": attn, "phrases": None}
+
+    with pytest.raises(ValueError, match=r"return_attention=True needs decoder.step to return attention \(2, S\), got "
+                                         r"\{'tokens': \(2, 5\), 'phrases': None\}"):
+        beam_search(Missing([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
+                    max_lengths=torch.tensor([3]), return_attention=True)

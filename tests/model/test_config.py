@@ -57,3 +57,8 @@ def test_config_is_frozen():
 def test_registry_refuses_duplicates():
     with pytest.raises(ValueError, match="attention kind 'vanilla' is already registered by VanillaAttention"):
         register_attention("vanilla")(type("Other", (), {}))
+
+
+def test_registry_refuses_a_kind_outside_the_contract():
+    with pytest.raises(TypeError, match="attention kind 'plain': Plain must derive from model.attention.contract.AttentionModule"):
+        register_attention("plain")(type("Plain", (), {}))

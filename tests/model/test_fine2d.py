@@ -100,8 +100,10 @@ def test_tied_fine2d_module_equals_the_vanilla_module():
         fine.r_proj.bias.zero_()
     x, memory = torch.randn(2, 3, d), torch.randn(2, 5, d)
     pad = torch.tensor([[False] * 5, [False, False, True, True, True]])
-    out_f, probs_f = fine(x, memory, key_padding_mask=pad, need_weights=True)
-    out_v, probs_v = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
+    f = fine(x, memory, key_padding_mask=pad, need_weights=True)
+    out_f, probs_f = f.out, f.probs
+    v = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
+    out_v, probs_v = v.out, v.probs
     torch.testing.assert_close(probs_f, probs_v, atol=1e-6, rtol=0)
     torch.testing.assert_close(out_f, out_v, atol=1e-5, rtol=0)
 
@@ -157,11 +159,13 @@ def test_a_module_over_an_all_padding_memory_outputs_its_bias():
     m = Fine2dAttention(16, 4, 0.0, "cross", {}).eval()
     x, memory = torch.randn(2, 3, 16), torch.randn(2, 4, 16)
     pad = torch.tensor([[False, True, True, True], [True] * 4])
-    out, probs = m(x, memory, key_padding_mask=pad, need_weights=True)
+    got = m(x, memory, key_padding_mask=pad, need_weights=True)
+    out, probs = got.out, got.probs
     torch.testing.assert_close(out[1], m.out_proj.bias.expand(3, 16), atol=0, rtol=0)
     assert torch.equal(probs[1], torch.zeros_like(probs[1])) and torch.isfinite(out).all()
     state = m.init_state(memory, 2, memory.device, memory.dtype)
-    step_out, step_probs, _ = m.step(x[:, :1], state, key_padding_mask=pad, need_weights=True)
+    stepped = m.step(x[:, :1], state, key_padding_mask=pad, need_weights=True)
+    step_out, step_probs = stepped.out, stepped.probs
     torch.testing.assert_close(step_out, out[:, :1], atol=1e-6, rtol=0)
     torch.testing.assert_close(step_probs, probs[:, :, :1], atol=1e-7, rtol=0)
 
@@ -174,8 +178,8 @@ def test_incremental_decoding_equals_full_pass(name):
     # The vanilla convention: the self-attention keys count the steps on dim 2.
     assert state.tensors["layers.0.self.k"].shape[2] == TGT_IN.shape[1]
     swapped = state.reorder(torch.tensor([2, 0, 1]))
-    log_probs, _, _ = model.decode_step(torch.tensor([20, 21, 22]), None, swapped)
-    reference, _, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    log_probs = model.decode_step(torch.tensor([20, 21, 22]), swapped).log_probs
+    reference = model.decode_step(torch.tensor([21, 22, 20]), state).log_probs
     torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
 
 

@@ -50,7 +50,7 @@ def capture_cross_attention(model, index):
     seen = {}
 
     def hook(module, inputs, output):
-        seen["probs"] = output[1]
+        seen["probs"] = output.probs
 
     handle = model.decoder_layers[index].cross_attention.register_forward_hook(hook)
     return seen, handle

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from model.attention.convkv import ConvKVAttention
+from model.attention.functional import masked_softmax
 from model.attention.ngram import (
     causal_key_mask,
     fused_ngram_conv,
-    masked_softmax,
     ngram_valid,
     phrase_table,
     spread_to_tokens,
@@ -134,8 +134,9 @@ def test_module_equals_the_equations_written_as_loops(kind, structure, site):
     if site != "decoder_self":
         pad[1, -2:] = True  # the second sentence is 2 rows shorter
     with torch.no_grad():
-        out, probs, phrases = m(x, memory, key_padding_mask=pad if site != "decoder_self" else None,
-                                causal=site == "decoder_self", need_weights=True, need_phrases=True)
+        got = m(x, memory, key_padding_mask=pad if site != "decoder_self" else None,
+                causal=site == "decoder_self", need_weights=True, need_phrases=True)
+        out, probs, phrases = got.out, got.probs, got.phrases
         for b in range(2):
             length = int((~pad[b]).sum())
             rows = length if site == "encoder_self" else x.shape[1]
@@ -203,8 +204,10 @@ def test_unigram_only_heads_are_vanilla_heads(kind, structure):
         phrasal.values[0][0].bias.copy_(vanilla.v_proj.bias)
         x, memory = torch.randn(2, 3, D), torch.randn(2, 5, D)
         pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
-        a_out, a_probs = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
-        b_out, b_probs = phrasal(x, memory, key_padding_mask=pad, need_weights=True)
+        a = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
+        a_out, a_probs = a.out, a.probs
+        b = phrasal(x, memory, key_padding_mask=pad, need_weights=True)
+        b_out, b_probs = b.out, b.probs
     torch.testing.assert_close(b_out, a_out, atol=1e-6, rtol=0)
     torch.testing.assert_close(b_probs, a_probs, atol=1e-6, rtol=0)
 
@@ -233,7 +236,8 @@ def test_a_source_shorter_than_n_softmaxes_over_the_other_sizes(kind):
     x = torch.randn(1, 2, D)
     memory = torch.randn(1, 4, D, requires_grad=True)
     pad = torch.tensor([[False, False, True, True]])  # 2 real tokens: no trigram exists
-    out, probs, phrases = m(x, memory, key_padding_mask=pad, need_weights=True, need_phrases=True)
+    got = m(x, memory, key_padding_mask=pad, need_weights=True, need_phrases=True)
+    out, probs, phrases = got.out, got.probs, got.phrases
     assert torch.isfinite(out).all()
     assert phrases[..., 2, :].abs().max().item() == 0.0
     torch.testing.assert_close(phrases.sum((-1, -2)), torch.ones(1, H, 2))
@@ -246,10 +250,10 @@ def test_a_source_shorter_than_n_softmaxes_over_the_other_sizes(kind):
 def test_a_head_without_any_ngram_outputs_zeros_not_nan(kind):
     m = KINDS[kind](D, H, 0.0, "encoder_self", {"structure": "homogeneous", "ngrams": [1, 3], "heads_per_ngram": [2, 2]})
     x = torch.randn(1, 2, D, requires_grad=True)  # 2 tokens: the trigram heads see nothing
-    _, probs = m(x, key_padding_mask=torch.tensor([[False, False]]), need_weights=True)
+    probs = m(x, key_padding_mask=torch.tensor([[False, False]]), need_weights=True).probs
     torch.testing.assert_close(probs[0, :2].sum(-1), torch.ones(2, 2))
     assert probs[0, 2:].abs().max().item() == 0.0
-    out, _ = m(x, key_padding_mask=torch.tensor([[False, False]]))  # the fused path
+    out = m(x, key_padding_mask=torch.tensor([[False, False]])).out  # the fused path
     out.sum().backward()
     assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
 
@@ -278,7 +282,7 @@ def test_a_source_of_eos_alone_decodes_with_phrases(kind):
     state = model.init_state(model.encode(torch.tensor([[2]])))
     tokens = torch.tensor([1])
     for _ in range(3):
-        out = model.decode_step_with_phrases(tokens, None, state)
+        out = model.decode_step(tokens, state, need_phrases=True)
         assert out.phrase_attention.tolist() == [[[1.0], [0.0], [0.0]]] and out.attention.tolist() == [[1.0]]
         state, tokens = out.state, out.log_probs.argmax(-1)
 

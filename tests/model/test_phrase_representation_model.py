@@ -125,9 +125,9 @@ def test_memory_and_state_reorder_follow_rows():
     moved = memory.reorder(index)
     assert torch.equal(moved.phrases, memory.phrases[index]) and torch.equal(moved.phrase_chunks, memory.phrase_chunks[index])
     state = model.init_state(memory)
-    _, _, state = model.decode_step(TGT_IN[:, 0], None, state)
-    log_probs, _, _ = model.decode_step(torch.tensor([20, 21, 22]), None, state.reorder(index))
-    reference, _, _ = model.decode_step(torch.tensor([21, 22, 20]), None, state)
+    state = model.decode_step(TGT_IN[:, 0], state).state
+    log_probs = model.decode_step(torch.tensor([20, 21, 22]), state.reorder(index)).log_probs
+    reference = model.decode_step(torch.tensor([21, 22, 20]), state).log_probs
     torch.testing.assert_close(log_probs, reference[index], atol=1e-6, rtol=0)
     torch.testing.assert_close(model.init_state(moved).tensors["layers.0.phrase.k"],
                                model.init_state(memory).tensors["layers.0.phrase.k"][index], atol=1e-6, rtol=0)

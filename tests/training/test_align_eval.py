@@ -87,7 +87,8 @@ def test_forced_rows_are_the_attention_of_incremental_decoding():
         state = model.init_state(memory)
         steps = []
         for token in [model.config.bos_id, *target]:
-            _, attention, state = model.decode_step(torch.tensor([token]), memory, state)
+            out = model.decode_step(torch.tensor([token]), state)
+            attention, state = out.attention, out.state
             steps.append(attention[0, : len(source)].double())
     # row k predicts target piece k (input BOS, y0, ...); shifted row k reads piece k
     assert torch.allclose(forced, torch.stack(steps[:2]), atol=1e-6)
