@@ -12,6 +12,7 @@ def test_ct2_backend_answers_like_the_torch_backend(tmp_path_factory, tiny_spm):
     export = exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32")
     expected = served(Settings(model_dirs=[source], device="cpu", backend="torch"))
     got = served(Settings(model_dirs=[source], device="cpu", backend="ct2", export_dirs=[export]))
-    assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""},
+    assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "",
+                                                      "possible_omissions": [], "possible_insertions": []},
                        "phrases": {"origin": "extracted", "pairs": []}}]
     same_translations(got, expected, score_atol=1e-3)

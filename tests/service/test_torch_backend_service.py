@@ -154,5 +154,6 @@ def test_invisible_characters_leave_the_other_words_offsets_exact(torch_client):
     ]
     assert all(source[start:end] == text for text, start, end in words)
     assert invisible == [
-        {"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""}}
+        {"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "",
+                                                "possible_omissions": [], "possible_insertions": []}}
     ]

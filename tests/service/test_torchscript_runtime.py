@@ -15,7 +15,8 @@ def test_torchscript_backend_answers_like_the_torch_backend(config_id, tmp_path_
     export = exported(tmp_path_factory, tiny_spm, "torchscript", config_id)
     expected = served(Settings(model_dirs=[source], device="cpu", backend="torch"))
     got = served(Settings(model_dirs=[source], device="cpu", backend="torchscript", export_dirs=[export]))
-    assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": ""},
+    assert got[1] == [{"text": "", "score": 0.0, "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "",
+                                                      "possible_omissions": [], "possible_insertions": []},
                        "phrases": {"origin": "extracted", "pairs": []}}]
     # A phrasal model's phrase map is its own attended phrases (n-grams or phrase-representation
     # chunks), from the graph's phrase_attention output; other models' are extracted from the links.
