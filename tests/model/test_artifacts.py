@@ -72,3 +72,67 @@ def test_tied_embedding_is_stored_once(tmp_path, tiny_spm):
         names = set(handle.keys())
     assert "source_embedding.tokens.weight" in names
     assert "target_embedding.tokens.weight" not in names
+
+
+# -- the manifest is the whole truth about the directory ---------------------------------------
+def rewrite_manifest(path, change) -> None:
+    manifest = json.loads((path / "manifest.json").read_text())
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "spm.model"])
+def test_a_manifest_without_the_hash_of_a_file_is_refused(tmp_path, tiny_spm, name):
+    _, path = save(tmp_path, tiny_spm)
+    rewrite_manifest(path, lambda m: m["files"].pop(name))
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{path / 'manifest.json'}: no hash recorded for {name}"
+
+
+def test_a_manifest_listing_an_extra_file_checks_it_too(tmp_path, tiny_spm):
+    _, path = save(tmp_path, tiny_spm)
+    (path / "notes.txt").write_text("trained on Multi30k\n")
+    rewrite_manifest(path, lambda m: m["files"].update({"notes.txt": sha256_file(path / "notes.txt")}))
+    assert load_model_dir(path).manifest["files"]["notes.txt"] == sha256_file(path / "notes.txt")
+    (path / "notes.txt").write_text("trained on something else\n")
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{path / 'notes.txt'}: sha256 does not match the manifest (file changed or corrupted)"
+    (path / "notes.txt").unlink()
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{path}: missing notes.txt"
+
+
+def test_a_file_the_manifest_does_not_list_is_never_read(tmp_path, tiny_spm):
+    # Only the listed files are loaded, so an unlisted one (a README, an editor's backup) is
+    # neither checked nor used.
+    model, path = save(tmp_path, tiny_spm)
+    (path / "README.md").write_text("notes\n")
+    loaded = load_model_dir(path)
+    torch.testing.assert_close(loaded.model(SRC, TGT).logits, model(SRC, TGT).logits, atol=0, rtol=0)
+
+
+def test_a_change_past_the_first_mebibyte_of_the_weights_is_refused(tmp_path, tiny_spm):
+    # float32 weights of d_model 128: about 3 MB, so the hash must read past its first block.
+    model = tiny_model(d_model=128, d_ff=256)
+    path = save_model_dir(tmp_path / "big", model, tiny_spm, source_lang="en", target_lang="de")
+    weights = path / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    assert len(data) > 2 * (1 << 20) + 1
+    load_model_dir(path)  # intact: loads
+    data[2 * (1 << 20) + 1] ^= 0x01  # one bit inside the third MiB
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{weights}: sha256 does not match the manifest (file changed or corrupted)"
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 * (1 << 20) + 7])
+def test_sha256_file_is_the_sha256_of_the_whole_file(tmp_path, size):
+    import hashlib
+
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    (tmp_path / "f").write_bytes(data)
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()

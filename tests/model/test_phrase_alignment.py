@@ -110,3 +110,13 @@ def test_attended_links_outside_the_source_pieces_are_ignored():
         target_text="Hallo", target_pieces=["▁Hallo"], target_spans=[(0, 5)],
     )
     assert pairs == []
+
+
+def test_an_unlinked_target_word_inside_a_block_does_not_lower_its_confidence():
+    # t0 and t2 both come from s0, so the block spans t0..t2 and takes in t1, which has no link
+    # at all. Confidence is the mean over the block's linked target words only: (0.75 + 0.75) / 2;
+    # counting t1 as 0 would give 0.5.
+    a = alignment(2, 3, {0: [(0, 0.75), (1, 0.25)], 2: [(0, 0.75), (1, 0.25)]})
+    (pair,) = extracted_phrase_pairs(a)
+    assert (pair.source, pair.target) == ((0, 1), (0, 3))
+    assert pair.confidence == 0.75
