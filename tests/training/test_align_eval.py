@@ -254,3 +254,19 @@ def test_bad_input_exits_2_with_one_line(files, capsys, case, message):
     code, out, err = cli(capsys, *[x for kv in args.items() for x in kv])
     assert (code, out) == (2, "")
     assert err == f"phrasal-align-eval: error: {message.format(root=root)}\n"
+
+
+def test_the_bundled_gold_set_is_what_its_readme_says():
+    # data/gold_align_deen_dev/README.md: 50 pairs, 599 sure links, German-English, every
+    # link inside its sentences once reversed into English-German (source-target).
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "data" / "gold_align_deen_dev"
+    en = (root / "test.en").read_text(encoding="utf-8").splitlines()
+    de = (root / "test.de").read_text(encoding="utf-8").splitlines()
+    lines = (root / "de-en.wa").read_text(encoding="utf-8").splitlines()
+    gold, fmt, base = am.read_gold(lines, len(en), reverse=True)
+    assert (len(en), len(de), fmt, base) == (50, 50, "pharaoh", 0)
+    assert sum(len(g.sure) for g in gold) == 599
+    assert all(g.possible == g.sure for g in gold)
+    assert all(i < len(e.split()) and j < len(d.split()) for g, e, d in zip(gold, en, de) for i, j in g.sure)
