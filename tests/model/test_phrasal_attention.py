@@ -171,6 +171,15 @@ def test_queryk_score_of_one_query_over_one_bigram():
     assert scores[0].item() == pytest.approx((3.0 * 0.5) / 2.0)
 
 
+def test_queryk_unigram_kernels_are_scaled_dot_products():
+    # Sizes (1,): each kernel is a plain query; the score is q·k / √dh, or q·k when prescaled.
+    q = torch.tensor([1.0, 2.0, 0.0, -1.0, 0.5, 1.0]).view(1, 2, 1, 3)  # 2 heads, dh = 3
+    k = torch.tensor([[1.0, 1.0, 1.0], [0.0, 2.0, 4.0], [2.0, 0.0, -2.0], [1.0, 0.0, 1.0]]).view(1, 2, 2, 3)
+    dots = torch.tensor([[3.0, 4.0], [-4.0, 0.0]]).view(1, 2, 1, 2)
+    torch.testing.assert_close(queryk_scores(q, k, (1,)), dots / math.sqrt(3), atol=1e-6, rtol=0)
+    torch.testing.assert_close(queryk_scores(q, k, (1,), prescaled=True), dots, atol=1e-6, rtol=0)
+
+
 def test_queryk_unigram_and_bigram_scores_share_one_softmax():
     q = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0]).view(1, 1, 1, 6)  # kernel 1: (1, 0); kernel 2: (0, 0, 1, 1)
     k = torch.tensor([[2.0, 0.0], [0.0, 2.0]]).view(1, 1, 2, 2)
