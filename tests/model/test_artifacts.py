@@ -136,3 +136,82 @@ def test_sha256_file_is_the_sha256_of_the_whole_file(tmp_path, size):
     data = bytes(range(256)) * (size // 256) + bytes(size % 256)
     (tmp_path / "f").write_bytes(data)
     assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda m: m.update(format_version=2), "not a phrasal-model v1 directory"),
+        (lambda m: m.update(format="phrasal-export"), "not a phrasal-model v1 directory"),
+        (lambda m: m.pop("target_lang"), "missing 'target_lang'"),
+        (lambda m: m.pop("files"), "missing 'files'"),
+    ],
+    ids=["version", "format", "no-target-lang", "no-files"],
+)
+def test_a_manifest_of_another_format_or_without_its_keys_is_refused(tmp_path, tiny_spm, change, problem):
+    _, path = save(tmp_path, tiny_spm)
+    rewrite_manifest(path, change)
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    where = path if problem.startswith("not a") else path / "manifest.json"
+    assert str(caught.value) == f"{where}: {problem}"
+
+
+def test_a_manifest_that_is_not_an_object_is_refused(tmp_path, tiny_spm):
+    _, path = save(tmp_path, tiny_spm)
+    (path / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{path}: not a phrasal-model v1 directory"
+
+
+def test_a_manifest_naming_a_file_outside_the_directory_is_refused(tmp_path, tiny_spm):
+    _, path = save(tmp_path, tiny_spm)
+    (tmp_path / "escape.txt").write_text("x")
+    rewrite_manifest(path, lambda m: m["files"].update({"../escape.txt": sha256_file(tmp_path / "escape.txt")}))
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{path / 'manifest.json'}: lists '../escape.txt', which is not inside {path}"
+
+
+def test_saving_creates_parent_directories_and_can_rewrite_a_directory_in_place(tmp_path, tiny_spm):
+    model = tiny_model()
+    path = save_model_dir(tmp_path / "runs" / "a" / "m", model, tiny_spm, source_lang="en", target_lang="de")
+    # Again, into the same directory, from the tokenizer already in it.
+    save_model_dir(path, model, path / "spm.model", source_lang="en", target_lang="de", extra={"note": 1})
+    loaded = load_model_dir(path)
+    assert loaded.manifest["note"] == 1
+    assert sha256_file(path / "spm.model") == sha256_file(tiny_spm)
+
+
+def test_the_manifest_is_written_sorted_and_indented(tmp_path, tiny_spm):
+    # Byte-stable manifests: the same model always gives the same file.
+    _, path = save(tmp_path, tiny_spm, extra={"b": 1, "a": 2})
+    text = (path / "manifest.json").read_text()
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+    assert (path / "config.json").read_text().endswith("}\n")
+
+
+def test_weights_missing_a_tensor_or_holding_an_unknown_one_are_refused(tmp_path, tiny_spm):
+    from safetensors.torch import load_file, save_file
+
+    _, path = save(tmp_path, tiny_spm)
+    tensors = load_file(path / "model.safetensors")
+    tensors.pop("decoder_layers.1.ffn.up.weight")
+    tensors["extra.weight"] = torch.zeros(2)
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+    rewrite_manifest(path, lambda m: m["files"].update({"model.safetensors": sha256_file(path / "model.safetensors")}))
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == (
+        f"{path / 'model.safetensors'} does not match config.json: "
+        "missing tensor decoder_layers.1.ffn.up.weight; unexpected tensor extra.weight"
+    )
+
+
+def test_a_tokenizer_of_another_vocabulary_size_is_refused(tmp_path, tiny_spm):
+    model = tiny_model(vocab_size=600)
+    path = save_model_dir(tmp_path / "m", model, tiny_spm, source_lang="en", target_lang="de")
+    with pytest.raises(ArtifactError) as caught:
+        load_model_dir(path)
+    assert str(caught.value) == f"{path / 'spm.model'} has 500 pieces, config says 600"

@@ -120,3 +120,35 @@ def test_an_unlinked_target_word_inside_a_block_does_not_lower_its_confidence():
     (pair,) = extracted_phrase_pairs(a)
     assert (pair.source, pair.target) == ((0, 1), (0, 3))
     assert pair.confidence == 0.75
+
+
+def attended(links, source=("Two dogs", ["▁Two", "▁dog", "s"], [(0, 3), (4, 7), (7, 8)]),
+             target=("Zwei Hunde", ["▁Zwei", "▁Hund", "e"], [(0, 4), (5, 9), (9, 10)])):
+    return attended_phrase_pairs(
+        links, source_text=source[0], source_pieces=source[1], source_spans=source[2],
+        target_text=target[0], target_pieces=target[1], target_spans=target[2],
+    )
+
+
+def test_a_link_of_the_step_after_the_last_target_piece_is_ignored():
+    # The EOS step's link (target piece 3 of 3) names no target word.
+    assert attended([PhraseLink(0, 0, 1, 0.7), PhraseLink(3, 1, 2, 0.9)]) == [PhrasePair((0, 1), (0, 1), 0.7)]
+
+
+def test_a_link_reaching_past_the_last_source_piece_keeps_the_words_it_touches():
+    # The trigram ending at the source EOS: pieces 1, 2 and the EOS position 3.
+    assert attended([PhraseLink(1, 1, 3, 0.6)]) == [PhrasePair((1, 2), (1, 2), 0.6)]
+
+
+def test_of_two_equally_heavy_pieces_of_a_word_the_first_decides():
+    pairs = attended([PhraseLink(1, 0, 1, 0.4), PhraseLink(2, 1, 1, 0.4)])
+    assert pairs == [PhrasePair((0, 1), (1, 2), 0.4)]
+
+
+def test_words_that_follow_each_other_on_one_span_merge_and_a_gap_splits_them():
+    source = ("a b", ["▁a", "▁b"], [(0, 1), (2, 3)])
+    target = ("w x y z", ["▁w", "▁x", "▁y", "▁z"], [(0, 1), (2, 3), (4, 5), (6, 7)])
+    links = [PhraseLink(0, 0, 2, 0.2), PhraseLink(1, 0, 2, 0.4), PhraseLink(3, 0, 2, 0.8)]  # y has no link
+    assert attended(links, source, target) == [
+        PhrasePair((0, 2), (0, 2), pytest.approx(0.3)), PhrasePair((0, 2), (3, 4), 0.8)
+    ]
