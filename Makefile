@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 MODEL_DIR ?= models/en-de
 
-.PHONY: install serve test clean
+.PHONY: install serve test mutation clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ serve: install
 
 test: install
 	$(PY) -m pytest
+
+# Not part of `make test` (tens of minutes on 2 cores): planted bugs and generated mutants of the
+# core files against their tests; writes results/mutation.md (benchmarks/mutation.py --help).
+mutation: install
+	$(PY) benchmarks/mutation.py
 
 clean:
 	rm -rf $(VENV)

@@ -56,6 +56,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/service/test_limit_edges.py",
         "tests/service/test_request_errors.py",
         "tests/service/test_translate_api.py",
+        "tests/service/test_translator.py",
     ],
     "model/phrase_alignment.py": ["tests/model/test_phrase_alignment.py"],
 }
