@@ -140,6 +140,10 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
         "k is 4-D: k.transpose(2, -1) is k.transpose(-2, -1)",
     ("model/attention/queryk.py", 61, 73, "-x -> x"):
         "k is 4-D: k.transpose(2, -1) is k.transpose(-2, -1)",
+    ("model/attention/queryk.py", 62, 11, "- -> +"):
+        "span only sizes the scatter buffer of n-gram ends; a larger one is cut back to s columns below",
+    ("model/attention/queryk.py", 62, 23, "1 -> 0"):
+        "span only sizes the scatter buffer of n-gram ends; a larger one is cut back to s columns below",
     ("model/attention/functional.py", 45, 57, "-x -> x"):
         "k is 4-D (B, H, S, dh): k.transpose(2, -1) is k.transpose(-2, -1)",
     ("model/attention/functional.py", 57, 49, "> -> >="):

@@ -332,3 +332,11 @@ def test_the_queryk_module_scales_each_ngram_by_its_own_width():
     e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
     expected = torch.stack([e[0], e[1], e[2], torch.tensor(0.0)]).view(2, 2) / e.sum()  # [n-1, start]
     torch.testing.assert_close(phrases[0, 0, 0], expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("structure", list(STRUCTURES))
+def test_queryk_keeps_only_learned_parameters_in_its_state(structure):
+    # Its scale and kernel-row constants are rebuilt from the config, never stored with the
+    # weights, so a saved QueryK model holds exactly its parameters.
+    m = module("queryk", structure, "cross")
+    assert set(m.state_dict()) == {name for name, _ in m.named_parameters()}

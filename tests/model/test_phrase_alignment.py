@@ -152,3 +152,18 @@ def test_words_that_follow_each_other_on_one_span_merge_and_a_gap_splits_them():
     assert attended(links, source, target) == [
         PhrasePair((0, 2), (0, 2), pytest.approx(0.3)), PhrasePair((0, 2), (3, 4), 0.8)
     ]
+
+
+def test_a_later_block_that_closes_around_an_earlier_one_absorbs_it():
+    # t0<-s1 alone is consistent, so it is a block first. t1<-s0 and t3<-s0 pull t2<-s2 in, whose
+    # source span then covers s1 and with it t0: the second block contains the first, and the map
+    # holds the larger one only (no target word in two pairs).
+    a = alignment(3, 4, {0: [(1, 1.0)], 1: [(0, 1.0)], 2: [(2, 1.0)], 3: [(0, 1.0)]})
+    assert spans(extracted_phrase_pairs(a)) == [((0, 3), (0, 4))]
+
+
+def test_three_consecutive_words_on_one_span_are_one_attended_pair():
+    source = ("a b", ["▁a", "▁b"], [(0, 1), (2, 3)])
+    target = ("w x y", ["▁w", "▁x", "▁y"], [(0, 1), (2, 3), (4, 5)])
+    links = [PhraseLink(0, 1, 1, 0.3), PhraseLink(1, 1, 1, 0.6), PhraseLink(2, 1, 1, 0.9)]
+    assert attended(links, source, target) == [PhrasePair((1, 2), (0, 3), pytest.approx(0.6))]

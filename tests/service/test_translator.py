@@ -110,3 +110,30 @@ def test_an_empty_request_of_blank_texts_never_calls_the_model():
     runtime = FakeRuntime()
     results = served(lambda t: t.translate(["", "  "], "en", "de"), [runtime])
     assert results == [[Translation(text="", score=0.0)]] * 2 and runtime.calls == []
+
+
+def test_a_translation_still_computing_at_the_deadline_is_a_deadline_exceeded():
+    import threading
+
+    from service.errors import DeadlineExceeded
+
+    gate = threading.Event()
+    runtime = FakeRuntime(gate=gate)
+    # The gate opens long after the 1 s deadline (and always opens, so that nothing hangs):
+    # a request that waited for the model would get its translation instead of the error.
+    opener = threading.Timer(10.0, gate.set)
+    opener.start()
+
+    async def go(translator):
+        with pytest.raises(DeadlineExceeded) as info:
+            await translator.translate(["a b"], "en", "de")
+        gate.set()
+        return info.value
+
+    try:
+        error = served(go, [runtime], request_timeout_s=1.0, max_wait_ms=0.0)
+    finally:
+        opener.cancel()
+        gate.set()
+    assert str(error) == "translation took longer than the 1 s deadline"
+    assert runtime.calls[0][0] == ["a b"]  # it had reached the model
