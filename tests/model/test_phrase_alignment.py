@@ -167,3 +167,22 @@ def test_three_consecutive_words_on_one_span_are_one_attended_pair():
     target = ("w x y", ["▁w", "▁x", "▁y"], [(0, 1), (2, 3), (4, 5)])
     links = [PhraseLink(0, 1, 1, 0.3), PhraseLink(1, 1, 1, 0.6), PhraseLink(2, 1, 1, 0.9)]
     assert attended(links, source, target) == [PhrasePair((1, 2), (0, 3), pytest.approx(0.6))]
+
+
+def test_extracted_pairs_are_consistent_disjoint_and_cover_every_linked_word_on_random_alignments():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        n_source, n_target = rng.randint(1, 7), rng.randint(1, 7)
+        links = {j: [(rng.randrange(n_source), 1.0)] for j in range(n_target) if rng.random() < 0.85}
+        a = alignment(n_source, n_target, links)
+        pairs = extracted_phrase_pairs(a)
+        for pair in pairs:
+            # Consistent: every link touching the block lies wholly inside it.
+            for i, j in a.hard:
+                assert (pair.target[0] <= j < pair.target[1]) == (pair.source[0] <= i < pair.source[1]), (a.hard, pair)
+        for first, second in zip(pairs, pairs[1:]):
+            assert first.target[1] <= second.target[0]  # disjoint and in target order
+        covered = sorted(j for pair in pairs for j in range(*pair.target) if a.links[j])
+        assert covered == sorted(links), a.hard
