@@ -144,6 +144,8 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
         "span only sizes the scatter buffer of n-gram ends; a larger one is cut back to s columns below",
     ("model/attention/queryk.py", 62, 23, "1 -> 0"):
         "span only sizes the scatter buffer of n-gram ends; a larger one is cut back to s columns below",
+    ("model/attention/queryk.py", 100, 49, "1 -> 0"):
+        "q.split([w], dim=-1) of the one group's width is [q]: the shortcut only saves a call",
     ("model/attention/functional.py", 45, 57, "-x -> x"):
         "k is 4-D (B, H, S, dh): k.transpose(2, -1) is k.transpose(-2, -1)",
     ("model/attention/functional.py", 57, 49, "> -> >="):
