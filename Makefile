@@ -9,7 +9,7 @@ MODEL_DIR ?= models/en-de
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 OMP_NUM_THREADS ?= $(shell n=$(CORES); [ $$n -gt 1 ] && echo $$((n - 1)) || echo 1)
 
-.PHONY: install serve test clean
+.PHONY: install serve test mutation clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ serve: install
 
 test: install
 	$(PY) -m pytest
+
+# Not part of `make test` (tens of minutes on 2 cores): planted bugs and generated mutants of the
+# core files against their tests; writes results/mutation.md (benchmarks/mutation.py --help).
+mutation: install
+	$(PY) benchmarks/mutation.py
 
 clean:
 	rm -rf $(VENV)

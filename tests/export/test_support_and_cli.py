@@ -179,7 +179,12 @@ def test_float16_graphs_are_verified_against_the_eager_float16_model(tmp_path, t
     verification = json.loads((out / "manifest.json").read_text())["verification"]
     assert verification["reference"] == "eager float16"
     assert set(verification["against_eager_float32"]) == {"identical_top", "bleu"}
-    assert 0 <= verification["against_eager_float32"]["identical_top"] <= 6
+    float32 = verification["against_eager_float32"]
+    # What float16 costs is information, not a pass mark: the manifest records what was printed.
+    assert (
+        f"against eager float32 (information): {float32['identical_top']}/6 identical, BLEU {float32['bleu']:.2f}"
+        in stdout.splitlines()[0]
+    )
 
 
 def test_cli_failed_verification_prints_the_cases_exits_1_and_the_export_is_refused(tmp_path, tmp_path_factory, tiny_spm, capsys):

@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from model.beam_search import Hypothesis, beam_search
+from model.beam_search import beam_search
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 V = 5
@@ -338,6 +338,9 @@ def test_empty_batch():
     ("kwargs", "message"),
     [
         ({"beam_size": 0}, "beam_size must be an integer >= 1, got 0"),
+        ({"beam_size": True}, "beam_size must be an integer >= 1, got True"),
+        ({"beam_size": 2.0}, "beam_size must be an integer >= 1, got 2.0"),
+        ({"beam_size": 2, "n_best": 1.0}, "n_best must be an integer with 1 <= n_best <= beam_size (2), got 1.0"),
         ({"beam_size": 2, "n_best": 0}, "n_best must be an integer with 1 <= n_best <= beam_size (2), got 0"),
         ({"beam_size": 2, "n_best": 3}, "n_best must be an integer with 1 <= n_best <= beam_size (2), got 3"),
         ({"batch_size": -1}, "batch_size must be an integer >= 0, got -1"),
@@ -358,11 +361,6 @@ def test_return_attention_needs_decoder_attention():
     with pytest.raises(ValueError) as info:
         run([T1], [3], beam_size=2, return_attention=True)  # attn_size=None: the decoder gives no attention
     assert str(info.value) == "return_attention=True needs decoder.step to return attention (2, S), got None"
-
-
-def test_hypothesis_is_plain_data():
-    h = Hypothesis(tokens=[A], score=-1.0, log_prob=-2.0, attention=None)
-    assert (h.tokens, h.score, h.log_prob, h.attention) == ([A], -1.0, -2.0, None)
 
 
 class NamedRowsDecoder(ScriptedDecoder):
@@ -398,3 +396,55 @@ def test_return_attention_needs_every_named_row():
                                          r"\{'tokens': \(2, 5\), 'phrases': None\}"):
         beam_search(Missing([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
                     max_lengths=torch.tensor([3]), return_attention=True)
+
+
+def test_log_probs_with_the_wrong_number_of_rows_are_refused():
+    class ShortDecoder(ScriptedDecoder):
+        def step(self, tokens):
+            log_probs, attn = super().step(tokens)
+            return log_probs[:-1], attn
+
+    with pytest.raises(ValueError) as info:
+        beam_search(ShortDecoder([T1], 2), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS, max_lengths=torch.tensor([3]))
+    assert str(info.value) == "decoder.step returned log_probs of shape (1, 5), expected (2, V)"
+
+
+def test_attention_with_the_wrong_shape_is_refused():
+    class FlatAttention(ScriptedDecoder):
+        def step(self, tokens):
+            log_probs, attn = super().step(tokens)
+            return log_probs, attn[None]  # (1, N, S): one dimension too many
+
+    with pytest.raises(ValueError) as info:
+        beam_search(FlatAttention([T1], 2, attn_size=4), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
+                    max_lengths=torch.tensor([3]), return_attention=True)
+    assert str(info.value) == "return_attention=True needs decoder.step to return attention (2, S), got (1, 2, 4)"
+
+
+def test_a_vocabulary_of_eos_alone_ends_every_sentence_at_once():
+    # V = 1: each step has K·V = K candidates, fewer than the 2K a larger vocabulary gives.
+    class OnlyEos:
+        def __init__(self):
+            self.steps = 0
+
+        def step(self, tokens):
+            self.steps += 1
+            return torch.zeros(len(tokens), 1), None
+
+        def reorder(self, index):
+            raise AssertionError("no beam survives the first step")
+
+    decoder = OnlyEos()
+    (hyps,) = beam_search(decoder, batch_size=1, beam_size=3, bos_id=0, eos_id=0, max_lengths=torch.tensor([4]), n_best=3)
+    assert [(h.tokens, h.score, h.log_prob) for h in hyps] == [([], 0.0, 0.0)]
+    assert decoder.steps == 1
+
+
+def test_a_sentence_with_no_live_beam_left_is_not_decoded_further():
+    # After BOS only EOS has probability: one hypothesis finishes, every continuation is -inf,
+    # so the sentence stops at once although it has fewer than K hypotheses and room to grow.
+    only_eos = table({}, default=(1.0, 0.0, 0.0))
+    (hyps, other), decoder = run([only_eos, T4], [5, 2], beam_size=2, n_best=2)
+    assert [(h.tokens, h.score) for h in hyps] == [([], 0.0)]
+    assert len(other) == 2
+    assert decoder.row_counts == [4, 2, 2]  # sentence 0's rows leave after the first step

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from model.attention.registry import known_attention_kinds, register_attention
@@ -50,8 +52,9 @@ def test_alignment_layer_must_exist():
 
 def test_config_is_frozen():
     config = ModelConfig(vocab_size=100)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'd_model'"):
         config.d_model = 8  # type: ignore[misc]
+    assert config.d_model == ModelConfig(vocab_size=100).d_model
 
 
 def test_registry_refuses_duplicates():

@@ -172,6 +172,15 @@ def test_queryk_score_of_one_query_over_one_bigram():
     assert scores[0].item() == pytest.approx((3.0 * 0.5) / 2.0)
 
 
+def test_queryk_unigram_kernels_are_scaled_dot_products():
+    # Sizes (1,): each kernel is a plain query; the score is q·k / √dh, or q·k when prescaled.
+    q = torch.tensor([1.0, 2.0, 0.0, -1.0, 0.5, 1.0]).view(1, 2, 1, 3)  # 2 heads, dh = 3
+    k = torch.tensor([[1.0, 1.0, 1.0], [0.0, 2.0, 4.0], [2.0, 0.0, -2.0], [1.0, 0.0, 1.0]]).view(1, 2, 2, 3)
+    dots = torch.tensor([[3.0, 4.0], [-4.0, 0.0]]).view(1, 2, 1, 2)
+    torch.testing.assert_close(queryk_scores(q, k, (1,)), dots / math.sqrt(3), atol=1e-6, rtol=0)
+    torch.testing.assert_close(queryk_scores(q, k, (1,), prescaled=True), dots, atol=1e-6, rtol=0)
+
+
 def test_queryk_unigram_and_bigram_scores_share_one_softmax():
     q = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0]).view(1, 1, 1, 6)  # kernel 1: (1, 0); kernel 2: (0, 0, 1, 1)
     k = torch.tensor([[2.0, 0.0], [0.0, 2.0]]).view(1, 1, 2, 2)
@@ -308,3 +317,30 @@ def test_one_convolution_runs_every_width_with_left_zero_padding():
     assert fused_ngram_conv(x, [unigram, bigram], [torch.zeros(1), torch.tensor([0.5])], offset=1).tolist() == [
         [[20.0, 201.5], [30.0, 302.5]]
     ]
+
+
+def test_the_queryk_module_scales_each_ngram_by_its_own_width():
+    # The module end to end on hand numbers (the functional tests above call queryk_scores, which
+    # scales unless told the module did it): one head, d = dh = 2, sizes (1, 2) in one softmax.
+    # q_proj gives every query the kernels of test_queryk_unigram_and_bigram_scores_share_one_softmax,
+    # k_proj is the identity, so the phrase table must be that test's probabilities.
+    m = QueryKAttention(2, 1, 0.0, "cross", {"structure": "heterogeneous", "ngrams": [1, 2]}).eval()
+    with torch.no_grad():
+        m.q_proj.weight.zero_()
+        m.q_proj.bias.copy_(torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0]))  # kernel 1: (1, 0); kernel 2: (0, 0, 1, 1)
+        m.k_proj.weight.copy_(torch.eye(2))
+        m.k_proj.bias.zero_()
+    memory = torch.tensor([[[2.0, 0.0], [0.0, 2.0]]])
+    _, _, phrases = m(torch.zeros(1, 1, 2), memory, need_weights=True, need_phrases=True)
+    # Scores: unigrams 2/√(1·2) and 0; bigram (k_0, k_1) 2/√(2·2); no bigram starts at 1.
+    e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
+    expected = torch.stack([e[0], e[1], e[2], torch.tensor(0.0)]).view(2, 2) / e.sum()  # [n-1, start]
+    torch.testing.assert_close(phrases[0, 0, 0], expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("structure", list(STRUCTURES))
+def test_queryk_keeps_only_learned_parameters_in_its_state(structure):
+    # Its scale and kernel-row constants are rebuilt from the config, never stored with the
+    # weights, so a saved QueryK model holds exactly its parameters.
+    m = module("queryk", structure, "cross")
+    assert set(m.state_dict()) == {name for name, _ in m.named_parameters()}

@@ -7,10 +7,12 @@ service exports, and the probes point at real routes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,12 @@ from service.metrics import Metrics
 from service.routes import router
 from service.settings import Settings
 
-yaml = pytest.importorskip("yaml")
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+import yaml  # the dev extra installs pyyaml; without it this module fails to import, loudly
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the dev extra installs tomli on Python 3.10 (requires-python allows it)
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -121,14 +127,24 @@ def test_prometheus_scrapes_the_service_metrics_route():
     assert (sd["names"], sd["port"]) == (["phrasal"], 8000)
 
 
-@pytest.mark.parametrize("command", [["docker", "compose"], ["docker-compose"]], ids=["docker compose", "docker-compose"])
-def test_compose_config_accepts_the_file(command):
-    if shutil.which(command[0]) is None:
-        pytest.skip(f"{command[0]} is not installed")
-    if command == ["docker", "compose"]:
-        probe = subprocess.run([*command, "version"], capture_output=True, text=True)
-        if probe.returncode != 0:
-            pytest.skip("the docker compose plugin is not installed")
+def compose_command() -> list[str] | None:
+    """`docker compose` (the plugin) if it works here, else `docker-compose`, else None."""
+    if shutil.which("docker") is not None:
+        if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+            return ["docker", "compose"]
+    if shutil.which("docker-compose") is not None:
+        return ["docker-compose"]
+    return None
+
+
+def test_compose_config_accepts_the_file():
+    command = compose_command()
+    if command is None:
+        reason = "neither `docker compose` nor `docker-compose` is installed: compose file checked structurally only"
+        # .ci/run sets this after installing docker-compose: there a missing tool is a failure.
+        if os.environ.get("CI_REQUIRE_COMPOSE") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
     for profile in ("gpu", "cpu"):
         result = subprocess.run(
             [*command, "-f", str(DEPLOY / "docker-compose.yml"), "--profile", profile, "config", "-q"],

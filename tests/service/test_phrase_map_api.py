@@ -76,7 +76,17 @@ def test_torch_models_give_phrase_pairs_that_slice_back(tmp_path, tiny_spm, cros
                 assert 0 <= first < last <= len(words)
                 assert (pair[name]["start"], pair[name]["end"]) == (words[first]["start"], words[last - 1]["end"])
                 assert pair[name]["text"] == string[pair[name]["start"] : pair[name]["end"]]
-            assert 0.0 < pair["confidence"] <= 1.0
+            if origin == "extracted":
+                # The mean, over the pair's linked target words, of their link weight inside the source span.
+                first, last = pair["source"]["words"]
+                inside = [
+                    sum(link["weight"] for link in alignment["links"][j] if first <= link["source"] < last)
+                    for j in range(*pair["target"]["words"])
+                    if alignment["links"][j]
+                ]
+                assert pair["confidence"] == pytest.approx(sum(inside) / len(inside), abs=1e-5)
+            else:
+                assert 0.0 < pair["confidence"] <= 1.0  # attention weights: only the model knows them
         if origin == "extracted":
             # Consistent pairs partition the linked target words: none shares a target word.
             covered = [j for pair in phrases["pairs"] for j in range(*pair["target"]["words"])]

@@ -13,7 +13,7 @@ def test_factor_values():
     assert inverse_sqrt_factor(4, 4) == 1.0
     assert inverse_sqrt_factor(16, 4) == 0.5
     assert inverse_sqrt_factor(64, 4) == 0.25
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^warmup must be >= 1, got 0$"):
         inverse_sqrt_factor(1, 0)
 
 

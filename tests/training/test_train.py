@@ -15,6 +15,7 @@ from training.cli import main as train_main
 from training.evaluate import main as eval_main
 from training.loop import read_log, train
 from training.recipe import load_recipe
+from model.generate import SearchOptions, generate, source_batch
 from training.translate import translate_batch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +64,11 @@ def test_smoke_model_dir_loads_and_translates(smoke_run):
     texts = ["A man is riding a bike.", "Two dogs play in the snow."]
     hyps = translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, batch_size=1)
     assert hyps == translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, batch_size=8)
-    assert all(isinstance(h, str) for h in hyps)
+    # Each text's translation is its own best hypothesis, whatever order the batches ran in.
+    options = SearchOptions(beam_size=2, n_best=1, max_length_ratio=2.0, max_length_offset=10)
+    for text, hyp in zip(texts, hyps):
+        (best,) = generate(loaded.model, source_batch(loaded.tokenizer, [text], torch.device("cpu")), options)
+        assert hyp == loaded.tokenizer.decode(best[0].tokens)
 
 
 def test_resume_continues_the_same_run(tmp_path):

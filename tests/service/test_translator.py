@@ -1,0 +1,139 @@
+"""service.translator.Translator apart from HTTP: which runtime serves a pair, the limits and
+defaults it applies, the answers it gives without a model call, and the batchers it builds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from service.errors import RequestError, UnsupportedPair
+from service.runtime.base import DecodeOptions, PhraseMap, TokenAlignment, Translation
+from service.runtime.fake import FakeRuntime
+from service.settings import Settings
+from service.translator import Translator
+
+
+def settings(**overrides) -> Settings:
+    return Settings(**{"max_segments": 4, "max_chars": 40, "max_wait_ms": 250.0, **overrides})
+
+
+def served(coroutine_of, runtimes=None, **overrides):
+    """Run ``coroutine_of(translator)`` with the translator's batchers started, then stop them."""
+    runtimes = runtimes if runtimes is not None else [FakeRuntime("en", "de")]
+
+    async def main():
+        translator = Translator(runtimes, settings(**overrides))
+        translator.start()
+        try:
+            return await coroutine_of(translator)
+        finally:
+            await translator.stop()
+
+    return asyncio.run(main())
+
+
+def test_it_refuses_no_runtime_a_foreign_object_and_two_runtimes_for_one_pair():
+    with pytest.raises(ValueError, match="^no runtime loaded: nothing to serve$"):
+        Translator([], settings())
+    with pytest.raises(TypeError, match=r"^str is not a service.runtime.base.TranslationRuntime$"):
+        Translator(["en-de"], settings())
+    with pytest.raises(ValueError, match="^two runtimes serve en-de$"):
+        Translator([FakeRuntime("en", "de"), FakeRuntime("en", "de")], settings())
+
+
+def test_pairs_runtimes_and_lookup():
+    en_de, de_en, en_fr = FakeRuntime("en", "de"), FakeRuntime("de", "en"), FakeRuntime("en", "fr")
+    translator = Translator([en_de, de_en, en_fr], settings())
+    assert translator.pairs == ["de-en", "en-de", "en-fr"]
+    assert translator.runtimes == [en_de, de_en, en_fr]
+    assert translator.runtime_for("en", "fr") is en_fr
+    assert translator.queued == 0
+    with pytest.raises(UnsupportedPair) as info:
+        translator.runtime_for("fr", "de")
+    assert (info.value.loc, info.value.message) == (
+        ("body", "source"), "language pair fr-de is not served; served pairs: de-en, en-de, en-fr"
+    )
+
+
+def test_the_batchers_get_the_settings_batch_limits():
+    translator = Translator([FakeRuntime()], settings(max_batch_sentences=8, max_batch_tokens=300, max_queue=9,
+                                                      worker_threads=2, retry_after_s=3))
+    (batcher,) = translator._batchers.values()
+    limits = batcher.limits
+    assert (limits.max_sentences, limits.max_tokens, limits.max_wait_s, limits.max_queue, limits.workers,
+            limits.retry_after_s) == (8, 300, 0.25, 9, 2, 3)
+
+
+def test_decode_options_come_from_the_settings_and_an_omitted_beam_is_widened_to_n_best():
+    translator = Translator([FakeRuntime()], settings(default_beam_size=4, max_length_ratio=2.5, max_length_offset=3,
+                                                      length_penalty=0.5))
+    assert translator.options(None, 1, "token") == DecodeOptions(
+        beam_size=4, n_best=1, alignment="token", max_length_ratio=2.5, max_length_offset=3, length_penalty=0.5
+    )
+    assert translator.options(None, 6, "none").beam_size == 6
+    assert translator.options(2, 2, "none").beam_size == 2
+
+
+def test_defaults_one_hypothesis_per_text_and_errors_name_the_list_item():
+    runtime = FakeRuntime()
+
+    async def go(translator):
+        results = await translator.translate(["a b", "c"], "en", "de")
+        with pytest.raises(RequestError) as info:
+            await translator.translate(["ok", "x" * 41], "en", "de")
+        return results, info.value
+
+    results, error = served(go, [runtime])
+    assert [[(t.text, t.score) for t in nbest] for nbest in results] == [[("B A", -0.5)], [("C", -0.5)]]
+    assert runtime.calls[0][1] == DecodeOptions(beam_size=5, n_best=1, alignment="none", max_length_ratio=1.5,
+                                                max_length_offset=10, length_penalty=1.0)
+    assert (error.loc, error.message) == (("body", "text", 1), "at most 40 characters per text, got 41")
+
+
+def test_empty_texts_are_answered_without_the_model_in_every_alignment_mode():
+    runtime = FakeRuntime()
+
+    async def go(translator):
+        return [await translator.translate(["", " ", "a b"], "en", "de", alignment=mode) for mode in ("none", "token", "phrase")]
+
+    none, token, phrase = served(go, [runtime])
+    assert none[:2] == [[Translation(text="", score=0.0)]] * 2
+    assert token[:2] == [[Translation(text="", score=0.0, alignment=TokenAlignment.empty())]] * 2
+    assert phrase[:2] == [[Translation(text="", score=0.0, alignment=TokenAlignment.empty(),
+                                       phrases=PhraseMap("extracted", []))]] * 2
+    assert [texts for texts, _ in runtime.calls] == [["a b"]] * 3  # only the non-empty text reached the model
+    assert phrase[2][0].phrases.origin == "extracted" and token[2][0].phrases is None
+
+
+def test_an_empty_request_of_blank_texts_never_calls_the_model():
+    runtime = FakeRuntime()
+    results = served(lambda t: t.translate(["", "  "], "en", "de"), [runtime])
+    assert results == [[Translation(text="", score=0.0)]] * 2 and runtime.calls == []
+
+
+def test_a_translation_still_computing_at_the_deadline_is_a_deadline_exceeded():
+    import threading
+
+    from service.errors import DeadlineExceeded
+
+    gate = threading.Event()
+    runtime = FakeRuntime(gate=gate)
+    # The gate opens long after the 1 s deadline (and always opens, so that nothing hangs):
+    # a request that waited for the model would get its translation instead of the error.
+    opener = threading.Timer(10.0, gate.set)
+    opener.start()
+
+    async def go(translator):
+        with pytest.raises(DeadlineExceeded) as info:
+            await translator.translate(["a b"], "en", "de")
+        gate.set()
+        return info.value
+
+    try:
+        error = served(go, [runtime], request_timeout_s=1.0, max_wait_ms=0.0)
+    finally:
+        opener.cancel()
+        gate.set()
+    assert str(error) == "translation took longer than the 1 s deadline"
+    assert runtime.calls[0][0] == ["a b"]  # it had reached the model
