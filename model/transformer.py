@@ -10,6 +10,7 @@ from torch import nn
 from model.config import ModelConfig
 from model.embedding import TokenEmbedding
 from model.global_fertility import GlobalFertility
+from model.supervised_alignment import SupervisedAlignment
 from model.layers import DecoderLayer, EncoderLayer
 from model.phrase_layers import encoder_poolings
 from model.phrase_representation import fixed_chunks
@@ -32,6 +33,9 @@ class ModelOutput:
     # chunk starting at j (0 where none starts); phrase_attention is then over these chunks, unless
     # the cross-attention is phrasal and reports its own n-grams (`DecoderLayer.forward` says why).
     phrase_chunks: torch.Tensor | None = None
+    # With config.supervised_alignment: the supervised head's cross-attention (B, T, S), not averaged
+    # (row t is the step whose input is tgt_in[t]; `model.supervised_alignment` says which row is trained).
+    supervised_attention: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,10 @@ class StepOutput:
     attention: torch.Tensor  # (N, S) float32
     phrase_attention: torch.Tensor  # (N, n_max, S) float32, as ModelOutput.phrase_attention
     state: DecoderState
+
+
+# The added alignment head's keys in the decoding state (projected once per source).
+SUPERVISED_KEYS = "supervised_alignment.k"
 
 
 class Transformer(nn.Module):
@@ -62,6 +70,8 @@ class Transformer(nn.Module):
         self.decoder_norm = nn.LayerNorm(c.d_model)
         self.output_projection = None if c.tie_embeddings else nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.global_fertility = GlobalFertility(c) if c.global_fertility is not None else None
+        # Options only: the supervised head is one of the existing cross-attention heads.
+        self.supervised_alignment = SupervisedAlignment(c) if c.supervised_alignment is not None else None
         self._init_linear_weights()
 
     def _init_linear_weights(self) -> None:
@@ -79,6 +89,9 @@ class Transformer(nn.Module):
         attention = phrases = None
         fertility: dict[str, torch.Tensor] = {}
         fertility_layer = self.global_fertility.layer_index if self.global_fertility is not None else None
+        supervised = self.supervised_alignment
+        supervised_layer = supervised.layer_index if supervised is not None else None
+        supervised_attention = None
         phrase_inputs = {"phrase_memory": memory.phrases, "phrase_chunks": memory.phrase_chunks}
         for index, layer in enumerate(self.decoder_layers):
             if need_attention and index == self.config.alignment_layer_index:
@@ -86,13 +99,17 @@ class Transformer(nn.Module):
                 attention = probs.mean(dim=1)  # (B, T, S)
                 phrases = layer_phrases.mean(dim=1)  # (B, T, n_max, S)
             else:
-                x, probs = layer(x, memory.states, memory.pad_mask, index == fertility_layer, **phrase_inputs)
+                weights = index == fertility_layer or (index == supervised_layer and not supervised.added)
+                x, probs = layer(x, memory.states, memory.pad_mask, weights, **phrase_inputs)
             if index == fertility_layer:
                 mean, variance = self.global_fertility(memory.states)
                 fertility = {"fertility_mean": mean, "fertility_variance": variance,
                              "fertility_attention": self.global_fertility.select(probs)}
+            if index == supervised_layer:
+                supervised_attention = (supervised.attend(x, supervised.keys(memory.states), memory.pad_mask)
+                                        if supervised.added else supervised.select(probs))  # (B, T, S)
         return ModelOutput(self._logits(self.decoder_norm(x)), attention, phrases, **fertility,
-                           phrase_chunks=memory.phrase_chunks)
+                           phrase_chunks=memory.phrase_chunks, supervised_attention=supervised_attention)
 
     def encode(self, src: torch.Tensor) -> Memory:
         pad_mask = src.eq(self.config.pad_id)  # (B, S)
@@ -123,6 +140,8 @@ class Transformer(nn.Module):
             for part, state in layer.init_state(memory.states, memory.phrases).items():
                 for name, t in state.items():
                     tensors[f"layers.{index}.{part}.{name}"] = t
+        if self.supervised_alignment is not None and self.supervised_alignment.added:
+            tensors[SUPERVISED_KEYS] = self.supervised_alignment.keys(memory.states)  # (N, S, dₕ)
         return DecoderState(tensors)
 
     def decode_step(
@@ -135,14 +154,24 @@ class Transformer(nn.Module):
         `memory` is unused once the state holds the projected memory; it stays in the signature
         so that variants which need the raw encoder states can read them.
         """
-        log_probs, attention, _, new_state = self._step(tokens, state, need_phrases=False)
+        log_probs, attention, _, _, new_state = self._step(tokens, state, need_phrases=False)
         return log_probs, attention, new_state
+
+    def decode_step_with_alignment(self, tokens: torch.Tensor, memory: Memory | None,
+                                   state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, DecoderState]:
+        """`decode_step` plus the supervised alignment head's attention (N, S) float32 (the model must have one)."""
+        if self.supervised_alignment is None:
+            raise ValueError("this model has no supervised alignment head (ModelConfig.supervised_alignment)")
+        log_probs, attention, _, supervised, new_state = self._step(tokens, state, need_phrases=False,
+                                                                    need_supervised=True)
+        return log_probs, attention, supervised, new_state
 
     def decode_step_with_phrases(self, tokens: torch.Tensor, memory: Memory | None, state: DecoderState) -> StepOutput:
         """`decode_step` plus the alignment layer's phrase attention (N, n_max, S) float32."""
-        return StepOutput(*self._step(tokens, state, need_phrases=True))
+        log_probs, attention, phrases, _, new_state = self._step(tokens, state, need_phrases=True)
+        return StepOutput(log_probs, attention, phrases, new_state)
 
-    def _step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool):
+    def _step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool, need_supervised: bool = False):
         memory_pad_mask = state.tensors["memory_pad_mask"]
         position = state.tensors["layers.0.self.k"].shape[2]
         x = self.target_embedding(tokens.unsqueeze(1), position)  # (N, 1, D)
@@ -150,11 +179,21 @@ class Transformer(nn.Module):
         phrase_chunks = state.tensors.get("phrase_chunks")
         if phrase_chunks is not None:
             new_tensors["phrase_chunks"] = phrase_chunks
-        attention = phrases = None
+        supervised = self.supervised_alignment
+        if supervised is not None and supervised.added:
+            new_tensors[SUPERVISED_KEYS] = state.tensors[SUPERVISED_KEYS]
+        supervised_layer = supervised.layer_index if need_supervised else None
+        attention = phrases = supervised_attention = None
         for index, layer in enumerate(self.decoder_layers):
             prefix = f"layers.{index}"
             layer_state = {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}
-            if index == self.config.alignment_layer_index:
+            if index == supervised_layer and not supervised.added:
+                # The supervised head is one of this layer's heads: its weights are read here.
+                x, probs, layer_state = layer.step(x, layer_state, memory_pad_mask, True, phrase_chunks=phrase_chunks)
+                supervised_attention = supervised.select(probs).squeeze(1).float()  # (N, S)
+                if index == self.config.alignment_layer_index:
+                    attention = probs.mean(dim=1).squeeze(1).float()  # (N, S)
+            elif index == self.config.alignment_layer_index:
                 if need_phrases:
                     x, probs, layer_phrases, layer_state = layer.step(
                         x, layer_state, memory_pad_mask, True, need_phrases=True, phrase_chunks=phrase_chunks
@@ -165,11 +204,15 @@ class Transformer(nn.Module):
                 attention = probs.mean(dim=1).squeeze(1).float()  # (N, S)
             else:
                 x, _, layer_state = layer.step(x, layer_state, memory_pad_mask, False, phrase_chunks=phrase_chunks)
+            if index == supervised_layer and supervised.added:
+                keys = state.tensors[SUPERVISED_KEYS]
+                supervised_attention = supervised.attend(x, keys, memory_pad_mask).squeeze(1)  # (N, S)
             for part, part_state in layer_state.items():
                 for name, t in part_state.items():
                     new_tensors[f"{prefix}.{part}.{name}"] = t
         logits = self._logits(self.decoder_norm(x)).squeeze(1)  # (N, V)
-        return F.log_softmax(logits.float(), dim=-1), attention, phrases, DecoderState(new_tensors)
+        return (F.log_softmax(logits.float(), dim=-1), attention, phrases, supervised_attention,
+                DecoderState(new_tensors))
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         if self.output_projection is None:

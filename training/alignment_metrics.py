@@ -225,7 +225,7 @@ def union(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
 NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
-def grow_diag_final(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
+def grow_diag_final(forward: Iterable[Link], reverse: Iterable[Link], final_and: bool = False) -> set[Link]:
     """Koehn's grow-diag-final (Koehn, Och & Marcu 2003; the statmt.org pseudo-code), verbatim:
 
         alignment = intersect(e2f, f2e)
@@ -242,6 +242,9 @@ def grow_diag_final(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Lin
     in the same pass, and "aligned" means aligned in the alignment as it stands; only the walk
     order can change the result, which is why it is fixed above. The grid only needs to cover
     the union: no point outside it can be added.
+
+    final_and: grow-diag-final-and (Koehn et al. 2005, the Moses default): FINAL adds a point only
+    when both its words are unaligned.
     """
     e2f, f2e = set(forward), set(reverse)
     both = e2f | f2e
@@ -272,9 +275,15 @@ def grow_diag_final(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Lin
                         added = True
     for directional in (e2f, f2e):
         for point in sorted(directional):  # = the (e', f') grid walk restricted to the points of `a`
-            if point[0] not in aligned_src or point[1] not in aligned_tgt:
+            unaligned = (point[0] not in aligned_src, point[1] not in aligned_tgt)
+            if all(unaligned) if final_and else any(unaligned):
                 add(point)
     return alignment
+
+
+def grow_diag_final_and(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
+    """grow-diag-final-and: `grow_diag_final` whose FINAL step adds only links between two unaligned words."""
+    return grow_diag_final(forward, reverse, final_and=True)
 
 
 def diagonal(n_source: int, n_target: int) -> set[Link]:
