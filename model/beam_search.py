@@ -32,6 +32,9 @@ class Hypothesis:
     score: float  # length-normalised score used for ranking
     log_prob: float  # sum of token log-probs including EOS
     attention: torch.Tensor | None  # (len(tokens), S) attention rows of the generated tokens (EOS row dropped)
+    # (S,) the row of the step that predicted EOS, i.e. the step that READ the last token: shift-att
+    # (align token k with the step that reads it) needs rows 1.. of `attention` and this one.
+    final_attention: torch.Tensor | None = None
 
 
 def _is_int(value: object) -> bool:
@@ -150,13 +153,15 @@ def beam_search(
             g, r = fin[:, 0], fin[:, 1]
             p = parent[g, r]
             fin_attn = attn_hist[g, p].cpu() if return_attention else None  # (F, t, S)
+            fin_last = attn.view(n, K, -1)[g, p].cpu() if return_attention else None  # (F, S): the EOS step
             length = step + 1  # generated tokens counting EOS
             rows = zip(g.tolist(), hist[g, p].tolist(), top_scores[g, r].tolist())
             for i, (gi, toks, lp) in enumerate(rows):
                 hyps = finished[live[gi]]
                 if len(hyps) < K:
                     att = fin_attn[i] if fin_attn is not None else None
-                    hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att))
+                    last = fin_last[i] if fin_last is not None else None
+                    hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att, last))
 
         alive = (next_scores[:, 0] > _NEG_INF).tolist()  # best continuation first, so column 0 decides
         kept = [

@@ -24,6 +24,8 @@ class SearchOptions:
     return_attention: bool = False
     # Also return each hypothesis' phrase attention (see PhrasalHypothesis).
     return_phrase_attention: bool = False
+    # Also return each hypothesis' supervised alignment head rows (the model must have the head).
+    return_supervised_attention: bool = False
 
 
 @dataclass
@@ -32,23 +34,33 @@ class PhrasalHypothesis(Hypothesis):
     source n-gram starting at j with length n (`model.phrases.phrase_links` reads it)."""
 
     phrase_attention: torch.Tensor | None = None
+    # (len(tokens) + 1, S): the supervised alignment head's row of every step, the EOS step last, so
+    # that row k + 1 is the step that reads token k (model/supervised_alignment.py).
+    supervised_attention: torch.Tensor | None = None
 
 
 class TransformerStepDecoder:
     """`IncrementalDecoder` over a torch Transformer: the state lives here, the search sees log-probs.
 
     With phrases=True every attention row is [token attention (S) | phrase attention (n_max·S)],
-    so that the search carries both per hypothesis without knowing either.
+    so that the search carries both per hypothesis without knowing either; with supervised=True
+    the supervised head's row (S) comes last.
     """
 
-    def __init__(self, model: Transformer, state: DecoderState, phrases: bool = False):
+    def __init__(self, model: Transformer, state: DecoderState, phrases: bool = False, supervised: bool = False):
         self.model = model
         self.state = state
         self.phrases = phrases
+        self.supervised = supervised
         self._never = [model.config.pad_id, model.config.bos_id]
 
     def step(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if self.phrases:
+        if self.supervised:
+            out = self.model.decode_step_with_alignment(tokens, None, self.state, need_phrases=self.phrases)
+            log_probs, self.state = out.log_probs, out.state
+            parts = [out.attention, out.phrase_attention.flatten(1)] if self.phrases else [out.attention]
+            attention = torch.cat([*parts, out.supervised_attention], dim=1)  # (N, S [+ n_max·S] + S)
+        elif self.phrases:
             out = self.model.decode_step_with_phrases(tokens, None, self.state)
             log_probs, self.state = out.log_probs, out.state
             attention = torch.cat([out.attention, out.phrase_attention.flatten(1)], dim=1)  # (N, S + n_max·S)
@@ -89,7 +101,9 @@ def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = Sea
     memory = model.encode(src)
     rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(k)  # (B*K,) sentence-major
     phrases = options.return_phrase_attention
-    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)), phrases=phrases)
+    supervised = options.return_supervised_attention
+    decoder = TransformerStepDecoder(model, model.init_state(memory.reorder(rows)), phrases=phrases,
+                                     supervised=supervised)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
     limit = model.config.max_positions - 1
     found = beam_search(
@@ -101,18 +115,23 @@ def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = Sea
         max_lengths=max_lengths(src, model.config.pad_id, options, limit),
         n_best=options.n_best,
         length_penalty=options.length_penalty,
-        return_attention=options.return_attention or phrases,
+        return_attention=options.return_attention or phrases or supervised,
     )
-    if not phrases:
+    if not phrases and not supervised:
         return found
-    return [[_split_rows(h, src.shape[1], options.return_attention) for h in nbest] for nbest in found]
+    return [[_split_rows(h, src.shape[1], options.return_attention, supervised) for h in nbest] for nbest in found]
 
 
-def _split_rows(hypothesis: Hypothesis, source_len: int, keep_tokens: bool) -> PhrasalHypothesis:
-    rows = hypothesis.attention  # (T, S + n_max·S)
-    n_max = rows.shape[1] // source_len - 1
-    phrase_attention = rows[:, source_len:].reshape(rows.shape[0], n_max, source_len)  # (T, n_max, S)
+def _split_rows(hypothesis: Hypothesis, source_len: int, keep_tokens: bool, supervised: bool) -> PhrasalHypothesis:
+    rows = hypothesis.attention  # (T, S [+ n_max·S] [+ S])
+    last = hypothesis.final_attention  # (S [+ n_max·S] [+ S],)
+    width = rows.shape[1] - (source_len if supervised else 0)
+    n_max = width // source_len - 1
+    phrase_attention = rows[:, source_len:width].reshape(rows.shape[0], n_max, source_len) if n_max else None
+    supervised_rows = torch.cat([rows[:, width:], last[None, width:]]) if supervised else None  # (T + 1, S)
     return PhrasalHypothesis(
         hypothesis.tokens, hypothesis.score, hypothesis.log_prob,
-        rows[:, :source_len] if keep_tokens else None, phrase_attention,
+        rows[:, :source_len] if keep_tokens else None,
+        last[:source_len] if keep_tokens else None,
+        phrase_attention=phrase_attention, supervised_attention=supervised_rows,
     )

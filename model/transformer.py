@@ -44,8 +44,9 @@ class StepOutput:
 
     log_probs: torch.Tensor  # (N, V) float32
     attention: torch.Tensor  # (N, S) float32
-    phrase_attention: torch.Tensor  # (N, n_max, S) float32, as ModelOutput.phrase_attention
+    phrase_attention: torch.Tensor | None  # (N, n_max, S) float32, as ModelOutput.phrase_attention
     state: DecoderState
+    supervised_attention: torch.Tensor | None = None  # (N, S) float32: the supervised alignment head's row
 
 
 # The added alignment head's keys in the decoding state (projected once per source).
@@ -157,14 +158,15 @@ class Transformer(nn.Module):
         log_probs, attention, _, _, new_state = self._step(tokens, state, need_phrases=False)
         return log_probs, attention, new_state
 
-    def decode_step_with_alignment(self, tokens: torch.Tensor, memory: Memory | None,
-                                   state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, DecoderState]:
-        """`decode_step` plus the supervised alignment head's attention (N, S) float32 (the model must have one)."""
+    def decode_step_with_alignment(self, tokens: torch.Tensor, memory: Memory | None, state: DecoderState,
+                                   need_phrases: bool = False) -> StepOutput:
+        """`decode_step` plus the supervised alignment head's row (N, S) float32 (the model must have the
+        head), and with need_phrases the phrase attention as `decode_step_with_phrases` gives it."""
         if self.supervised_alignment is None:
             raise ValueError("this model has no supervised alignment head (ModelConfig.supervised_alignment)")
-        log_probs, attention, _, supervised, new_state = self._step(tokens, state, need_phrases=False,
-                                                                    need_supervised=True)
-        return log_probs, attention, supervised, new_state
+        log_probs, attention, phrases, supervised, new_state = self._step(tokens, state, need_phrases=need_phrases,
+                                                                          need_supervised=True)
+        return StepOutput(log_probs, attention, phrases, new_state, supervised)
 
     def decode_step_with_phrases(self, tokens: torch.Tensor, memory: Memory | None, state: DecoderState) -> StepOutput:
         """`decode_step` plus the alignment layer's phrase attention (N, n_max, S) float32."""
@@ -187,12 +189,10 @@ class Transformer(nn.Module):
         for index, layer in enumerate(self.decoder_layers):
             prefix = f"layers.{index}"
             layer_state = {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}
-            if index == supervised_layer and not supervised.added:
+            if index == supervised_layer and not supervised.added and index != self.config.alignment_layer_index:
                 # The supervised head is one of this layer's heads: its weights are read here.
                 x, probs, layer_state = layer.step(x, layer_state, memory_pad_mask, True, phrase_chunks=phrase_chunks)
                 supervised_attention = supervised.select(probs).squeeze(1).float()  # (N, S)
-                if index == self.config.alignment_layer_index:
-                    attention = probs.mean(dim=1).squeeze(1).float()  # (N, S)
             elif index == self.config.alignment_layer_index:
                 if need_phrases:
                     x, probs, layer_phrases, layer_state = layer.step(
@@ -202,6 +202,8 @@ class Transformer(nn.Module):
                 else:
                     x, probs, layer_state = layer.step(x, layer_state, memory_pad_mask, True, phrase_chunks=phrase_chunks)
                 attention = probs.mean(dim=1).squeeze(1).float()  # (N, S)
+                if index == supervised_layer and not supervised.added:
+                    supervised_attention = supervised.select(probs).squeeze(1).float()  # (N, S)
             else:
                 x, _, layer_state = layer.step(x, layer_state, memory_pad_mask, False, phrase_chunks=phrase_chunks)
             if index == supervised_layer and supervised.added:

@@ -98,6 +98,7 @@ async def translate(
         beam_size=body.beam_size,
         n_best=body.n_best,
         alignment=body.alignment,
+        alignment_method=body.alignment_method,
         single=isinstance(body.text, str),
     )
     try:

@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reverse-layer", type=int, help="the same for --reverse-model-dir")
     p.add_argument("--shift", action="store_true",
                    help="align target word k with the step that reads it, not the step that predicts it (shift-att)")
+    p.add_argument("--supervised", action="store_true",
+                   help="align with the model's supervised alignment head (at the steps that read each word) "
+                        "instead of a layer's attention")
     p.add_argument("--soft-threshold", type=float,
                    help="also score every link with >= this share of a target word's attention")
     p.add_argument("--reference", action="append", choices=("eflomal", "diagonal"), default=[],
@@ -122,6 +125,8 @@ def _fmt(value: float | None) -> str:
 
 def render(report: dict[str, Any]) -> str:
     shift = " (shift)" if report["shift"] else ""
+    if report.get("supervised"):
+        shift = ", supervised head"
     lines = [f"{report['source_lang']}->{report['target_lang']} {report['model_dir']}: {report['sentences']} "
              f"sentences, layer {report['layer']}{shift}, {report['seconds']}s on {report['device']}"]
     gold = report.get("gold")
@@ -177,7 +182,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     device = resolve_device(args.device)
     started = time.perf_counter()
     forward_model = load_model_dir(args.model_dir, device)
-    common = dict(shift=args.shift, threshold=args.soft_threshold, batch_size=args.batch_size)
+    common = dict(shift=args.shift, threshold=args.soft_threshold, batch_size=args.batch_size,
+                  supervised=args.supervised)
     forward = align_direction(forward_model, source_words, target_words, layer=args.layer, name="--model-dir",
                               **common)
     rows: dict[str, Alignments] = {}
@@ -214,7 +220,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         "model_dir": str(args.model_dir),
         "reverse_model_dir": str(args.reverse_model_dir) if args.reverse_model_dir else None,
         "source_lang": forward_model.source_lang, "target_lang": forward_model.target_lang, "sentences": n,
-        "layer": layer, "reverse_layer": args.reverse_layer, "shift": args.shift,
+        "layer": layer, "reverse_layer": args.reverse_layer, "shift": args.shift, "supervised": args.supervised,
         "soft_threshold": args.soft_threshold,
         "eflomal_extra": args.eflomal_extra if "eflomal" in args.reference else None,
         "device": str(device), "seconds": round(model_seconds, 2),

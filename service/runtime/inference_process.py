@@ -35,9 +35,11 @@ from service.runtime.base import (
     AlignmentMode,
     DecodeOptions,
     TextRejected,
+    TokenAlignment,
     Translation,
     TranslationRuntime,
     UnsupportedOption,
+    check_alignment_method,
 )
 from service.settings import Settings
 
@@ -114,6 +116,8 @@ class ProcessRuntime(TranslationRuntime):
         info = reply[1]
         self.source_lang, self.target_lang, self.backend = info["source_lang"], info["target_lang"], info["backend"]
         self._unsupported = info["unsupported"]
+        self.alignment_methods = tuple(info["alignment_methods"])
+        self.default_alignment_method = info["default_alignment_method"]
         self._memory = info["memory"]
         if info["tokenizer_path"] is not None and self._tokenizer is None:
             from model.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
@@ -167,10 +171,14 @@ class ProcessRuntime(TranslationRuntime):
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         return self._call(("translate", list(texts), options))
 
+    def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
+        return self._call(("align", list(pairs), method))
+
     def warmup(self) -> None:
         self._call(("warmup",))
 
     def check_options(self, options: DecodeOptions) -> None:
+        check_alignment_method(self, options)
         refused = self._unsupported.get(options.alignment)
         if refused is not None:
             raise UnsupportedOption(*refused)
@@ -262,6 +270,8 @@ def _describe(runtime: TranslationRuntime) -> dict[str, Any]:
         "target_lang": runtime.target_lang,
         "backend": runtime.backend,
         "unsupported": unsupported,
+        "alignment_methods": list(runtime.alignment_methods),
+        "default_alignment_method": runtime.default_alignment_method,
         "memory": runtime.memory_bytes(),
         "tokenizer_path": str(tokenizer.path) if tokenizer is not None else None,
     }
@@ -271,6 +281,8 @@ def _answer(runtime: TranslationRuntime, request: tuple) -> tuple:
     try:
         if request[0] == "translate":
             value = runtime.translate(request[1], request[2])
+        elif request[0] == "align":
+            value = runtime.force_align(request[1], request[2])
         elif request[0] == "warmup":
             value = runtime.warmup()
         else:
