@@ -6,7 +6,8 @@ evaluation tools (training.alignment_metrics re-exports it), the alignment label
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 
 Link = tuple[int, int]  # (source word, target word), 0-based
 
@@ -72,3 +73,23 @@ def grow_diag_final(forward: Iterable[Link], reverse: Iterable[Link], final_and:
 def grow_diag_final_and(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
     """grow-diag-final-and: `grow_diag_final` whose FINAL step adds only links between two unaligned words."""
     return grow_diag_final(forward, reverse, final_and=True)
+
+
+def matrix_links(weights: Sequence[Sequence[float]]) -> set[Link]:
+    """Hard links from ONE alignment matrix, symmetrised: weights[j][i] = target word j's weight on
+    source word i. Each target word's heaviest source word (the usual hard link) and each source
+    word's heaviest target word (the matrix read the other way, as if by a reverse model) are
+    combined by grow-diag-final-and, so that a source word that no target word prefers can still be
+    linked and one that draws every target word's argmax is kept to its best ones. Rows or columns
+    without positive finite mass give no link; ties go to the lower index."""
+    rows = [list(map(float, row)) for row in weights]
+    by_target: set[Link] = set()
+    for j, row in enumerate(rows):
+        if row and all(math.isfinite(w) for w in row) and max(row) > 0.0:
+            by_target.add((max(range(len(row)), key=lambda i: (row[i], -i)), j))
+    by_source: set[Link] = set()
+    for i in range(len(rows[0]) if rows else 0):
+        column = [row[i] for row in rows]
+        if all(math.isfinite(w) for w in column) and max(column) > 0.0:
+            by_source.add((i, max(range(len(column)), key=lambda j: (column[j], -j))))
+    return grow_diag_final_and(by_target, by_source)

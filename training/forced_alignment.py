@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from model.artifacts import LoadedModel
+from model.symmetrisation import matrix_links
 from model.tokenizer import Span, Tokenizer
 from model.transformer import Transformer
 from training.alignment_metrics import AlignmentInputError, Link
@@ -41,6 +42,8 @@ class DirectionAlignments:
 
     hard: list[set[Link]]  # per target word, its heaviest source word
     soft: list[set[Link]] | None  # every link whose share of the target word's attention is >= threshold
+    # the word matrix read both ways, symmetrised (model.symmetrisation.matrix_links)
+    symmetric: list[set[Link]] | None = None
 
 
 def word_owner(words: Sequence[str], spans: Sequence[Span]) -> list[int | None]:
@@ -180,9 +183,11 @@ def align_direction(
                                  supervised)
     hard: list[set[Link]] = []
     soft: list[set[Link]] = []
+    symmetric: list[set[Link]] = []
     for s, t, a in zip(sources, targets, attention):
         weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
         hard.append(hard_links(weights))
+        symmetric.append(matrix_links(weights.tolist()))
         if threshold is not None:
             soft.append(soft_links(weights, threshold))
-    return DirectionAlignments(hard, soft if threshold is not None else None)
+    return DirectionAlignments(hard, soft if threshold is not None else None, symmetric)

@@ -95,7 +95,8 @@ def _aligned(
         source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
         target_text=text, target_pieces=pieces, target_spans=spans,
     )
-    alignment = token_alignment(attention=attention, **sides)
+    # The supervised head's matrix is read both ways (the measured best hard links: RESULTS.md).
+    alignment = token_alignment(attention=attention, symmetric=method == "supervised", **sides)
     phrase_map = _phrase_map(alignment, hypothesis, len(source_pieces), sides) if phrases else None
     return Translation(text, hypothesis.score, alignment, phrase_map)
 

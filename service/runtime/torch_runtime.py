@@ -87,7 +87,7 @@ class TorchRuntime(TranslationRuntime):
             out.append(token_alignment(
                 source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
                 target_text=target_text, target_pieces=target_pieces, target_spans=target_spans,
-                attention=rows.float().cpu()))
+                attention=rows.float().cpu(), symmetric=method == "supervised"))
         return out
 
     def _generate(self, source_ids: list[list[int]], search: SearchOptions) -> list[list[Hypothesis]]:

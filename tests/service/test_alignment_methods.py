@@ -112,7 +112,8 @@ def _expected(path, method):
     text, target_pieces, target_spans = runtime.tokenizer.decode_with_offsets(best.tokens)
     return token_alignment(source_text=SOURCE, source_pieces=pieces, source_spans=spans, target_text=text,
                            target_pieces=target_pieces, target_spans=target_spans,
-                           attention=alignment_rows(best, method, len(pieces))).pharaoh
+                           attention=alignment_rows(best, method, len(pieces)),
+                           symmetric=method == "supervised").pharaoh
 
 
 def _ask(client, **extra):
