@@ -416,8 +416,10 @@ class DirectionalObjective:
 
     def alignment_targets(self, batch: Batch) -> torch.Tensor | None:
         """The batch's label rows (B, T, S) on the device, when the model has a supervised head."""
+        if self.module.supervised_alignment is None:
+            return None
         labels = self.session.data.train_alignment
-        if labels is None or self.module.supervised_alignment is None:
+        if labels is None:
             return None
         rows = target_rows([labels[i] for i in batch.indices], batch.tgt_in.shape[1], batch.src.shape[1])
         return rows.to(self.session.device)

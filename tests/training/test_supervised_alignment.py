@@ -264,3 +264,28 @@ def test_a_trainable_prefix_that_names_nothing_is_refused(tmp_path, initial_dir,
     assert _train(tmp_path / "run", initial_dir, 'trainable=["decoder_layer."]') == 2
     assert capsys.readouterr().err.strip() == (
         "phrasal-train: error: trainable: 'decoder_layer.' names no parameter of the model")
+
+
+def test_the_directional_objective_adds_lambda_times_the_alignment_loss():
+    from types import SimpleNamespace
+
+    from training.data import collate
+    from training.loop import DirectionalObjective
+    from training.losses import label_smoothed_loss
+
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(supervised_alignment={"layer": 0, "head": 1, "weight": 0.25})).train()
+    pairs = [([5, 6, 7], [8, 9]), ([10], [11, 12, 13])]
+    labels = [[(0, 0), (2, 1)], [(0, 2)]]  # dataset index -> (source piece, target piece) links
+    session = SimpleNamespace(recipe=SimpleNamespace(label_smoothing=0.1), device=torch.device("cpu"), amp=False,
+                              data=SimpleNamespace(train_alignment=labels))
+    batch = collate(pairs, [0, 1])
+    loss, tallies, tokens = DirectionalObjective(model, session).update(batch)
+    out = model(batch.src, batch.tgt_in)  # dropout 0: the pass repeats exactly
+    xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=0.1)
+    # target piece k is read at step k + 1; source width 3 + EOS, target width 3 + BOS.
+    rows = torch.zeros(2, 4, 4)
+    rows[0, 1, 0] = rows[0, 2, 2] = rows[1, 3, 0] = 1.0
+    alignment = supervised_alignment_loss(out.supervised_attention, rows)
+    assert torch.allclose(loss, xent.loss + 0.25 * alignment, rtol=1e-6)
+    assert torch.allclose(tallies["alignment"][0], alignment * tokens) and tokens == 3 + 4
