@@ -173,3 +173,14 @@ def test_bidirectional_symmetrises_with_the_reverse_model(tmp_path, tiny_spm, he
     mine = forward_runtime.translate([SOURCE], options)[0][0].alignment
     theirs = reverse_runtime.force_align([(forward["text"], SOURCE)], "attention")[0]
     assert both["alignment"]["pharaoh"] == bidirectional_alignment(mine, theirs).pharaoh
+
+
+def test_the_inference_process_offers_the_same_methods(head_dir):
+    settings = Settings(model_dirs=[head_dir], device="cpu", max_length_offset=4, inference_process=True)
+    with serving(create_app(settings)) as client:
+        response = _ask(client)
+        assert response.json()["translations"][0][0]["alignment"]["pharaoh"] == _expected(head_dir, "supervised")
+        refused = _ask(client, alignment_method="bidirectional")
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["msg"] == ("'bidirectional' needs the reverse pair de-en served (served: "
+                                                      "en-de); en-de offers: attention, shift, supervised")
