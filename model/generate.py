@@ -122,7 +122,7 @@ def generate(model: Transformer, src: torch.Tensor, options: SearchOptions = Sea
     return [[_split_rows(h, src.shape[1], options.return_attention, supervised) for h in nbest] for nbest in found]
 
 
-def _split_rows(hypothesis: Hypothesis, source_len: int, keep_tokens: bool, supervised: bool) -> PhrasalHypothesis:
+def _split_rows(hypothesis: Hypothesis, source_len: int, keep_tokens: bool, supervised: bool = False) -> PhrasalHypothesis:
     rows = hypothesis.attention  # (T, S [+ n_max·S] [+ S])
     last = hypothesis.final_attention  # (S [+ n_max·S] [+ S],)
     width = rows.shape[1] - (source_len if supervised else 0)
