@@ -197,8 +197,9 @@ def test_incremental_decoding_gives_the_full_pass_rows(kind, head):
         state = model.init_state(model.encode(SRC))
         rows = []
         for t in range(TGT_IN.shape[1]):
-            _, _, supervised, state = model.decode_step_with_alignment(TGT_IN[:, t], None, state)
-            rows.append(supervised)
+            out = model.decode_step_with_alignment(TGT_IN[:, t], None, state)
+            state = out.state
+            rows.append(out.supervised_attention)
     assert torch.allclose(torch.stack(rows, dim=1), full, atol=1e-5)
 
 
