@@ -115,7 +115,7 @@ class Ct2Runner:
                     ids = [self.ids[t] for t in tokens]
                     if phrases:
                         kept = attention if options.return_attention else None
-                        hypotheses.append(PhrasalHypothesis(ids, score, log_prob, kept, attention.unsqueeze(1)))  # (T, 1, S)
+                        hypotheses.append(PhrasalHypothesis(ids, score, log_prob, kept, phrase_attention=attention.unsqueeze(1)))  # (T, 1, S)
                     else:
                         hypotheses.append(Hypothesis(ids, score, log_prob, attention))
                 results[index] = hypotheses

@@ -68,6 +68,11 @@ def check_support(model: Transformer, target: str) -> tuple[StateLayout | None, 
     if target not in TARGETS:
         raise ValueError(f"unknown export target {target!r}; known targets: {', '.join(TARGETS)}")
     problems = registry_problems(model.config, target)
+    head = (model.config.supervised_alignment or {}).get("head")
+    if head == "added":
+        problems.append("supervised_alignment has an added head: the exported step graphs have no output for it; "
+                        "serve this model with the torch backend (an export of the same model without the head "
+                        "translates identically)")
     if target == "ct2":
         return None, problems + ct2_problems(model.config)
     layout, layout_problems = probe_layout(model)

@@ -188,6 +188,7 @@ def token_alignment(
     target_spans: Sequence[Span],
     attention: Any,
     min_weight: float = DEFAULT_MIN_WEIGHT,
+    symmetric: bool = False,
 ) -> TokenAlignment:
     """Word-level alignment of one hypothesis.
 
@@ -195,6 +196,8 @@ def token_alignment(
     columns first, so that row t and column s are exactly piece t and piece s. The shape is
     checked rather than guessed at, because an off-by-one here silently shifts every link.
     Spans index ``source_text`` (the user's string) and ``target_text`` (the detokenised output).
+    ``symmetric``: the hard links are the word matrix read both ways and symmetrised
+    (`model.symmetrisation.matrix_links`), so a target word may have none or several.
     """
     rows = _rows(attention)
     if len(rows) != len(target_pieces) or any(len(r) != len(source_pieces) for r in rows):
@@ -211,7 +214,12 @@ def token_alignment(
 
     weights = word_attention(rows, target_owner, source_owner, len(target_words), len(source_words))
     links = [soft_links(row, min_weight) for row in weights]
-    hard = [(row[0][0], j) for j, row in enumerate(links) if row]
+    if symmetric:
+        from model.symmetrisation import matrix_links  # model.symmetrisation is pure Python too
+
+        hard = sorted(matrix_links(weights), key=lambda link: (link[1], link[0]))
+    else:
+        hard = [(row[0][0], j) for j, row in enumerate(links) if row]
     return TokenAlignment(
         source_words=source_words,
         target_words=target_words,

@@ -38,6 +38,9 @@ class Hypothesis:
     # (len(tokens), S) attention rows of the generated tokens (EOS row dropped); a dict of such
     # histories when the decoder returns several rows by name.
     attention: Rows | None
+    # The row(s) of the step that predicted EOS, i.e. the step that READ the last token: shift-att
+    # (align token k with the step that reads it) needs rows 1.. of `attention` and this one.
+    final_attention: Rows | None = None
 
 
 def _map_rows(fn, rows: Rows) -> Rows:
@@ -173,13 +176,16 @@ def beam_search(
             g, r = fin[:, 0], fin[:, 1]
             p = parent[g, r]
             fin_attn = _map_rows(lambda h: h[g, p].cpu(), attn_hist) if return_attention else None  # (F, t, S…)
+            # (F, S…): the EOS step's rows
+            fin_last = _map_rows(lambda a: a.view(n, K, *a.shape[1:])[g, p].cpu(), attn) if return_attention else None
             length = step + 1  # generated tokens counting EOS
             rows = zip(g.tolist(), hist[g, p].tolist(), top_scores[g, r].tolist())
             for i, (gi, toks, lp) in enumerate(rows):
                 hyps = finished[live[gi]]
                 if len(hyps) < K:
                     att = _map_rows(lambda h: h[i], fin_attn) if fin_attn is not None else None
-                    hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att))
+                    last = _map_rows(lambda h: h[i], fin_last) if fin_last is not None else None
+                    hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att, last))
 
         alive = (next_scores[:, 0] > _NEG_INF).tolist()  # best continuation first, so column 0 decides
         kept = [

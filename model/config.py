@@ -56,6 +56,9 @@ class ModelConfig:
     # The global fertility loss (Cohn et al.), e.g. {"weight": 0.05, "layer": -1}; None = off.
     # Checked by model/global_fertility.py.
     global_fertility: Mapping[str, Any] | None = None
+    # The supervised alignment head (Garg et al.), {"layer": 2, "head": 0, "weight": 0.5}; None = off.
+    # Checked by model/supervised_alignment.py.
+    supervised_alignment: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -190,6 +193,7 @@ def _feature_problems(c: ModelConfig) -> list[str]:
     from model.biases.options import validate_alignment_biases
     from model.global_fertility import validate_global_fertility
     from model.phrase_representation_options import validate_phrase_representation
+    from model.supervised_alignment import validate_supervised_alignment
 
     problems: list[str] = []
     if c.phrase_representation is not None:
@@ -197,4 +201,6 @@ def _feature_problems(c: ModelConfig) -> list[str]:
     problems += validate_alignment_biases(c.alignment_biases, c)
     if c.global_fertility is not None:
         problems += validate_global_fertility(c.global_fertility, c)
+    if c.supervised_alignment is not None:
+        problems += validate_supervised_alignment(c.supervised_alignment, c)
     return problems

@@ -33,6 +33,8 @@ class SearchOptions:
     return_attention: bool = False
     # Also return each hypothesis' phrase attention (see PhrasalHypothesis).
     return_phrase_attention: bool = False
+    # Also return each hypothesis' supervised alignment head rows (the model must have the head).
+    return_supervised_attention: bool = False
 
 
 class SearchCancelled(Exception):
@@ -45,6 +47,9 @@ class PhrasalHypothesis(Hypothesis):
     source n-gram starting at j with length n (`model.phrases.phrase_links` reads it)."""
 
     phrase_attention: torch.Tensor | None = None
+    # (len(tokens) + 1, S): the supervised alignment head's row of every step, the EOS step last, so
+    # that row k + 1 is the step that reads token k (model/supervised_alignment.py).
+    supervised_attention: torch.Tensor | None = None
 
 
 class StepBackend(Protocol):
@@ -60,7 +65,8 @@ class StepBackend(Protocol):
 
     def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
         """tokens (N,) -> `StepOut`: log-probs (N, V) float32, attention (N, S) or None, with
-        need_phrases the phrase attention (N, n_max, S), the new state."""
+        need_phrases the phrase attention (N, n_max, S), the new state. A backend that can give
+        the supervised alignment head's row also takes need_supervised (the eager Transformer)."""
         ...
 
 
@@ -77,34 +83,45 @@ class TransformerBackend:
     def encode(self, src: torch.Tensor) -> DecoderState:
         return self.model.init_state(self.model.encode(src))
 
-    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
-        return self.model.decode_step(tokens, state, need_phrases)
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False,
+             need_supervised: bool = False) -> StepOut:
+        return self.model.decode_step(tokens, state, need_phrases, need_supervised)
 
 
 class SearchDecoder:
     """`model.beam_search.IncrementalDecoder` over a StepBackend: the state lives here, the search
     sees log-probs and, when asked, the attention rows to follow: the token attention (N, S), or
-    with phrases {"attention": (N, S), "phrase_attention": (N, n_max, S)}."""
+    with phrases or the supervised head {"attention": (N, S), "phrase_attention": (N, n_max, S),
+    "supervised_attention": (N, S)} (those asked for)."""
 
     def __init__(self, backend: StepBackend, state: DecoderState, phrases: bool = False,
-                 should_stop: Callable[[], bool] | None = None):
+                 should_stop: Callable[[], bool] | None = None, supervised: bool = False):
         self.backend = backend
         self.state = state
         self.phrases = phrases
         self.should_stop = should_stop
+        self.supervised = supervised
         self._never = [backend.config.pad_id, backend.config.bos_id]
 
     def step(self, tokens: torch.Tensor):
         if self.should_stop is not None and self.should_stop():
             raise SearchCancelled()
-        out = self.backend.step(tokens, self.state, self.phrases)
+        if self.supervised:
+            out = self.backend.step(tokens, self.state, self.phrases, need_supervised=True)
+        else:
+            out = self.backend.step(tokens, self.state, self.phrases)
         self.state = out.state
         log_probs = out.log_probs
         # Padding and BOS are inputs only: never generate them.
         log_probs[:, self._never] = float("-inf")
+        if not self.phrases and not self.supervised:
+            return log_probs, out.attention
+        rows = {"attention": out.attention}
         if self.phrases:
-            return log_probs, {"attention": out.attention, "phrase_attention": out.phrase_attention}
-        return log_probs, out.attention
+            rows["phrase_attention"] = out.phrase_attention
+        if self.supervised:
+            rows["supervised_attention"] = out.supervised_attention
+        return log_probs, rows
 
     def reorder(self, index: torch.Tensor) -> None:
         self.state = self.state.reorder(index)
@@ -150,7 +167,9 @@ def generate(
     config = backend.config
     k = options.beam_size
     # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
-    decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases, should_stop=should_stop)
+    supervised = options.return_supervised_attention
+    decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases, should_stop=should_stop,
+                            supervised=supervised)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
     limit = config.max_positions - 1
     found = beam_search(
@@ -162,15 +181,20 @@ def generate(
         max_lengths=max_lengths(src, config.pad_id, options, limit),
         n_best=options.n_best,
         length_penalty=options.length_penalty,
-        return_attention=options.return_attention or phrases,
+        return_attention=options.return_attention or phrases or supervised,
     )
-    if not phrases:
+    if not phrases and not supervised:
         return found
+    tokens = options.return_attention
     return [
         [
             PhrasalHypothesis(
-                h.tokens, h.score, h.log_prob, h.attention["attention"] if options.return_attention else None,
-                h.attention["phrase_attention"],
+                h.tokens, h.score, h.log_prob, h.attention["attention"] if tokens else None,
+                h.final_attention["attention"] if tokens else None,
+                phrase_attention=h.attention.get("phrase_attention"),
+                # (T + 1, S): the EOS step's row last, so that row k + 1 is the step that reads token k
+                supervised_attention=torch.cat([h.attention["supervised_attention"],
+                                                h.final_attention["supervised_attention"][None]]) if supervised else None,
             )
             for h in nbest
         ]

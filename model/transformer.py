@@ -10,6 +10,7 @@ from torch import nn
 from model.config import ModelConfig
 from model.embedding import TokenEmbedding
 from model.global_fertility import GlobalFertility
+from model.supervised_alignment import SupervisedAlignment
 from model.layers import DecoderLayer, EncoderLayer
 from model.phrase_layers import encoder_poolings
 from model.phrase_representation import fixed_chunks
@@ -32,6 +33,9 @@ class ModelOutput:
     # chunk starting at j (0 where none starts); phrase_attention is then over these chunks, unless
     # the cross-attention is phrasal and reports its own n-grams (`DecoderLayer.forward` says why).
     phrase_chunks: torch.Tensor | None = None
+    # With config.supervised_alignment: the supervised head's cross-attention (B, T, S), not averaged
+    # (row t is the step whose input is tgt_in[t]; `model.supervised_alignment` says which row is trained).
+    supervised_attention: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class StepOut:
     heads averaged (`head_average`), None where a backend gives none; phrase_attention
     (N, n_max, S) float32 as ModelOutput.phrase_attention, when asked; state: the new state.
     probs (N, H, S): the alignment layer's per-head probabilities (eager only).
+    supervised_attention (N, S) float32: the supervised alignment head's row, when asked.
     """
 
     log_probs: torch.Tensor
@@ -49,11 +54,16 @@ class StepOut:
     phrase_attention: torch.Tensor | None
     state: DecoderState
     probs: torch.Tensor | None = None
+    supervised_attention: torch.Tensor | None = None
 
 
 def head_average(probs: torch.Tensor) -> torch.Tensor:
     """Per-head attention (B, H, ...) -> the alignment's (B, ...): the mean over heads."""
     return probs.mean(dim=1)
+
+
+# The added alignment head's keys in the decoding state (projected once per source).
+SUPERVISED_KEYS = "supervised_alignment.k"
 
 
 class Transformer(nn.Module):
@@ -74,6 +84,8 @@ class Transformer(nn.Module):
         self.decoder_norm = nn.LayerNorm(c.d_model)
         self.output_projection = None if c.tie_embeddings else nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.global_fertility = GlobalFertility(c) if c.global_fertility is not None else None
+        # Options only: the supervised head is one of the existing cross-attention heads.
+        self.supervised_alignment = SupervisedAlignment(c) if c.supervised_alignment is not None else None
         self._init_linear_weights()
 
     def _init_linear_weights(self) -> None:
@@ -91,11 +103,15 @@ class Transformer(nn.Module):
         attention = phrases = None
         fertility: dict[str, torch.Tensor] = {}
         fertility_layer = self.global_fertility.layer_index if self.global_fertility is not None else None
+        supervised = self.supervised_alignment
+        supervised_layer = supervised.layer_index if supervised is not None else None
+        supervised_attention = None
         for index, layer in enumerate(self.decoder_layers):
             aligned = need_attention and index == self.config.alignment_layer_index
+            reads_head = index == supervised_layer and not supervised.added
             out = layer(
-                x, memory.states, memory.pad_mask, need_weights=index == fertility_layer, need_phrases=aligned,
-                phrase_memory=memory.phrases, phrase_chunks=memory.phrase_chunks,
+                x, memory.states, memory.pad_mask, need_weights=index == fertility_layer or reads_head,
+                need_phrases=aligned, phrase_memory=memory.phrases, phrase_chunks=memory.phrase_chunks,
             )
             x = out.out
             if aligned:
@@ -105,8 +121,11 @@ class Transformer(nn.Module):
                 mean, variance = self.global_fertility(memory.states)
                 fertility = {"fertility_mean": mean, "fertility_variance": variance,
                              "fertility_attention": self.global_fertility.select(out.probs)}
+            if index == supervised_layer:
+                supervised_attention = (supervised.attend(x, supervised.keys(memory.states), memory.pad_mask)
+                                        if supervised.added else supervised.select(out.probs))  # (B, T, S)
         return ModelOutput(self._logits(self.decoder_norm(x)), attention, phrases, **fertility,
-                           phrase_chunks=memory.phrase_chunks)
+                           phrase_chunks=memory.phrase_chunks, supervised_attention=supervised_attention)
 
     def encode(self, src: torch.Tensor) -> Memory:
         pad_mask = src.eq(self.config.pad_id)  # (B, S)
@@ -146,11 +165,15 @@ class Transformer(nn.Module):
                 for name, t in state.items():
                     tensors[f"layers.{index}.{part}.{name}"] = t
                 sentence.update(f"layers.{index}.{part}.{name}" for name in shared[part])
+        if self.supervised_alignment is not None and self.supervised_alignment.added:
+            tensors[SUPERVISED_KEYS] = self.supervised_alignment.keys(memory.states)  # (N, S, dₕ)
+            sentence.add(SUPERVISED_KEYS)
         return DecoderState(tensors, frozenset(sentence))
 
-    def decode_step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+    def decode_step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False,
+                    need_supervised: bool = False) -> StepOut:
         """tokens (N,) -> log-probs, the alignment layer's attention, with need_phrases its phrase
-        attention, and the new state (`StepOut`).
+        attention, with need_supervised the supervised alignment head's row, and the new state (`StepOut`).
 
         The phrase table is read off the same probabilities that give the attention, so a step
         with and without it computes the same numbers.
@@ -162,17 +185,30 @@ class Transformer(nn.Module):
         phrase_chunks = state.tensors.get("phrase_chunks")
         if phrase_chunks is not None:
             new_tensors["phrase_chunks"] = phrase_chunks
-        aligned = None
+        supervised = self.supervised_alignment
+        if need_supervised and supervised is None:
+            raise ValueError("this model has no supervised alignment head (ModelConfig.supervised_alignment)")
+        if supervised is not None and supervised.added:
+            new_tensors[SUPERVISED_KEYS] = state.tensors[SUPERVISED_KEYS]
+        supervised_layer = supervised.layer_index if need_supervised else None
+        aligned = supervised_attention = None
         for index, layer in enumerate(self.decoder_layers):
             prefix = f"layers.{index}"
             is_aligned = index == self.config.alignment_layer_index
+            reads_head = index == supervised_layer and not supervised.added
             out = layer.step(
                 x, {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}, memory_pad_mask,
-                need_weights=is_aligned, need_phrases=is_aligned and need_phrases, phrase_chunks=phrase_chunks,
+                need_weights=is_aligned or reads_head, need_phrases=is_aligned and need_phrases,
+                phrase_chunks=phrase_chunks,
             )
             x = out.out
             if is_aligned:
                 aligned = out
+            if reads_head:
+                supervised_attention = supervised.select(out.probs).squeeze(1).float()  # (N, S)
+            elif index == supervised_layer:
+                keys = state.tensors[SUPERVISED_KEYS]
+                supervised_attention = supervised.attend(x, keys, memory_pad_mask).squeeze(1).float()  # (N, S)
             for part, part_state in out.state.items():
                 for name, t in part_state.items():
                     new_tensors[f"{prefix}.{part}.{name}"] = t
@@ -180,7 +216,8 @@ class Transformer(nn.Module):
         probs = aligned.probs.squeeze(2)  # (N, H, S)
         phrases = head_average(aligned.phrases).squeeze(1).float() if need_phrases else None  # (N, n_max, S)
         new_state = DecoderState(new_tensors, state.sentence, state.beam_size)
-        return StepOut(F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, new_state, probs)
+        return StepOut(F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, new_state, probs,
+                       supervised_attention)
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         if self.output_projection is None:

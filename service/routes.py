@@ -107,6 +107,7 @@ async def translate(
         beam_size=body.beam_size,
         n_best=body.n_best,
         alignment=alignment_needed(prepared, body.alignment),
+        alignment_method=body.alignment_method,
         single=single,
     )
     try:

@@ -86,6 +86,13 @@ class TranslateRequest(BaseModel):
         description="Terms kept as they are (whole words, case-sensitive), like placeholders: "
         "printf (%s, %1$d), brace ({name}, {0}), ICU ({n, plural, ...}) and ${VAR} are always kept.",
     )
+    alignment_method: Literal["attention", "shift", "supervised", "bidirectional"] | None = Field(
+        default=None,
+        description='Where the word alignment comes from: "attention" (the step that predicts each word), '
+        '"shift" (the step that reads it), "supervised" (the model\'s supervised alignment head), '
+        '"bidirectional" (symmetrised with the reverse model; needs both directions served); '
+        "omitted: the server default. A method the model cannot give is a 422 listing those it can.",
+    )
 
     @field_validator("text", mode="before")
     @classmethod

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     max_length_ratio: float = Field(_DECODING.max_length_ratio, gt=0)
     max_length_offset: int = Field(_DECODING.max_length_offset, ge=0)
     length_penalty: float = Field(_DECODING.length_penalty, ge=0)
+    # Where word alignments come from when a request names no "alignment_method": "auto" = each
+    # model's best measured method (the supervised head where the model has one, else shift-att).
+    alignment_method: Literal["auto", "attention", "shift", "supervised", "bidirectional"] = "auto"
 
     # Threads that run batches, per language pair. One is right for one GPU (see
     # service/batcher.py): a second would only interleave kernels and double activation memory.

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import anyio.to_thread
 
@@ -28,6 +29,7 @@ from service.runtime.base import (
     UnsupportedOption,
     has_visible_text,
     normalise_language_code,
+    bidirectional_alignment,
 )
 from service.settings import Settings
 
@@ -113,7 +115,15 @@ class Translator:
             if len(text) > limits.max_chars:
                 raise RequestError(_loc(index, single), f"at most {limits.max_chars} characters per text, got {len(text)}")
 
-    def options(self, beam_size: int | None, n_best: int, alignment: AlignmentMode) -> DecodeOptions:
+    def alignment_method(self, runtime: TranslationRuntime, asked: str | None) -> str:
+        """The request's method, else the server setting, else ("auto") the runtime's best one."""
+        if asked is not None:
+            return asked
+        setting = self._settings.alignment_method
+        return runtime.default_alignment_method if setting == "auto" else setting
+
+    def options(self, beam_size: int | None, n_best: int, alignment: AlignmentMode,
+                alignment_method: str = "attention") -> DecodeOptions:
         settings = self._settings
         # An omitted beam is the server default, widened so that the n_best asked for exist.
         beam = beam_size if beam_size is not None else max(settings.default_beam_size, n_best)
@@ -121,6 +131,7 @@ class Translator:
             beam_size=beam,
             n_best=n_best,
             alignment=alignment,
+            alignment_method=alignment_method,
             max_length_ratio=settings.max_length_ratio,
             max_length_offset=settings.max_length_offset,
             length_penalty=settings.length_penalty,
@@ -135,6 +146,7 @@ class Translator:
         beam_size: int | None = None,
         n_best: int = 1,
         alignment: AlignmentMode = "none",
+        alignment_method: str | None = None,
         single: bool = False,
     ) -> list[list[Translation]]:
         """One n-best list per text, in order. ``single``: the client sent one string, not a
@@ -144,7 +156,12 @@ class Translator:
         deadline = time.perf_counter() + self._settings.request_timeout_s
         runtime = self.runtime_for(source, target)
         self.check_limits(texts, single)
-        options = self.options(beam_size, n_best, alignment)
+        method = self.alignment_method(runtime, alignment_method)
+        reverse = None
+        if alignment != "none" and method == "bidirectional":
+            reverse = self._reverse_runtime(runtime)
+            method = runtime.default_alignment_method  # the forward half; the reverse half is added below
+        options = self.options(beam_size, n_best, alignment, method)
         try:
             runtime.check_options(options)
         except UnsupportedOption as exc:
@@ -169,7 +186,39 @@ class Translator:
             self._check_cost(tokens, options)
             for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo, single)):
                 results[index] = nbest
+        if reverse is not None:
+            results = await self._symmetrised(reverse, texts, results)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]  # every slot is filled above
+
+    def _reverse_runtime(self, runtime: TranslationRuntime) -> TranslationRuntime:
+        """The runtime of the other direction, for "bidirectional"; a 422 naming the field when not served."""
+        reverse = self._runtimes.get((runtime.target_lang, runtime.source_lang))
+        if reverse is None:
+            raise RequestError(
+                ("body", "alignment_method"),
+                f"'bidirectional' needs the reverse pair {runtime.target_lang}-{runtime.source_lang} served "
+                f"(served: {', '.join(self.pairs)}); {runtime.pair} offers: {', '.join(runtime.alignment_methods)}",
+                kind="unsupported_option",
+            )
+        return reverse
+
+    async def _symmetrised(
+        self, reverse: TranslationRuntime, texts: Sequence[str], results: list[list[Translation]]
+    ) -> list[list[Translation]]:
+        """Every hypothesis' forward links symmetrised with the reverse model's forced alignment of it."""
+        pairs = [(h.text, text) for text, nbest in zip(texts, results) for h in nbest if h.text]
+        try:
+            aligned = await anyio.to_thread.run_sync(reverse.force_align, pairs, reverse.default_alignment_method)
+        except UnsupportedOption as exc:
+            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+        backward = iter(aligned)
+        out = []
+        for nbest in results:
+            out.append([
+                replace(h, alignment=bidirectional_alignment(h.alignment, next(backward))) if h.text else h
+                for h in nbest
+            ])
+        return out
 
     async def _count(self, runtime: TranslationRuntime, batch: list[str]) -> list[int]:
         if sum(len(text) for text in batch) <= _COUNT_INLINE_CHARS:

@@ -8,7 +8,9 @@
 
 Words are the whitespace tokens of --src / --tgt; gold links index them. The reference
 translation is forced through the model (training.forced_alignment) and each target word is
-linked to the source word its attention weighs most. Reported rows: forward; with
+linked to the source word its attention weighs most. Reported rows: forward; with --row-column
+forward row+column (the same matrix read both ways and symmetrised, model.symmetrisation.matrix_links:
+what the service's "supervised" method returns); with
 --reverse-model-dir (a target->source model, its links transposed) also reverse,
 intersection, union and grow-diag-final; with --soft-threshold a thresholded variant of each
 direction; with --reference eflomal the same five rows from eflomal (unsupervised, run on the
@@ -52,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reverse-layer", type=int, help="the same for --reverse-model-dir")
     p.add_argument("--shift", action="store_true",
                    help="align target word k with the step that reads it, not the step that predicts it (shift-att)")
+    p.add_argument("--supervised", action="store_true",
+                   help="align with the model's supervised alignment head (at the steps that read each word) "
+                        "instead of a layer's attention")
+    p.add_argument("--row-column", action="store_true",
+                   help="also score the forward matrix read both ways and symmetrised (what the service's "
+                        "supervised method returns)")
     p.add_argument("--soft-threshold", type=float,
                    help="also score every link with >= this share of a target word's attention")
     p.add_argument("--reference", action="append", choices=("eflomal", "diagonal"), default=[],
@@ -59,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eflomal-extra", type=int, default=0, metavar="N",
                    help="let eflomal also learn from the first N lines of --data-dir/train.LANG.gz "
                         "(languages from the manifest)")
+    p.add_argument("--words", choices=("whitespace", "split"), default="whitespace",
+                   help="what a word is: whitespace tokens (gold files index them), or those tokens with "
+                        "punctuation split off (training.alignment_labels.WORD_PATTERN), for raw text")
+    p.add_argument("--agreement", action="store_true",
+                   help="no gold: score every row against eflomal's grow-diag-final-and links as if they were "
+                        "gold (an in-domain check where no gold exists; needs --reference eflomal)")
     p.add_argument("--data-dir", type=Path, default=Path("data/multi30k"))
     p.add_argument("--limit", type=int, help="first N sentences only")
     p.add_argument("--batch-size", type=int, default=32, help="sentences a forced-decoding batch")
@@ -77,6 +91,7 @@ def symmetrised(prefix: str, forward: Alignments, reverse: Alignments) -> dict[s
         f"{prefix}intersection": [am.intersection(f, r) for f, r in zip(forward, reverse)],
         f"{prefix}union": [am.union(f, r) for f, r in zip(forward, reverse)],
         f"{prefix}grow-diag-final": [am.grow_diag_final(f, r) for f, r in zip(forward, reverse)],
+        f"{prefix}grow-diag-final-and": [am.grow_diag_final_and(f, r) for f, r in zip(forward, reverse)],
     }
 
 
@@ -122,6 +137,8 @@ def _fmt(value: float | None) -> str:
 
 def render(report: dict[str, Any]) -> str:
     shift = " (shift)" if report["shift"] else ""
+    if report.get("supervised"):
+        shift = ", supervised head"
     lines = [f"{report['source_lang']}->{report['target_lang']} {report['model_dir']}: {report['sentences']} "
              f"sentences, layer {report['layer']}{shift}, {report['seconds']}s on {report['device']}"]
     gold = report.get("gold")
@@ -143,8 +160,10 @@ def render(report: dict[str, Any]) -> str:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.gold is None and args.write_alignments is None:
-        raise UsageError("nothing to do: give --gold to score, or --write-alignments DIR to write the links")
+    if args.gold is None and args.write_alignments is None and not args.agreement:
+        raise UsageError("nothing to do: give --gold to score, --agreement, or --write-alignments DIR to write the links")
+    if args.agreement and (args.gold is not None or "eflomal" not in args.reference):
+        raise UsageError("--agreement scores against eflomal: it needs --reference eflomal and no --gold")
     if args.batch_size < 1 or (args.limit is not None and args.limit < 1) or args.eflomal_extra < 0:
         raise UsageError("--batch-size and --limit must be >= 1, --eflomal-extra >= 0")
     if args.soft_threshold is not None and not 0.0 < args.soft_threshold <= 1.0:
@@ -170,14 +189,21 @@ def run(argv: Sequence[str] | None = None) -> int:
         am.check_bounds(gold, [len(s.split()) for s in src_lines], [len(t.split()) for t in tgt_lines],
                         gold_base, str(args.gold))
     n = len(src_lines) if args.limit is None else min(args.limit, len(src_lines))
-    source_words = [line.split() for line in src_lines[:n]]
-    target_words = [line.split() for line in tgt_lines[:n]]
+    if args.words == "split":
+        from training.alignment_labels import words as split_words
+
+        source_words = [split_words(line) for line in src_lines[:n]]
+        target_words = [split_words(line) for line in tgt_lines[:n]]
+    else:
+        source_words = [line.split() for line in src_lines[:n]]
+        target_words = [line.split() for line in tgt_lines[:n]]
     gold = gold[:n] if gold is not None else None
 
     device = resolve_device(args.device)
     started = time.perf_counter()
     forward_model = load_model_dir(args.model_dir, device)
-    common = dict(shift=args.shift, threshold=args.soft_threshold, batch_size=args.batch_size)
+    common = dict(shift=args.shift, threshold=args.soft_threshold, batch_size=args.batch_size,
+                  supervised=args.supervised)
     forward = align_direction(forward_model, source_words, target_words, layer=args.layer, name="--model-dir",
                               **common)
     rows: dict[str, Alignments] = {}
@@ -193,6 +219,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         reverse = align_direction(reverse_model, target_words, source_words, layer=args.reverse_layer,
                                   name="--reverse-model-dir", **common)
         rows.update(symmetrised("", forward.hard, [am.transpose(links) for links in reverse.hard]))
+    if args.row_column:
+        rows["forward row+column"] = forward.symmetric
     if forward.soft is not None:
         rows[f"forward soft>={args.soft_threshold:g}"] = forward.soft
     if args.reverse_model_dir is not None and reverse.soft is not None:
@@ -207,19 +235,27 @@ def run(argv: Sequence[str] | None = None) -> int:
         extra_tgt: list[str] = []
         if args.eflomal_extra:
             for lang, extra in ((forward_model.source_lang, extra_src), (forward_model.target_lang, extra_tgt)):
-                extra += read_lines(split_path(args.data_dir, "train", lang), args.eflomal_extra)
+                lines = read_lines(split_path(args.data_dir, "train", lang), args.eflomal_extra)
+                extra += [" ".join(split_words(line)) for line in lines] if args.words == "split" else lines
         rows.update(symmetrised("eflomal ", *eflomal_alignments(source_words, target_words, extra_src, extra_tgt)))
 
     report: dict[str, Any] = {
         "model_dir": str(args.model_dir),
         "reverse_model_dir": str(args.reverse_model_dir) if args.reverse_model_dir else None,
         "source_lang": forward_model.source_lang, "target_lang": forward_model.target_lang, "sentences": n,
-        "layer": layer, "reverse_layer": args.reverse_layer, "shift": args.shift,
+        "layer": layer, "reverse_layer": args.reverse_layer, "shift": args.shift, "supervised": args.supervised,
         "soft_threshold": args.soft_threshold,
         "eflomal_extra": args.eflomal_extra if "eflomal" in args.reference else None,
         "device": str(device), "seconds": round(model_seconds, 2),
     }
-    if gold is not None:
+    if args.agreement:
+        reference = rows.pop("eflomal grow-diag-final-and")
+        gold, gold_format, gold_base = [am.GoldAlignment.of(links) for links in reference], "eflomal", 0
+        report["gold"] = {"path": "eflomal grow-diag-final-and (agreement, not gold)", "format": gold_format,
+                          "base": 0, "reverse": False, "sure": sum(len(g.sure) for g in gold), "possible":
+                          sum(len(g.possible) for g in gold)}
+        report["results"] = {name: am.score(links, gold).to_dict() for name, links in rows.items()}
+    elif gold is not None:
         report["gold"] = {"path": str(args.gold), "format": gold_format, "base": gold_base,
                           "reverse": args.gold_reverse, "sure": sum(len(g.sure) for g in gold),
                           "possible": sum(len(g.possible) for g in gold)}

@@ -209,6 +209,10 @@ def score(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAlignment]) ->
 
 
 # -- symmetrisation ------------------------------------------------------------------------------
+# grow-diag-final(-and) lives in model/symmetrisation.py: the service symmetrises too.
+from model.symmetrisation import grow_diag_final, grow_diag_final_and  # noqa: E402,F401
+
+
 def transpose(links: Iterable[Link]) -> set[Link]:
     """A reverse-direction model's (its source = our target) links -> (source, target) links."""
     return {(j, i) for i, j in links}
@@ -220,61 +224,6 @@ def intersection(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
 
 def union(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
     return set(forward) | set(reverse)
-
-
-NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
-
-
-def grow_diag_final(forward: Iterable[Link], reverse: Iterable[Link]) -> set[Link]:
-    """Koehn's grow-diag-final (Koehn, Och & Marcu 2003; the statmt.org pseudo-code), verbatim:
-
-        alignment = intersect(e2f, f2e)
-        GROW-DIAG: repeat until a pass adds nothing:
-            for e = 0..en, for f = 0..fn: if (e, f) is in alignment:
-                for each neighbour (e', f') in the order (-1,0) (0,-1) (1,0) (0,1) (-1,-1) (-1,1) (1,-1) (1,1):
-                    if (e' unaligned or f' unaligned) and (e', f') in union(e2f, f2e): add (e', f')
-        FINAL(e2f); FINAL(f2e), where FINAL(a):
-            for e' = 0..en, for f' = 0..fn:
-                if (e' unaligned or f' unaligned) and (e', f') in a: add (e', f')
-
-    Here e is the source word i, f the target word j, e2f = `forward` and f2e = `reverse`, both as
-    (source, target) links. Points are added at once, so a point added in a pass is visited later
-    in the same pass, and "aligned" means aligned in the alignment as it stands; only the walk
-    order can change the result, which is why it is fixed above. The grid only needs to cover
-    the union: no point outside it can be added.
-    """
-    e2f, f2e = set(forward), set(reverse)
-    both = e2f | f2e
-    alignment = e2f & f2e
-    aligned_src = {i for i, _ in alignment}
-    aligned_tgt = {j for _, j in alignment}
-
-    def add(point: Link) -> None:
-        alignment.add(point)
-        aligned_src.add(point[0])
-        aligned_tgt.add(point[1])
-
-    if not both:
-        return set()
-    n_src = max(i for i, _ in both) + 1
-    n_tgt = max(j for _, j in both) + 1
-    added = True
-    while added:
-        added = False
-        for e in range(n_src):
-            for f in range(n_tgt):
-                if (e, f) not in alignment:
-                    continue
-                for de, df in NEIGHBOURS:
-                    point = (e + de, f + df)
-                    if (point[0] not in aligned_src or point[1] not in aligned_tgt) and point in both:
-                        add(point)
-                        added = True
-    for directional in (e2f, f2e):
-        for point in sorted(directional):  # = the (e', f') grid walk restricted to the points of `a`
-            if point[0] not in aligned_src or point[1] not in aligned_tgt:
-                add(point)
-    return alignment
 
 
 def diagonal(n_source: int, n_target: int) -> set[Link]:

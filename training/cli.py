@@ -2,6 +2,7 @@
 
     python -m training train --recipe recipes/transformer-tiny-en-de.json --out runs/tiny-en-de
     python -m training train --out runs/tiny-en-de --resume            # recipe from the run dir
+    python -m training train --recipe recipes/align-added-head-tiny-en-de.json --init models/en-de --out runs/align
     python -m training train --recipe recipes/smoke.json --out runs/smoke --set max_updates=10 --set model.dropout=0
     python -m training average --run runs/tiny-en-de --last 10 --out models/en-de --fp16
     python -m training train-symmetric --recipe recipes/symmetric-tiny-en-de.json --out runs/sym-en-de \
@@ -46,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a recipe into a run directory")
     _add_training_arguments(t)
+    t.add_argument("--init", type=Path, metavar="PATH",
+                   help="start from a trained model (model dir, training checkpoint or run dir); the recipe may "
+                        "add a supervised alignment or global fertility head (training/initialization.py)")
 
     s = sub.add_parser("train-symmetric", help="train both directions of a symmetric recipe in one loop")
     _add_training_arguments(s)
@@ -107,7 +111,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         recipe = resolve_recipe(args)
         result = train(recipe, args.out, device=args.device, resume=args.resume, progress=not args.quiet,
-                       export=not args.no_export)
+                       export=not args.no_export, init=args.init)
         if result.model_dir is not None and not args.quiet:
             print(result.model_dir)
         return 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from model.artifacts import LoadedModel
+from model.symmetrisation import matrix_links
 from model.tokenizer import Span, Tokenizer
 from model.transformer import Transformer
 from training.alignment_metrics import AlignmentInputError, Link
@@ -41,6 +42,8 @@ class DirectionAlignments:
 
     hard: list[set[Link]]  # per target word, its heaviest source word
     soft: list[set[Link]] | None  # every link whose share of the target word's attention is >= threshold
+    # the word matrix read both ways, symmetrised (model.symmetrisation.matrix_links)
+    symmetric: list[set[Link]] | None = None
 
 
 def word_owner(words: Sequence[str], spans: Sequence[Span]) -> list[int | None]:
@@ -134,9 +137,11 @@ def _pad(rows: list[list[int]], pad_id: int, device: torch.device) -> torch.Tens
 @torch.inference_mode()
 def forced_attention(
     model: Transformer, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
-    shift: bool = False, batch_size: int = 32,
+    shift: bool = False, batch_size: int = 32, supervised: bool = False,
 ) -> list[torch.Tensor]:
-    """Per pair, the (len(target), len(source)) float64 CPU cross-attention of the forced reference."""
+    """Per pair, the (len(target), len(source)) float64 CPU cross-attention of the forced reference;
+    with `supervised`, the supervised alignment head's rows instead (always those of the steps that
+    read each piece: the rows it was trained on)."""
     c = model.config
     device = next(model.parameters()).device
     order = sorted(range(len(sources)), key=lambda k: (len(sources[k]), len(targets[k])))
@@ -145,10 +150,11 @@ def forced_attention(
         chunk = order[start : start + batch_size]
         src = _pad([[*sources[k], c.eos_id] for k in chunk], c.pad_id, device)  # (B, S+1)
         tgt_in = _pad([[c.bos_id, *targets[k]] for k in chunk], c.pad_id, device)  # (B, T+1)
-        attention = model(src, tgt_in, need_attention=True).attention.double().cpu()  # (B, T+1, S+1)
+        out = model(src, tgt_in, need_attention=not supervised)
+        attention = (out.supervised_attention if supervised else out.attention).double().cpu()  # (B, T+1, S+1)
         for b, k in enumerate(chunk):
             n_t, n_s = len(targets[k]), len(sources[k])
-            first = 1 if shift else 0
+            first = 1 if shift or supervised else 0
             result[k] = attention[b, first : first + n_t, :n_s].clone()  # (T, S)
     return result
 
@@ -156,10 +162,14 @@ def forced_attention(
 def align_direction(
     loaded: LoadedModel, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]],
     *, layer: int | None = None, shift: bool = False, threshold: float | None = None,
-    batch_size: int = 32, name: str = "model",
+    batch_size: int = 32, name: str = "model", supervised: bool = False,
 ) -> DirectionAlignments:
-    """Forced-decode every pair with `loaded` and turn its attention into word links."""
-    model = model_for_layer(loaded.model, loaded.config.alignment_layer if layer is None else layer)
+    """Forced-decode every pair with `loaded` and turn its attention (or its supervised alignment head's,
+    with `supervised`) into word links."""
+    if supervised and loaded.model.supervised_alignment is None:
+        raise AlignmentInputError(f"{name}: the model has no supervised alignment head (ModelConfig.supervised_alignment)")
+    model = loaded.model if supervised else model_for_layer(
+        loaded.model, loaded.config.alignment_layer if layer is None else layer)
     sources = [encode_words(loaded.tokenizer, words) for words in source_words]
     targets = [encode_words(loaded.tokenizer, words) for words in target_words]
     limit = loaded.config.max_positions - 1  # EOS on the source, BOS on the target
@@ -169,12 +179,15 @@ def align_direction(
                 raise AlignmentInputError(
                     f"{name}: sentence {k} has {len(encoded.ids)} {side} pieces, more than the "
                     f"{limit} the model's max_positions allows")
-    attention = forced_attention(model, [s.ids for s in sources], [t.ids for t in targets], shift, batch_size)
+    attention = forced_attention(model, [s.ids for s in sources], [t.ids for t in targets], shift, batch_size,
+                                 supervised)
     hard: list[set[Link]] = []
     soft: list[set[Link]] = []
+    symmetric: list[set[Link]] = []
     for s, t, a in zip(sources, targets, attention):
         weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
         hard.append(hard_links(weights))
+        symmetric.append(matrix_links(weights.tolist()))
         if threshold is not None:
             soft.append(soft_links(weights, threshold))
-    return DirectionAlignments(hard, soft if threshold is not None else None)
+    return DirectionAlignments(hard, soft if threshold is not None else None, symmetric)

@@ -33,9 +33,10 @@ from model.config import ModelConfig
 from model.tokenizer import Tokenizer
 from model.transformer import ModelOutput, Transformer
 from training import checkpoints as ckpt
+from training.alignment_labels import LabelError, labels_path, piece_links, read_labels, target_rows
 from training.data import Batch, ParallelDataset, collate, read_parallel, token_batches
 from training.distributed import SINGLE, ProcessGroup, gradient_sync, join_from_environment, shard, wrap
-from training.losses import LossOutput, global_fertility_loss, label_smoothed_loss
+from training.losses import LossOutput, global_fertility_loss, label_smoothed_loss, supervised_alignment_loss
 from training.recipe import RecipeError, TrainingRecipe
 from training.schedule import inverse_sqrt_schedule
 from training.sentencepiece_train import train_sentencepiece
@@ -107,10 +108,14 @@ class Data:
     valid: ParallelDataset
     bleu_src: list[str]
     bleu_ref: list[str]
+    # With a supervised alignment head: per training pair (dataset index), its (source piece, target
+    # piece) label links (training.alignment_labels); None otherwise.
+    train_alignment: list[list[tuple[int, int]]] | None = None
 
 
-def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog) -> Data:
-    """Read the splits, train the SentencePiece model into the run dir if it is not there yet, encode."""
+def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog, alignment_labels: bool = False) -> Data:
+    """Read the splits, train the SentencePiece model into the run dir if it is not there yet, encode;
+    with `alignment_labels`, also map the split's cached eflomal labels to pieces."""
     r = recipe
     train_src, train_tgt = read_parallel(r.data_dir, r.train_split, r.source_lang, r.target_lang, r.train_limit)
     valid_src, valid_tgt = read_parallel(r.data_dir, r.valid_split, r.source_lang, r.target_lang, r.valid_limit)
@@ -126,9 +131,15 @@ def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog) -> Data:
     train = ParallelDataset(encode(train_src), encode(train_tgt), r.max_len)
     valid = ParallelDataset(encode(valid_src), encode(valid_tgt), r.max_len)
     n = r.val_bleu_sentences
+    labels = None
+    if alignment_labels:
+        words = read_labels(r.data_dir, r.train_split, r.source_lang, r.target_lang)
+        labels = [piece_links(train_src[i], train_tgt[i], words[i], tokenizer) for i in train.kept]
+        log.write("alignment_labels", pairs=len(labels), links=sum(len(links) for links in labels),
+                  path=str(labels_path(r.data_dir, r.train_split, r.source_lang, r.target_lang)))
     log.write("data", train_pairs=len(train), train_dropped=train.dropped, valid_pairs=len(valid),
               vocab_size=tokenizer.vocab_size, bleu_sentences=min(n, len(valid_src)))
-    return Data(tokenizer, spm_path, train, valid, valid_src[:n], valid_tgt[:n])
+    return Data(tokenizer, spm_path, train, valid, valid_src[:n], valid_tgt[:n], labels)
 
 
 def reversed_data(data: Data) -> Data:
@@ -142,26 +153,34 @@ class DirectionLoss:
     """One model's loss on one batch."""
 
     xent: LossOutput                # label-smoothed cross-entropy and nll per target token
-    objective: torch.Tensor         # xent.loss + global fertility weight × fertility (what is minimised)
+    objective: torch.Tensor         # xent.loss + global fertility weight × fertility + λ × alignment (minimised)
     fertility: torch.Tensor | None  # the unweighted global fertility loss per source position, when configured
     output: ModelOutput
+    alignment: torch.Tensor | None = None  # the unweighted supervised alignment loss per labelled row, when given
 
 
 def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing: float, amp: bool,
-                   need_attention: bool = False, forward: torch.nn.Module | None = None) -> DirectionLoss:
+                   need_attention: bool = False, forward: torch.nn.Module | None = None,
+                   alignment_targets: torch.Tensor | None = None) -> DirectionLoss:
     """Forward `batch` (already on the model's device) and compute its losses. With a global fertility
     head, α is the configured layer's attention, fertility sums the real target rows (tgt_out not
-    padding, the EOS row included) and is scored at every real source position (x and its EOS)."""
+    padding, the EOS row included) and is scored at every real source position (x and its EOS).
+    With `alignment_targets` (B, T, S) (`training.alignment_labels.target_rows`, on the device) and a
+    supervised alignment head, λ × the supervised alignment loss is added."""
     with autocast_context(batch.src.device, amp):
         out = (forward or model)(batch.src, batch.tgt_in, need_attention=need_attention)
     xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=smoothing, pad_id=model.config.pad_id,
                                n_tokens=n_tokens)
-    if out.fertility_mean is None:
-        return DirectionLoss(xent, xent.loss, None, out)
-    pad = model.config.pad_id
-    fertility = global_fertility_loss(out.fertility_attention, batch.tgt_out.ne(pad), batch.src.ne(pad),
-                                      out.fertility_mean, out.fertility_variance)
-    return DirectionLoss(xent, xent.loss + model.global_fertility.loss_weight * fertility, fertility, out)
+    objective, fertility, alignment = xent.loss, None, None
+    if out.fertility_mean is not None:
+        pad = model.config.pad_id
+        fertility = global_fertility_loss(out.fertility_attention, batch.tgt_out.ne(pad), batch.src.ne(pad),
+                                          out.fertility_mean, out.fertility_variance)
+        objective = objective + model.global_fertility.loss_weight * fertility
+    if alignment_targets is not None and out.supervised_attention is not None:
+        alignment = supervised_alignment_loss(out.supervised_attention, alignment_targets)
+        objective = objective + model.supervised_alignment.weight * alignment
+    return DirectionLoss(xent, objective, fertility, out, alignment)
 
 
 def validate(model: Transformer, data: Data, recipe: TrainingRecipe, device: torch.device, amp: bool) -> dict[str, Any]:
@@ -242,7 +261,10 @@ def start_session(recipe: TrainingRecipe, run_dir: str | Path, *, device: str, r
                                    f"({spm_source})"], "--out")
             shutil.copyfile(spm_source, target)
     seed_everything(recipe.seed)
-    data = prepare_data(recipe, run_dir, log)
+    try:
+        data = prepare_data(recipe, run_dir, log, alignment_labels=bool(recipe.model.get("supervised_alignment")))
+    except LabelError as error:
+        raise RecipeError([str(error)], "model.supervised_alignment") from None
     if group.is_main:
         group.barrier()
     return Session(recipe, run_dir, dev, amp, log, data, group)
@@ -373,7 +395,7 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
                 record = log.write("train", step=step, epoch=epoch, **averages, lr=optimizer.param_groups[0]["lr"],
                                    **grad_norms, tokens_per_s=round(tokens_acc / max(elapsed, 1e-9), 1),
                                    tokens=tokens_acc)
-                shown = {key: f"{record[key]:.3f}" for key in ("loss", "fertility", "trace") if key in record}
+                shown = {key: f"{record[key]:.3f}" for key in ("loss", "fertility", "alignment", "trace") if key in record}
                 bar.set_postfix(**shown, lr=f"{record['lr']:.2e}", tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
                 if bar.disable:
                     log.say(f"step {step} " + " ".join(f"{k} {v}" for k, v in shown.items())
@@ -432,13 +454,26 @@ class DirectionalObjective:
 
     def update(self, batch: Batch) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, float]], int]:
         n_tokens, n_source = batch.n_tgt_tokens, batch.n_src_tokens
+        targets = self.alignment_targets(batch)
         out = direction_loss(self.module, batch.to(self.session.device), n_tokens,
                              smoothing=self.session.recipe.label_smoothing, amp=self.session.amp,
-                             forward=self.forward_module)
+                             forward=self.forward_module, alignment_targets=targets)
         tallies = {"loss": (out.xent.loss.detach() * n_tokens, n_tokens), "nll": (out.xent.nll * n_tokens, n_tokens)}
         if out.fertility is not None:
             tallies["fertility"] = (out.fertility.detach() * n_source, n_source)
+        if out.alignment is not None:
+            tallies["alignment"] = (out.alignment.detach() * n_tokens, n_tokens)
         return out.objective, tallies, n_tokens
+
+    def alignment_targets(self, batch: Batch) -> torch.Tensor | None:
+        """The batch's label rows (B, T, S) on the device, when the model has a supervised head."""
+        if self.module.supervised_alignment is None:
+            return None
+        labels = self.session.data.train_alignment
+        if labels is None:
+            return None
+        rows = target_rows([labels[i] for i in batch.indices], batch.tgt_in.shape[1], batch.src.shape[1])
+        return rows.to(self.session.device)
 
     def validate(self, step: int, epoch: int) -> None:
         s = self.session
@@ -451,18 +486,43 @@ class DirectionalObjective:
 
 
 def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", resume: bool = False,
-          progress: bool = True, export: bool = True) -> TrainResult:
+          progress: bool = True, export: bool = True, init: str | Path | None = None) -> TrainResult:
     """Train `recipe` (one direction) into `run_dir`; with `resume`, continue from the newest checkpoint
-    there (see `fit`). A recipe with a "symmetric" object is refused: `training.symmetric` trains it."""
+    there (see `fit`). A recipe with a "symmetric" object is refused: `training.symmetric` trains it.
+    `init`: start from a trained model (model dir, checkpoint or run dir; `training.initialization`),
+    whose SentencePiece model becomes the run's."""
+    from training.initialization import check_initial_config, load_initial_weights, read_initial_model
+
     if recipe.symmetric is not None:
         raise RecipeError([f"recipe {recipe.name!r} has 'symmetric' (two directions): train it with train-symmetric"],
                           "--recipe")
     run_dir = Path(run_dir)
-    session = start_session(recipe, run_dir, device=device, resume=resume, progress=progress)
+    initial = None
+    if init is not None:
+        if resume and ckpt.list_checkpoints(run_dir / CHECKPOINT_DIR):
+            raise RecipeError([f"{run_dir} already holds checkpoints: a resumed run continues from them, "
+                               f"not from an initial model"], "--init")
+        initial = read_initial_model(init, "--init")
+        if (initial.source_lang, initial.target_lang) != (recipe.source_lang, recipe.target_lang):
+            raise RecipeError([f"{initial.path} translates {initial.source_lang}->{initial.target_lang}, the recipe "
+                               f"{recipe.source_lang}->{recipe.target_lang}"], "--init")
+        if not initial.spm_path.is_file():
+            raise RecipeError([f"{initial.spm_path} is missing"], "--init")
+    session = start_session(recipe, run_dir, device=device, resume=resume, progress=progress,
+                            spm_source=initial.spm_path if initial is not None else None)
     # Seed again so that the initial weights do not depend on what data preparation consumed.
     seed_everything(recipe.seed)
     config = recipe.model_config(session.data.tokenizer.vocab_size)
-    model = Transformer(config).to(session.device)
+    model = Transformer(config)
+    if initial is not None:
+        check_initial_config(config.to_dict(), initial, "--init")
+        new = load_initial_weights(model, initial, "--init")
+        session.log.write("init", path=str(initial.path), new_weights=new)
+        session.log.say(f"initialised from {initial.path}; new weights: {', '.join(new) if new else 'none'}")
+    if recipe.trainable is not None:
+        frozen = freeze_except(model, recipe.trainable)
+        session.log.write("frozen", parameters=frozen, trainable=recipe.trainable)
+    model = model.to(session.device)
     model.train()
     try:
         step = fit(session, DirectionalObjective(model, session), resume=resume, progress=progress)
@@ -481,6 +541,21 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
         log.say(f"wrote {model_dir} (average of {len(info['averaged'])} checkpoints"
                 + (f", val BLEU {info['val_bleu']:.2f})" if "val_bleu" in info else ")"))
     return TrainResult(run_dir, step, model_dir, session.log.events)
+
+
+def freeze_except(model: torch.nn.Module, prefixes: list[str]) -> int:
+    """Only parameters whose name starts with one of `prefixes` keep training; returns how many are frozen.
+    A prefix that names no parameter is an error (a typo would otherwise train nothing)."""
+    names = [name for name, _ in model.named_parameters()]
+    unmatched = [p for p in prefixes if not any(name.startswith(p) for name in names)]
+    if unmatched:
+        raise RecipeError([f"{', '.join(repr(p) for p in unmatched)} names no parameter of the model"],
+                          "trainable")
+    frozen = 0
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(any(name.startswith(p) for p in prefixes))
+        frozen += 0 if parameter.requires_grad else parameter.numel()
+    return frozen
 
 
 def read_log(run_dir: str | Path, event: str | None = None) -> list[dict[str, Any]]:

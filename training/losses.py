@@ -94,3 +94,20 @@ def trace_bonus(forward_attention: torch.Tensor, backward_attention: torch.Tenso
     traces = sentence_traces(forward_attention, backward_attention, source_words, target_words)  # (B,)
     words = (source_words.sum() + target_words.sum()).to(torch.float32) / 2
     return traces.sum() / words.clamp(min=1)
+
+
+def supervised_alignment_loss(attention: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Garg et al. (2019, eq. 5): −Σⱼ Gᵖ[t, j] · log A[t, j], averaged over the supervised rows t.
+
+    attention (B, T, S): the supervised head's distributions; targets (B, T, S): the label rows, each
+    normalised to sum to 1 over its linked source positions (Gᵖ), or all zeros for a row without
+    links (not supervised: BOS, padding, an unaligned word). Only the linked positions enter the
+    log, so padding (attention 0) never makes 0 · log 0; a linked position the head gives exactly
+    0 costs −log(1e-9) instead of infinity.
+    """
+    targets = targets.float()
+    linked = targets > 0
+    log_attention = torch.log(attention.float().clamp_min(1e-9))
+    terms = torch.where(linked, targets * log_attention, torch.zeros_like(targets))  # (B, T, S)
+    rows = linked.any(dim=-1).sum()
+    return -terms.sum() / rows.clamp(min=1)

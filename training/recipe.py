@@ -51,6 +51,9 @@ class TrainingRecipe:
     # Bilingual symmetric training (`train-symmetric`): {"lambda": λ}, the weight of the trace bonus;
     # one model source→target and one target→source, trained together. None = one direction.
     symmetric: dict[str, Any] | None = None
+    # Which parameters train: null = all; else a list of name prefixes (e.g. ["supervised_alignment."]
+    # to train an added alignment head on a frozen model); every prefix must name a parameter.
+    trainable: list[str] | None = None
     # Optimisation.
     max_tokens: int = 8192              # padded tokens a batch, B x max(S, T)
     # Batches per update and process (gradient accumulation): an update trains on
@@ -226,6 +229,10 @@ def _problems(d: Mapping[str, Any]) -> list[str]:
     if _is_int(get("max_len")) and _is_int(get("max_tokens")) and get("max_tokens") < get("max_len") + 1:
         problems.append(f"max_tokens ({get('max_tokens')}) must be at least max_len + 1 ({get('max_len') + 1})")
     problems += _symmetric_problems(get("symmetric"))
+    trainable = get("trainable")
+    if trainable is not None and not (isinstance(trainable, list) and trainable
+                                      and all(isinstance(p, str) and p for p in trainable)):
+        problems.append(f"trainable must be null or a non-empty list of parameter name prefixes, got {trainable!r}")
     if get("source_lang") == get("target_lang"):
         problems.append(f"source_lang and target_lang must differ, got {get('source_lang')!r} twice")
     return problems

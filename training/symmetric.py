@@ -16,19 +16,18 @@ writes `models/<src>-<tgt>` and `models/<tgt>-<src>`, each a servable model dire
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
-from model.artifacts import MANIFEST_FILE, load_model_dir, sha256_file
+from model.artifacts import sha256_file
 from model.config import ModelConfig
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.data import Batch, collate, reverse_batch, token_batches
+from training.initialization import InitialModel, read_initial_model
 from training.finalize import SYMMETRIC, average_and_save_symmetric, directions
 from training.loop import (CHECKPOINT_DIR, Data, Session, TrainResult, direction_loss, fit, reversed_data,
                            seed_everything, start_session, validate)
@@ -46,41 +45,6 @@ class DirectionPair(nn.Module):
         super().__init__()
         self.s2t = Transformer(config)
         self.t2s = Transformer(config)
-
-
-@dataclass(frozen=True)
-class InitialModel:
-    """Pretrained weights for one direction, with where they came from."""
-
-    path: Path
-    state: dict[str, torch.Tensor]
-    config: dict[str, Any]
-    spm_path: Path
-    source_lang: str
-    target_lang: str
-
-
-def read_initial_model(path: str | Path, flag: str) -> InitialModel:
-    """A model directory (manifest.json), a training checkpoint (.pt) or a run directory (checkpoints/)."""
-    path = Path(path)
-    if path.is_dir() and (path / MANIFEST_FILE).is_file():
-        loaded = load_model_dir(path)
-        return InitialModel(path, loaded.model.state_dict(), loaded.config.to_dict(), path / "spm.model",
-                            loaded.source_lang, loaded.target_lang)
-    if path.is_dir() and ckpt.list_checkpoints(path / CHECKPOINT_DIR):
-        path = ckpt.list_checkpoints(path / CHECKPOINT_DIR)[-1]
-    elif not path.is_file():
-        raise RecipeError([f"{path} is neither a model directory (manifest.json), a training checkpoint (.pt) "
-                           f"nor a run directory (checkpoints/)"], flag)
-    try:
-        payload = ckpt.load_checkpoint(path)
-    except (ValueError, RuntimeError) as error:
-        raise RecipeError([f"{path}: {error}"], flag) from None
-    if payload.get("extra", {}).get("kind", "directional") != "directional":
-        raise RecipeError([f"{path} holds a symmetric pair, not one direction"], flag)
-    recipe = payload["recipe"]
-    return InitialModel(path, payload["model"], payload["config"], path.parent.parent / "spm.model",
-                        recipe["source_lang"], recipe["target_lang"])
 
 
 def check_initial_models(recipe: TrainingRecipe, initial: dict[str, InitialModel]) -> Path | None:
@@ -207,6 +171,9 @@ def train_symmetric(recipe: TrainingRecipe, run_dir: str | Path, *, device: str 
     if recipe.symmetric is None:
         raise RecipeError(["train-symmetric needs a recipe with a 'symmetric' object, e.g. {\"lambda\": 1.0}"],
                           "--recipe")
+    if recipe.model.get("supervised_alignment") is not None or recipe.trainable is not None:
+        raise RecipeError(["train-symmetric does not train a supervised alignment head or a partly frozen model; "
+                           "train each direction with `train` (model.supervised_alignment, trainable)"], "--recipe")
     run_dir = Path(run_dir)
     flags = {"--init-forward": init_forward, "--init-backward": init_backward}
     given = {flag: path for flag, path in flags.items() if path is not None}

@@ -20,9 +20,11 @@ from model import decoding_defaults as defaults
 from model.alignment import TokenAlignment, Word
 from model.invisible import has_visible_text
 from model.language_code import normalise_language_code
+from model.bidirectional import bidirectional_alignment
 from model.phrase_alignment import PhraseMap, PhrasePair
 
 __all__ = [
+    "AlignmentMethod",
     "AlignmentMode",
     "BatchCancelled",
     "DecodeOptions",
@@ -40,10 +42,17 @@ __all__ = [
     "has_visible_text",
     "load_abandoned",
     "normalise_language_code",
+    "bidirectional_alignment",
 ]
 
 # "phrase": the token map and the phrase map (which is built from it, or from phrase attention).
 AlignmentMode = Literal["none", "token", "phrase"]
+# Where a word alignment comes from (docs/alignment.md): "attention" the alignment layer's heads
+# averaged at the step that predicts each word; "shift" the same attention at the step that reads
+# it (shift-att); "supervised" the supervised alignment head (model/supervised_alignment.py) at the
+# step that reads it; "bidirectional" the forward links symmetrised with the reverse model's forced
+# alignment (the Translator does it, when both directions of the pair are served).
+AlignmentMethod = Literal["attention", "shift", "supervised", "bidirectional"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,7 @@ class DecodeOptions:
     beam_size: int = defaults.BEAM_SIZE
     n_best: int = defaults.N_BEST
     alignment: AlignmentMode = "none"
+    alignment_method: AlignmentMethod = "attention"
     max_length_ratio: float = defaults.MAX_LENGTH_RATIO
     max_length_offset: int = defaults.MAX_LENGTH_OFFSET
     length_penalty: float = defaults.LENGTH_PENALTY
@@ -71,6 +81,8 @@ class DecodeOptions:
             problems.append(f"n_best must be in 1..beam_size ({self.beam_size}), got {self.n_best}")
         if self.alignment not in get_args(AlignmentMode):
             problems.append(f"alignment must be one of {get_args(AlignmentMode)}, got {self.alignment!r}")
+        if self.alignment_method not in get_args(AlignmentMethod):
+            problems.append(f"alignment_method must be one of {get_args(AlignmentMethod)}, got {self.alignment_method!r}")
         if self.max_length_ratio <= 0:
             problems.append(f"max_length_ratio must be > 0, got {self.max_length_ratio}")
         if self.max_length_offset < 0:
@@ -140,6 +152,15 @@ class RuntimeProblem:
 
     phase: Literal["stalled", "restarting", "failed"]
     reason: str
+def check_alignment_method(runtime: TranslationRuntime, options: DecodeOptions) -> None:
+    """UnsupportedOption naming "alignment_method" when the runtime cannot give the asked method."""
+    if options.alignment == "none" or options.alignment_method in runtime.alignment_methods:
+        return
+    raise UnsupportedOption(
+        "alignment_method",
+        f"{options.alignment_method!r} is not offered by the {runtime.backend} model serving {runtime.pair}; "
+        f"it offers: {', '.join(runtime.alignment_methods)}",
+    )
 
 
 @dataclass(frozen=True)
@@ -202,9 +223,23 @@ class TranslationRuntime(ABC):
         """Restarts of this runtime's inference process so far (exported as a counter); None
         for a runtime without one."""
         return None
+    # The alignment methods this runtime computes itself ("bidirectional" is the Translator's), and
+    # the one it uses when a request names none and the server setting is "auto": the best measured
+    # one it has (RESULTS.md, "Word alignments").
+    alignment_methods: tuple[str, ...] = ("attention",)
+    default_alignment_method: str = "attention"
 
     def check_options(self, options: DecodeOptions) -> None:
-        """Raise ``UnsupportedOption`` for an option this backend lacks; default: all supported."""
+        """Raise ``UnsupportedOption`` for an option this backend lacks; this base checks the
+        alignment method against ``alignment_methods``."""
+        check_alignment_method(self, options)
+
+    def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
+        """Word alignments of given (source text, target text) pairs, the target forced through the
+        model (no search), by one of ``alignment_methods``. The Translator's bidirectional method
+        calls it on the reverse pair's runtime. Default: this backend cannot."""
+        raise UnsupportedOption("alignment_method", f"the {self.backend} model serving {self.pair} cannot align "
+                                                    f"given translations (forced decoding)")
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Source tokens per text, as the model would read them (EOS excluded). The batcher sizes

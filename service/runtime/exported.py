@@ -15,7 +15,8 @@ import logging
 from collections.abc import Sequence
 
 from model.tokenizer import Tokenizer
-from service.runtime.base import DecodeOptions, Translation, TranslationRuntime, UnsupportedOption
+from service.runtime.base import (DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
+                                  check_alignment_method)
 from service.runtime.text_codec import translate_texts
 
 log = logging.getLogger("service.runtime")
@@ -31,8 +32,13 @@ class ExportedRuntime(TranslationRuntime):
         self.tokenizer = Tokenizer(exported.tokenizer_path)
         # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
         self.max_source_tokens = exported.config.max_positions - 2
+        # Our beam search (ONNX, TorchScript) keeps the EOS step's row, which shift-att needs; the
+        # exported step graph has no supervised head's output, and CTranslate2 runs its own search.
+        self.alignment_methods = ("attention",) if backend == "ct2" else ("attention", "shift")
+        self.default_alignment_method = "attention"
 
     def check_options(self, options: DecodeOptions) -> None:
+        check_alignment_method(self, options)
         if options.alignment != "none" and not self.runner.has_attention:
             raise UnsupportedOption(
                 "alignment",

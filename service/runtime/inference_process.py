@@ -59,10 +59,12 @@ from service.runtime.base import (
     RuntimeProblem,
     RuntimeUnavailable,
     TextRejected,
+    TokenAlignment,
     Translation,
     TranslationRuntime,
     UnsupportedOption,
     load_abandoned,
+    check_alignment_method,
 )
 from service.settings import Settings
 
@@ -176,6 +178,8 @@ class ProcessRuntime(TranslationRuntime):
         info = reply[1]
         self.source_lang, self.target_lang, self.backend = info["source_lang"], info["target_lang"], info["backend"]
         self._unsupported = info["unsupported"]
+        self.alignment_methods = tuple(info["alignment_methods"])
+        self.default_alignment_method = info["default_alignment_method"]
         self._memory = info["memory"]
         if info["tokenizer_path"] is not None and self._tokenizer is None:
             from model.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
@@ -359,6 +363,9 @@ class ProcessRuntime(TranslationRuntime):
     ) -> list[list[Translation]]:
         return self._call("translate", (list(texts), options), cancelled)
 
+    def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
+        return self._call("align", (list(pairs), method))
+
     def warmup(self) -> None:
         self._call("warmup")
 
@@ -384,6 +391,7 @@ class ProcessRuntime(TranslationRuntime):
         return self._restarts
 
     def check_options(self, options: DecodeOptions) -> None:
+        check_alignment_method(self, options)
         refused = self._unsupported.get(options.alignment)
         if refused is not None:
             raise UnsupportedOption(*refused)
@@ -479,6 +487,8 @@ def _describe(runtime: TranslationRuntime) -> dict[str, Any]:
         "target_lang": runtime.target_lang,
         "backend": runtime.backend,
         "unsupported": unsupported,
+        "alignment_methods": list(runtime.alignment_methods),
+        "default_alignment_method": runtime.default_alignment_method,
         "memory": runtime.memory_bytes(),
         "tokenizer_path": str(tokenizer.path) if tokenizer is not None else None,
     }
@@ -490,6 +500,9 @@ def _answer(runtime: TranslationRuntime, request: tuple, cancel_upto: Any) -> tu
         if kind == "translate":
             texts, options = payload
             value = runtime.translate_until(texts, options, lambda: cancel_upto.value >= batch)
+        elif kind == "align":
+            pairs, method = payload
+            value = runtime.force_align(pairs, method)
         elif kind == "ping":
             value = None
         elif kind == "warmup":

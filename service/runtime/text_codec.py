@@ -33,6 +33,7 @@ def search_options(options: DecodeOptions, native_phrases: bool = False) -> Sear
         max_length_offset=options.max_length_offset,
         return_attention=options.alignment != "none",
         return_phrase_attention=native_phrases and options.alignment == "phrase",
+        return_supervised_attention=options.alignment != "none" and options.alignment_method == "supervised",
     )
 
 
@@ -67,7 +68,8 @@ def translate_texts(
         if encoded is None:
             results.append([Translation(text, h.score) for text, h in kept])
         else:
-            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases) for _, h in kept])
+            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases, options.alignment_method)
+                            for _, h in kept])
     return results
 
 
@@ -87,18 +89,34 @@ def _distinct(tokenizer: Tokenizer, hypotheses: list[Hypothesis], n_best: int) -
     return kept
 
 
+def alignment_rows(hypothesis: Hypothesis, method: str, n_source: int) -> list[list[float]]:
+    """The (T, n_source) rows that align the hypothesis' T tokens by `method`: "attention" the step
+    that predicts token k; "shift" the step that reads it (the next one; the EOS step reads the last
+    token); "supervised" the supervised head at the step that reads it (its row 0 read BOS)."""
+    if method == "attention":
+        return hypothesis.attention[:, :n_source].float().cpu().tolist()
+    if method == "shift":
+        rows = hypothesis.attention[1:, :n_source].float().cpu().tolist()
+        return rows + [hypothesis.final_attention[:n_source].float().cpu().tolist()]
+    if method == "supervised":
+        return hypothesis.supervised_attention[1:, :n_source].float().cpu().tolist()
+    raise ValueError(f"unknown alignment method {method!r}")
+
+
 def _aligned(
-    tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, phrases: bool
+    tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, phrases: bool,
+    method: str = "attention",
 ) -> Translation:
     text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
     _, source_pieces, source_spans = encoded
     # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
-    attention = hypothesis.attention[:, : len(source_pieces)].float().cpu()
+    attention = alignment_rows(hypothesis, method, len(source_pieces))
     sides = dict(
         source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
         target_text=text, target_pieces=pieces, target_spans=spans,
     )
-    alignment = token_alignment(attention=attention, **sides)
+    # The supervised head's matrix is read both ways (the measured best hard links: RESULTS.md).
+    alignment = token_alignment(attention=attention, symmetric=method == "supervised", **sides)
     phrase_map = _phrase_map(alignment, hypothesis, len(source_pieces), sides) if phrases else None
     return Translation(text, hypothesis.score, alignment, phrase_map)
 

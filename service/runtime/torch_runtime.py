@@ -7,6 +7,7 @@ from functools import partial
 
 import torch
 
+from model.alignment import TokenAlignment, token_alignment
 from model.artifacts import LoadedModel, load_model_dir
 from model.attention_kernels import avoid_per_shape_attention_plans
 from model.beam_search import Hypothesis
@@ -51,6 +52,9 @@ class TorchRuntime(TranslationRuntime):
         self.max_source_tokens = loaded.config.max_positions - 2
         # Phrase maps come from the model's own phrase attention when it has one.
         self.native_phrases = has_native_phrases(self.model)
+        has_head = self.model.supervised_alignment is not None
+        self.alignment_methods = ("attention", "shift", "supervised") if has_head else ("attention", "shift")
+        self.default_alignment_method = "supervised" if has_head else "attention"
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -62,6 +66,31 @@ class TorchRuntime(TranslationRuntime):
         return translate_texts(
             self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases
         )
+
+    @torch.inference_mode()
+    def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
+        """Each target forced through the model: rows by `method` as for search (text_codec.alignment_rows)."""
+        tokenizer, c = self.loaded.tokenizer, self.model.config
+        out: list[TokenAlignment] = []
+        for source_text, target_text in pairs:
+            source_ids, source_pieces, source_spans = tokenizer.encode_with_offsets(source_text)
+            target_ids, target_pieces, target_spans = tokenizer.encode_with_offsets(target_text)
+            src = torch.tensor([[*source_ids, c.eos_id]], device=self.device)  # (1, S+1)
+            tgt_in = torch.tensor([[c.bos_id, *target_ids]], device=self.device)  # (1, T+1)
+            result = self.model(src, tgt_in, need_attention=True)
+            n_t, n_s = len(target_ids), len(source_ids)
+            if method == "attention":
+                rows = result.attention[0, :n_t, :n_s]
+            elif method == "shift":
+                rows = result.attention[0, 1 : n_t + 1, :n_s]
+            else:
+                rows = result.supervised_attention[0, 1 : n_t + 1, :n_s]
+            out.append(token_alignment(
+                source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
+                target_text=target_text, target_pieces=target_pieces, target_spans=target_spans,
+                attention=rows.float().cpu(), symmetric=method == "supervised"))
+        return out
+
 
     def translate_until(
         self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]

@@ -271,3 +271,12 @@ def test_probe_and_verification_inputs_are_made_on_the_model_device():
     model = tiny_model().to("meta")
     assert probe_source(model, 2, 5).device.type == "meta"
     assert on_device_of(model, torch.ones(2, 3, dtype=torch.long)).device.type == "meta"
+
+
+def test_an_added_alignment_head_is_refused_with_its_reason_for_every_target():
+    model = tiny_model(supervised_alignment={"layer": 0, "head": "added", "weight": 1.0})
+    reason = ("supervised_alignment has an added head: the exported step graphs have no output for it; serve this "
+              "model with the torch backend (an export of the same model without the head translates identically)")
+    for target in ("onnx", "torchscript"):
+        assert reason in check_support(model, target)[1]
+    assert check_support(model, "ct2")[1][0] == reason

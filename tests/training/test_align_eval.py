@@ -124,6 +124,7 @@ def expected_rows(files, layer=None, threshold=None):
         "intersection": [f & r for f, r in zip(forward.hard, back)],
         "union": [f | r for f, r in zip(forward.hard, back)],
         "grow-diag-final": [am.grow_diag_final(f, r) for f, r in zip(forward.hard, back)],
+        "grow-diag-final-and": [am.grow_diag_final_and(f, r) for f, r in zip(forward.hard, back)],
     }
     if threshold is not None:
         rows[f"forward soft>={threshold:g}"] = forward.soft
@@ -190,7 +191,7 @@ def test_eflomal_reference(files, capsys):
     assert (code, err) == (0, "")
     results = json.loads(out)["results"]
     assert list(results) == ["forward", "eflomal forward", "eflomal reverse", "eflomal intersection",
-                             "eflomal union", "eflomal grow-diag-final"]
+                             "eflomal union", "eflomal grow-diag-final", "eflomal grow-diag-final-and"]
     read = {name: [am.parse_links(line) for line in (files / "eflomal" / row_file(f"eflomal {name}")).read_text()
                    .splitlines()]
             for name in ("forward", "reverse", "intersection", "grow-diag-final")}
@@ -219,7 +220,7 @@ def test_missing_eflomal_is_one_line(files, capsys, monkeypatch):
     ("token", "{root}/bad.txt line 1: '0_0' is not a link (i-j, i-jp, ipj or i?j)"),
     ("gold-lines", "{root}/bad.txt has 2 lines but the text files have 3 sentences"),
     ("layer", "--layer 5: the model has 2 decoder layers (0..1, or negative from the end)"),
-    ("nothing", "nothing to do: give --gold to score, or --write-alignments DIR to write the links"),
+    ("nothing", "nothing to do: give --gold to score, --agreement, or --write-alignments DIR to write the links"),
     ("extra", "--eflomal-extra needs --reference eflomal"),
     ("direction", "--reverse-model-dir translates en->de, expected de->en"),
     ("model", "model directory {root}/none does not exist"),

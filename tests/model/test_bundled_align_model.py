@@ -1,0 +1,25 @@
+"""The second bundled model, models/en-de-align: models/en-de plus a trained added alignment head,
+so every other weight and every translation is the bundled model's."""
+from pathlib import Path
+
+import torch
+
+from model.artifacts import load_model_dir
+from model.generate import SearchOptions, generate, source_batch
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+def test_the_align_model_is_the_bundled_model_plus_its_head():
+    plain, aligned = load_model_dir(MODELS / "en-de"), load_model_dir(MODELS / "en-de-align")
+    assert aligned.config.supervised_alignment == {"layer": 2, "head": "added", "weight": 1.0}
+    own, base = aligned.model.state_dict(), plain.model.state_dict()
+    assert sorted(set(own) - set(base)) == [f"supervised_alignment.{p}.{w}" for p in ("k_proj", "q_proj", "query_norm")
+                                            for w in ("bias", "weight")]
+    assert all(torch.equal(own[name], tensor) for name, tensor in base.items())
+    texts = ["Two dogs are playing in the snow.", "A man in a blue shirt is standing on a ladder."]
+    options = SearchOptions(beam_size=3)
+    with torch.inference_mode():
+        outputs = [[h.tokens for nbest in generate(m.model.eval(), source_batch(m.tokenizer, texts), options) for h in nbest]
+                   for m in (plain, aligned)]
+    assert outputs[0] == outputs[1]

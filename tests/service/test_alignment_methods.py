@@ -1,0 +1,186 @@
+"""Alignment methods per request ("alignment_method"): shift-att rows by hand, bidirectional
+symmetrisation on a constructed case, and through the service: each method's links are the ones that
+method gives, the server default applies when a request names none, and a method the served model
+cannot give is a 422 naming the field and listing what it can."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model.alignment import TokenAlignment, Word, token_alignment
+from model.artifacts import save_model_dir
+from model.beam_search import Hypothesis
+from model.bidirectional import bidirectional_alignment
+from model.generate import SearchOptions, generate
+from service.app import create_app
+from service.runtime.base import DecodeOptions
+from service.runtime.text_codec import alignment_rows, search_options
+from service.runtime.torch_runtime import TorchRuntime
+from service.settings import Settings
+from tests.helpers import tiny_model
+from tests.service.support import serving
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _close(rows, expected):
+    return torch.allclose(torch.tensor(rows), torch.tensor(expected))
+
+
+# -- rows by hand -------------------------------------------------------------------------------
+def _hypothesis() -> Hypothesis:
+    # Two tokens; rows are steps: step 0 predicts token 0 (reads BOS), step 1 predicts token 1
+    # (reads token 0), the EOS step reads token 1. Columns: 2 source pieces + EOS.
+    attention = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
+    final = torch.tensor([0.6, 0.3, 0.1])
+    return Hypothesis([5, 6], -1.0, -3.0, attention, final)
+
+
+def test_attention_rows_are_the_steps_that_predict_each_token():
+    assert _close(alignment_rows(_hypothesis(), "attention", 2), [[0.7, 0.2], [0.1, 0.8]])
+
+
+def test_shift_rows_are_the_steps_that_read_each_token():
+    # token 0 is read by step 1, token 1 by the EOS step.
+    assert _close(alignment_rows(_hypothesis(), "shift", 2), [[0.1, 0.8], [0.6, 0.3]])
+
+
+def test_supervised_rows_skip_the_step_that_read_bos():
+    hypothesis = _hypothesis()
+    hypothesis.supervised_attention = torch.tensor([[0.5, 0.5, 0.0], [0.9, 0.1, 0.0], [0.2, 0.8, 0.0]])
+    assert _close(alignment_rows(hypothesis, "supervised", 2), [[0.9, 0.1], [0.2, 0.8]])
+
+
+# -- bidirectional symmetrisation -----------------------------------------------------------------
+def _words(*spans):
+    return [Word("w", a, b) for a, b in spans]
+
+
+def test_bidirectional_alignment_is_grow_diag_final_and_of_both_directions():
+    src, tgt = _words((0, 1), (2, 3), (4, 5)), _words((0, 1), (2, 3), (4, 5))
+    # forward (source, target): 0-0, 1-1, 1-2; reverse (its source = target, its target = source): 0-0, 2-2, 1-0.
+    forward = TokenAlignment(src, tgt, [[(0, 1.0)], [(1, 1.0)], [(1, 1.0)]], [(0, 0), (1, 1), (1, 2)], "0-0 1-1 1-2")
+    reverse = TokenAlignment(tgt, src, [[(0, 1.0)], [(0, 1.0)], [(2, 1.0)]], [(0, 0), (1, 0), (2, 2)], "")
+    # In (source, target): forward {(0,0), (1,1), (1,2)}, backward {(0,0), (0,1), (2,2)}. Both agree on
+    # (0,0); growing from it adds (0,1) (target 1 unaligned) and (1,1) (source 1 unaligned), from (0,1)
+    # (1,2) (target 2 unaligned), from (1,1) (2,2) (source 2 unaligned).
+    result = bidirectional_alignment(forward, reverse)
+    assert result.pharaoh == "0-0 0-1 1-1 1-2 2-2"
+    assert result.links == [[(0, 1.0)], [(0, 0.5), (1, 0.5)], [(1, 0.5), (2, 0.5)]]
+    assert result.hard == [(0, 0), (0, 1), (1, 1), (1, 2), (2, 2)]
+    # A reverse model that agrees on (0, 0) only: the forward links grow from it.
+    lonely = TokenAlignment(tgt, src, [[(0, 1.0)], [], []], [(0, 0)], "0-0")
+    assert bidirectional_alignment(forward, lonely).pharaoh == "0-0 1-1 1-2"
+
+
+def test_bidirectional_alignment_refuses_texts_split_differently():
+    one = TokenAlignment(_words((0, 1)), _words((0, 3)), [[(0, 1.0)]], [(0, 0)], "0-0")
+    other = TokenAlignment(_words((0, 1), (2, 3)), _words((0, 1)), [[(0, 1.0)], [(0, 1.0)]], [(0, 0), (0, 1)], "")
+    with pytest.raises(ValueError, match="split the target text into different words"):
+        bidirectional_alignment(one, other)
+
+
+# -- through the service --------------------------------------------------------------------------
+HEAD = {"layer": 0, "head": "added", "weight": 1.0}
+SOURCE = "Two dogs play in the snow."
+
+
+def _randomised(model):
+    # The added head starts near uniform; random weights make its links differ from the attention's.
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.startswith("supervised_alignment."):
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 3)
+    return model
+
+
+@pytest.fixture
+def head_dir(tmp_path, tiny_spm):
+    return save_model_dir(tmp_path / "en-de", _randomised(tiny_model(supervised_alignment=HEAD)), tiny_spm,
+                          source_lang="en", target_lang="de")
+
+
+def _expected(path, method):
+    from model.artifacts import load_model_dir
+
+    runtime = TorchRuntime(load_model_dir(path), torch.device("cpu"))
+    options = DecodeOptions(beam_size=2, alignment="token", alignment_method=method, max_length_offset=4)
+    ids, pieces, spans = runtime.tokenizer.encode_with_offsets(SOURCE)
+    src = torch.tensor([[*ids, runtime.tokenizer.eos_id]])
+    best = generate(runtime.model, src, search_options(options))[0][0]
+    text, target_pieces, target_spans = runtime.tokenizer.decode_with_offsets(best.tokens)
+    return token_alignment(source_text=SOURCE, source_pieces=pieces, source_spans=spans, target_text=text,
+                           target_pieces=target_pieces, target_spans=target_spans,
+                           attention=alignment_rows(best, method, len(pieces)),
+                           symmetric=method == "supervised").pharaoh
+
+
+def _ask(client, **extra):
+    body = {"text": SOURCE, "source": "en", "target": "de", "beam_size": 2, "alignment": "token", **extra}
+    return client.post("/translate", json=body)
+
+
+def test_each_method_returns_its_own_links_and_auto_is_the_supervised_head(head_dir):
+    expected = {method: _expected(head_dir, method) for method in ("attention", "shift", "supervised")}
+    assert len(set(expected.values())) == 3  # the methods disagree on this model, so the test can tell them apart
+    settings = Settings(model_dirs=[head_dir], device="cpu", max_length_offset=4, inference_process=False)
+    with serving(create_app(settings)) as client:
+        for method, pharaoh in expected.items():
+            response = _ask(client, alignment_method=method)
+            assert response.status_code == 200, response.text
+            assert response.json()["translations"][0][0]["alignment"]["pharaoh"] == pharaoh
+        assert _ask(client).json()["translations"][0][0]["alignment"]["pharaoh"] == expected["supervised"]
+
+
+def test_the_server_setting_is_the_default_method(head_dir):
+    settings = Settings(model_dirs=[head_dir], device="cpu", max_length_offset=4, inference_process=False,
+                        alignment_method="shift")
+    with serving(create_app(settings)) as client:
+        assert _ask(client).json()["translations"][0][0]["alignment"]["pharaoh"] == _expected(head_dir, "shift")
+
+
+def test_a_method_the_model_lacks_is_a_422_naming_the_field(tmp_path, tiny_spm):
+    path = save_model_dir(tmp_path / "en-de", tiny_model(), tiny_spm, source_lang="en", target_lang="de")
+    settings = Settings(model_dirs=[path], device="cpu", max_length_offset=4, inference_process=False)
+    with serving(create_app(settings)) as client:
+        response = _ask(client, alignment_method="supervised")
+        assert response.status_code == 422
+        reason = "'supervised' is not offered by the torch model serving en-de; it offers: attention, shift"
+        assert response.json()["detail"] == [{"field": "alignment_method", "loc": ["body", "alignment_method"],
+                                              "msg": reason, "type": "unsupported_option"}]
+        response = _ask(client, alignment_method="bidirectional")
+        assert response.status_code == 422
+        reason = "'bidirectional' needs the reverse pair de-en served (served: en-de); en-de offers: attention, shift"
+        assert response.json()["detail"][0]["msg"] == reason
+        # Without an alignment the method is not used, so nothing is refused.
+        assert _ask(client, alignment="none", alignment_method="supervised").status_code == 200
+
+
+def test_bidirectional_symmetrises_with_the_reverse_model(tmp_path, tiny_spm, head_dir):
+    from model.artifacts import load_model_dir
+
+    reverse_dir = save_model_dir(tmp_path / "de-en", tiny_model(seed=5), tiny_spm, source_lang="de", target_lang="en")
+    settings = Settings(model_dirs=[head_dir, reverse_dir], device="cpu", max_length_offset=4,
+                        inference_process=False)
+    with serving(create_app(settings)) as client:
+        forward = _ask(client, alignment_method="supervised").json()["translations"][0][0]
+        both = _ask(client, alignment_method="bidirectional").json()["translations"][0][0]
+    assert both["text"] == forward["text"]
+    forward_runtime = TorchRuntime(load_model_dir(head_dir), torch.device("cpu"))
+    reverse_runtime = TorchRuntime(load_model_dir(reverse_dir), torch.device("cpu"))
+    options = DecodeOptions(beam_size=2, alignment="token", alignment_method="supervised", max_length_offset=4)
+    mine = forward_runtime.translate([SOURCE], options)[0][0].alignment
+    theirs = reverse_runtime.force_align([(forward["text"], SOURCE)], "attention")[0]
+    assert both["alignment"]["pharaoh"] == bidirectional_alignment(mine, theirs).pharaoh
+
+
+def test_the_inference_process_offers_the_same_methods(head_dir):
+    settings = Settings(model_dirs=[head_dir], device="cpu", max_length_offset=4, inference_process=True)
+    with serving(create_app(settings)) as client:
+        response = _ask(client)
+        assert response.json()["translations"][0][0]["alignment"]["pharaoh"] == _expected(head_dir, "supervised")
+        refused = _ask(client, alignment_method="bidirectional")
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["msg"] == ("'bidirectional' needs the reverse pair de-en served (served: "
+                                                      "en-de); en-de offers: attention, shift, supervised")
