@@ -331,7 +331,7 @@ def test_the_queryk_module_scales_each_ngram_by_its_own_width():
         m.k_proj.weight.copy_(torch.eye(2))
         m.k_proj.bias.zero_()
     memory = torch.tensor([[[2.0, 0.0], [0.0, 2.0]]])
-    _, _, phrases = m(torch.zeros(1, 1, 2), memory, need_weights=True, need_phrases=True)
+    phrases = m(torch.zeros(1, 1, 2), memory, need_weights=True, need_phrases=True).phrases
     # Scores: unigrams 2/√(1·2) and 0; bigram (k_0, k_1) 2/√(2·2); no bigram starts at 1.
     e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
     expected = torch.stack([e[0], e[1], e[2], torch.tensor(0.0)]).view(2, 2) / e.sum()  # [n-1, start]

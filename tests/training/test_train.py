@@ -65,7 +65,7 @@ def test_smoke_model_dir_loads_and_translates(smoke_run):
     hyps = translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, batch_size=1)
     assert hyps == translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, batch_size=8)
     # Each text's translation is its own best hypothesis, whatever order the batches ran in.
-    options = SearchOptions(beam_size=2, n_best=1, max_length_ratio=2.0, max_length_offset=10)
+    options = SearchOptions(beam_size=2, n_best=1)  # translate_batch's length limit: the defaults
     for text, hyp in zip(texts, hyps):
         (best,) = generate(loaded.model, source_batch(loaded.tokenizer, [text], torch.device("cpu")), options)
         assert hyp == loaded.tokenizer.decode(best[0].tokens)
