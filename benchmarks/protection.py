@@ -130,7 +130,7 @@ def measure(args: argparse.Namespace) -> str:
     from service.runtime.factory import load_runtimes
     from service.settings import Settings
 
-    settings = Settings(model_dirs=[REPO / "models" / "en-de"], device="cpu", inference_process=False, warmup=False)
+    settings = Settings(model_dirs=[args.model_dir], device="cpu", inference_process=False, warmup=False)
     (runtime,) = load_runtimes(settings)
     app = create_app(settings, runtime_factory=lambda s: [runtime])
     lines = []
@@ -195,7 +195,7 @@ def measure(args: argparse.Namespace) -> str:
         seconds = time.perf_counter() - started
 
     lines.append(f"## {time.strftime('%Y-%m-%d')} — {platform.processor() or platform.machine()}, "
-                 f"{platform.system()}, torch backend on CPU, bundled model")
+                 f"{platform.system()}, torch backend on CPU, {args.model_dir.name}")
     lines.append("")
     lines.append(f"Command: `python benchmarks/protection.py` ({seconds:.0f} s).")
     lines.append("")
@@ -217,6 +217,7 @@ def main() -> int:
     parser.add_argument("--build", action="store_true", help="rebuild the test sets from the catalogs and Multi30k")
     parser.add_argument("--sample", action="store_true", help="write placement_sample.jsonl for judging")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "protection.md")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de")
     args = parser.parse_args()
     if args.build:
         build()

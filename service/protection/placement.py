@@ -9,7 +9,7 @@ text (service/protection/placeholders.py) and removes them: the model translates
   none), after the last target word aligned to the word before it ("aligned"). With neither
   aligned it goes where its relative position in the source puts it ("fallback").
 - a tag pair wraps the source words it wrapped; it goes around the target words aligned to
-  them, from the first to the last (or, for words no target word takes as its heaviest link,
+  them, from the first to the last of their largest cluster (or, for words no target word takes as its heaviest link,
   around the target word that attends to them most) ("aligned"), kept inside its parent's target span and off
   its earlier siblings' spans so that the output nests; a pair whose words have no aligned
   target word is placed like two placeholders at its ends ("fallback").
@@ -96,6 +96,20 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = ()) -> P
         to_plain.pop()
     to_plain.append(len(plain))
     return PreparedText(text, fmt, markup, protected, "".join(chars), to_plain)
+
+
+def _largest_run(targets: list[int]) -> list[int]:
+    """The longest run of target word indices with no gap wider than one word (an article the
+    alignment gave elsewhere), the first of equal runs: wrapped words the translation moved apart
+    ("of food in" -> "hält in einer Küche eine Schüssel mit Essen") keep the tag on their core
+    instead of stretching it over everything in between."""
+    runs = [[targets[0]]]
+    for t in targets[1:]:
+        if t - runs[-1][-1] <= 2:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return max(runs, key=len)
 
 
 def _is_punctuation(text: str) -> bool:
@@ -246,7 +260,8 @@ class _Locator:
         if not targets:
             targets = sorted(self.attending[i][1] for i in inside if i in self.attending)
         if targets:
-            return self.target_words[targets[0]].start, self.target_words[targets[-1]].end, "aligned"
+            run = _largest_run(targets)
+            return self.target_words[run[0]].start, self.target_words[run[-1]].end, "aligned"
         start, _ = self.anchor(plain_start, plain_start)
         end, _ = self.anchor(plain_end, plain_end)
         return start, max(start, end), "fallback"

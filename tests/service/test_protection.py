@@ -156,3 +156,12 @@ def test_omissions_and_insertions_are_flagged_with_the_confidence_the_links_give
         hard=[(0, 0), (2, 1), (3, 2), (3, 3)], pharaoh="")
     assert [(f.word, f.confidence) for f in possible_omissions(alignment)] == [(1, 0.65)]
     assert [(f.word, f.confidence) for f in possible_insertions(alignment)] == [(2, 0.6)]
+
+
+def test_a_tag_stays_on_the_largest_cluster_of_its_words_when_the_translation_moves_one_away():
+    # "of food in a kitchen" -> "in einer Küche mit Essen": "in" went to the front; the tag keeps "mit Essen".
+    prepared = prepare("a bowl <b>of food in</b> a kitchen", "html")
+    translation = "in einer Küche eine Schüssel mit Essen"
+    hard = [(0, 3), (1, 4), (2, 5), (3, 6), (4, 0), (5, 1), (6, 2)]
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, hard))
+    assert restored.text == "in einer Küche eine Schüssel <b>mit Essen</b>"
