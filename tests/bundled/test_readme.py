@@ -1,5 +1,5 @@
 """README.md's /translate examples are what the bundled model answers: each curl command's body is
-sent to the service serving models/en-de, and every value the README prints (texts, scores,
+sent to the service serving its default model (models/en-de-align, as `make serve` does), and every value the README prints (texts, scores,
 words and offsets, link weights, the Pharaoh string, phrase pairs) must be in the answer. A
 README that drifts from the model, or a model that drifts from the README, fails here.
 
@@ -15,6 +15,7 @@ from unittest.mock import ANY
 
 import pytest
 
+from service.settings import Settings
 from tests.bundled.expectations import REPO, served, torch_settings
 
 README = REPO / "README.md"
@@ -49,7 +50,9 @@ def shown(value: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def client():
-    with served(torch_settings()) as test_client:
+    # The README shows what `make serve` answers: the service's default model directory.
+    default = [REPO / path for path in Settings.model_fields["model_dirs"].default_factory()]
+    with served(torch_settings().model_copy(update={"model_dirs": default})) as test_client:
         yield test_client
 
 
