@@ -45,14 +45,16 @@ def load_default_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
 
 def load_test_fake_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
     """``PHRASAL_TEST_FAKE_RUNTIME=true`` (tests only): one FakeRuntime per model directory,
-    its pair read from the directory's name ("models/en-de" serves en-de), no model read."""
+    its pair read from the first two parts of the directory's name ("models/en-de" and
+    "models/en-de-align" serve en-de), no model read."""
     from service.runtime.batch_latency import BatchLatency
     from service.runtime.fake import FakeRuntime
 
     latency = BatchLatency(settings.test_fake_latency_ms) if settings.test_fake_latency_ms else None
     runtimes = []
     for path in settings.model_dirs:
-        source, _, target = path.name.partition("-")
+        source, _, rest = path.name.partition("-")
+        target = rest.partition("-")[0]
         runtimes.append(FakeRuntime(source or "en", target or "de", delay_s=settings.test_fake_delay_s, latency=latency))
     return runtimes
 
