@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import platform
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import torch
 from model.artifacts import load_model_dir
 from service.runtime.base import DecodeOptions
 from service.runtime.torch_runtime import TorchRuntime
+from host import cpu_name  # benchmarks/host.py: the script's own folder is on sys.path
 
 
 def timed(fn) -> tuple[float, float]:
@@ -63,8 +63,8 @@ def main() -> None:
         pairs = [(h.text, text) for h, text in zip(hypotheses, texts)]
         wall, cpu = timed(lambda: reverse.force_align(pairs, reverse.default_alignment_method))
         rows.append(("bidirectional: the reverse forced pass alone", wall, cpu))
-    base_wall, base_cpu = rows[0][1], rows[0][2]
-    lines = [f"# Alignment method cost, torch runtime, CPU ({platform.processor() or platform.machine()}, "
+    base_cpu = rows[0][2]
+    lines = [f"# Alignment method cost, torch runtime, CPU ({cpu_name()}, "
              f"{args.threads} thread(s), torch {torch.__version__})", "",
              f"`python benchmarks/alignment_methods.py --model-dir {args.model_dir} --sentences {args.sentences}"
              f"{' --reverse-model-dir ' + args.reverse_model_dir if args.reverse_model_dir else ''}`: the first "

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shlex
 import statistics
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 VARIANTS = [
     "transformer",
     "convkv-homogeneous-2x2",
@@ -192,14 +192,7 @@ def current_rss_mib() -> float:
 
 # -- the parent: one child per variant, then the table -------------------------------------
 def machine(device: str) -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     text = f"CPU: {cpu} ({os.cpu_count()} logical cores)"
     if device == "cuda":
         import torch

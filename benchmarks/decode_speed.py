@@ -23,7 +23,6 @@ import platform
 import random
 import statistics
 import time
-from pathlib import Path
 
 import torch
 

@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
+from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 from service.runtime.batch_latency import BatchLatency  # noqa: E402
 SENTENCES = REPO / "data" / "multi30k" / "test_2016_flickr.en.gz"
 BATCHING_OFF = {"PHRASAL_MAX_BATCH_SENTENCES": "1", "PHRASAL_MAX_WAIT_MS": "0"}
@@ -215,14 +216,7 @@ class SpawnedServer:
 
 
 def machine(device: str) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     parts = [f"{cpu}, {os.cpu_count()} logical cores", f"Python {platform.python_version()}"]
     try:
         import torch

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 
 # Each mutated file and the tests that must notice a change in it (fast, targeted subsets).
 TARGETS: dict[str, list[str]] = {
@@ -494,14 +495,7 @@ def run_all(jobs: list[tuple[Mutant, tuple[str, ...]]], slots: list[Slot], timeo
 
 # -- report ----------------------------------------------------------------------------------------
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, {platform.system()}"
 
 

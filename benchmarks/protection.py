@@ -31,6 +31,7 @@ import argparse
 import gettext
 import gzip
 import json
+import os
 import platform
 import random
 import re
@@ -43,6 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from service.protection.markup import MarkupError, read_markup  # noqa: E402
 from service.protection.placeholders import find_protected  # noqa: E402
+from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 
 DATA = REPO / "data" / "protection_eval"
 PACKAGES = ["apt", "coreutils", "dpkg", "git", "gnupg2", "tar", "wget"]
@@ -217,7 +219,7 @@ def measure(args: argparse.Namespace) -> str:
                 for i, o in zip(items[:50], outputs[:50])])
         seconds = time.perf_counter() - started
 
-    lines.append(f"## {time.strftime('%Y-%m-%d')} — {platform.processor() or platform.machine()}, "
+    lines.append(f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, "
                  f"{platform.system()}, torch backend on CPU, {args.model_dir.name}")
     lines.append("")
     lines.append(f"Command: `python benchmarks/protection.py` ({seconds:.0f} s).")
