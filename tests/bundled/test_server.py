@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from model.tokenizer import Tokenizer
 from tests.bundled.expectations import MODEL_DIR, REPO, cases_by_id, load_expected, within
 from tests.service.support import wait_until
-from tests.service.test_server_process import free_port, request
+from tests.service.test_server_process import free_port, request, send_in_threads
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -145,22 +144,6 @@ def test_metrics_count_one_request_exactly(server):
     assert after[("phrasal_requests_in_flight", frozenset({("route", "/translate")}))] == 0
 
 
-def send_in_threads(port: int, bodies: list[dict]) -> tuple[list[threading.Thread], dict[int, object]]:
-    """POST each body from a thread of its own; results[k]: (status, body) or the exception raised."""
-    results: dict[int, object] = {}
-
-    def run(k: int, body: dict) -> None:
-        try:
-            results[k] = request(port, "POST", "/translate", body, timeout=CLIENT_TIMEOUT_S)
-        except Exception as exc:  # the outcome under test, whatever it is
-            results[k] = exc
-
-    threads = [threading.Thread(target=run, args=(k, body), daemon=True) for k, body in enumerate(bodies)]
-    for thread in threads:
-        thread.start()
-    return threads, results
-
-
 def accepted(port: int) -> tuple[int, int]:
     """(/translate requests in flight, /translate requests answered), from one scrape: the event
     loop renders /metrics, so no request is counted in both or in neither."""
@@ -179,7 +162,7 @@ def test_sigterm_answers_every_request_in_flight_with_its_translation_and_exits_
     case = EXPECTED["cases"][0]  # README's first example
     seen: list[tuple[int, int]] = []
     try:
-        threads, results = send_in_threads(server.port, [case["request"]] * 8)
+        threads, results = send_in_threads(server.port, [case["request"]] * 8, timeout=CLIENT_TIMEOUT_S)
 
         def all_in() -> bool:
             time.sleep(0.02)  # not wait_until's 2 ms: the scrapes share the two cores with the decodes

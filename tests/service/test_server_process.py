@@ -87,12 +87,14 @@ class Server:
         return self.process.returncode, out
 
 
-def send_in_threads(port: int, bodies: list[dict]) -> tuple[list[threading.Thread], dict]:
+def send_in_threads(port: int, bodies: list[dict], timeout: float = 30.0) -> tuple[list[threading.Thread], dict]:
+    """POST each body from a thread of its own; results[k]: (status, body) or the exception raised.
+    `timeout`: each client's socket timeout (a real model on a busy box needs more than the fake)."""
     results: dict[int, object] = {}
 
     def run(k: int, body: dict) -> None:
         try:
-            results[k] = request(port, "POST", "/translate", body)
+            results[k] = request(port, "POST", "/translate", body, timeout=timeout)
         except Exception as exc:  # the outcome under test, whatever it is
             results[k] = exc
 
