@@ -158,8 +158,8 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
             command += ["--limit", str(spec.evaluate.limit)]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
-            raise StudyError([f"scoring {model_dir} on {split} failed: {done.stderr.strip().splitlines()[-1:]}"],
-                             str(directory))
+            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            raise StudyError([f"scoring {model_dir} on {split} failed: {last}"], str(directory))
         tmp = result.with_suffix(".json.tmp")
         tmp.write_text(done.stdout, encoding="utf-8")
         tmp.replace(result)  # a result file is whole or absent: an interrupted score is redone
