@@ -12,10 +12,16 @@ where `state` is the inner's own `init_state(memory, ...)` for the cross site (t
 memory; it must not change between steps). Kinds without it (the phrasal n-gram kinds) are
 refused by `model.biases.options.validate_alignment_biases`.
 
-One pass: logits ℓ = inner.token_logits; unbiased α = softmax(ℓ) over real source tokens; the
-history of α (previous step, coverage, target position; `model.biases.history`); biased
-logits ℓ + Σ_terms bias; probabilities = softmax of those; out = inner.mix. The returned
-probabilities (the alignment) are the biased ones, which the model actually attends with.
+One pass: logits ℓ = inner.token_logits (every target row at once); then the biased
+probabilities softmax(ℓ + Σ_terms bias) in one of two forms (`model.biases.window_bias`):
+- "recurrent" (Cohn et al. §3.2–§3.3): step t's Markov/fertility terms read the biased rows of
+  steps < t, so the softmax runs step by step over the target (`model.biases.recurrence`); a step
+  of incremental decoding carries its biased row.
+- "parallel": they read the unbiased α = softmax(ℓ): its history (previous step, coverage) is a
+  shift and a cumsum over the whole target (`model.biases.history.full_history`); a step carries
+  its unbiased row.
+out = inner.mix. The returned probabilities (the alignment) are the biased ones, which the model
+actually attends with.
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from torch import nn
 from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import masked_softmax
 from model.biases.history import STATE_KEYS, History, full_history, initial_state, next_state, step_history
+from model.biases.options import bias_form
+from model.biases.recurrence import recurrent_probs
 from model.biases.registry import bias_class
 
 State = dict[str, torch.Tensor]
@@ -51,6 +59,7 @@ class BiasedCrossAttention(AttentionModule):
         self.n_heads = n_heads
         self.biases = nn.ModuleDict({name: bias_class(name)(n_heads, dict(options)) for name, options in sorted(biases.items())})
         self.signals = frozenset(term.reads for term in self.biases.values())
+        self.recurrent = bias_form(biases) == "recurrent"
 
     def forward(
         self,
@@ -66,8 +75,12 @@ class BiasedCrossAttention(AttentionModule):
         kv = self.inner.init_state(memory, memory.shape[0], memory.device, memory.dtype)
         logits = self.inner.token_logits(x, kv)  # (B, H, T, S)
         hidden = padding(key_padding_mask)
-        history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
-        probs = self._biased_probs(logits, hidden, history, key_padding_mask)
+        lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (B,)
+        if self.recurrent:
+            probs = recurrent_probs(logits, self.signals, lambda row, history: self._biased_probs(row, hidden, history, lengths))
+        else:
+            history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
+            probs = self._biased_probs(logits, hidden, history, lengths)
         return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None)
 
     def init_state(self, memory: torch.Tensor, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
@@ -94,10 +107,12 @@ class BiasedCrossAttention(AttentionModule):
         kv = {name: t for name, t in state.items() if name not in bias_keys}
         logits = self.inner.token_logits(x, kv)  # (N, H, 1, S)
         hidden = padding(key_padding_mask)
-        unbiased = masked_softmax(logits, hidden, may_be_empty=True)  # (N, H, 1, S)
-        probs = self._biased_probs(logits, hidden, step_history(state, self.signals), key_padding_mask)
+        lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (N,)
+        probs = self._biased_probs(logits, hidden, step_history(state, self.signals), lengths)
+        # The recurrent form carries the row it attended with; the parallel one the unbiased row.
+        attended = probs if self.recurrent else masked_softmax(logits, hidden, may_be_empty=True)  # (N, H, 1, S)
         new_state = dict(kv)
-        new_state.update(next_state(state, unbiased, self.signals))
+        new_state.update(next_state(state, attended, self.signals))
         return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None, state=new_state)
 
     def bias(self, history: History, lengths: torch.Tensor, source_len: int) -> torch.Tensor:
@@ -109,8 +124,8 @@ class BiasedCrossAttention(AttentionModule):
         return total
 
     def _biased_probs(
-        self, logits: torch.Tensor, hidden: torch.Tensor | None, history: History, key_padding_mask: torch.Tensor | None
+        self, logits: torch.Tensor, hidden: torch.Tensor | None, history: History, lengths: torch.Tensor
     ) -> torch.Tensor:
-        lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (B,)
+        """softmax(ℓ + Σ_terms bias) over real source tokens; lengths (B,) real source lengths."""
         biased = logits + self.bias(history, lengths, logits.shape[3])
         return masked_softmax(biased, hidden, may_be_empty=True)  # (B, H, T, S)

@@ -1,13 +1,16 @@
 """What the bias terms read about earlier target steps, computed two ways that must agree.
 
 `History` holds the signals a bias term may read (each bias names one in `reads`):
-- "previous": α_{t-1}, the unbiased attention of the previous target step (B, H, T, S),
-- "coverage": Σ_{t'<t} α_{t'}, the unbiased attention summed over all earlier steps (B, H, T, S),
+- "previous": α_{t-1}, the attention of the previous target step (B, H, T, S),
+- "coverage": Σ_{t'<t} α_{t'}, the attention summed over all earlier steps (B, H, T, S),
 - "position": the target step t of each query row (B|1, T), int64.
+α is the biased attention the layer used in the "recurrent" form (the paper's), its unbiased
+attention in the "parallel" form (`model.biases.window_bias`).
 
-In the full pass (training) they come from the whole unbiased α at once: a shift and a cumsum.
-In incremental decoding they come from the decoding state of the previous step, and the step
-returns the next state. The state keys live in the cross-attention's own state dict, so they
+Parallel form, full pass (training): the signals come from the whole unbiased α at once, a shift
+and a cumsum (`full_history`). Recurrent form, full pass: the state below is carried step by
+step over the target (`model.biases.recurrence`). Incremental decoding, both forms: the signals
+come from the decoding state of the previous step, and the step returns the next state. The state keys live in the cross-attention's own state dict, so they
 reorder with the beam (index_select on dim 0) and become exported graph inputs unchanged:
 "prev_attention" (N, H, S) fp32, "coverage" (N, H, S) fp32, "step" (N,) int64.
 """
@@ -62,9 +65,10 @@ def step_history(state: State, signals: frozenset[str]) -> History:
     )
 
 
-def next_state(state: State, unbiased: torch.Tensor, signals: frozenset[str]) -> State:
-    """The state after a step whose unbiased α is `unbiased` (N, H, 1, S) fp32."""
-    probs = unbiased.squeeze(2)  # (N, H, S)
+def next_state(state: State, attended: torch.Tensor, signals: frozenset[str]) -> State:
+    """The state after a step whose α is `attended` (N, H, 1, S) fp32: the biased probabilities in the
+    recurrent form, the unbiased ones in the parallel form."""
+    probs = attended.squeeze(2)  # (N, H, S)
     new: State = {}
     if "previous" in signals:
         new["prev_attention"] = probs

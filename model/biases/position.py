@@ -1,11 +1,18 @@
 """The position bias (Cohn et al. §3.1): where in the source a target position tends to align.
 
-The paper adds W^(ap)·ψ(i, t, S) inside the tanh of its MLP attention score,
-ψ = [log(1+i), log(1+t), log(1+S)] (source position, target position, source length). In a
-Transformer the content part of the score is QKᵀ/√dₕ, so the position part becomes its own
+The paper's score is an MLP over content and position together,
+f(t, i) = vᵀ tanh(W^(ae) eᵢ + W^(ah) g_t + W^(ap) ψ(i, t, S)), ψ = [log(1+i), log(1+t), log(1+S)]
+(source position, target position, source length). In a Transformer the content part of the score
+is QKᵀ/√dₕ, which has no hidden layer to put W^(ap)ψ into, so the position part becomes its own
 small score with the same shape, one output per head, added to that head's logits:
 
     b[h, t, i] = u_hᵀ tanh(W ψ(i, t, S) + a) + c_h
+
+This is the paper's score with the content terms held at zero (W, u_h playing W^(ap), v), added to
+the content score instead of sharing its tanh: what it gives up is the interaction of position and
+content inside one nonlinearity (in the paper the position can change how much the content counts,
+here it shifts the logits by an amount that depends on (i, t, S) and the head only). The constant
+c_h does not change the softmax; it is kept so that the layer is an ordinary Linear.
 
 S is the real (unpadded) length of each sentence, so padding changes nothing. The target length
 is not a feature: it is unknown while decoding.

@@ -1,10 +1,19 @@
 """What the Markov and local-fertility terms share: learned weights over a window of an attention signal.
 
 bias[b, h, t, i] = Σ_{o=-k..k} w[h, o] · x[b, h, t, i+o], with x the signal the subclass reads
-(the previous step's unbiased attention, or its coverage) of the SAME head h, zero outside the
-sentence. The features are per head, not head-averaged: each head keeps its own alignment
-pattern (one head may track the diagonal while another attends to the EOS), and a head's bias
-then depends only on that head's own history.
+(the previous step's attention, or its coverage) of the SAME head h, zero outside the sentence.
+The features are per head, not head-averaged: each head keeps its own alignment pattern (one
+head may track the diagonal while another attends to the EOS), and a head's bias then depends
+only on that head's own history.
+
+Options: "window" k (default 1) and "form", which attention the signal is made of:
+- "recurrent" (Cohn et al. §3.2–§3.3, the paper's): the attention actually used at earlier steps,
+  itself biased, so a learned bias compounds across steps; the layer's softmax runs step by step
+  over the target in training (`model.biases.recurrence`).
+- "parallel" (a Transformer adaptation): the same layer's UNBIASED attention at earlier steps, a
+  shift and a cumsum over the whole target at once (`model.biases.features`).
+Absent = "parallel", the form every model trained before the option existed has; the recipes
+name the form explicitly (the paper's). Both forms decode incrementally with the same state.
 
 The weights start at zero, so a biased model starts as the unbiased one; their gradient is the
 window features times the logits' gradient, non-zero from the second target step on.
@@ -20,21 +29,28 @@ from model.biases.features import window
 from model.biases.history import History
 
 DEFAULT_WINDOW = 1
+FORMS = ("parallel", "recurrent")
+DEFAULT_FORM = "parallel"
+KNOWN_OPTIONS = ("form", "window")
 
 
 def validate_window_options(name: str, options: dict[str, Any]) -> list[str]:
     problems = []
-    unknown = sorted(set(options) - {"window"})
+    unknown = sorted(set(options) - set(KNOWN_OPTIONS))
     if unknown:
-        problems.append(f"alignment_biases.{name}: unknown option(s) {unknown}; known options: window")
+        problems.append(f"alignment_biases.{name}: unknown option(s) {unknown}; known options: {', '.join(KNOWN_OPTIONS)}")
     k = options.get("window", DEFAULT_WINDOW)
     if not (isinstance(k, int) and not isinstance(k, bool) and k >= 0):
         problems.append(f"alignment_biases.{name}.window must be a non-negative integer, got {k!r}")
+    form = options.get("form", DEFAULT_FORM)
+    if form not in FORMS:
+        problems.append(f"alignment_biases.{name}.form must be one of {', '.join(FORMS)}, got {form!r}")
     return problems
 
 
 def windowed_bias(signal: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """Σ_o w[h, o] · ξ_k(signal; i)[o] (Cohn et al. §3.2 for the previous step, §3.3 for the coverage).
+    """Σ_o w[h, o] · ξ_k(signal; i)[o] (Cohn et al. §3.2, ξ₁ of the previous step's attention; §3.3,
+    ξ₂ of the attention summed over earlier steps).
 
     signal (B, H, T, S) fp32, weight (H, 2k+1) -> (B, H, T, S) fp32.
     """
@@ -53,6 +69,7 @@ class WindowBias(nn.Module):
     def __init__(self, n_heads: int, options: dict[str, Any]):
         super().__init__()
         self.window = int(options.get("window", DEFAULT_WINDOW))
+        self.form = str(options.get("form", DEFAULT_FORM))
         self.weight = nn.Parameter(torch.zeros(n_heads, 2 * self.window + 1))  # (H, 2k+1): offsets -k..k
 
     @classmethod

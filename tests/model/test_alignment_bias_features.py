@@ -1,6 +1,6 @@
 """The bias features by hand: the Markov window of the previous step's attention (edges, padding),
-the fertility coverage as an explicit sum of earlier rows, the position features, and the
-config errors, exactly."""
+the fertility coverage as an explicit sum of earlier rows, the recurrence of the paper's form
+over three steps, the position features, and the config errors, exactly."""
 import math
 
 import pytest
@@ -103,6 +103,77 @@ def test_fertility_bias_on_a_constructed_case_exact_numbers():
         torch.testing.assert_close(probs[0, :, t], long.expand(4, 5), atol=1e-6, rtol=0)
 
 
+def softmax_list(values):
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    return [e / sum(exps) for e in exps]
+
+
+def window_sum(weights, signal, i):
+    """Σ_o w[o] · signal[i+o], o = -k..k, nothing outside the sentence (Cohn et al. §3.2, ξ)."""
+    k = (len(weights) - 1) // 2
+    return sum(w * signal[i + o] for o, w in zip(range(-k, k + 1), weights) if 0 <= i + o < len(signal))
+
+
+def hand_recurrence(length, steps, markov, fertility):
+    """Cohn et al. §3.2–§3.3 with all content logits 0: α_t = softmax(ξ₁(α_{t-1}) + ξ₂(Σ_{t'<t} α_{t'})),
+    every α the biased row actually used, in plain Python lists."""
+    rows = []
+    for t in range(steps):
+        previous = rows[-1] if rows else [0.0] * length
+        covered = [sum(row[i] for row in rows) for i in range(length)]
+        rows.append(softmax_list([window_sum(markov, previous, i) + window_sum(fertility, covered, i)
+                                  for i in range(length)]))
+    return rows
+
+
+RECURRENT = {"markov": {"window": 1, "form": "recurrent"}, "fertility": {"window": 1, "form": "recurrent"}}
+MARKOV_W, FERTILITY_W = [0.3, 0.6, 0.9], [-1.0, -2.0, 0.5]
+
+
+def test_recurrent_form_feeds_the_biased_rows_forward_by_hand():
+    module = cross_attention(RECURRENT)
+    uniform_queries(module)
+    with torch.no_grad():
+        module.biases["markov"].weight.copy_(torch.tensor(MARKOV_W).expand(4, 3))
+        module.biases["fertility"].weight.copy_(torch.tensor(FERTILITY_W).expand(4, 3))
+    x, memory = inputs()
+    probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs  # (B, H, T, S)
+    short = hand_recurrence(3, 4, MARKOV_W, FERTILITY_W)
+    # Step 1 by hand: α_0 = 1/3 everywhere; Markov [0.6+0.9, 0.3+0.6+0.9, 0.3+0.6]/3 = [0.5, 0.6, 0.3];
+    # fertility [-2+0.5, -1-2+0.5, -1-2]/3 = [-0.5, -2.5/3, -1]; α_1 = softmax of the sum.
+    torch.testing.assert_close(torch.tensor(short[1]), torch.softmax(torch.tensor([0.0, 0.6 - 2.5 / 3, -0.7]), 0))
+    for t in range(4):
+        row = torch.tensor(short[t] + [0.0, 0.0]).expand(4, 5)
+        torch.testing.assert_close(probs[1, :, t], row, atol=1e-6, rtol=0)
+        torch.testing.assert_close(probs[0, :, t], torch.tensor(hand_recurrence(5, 4, MARKOV_W, FERTILITY_W)[t]).expand(4, 5),
+                                   atol=1e-6, rtol=0)
+    # Step 2 reads the BIASED α_1, not the uniform unbiased one: the parallel form gives another row.
+    parallel = cross_attention({name: {"window": 1, "form": "parallel"} for name in RECURRENT})
+    parallel.load_state_dict(module.state_dict())
+    unbiased_history = parallel(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
+    assert (unbiased_history[1, 0, 2, :3] - probs[1, 0, 2, :3]).abs().max() > 1e-2
+
+
+def test_recurrent_decoding_carries_the_biased_row():
+    """After each step the state holds the biased row it attended with and the sum of those rows."""
+    module = cross_attention(RECURRENT)
+    uniform_queries(module)
+    with torch.no_grad():
+        module.biases["markov"].weight.copy_(torch.tensor(MARKOV_W).expand(4, 3))
+        module.biases["fertility"].weight.copy_(torch.tensor(FERTILITY_W).expand(4, 3))
+    x, memory = inputs()
+    state = module.init_state(memory, 2, memory.device, memory.dtype)
+    short = hand_recurrence(3, 3, MARKOV_W, FERTILITY_W)
+    for t in range(3):
+        out = module.step(x[:, t : t + 1], state, key_padding_mask=MEMORY_PAD, need_weights=True)
+        state = out.state
+        torch.testing.assert_close(state["prev_attention"][1], torch.tensor(short[t] + [0.0, 0.0]).expand(4, 5),
+                                   atol=1e-6, rtol=0)
+        covered = [sum(row[i] for row in short[: t + 1]) for i in range(3)] + [0.0, 0.0]
+        torch.testing.assert_close(state["coverage"][1], torch.tensor(covered).expand(4, 5), atol=1e-6, rtol=0)
+
+
 def reference_probs(module, x, memory, pad, bias_of):
     """The biased attention by explicit loops: bias_of(unbiased (H, T, S_real) of one sentence, h, t, i)."""
     with torch.no_grad():
@@ -198,7 +269,7 @@ PHRASAL = {"structure": "heterogeneous", "ngrams": [1, 2]}
             AttentionConfig(),
             [
                 "alignment_biases: unknown bias 'posit'; known biases: fertility, markov, position",
-                "alignment_biases.markov: unknown option(s) ['width']; known options: window",
+                "alignment_biases.markov: unknown option(s) ['width']; known options: form, window",
                 "alignment_biases.markov.window must be a non-negative integer, got -1",
                 "alignment_biases.fertility must be an object of options, got list",
                 "alignment_biases.position.hidden must be a positive integer, got 0",
@@ -226,8 +297,23 @@ PHRASAL = {"structure": "heterogeneous", "ngrams": [1, 2]}
             ["alignment biases need token-level cross-attention logits; cross_attention kind 'convkv' scores n-grams"],
         ),
         ([["markov", {}]], AttentionConfig(), ["alignment_biases must be an object, got list"]),
+        (
+            {"markov": {"form": "recurent"}, "fertility": {"form": None}},
+            AttentionConfig(),
+            [
+                "alignment_biases.markov.form must be one of parallel, recurrent, got 'recurent'",
+                "alignment_biases.fertility.form must be one of parallel, recurrent, got None",
+            ],
+        ),
+        (
+            {"markov": {"form": "recurrent"}, "fertility": {}, "position": {}},
+            AttentionConfig(),
+            ["alignment_biases: fertility and markov must have the same form (the layer runs step by step or not), "
+             "got fertility 'parallel', markov 'recurrent'"],
+        ),
     ],
-    ids=["names-and-options", "option-types", "queryk-cross", "convkv-cross", "not-an-object"],
+    ids=["names-and-options", "option-types", "queryk-cross", "convkv-cross", "not-an-object", "forms",
+         "mixed-forms"],
 )
 def test_config_errors_are_exact(biases, cross, problems):
     with pytest.raises(ConfigError) as error:

@@ -1,6 +1,7 @@
-"""Structural alignment biases in the whole model: incremental = full pass for every bias alone and
-combined (also with phrasal self-attention), cached search = uncached search, the bias state
-reorders with the beam, padding and the future change nothing, gradients reach every parameter."""
+"""Structural alignment biases in the whole model, in both forms (recurrent: the paper's, parallel):
+incremental = full pass for every bias alone and combined (also with phrasal self-attention),
+cached search = uncached search, the bias state reorders with the beam, padding and the future
+change nothing, gradients reach every parameter."""
 import pytest
 import torch
 
@@ -19,6 +20,7 @@ SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
 
 ALL = {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}
+RECURRENT = {"position": {}, "markov": {"window": 1, "form": "recurrent"}, "fertility": {"window": 1, "form": "recurrent"}}
 BIASES = {
     "position": {"position": {}},
     "markov": {"markov": {"window": 1}},
@@ -26,6 +28,10 @@ BIASES = {
     "fertility": {"fertility": {"window": 1}},
     "fertility-window-2": {"fertility": {"window": 2}},
     "all": ALL,
+    "markov-recurrent": {"markov": {"window": 1, "form": "recurrent"}},
+    "fertility-recurrent": {"fertility": {"window": 2, "form": "recurrent"}},
+    "all-recurrent": RECURRENT,
+    "all-parallel": {"position": {}, "markov": {"form": "parallel"}, "fertility": {"form": "parallel"}},
 }
 QUERYK_SELF = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
 
@@ -56,19 +62,20 @@ def test_biases_change_the_attention_and_the_plain_model_has_none():
     assert difference.abs().max() > 1e-2
 
 
-@pytest.mark.parametrize("name", ["markov", "all"])
+@pytest.mark.parametrize("name", ["markov", "all", "all-recurrent"])
 def test_with_heterogeneous_queryk_self_attention(name):
     model = biased_model(BIASES[name], seed=2, encoder_self_attention=QUERYK_SELF, decoder_self_attention=QUERYK_SELF)
     assert_incremental_equals_full_pass(model, SRC, TGT_IN)
 
 
-def test_with_phrase_representations():
+@pytest.mark.parametrize("biases", [ALL, RECURRENT], ids=["parallel", "recurrent"])
+def test_with_phrase_representations(biases):
     """The biases sit on the token cross-attention; the phrase cross-attention (Xu et al.) is untouched."""
-    model = biased_model(ALL, seed=4, phrase_representation={"glance": "mean"})
+    model = biased_model(biases, seed=4, phrase_representation={"glance": "mean"})
     assert_incremental_equals_full_pass(model, SRC, TGT_IN)
 
 
-@pytest.mark.parametrize("name", ["markov", "fertility", "all"])
+@pytest.mark.parametrize("name", ["markov", "fertility", "all", "markov-recurrent", "all-recurrent"])
 def test_cached_search_equals_uncached_search(name):
     """The bias state (previous attention, coverage, step) reorders with the beam: a wrong parent
     would change the scores of the cached search but not of the uncached one."""
@@ -76,8 +83,9 @@ def test_cached_search_equals_uncached_search(name):
     assert_cached_search_equals_uncached(model, SRC, max_length_offset=3)
 
 
-def test_bias_state_reorders_with_its_rows():
-    model = biased_model(ALL, seed=1, encoder_self_attention=QUERYK_SELF, decoder_self_attention=QUERYK_SELF)
+@pytest.mark.parametrize("biases", [ALL, RECURRENT], ids=["parallel", "recurrent"])
+def test_bias_state_reorders_with_its_rows(biases):
+    model = biased_model(biases, seed=1, encoder_self_attention=QUERYK_SELF, decoder_self_attention=QUERYK_SELF)
     state = model.init_state(model.encode(SRC))
     for t in range(3):
         state = model.decode_step(TGT_IN[:, t], state).state
@@ -90,13 +98,14 @@ def test_bias_state_reorders_with_its_rows():
     torch.testing.assert_close(attention, reference_attention[[2, 0, 1]], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("name", ["position", "markov", "fertility", "all"])
+@pytest.mark.parametrize("name", ["position", "markov", "fertility", "all", "all-recurrent"])
 def test_source_padding_changes_nothing(name):
     assert_padding_changes_nothing(biased_model(BIASES[name]), SRC, TGT_IN)
 
 
-def test_future_target_tokens_change_nothing():
-    model = biased_model(ALL)
+@pytest.mark.parametrize("biases", [ALL, RECURRENT], ids=["parallel", "recurrent"])
+def test_future_target_tokens_change_nothing(biases):
+    model = biased_model(biases)
     changed = TGT_IN.clone()
     changed[:, 3:] = 20
     a = model(SRC, TGT_IN, need_attention=True)
@@ -106,9 +115,10 @@ def test_future_target_tokens_change_nothing():
     assert not torch.allclose(a.logits[:, 3:], b.logits[:, 3:])
 
 
+@pytest.mark.parametrize("biases", [ALL, RECURRENT], ids=["parallel", "recurrent"])
 @pytest.mark.parametrize("randomized", [False, True], ids=["as-initialised", "random-bias-weights"])
-def test_gradients_reach_every_parameter(randomized):
-    model = (biased_model(ALL) if randomized else tiny_model(alignment_biases=ALL)).train()
+def test_gradients_reach_every_parameter(randomized, biases):
+    model = (biased_model(biases) if randomized else tiny_model(alignment_biases=biases)).train()
     model(SRC, TGT_IN).logits.logsumexp(-1).sum().backward()
     names = [n for n, _ in model.named_parameters()]
     assert sum(".biases." in n for n in names) == 2 * 6  # per layer: position 4, markov 1, fertility 1
@@ -118,8 +128,9 @@ def test_gradients_reach_every_parameter(randomized):
 
 
 @pytest.mark.parametrize("source", [[2], [7, 2], list(range(10, 80)) + [2]], ids=["eos-only", "one-token", "70-tokens"])
-def test_generate_agrees_with_the_full_pass(source):
-    model = biased_model(ALL, seed=6)
+@pytest.mark.parametrize("biases", [ALL, RECURRENT], ids=["parallel", "recurrent"])
+def test_generate_agrees_with_the_full_pass(source, biases):
+    model = biased_model(biases, seed=6)
     src = torch.tensor([source])
     options = SearchOptions(beam_size=3, n_best=2, max_length_ratio=1.0, max_length_offset=4, return_attention=True)
     hypotheses = generate(model, src, options)[0]
@@ -142,3 +153,16 @@ def test_the_phrase_view_of_a_biased_model_is_its_token_attention():
     options = SearchOptions(beam_size=2, max_length_offset=2, return_attention=True, return_phrase_attention=True)
     for nbest in generate(model, SRC, options):
         assert torch.equal(nbest[0].phrase_attention, nbest[0].attention.unsqueeze(1))
+
+
+def test_the_two_forms_differ_once_a_bias_is_learned_and_agree_before():
+    """With zero bias weights (a fresh model) biased and unbiased attention coincide, so the forms give
+    the same numbers; with learned weights the recurrent form reads the biased rows and differs."""
+    fresh = tiny_model(alignment_biases=RECURRENT)(SRC, TGT_IN, need_attention=True).attention
+    torch.testing.assert_close(fresh, tiny_model(alignment_biases=ALL)(SRC, TGT_IN, need_attention=True).attention,
+                               atol=1e-6, rtol=0)
+    recurrent = biased_model(RECURRENT)(SRC, TGT_IN, need_attention=True).attention  # (B, T, S)
+    parallel = biased_model(ALL)(SRC, TGT_IN, need_attention=True).attention
+    # Row 0 reads no earlier row; row 1 reads row 0, which the position term biases already.
+    torch.testing.assert_close(recurrent[:, 0], parallel[:, 0], atol=1e-6, rtol=0)
+    assert (recurrent[:, 1:] - parallel[:, 1:]).abs().max() > 1e-3
