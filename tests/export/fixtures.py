@@ -51,6 +51,9 @@ MODEL_CONFIGS.update({
     "phrase-representation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={"glance": "mean"}),
     "alignment-biases": dict(encoder_layers=1, decoder_layers=2,
                              alignment_biases={"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}),
+    # The paper's form (Cohn et al. §3.2–§3.3): the state carries the biased rows, under the same names.
+    "alignment-biases-recurrent": dict(encoder_layers=1, decoder_layers=2, alignment_biases={
+        "position": {}, "markov": {"window": 1, "form": "recurrent"}, "fertility": {"window": 1, "form": "recurrent"}}),
 })
 
 EOS_BOOST = 6.0

@@ -42,6 +42,14 @@ FAMILIES = {
                                 "decoder_layers.1.cross_attention.biases.markov.weight"),
     "alignment-biases-fertility": ({"alignment_biases": {"fertility": {"window": 1}}},
                                    "decoder_layers.1.cross_attention.biases.fertility.weight"),
+    # The paper's form: the gradient also flows through the biased rows carried to later steps.
+    "alignment-biases-markov-recurrent": ({"alignment_biases": {"markov": {"window": 1, "form": "recurrent"}}},
+                                          "decoder_layers.1.cross_attention.biases.markov.weight"),
+    "alignment-biases-fertility-recurrent": ({"alignment_biases": {"fertility": {"window": 1, "form": "recurrent"}}},
+                                             "decoder_layers.1.cross_attention.biases.fertility.weight"),
+    "alignment-biases-recurrent-queries": ({"alignment_biases": {"markov": {"window": 1, "form": "recurrent"},
+                                                                 "fertility": {"window": 1, "form": "recurrent"}}},
+                                           "decoder_layers.1.cross_attention.inner.q_proj.weight"),
     "alignment-biases-position": ({"alignment_biases": {"position": {}}},
                                   "decoder_layers.1.cross_attention.biases.position.hidden.weight"),
 }
