@@ -3,10 +3,19 @@
 A source token's fertility is the attention it receives summed over the target, fᵢ = Σₜ αₜᵢ.
 The head predicts, from each source encoding eᵢ (the encoder output), a Gaussian N(μᵢ, σ²ᵢ) over
 that fertility; training adds weight · −log N(fᵢ; μᵢ, σ²ᵢ) to the objective
-(`training.losses.global_fertility_loss`). The head only shapes training: decoding never reads it.
+(`training.losses.global_fertility_loss`, `training.losses.global_fertility_term`). The head only
+shapes training: decoding never reads it.
 
 Options (`ModelConfig.global_fertility`, None = off):
     weight        required, a number >= 0: the loss coefficient.
+    reduction     how the per-position terms are added up against the token cross-entropy:
+                  "sum" (Cohn et al. §3.3, the paper's): −Σᵢ log N(fᵢ) summed over the source positions
+                    of the batch, added to the summed token log-likelihood; as the trainer divides the
+                    token term by the target tokens, the sum is divided by them too. weight 1 is the
+                    paper's objective.
+                  "mean" (absent = "mean", the form configs had before the option existed): weight ·
+                    the mean of −log N(fᵢ) over the source positions, whatever the sentence lengths.
+                  "mean" with weight w equals "sum" with weight w · N_tgt / N_src (per batch).
     layer         which decoder layer's cross-attention gives α (default -1 = the last).
     head          null (default): α is that layer's heads averaged; an integer h: head h alone.
     min_variance  a number > 0 (default 0.01): the floor added to σ², so that −log N stays bounded.
@@ -21,8 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DEFAULTS: dict[str, Any] = {"layer": -1, "head": None, "min_variance": 0.01}
-KNOWN = ("head", "layer", "min_variance", "weight")
+DEFAULTS: dict[str, Any] = {"layer": -1, "head": None, "min_variance": 0.01, "reduction": "mean"}
+KNOWN = ("head", "layer", "min_variance", "reduction", "weight")
+REDUCTIONS = ("mean", "sum")
 PREFIX = "global_fertility"
 
 
@@ -57,6 +67,9 @@ def validate_global_fertility(options: Any, config: Any) -> list[str]:
     floor = options.get("min_variance", DEFAULTS["min_variance"])
     if not _is_number(floor) or floor <= 0:
         problems.append(f"{PREFIX}: min_variance must be a number > 0, got {floor!r}")
+    reduction = options.get("reduction", DEFAULTS["reduction"])
+    if reduction not in REDUCTIONS:
+        problems.append(f"{PREFIX}: reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
     return problems
 
 
@@ -75,6 +88,7 @@ class GlobalFertility(nn.Module):
         self.layer_index = options["layer"] % config.decoder_layers
         self.head: int | None = options["head"]
         self.min_variance = float(options["min_variance"])
+        self.reduction: str = options["reduction"]
         self.hidden = nn.Linear(config.d_model, config.d_model)
         self.out = nn.Linear(config.d_model, 2)
 

@@ -36,7 +36,8 @@ from training import checkpoints as ckpt
 from training.alignment_labels import LabelError, labels_path, piece_links, read_labels, target_rows
 from training.data import Batch, ParallelDataset, collate, read_parallel, token_batches
 from training.distributed import SINGLE, ProcessGroup, gradient_sync, join_from_environment, shard, wrap
-from training.losses import LossOutput, global_fertility_loss, label_smoothed_loss, supervised_alignment_loss
+from training.losses import (LossOutput, global_fertility_loss, global_fertility_term, label_smoothed_loss,
+                             supervised_alignment_loss)
 from training.recipe import RecipeError, TrainingRecipe
 from training.schedule import inverse_sqrt_schedule
 from training.sentencepiece_train import train_sentencepiece
@@ -153,7 +154,7 @@ class DirectionLoss:
     """One model's loss on one batch."""
 
     xent: LossOutput                # label-smoothed cross-entropy and nll per target token
-    objective: torch.Tensor         # xent.loss + global fertility weight × fertility + λ × alignment (minimised)
+    objective: torch.Tensor         # xent.loss + global fertility weight × its term + λ × alignment (minimised)
     fertility: torch.Tensor | None  # the unweighted global fertility loss per source position, when configured
     output: ModelOutput
     alignment: torch.Tensor | None = None  # the unweighted supervised alignment loss per labelled row, when given
@@ -161,10 +162,12 @@ class DirectionLoss:
 
 def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing: float, amp: bool,
                    need_attention: bool = False, forward: torch.nn.Module | None = None,
-                   alignment_targets: torch.Tensor | None = None) -> DirectionLoss:
+                   alignment_targets: torch.Tensor | None = None, n_source: int | None = None) -> DirectionLoss:
     """Forward `batch` (already on the model's device) and compute its losses. With a global fertility
     head, α is the configured layer's attention, fertility sums the real target rows (tgt_out not
-    padding, the EOS row included) and is scored at every real source position (x and its EOS).
+    padding, the EOS row included) and is scored at every real source position (x and its EOS);
+    the objective gets weight × `global_fertility_term` of it (the head's reduction), for which
+    `n_source`, the batch's real source positions, is counted when not given.
     With `alignment_targets` (B, T, S) (`training.alignment_labels.target_rows`, on the device) and a
     supervised alignment head, λ × the supervised alignment loss is added."""
     with autocast_context(batch.src.device, amp):
@@ -176,7 +179,11 @@ def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing
         pad = model.config.pad_id
         fertility = global_fertility_loss(out.fertility_attention, batch.tgt_out.ne(pad), batch.src.ne(pad),
                                           out.fertility_mean, out.fertility_variance)
-        objective = objective + model.global_fertility.loss_weight * fertility
+        head = model.global_fertility
+        if n_source is None and head.reduction == "sum":
+            n_source = batch.n_src_tokens
+        term = global_fertility_term(fertility, n_source or 0, n_tokens, head.reduction)
+        objective = objective + head.loss_weight * term
     if alignment_targets is not None and out.supervised_attention is not None:
         alignment = supervised_alignment_loss(out.supervised_attention, alignment_targets)
         objective = objective + model.supervised_alignment.weight * alignment
@@ -196,7 +203,7 @@ def validate(model: Transformer, data: Data, recipe: TrainingRecipe, device: tor
         for idx in batches:
             batch = collate([data.valid[i] for i in idx], idx)
             n, n_source = batch.n_tgt_tokens, batch.n_src_tokens
-            out = direction_loss(model, batch.to(device), n, smoothing=recipe.label_smoothing, amp=amp)
+            out = direction_loss(model, batch.to(device), n, smoothing=recipe.label_smoothing, amp=amp, n_source=n_source)
             loss_sum += float(out.xent.loss) * n
             nll_sum += float(out.xent.nll) * n
             tokens += n
@@ -438,7 +445,8 @@ def validate_on_main(objective: Objective, group: ProcessGroup, step: int, epoch
 
 class DirectionalObjective:
     """One model, source -> target: label-smoothed cross-entropy per target token, plus the global
-    fertility weight × the fertility loss when the model config has global fertility."""
+    fertility weight × its term (`training.losses.global_fertility_term`) when the model config has
+    global fertility."""
 
     kind = DIRECTIONAL
 
@@ -457,7 +465,7 @@ class DirectionalObjective:
         targets = self.alignment_targets(batch)
         out = direction_loss(self.module, batch.to(self.session.device), n_tokens,
                              smoothing=self.session.recipe.label_smoothing, amp=self.session.amp,
-                             forward=self.forward_module, alignment_targets=targets)
+                             forward=self.forward_module, alignment_targets=targets, n_source=n_source)
         tallies = {"loss": (out.xent.loss.detach() * n_tokens, n_tokens), "nll": (out.xent.nll * n_tokens, n_tokens)}
         if out.fertility is not None:
             tallies["fertility"] = (out.fertility.detach() * n_source, n_source)

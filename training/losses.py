@@ -65,6 +65,22 @@ def global_fertility_loss(attention: torch.Tensor, target_mask: torch.Tensor, so
     return nll.sum() / source_mask.sum().clamp(min=1)
 
 
+def global_fertility_term(per_position: torch.Tensor, n_source: int, n_target: int, reduction: str) -> torch.Tensor:
+    """The global fertility loss as it enters the objective, which is per target token.
+
+    per_position: `global_fertility_loss`, Σᵢ −log N(fᵢ) / N_src over the batch's N_src real source
+    positions; n_target: the N_tgt target tokens the cross-entropy is divided by.
+    - "sum" (Cohn et al. §3.3): the paper adds Σᵢ log N(fᵢ; μᵢ, σ²ᵢ) summed over the source words to the
+      log-likelihood summed over the target tokens; both divided by N_tgt: Σᵢ −log N(fᵢ) / N_tgt.
+    - "mean": the per-position mean itself, Σᵢ −log N(fᵢ) / N_src.
+    """
+    if reduction == "mean":
+        return per_position
+    if reduction == "sum":
+        return per_position * (n_source / max(n_target, 1))
+    raise ValueError(f"unknown global fertility reduction {reduction!r}")
+
+
 def sentence_traces(forward_attention: torch.Tensor, backward_attention: torch.Tensor,
                     source_words: torch.Tensor, target_words: torch.Tensor) -> torch.Tensor:
     """Per sentence pair, tr(α_{s→t}ᵀ α_{t→s}) restricted to real words (Cohn et al. 2016, "Bilingual symmetry"):

@@ -6,7 +6,9 @@
 
 Each (recipe, seed) trains into OUT/NAME/seedK with `python -m training train` (or train-symmetric)
 as a child process, `parallel` at a time (small models are kernel-launch bound, so several share
-one GPU well). A run stopped by the time limit is killed; its checkpoints (every
+one GPU well). A run with `init` (e.g. fine-tuning the baseline) starts from the model of the run
+it names, same seed, with `train --init`; it waits until that model exists, and is not started
+when that run fails. A run stopped by the time limit is killed; its checkpoints (every
 `checkpoint_interval` updates, written atomically) are where the next invocation resumes it with
 `--resume`, which restores the optimiser, schedule, data order and RNG. A finished run is scored
 once with `training.evaluate` (cached in OUT/NAME/seedK/eval/). The report (OUT/study.md and
@@ -60,6 +62,14 @@ def has_checkpoints(directory: Path) -> bool:
     return checkpoints.is_dir() and any(p.suffix == ".pt" for p in checkpoints.iterdir())
 
 
+def initial_model(spec: StudySpec, run: RunSpec, seed: int) -> Path | None:
+    """The model directory a run with `init` starts from: the named run's, same seed."""
+    if run.init is None:
+        return None
+    source = spec.run(run.init)
+    return run_dir(spec, source, seed) / source.model
+
+
 def train_command(spec: StudySpec, run: RunSpec, seed: int) -> list[str]:
     out = run_dir(spec, run, seed)
     command = [sys.executable, "-m", "training", run.command, "--recipe", str(run.recipe), "--out", str(out),
@@ -67,7 +77,9 @@ def train_command(spec: StudySpec, run: RunSpec, seed: int) -> list[str]:
     for key, value in run.overrides.items():
         command += ["--set", f"{key}={json.dumps(value)}"]
     if has_checkpoints(out):
-        command.append("--resume")
+        command.append("--resume")  # a resumed run continues from its checkpoints, not from its init
+    elif run.init is not None:
+        command += ["--init", str(initial_model(spec, run, seed))]
     return command + list(run.args)
 
 
@@ -93,7 +105,9 @@ def train_jobs(spec: StudySpec, *, deadline: float | None, launch: Launch = laun
                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                say: Callable[[str], None] = lambda line: None) -> list[Outcome]:
     """Train every job that has no model yet, `spec.parallel` at a time, until done or `deadline`
-    (a `clock` reading). Jobs that fail are reported and not retried in this invocation."""
+    (a `clock` reading). Jobs that fail are reported and not retried in this invocation. A job with
+    `init` waits for the model it starts from; when that job failed or was not started, it is not
+    started either."""
     outcomes: dict[tuple[str, int], Outcome] = {}
     waiting: list[tuple[RunSpec, int]] = []
     for run, seed in spec.jobs():
@@ -119,7 +133,11 @@ def train_jobs(spec: StudySpec, *, deadline: float | None, launch: Launch = laun
             running.clear()
             break
         while waiting and len(running) < spec.parallel:
-            run, seed = waiting.pop(0)
+            job = _next_ready(spec, waiting, running, outcomes)
+            if job is None:
+                break
+            run, seed = job
+            waiting.remove(job)
             command = train_command(spec, run, seed)
             running[(run.name, seed)] = (run, launch(command, run_dir(spec, run, seed) / "train.out"))
             outcomes[(run.name, seed)].status = "running"
@@ -134,7 +152,30 @@ def train_jobs(spec: StudySpec, *, deadline: float | None, launch: Launch = laun
             say(f"{outcomes[key].status}: {key[0]} seed {key[1]}")
         if running:
             sleep(POLL_S)
+        elif waiting and _next_ready(spec, waiting, running, outcomes) is None:
+            break  # nothing runs and nothing can start (a study file's checks rule this out)
     return list(outcomes.values())
+
+
+def _next_ready(spec: StudySpec, waiting: list[tuple[RunSpec, int]], running: dict[tuple[str, int], object],
+                outcomes: dict[tuple[str, int], Outcome]) -> tuple[RunSpec, int] | None:
+    """The first waiting job that can start now. Jobs whose initial model will not come in this
+    invocation (its job failed, or itself cannot start) leave `waiting` marked as not started."""
+    pending = {(run.name, seed) for run, seed in waiting} | set(running)
+    changed = True
+    while changed:
+        changed = False
+        for run, seed in list(waiting):
+            if run.init is None or is_trained(spec, spec.run(run.init), seed) or (run.init, seed) in pending:
+                continue
+            waiting.remove((run, seed))
+            pending.discard((run.name, seed))
+            outcomes[(run.name, seed)].status = f"not started (init run {run.init} seed {seed} has no model)"
+            changed = True
+    for run, seed in waiting:
+        if run.init is None or is_trained(spec, spec.run(run.init), seed):
+            return run, seed
+    return None
 
 
 def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | None,

@@ -12,13 +12,16 @@ the results are scored. Read from one JSON file (studies/*.json); every problem 
         {"name": "baseline", "recipe": "recipes/transformer-tiny-en-de.json"},
         {"name": "queryk-1-2-3", "recipe": "recipes/queryk-heterogeneous-1-2-3-tiny-en-de.json", "seeds": [1]},
         {"name": "sym", "recipe": "recipes/symmetric-tiny-en-de.json", "command": "train-symmetric",
-         "model": "models/en-de"}
+         "model": "models/en-de"},
+        {"name": "glofer-pre", "recipe": "recipes/global-fertility-finetune-tiny-en-de.json", "init": "baseline"}
       ]
     }
 
 `set` on a run (or on the study, for every run) overrides recipe keys as `--set` does; `args` adds
 training CLI arguments (e.g. ["--init", "models/en-de"]); `model` is the model directory inside the
-run directory that is scored ("model" for `train`, "models/SRC-TGT" for `train-symmetric`).
+run directory that is scored ("model" for `train`, "models/SRC-TGT" for `train-symmetric`); `init`
+names another run of the study whose model, of the same seed, the run starts from (`train --init`):
+the job waits until that one is trained, and every seed of the run must be a seed of that run.
 Relative paths are read from the directory the runner is started in.
 """
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 COMMANDS = ("train", "train-symmetric")
 _STUDY_KEYS = {"name", "out", "parallel", "time_limit_s", "seeds", "device", "set", "evaluate", "runs"}
-_RUN_KEYS = {"name", "recipe", "seeds", "set", "args", "command", "model"}
+_RUN_KEYS = {"name", "recipe", "seeds", "set", "args", "command", "model", "init"}
 _EVALUATE_KEYS = {"splits", "beam", "baseline", "data_dir", "bootstrap_samples", "batch_size", "limit"}
 
 
@@ -49,6 +52,7 @@ class RunSpec:
     args: tuple[str, ...] = ()
     command: str = "train"
     model: str = "model"
+    init: str | None = None  # the run (of the same study, same seed) whose model this one starts from
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class StudySpec:
         short has one seed of every recipe before it has three of the first."""
         depth = max(len(run.seeds) for run in self.runs)
         return [(run, run.seeds[k]) for k in range(depth) for run in self.runs if k < len(run.seeds)]
+
+    def run(self, name: str) -> RunSpec:
+        return next(run for run in self.runs if run.name == name)
 
 
 def _positive_int(value: Any) -> bool:
@@ -156,17 +163,52 @@ def parse_study(data: Any, source: str = "study") -> StudySpec:
             problems.append(f"{where}model must name the model directory inside the run to score")
             model = "model"
         seeds = _seeds(raw["seeds"], where, problems) if "seeds" in raw else default_seeds
+        init = raw.get("init")
+        if init is not None and (not isinstance(init, str) or not init):
+            problems.append(f"{where}init must name another run of the study")
+            init = None
+        elif init is not None and (command != "train" or "--init" in args):
+            problems.append(f"{where}init starts a `train` run from another run's model; "
+                            f"{'args give --init already' if '--init' in args else f'command is {command}'}")
         runs.append(RunSpec(run_name, Path(recipe) if isinstance(recipe, str) else Path(), seeds,
-                            {**common_set, **overrides}, tuple(args), command, model))
+                            {**common_set, **overrides}, tuple(args), command, model, init))
     names = [r.name for r in runs]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"run name {dup!r} is used twice")
+    problems += _init_problems(runs)
 
     evaluate = _parse_evaluate(data.get("evaluate", {}), names, problems)
     if problems:
         raise StudyError(problems, source)
     return StudySpec(name, Path(out), tuple(runs), evaluate, parallel,
                      float(limit) if limit is not None else None, device)
+
+
+def _init_problems(runs: list[RunSpec]) -> list[str]:
+    """Each `init` names a run of the study that has the seeds of the run that starts from it, and
+    no run starts, through a chain of inits, from itself."""
+    problems: list[str] = []
+    by_name = {run.name: run for run in runs}
+    for run in runs:
+        if run.init is None:
+            continue
+        source = by_name.get(run.init)
+        if source is None:
+            problems.append(f"run {run.name!r}: init {run.init!r} is not a run name ({', '.join(by_name)})")
+            continue
+        missing = [seed for seed in run.seeds if seed not in source.seeds]
+        if missing:
+            problems.append(f"run {run.name!r}: init run {run.init!r} has no seed {', '.join(map(str, missing))}")
+        seen, current = {run.name}, source
+        while True:
+            if current.name in seen:
+                problems.append(f"run {run.name!r}: its chain of init runs loops")
+                break
+            seen.add(current.name)
+            if current.init is None or current.init not in by_name:
+                break
+            current = by_name[current.init]
+    return problems
 
 
 def _parse_evaluate(raw: Any, names: list[str], problems: list[str]) -> EvaluateSpec:

@@ -112,8 +112,8 @@ class SymmetricObjective:
         source_words, target_words = self.words(batch)
         half_words = (int(source_words.sum()) + int(target_words.sum())) / 2  # the trace bonus' normaliser
         losses = [direction_loss(model, b.to(s.device), n_tokens, smoothing=s.recipe.label_smoothing, amp=s.amp,
-                                 need_attention=True)
-                  for model, b, (n_tokens, _) in zip((self.module.s2t, self.module.t2s), (batch, back), counts)]
+                                 need_attention=True, n_source=n_source)
+                  for model, b, (n_tokens, n_source) in zip((self.module.s2t, self.module.t2s), (batch, back), counts)]
         bonus = trace_bonus(losses[0].output.attention, losses[1].output.attention,
                             source_words.to(s.device), target_words.to(s.device))
         loss = losses[0].objective + losses[1].objective - self.lam * bonus

@@ -1,4 +1,6 @@
 """The global fertility head: options checked as a whole, the configured attention returned, gradients reach the head."""
+import math
+
 import pytest
 import torch
 
@@ -24,12 +26,14 @@ def problems(options, **config):
 
 
 def test_every_option_problem_is_reported_at_once():
-    assert problems({"weight": -0.5, "layer": 3, "head": 4, "min_variance": 0, "colour": "red"}) == [
-        "global_fertility: unknown option(s) ['colour']; known options: head, layer, min_variance, weight",
+    assert problems({"weight": -0.5, "layer": 3, "head": 4, "min_variance": 0, "colour": "red",
+                     "reduction": "total"}) == [
+        "global_fertility: unknown option(s) ['colour']; known options: head, layer, min_variance, reduction, weight",
         "global_fertility: weight must be a number >= 0, got -0.5",
         "global_fertility: layer must index a decoder layer in [-3, 3), got 3",
         "global_fertility: head must be null (heads averaged) or a head index in [0, 4), got 4",
         "global_fertility: min_variance must be a number > 0, got 0",
+        "global_fertility: reduction must be one of mean, sum, got 'total'",
     ]
     assert problems({"layer": -4, "head": True}) == [
         "global_fertility: option 'weight' is required (the loss coefficient, a number >= 0)",
@@ -42,7 +46,8 @@ def test_every_option_problem_is_reported_at_once():
 
 def test_valid_options_round_trip():
     config = ModelConfig.from_dict({"vocab_size": 100, "d_model": 32, "n_heads": 4, "decoder_layers": 3,
-                                    "global_fertility": {"weight": 0, "layer": -3, "head": 3, "min_variance": 1e-4}})
+                                    "global_fertility": {"weight": 0, "layer": -3, "head": 3, "min_variance": 1e-4,
+                                                         "reduction": "sum"}})
     assert ModelConfig.from_dict(config.to_dict()) == config
 
 
@@ -111,3 +116,28 @@ def test_model_dir_round_trip_keeps_the_head(tmp_path, tiny_spm):
     assert loaded.config == tiny_config(global_fertility={"weight": 0.05})
     for name, tensor in model.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], tensor), name
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_the_trainers_objective_adds_the_weighted_term_of_the_reduction(reduction):
+    """direction_loss: objective − cross-entropy = weight · Σᵢ −log N(fᵢ; μᵢ, σ²ᵢ) divided by the target
+    tokens ("sum", the paper's) or by the source positions ("mean"), fᵢ summed by hand here."""
+    from training.data import Batch
+    from training.loop import direction_loss
+
+    model = tiny_model(global_fertility={"weight": 0.7, "reduction": reduction}).eval()
+    batch = Batch(src=SRC, tgt_in=TGT_IN, tgt_out=TGT_OUT, indices=[0, 1])
+    with torch.no_grad():
+        out = direction_loss(model, batch, 6, smoothing=0.1, amp=False)
+    alpha, mean, variance = out.output.fertility_attention, out.output.fertility_mean, out.output.fertility_variance
+    total = 0.0
+    for b in range(2):
+        for i in range(5):
+            if SRC[b, i] == 0:
+                continue
+            f = sum(float(alpha[b, t, i]) for t in range(4) if TGT_OUT[b, t] != 0)
+            mu, var = float(mean[b, i]), float(variance[b, i])
+            total += 0.5 * math.log(2 * math.pi * var) + (f - mu) ** 2 / (2 * var)
+    divisor = {"sum": 6, "mean": 8}[reduction]  # 6 target tokens (y + EOS), 8 real source positions (x + EOS)
+    assert math.isclose(float(out.objective - out.xent.loss), 0.7 * total / divisor, rel_tol=1e-5)
+    assert math.isclose(float(out.fertility), total / 8, rel_tol=1e-5)  # reported per source position

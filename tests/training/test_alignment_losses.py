@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from training.losses import global_fertility_loss, real_token_mask, sentence_traces, trace_bonus
+from training.losses import global_fertility_loss, global_fertility_term, real_token_mask, sentence_traces, trace_bonus
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -34,6 +34,22 @@ def test_fertility_loss_matches_the_formula_on_hand_numbers():
              neg_log_normal(0.9, 0.5, 2.0), neg_log_normal(1.1, 1.5, 0.1)]
     loss = global_fertility_loss(ALPHA, TARGET_MASK, SOURCE_MASK, MEAN, VARIANCE)
     assert math.isclose(loss.item(), sum(terms) / 5, rel_tol=1e-6)
+
+
+def test_the_papers_weight_sums_over_source_words_against_the_summed_token_likelihood():
+    """Cohn et al. §3.3: objective = −Σ_t log p(y_t) − Σᵢ log N(fᵢ) (weight 1), both sums over the batch.
+    The trainer divides by the N_tgt target tokens: the fertility term is Σᵢ −log N(fᵢ) / N_tgt."""
+    terms = [neg_log_normal(0.8, 1.0, 0.5), neg_log_normal(1.1, 1.2, 0.25), neg_log_normal(1.1, 0.9, 1.0),
+             neg_log_normal(0.9, 0.5, 2.0), neg_log_normal(1.1, 1.5, 0.1)]
+    per_position = global_fertility_loss(ALPHA, TARGET_MASK, SOURCE_MASK, MEAN, VARIANCE)
+    n_source, n_target = 5, 8  # 8: the target tokens the cross-entropy of this batch is divided by
+    paper = global_fertility_term(per_position, n_source, n_target, "sum")
+    assert math.isclose(paper.item(), sum(terms) / 8, rel_tol=1e-6)
+    mean = global_fertility_term(per_position, n_source, n_target, "mean")
+    assert math.isclose(mean.item(), sum(terms) / 5, rel_tol=1e-6)
+    # The "mean" form with weight w is the paper's with weight w · N_tgt / N_src: the former recipe's
+    # 0.05 per position was 0.05 · 8/5 = 0.08 of the paper's weight on this batch.
+    assert math.isclose(0.05 * mean.item(), 0.08 * paper.item(), rel_tol=1e-6)
 
 
 def test_padding_contributes_nothing():

@@ -132,6 +132,66 @@ def test_the_time_limit_stops_running_children_and_leaves_the_rest_unstarted(tmp
     assert [o.status for o in outcomes] == ["stopped", "not started", "not started"]
 
 
+def init_spec(tmp_path, **changes):
+    """base (seeds 1, 2) and pre, which fine-tunes base's model of the same seed."""
+    return spec_for(tmp_path, runs=[{"name": "base", "recipe": SMOKE}, {"name": "pre", "recipe": SMOKE, "init": "base"}],
+                    **changes)
+
+
+def test_init_problems_are_reported_at_once(tmp_path):
+    with pytest.raises(StudyError) as error:
+        parse_study({"name": "s", "out": "o", "seeds": [1],
+                     "runs": [{"name": "a", "recipe": SMOKE, "init": "nope"},
+                              {"name": "b", "recipe": SMOKE, "init": "a", "seeds": [2]},
+                              {"name": "c", "recipe": SMOKE, "init": "d"}, {"name": "d", "recipe": SMOKE, "init": "c"},
+                              {"name": "e", "recipe": SMOKE, "init": "a", "command": "train-symmetric", "model": "m"},
+                              {"name": "f", "recipe": SMOKE, "init": "a", "args": ["--init", "x"]},
+                              {"name": "g", "recipe": SMOKE, "init": 3}]}, "study.json")
+    assert error.value.problems == [
+        "runs[4].init starts a `train` run from another run's model; command is train-symmetric",
+        "runs[5].init starts a `train` run from another run's model; args give --init already",
+        "runs[6].init must name another run of the study",
+        "run 'a': init 'nope' is not a run name (a, b, c, d, e, f, g)",
+        "run 'b': init run 'a' has no seed 2",
+        "run 'c': its chain of init runs loops",
+        "run 'd': its chain of init runs loops",
+    ]
+
+
+def test_a_run_with_init_starts_from_the_named_runs_model_of_its_seed_unless_it_resumes(tmp_path):
+    spec = init_spec(tmp_path, device="cpu")
+    pre = spec.run("pre")
+    out = tmp_path / "out" / "pre" / "seed2"
+    assert train_command(spec, pre, 2)[-2:] == ["--init", str(tmp_path / "out" / "base" / "seed2" / "model")]
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "checkpoint_0000010.pt").write_bytes(b"")
+    # train refuses --init with --resume: the checkpoints already hold the initialised run.
+    command = train_command(spec, pre, 2)
+    assert command[-1] == "--resume" and "--init" not in command
+
+
+def test_a_job_with_init_waits_for_its_model_and_is_not_started_when_that_fails(tmp_path):
+    spec = init_spec(tmp_path, parallel=3)
+    plan = {("base", "seed1"): (3, 0), ("base", "seed2"): (1, 4), ("pre", "seed1"): (1, 0)}
+    started, children = [], []
+
+    def launch(command, log_path):
+        out = Path(command[command.index("--out") + 1])
+        started.append((out.parent.name, out.name))
+        if out.parent.name == "pre":  # the model it starts from exists when it starts
+            assert (Path(command[command.index("--init") + 1]) / "manifest.json").is_file()
+        polls, code = plan[(out.parent.name, out.name)]
+        children.append(ScriptedChild(polls, code, out / "model"))
+        return children[-1]
+
+    outcomes = train_jobs(spec, deadline=None, launch=launch, sleep=lambda s: None)
+    # Three slots, but pre waits for base: base/1 and base/2 start; pre/1 once base/1 has its model.
+    assert started == [("base", "seed1"), ("base", "seed2"), ("pre", "seed1")]
+    assert [(o.run, o.seed, o.status) for o in outcomes] == [
+        ("base", 1, "trained"), ("pre", 1, "trained"), ("base", 2, "failed (exit 4)"),
+        ("pre", 2, "not started (init run base seed 2 has no model)")]
+
+
 def write_run(out: Path, run: str, seed: int, *, bleu: float, hyps: list[str], params: int = 1000,
               updates: int = 20) -> None:
     """A run directory as training and scoring leave it."""
