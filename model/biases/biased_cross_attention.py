@@ -36,6 +36,7 @@ from model.biases.history import STATE_KEYS, History, full_history, initial_stat
 from model.biases.options import bias_form
 from model.biases.recurrence import recurrent_probs
 from model.biases.registry import bias_class
+from model.biases.window_bias import banded_sum, window_band
 
 State = dict[str, torch.Tensor]
 
@@ -77,7 +78,7 @@ class BiasedCrossAttention(AttentionModule):
         hidden = padding(key_padding_mask)
         lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (B,)
         if self.recurrent:
-            probs = recurrent_probs(logits, self.signals, lambda row, history: self._biased_probs(row, hidden, history, lengths))
+            probs = self._recurrent_probs(logits, hidden, lengths)
         else:
             history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
             probs = self._biased_probs(logits, hidden, history, lengths)
@@ -115,13 +116,39 @@ class BiasedCrossAttention(AttentionModule):
         new_state.update(next_state(state, attended, self.signals))
         return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None, state=new_state)
 
-    def bias(self, history: History, lengths: torch.Tensor, source_len: int) -> torch.Tensor:
-        """Σ of every bias term (B, H, T, S) fp32, before masking; lengths (B,) real source lengths."""
+    def bias(self, history: History, lengths: torch.Tensor, source_len: int,
+             reads: frozenset[str] | None = None) -> torch.Tensor | None:
+        """Σ of the bias terms (B, H, T, S) fp32, before masking; lengths (B,) real source lengths.
+        With `reads`, only the terms reading one of those signals (None when there are none)."""
         total = None
         for term in self.biases.values():
+            if reads is not None and term.reads not in reads:
+                continue
             value = term(history, lengths, source_len)  # (B, H, T, S)
             total = value if total is None else total + value
         return total
+
+    def _recurrent_probs(self, logits: torch.Tensor, hidden: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
+        """The recurrent form over a whole target (`model.biases.recurrence`): the terms that read no
+        attention (position) are computed for every row at once, the others step by step."""
+        source_len = logits.shape[3]
+        positions = torch.arange(logits.shape[2], device=logits.device).unsqueeze(0)  # (1, T)
+        static = self.bias(History(position=positions), lengths, source_len, frozenset({"position"}))  # (B, H, T, S)
+        carried = self.signals - {"position"}
+        # The window weights as band matrices once per pass, not once per step; summed in the
+        # order of `bias`, so that a step adds exactly what a decoding step adds.
+        bands = {name: window_band(term.weight, source_len) for name, term in self.biases.items() if term.reads in carried}
+
+        def biased_step(row: torch.Tensor, history: History, t: int) -> torch.Tensor:
+            total = None
+            for name, band in bands.items():
+                value = banded_sum(getattr(history, self.biases[name].reads), band)  # (B, H, 1, S)
+                total = value if total is None else total + value
+            if static is not None:
+                total = total + static[:, :, t : t + 1]
+            return masked_softmax(row + total, hidden, may_be_empty=True)
+
+        return recurrent_probs(logits, carried, biased_step)
 
     def _biased_probs(
         self, logits: torch.Tensor, hidden: torch.Tensor | None, history: History, lengths: torch.Tensor

@@ -20,8 +20,8 @@ import torch
 
 from model.biases.history import History, State, initial_state, next_state, step_history
 
-# (logits (B, H, 1, S) fp32, history of one step) -> biased probabilities (B, H, 1, S)
-BiasedStep = Callable[[torch.Tensor, History], torch.Tensor]
+# (logits (B, H, 1, S) fp32, history of one step, the step t) -> biased probabilities (B, H, 1, S)
+BiasedStep = Callable[[torch.Tensor, History, int], torch.Tensor]
 
 
 def recurrent_probs(logits: torch.Tensor, signals: frozenset[str], biased_step: BiasedStep) -> torch.Tensor:
@@ -31,7 +31,7 @@ def recurrent_probs(logits: torch.Tensor, signals: frozenset[str], biased_step: 
     state: State = initial_state(signals, b, h, s, logits.device)
     rows = []
     for t in range(t_len):
-        probs = biased_step(logits[:, :, t : t + 1], step_history(state, signals))  # (B, H, 1, S)
+        probs = biased_step(logits[:, :, t : t + 1], step_history(state, signals), t)  # (B, H, 1, S)
         rows.append(probs)
         state = next_state(state, probs, signals)
     if not rows:

@@ -25,7 +25,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from model.biases.features import window
 from model.biases.history import History
 
 DEFAULT_WINDOW = 1
@@ -48,16 +47,34 @@ def validate_window_options(name: str, options: dict[str, Any]) -> list[str]:
     return problems
 
 
+def window_band(weight: torch.Tensor, source_len: int) -> torch.Tensor:
+    """The window weights as a band matrix: weight (H, 2k+1), columns = offsets -k..k ->
+    band (H, S, S) fp32 with band[h, j, i] = w[h, j-i+k] where |j-i| <= k, else 0."""
+    k = (weight.shape[1] - 1) // 2
+    index = torch.arange(source_len, device=weight.device)
+    offset = index.view(-1, 1) - index.view(1, -1)  # (S, S): j - i
+    inside = offset.abs() <= k  # (S, S)
+    picked = weight.float()[:, (offset + k).clamp(0, 2 * k)]  # (H, S, S)
+    return picked * inside.to(picked.dtype)  # (H, S, S)
+
+
+def banded_sum(signal: torch.Tensor, band: torch.Tensor) -> torch.Tensor:
+    """signal (B, H, T, S) @ band (H, S, S) -> (B, H, T, S) in the band's dtype (fp32 from `window_band`):
+    row i is Σ_j signal[j] · band[j, i]."""
+    # One matmul per term, not one product per offset: in the recurrent form this runs once per
+    # target step. autocast is off so that it stays fp32 (autocast would run matmul in bf16).
+    with torch.autocast(device_type=signal.device.type, enabled=False):
+        return torch.matmul(signal.to(band.dtype), band.unsqueeze(0))  # (B, H, T, S)
+
+
 def windowed_bias(signal: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Σ_o w[h, o] · ξ_k(signal; i)[o] (Cohn et al. §3.2, ξ₁ of the previous step's attention; §3.3,
-    ξ₂ of the attention summed over earlier steps).
+    ξ₂ of the attention summed over earlier steps), zero outside [0, S).
 
-    signal (B, H, T, S) fp32, weight (H, 2k+1) -> (B, H, T, S) fp32.
+    signal (B, H, T, S) fp32, weight (H, 2k+1) -> (B, H, T, S) fp32; the same sum as
+    Σ_o w[h, o] · `model.biases.features.window`(signal, k)[..., o], as a band matrix product.
     """
-    k = (weight.shape[1] - 1) // 2
-    features = window(signal.float(), k)  # (B, H, T, S, 2k+1)
-    # A product and a sum, not einsum: autocast would run einsum in bf16; this stays fp32.
-    return (features * weight.float().view(1, weight.shape[0], 1, 1, -1)).sum(dim=-1)  # (B, H, T, S)
+    return banded_sum(signal, window_band(weight, signal.shape[-1]))
 
 
 class WindowBias(nn.Module):
