@@ -10,7 +10,10 @@ zero), which changes no cost. A step is zero_grad, forward, label-smoothed cross
 backward and an Adam step on one fixed random batch of about --tokens source tokens
 (benchmarks/attention_variants.py `random_batch`: lengths 12..28, targets 10% longer). The forms
 run in turns, one step each per round, so that a load change on a shared machine hits all three
-alike; the table gives the median over the rounds. Writes results/bias_forms_<device>.md.
+alike; the table gives the median over the rounds. One more, untimed step per form counts the aten
+operators dispatched (views excluded; benchmarks/attention_variants.py `OpCounter`): a
+device-independent proxy for the kernel launches that bound a model this small on a GPU, where
+the recurrent form's loop costs launches rather than arithmetic. Writes results/bias_forms_<device>.md.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from attention_variants import VOCAB, machine, random_batch  # noqa: E402  (benchmarks/ is on sys.path)
+from attention_variants import VOCAB, OpCounter, machine, random_batch  # noqa: E402  (benchmarks/ is on sys.path)
 
 RECIPE = REPO / "recipes" / "alignment-biases-tiny-en-de.json"
 FORMS = ("none", "parallel", "recurrent")
@@ -83,7 +86,14 @@ def measure(device_name: str, tokens: int, rounds: int, warmup: int, amp: bool, 
     for _ in range(rounds):
         for form in FORMS:
             times[form].append(step(form))
+    ops = {}
+    for form in FORMS:
+        counter = OpCounter()
+        with counter:
+            step(form)
+        ops[form] = counter.count
     return {
+        "ops": ops,
         "ms": {form: 1000 * statistics.median(values) for form, values in times.items()},
         "spread_ms": {form: (1000 * min(values), 1000 * max(values)) for form, values in times.items()},
         "sentences": int(src.shape[0]),
@@ -108,23 +118,23 @@ def render(result: dict, args: argparse.Namespace) -> str:
         f"{result['target_steps']} target steps (the recurrent form loops over them in each of the 4 decoder layers). "
         f"Median over {args.rounds} rounds, the three models stepping in turns.",
         "",
-        "| biases | form | ms / step (median) | min–max ms | × no biases |",
-        "|---|---|---:|---:|---:|",
+        "| biases | form | ms / step (median) | min–max ms | × no biases | aten ops / step |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     labels = {"none": ("none", "–"), "parallel": ("position, markov, fertility", "parallel"),
               "recurrent": ("position, markov, fertility", "recurrent (Cohn et al. §3.2–§3.3)")}
     for form in FORMS:
         low, high = result["spread_ms"][form]
         lines.append(f"| {labels[form][0]} | {labels[form][1]} | {ms[form]:.1f} | {low:.1f}–{high:.1f} | "
-                     f"{ms[form] / ms['none']:.2f} |")
+                     f"{ms[form] / ms['none']:.2f} | {result['ops'][form]} |")
     lines += [
         "",
         f"Recurrent / parallel: {ms['recurrent'] / ms['parallel']:.2f}×.",
         "",
-        "These numbers are noisy: the machine is shared with other jobs (rounds interleave the forms so that "
-        "load changes hit all three alike, and the min–max column shows the spread). On a GPU the recurrent "
-        "form's cost is in kernel launches (a few per target step and decoder layer), which this CPU table "
-        "does not show.",
+        "The times are noisy: the machine is shared with other jobs (rounds interleave the forms so that "
+        "load changes hit all three alike, and the min–max column shows the spread). The operator counts "
+        "are exact and do not depend on the machine: on a GPU, where a step this small is bound by kernel "
+        "launches, they rather than the CPU times say what the recurrent form's loop costs.",
         "",
     ]
     return "\n".join(lines)
