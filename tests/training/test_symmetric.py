@@ -203,7 +203,7 @@ def test_the_symmetric_recipes_are_the_tiny_recipe_plus_one_key():
     fert = load_recipe(REPO / "recipes" / "global-fertility-tiny-en-de.json").to_dict()
     assert sym == {**tiny, "name": "symmetric-tiny-en-de", "symmetric": {"lambda": 1.0}}
     assert fert == {**tiny, "name": "global-fertility-tiny-en-de",
-                    "model": {**tiny["model"], "global_fertility": {"weight": 0.05, "layer": -1}}}
+                    "model": {**tiny["model"], "global_fertility": {"weight": 1.0, "reduction": "sum", "layer": -1}}}
     config = load_recipe(REPO / "recipes" / "global-fertility-tiny-en-de.json").model_config(10000)
     assert Transformer(config).global_fertility.layer_index == 3
 
