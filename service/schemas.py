@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # service.protected_translation raises service.errors' errors
 
 
 # After trimming and lower-casing: "en", "de", "pt-br", "zh_hans"; with max_length=16 the same
-# rule as a model's manifest codes (model/language_code.py), so every served pair is reachable.
+# rule as a model's manifest codes (model/text/language_code.py), so every served pair is reachable.
 LANGUAGE_CODE = r"^[A-Za-z0-9_-]+$"
 
 

@@ -20,7 +20,7 @@ MAX_BEAM_SIZE = 16
 # API key names become log fields and metric labels: short and plain.
 _KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_API_KEY_CHARS = 16
-# The decoding defaults of every entry point (model/decoding_defaults.py).
+# The decoding defaults of every entry point (model/decoding/defaults.py).
 _DECODING = DecodeOptions()
 
 

@@ -54,7 +54,7 @@ class FullPassDecoder:
         self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
         out = self.model(self.src, self.prefix, need_attention=True)
         log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
-        log_probs[:, [0, 1]] = float("-inf")  # pad and BOS are never generated (model.generate)
+        log_probs[:, [0, 1]] = float("-inf")  # pad and BOS are never generated (model.decoding.generate)
         return log_probs, out.attention[:, -1]
 
     def reorder(self, index):
@@ -63,11 +63,11 @@ class FullPassDecoder:
 
 
 def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2, beam: int = 3) -> None:
-    """Beam search over the cached decoder (model.generate) returns exactly the hypotheses,
+    """Beam search over the cached decoder (model.decoding.generate) returns exactly the hypotheses,
     scores and attention of beam search over FullPassDecoder: the decoding state, and its
     reordering with the beam, change nothing."""
-    from model.beam_search import beam_search
-    from model.generate import SearchOptions, generate, max_lengths
+    from model.decoding.beam_search import beam_search
+    from model.decoding.generate import SearchOptions, generate, max_lengths
 
     options = SearchOptions(
         beam_size=beam, n_best=beam, max_length_ratio=1.0, max_length_offset=max_length_offset, return_attention=True

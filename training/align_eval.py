@@ -9,7 +9,7 @@
 Words are the whitespace tokens of --src / --tgt; gold links index them. The reference
 translation is forced through the model (training.forced_alignment) and each target word is
 linked to the source word its attention weighs most. Reported rows: forward; with --row-column
-forward row+column (the same matrix read both ways and symmetrised, model.symmetrisation.matrix_links:
+forward row+column (the same matrix read both ways and symmetrised, model.alignments.symmetrisation.matrix_links:
 what the service's "supervised" method returns); with
 --reverse-model-dir (a target->source model, its links transposed) also reverse,
 intersection, union and grow-diag-final; with --soft-threshold a thresholded variant of each
@@ -173,7 +173,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.eflomal_extra and "eflomal" not in args.reference:
         raise UsageError("--eflomal-extra needs --reference eflomal")
 
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
     from training.data import read_lines, split_path
     from training.forced_alignment import align_direction
     from training.loop import resolve_device

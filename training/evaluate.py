@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from model import decoding_defaults
+from model.decoding import defaults as decoding_defaults
 from training.cli import UsageError, _Parser
 
 PROG = "phrasal-eval"
@@ -63,7 +63,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
     from training.data import read_lines, split_path
     from training.loop import resolve_device
     from training.translate import translate_batch

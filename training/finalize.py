@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.config import ModelConfig
 from model.transformer import Transformer
 from training import checkpoints as ckpt
@@ -76,7 +76,7 @@ def average_and_save(run_dir: str | Path, last: int, out_dir: str | Path, *, fp1
                        device: str = "cpu", data: Any = None, recipe: TrainingRecipe | None = None
                        ) -> tuple[Path, dict[str, Any]]:
     """Average the parameters of the newest `last` checkpoints of `run_dir` and save them with
-    `model.artifacts.save_model_dir` (fp16 weights when `fp16`). With `data` (the loop's `Data`), the
+    `model.model_dir.save_model_dir` (fp16 weights when `fp16`). With `data` (the loop's `Data`), the
     averaged model's validation BLEU is measured first and written into the manifest."""
     run_dir = Path(run_dir)
     chosen, newest, averaged, recipe, spm_path = _averaged(run_dir, last, recipe)

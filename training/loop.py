@@ -28,9 +28,9 @@ import sacrebleu
 import torch
 from tqdm import tqdm
 
-from model.attention_kernels import avoid_per_shape_attention_plans
+from model.attention.kernels import avoid_per_shape_attention_plans
 from model.config import ModelConfig
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from model.transformer import ModelOutput, Transformer
 from training import checkpoints as ckpt
 from training.alignment_labels import LabelError, labels_path, piece_links, read_labels, target_rows

@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from model.artifacts import sha256_file
+from model.model_dir import sha256_file
 from model.config import ModelConfig
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.data import Batch, collate, reverse_batch, token_batches

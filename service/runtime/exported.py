@@ -4,7 +4,7 @@ The backend files (onnx_runtime.py, torchscript_runtime.py, ct2_runtime.py) open
 with ``export.runners.open_runner`` — the same runner the exporter verified against eager
 PyTorch — and hand it here; this class does what TorchRuntime does around the model: pieces
 with character offsets, the source-length limit, n-best texts and scores, word alignments
-through ``model.alignment.token_alignment`` from the attention rows the runner returns, and
+through ``model.alignments.word_alignment.token_alignment`` from the attention rows the runner returns, and
 phrase maps: from the model's own phrase attention when the export outputs it (phrasal
 cross-attention, phrase representations: the decoder-step graph's "phrase_attention", equal to
 eager's), otherwise extracted from the word alignment — exactly as TorchRuntime chooses.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from service.runtime.base import (DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
                                   check_alignment_method)
 from service.runtime.text_codec import translate_texts

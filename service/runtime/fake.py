@@ -7,7 +7,7 @@ contract allows.
 
 Words longer than four characters are cut into two SentencePiece-style pieces ("▁hel", "lo")
 and the piece-level attention is built from the word permutation, then turned into words by
-``model.alignment.token_alignment`` — the same function real backends use — so service tests
+``model.alignments.word_alignment.token_alignment`` — the same function real backends use — so service tests
 exercise subword merging and character offsets end to end. Attention of target piece t: 0.8
 spread evenly over the pieces of the source word it translates, plus 0.2 spread evenly over all
 source pieces.
@@ -20,8 +20,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from model.alignment import WORD_BOUNDARY, token_alignment
-from model.phrase_alignment import PhraseMap, extracted_phrase_pairs
+from model.alignments.word_alignment import WORD_BOUNDARY, token_alignment
+from model.alignments.phrase_pairs import PhraseMap, extracted_phrase_pairs
 from service.runtime.batch_latency import BatchLatency
 from service.runtime.base import (
     BatchCancelled,

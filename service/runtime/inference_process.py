@@ -182,7 +182,7 @@ class ProcessRuntime(TranslationRuntime):
         self.default_alignment_method = info["default_alignment_method"]
         self._memory = info["memory"]
         if info["tokenizer_path"] is not None and self._tokenizer is None:
-            from model.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
+            from model.text.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
 
             self._tokenizer = Tokenizer(info["tokenizer_path"])
         self._loaded = True

@@ -1,4 +1,4 @@
-"""The ONNX Runtime backend: the SAME beam search as the torch backend (model/beam_search.py),
+"""The ONNX Runtime backend: the SAME beam search as the torch backend (model/decoding/beam_search.py),
 driven through an IncrementalDecoder over two ORT sessions (encoder, decoder step); the decoder
 state is reordered outside the graphs (export/onnx_runner.py, export/step_search.py)."""
 from __future__ import annotations

@@ -7,11 +7,11 @@ from functools import partial
 
 import torch
 
-from model.alignment import TokenAlignment, token_alignment
-from model.artifacts import LoadedModel, load_model_dir
-from model.attention_kernels import avoid_per_shape_attention_plans
-from model.beam_search import Hypothesis
-from model.generate import SearchCancelled, SearchOptions, generate, pad_sources
+from model.alignments.word_alignment import TokenAlignment, token_alignment
+from model.model_dir import LoadedModel, load_model_dir
+from model.attention.kernels import avoid_per_shape_attention_plans
+from model.decoding.beam_search import Hypothesis
+from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
 from model.layers import has_phrases
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime

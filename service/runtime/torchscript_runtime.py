@@ -1,4 +1,4 @@
-"""The TorchScript backend: the SAME beam search as the torch backend (model/beam_search.py),
+"""The TorchScript backend: the SAME beam search as the torch backend (model/decoding/beam_search.py),
 driven through an IncrementalDecoder over the traced encoder and decoder step, loaded with
 torch.jit.load alone (export/torchscript_runner.py, export/step_search.py)."""
 from __future__ import annotations

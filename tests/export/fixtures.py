@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.config import AttentionConfig
 from model.transformer import Transformer
 from export.pipeline import ExportRequest, run_export

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.artifacts import load_model_dir
-from model.generate import SearchOptions, generate, pad_sources
+from model.model_dir import load_model_dir
+from model.decoding.generate import SearchOptions, generate, pad_sources
 from export.layout import PHRASES_FROM_TOKENS, PHRASES_OUTPUT
 from export.runners import open_runner
-from model.phrase_representation import MAX_CHUNK
+from model.phrase_representation.functional import MAX_CHUNK
 from tests.export.fixtures import MODEL_CONFIGS, exported, model_dir, sentences
 
 TARGETS = ["onnx", "torchscript"]

@@ -12,7 +12,7 @@ from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
 from model.config import AttentionConfig
 from model.errors import ConfigError
-from model.generate import SearchOptions, generate
+from model.decoding.generate import SearchOptions, generate
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_config, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])

@@ -6,7 +6,7 @@ import torch
 
 from model.attention.convkv import ConvKVAttention
 from model.attention.functional import masked_softmax
-from model.attention.ngram import (
+from model.attention.ngram_windows import (
     causal_key_mask,
     fused_ngram_conv,
     ngram_valid,

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from model.alignment import TokenAlignment, Word
-from model.phrase_alignment import PhrasePair, attended_phrase_pairs, char_span, extracted_phrase_pairs
-from model.phrases import PhraseLink
+from model.alignments.word_alignment import TokenAlignment, Word
+from model.alignments.phrase_pairs import PhrasePair, attended_phrase_pairs, char_span, extracted_phrase_pairs
+from model.alignments.attention_phrases import PhraseLink
 
 
 def words(text: str) -> list[Word]:

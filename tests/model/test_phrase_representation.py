@@ -7,7 +7,7 @@ import torch
 
 from model.config import ModelConfig
 from model.errors import ConfigError
-from model.phrase_representation import (
+from model.phrase_representation.functional import (
     attentive_pool,
     chunk_phrase_table,
     chunk_spans,

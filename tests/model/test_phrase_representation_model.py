@@ -6,9 +6,9 @@ import torch
 
 from model.attention.registry import attention_class, known_attention_kinds
 from model.config import AttentionConfig
-from model.generate import SearchOptions, generate
-from model.phrase_representation import chunk_spans
-from model.phrases import phrase_links
+from model.decoding.generate import SearchOptions, generate
+from model.phrase_representation.functional import chunk_spans
+from model.alignments.attention_phrases import phrase_links
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
@@ -148,7 +148,7 @@ def test_a_long_and_a_one_token_source_translate(case):
         for h in hypotheses:
             assert h.tokens and torch.isfinite(torch.tensor(h.score))
             torch.testing.assert_close(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
-            # model.phrases reads the chunk table unchanged: every link is one of the chunks.
+            # model.alignments.attention_phrases reads the chunk table unchanged: every link is one of the chunks.
             assert {(link.start, link.start + link.length) for link in phrase_links(h.phrase_attention)} <= spans
         alone[src.shape[1]] = [h.tokens for h in hypotheses]
     assert chunk_spans(model.encode(long).phrase_chunks)[0][-1] == (64, 70)

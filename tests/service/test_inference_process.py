@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from service.app import create_app
 from service.runtime.base import DecodeOptions, TextRejected
 from service.runtime.inference_process import (

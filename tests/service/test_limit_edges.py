@@ -77,8 +77,8 @@ def test_the_models_own_token_limit_at_and_one_past_it():
 
 def test_the_real_codec_refuses_one_token_past_the_model_limit(tiny_spm):
     # The limit real backends apply (service/runtime/text_codec.py), on a real tokenizer.
-    from model.beam_search import Hypothesis
-    from model.tokenizer import Tokenizer
+    from model.decoding.beam_search import Hypothesis
+    from model.text.tokenizer import Tokenizer
 
     tokenizer = Tokenizer(tiny_spm)
     text = "Two dogs play in the snow."

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from service.app import create_app
 from service.settings import Settings
 from tests.helpers import tiny_model

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
+from model.model_dir import load_model_dir, save_model_dir
 from model.config import ModelConfig
 from model.errors import ConfigError
 from model.transformer import Transformer

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
-from model.generate import SearchOptions, generate, source_batch
+from model.model_dir import load_model_dir, save_model_dir
+from model.decoding.generate import SearchOptions, generate, source_batch
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training import symmetric

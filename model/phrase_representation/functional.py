@@ -130,7 +130,7 @@ def transparent_mix(phrases: torch.Tensor, logits: torch.Tensor) -> torch.Tensor
 
 
 def chunk_phrase_table(probs: torch.Tensor, chunks: torch.Tensor) -> torch.Tensor:
-    """Attention over chunk starts -> the phrase table that model/phrases.py reads.
+    """Attention over chunk starts -> the phrase table that model/alignments/attention_phrases.py reads.
 
     probs (B, …, S): weight of the chunk starting at j; chunks (B, S) -> (B, …, MAX_CHUNK, S) with
     the weight at [n-1, j] for a chunk starting at j of real length n, and 0 elsewhere.

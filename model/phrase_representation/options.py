@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from model.phrase_representation import GLANCES
+from model.phrase_representation.functional import GLANCES
 
 PREFIX = "phrase_representation"
 KNOWN = ("glance",)

@@ -1,5 +1,5 @@
 """The modules of the attentive source-phrase representations (Xu et al., 2020); the math lives
-in model/phrase_representation.py, and the options in model/phrase_representation_options.py.
+in model/phrase_representation/functional.py, and the options in model/phrase_representation/options.py.
 
 - `AttentivePooling`: one vector per fixed chunk of a layer's token states (§3.1, eq. 1-4).
   The encoder owns encoder_layers + 1 of them: the embeddings and every layer's output.
@@ -23,8 +23,8 @@ from torch import nn
 from model.attention.contract import AttentionOut
 from model.attention.functional import dropout
 from model.attention.vanilla import VanillaAttention
-from model.phrase_representation import attentive_pool, transparent_mix, transparent_weights
-from model.phrase_representation_options import phrase_options
+from model.phrase_representation.functional import attentive_pool, transparent_mix, transparent_weights
+from model.phrase_representation.options import phrase_options
 
 State = dict[str, torch.Tensor]
 
