@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from model.attention.fine2d import Fine2dAttention  # noqa: E402
-from model.attention.fine2d_functional import fine2d_scores  # noqa: E402
+from model.attention.fine2d_functional import fine2d_mlp_scores, fine2d_scores  # noqa: E402
 from model.attention.functional import split_heads  # noqa: E402
 from model.attention.vanilla import VanillaAttention  # noqa: E402
 from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
@@ -70,6 +70,10 @@ def measure(d_model: int, heads: int, seed: int, batch: int = 16, length: int = 
             r = split_heads(fine.r_proj(memory), heads) if key_term else None  # (B, H, S, dh)
             name = f"fine2d scale={scale}" + ("" if key_term else ", key_term=false")
             out[name] = row_stats(fine2d_scores(q, k, r, fine.scale))  # (B, H, dh, T, S)
+    fine = fresh(Fine2dAttention(d_model, heads, 0.0, "cross", {"score": "mlp"}))
+    q = split_heads(fine.q_proj(x), heads)  # (B, H, T, dh)
+    k = split_heads(fine.k_proj(memory), heads)  # (B, H, S, dh)
+    out["fine2d score=mlp (the paper's f^d)"] = row_stats(fine2d_mlp_scores(q, k, fine.score_weight))  # (B, H, dh, T, S)
     return out
 
 

@@ -25,6 +25,16 @@ the default); a fresh layer is then about as sharp as vanilla attention. τ = 1/
 about 1/√dₕ of vanilla's spread and a fresh layer attends almost uniformly
 (benchmarks/fine2d_temperature.py measures both; results/fine2d_temperature.md).
 
+The paper's own score (option score "mlp") is a one-hidden-layer network with one output per
+dimension, f^d(z, h) = [W_o tanh(W_z z + W_h h + b)]_d (eq. 7, the 2D form of Bahdanau et al.'s
+additive score). In a head, the projected query and key are W_z z and W_h h (their biases b):
+
+    e[t, s, d] = Σ_j W_o[d, j] · tanh(q[t, j] + k[s, j])                        (eq. 7, f^d)
+
+with one W_o (dₕ, dₕ) per head; an output bias would be the same at every s and cancel in eq. 8,
+and no scale is applied (tanh is bounded; W_o's initialisation sets the spread). Its cost is a
+(B, H, T, S, dₕ) hidden layer besides the scores and a dₕ x dₕ product per (t, s) pair.
+
 The alignment of a (target, source) pair is α averaged over the dimensions (§5.2, A_{t,t'}).
 
 Layout: scores are (B, H, dₕ, T, S), so that the softmax runs over the last dim and the context is
@@ -68,6 +78,14 @@ def fine2d_scores(q: torch.Tensor, k: torch.Tensor, r: torch.Tensor | None, scal
     return torch.addcmul(r_rows, q_cols, k_rows)  # (B, H, dₕ, T, S)
 
 
+def fine2d_mlp_scores(q: torch.Tensor, k: torch.Tensor, score_weight: torch.Tensor) -> torch.Tensor:
+    """The paper's score network f^d (eq. 7): q (B, H, T, dₕ), k (B, H, S, dₕ), score_weight W_o
+    (H, dₕ, dₕ) -> e (B, H, dₕ, T, S) float32, e[t, s, d] = Σ_j W_o[d, j] tanh(q[t, j] + k[s, j])."""
+    hidden = torch.tanh(q.float().unsqueeze(3) + k.float().unsqueeze(2))  # (B, H, T, S, dₕ)
+    # Under autocast this product runs in bf16/fp16, as vanilla's QKᵀ does; the softmax stays float32.
+    return torch.einsum("bhtsj,hdj->bhdts", hidden, score_weight.float()).float()  # (B, H, dₕ, T, S)
+
+
 def fine2d_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -78,8 +96,10 @@ def fine2d_attention(
     training: bool = False,
     need_weights: bool = False,
     scale: float = 1.0,
+    score_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Fine-grained attention of every query at once (eq. 7-9), logits times `scale` (τ).
+    """Fine-grained attention of every query at once (eq. 7-9), logits times `scale` (τ); with
+    score_weight W_o (H, dₕ, dₕ) the scores are the paper's network f^d instead (r and scale unused).
 
     q (B, H, T, dₕ); k, v, r (B, H, S, dₕ) (r None: no key term); mask (B|1, 1, T|1, S) True
     where a query may attend to a key (`functional.attention_mask`), or None. Returns the context
@@ -90,7 +110,10 @@ def fine2d_attention(
     the reductions, so no extra (B, H, dₕ, T, S) pass is spent on it and its gradient stays finite.
     No data-dependent Python control flow: exported decoder steps run this as traced.
     """
-    scores = fine2d_scores(q, k, r, scale)  # (B, H, dₕ, T, S)
+    if score_weight is None:
+        scores = fine2d_scores(q, k, r, scale)  # (B, H, dₕ, T, S)
+    else:
+        scores = fine2d_mlp_scores(q, k, score_weight)  # (B, H, dₕ, T, S)
     keep_row = None
     if mask is not None:
         hidden = ~mask  # (B|1, 1, T|1, S)
@@ -126,6 +149,7 @@ def fine2d_attention_chunked(
     need_weights: bool = False,
     budget: int = CHUNK_ELEMENTS,
     scale: float = 1.0,
+    score_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """`fine2d_attention` over chunks of target positions, at most `budget` score elements each.
 
@@ -133,15 +157,16 @@ def fine2d_attention_chunked(
     chunks give the numbers of the unchunked call (dropout aside: each chunk draws its own mask).
     """
     b, h, t, dh = q.shape
-    rows = target_chunk(b, h, k.shape[2], dh, budget)
+    # The score network's hidden layer is a second (B, H, T, S, dₕ) tensor: half the rows per chunk.
+    rows = target_chunk(b, h, k.shape[2], dh, budget if score_weight is None else budget // 2)
     if rows >= t:
-        return fine2d_attention(q, k, v, r, mask, dropout, training, need_weights, scale)
+        return fine2d_attention(q, k, v, r, mask, dropout, training, need_weights, scale, score_weight)
     contexts, probs = [], []
     for start in range(0, t, rows):
         stop = min(start + rows, t)
         chunk_mask = mask if mask is None or mask.shape[2] == 1 else mask[:, :, start:stop]  # (B|1, 1, rows|1, S)
         context, p = fine2d_attention(
-            q[:, :, start:stop], k, v, r, chunk_mask, dropout, training, need_weights, scale
+            q[:, :, start:stop], k, v, r, chunk_mask, dropout, training, need_weights, scale, score_weight
         )
         contexts.append(context)  # (B, H, rows, dₕ)
         probs.append(p)  # (B, H, rows, S) or None

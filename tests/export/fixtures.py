@@ -51,6 +51,10 @@ MODEL_CONFIGS.update({
     "phrase-representation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={
         "pooling": "attentive", "glance": "max", "activation": "sigmoid", "decoder_combination": "attentive",
         "transparent": True}),
+    # The other forms offered beside the papers' (model/attention/fine2d.py, model/phrase_representation_options.py).
+    "fine2d-cross-mlp": dict(encoder_layers=1, decoder_layers=2, cross_attention=AttentionConfig("fine2d", {"score": "mlp"})),
+    "phrase-representation-ablation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={
+        "pooling": "max", "activation": "relu", "decoder_combination": "residual", "transparent": False}),
     "alignment-biases": dict(encoder_layers=1, decoder_layers=2,
                              alignment_biases={"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}),
 })

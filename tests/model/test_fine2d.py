@@ -24,6 +24,9 @@ CONFIGS = {
     "cross": dict(cross_attention=FINE2D),
     "cross-no-key-term": dict(cross_attention=AttentionConfig("fine2d", {"key_term": False})),
     "cross-sqrt-head-dim": dict(cross_attention=AttentionConfig("fine2d", {"scale": "sqrt_head_dim"})),
+    "cross-mlp": dict(cross_attention=AttentionConfig("fine2d", {"score": "mlp"})),
+    "all-sites-mlp": {f"{site}_attention": AttentionConfig("fine2d", {"score": "mlp"})
+                      for site in ("encoder_self", "decoder_self", "cross")},
     "all-sites": dict(cross_attention=FINE2D, encoder_self_attention=FINE2D, decoder_self_attention=FINE2D),
     "cross+queryk-self": dict(
         cross_attention=FINE2D, encoder_self_attention=HETEROGENEOUS_QUERYK, decoder_self_attention=HETEROGENEOUS_QUERYK
@@ -131,6 +134,34 @@ def test_per_dimension_softmax_with_the_new_scale_by_hand():
         torch.testing.assert_close(context[0, 0, 0], expected, atol=1e-6, rtol=0)
         torch.testing.assert_close(probs[0, 0, 0], torch.tensor([sum(a0) / 4, 1 - sum(a0) / 4]), atol=1e-7, rtol=0)
     assert score_scale("per_dimension", 4, False) == 1.0  # one term: nothing to divide
+
+
+def test_the_papers_score_network_by_hand():
+    """f^d of eq. 7 in one head, dₕ = 2: e[s, d] = Σ_j W_o[d, j] tanh(q_j + k_sj), W_o = [[1, 2], [0, -1]];
+    q = (0.5, -0.5), keys (0.5, 1.5) and (-0.5, 0.5): hidden tanh(1, 1) and tanh(0, 0) = 0."""
+    q = torch.tensor([[[[0.5, -0.5]]]])
+    k = torch.tensor([[[[0.5, 1.5], [-0.5, 0.5]]]])
+    v = torch.tensor([[[[10.0, 20.0], [30.0, 40.0]]]])
+    w = torch.tensor([[[1.0, 2.0], [0.0, -1.0]]])  # (H, dₕ, dₕ)
+    t1 = math.tanh(1.0)
+    e0 = [3 * t1, -t1]  # key 0, dimensions 0 and 1; key 1 scores 0 in both
+    a0 = [1 / (1 + math.exp(-e)) for e in e0]  # softmax of (e, 0) over the two keys
+    context, probs = fine2d_attention(q, k, v, None, None, need_weights=True, score_weight=w)
+    torch.testing.assert_close(context[0, 0, 0], torch.tensor([a0[0] * 10 + (1 - a0[0]) * 30,
+                                                               a0[1] * 20 + (1 - a0[1]) * 40]), atol=1e-5, rtol=0)
+    torch.testing.assert_close(probs[0, 0, 0], torch.tensor([sum(a0) / 2, 1 - sum(a0) / 2]), atol=1e-6, rtol=0)
+
+
+def test_the_score_network_chunked_equals_unchunked():
+    q, k, v, _ = random_heads(5, t=7)
+    w = torch.randn(q.shape[1], q.shape[-1], q.shape[-1], generator=torch.Generator().manual_seed(6))
+    mask = attention_mask(torch.tensor([[False] * 4, [False, False, True, True]]), 7, 4, False, q.device)
+    whole = fine2d_attention(q, k, v, None, mask, need_weights=True, score_weight=w)
+    b, h, _, dh = q.shape
+    chunked = fine2d_attention_chunked(q, k, v, None, mask, need_weights=True, budget=2 * 2 * b * h * dh * 4,
+                                       score_weight=w)  # 2 target rows per chunk (the hidden layer halves the budget)
+    torch.testing.assert_close(chunked[0], whole[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(chunked[1], whole[1], atol=1e-7, rtol=0)
 
 
 def _row_spread(logits):
@@ -323,13 +354,20 @@ def test_every_option_problem_is_reported_with_its_site():
     with pytest.raises(ConfigError) as caught:
         tiny_config(cross_attention=AttentionConfig("fine2d", {"key_term": "yes", "ngrams": [1, 2], "heads": 2}))
     assert caught.value.problems == [
-        "cross: attention kind 'fine2d': unknown option(s) ['heads', 'ngrams']; known options: key_term, scale",
+        "cross: attention kind 'fine2d': unknown option(s) ['heads', 'ngrams']; known options: key_term, scale, score",
         "cross: attention kind 'fine2d': key_term must be true or false, got 'yes'",
     ]
     with pytest.raises(ConfigError) as caught:
-        tiny_config(cross_attention=AttentionConfig("fine2d", {"scale": 0.5}))
+        tiny_config(cross_attention=AttentionConfig("fine2d", {"scale": 0.5, "score": "dot"}))
     assert caught.value.problems == [
         "cross: attention kind 'fine2d': scale must be one of per_dimension, sqrt_head_dim, got 0.5",
+        "cross: attention kind 'fine2d': score must be one of product, mlp, got 'dot'",
+    ]
+    with pytest.raises(ConfigError) as caught:
+        tiny_config(cross_attention=AttentionConfig("fine2d", {"score": "mlp", "key_term": True, "scale": "per_dimension"}))
+    assert caught.value.problems == [
+        "cross: attention kind 'fine2d': key_term applies only to score 'product'",
+        "cross: attention kind 'fine2d': scale applies only to score 'product'",
     ]
 
 
@@ -352,7 +390,7 @@ def test_the_recipe_is_the_tiny_recipe_with_fine2d_cross_attention():
     }
     assert {k: v for k, v in recipe.model.items() if k != "cross_attention"} == tiny.model
     config = recipe.model_config(10000)
-    # Every option named: the key term and the per-dimension scale (model/attention/fine2d.py).
-    assert (config.cross_attention.kind, dict(config.cross_attention.options)) == (
-        "fine2d", {"key_term": True, "scale": "per_dimension"})
+    # The paper's score network f^d, named (model/attention/fine2d.py); key_term and scale are options
+    # of the product score only.
+    assert (config.cross_attention.kind, dict(config.cross_attention.options)) == ("fine2d", {"score": "mlp"})
     assert config.encoder_self_attention.kind == config.decoder_self_attention.kind == "vanilla"
