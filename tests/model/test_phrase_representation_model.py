@@ -216,3 +216,22 @@ def test_the_encoder_combination_uses_the_sigmoid_by_default_and_relu_on_request
     assert model_for("not-transparent").decoder_layers[0].phrase_attention.mix_logits is None
     assert model_for("pool-max").phrase_pooling[0].pooling == "max"
     assert not hasattr(model_for("pool-max").phrase_pooling[0], "score")  # no attention parameters
+
+
+@pytest.mark.parametrize("case", ["alone-max", "adaptation"])
+def test_the_encoder_combination_is_eq_7_and_8_in_plain_arithmetic(case):
+    """Encoder layer 1: its tokens attend to layer 0's phrases (eq. 7), then W₄σ(W₃[LN(x) | c] + b₃) + b₄
+    with σ the sigmoid (the paper) or ReLU (the adaptation) (eq. 8)."""
+    model = model_for(case, seed=6)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    sublayer = model.encoder_layers[1].phrase_combination
+    x, phrases = torch.randn(3, 8, model.config.d_model), torch.randn(3, 8, model.config.d_model)
+    mask = model.encode(SRC).phrase_chunks.eq(0)  # (B, S) True where no chunk starts
+    h = F.layer_norm(x, (x.shape[-1],), sublayer.norm.weight, sublayer.norm.bias, sublayer.norm.eps)
+    context = _attention_by_hand(sublayer.attention, h, phrases, mask)  # eq. 7
+    pre = torch.cat([h, context], -1) @ sublayer.merge.hidden.weight.T + sublayer.merge.hidden.bias
+    hidden = 1 / (1 + torch.exp(-pre)) if case == "alone-max" else pre.clamp(min=0)
+    expected = hidden @ sublayer.merge.out.weight.T + sublayer.merge.out.bias  # eq. 8
+    torch.testing.assert_close(sublayer(x, phrases, mask), expected, atol=1e-5, rtol=0)
