@@ -35,7 +35,7 @@ FORBIDDEN = {
     "network": ("model.decoding", "model.alignments"),
     "decoding": ("model.alignments",),
     "alignments": ("model.decoding", "model.transformer", "model.attention", "model.biases", "model.layers",
-                   "model.phrase_representation", "torch"),
+                   "model.phrase_representation.functional", "torch"),
     "text": ("model.decoding", "model.alignments", "model.transformer", "model.attention", "torch"),
 }
 
