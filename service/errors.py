@@ -147,7 +147,7 @@ class ErrorJSONResponse(JSONResponse):
 
 def error_body(message: str) -> bytes:
     """An error body without field details, byte for byte as the app renders one: for the answers
-    the HTTP protocol writes itself, below the app (service/header_deadline.py, service/http_protocol.py)."""
+    the HTTP protocol writes itself, below the app (service/http/header_deadline.py, service/http/protocol.py)."""
     return _error_json({"message": message, "detail": []})
 
 

@@ -14,8 +14,9 @@ from fastapi.responses import JSONResponse
 from service.errors import ClientDisconnected, CutOff
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
-from service.protected_translation import Served, alignment_needed, prepare_texts, serve
+from service.protected_translation import alignment_needed, prepare_texts, serve
 from service.schemas import ErrorResponse, HealthResponse, LiveResponse, TranslateRequest, TranslateResponse
+from service.served import Served
 from service.translator import Translator
 
 router = APIRouter()

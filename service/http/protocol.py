@@ -1,7 +1,7 @@
 """The HTTP/1.1 protocol the server runs: uvicorn's h11 protocol, hardened where uvicorn leaves a
 connection to the client's mercy. Pass ``serving_protocol(...)`` as ``uvicorn.Config(http=...)``.
 
-1. Request heads have a deadline (service/header_deadline.py).
+1. Request heads have a deadline (service/http/header_deadline.py).
 2. Malformed HTTP (a bad request line or header, broken chunked framing, a second Content-Length
    that disagrees): uvicorn answers a text/plain 400 of its own that no middleware sees, so it
    was never counted; and when the framing broke after the head (a bad chunk size), the app was
@@ -34,7 +34,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from service.errors import error_body
-from service.header_deadline import header_deadline_protocol
+from service.http.header_deadline import header_deadline_protocol
 from service.metrics import MALFORMED_STATUS
 
 try:  # POSIX: the kernel's send queue (_kernel_unsent)
