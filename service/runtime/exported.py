@@ -47,8 +47,8 @@ class ExportedRuntime(TranslationRuntime):
                 f'{options.alignment} alignments; ask with alignment="none"',
             )
         if options.alignment == "phrase" and not self.runner.has_phrase_attention:
-            # An export whose manifest does not say how it gives phrase attention (made before
-            # the step graph had that output): a phrasal model's map would silently change kind.
+            # An export whose manifest does not say how it gives phrase attention: a phrasal
+            # model's map would silently change kind.
             raise UnsupportedOption(
                 "alignment",
                 f"the {self.backend} export serving {self.pair} was made without its phrase attention, so it "

@@ -3,9 +3,9 @@
 Why: decoding a small model is bound by the host launching kernels. Every torch op releases the
 GIL while it runs and takes it back afterwards; when another thread of the same process is busy
 in Python (the event loop parsing requests and building responses under load), each take-back
-can wait for that thread's switch interval (5 ms). A probe on the 2-core dev machine: a loop of
-3,000 small matmuls took 0.21 s alone and 1.57 s beside one busy Python thread. In a child
-process the decode loop has a GIL of its own, and the request path keeps the parent's.
+can wait for that thread's switch interval (5 ms), so a loop of many small kernels slows several
+times over. In a child process the decode loop has a GIL of its own, and the request path keeps
+the parent's.
 
 The parent keeps a ``ProcessRuntime`` per served directory with the same interface as any
 runtime: ``translate`` sends the batch down a pipe and blocks (without the GIL) for the answer.
