@@ -33,6 +33,11 @@ def randomise_biases(model: Transformer, seed: int = 0) -> Transformer:
     return model
 
 
+def chunk_spans(chunks: torch.Tensor) -> list[list[tuple[int, int]]]:
+    """Readable segmentation: chunks (B, S) -> per row the [start, end) of each chunk, in order."""
+    return [[(j, j + n) for j, n in enumerate(row) if n > 0] for row in chunks.tolist()]
+
+
 def imported_packages(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

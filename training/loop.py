@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 import torch
 from tqdm import tqdm
@@ -468,10 +468,3 @@ def freeze_except(model: torch.nn.Module, prefixes: list[str]) -> int:
         parameter.requires_grad_(any(name.startswith(p) for p in prefixes))
         frozen += 0 if parameter.requires_grad else parameter.numel()
     return frozen
-
-
-def read_log(run_dir: str | Path, event: str | None = None) -> list[dict[str, Any]]:
-    path = Path(run_dir) / LOG_FILE
-    lines: Iterable[str] = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    records = [json.loads(line) for line in lines if line.strip()]
-    return [r for r in records if event is None or r["event"] == event]

@@ -10,12 +10,12 @@ from model.errors import ConfigError
 from model.phrase_representation import (
     attentive_pool,
     chunk_phrase_table,
-    chunk_spans,
     fixed_chunks,
     tokens_per_chunk,
     transparent_mix,
     transparent_weights,
 )
+from tests.helpers import chunk_spans
 
 
 def pad_mask(lengths, width):
