@@ -51,14 +51,17 @@ def load_default_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
     specs = [RuntimeSpec(settings.backend, path, settings.device) for path in paths]
     if not settings.inference_process:
         return [load_runtime(spec) for spec in specs]
-    options = ProcessOptions(
+    return load_process_runtimes([partial(load_runtime, spec) for spec in specs], process_options(settings))
+
+
+def process_options(settings: Settings) -> ProcessOptions:
+    return ProcessOptions(
         request_timeout_s=settings.request_timeout_s,
         grace_s=settings.inference_grace_s,
         restart_backoff_s=settings.inference_restart_backoff_s,
         restart_backoff_max_s=settings.inference_restart_backoff_max_s,
         warmup=settings.warmup,
     )
-    return load_process_runtimes([partial(load_runtime, spec) for spec in specs], options)
 
 
 def body_routes(routes: APIRouter) -> set[tuple[str, str]]:

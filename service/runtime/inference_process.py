@@ -25,17 +25,17 @@ settings, so no secrets (API keys are the parent's business).
 
 Watchdog (``ProcessOptions``): a model call still unanswered ``request_timeout_s + grace_s``
 after it was sent is stuck (a stopped or hung child): nobody waits for its answer any more, so
-the child is killed and a new one started. Past ``request_timeout_s`` the runtime already reports itself
-"stalled" (/health/ready 503), so that the load balancer stops sending while it lasts. A child
-idle for ``grace_s`` is pinged (when no batch holds the pipe) and replaced the same way
-when it does not answer within that time, or is gone: a stopped or dead child is found before
-a request runs into it.
+the child is killed and a new one started. Past ``request_timeout_s`` the runtime already
+reports itself "stalled" (/health/ready 503), so that the load balancer stops sending while it
+lasts. A child idle for ``grace_s`` is pinged (when no batch holds the pipe) and replaced the
+same way when it does not answer within that time, or is gone: a stopped or dead child is found
+before a request runs into it.
 
 A new child that fails to load (its model directory gone, say) is not retried per request: the
 runtime reports "failed" with the child's reason, batches are refused at once (503 with
-Retry-After), and a background thread retries after ``restart_backoff_s``, doubling
-the wait after each failure up to ``restart_backoff_max_s``. Every start after the
-first counts as a restart (``restarts()``, exported as ``phrasal_inference_restarts_total``).
+Retry-After), and a background thread retries after ``restart_backoff_s``, doubling the wait
+after each failure up to ``restart_backoff_max_s``. Every start after the first counts as a
+restart (``restarts()``, exported as ``phrasal_inference_restarts_total``).
 
 Cancellation: the parent and its children share one counter, the highest batch number whose
 requests all went away; the child's search checks it between decoding steps
@@ -100,11 +100,11 @@ class ProcessOptions:
     """The watchdog's and the restarts' timing (the module docstring), and whether a new child is
     warmed up before it serves."""
 
-    request_timeout_s: float = 30.0
-    grace_s: float = 10.0
-    restart_backoff_s: float = 1.0
-    restart_backoff_max_s: float = 60.0
-    warmup: bool = True
+    request_timeout_s: float
+    grace_s: float
+    restart_backoff_s: float
+    restart_backoff_max_s: float
+    warmup: bool
 
 
 def load_process_runtimes(loaders: Sequence[RuntimeLoader], options: ProcessOptions) -> list[TranslationRuntime]:

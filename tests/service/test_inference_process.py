@@ -12,12 +12,11 @@ from functools import partial
 import pytest
 
 from model.artifacts import save_model_dir
-from service.app import create_app
+from service.app import create_app, process_options
 from service.runtime.base import DecodeOptions, TextRejected
 from service.runtime.factory import RuntimeSpec, load_runtime
 from service.runtime.inference_process import (
     InferenceProcessDied,
-    ProcessOptions,
     ProcessRuntime,
     load_process_runtimes,
 )
@@ -40,7 +39,7 @@ def settings(model_dir):
     return Settings(model_dirs=[model_dir], device="cpu", max_length_ratio=0.5, max_length_offset=2, warmup=False)
 
 
-NO_WARMUP = ProcessOptions(warmup=False)
+NO_WARMUP = process_options(Settings(warmup=False))
 
 
 def loader(path, device: str = "cpu"):

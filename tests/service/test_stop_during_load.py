@@ -11,11 +11,12 @@ from functools import partial
 
 import pytest
 
+from service.app import process_options
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
 from service.runtime.base import ModelLoadFailed, load_abandoned
 from service.runtime.factory import RuntimeSpec, load_runtime
-from service.runtime.inference_process import ProcessOptions, load_process_runtimes
+from service.runtime.inference_process import load_process_runtimes
 from service.settings import Settings
 from tests.service.fake_runtime import FakeRuntime
 
@@ -80,7 +81,7 @@ def test_an_abandoned_load_kills_the_loading_children(tmp_path):
     token = load_abandoned.set(abandon)
     try:
         with pytest.raises(ModelLoadFailed) as error:
-            load_process_runtimes([load], ProcessOptions())
+            load_process_runtimes([load], process_options(Settings()))
     finally:
         load_abandoned.reset(token)
     assert str(error.value) == "loading stopped: the server is shutting down"
