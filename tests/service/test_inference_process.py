@@ -105,8 +105,8 @@ def test_close_stops_the_child_and_later_calls_fail_cleanly(model_dir):
 
 
 def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(model_dir):
-    # After the drain nobody reads the batch; waiting for it held SIGTERM's exit a whole batch
-    # past the drain timeout (13 s on CPU), long enough for an orchestrator's SIGKILL to orphan it.
+    # After the drain nobody reads the batch; waiting for it would hold SIGTERM's exit a whole
+    # batch past the drain timeout, long enough for an orchestrator's SIGKILL to orphan the child.
     runtime = ProcessRuntime(loader(model_dir), NO_WARMUP)
     runtime.wait_loaded()
     process = runtime._process
@@ -159,7 +159,7 @@ def test_service_on_a_child_process_answers_like_in_process(settings):
 
 
 def test_a_load_failure_in_the_child_is_shown_once_prefixed(tmp_path, settings):
-    # The child's "ArtifactError: ..." was shown as "RuntimeError: ArtifactError: ...".
+    # The child's "ArtifactError: ..." is shown as it is, not wrapped in "RuntimeError: ...".
     broken = tmp_path / "en-de"
     broken.mkdir()
     app = create_app(settings.model_copy(update={"model_dirs": [broken], "inference_process": True}))

@@ -139,8 +139,8 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_exits_0():
 
 
 def test_idle_connections_do_not_count_against_max_connections():
-    # uvicorn's own limit counted open sockets: three silent ones locked every request out,
-    # /health/ready included, for as long as the client held them.
+    # Open sockets do not count (uvicorn's own limit would count them: three silent ones would
+    # lock every request out, /health/ready included, for as long as the client held them).
     server = Server(max_connections="2")
     idle = []
     try:
