@@ -33,6 +33,11 @@ def randomise_biases(model: Transformer, seed: int = 0) -> Transformer:
     return model
 
 
+def chunk_spans(chunks: torch.Tensor) -> list[list[tuple[int, int]]]:
+    """Readable segmentation: chunks (B, S) -> per row the [start, end) of each chunk, in order."""
+    return [[(j, j + n) for j, n in enumerate(row) if n > 0] for row in chunks.tolist()]
+
+
 def imported_packages(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -41,6 +46,67 @@ def imported_packages(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
     return names
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every absolute module name a file imports, anywhere in it (function bodies and
+    TYPE_CHECKING blocks included): ``from a.b import c`` gives "a.b" and "a.b.c"."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycles(root: Path, package: str) -> list[list[str]]:
+    """The import cycles among ``package``'s modules (files under root/package): each strongly
+    connected group of more than one module, sorted (Tarjan's algorithm)."""
+    files = {module_name(p, root): p for p in sorted((root / package).rglob("*.py"))}
+    edges: dict[str, set[str]] = {}
+    for name, path in files.items():
+        targets = set()
+        for imported in imported_modules(path):
+            while imported and imported not in files:  # "a.b.c" names a function of module a.b
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        edges[name] = targets
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for name in edges:
+        if name not in index:
+            visit(name)
+    return sorted(groups)
 
 
 class FullPassDecoder:

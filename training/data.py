@@ -15,6 +15,8 @@ from typing import Sequence
 
 import torch
 
+from model.text.tokenizer import Tokenizer
+
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 
 
@@ -182,3 +184,19 @@ def reverse_batch(batch: Batch, *, pad_id: int = PAD_ID, bos_id: int = BOS_ID, e
     shifted = torch.cat([bos, batch.src[:, :-1]], dim=1)  # (B, S): [BOS] + x + [EOS] (cut at the widest row)
     tgt_in = shifted.masked_fill(shifted.eq(eos_id), pad_id)
     return Batch(batch.tgt_out, tgt_in, batch.src, list(batch.indices))
+
+
+@dataclass
+class Data:
+    """What a run trains and validates on: the tokenizer, the encoded splits, and the validation
+    sentences BLEU is measured on."""
+
+    tokenizer: Tokenizer
+    spm_path: Path
+    train: ParallelDataset
+    valid: ParallelDataset
+    bleu_src: list[str]
+    bleu_ref: list[str]
+    # With a supervised alignment head: per training pair (dataset index), its (source piece, target
+    # piece) label links (training.alignment_labels); None otherwise.
+    train_alignment: list[list[tuple[int, int]]] | None = None

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from model.decoding import defaults as decoding_defaults
-from training.cli import UsageError, _Parser
+from training.usage import OneLineParser, UsageError
 
 PROG = "phrasal-eval"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Translate and score with a phrasal model directory.")
+    p = OneLineParser(prog=PROG, description="Translate and score with a phrasal model directory.")
     p.add_argument("--model-dir", type=Path, required=True)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--split", help="a split of --data-dir, e.g. test_2016_flickr (languages from the manifest)")

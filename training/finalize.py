@@ -12,6 +12,7 @@ from model.config import ModelConfig
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.recipe import RecipeError, TrainingRecipe
+from training.validation import validate
 
 SYMMETRIC = "symmetric"
 # The two models of a symmetric run, as its checkpoints name them (training.symmetric.DirectionPair).
@@ -59,8 +60,6 @@ def _save(model: Transformer, out_dir: str | Path, spm_path: Path, *, source_lan
     model.to(device).eval()
     info = {**info, "weights_dtype": "float16" if fp16 else "float32"}
     if data is not None and data.bleu_src:
-        from training.loop import validate
-
         amp = torch.device(device).type == "cuda" and recipe.amp == "bf16"
         result = validate(model, data, recipe, torch.device(device), amp)
         info.update(val_loss=result["loss"], val_bleu=result["bleu"], val_bleu_signature=result["bleu_signature"],

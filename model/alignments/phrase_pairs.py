@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from model.alignments.word_alignment import TokenAlignment, Word, group_words
+from model.alignments.word_alignment import TokenAlignment, group_words
 from model.alignments.attention_phrases import PhraseLink
 
 Span = tuple[int, int]
@@ -49,11 +49,6 @@ class PhraseMap:
 
     origin: PhraseOrigin
     pairs: list[PhrasePair]
-
-
-def char_span(words: Sequence[Word], span: Span) -> Span:
-    """Character offsets of words [span[0], span[1]) in the string they came from."""
-    return words[span[0]].start, words[span[1] - 1].end
 
 
 def _close(target: Span, source: Span, source_of: dict[int, int]) -> tuple[Span, Span]:

@@ -53,11 +53,6 @@ def fixed_chunks(pad_mask: torch.Tensor) -> torch.Tensor:
     return torch.where(starts, sizes, torch.zeros_like(sizes))
 
 
-def chunk_spans(chunks: torch.Tensor) -> list[list[tuple[int, int]]]:
-    """Readable segmentation: chunks (B, S) -> per row the [start, end) of each chunk, in order."""
-    return [[(j, j + n) for j, n in enumerate(row) if n > 0] for row in chunks.tolist()]
-
-
 def chunk_members(chunks: torch.Tensor) -> torch.Tensor:
     """(B, S) -> (B, S, MAX_CHUNK) bool: [b, j, m] True when token j+m belongs to the chunk starting at j."""
     offsets = torch.arange(MAX_CHUNK, device=chunks.device)  # (W,)

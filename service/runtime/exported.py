@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 from model.text.tokenizer import Tokenizer
 from service.runtime.base import (DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
@@ -46,8 +47,8 @@ class ExportedRuntime(TranslationRuntime):
                 f'{options.alignment} alignments; ask with alignment="none"',
             )
         if options.alignment == "phrase" and not self.runner.has_phrase_attention:
-            # An export whose manifest does not say how it gives phrase attention (made before
-            # the step graph had that output): a phrasal model's map would silently change kind.
+            # An export whose manifest does not say how it gives phrase attention: a phrasal
+            # model's map would silently change kind.
             raise UnsupportedOption(
                 "alignment",
                 f"the {self.backend} export serving {self.pair} was made without its phrase attention, so it "
@@ -68,14 +69,11 @@ class ExportedRuntime(TranslationRuntime):
         )
 
 
-def load_exported_runtimes(settings, backend: str) -> list[TranslationRuntime]:
-    """One runtime per ``settings.export_dirs`` entry; each export is checked (sha256 of every
-    file, target, passed verification) before it is served."""
+def load_exported_runtime(path: Path, device: str, backend: str) -> ExportedRuntime:
+    """The export at ``path``, checked (sha256 of every file, target, passed verification) before
+    it is served."""
     from export.runners import open_runner  # engines load only when a backend is chosen
 
-    runtimes: list[TranslationRuntime] = []
-    for path in settings.export_dirs:
-        runner = open_runner(path, device=settings.device, target=backend)
-        log.info("loaded %s (%s %s) for %s", path, backend, runner.exported.options, runner.exported.pair)
-        runtimes.append(ExportedRuntime(runner, backend))
-    return runtimes
+    runner = open_runner(path, device=device, target=backend)
+    log.info("loaded %s (%s %s) for %s", path, backend, runner.exported.options, runner.exported.pair)
+    return ExportedRuntime(runner, backend)

@@ -3,10 +3,10 @@ driven through an IncrementalDecoder over two ORT sessions (encoder, decoder ste
 state is reordered outside the graphs (export/onnx_runner.py, export/step_search.py)."""
 from __future__ import annotations
 
-from service.runtime.base import TranslationRuntime
-from service.runtime.exported import load_exported_runtimes
-from service.settings import Settings
+from pathlib import Path
+
+from service.runtime.exported import ExportedRuntime, load_exported_runtime
 
 
-def load_runtimes(settings: Settings) -> list[TranslationRuntime]:
-    return load_exported_runtimes(settings, "onnx")
+def load_runtime(path: Path, device: str = "auto") -> ExportedRuntime:
+    return load_exported_runtime(path, device, "onnx")

@@ -12,13 +12,13 @@ from model.phrase_representation.functional import (
     attentive_combination,
     attentive_pool,
     chunk_phrase_table,
-    chunk_spans,
     fixed_chunks,
     plain_pool,
     tokens_per_chunk,
     transparent_mix,
     transparent_weights,
 )
+from tests.helpers import chunk_spans
 
 
 def pad_mask(lengths, width):

@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from model.attention.registry import attention_class, known_attention_kinds
 from model.config import AttentionConfig
 from model.decoding.generate import SearchOptions, generate
-from model.phrase_representation.functional import chunk_spans
 from model.alignments.attention_phrases import phrase_links
-from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
+from tests.helpers import (assert_cached_search_equals_uncached, assert_incremental_equals_full_pass,
+                           assert_padding_changes_nothing, chunk_spans, tiny_model)
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])

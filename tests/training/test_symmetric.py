@@ -14,11 +14,12 @@ from training import checkpoints as ckpt
 from training import symmetric
 from training.cli import main as train_main
 from training.data import collate, reverse_batch
-from training.loop import DirectionalObjective, read_log
+from training.loop import DirectionalObjective
 from training.losses import global_fertility_loss, label_smoothed_loss, real_token_mask, trace_bonus
 from training.recipe import load_recipe
 from training.symmetric import DirectionPair, SymmetricObjective, initial_pair, read_initial_model, train_symmetric
 from training.translate import translate_batch
+from tests.training.support import read_log
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "recipes" / "smoke.json"
