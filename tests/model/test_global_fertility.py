@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
+from model.model_dir import load_model_dir, save_model_dir
 from model.config import ModelConfig
 from model.errors import ConfigError
 from tests.helpers import tiny_config, tiny_model
@@ -123,7 +123,7 @@ def test_the_trainers_objective_adds_the_weighted_term_of_the_reduction(reductio
     """direction_loss: objective − cross-entropy = weight · Σᵢ −log N(fᵢ; μᵢ, σ²ᵢ) divided by the target
     tokens ("sum", the paper's) or by the source positions ("mean"), fᵢ summed by hand here."""
     from training.data import Batch
-    from training.loop import direction_loss
+    from training.validation import direction_loss
 
     model = tiny_model(global_fertility={"weight": 0.7, "reduction": reduction}).eval()
     batch = Batch(src=SRC, tgt_in=TGT_IN, tgt_out=TGT_OUT, indices=[0, 1])

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.transformer import Transformer
+from tests.training.support import read_log
 from training import checkpoints as ckpt
 from training.cli import main as train_main
 from training.initialization import InitialModel, check_initial_config
-from training.loop import read_log
 from training.recipe import load_recipe
 from training.study_spec import load_study
 
