@@ -41,6 +41,10 @@ class Settings(BaseSettings):
         description="One model directory per language pair served.",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    # Static-state decoding (model/decoding/static_decoding.py; with CUDA graphs on CUDA) or the
+    # eager search, for backend "torch". "auto": the one measured fastest for the device
+    # (service/runtime/torch_runtime.py STATIC_BY_DEFAULT).
+    static_decoding: Literal["auto", "on", "off"] = "auto"
     # Which engine serves (service/runtime/factory.py). "torch" serves model_dirs; the others
     # serve export_dirs, written by `phrasal-export {onnx,torchscript,ct2}` (one per pair).
     backend: Literal["torch", "onnx", "torchscript", "ct2"] = "torch"

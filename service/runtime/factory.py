@@ -25,10 +25,13 @@ class RuntimeSpec:
     backend: str
     path: Path
     device: str = "auto"
+    # Backend "torch" only: STATIC_DECODING ("auto", "on", "off"; service/runtime/torch_runtime.py).
+    static_decoding: str = "auto"
 
 
 def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
     module = BACKEND_MODULES.get(spec.backend)
     if module is None:
         raise ValueError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKEND_MODULES)}")
-    return importlib.import_module(module).load_runtime(spec.path, spec.device)
+    options = {"static_decoding": spec.static_decoding} if spec.backend == "torch" else {}
+    return importlib.import_module(module).load_runtime(spec.path, spec.device, **options)

@@ -12,7 +12,9 @@ from model.alignments.word_alignment import TokenAlignment, token_alignment
 from model.model_dir import LoadedModel, load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
 from model.decoding.beam_search import Hypothesis
+from model.decoding.cuda_graph_step import step_runner
 from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
+from model.decoding.static_decoding import StaticGenerator
 from model.layers import has_phrases
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
@@ -31,6 +33,17 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+# Devices on which static decoding is measured at least as fast as the eager search: what
+# STATIC_DECODING=auto takes. CPU is not (results/static_decode_cpu.md); CUDA is unmeasured
+# (benchmarks/static_decode_speed.py --device cuda decides; then add "cuda").
+STATIC_BY_DEFAULT: frozenset[str] = frozenset()
+
+
+def use_static_decoding(setting: str, device: torch.device) -> bool:
+    """STATIC_DECODING ("auto", "on", "off") for a device."""
+    return setting == "on" or (setting == "auto" and device.type in STATIC_BY_DEFAULT)
+
+
 def has_native_phrases(model: Transformer) -> bool:
     """Whether the alignment layer attends to source phrases (n-grams or chunks) itself."""
     layer = model.decoder_layers[model.config.alignment_layer_index]
@@ -40,7 +53,7 @@ def has_native_phrases(model: Transformer) -> bool:
 class TorchRuntime(TranslationRuntime):
     backend = "torch"
 
-    def __init__(self, loaded: LoadedModel, device: torch.device):
+    def __init__(self, loaded: LoadedModel, device: torch.device, static_decoding: bool = False):
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.device = device
@@ -55,6 +68,8 @@ class TorchRuntime(TranslationRuntime):
         has_head = self.model.supervised_alignment is not None
         self.alignment_methods = ("attention", "shift", "supervised") if has_head else ("attention", "shift")
         self.default_alignment_method = "supervised" if has_head else "attention"
+        # Preallocated state per bucket, kept for the runtime's life (CUDA graphs read it).
+        self.static = StaticGenerator(self.model, step_runner(device)) if static_decoding else None
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -109,11 +124,13 @@ class TorchRuntime(TranslationRuntime):
     ) -> list[list[Hypothesis]]:
         tokenizer = self.loaded.tokenizer
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
+        if self.static is not None:
+            return self.static.generate(src, search, should_stop)
         return generate(self.model, src, search, should_stop)
 
 
-def load_runtime(path: Path, device: str = "auto") -> TorchRuntime:
+def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto") -> TorchRuntime:
     resolved = resolve_device(device)
     loaded = load_model_dir(path, device="cpu")
     log.info("loaded %s (%s-%s) on %s", path, loaded.source_lang, loaded.target_lang, resolved)
-    return TorchRuntime(loaded, resolved)
+    return TorchRuntime(loaded, resolved, use_static_decoding(static_decoding, resolved))
