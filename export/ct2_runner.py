@@ -3,7 +3,8 @@
 The mapping keeps the two searches equal where it matters:
 - score: CTranslate2 finalises a hypothesis with `score = log_prob / len ** length_penalty`
   where len counts EOS (its decoding keeps EOS in the hypothesis until after scoring), which is
-  exactly our formula; both search the 2K best candidates, admit EOS only among the first K,
+  exactly our formula for length_penalty_form "power" (CTranslate2 has no other: "gnmt" is
+  refused with an error, never approximated); both search the 2K best candidates, admit EOS only among the first K,
   start with beam 0 alone, and stop a sentence at K finished hypotheses (patience 1).
 - length: our per-sentence limit `ceil(ratio * (pieces + 1)) + offset` tokens before EOS becomes
   `max_decoding_length = limit + 1` steps; sentences are grouped by limit because CTranslate2
@@ -28,6 +29,7 @@ from collections import defaultdict
 import torch
 
 from model.decoding.beam_search import Hypothesis
+from model.decoding.length_penalty import ct2_problem
 from model.decoding.generate import PhrasalHypothesis, SearchOptions
 from model.text.tokenizer import Tokenizer
 from export.exported_dir import ExportedDir
@@ -79,6 +81,9 @@ class Ct2Runner:
 
     def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
         """Sources are piece ids without EOS (CTranslate2 adds it); n-best hypotheses per source."""
+        why = ct2_problem(options.length_penalty_form)
+        if why is not None:  # never rank with the other formula
+            raise ValueError(why)
         phrases = options.return_phrase_attention
         with_attention = options.return_attention or phrases
         groups: dict[int, list[int]] = defaultdict(list)

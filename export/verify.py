@@ -222,6 +222,7 @@ def verify(
         "source": str(data.source_file) if data.source_file is not None else "",
         "beam_size": beam_size,
         "length_penalty": options.length_penalty,
+        "length_penalty_form": options.length_penalty_form,
         "identical_top": identical,
         "identical_rate": round(rate, 6),
         "max_abs_score_diff": max(diffs, default=0.0),

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from model.decoding.length_penalty import ct2_problem
 from service.runtime.base import DecodeOptions
 
 # The request schema's hard bound on beam_size; the default below must respect it.
@@ -61,6 +62,9 @@ class Settings(BaseSettings):
     max_length_ratio: float = Field(_DECODING.max_length_ratio, gt=0)
     max_length_offset: int = Field(_DECODING.max_length_offset, ge=0)
     length_penalty: float = Field(_DECODING.length_penalty, ge=0)
+    # lp(|y|) = |y|^length_penalty ("power") or ((5+|y|)/6)^length_penalty ("gnmt", Wu et al. 2016
+    # eq. 14) (model/decoding/length_penalty.py). Backend ct2 has only "power" and refuses "gnmt" at start.
+    length_penalty_form: Literal["power", "gnmt"] = _DECODING.length_penalty_form  # type: ignore[assignment]
     # Where word alignments come from when a request names no "alignment_method": "auto" = each
     # model's best measured method (the supervised head where the model has one, else shift-att).
     alignment_method: Literal["auto", "attention", "shift", "supervised", "bidirectional"] = "auto"
@@ -149,6 +153,8 @@ class Settings(BaseSettings):
     def _consistent_serving_limits(self) -> Settings:
         # Every problem at once, like ModelConfig.
         problems = []
+        if self.backend == "ct2" and (why := ct2_problem(self.length_penalty_form)) is not None:
+            problems.append(f"backend 'ct2': {why}")
         if self.max_segments > self.max_queue:
             problems.append(f"max_queue ({self.max_queue}) must hold one full request (max_segments={self.max_segments})")
         for name, key in self.api_keys.items():

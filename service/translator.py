@@ -135,6 +135,7 @@ class Translator:
             max_length_ratio=settings.max_length_ratio,
             max_length_offset=settings.max_length_offset,
             length_penalty=settings.length_penalty,
+            length_penalty_form=settings.length_penalty_form,
         )
 
     async def translate(

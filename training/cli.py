@@ -29,7 +29,8 @@ from training.usage import OneLineParser, UsageError
 PROG = "phrasal-train"
 # Keys that change how a run is observed or saved, not what it trains: a resumed run may change them.
 RESUMABLE_CHANGES = {"max_updates", "log_interval", "val_interval", "val_every_epoch", "val_bleu_sentences",
-                     "val_beam", "decode_max_len_a", "decode_max_len_b", "checkpoint_interval", "keep_last",
+                     "val_beam", "decode_max_len_a", "decode_max_len_b", "decode_length_penalty",
+                     "decode_length_penalty_form", "checkpoint_interval", "keep_last",
                      "average_last", "export_fp16", "name"}
 
 

@@ -4,6 +4,10 @@
     python -m training.evaluate --model-dir models/en-de --src in.en --ref in.de --out hyps.de --json
     python -m training.evaluate --model-dir models/en-de --src in.en            # hypotheses to stdout
 
+The length penalty (α and its form, model/decoding/length_penalty.py) is the one the model's recipe names
+(`decode_length_penalty`, `decode_length_penalty_form` in the manifest's training recipe), else
+the shared default |y|^1; --length-penalty / --length-penalty-form override it.
+
 Scores, each printed with its sacreBLEU signature: BLEU cased on detokenised text (13a), BLEU
 lowercased (sacreBLEU lowercase=True, the convention of the published Multi30k anchors), chrF.
 """
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from model.decoding import defaults as decoding_defaults
+from model.decoding.length_penalty import FORMS
 from training.usage import OneLineParser, UsageError
 
 PROG = "phrasal-eval"
@@ -31,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", type=Path, help="reference translations for --src, one a line")
     p.add_argument("--data-dir", type=Path, default=Path("data/multi30k"))
     p.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
-    p.add_argument("--length-penalty", type=float, default=decoding_defaults.LENGTH_PENALTY)
+    p.add_argument("--length-penalty", type=float, default=None,
+                   help=f"α (default: the model's recipe, else {decoding_defaults.LENGTH_PENALTY})")
+    p.add_argument("--length-penalty-form", choices=FORMS, default=None,
+                   help=f"power: |y|^α; gnmt: ((5+|y|)/6)^α (default: the model's recipe, else "
+                        f"{decoding_defaults.LENGTH_PENALTY_FORM})")
     p.add_argument("--batch-size", type=int, default=64, help="sentences a batch")
     p.add_argument("--limit", type=int, help="first N sentences only")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -51,6 +60,18 @@ def score(hyps: Sequence[str], refs: Sequence[str]) -> dict[str, dict[str, Any]]
     return out
 
 
+def length_penalty_of(manifest: dict[str, Any], alpha: float | None, form: str | None) -> tuple[float, str]:
+    """(α, form): what the command line gives, else what the model's training recipe names, else the defaults."""
+    training = manifest.get("training")
+    recipe = training.get("recipe") if isinstance(training, dict) else None
+    recipe = recipe if isinstance(recipe, dict) else {}
+    if alpha is None:
+        alpha = recipe.get("decode_length_penalty", decoding_defaults.LENGTH_PENALTY)
+    if form is None:
+        form = recipe.get("decode_length_penalty_form", decoding_defaults.LENGTH_PENALTY_FORM)
+    return alpha, form
+
+
 LABELS = {"bleu": "BLEU cased detok 13a", "bleu_lowercase": "BLEU lowercased 13a", "chrf": "chrF2"}
 
 
@@ -58,6 +79,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.beam < 1 or args.batch_size < 1:
         raise UsageError("--beam and --batch-size must be >= 1")
+    if args.length_penalty is not None and not args.length_penalty >= 0:
+        raise UsageError(f"--length-penalty must be >= 0, got {args.length_penalty}")
     if args.ref is not None and args.src is None:
         raise UsageError("--ref needs --src")
 
@@ -79,9 +102,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     if refs is not None and len(refs) != len(src):
         raise UsageError(f"{len(src)} source but {len(refs)} reference lines")
 
+    alpha, form = length_penalty_of(loaded.manifest, args.length_penalty, args.length_penalty_form)
     started = time.perf_counter()
     hyps = translate_batch(loaded.model, loaded.tokenizer, src, args.beam, batch_size=args.batch_size,
-                           length_penalty=args.length_penalty)
+                           length_penalty=alpha, length_penalty_form=form)
     seconds = time.perf_counter() - started
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +116,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {
         "model_dir": str(args.model_dir), "source_lang": loaded.source_lang, "target_lang": loaded.target_lang,
         "split": args.split, "src": str(args.src) if args.src else None, "sentences": len(src), "beam": args.beam,
-        "length_penalty": args.length_penalty, "device": str(device), "seconds": round(seconds, 2),
+        "length_penalty": alpha, "length_penalty_form": form, "device": str(device), "seconds": round(seconds, 2),
         "torch": torch.__version__,
     }
     if refs is not None:
@@ -101,7 +125,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     elif refs is not None:
         print(f"{loaded.source_lang}->{loaded.target_lang} {args.split or args.src}: {len(src)} sentences, "
-              f"beam {args.beam}, {seconds:.1f}s on {device}")
+              f"beam {args.beam}, length penalty {form} α={alpha}, {seconds:.1f}s on {device}")
         for key, label in LABELS.items():
             print(f"{label:22s} = {report[key]['score']:6.2f}  {report[key]['signature']}")
     return 0

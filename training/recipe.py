@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from model.decoding import defaults as decoding_defaults
+from model.decoding.length_penalty import FORMS as LENGTH_PENALTY_FORMS
 from model.config import ModelConfig
 from model.errors import ConfigError
 
@@ -77,6 +78,11 @@ class TrainingRecipe:
     val_beam: int = 1
     decode_max_len_a: float = decoding_defaults.MAX_LENGTH_RATIO  # decoding length limit: a * source length + b
     decode_max_len_b: int = decoding_defaults.MAX_LENGTH_OFFSET
+    # How the model is decoded (validation BLEU; `phrasal-eval` reads it from the model directory's
+    # manifest): score = log P / lp(|y|), lp = |y|^α ("power") or ((5+|y|)/6)^α ("gnmt", Wu et al.
+    # 2016 eq. 14), α = decode_length_penalty (model/decoding/length_penalty.py). A recipe names the form its paper used.
+    decode_length_penalty: float = decoding_defaults.LENGTH_PENALTY
+    decode_length_penalty_form: str = decoding_defaults.LENGTH_PENALTY_FORM
     checkpoint_interval: int = 100
     keep_last: int = 10
     average_last: int = 10
@@ -173,7 +179,7 @@ _INT_FIELDS = ("max_len", "spm_vocab_size", "max_tokens", "accumulate", "max_upd
 _POSITIVE_INT = {"max_len", "spm_vocab_size", "max_tokens", "accumulate", "max_updates", "warmup", "log_interval",
                  "val_interval", "val_beam", "checkpoint_interval", "keep_last", "average_last"}
 _FLOAT_FIELDS = ("spm_character_coverage", "adam_eps", "weight_decay", "label_smoothing", "clip_norm",
-                 "decode_max_len_a")
+                 "decode_max_len_a", "decode_length_penalty")
 _STR_FIELDS = ("name", "data_dir", "train_split", "valid_split", "source_lang", "target_lang")
 _BOOL_FIELDS = ("spm_byte_fallback", "val_every_epoch", "export_fp16")
 
@@ -216,6 +222,9 @@ def _problems(d: Mapping[str, Any]) -> list[str]:
         problems.append(f"betas must be two numbers in [0, 1), got {betas!r}")
     if get("spm_model_type") not in ("unigram", "bpe"):
         problems.append(f"spm_model_type must be 'unigram' or 'bpe', got {get('spm_model_type')!r}")
+    if get("decode_length_penalty_form") not in LENGTH_PENALTY_FORMS:
+        problems.append(f"decode_length_penalty_form must be one of {', '.join(LENGTH_PENALTY_FORMS)}, "
+                        f"got {get('decode_length_penalty_form')!r}")
     if get("amp") not in ("bf16", "off"):
         problems.append(f"amp must be 'bf16' or 'off', got {get('amp')!r}")
     if not _is_number(get("lr")) or get("lr") <= 0:

@@ -28,6 +28,7 @@ def autocast_context(device: torch.device, amp: bool) -> contextlib.AbstractCont
 @torch.inference_mode()
 def translate_batch(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str], beam: int = defaults.BEAM_SIZE, *,
                     batch_size: int = 64, length_penalty: float = defaults.LENGTH_PENALTY,
+                    length_penalty_form: str = defaults.LENGTH_PENALTY_FORM,
                     max_length_ratio: float = defaults.MAX_LENGTH_RATIO,
                     max_length_offset: int = defaults.MAX_LENGTH_OFFSET, amp: bool = False) -> list[str]:
     """Translate `texts` (detokenised strings in, detokenised strings out, same order).
@@ -40,7 +41,7 @@ def translate_batch(model: Transformer, tokenizer: Tokenizer, texts: Sequence[st
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    options = SearchOptions(beam_size=beam, n_best=1, length_penalty=length_penalty,
+    options = SearchOptions(beam_size=beam, n_best=1, length_penalty=length_penalty, length_penalty_form=length_penalty_form,
                             max_length_ratio=max_length_ratio, max_length_offset=max_length_offset)
     lengths = [len(ids) for ids in tokenizer.encode_batch(list(texts))]
     order = sorted(range(len(texts)), key=lambda i: lengths[i])

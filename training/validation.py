@@ -84,7 +84,8 @@ def validate(model: Transformer, data: Data, recipe: TrainingRecipe, device: tor
     if data.bleu_src:
         hyps = translate_batch(model, data.tokenizer, data.bleu_src, recipe.val_beam, batch_size=128,
                                max_length_ratio=recipe.decode_max_len_a, max_length_offset=recipe.decode_max_len_b,
-                               amp=amp)
+                               length_penalty=recipe.decode_length_penalty,
+                               length_penalty_form=recipe.decode_length_penalty_form, amp=amp)
         metric = sacrebleu.metrics.BLEU()
         result["bleu"] = round(metric.corpus_score(hyps, [data.bleu_ref]).score, 2)
         result["bleu_signature"] = str(metric.get_signature())

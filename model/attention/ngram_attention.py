@@ -18,6 +18,8 @@ Decoding state (every tensor batch-first, so that reordering the beam is one ind
   n_max-1 input rows that the next n-gram windows (keys, values and n-gram queries) reach back to.
 - cross-attention: "k" and "v" of the source n-grams, computed once in `init_state`, and for the
   interleaved structure "x_tail" (N, 1, D), the previous query row of the bigram queries.
+- interleaved structure with edge "inside", both decoder sites: "bigram_gate" (N, 1), 0 before
+  the first step and 1 after it: the first position's bigram slot is 0 (§3.3, eq. 9-17: I_dec = (0, u_1, b_1, …)).
 """
 from __future__ import annotations
 
@@ -71,6 +73,10 @@ class NgramAttention(AttentionModule):
         self.head_dim = d_model // n_heads
         self.site = site
         self.dropout = dropout
+        # Source-side n-grams reaching before position 0 exist (edge "padded") or not ("inside").
+        self.padded_edge = self.spec.padded_edge
+        # Interleaved decoder sites with edge "inside": the bigram slot of position 0 is zero (§3.3: I_dec = (0, u_1, b_1, …)).
+        self.gated_first_bigram = self.spec.interleaved and site != "encoder_self" and not self.padded_edge
         # Keys (and encoder n-gram queries) come from a source sentence: the edge/padding rule applies.
         self.source_keys = site != "decoder_self"
         self.source_queries = site == "encoder_self"
@@ -123,9 +129,20 @@ class NgramAttention(AttentionModule):
         k, v = self._keys_values(source_outs)
         return self._attend(
             self._queries(q_out), k, v, t_len=x.shape[1], key_padding_mask=key_padding_mask, causal=causal,
-            need_weights=need_weights, need_phrases=need_phrases,
-            query_pad=key_padding_mask if self.source_queries else None,
+            need_weights=need_weights, need_phrases=need_phrases, bigram_keep=self._bigram_keep(x, key_padding_mask),
         )
+
+    def _bigram_keep(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
+        """Interleaved full pass: (B|1, T) 1 where the bigram query of position t exists, 0 where its
+        slot is zero; None when every one exists (or the structure has no n-gram queries)."""
+        if not self.spec.interleaved:
+            return None
+        t_len = x.shape[1]
+        if self.source_queries:  # encoder: the source-side rule of the edge option
+            return ngram_valid(key_padding_mask, t_len, 2, x.device, self.padded_edge).to(x.dtype)  # (B|1, T)
+        if self.gated_first_bigram:  # decoder: the full pass starts at position 0
+            return (torch.arange(t_len, device=x.device) > 0).to(x.dtype).unsqueeze(0)  # (1, T)
+        return None
 
     # -- incremental decoding -------------------------------------------------------------
     def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
@@ -135,13 +152,16 @@ class NgramAttention(AttentionModule):
             state = {"k": k, "v": v}
             if self.spec.interleaved:
                 state["x_tail"] = torch.zeros(batch_size, 1, self.d_model, device=device, dtype=dtype)  # (N, 1, D)
-            return state
-        n, h, dh = batch_size, self.n_heads, self.head_dim
-        return {
-            "k": torch.zeros(n, h, 0, *self._key_tail_shape(), device=device, dtype=dtype),  # (N, H, 0, …)
-            "v": torch.zeros(n, h, 0, self.sizes_per_head, dh, device=device, dtype=dtype),  # (N, H, 0, G, dh)
-            "x_tail": torch.zeros(n, self.spec.n_max - 1, self.d_model, device=device, dtype=dtype),  # (N, n_max-1, D)
-        }
+        else:
+            n, h, dh = batch_size, self.n_heads, self.head_dim
+            state = {
+                "k": torch.zeros(n, h, 0, *self._key_tail_shape(), device=device, dtype=dtype),  # (N, H, 0, …)
+                "v": torch.zeros(n, h, 0, self.sizes_per_head, dh, device=device, dtype=dtype),  # (N, H, 0, G, dh)
+                "x_tail": torch.zeros(n, self.spec.n_max - 1, self.d_model, device=device, dtype=dtype),  # (N, n_max-1, D)
+            }
+        if self.gated_first_bigram:
+            state["bigram_gate"] = torch.zeros(batch_size, 1, device=device, dtype=dtype)  # (N, 1): no bigram yet
+        return state
 
     def sentence_state(self) -> frozenset[str]:
         # The interleaved structure's "x_tail" is the previous query row: per beam.
@@ -174,9 +194,13 @@ class NgramAttention(AttentionModule):
             k = torch.cat([state["k"], new_k], dim=2)  # (N, H, t+1, …)
             v = torch.cat([state["v"], new_v], dim=2)  # (N, H, t+1, G, dh)
             new_state = {"k": k, "v": v, "x_tail": rows[:, 1:]}
+        keep = None
+        if self.gated_first_bigram:
+            keep = state["bigram_gate"]  # (N, 1)
+            new_state["bigram_gate"] = torch.ones_like(keep)
         attended = self._attend(
             self._queries(q_out), k, v, t_len=1, key_padding_mask=key_padding_mask, causal=False,
-            need_weights=need_weights, need_phrases=need_phrases, query_pad=None,
+            need_weights=need_weights, need_phrases=need_phrases, bigram_keep=keep,
         )
         return AttentionOut(attended.out, attended.probs, attended.phrases, new_state)
 
@@ -205,7 +229,7 @@ class NgramAttention(AttentionModule):
     def _key_mask(self, group: HeadGroup, t_len: int, s_len: int, key_padding_mask, causal: bool, device) -> torch.Tensor | None:
         """(B|1, 1, Tq|1, G·S) True where a query must NOT attend to an n-gram (ngram.py states the rule)."""
         if self.source_keys:
-            return source_key_mask(key_padding_mask, s_len, group.ngrams, device)
+            return source_key_mask(key_padding_mask, s_len, group.ngrams, device, self.padded_edge)
         if not causal:
             return None  # an incremental step: every cached n-gram is in the past
         mask = causal_key_mask(t_len, s_len, len(group.ngrams), device)  # (1, 1, T, G·S)
@@ -217,22 +241,23 @@ class NgramAttention(AttentionModule):
         if len(self.spec.groups) == 1:
             group = self.spec.groups[0]
             hidden = self._key_mask(group, t_len, s_len, key_padding_mask, causal, device)
-            return hidden, self.source_keys and min(group.ngrams) > 1
+            return hidden, self.source_keys and min(group.ngrams) > 1 and not self.padded_edge
         # Homogeneous: one size per head.
         if not self.source_keys:
             return self._key_mask(self.spec.groups[0], t_len, s_len, key_padding_mask, causal, device), False
-        invalid = source_invalid(key_padding_mask, s_len, self.spec.ngrams, device)  # (B|1, sizes, S)
+        invalid = source_invalid(key_padding_mask, s_len, self.spec.ngrams, device, self.padded_edge)  # (B|1, sizes, S)
         hidden = invalid.index_select(1, self.head_sizes).unsqueeze(2)  # (B|1, H, 1, S)
-        return hidden, self.spec.n_max > 1
+        return hidden, self.spec.n_max > 1 and not self.padded_edge
 
     def _attend(
         self, queries, k: torch.Tensor, v: torch.Tensor, *, t_len: int, key_padding_mask: torch.Tensor | None,
-        causal: bool, need_weights: bool, need_phrases: bool, query_pad: torch.Tensor | None,
+        causal: bool, need_weights: bool, need_phrases: bool, bigram_keep: torch.Tensor | None,
     ) -> AttentionOut:
         """Attention of every head group over its n-grams, then the output (or strided merge) projection.
 
         queries as `_queries` gives them, keys (B, H, S, …) and n-gram values (B, H, S, G, dh);
-        t_len target positions; query_pad (B, T) the encoder's padding for n-gram queries.
+        t_len target positions; bigram_keep (B|1, T) for the interleaved structure: 1 where the
+        bigram query of position t exists, 0 where its slot is zero (None: all exist).
         need_phrases (the table) implies need_weights.
 
         Heterogeneous heads ("Phrase-Based Attentions" §3.2.2; "Enhancing Attention with Explicit
@@ -268,26 +293,27 @@ class NgramAttention(AttentionModule):
                 for group in self.spec.groups:
                     own = p[:, head : head + group.heads]  # (B, h, Tq, G, S)
                     head += group.heads
-                    probs.append(spread_to_tokens(own, group.ngrams))
+                    clipped = self.source_keys and self.padded_edge  # windows before 0 hold their real tokens
+                    probs.append(spread_to_tokens(own, group.ngrams, clipped))
                     if need_phrases:
-                        phrases.append(phrase_table(own, group.ngrams, self.spec.n_max))
+                        phrases.append(phrase_table(own, group.ngrams, self.spec.n_max, clipped))
         context = merge_heads(context)  # (B, Tq, D)
         probs_out = torch.cat(probs, dim=1) if need_weights else None  # (B, H, Tq, S)
         phrases_out = torch.cat(phrases, dim=1) if need_phrases else None  # (B, H, Tq, n_max, S)
         if not self.spec.interleaved:
             return AttentionOut(self.out_proj(context), probs_out, phrases_out)
         b, d = context.shape[0], self.d_model
-        if self.source_queries:
-            # A bigram query that straddles the sentence edge or padding does not exist: its row is 0.
-            valid = ngram_valid(query_pad, t_len, 2, context.device)  # (B|1, T)
-            keep = torch.stack([valid, torch.ones_like(valid)], dim=-1).to(context.dtype)  # (B|1, T, 2)
+        keep = None
+        if bigram_keep is not None:
+            # A bigram query that does not exist (edge rule, padding) gives a zero slot (§3.3, I_enc and I_dec).
+            keep = torch.stack([bigram_keep, torch.ones_like(bigram_keep)], dim=-1).to(context.dtype)  # (B|1, T, 2)
             context = (context.view(b, t_len, 2, d) * keep.unsqueeze(-1)).view(b, 2 * t_len, d)  # (B, 2T, D)
         out = self.merge(strided_merge_windows(context, self.merge_window))  # (B, T, D)
-        # The reported attention of position t is the mean of its two query streams.
+        # The reported attention of position t is the mean of the query streams that reach its output.
         if probs_out is not None:
-            probs_out = probs_out.unflatten(2, (t_len, 2)).mean(3)  # (B, H, T, S)
+            probs_out = stream_mean(probs_out.unflatten(2, (t_len, 2)), keep)  # (B, H, T, S)
         if phrases_out is not None:
-            phrases_out = phrases_out.unflatten(2, (t_len, 2)).mean(3)  # (B, H, T, n_max, S)
+            phrases_out = stream_mean(phrases_out.unflatten(2, (t_len, 2)), keep)  # (B, H, T, n_max, S)
         return AttentionOut(out, probs_out, phrases_out)
 
     # -- hooks for the subclasses ---------------------------------------------------------
@@ -320,6 +346,17 @@ class NgramAttention(AttentionModule):
     # A subclass may set this to a function (q, k, values, hidden, dropout, may_be_empty) -> context
     # (B, H, Tq, dh) of every head that fuses scores, softmax and values when nobody reads the weights.
     _fused_context = None
+
+
+def stream_mean(rows: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """(B, H, T, 2, …) per-stream attention -> (B, H, T, …): the mean over the streams whose slot is kept.
+
+    keep (B|1, T, 2) holds 1 for a kept slot and 0 for a zero one (the unigram slot is always kept).
+    """
+    if keep is None:
+        return rows.mean(3)
+    w = keep.view(*keep.shape[:1], 1, *keep.shape[1:], *([1] * (rows.dim() - 4)))  # (B|1, 1, T, 2, 1…)
+    return (rows * w).sum(3) / w.sum(3)
 
 
 def heads_by_size(out: torch.Tensor, parts: int, n_heads: int, sizes_per_head: int) -> torch.Tensor:

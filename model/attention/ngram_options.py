@@ -2,7 +2,7 @@
 
     {"kind": "queryk", "options": {"structure": "heterogeneous", "ngrams": [1, 2, 3]}}
     {"kind": "convkv", "options": {"structure": "homogeneous", "ngrams": [1, 2], "heads_per_ngram": [2, 2]}}
-    {"kind": "convkv", "options": {"structure": "interleaved"}}
+    {"kind": "convkv", "options": {"structure": "interleaved", "edge": "inside"}}
 
 - structure (required): "homogeneous" (heads divided among the n-gram sizes, §3.2.1),
   "heterogeneous" (every head attends to all sizes under one softmax, §3.2.2) or
@@ -10,6 +10,18 @@
 - ngrams: increasing n-gram sizes in [1, MAX_NGRAM]; default [1, 2]. Interleaved needs [1, 2].
 - heads_per_ngram (homogeneous only): heads per size, summing to the model's n_heads; default
   an even split.
+- edge: whether the n-grams that reach before the first token exist (model/attention/ngram_windows.py):
+  "padded": they do, their missing rows being the convolution's zero left padding: every
+    source position has a key of every size (eq. 5-6 with the left padding that §3.2.1 says the
+    homogeneous structure requires), and n-gram queries at the sentence start are computed
+    like any other;
+  "inside": only n-grams lying wholly on real tokens exist: source keys reaching before
+    position 0 are masked, and n-gram queries reaching before it give a zero row. For the
+    interleaved structure this is §3.3's I_dec = (0, u_1, b_1, …): the decoder's first merge
+    window holds a zero slot where a bigram would be, and the encoder's first bigram slot is 0 too.
+  Default: the paper's form for the structure (`PAPER_EDGE`): "padded" for homogeneous,
+  "inside" for heterogeneous and interleaved. Decoder self-attention keys are unaffected (their
+  windows before position 0 stand for "before BOS" and always exist).
 """
 from __future__ import annotations
 
@@ -17,7 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 STRUCTURES = ("homogeneous", "heterogeneous", "interleaved")
-OPTIONS = ("heads_per_ngram", "ngrams", "structure")
+OPTIONS = ("edge", "heads_per_ngram", "ngrams", "structure")
+EDGES = ("padded", "inside")
+# The edge rule of each structure as "Phrase-Based Attentions" states it (§3.2.1: homogeneous
+# heads need left-padded keys and values; §3.3: the interleaved decoder sequence I_dec starts with 0).
+PAPER_EDGE = {"homogeneous": "padded", "heterogeneous": "inside", "interleaved": "inside"}
 DEFAULT_NGRAMS = (1, 2)
 MAX_NGRAM = 8
 
@@ -35,6 +51,7 @@ class PhrasalSpec:
     structure: str
     ngrams: tuple[int, ...]
     groups: tuple[HeadGroup, ...]
+    edge: str = "inside"
 
     @property
     def n_max(self) -> int:
@@ -43,6 +60,10 @@ class PhrasalSpec:
     @property
     def interleaved(self) -> bool:
         return self.structure == "interleaved"
+
+    @property
+    def padded_edge(self) -> bool:
+        return self.edge == "padded"
 
 
 def _is_int(value: Any) -> bool:
@@ -73,6 +94,8 @@ def validate_ngram_options(kind: str, options: dict[str, Any], site: str) -> lis
             f"{where}: structure 'interleaved' needs ngrams [1, 2] (it interleaves unigram and bigram outputs), "
             f"got {list(ngrams)!r}"
         )
+    if "edge" in options and options["edge"] not in EDGES:
+        problems.append(f"{where}: edge must be one of {', '.join(EDGES)}, got {options['edge']!r}")
     if "heads_per_ngram" in options:
         split = options["heads_per_ngram"]
         if structure in STRUCTURES and structure != "homogeneous":
@@ -112,4 +135,4 @@ def phrasal_spec(options: dict[str, Any], n_heads: int) -> PhrasalSpec:
         groups = tuple(HeadGroup(h, (n,)) for h, n in zip(split, ngrams))
     else:
         groups = (HeadGroup(n_heads, ngrams),)
-    return PhrasalSpec(structure, ngrams, groups)
+    return PhrasalSpec(structure, ngrams, groups, options.get("edge", PAPER_EDGE[structure]))

@@ -8,11 +8,17 @@ that there is one n-gram per position):
 - Several n-gram sizes are laid out "size-major": a tensor (…, G, S) holds, at [g, s], the
   n-gram of size ngrams[g] that ends at s; flattened it is (…, G·S).
 
-Which n-grams exist (the mask rule):
+Which n-grams exist (the mask rule), chosen by the option `edge` (phrasal_options.py):
 
-- Source side (encoder self-attention keys and queries, cross-attention keys): an n-gram is
-  valid only when all its n rows are real tokens: it starts at 0 or later and touches no
-  padding. A source shorter than n therefore has no n-gram of size n at all.
+- Source side (encoder self-attention keys and queries, cross-attention keys), edge "inside":
+  an n-gram is valid only when all its n rows are real tokens: it starts at 0 or later and
+  touches no padding. A source shorter than n therefore has no n-gram of size n at all.
+- Source side, edge "padded" (the left padding that "Phrase-Based Attentions" §3.2.1 requires
+  of homogeneous heads): the windows that reach before position 0 exist too, their missing rows
+  being the convolution's zero padding; only padding makes an n-gram invalid. Every real
+  position then has one n-gram of every size, so a one-token source still has a bigram.
+  Its weight belongs to the real tokens it covers (`spread_to_tokens`, `phrase_table`: the
+  window ending at s < n-1 is the phrase 0..s).
 - Target side (decoder self-attention keys, decoder-side n-gram queries): every window is
   valid; the zero rows before position 0 stand for "before BOS" and are the same in the full
   pass and in incremental decoding. Causality comes from the window END: a query at t sees
@@ -24,25 +30,28 @@ import torch
 import torch.nn.functional as F
 
 
-def ngram_valid(pad_mask: torch.Tensor | None, length: int, n: int, device: torch.device) -> torch.Tensor:
-    """Source-side rule: (B|1, S) True where the n-gram ending at s lies wholly on real tokens.
+def ngram_valid(pad_mask: torch.Tensor | None, length: int, n: int, device: torch.device, padded: bool = False) -> torch.Tensor:
+    """Source-side rule: (B|1, S) True where the n-gram ending at s exists.
 
-    pad_mask (B, S) is True at padding (None: no padding). The window must start at 0 or later
-    and touch no padding.
+    pad_mask (B, S) is True at padding (None: no padding). The window must touch no padding and,
+    unless `padded` (edge "padded"), start at 0 or later.
     """
-    return ~source_invalid(pad_mask, length, (n,), device).squeeze(1)
+    return ~source_invalid(pad_mask, length, (n,), device, padded).squeeze(1)
 
 
-def source_invalid(pad_mask: torch.Tensor | None, length: int, ngrams: tuple[int, ...], device: torch.device) -> torch.Tensor:
+def source_invalid(
+    pad_mask: torch.Tensor | None, length: int, ngrams: tuple[int, ...], device: torch.device, padded: bool = False,
+) -> torch.Tensor:
     """(B|1, G, S) True where the n-gram of size ngrams[g] ending at s does NOT exist (source-side rule).
 
-    Counted with one cumulative sum over [n_max ones (before the sentence) | padding]: a window
-    is clean when the count does not change across it.
+    Counted with one cumulative sum over [n_max rows before the sentence | padding]: a window
+    is clean when the count does not change across it. The rows before the sentence count as
+    bad for edge "inside" and as clean zero padding for edge "padded" (`padded`).
     """
     n_max = max(ngrams)
     if pad_mask is None:
         pad_mask = torch.zeros(1, length, dtype=torch.bool, device=device)
-    bad = F.pad(pad_mask, (n_max, 0), value=True)  # (B, n_max+S): positions before 0 are bad
+    bad = F.pad(pad_mask, (n_max, 0), value=not padded)  # (B, n_max+S): positions before 0
     count = bad.cumsum(dim=1)  # (B, n_max+S) int64
     ends = count[:, n_max:]  # (B, S): bad positions up to s
     if len(ngrams) == 1:
@@ -51,9 +60,11 @@ def source_invalid(pad_mask: torch.Tensor | None, length: int, ngrams: tuple[int
     return ends.unsqueeze(1) != starts  # (B, G, S)
 
 
-def source_key_mask(pad_mask: torch.Tensor | None, length: int, ngrams: tuple[int, ...], device: torch.device) -> torch.Tensor:
+def source_key_mask(
+    pad_mask: torch.Tensor | None, length: int, ngrams: tuple[int, ...], device: torch.device, padded: bool = False,
+) -> torch.Tensor:
     """(B|1, 1, 1, G·S) True where a size-major n-gram of the sizes `ngrams` does NOT exist."""
-    return source_invalid(pad_mask, length, ngrams, device).flatten(1)[:, None, None, :]  # (B|1, 1, 1, G·S)
+    return source_invalid(pad_mask, length, ngrams, device, padded).flatten(1)[:, None, None, :]  # (B|1, 1, 1, G·S)
 
 
 def causal_key_mask(q_len: int, k_len: int, groups: int, device: torch.device) -> torch.Tensor:
@@ -96,12 +107,14 @@ def fused_ngram_conv(x: torch.Tensor, weights: list[torch.Tensor], biases: list[
     return F.linear(flat, weight.flatten(1), bias)  # (B, S-offset, ΣC)
 
 
-def spread_to_tokens(probs: torch.Tensor, ngrams: tuple[int, ...]) -> torch.Tensor:
+def spread_to_tokens(probs: torch.Tensor, ngrams: tuple[int, ...], clipped: bool = False) -> torch.Tensor:
     """Token-level weights from n-gram weights: (…, G, S) -> (…, S).
 
     Each n-gram's weight is shared equally by its n tokens, so a row that sums to 1 over
     n-grams still sums to 1 over tokens. Token j receives weight/n from every n-gram of size n
-    ending at j..j+n-1 (weight on a window reaching before 0 — decoder side only — is dropped).
+    ending at j..j+n-1. A window ending at s < n-1 reaches before position 0: with `clipped`
+    (source side, edge "padded") its weight is shared by its s+1 real tokens 0..s; otherwise
+    (decoder side, where such windows stand for "before BOS") the share of the missing rows is dropped.
     """
     length = probs.shape[-1]
     tokens = None
@@ -109,23 +122,33 @@ def spread_to_tokens(probs: torch.Tensor, ngrams: tuple[int, ...]) -> torch.Tens
         p = probs[..., g, :]  # (…, S): n-gram ending at s
         if n > 1:
             ahead = F.pad(p, (0, n - 1))  # (…, S+n-1)
-            p = torch.stack([ahead[..., m : m + length] for m in range(n)], dim=-1).sum(-1) / n  # (…, S)
+            spread = torch.stack([ahead[..., m : m + length] for m in range(n)], dim=-1).sum(-1) / n  # (…, S)
+            if clipped:
+                for end in range(min(n - 1, length)):  # tokens 0..end get 1/(end+1) of it, not 1/n
+                    extra = p[..., end : end + 1] * (1.0 / (end + 1) - 1.0 / n)  # (…, 1)
+                    spread = spread + F.pad(extra.expand(*extra.shape[:-1], end + 1), (0, length - end - 1))
+            p = spread
         tokens = p if tokens is None else tokens + p
     return tokens
 
 
-def phrase_table(probs: torch.Tensor, ngrams: tuple[int, ...], n_max: int) -> torch.Tensor:
+def phrase_table(probs: torch.Tensor, ngrams: tuple[int, ...], n_max: int, clipped: bool = False) -> torch.Tensor:
     """Start-indexed phrase weights: (…, G, S) -> (…, n_max, S).
 
     [.., n-1, j] is the weight of the source n-gram that starts at j and has length n (sizes not
-    in `ngrams` stay 0). Windows starting before 0 carry no weight on the source side, so
-    moving each n-gram from its end index to its start index drops nothing.
+    in `ngrams` stay 0). With edge "inside" windows starting before 0 carry no weight, so moving
+    each n-gram from its end index to its start index drops nothing; with `clipped` (edge
+    "padded") the window ending at s < n-1 is the phrase of its real tokens, start 0, length s+1.
     """
     length = probs.shape[-1]
     table = probs.new_zeros(*probs.shape[:-2], n_max, length)  # (…, n_max, S)
     for g, n in enumerate(ngrams):
         # index = start = end - (n-1); pad before the shift so that a source shorter than n-1 keeps width S
         table[..., n - 1, :] = F.pad(probs[..., g, :], (0, n - 1))[..., n - 1 :]
+    if clipped:
+        for g, n in enumerate(ngrams):
+            for end in range(min(n - 1, length)):
+                table[..., end, 0] = table[..., end, 0] + probs[..., g, end]
     return table
 
 

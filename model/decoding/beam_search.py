@@ -12,6 +12,8 @@ from typing import Protocol
 
 import torch
 
+from model.decoding.length_penalty import FORMS, form_problem, length_normaliser
+
 _NEG_INF = float("-inf")
 
 
@@ -90,6 +92,7 @@ def beam_search(
     n_best: int = 1,
     length_penalty: float = 1.0,
     return_attention: bool = False,
+    length_penalty_form: str = "power",
 ) -> list[list[Hypothesis]]:
     """Beam search for `batch_size` sentences with `beam_size` beams each, batched as rows.
 
@@ -102,11 +105,13 @@ def beam_search(
     hypothesis only if it ranks within the first K candidates; the K best non-EOS candidates
     continue, and the decoder is told the surviving parent rows through `reorder`.
 
-    Score of a finished hypothesis (fairseq / CTranslate2 convention):
-        score = log_prob / len ** length_penalty
-    where log_prob is the sum of token log-probs including EOS and len the number of generated
-    tokens counting EOS; length_penalty=0 ranks by raw log-prob. The penalty is applied only
-    when a hypothesis finishes; the search itself ranks candidates by raw log-prob.
+    Score of a finished hypothesis:
+        score = log_prob / lp(len)
+    where log_prob is the sum of token log-probs including EOS, len the number of generated
+    tokens counting EOS, and lp (model/decoding/length_penalty.py) len ** length_penalty for
+    length_penalty_form "power" (fairseq / CTranslate2) or ((5 + len) / 6) ** length_penalty
+    for "gnmt" (Wu et al. 2016 eq. 14); length_penalty=0 ranks by raw log-prob. The penalty is
+    applied only when a hypothesis finishes; the search itself ranks candidates by raw log-prob.
 
     Stopping: a sentence is done when it has beam_size finished hypotheses (later EOS candidates
     of that step are ignored), when it has no live beam left, or after the step at which it
@@ -126,6 +131,8 @@ def beam_search(
     decoding.
     """
     _validate(batch_size, beam_size, n_best, max_lengths)
+    if length_penalty_form not in FORMS:
+        raise ValueError(form_problem(length_penalty_form))
     if batch_size == 0:
         return []
     K = beam_size
@@ -178,14 +185,14 @@ def beam_search(
             fin_attn = _map_rows(lambda h: h[g, p].cpu(), attn_hist) if return_attention else None  # (F, t, S…)
             # (F, S…): the EOS step's rows
             fin_last = _map_rows(lambda a: a.view(n, K, *a.shape[1:])[g, p].cpu(), attn) if return_attention else None
-            length = step + 1  # generated tokens counting EOS
+            normaliser = length_normaliser(step + 1, length_penalty, length_penalty_form)  # len counts EOS
             rows = zip(g.tolist(), hist[g, p].tolist(), top_scores[g, r].tolist())
             for i, (gi, toks, lp) in enumerate(rows):
                 hyps = finished[live[gi]]
                 if len(hyps) < K:
                     att = _map_rows(lambda h: h[i], fin_attn) if fin_attn is not None else None
                     last = _map_rows(lambda h: h[i], fin_last) if fin_last is not None else None
-                    hyps.append(Hypothesis(toks, lp / length**length_penalty, lp, att, last))
+                    hyps.append(Hypothesis(toks, lp / normaliser, lp, att, last))
 
         alive = (next_scores[:, 0] > _NEG_INF).tolist()  # best continuation first, so column 0 decides
         kept = [

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 BEAM_SIZE = 5
 N_BEST = 1
-# score = log P(y|x) / |y|**LENGTH_PENALTY, |y| counting EOS (model.decoding.beam_search)
+# score = log P(y|x) / |y|**LENGTH_PENALTY, |y| counting EOS (model.decoding.beam_search): the "power"
+# form of model/decoding/length_penalty.py, which the shipped models were tuned with; "gnmt" is the option.
 LENGTH_PENALTY = 1.0
+LENGTH_PENALTY_FORM = "power"
 MAX_LENGTH_RATIO = 1.5
 MAX_LENGTH_OFFSET = 10

@@ -25,8 +25,10 @@ from model.transformer import StepOut, Transformer
 class SearchOptions:
     beam_size: int = defaults.BEAM_SIZE
     n_best: int = defaults.N_BEST
-    # score = log P / len**length_penalty (see model.decoding.beam_search)
+    # score = log P / lp(len): len**length_penalty ("power") or ((5 + len)/6)**length_penalty
+    # ("gnmt"), by length_penalty_form (model/decoding/length_penalty.py)
     length_penalty: float = defaults.LENGTH_PENALTY
+    length_penalty_form: str = defaults.LENGTH_PENALTY_FORM
     # The most tokens a hypothesis may have, EOS not counted: ceil(ratio * source tokens) + offset.
     max_length_ratio: float = defaults.MAX_LENGTH_RATIO
     max_length_offset: int = defaults.MAX_LENGTH_OFFSET
@@ -181,6 +183,7 @@ def generate(
         max_lengths=max_lengths(src, config.pad_id, options, limit),
         n_best=options.n_best,
         length_penalty=options.length_penalty,
+        length_penalty_form=options.length_penalty_form,
         return_attention=options.return_attention or phrases or supervised,
     )
     if not phrases and not supervised:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from model.decoding import defaults
+from model.decoding.length_penalty import FORMS as LENGTH_PENALTY_FORMS, form_problem
 from model.alignments.word_alignment import TokenAlignment, Word
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
@@ -61,7 +62,8 @@ class DecodeOptions:
 
     max_length_ratio / max_length_offset: a hypothesis may have at most
     ``ceil(max_length_ratio * source_pieces) + max_length_offset`` target pieces (EOS excluded).
-    length_penalty: score = log_prob / len ** length_penalty, len counting EOS (CONTRACTS.md);
+    length_penalty: score = log_prob / lp(len), len counting EOS (CONTRACTS.md), lp = len ** length_penalty
+    for length_penalty_form "power", ((5 + len) / 6) ** length_penalty for "gnmt" (model/decoding/length_penalty.py);
     0 ranks by raw log-prob.
     """
 
@@ -72,6 +74,7 @@ class DecodeOptions:
     max_length_ratio: float = defaults.MAX_LENGTH_RATIO
     max_length_offset: int = defaults.MAX_LENGTH_OFFSET
     length_penalty: float = defaults.LENGTH_PENALTY
+    length_penalty_form: str = defaults.LENGTH_PENALTY_FORM
 
     def __post_init__(self) -> None:
         problems = []
@@ -89,6 +92,8 @@ class DecodeOptions:
             problems.append(f"max_length_offset must be >= 0, got {self.max_length_offset}")
         if self.length_penalty < 0:
             problems.append(f"length_penalty must be >= 0, got {self.length_penalty}")
+        if self.length_penalty_form not in LENGTH_PENALTY_FORMS:
+            problems.append(form_problem(self.length_penalty_form))
         if problems:
             raise ValueError("invalid DecodeOptions: " + "; ".join(problems))
 

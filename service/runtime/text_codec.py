@@ -29,6 +29,7 @@ def search_options(options: DecodeOptions, native_phrases: bool = False) -> Sear
         beam_size=options.beam_size,
         n_best=options.beam_size if options.n_best > 1 else 1,
         length_penalty=options.length_penalty,
+        length_penalty_form=options.length_penalty_form,
         max_length_ratio=options.max_length_ratio,
         max_length_offset=options.max_length_offset,
         return_attention=options.alignment != "none",

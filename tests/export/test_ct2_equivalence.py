@@ -43,3 +43,12 @@ def test_int8_conversion_leaves_the_eager_model_untouched(tmp_path, tmp_path_fac
     before = {name: t.clone() for name, t in loaded.model.state_dict().items()}
     build_ct2(loaded.model, loaded.tokenizer, tmp_path, "int8")
     assert all(torch.equal(before[name], t) for name, t in loaded.model.state_dict().items())
+
+
+def test_ct2_refuses_the_gnmt_length_penalty(tmp_path_factory, tiny_spm):
+    # CTranslate2 only normalises by |y|^α: asked for ((5+|y|)/6)^α it must refuse, never rank with the other formula.
+    runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
+    options = SearchOptions(beam_size=2, n_best=1, length_penalty=0.6, length_penalty_form="gnmt")
+    with pytest.raises(ValueError, match=r"^length_penalty_form 'gnmt' is not offered by CTranslate2, whose beam search "
+                                         r"only normalises by \|y\|\^length_penalty \(length_penalty_form 'power'\)$"):
+        runner.generate([[5, 6]], options)

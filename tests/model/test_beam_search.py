@@ -172,6 +172,32 @@ def test_length_penalty_changes_the_winner():
     check(hyps, [([B], log(0.24), log(0.24) / 2**0.5), ([A, B], log(0.135), log(0.135) / 3**0.5)])
 
 
+# T6: beam 2 finishes "b" (P = .4 * .6 = .24, 2 tokens with EOS) at step 1 and "a b" (P = .5 * .5 * .8 = .2,
+# 3 tokens) at step 2; "a a" (.08) ends at the same step but the sentence already holds K = 2.
+T6 = table({(): (0.1, 0.5, 0.4), (A,): (0.1, 0.4, 0.5), (B,): (0.6, 0.3, 0.1), (A, B): (0.8, 0.1, 0.1)},
+           default=(0.4, 0.3, 0.3))
+
+
+def test_the_gnmt_length_penalty_changes_the_winner():
+    # Same α = 0.6, the two forms of model/decoding/length_penalty.py, worked by hand:
+    #   power: lp(2) = 2^0.6 = 1.515717, lp(3) = 3^0.6 = 1.933182
+    #     "a b": ln(.2)/1.933182 = -1.609438/1.933182 = -0.832533  beats  "b": -1.427116/1.515717 = -0.941546
+    #   gnmt (Wu et al. 2016 eq. 14): lp(2) = (7/6)^0.6 = 1.096903, lp(3) = (8/6)^0.6 = 1.188402
+    #     "b": -1.427116/1.096903 = -1.301042  beats  "a b": -1.609438/1.188402 = -1.354288
+    (hyps,), _ = run([T6], [3], beam_size=2, n_best=2, length_penalty=0.6)
+    check(hyps, [([A, B], log(0.2), -0.832533), ([B], log(0.24), -0.941546)], rel=1e-5)
+    (hyps,), _ = run([T6], [3], beam_size=2, n_best=2, length_penalty=0.6, length_penalty_form="gnmt")
+    check(hyps, [([B], log(0.24), -1.301042), ([A, B], log(0.2), -1.354288)], rel=1e-5)
+    # α = 0 is the raw log-prob under either form.
+    (hyps,), _ = run([T6], [3], beam_size=2, n_best=2, length_penalty=0.0, length_penalty_form="gnmt")
+    check(hyps, [([B], log(0.24), log(0.24)), ([A, B], log(0.2), log(0.2))])
+
+
+def test_an_unknown_length_penalty_form_is_refused():
+    with pytest.raises(ValueError, match=r"^length_penalty_form must be one of power, gnmt, got 'average'$"):
+        run([T6], [3], beam_size=2, length_penalty_form="average")
+
+
 def test_eos_as_best_first_token_gives_empty_hypothesis():
     # greedy: eos .6 is the argmax of the first step -> tokens [], log(.6), len 1.
     (hyps,), _ = run([T2], [5], beam_size=1, attn_size=4, return_attention=True)

@@ -46,14 +46,17 @@ def reference(m, x, source, pad):
     T, S, dh = x.shape[0], source.shape[0], D // H
     n_max = m.spec.n_max
     causal = m.site == "decoder_self"
+    padded = m.spec.edge == "padded"
 
     def row(seq, i):
         return seq[i] if i >= 0 else torch.zeros(D)
 
-    def exists(s, n):  # the source-side rule; decoder self-attention keeps left-padded windows
+    def exists(s, n, pad=pad):  # the source-side rule; decoder self-attention keeps left-padded windows
         if causal:
             return True
-        return s - n + 1 >= 0 and not any(bool(pad[i]) for i in range(s - n + 1, s + 1))
+        if s - n + 1 < 0 and not padded:  # edge "inside": no window reaches before position 0
+            return False
+        return not any(bool(pad[i]) for i in range(max(s - n + 1, 0), s + 1))
 
     def conv(module, seq, end, n):  # b + Σ_m W[:, :, m] x_{end-n+1+m}: a width-n convolution, left zero-padded
         return module.bias + sum(module.weight[:, :, j] @ row(seq, end - n + 1 + j) for j in range(n))
@@ -99,25 +102,41 @@ def reference(m, x, source, pad):
                     weights = torch.softmax(torch.stack([e[2] for e in entries]), 0)
                     for (s, n, _, v), w in zip(entries, weights):
                         context[st][t, head * dh : (head + 1) * dh] += w * v
-                        # Weight on the zero rows before position 0 (decoder side only) reaches no token.
-                        for j in range(max(s - n + 1, 0), s + 1):
+                        start = s - n + 1
+                        if start < 0 and not causal:  # edge "padded": the window is the phrase 0..s
+                            for j in range(s + 1):
+                                probs[si, head, t, j] += w / (s + 1)
+                            phrases[si, head, t, s, 0] += w
+                            continue
+                        # Weight on the zero rows before position 0 (decoder side) reaches no token.
+                        for j in range(max(start, 0), s + 1):
                             probs[si, head, t, j] += w / n
-                        if s - n + 1 >= 0:
-                            phrases[si, head, t, n - 1, s - n + 1] += w
+                        if start >= 0:
+                            phrases[si, head, t, n - 1, start] += w
             head += 1
         if m.kind == "queryk":
             q_offset += group.heads * sum(group.ngrams) * dh
     if not m.spec.interleaved:
         return m.out_proj(context[1]), probs[0], phrases[0]
+    # §3.3 (I_enc, I_dec): a bigram query that does not exist leaves a zero slot, and only the kept
+    # streams' attention is reported (the mean of the two, or the unigram one alone).
     if m.site == "encoder_self":
-        for t in range(T):
-            if not exists(t, 2):
-                context[2][t] = 0.0
+        kept = [exists(t, 2, pad[:T]) for t in range(T)]  # the encoder's queries are its source rows
+    else:
+        kept = [t > 0 or padded for t in range(T)]  # I_dec = (0, u_1, b_1, ...) for edge "inside"
+    for t in range(T):
+        if not kept[t]:
+            context[2][t] = 0.0
+    if m.site == "encoder_self":
         outs = [m.merge(torch.cat([context[2][t], context[1][t], context[2][t + 1] if t + 1 < T else torch.zeros(D)]))
                 for t in range(T)]
     else:
         outs = [m.merge(torch.cat([context[2][t], context[1][t]])) for t in range(T)]
-    return torch.stack(outs), probs.mean(0), phrases.mean(0)
+    for t in range(T):
+        if kept[t]:
+            probs[1, :, t] = (probs[0, :, t] + probs[1, :, t]) / 2
+            phrases[1, :, t] = (phrases[0, :, t] + phrases[1, :, t]) / 2
+    return torch.stack(outs), probs[1], phrases[1]
 
 
 @pytest.mark.parametrize("site", SITES)
@@ -256,7 +275,9 @@ def test_a_source_shorter_than_n_softmaxes_over_the_other_sizes(kind):
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_head_without_any_ngram_outputs_zeros_not_nan(kind):
-    m = KINDS[kind](D, H, 0.0, "encoder_self", {"structure": "homogeneous", "ngrams": [1, 3], "heads_per_ngram": [2, 2]})
+    # Edge "inside" (not the homogeneous default): no trigram reaches before position 0.
+    options = {"structure": "homogeneous", "ngrams": [1, 3], "heads_per_ngram": [2, 2], "edge": "inside"}
+    m = KINDS[kind](D, H, 0.0, "encoder_self", options)
     x = torch.randn(1, 2, D, requires_grad=True)  # 2 tokens: the trigram heads see nothing
     probs = m(x, key_padding_mask=torch.tensor([[False, False]]), need_weights=True).probs
     torch.testing.assert_close(probs[0, :2].sum(-1), torch.ones(2, 2))
@@ -343,3 +364,84 @@ def test_queryk_keeps_only_learned_parameters_in_its_state(structure):
     # weights, so a saved QueryK model holds exactly its parameters.
     m = module("queryk", structure, "cross")
     assert set(m.state_dict()) == {name for name, _ in m.named_parameters()}
+
+
+# -- the sentence edge ("Phrase-Based Attentions" §3.2.1 left padding; §3.3 I_dec leading zero) -----
+def one_head(kind, structure, site, edge, ngrams=(2,)):
+    """d = dh = 2, one head: value convolutions and output projections set by hand."""
+    options = {"structure": structure, "ngrams": list(ngrams), "edge": edge}
+    m = KINDS[kind](2, 1, 0.0, site, options).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.zero_()
+    return m
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_one_token_source_through_a_bigram_head_gives_the_left_padded_window(kind):
+    # Homogeneous bigram head, cross-attention over the one-token source x_0 = (1, 1). The bigram
+    # ending at 0 is the window (zero row, x_0): its value is W_1 x_0 + b = (1+2, 3+4) + (0.5, -0.5).
+    # It is the only key, so it takes all the weight; out_proj is the identity.
+    m = one_head(kind, "homogeneous", "cross", "padded")
+    with torch.no_grad():
+        value = m.values[0][0]  # Conv1d(2, 2, 2): taps (x_{s-1}, x_s)
+        value.weight[:, :, 0] = torch.tensor([[100.0, 100.0], [100.0, 100.0]])  # meets the zero row only
+        value.weight[:, :, 1] = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+        value.bias.copy_(torch.tensor([0.5, -0.5]))
+        m.out_proj.weight.copy_(torch.eye(2))
+    memory = torch.tensor([[[1.0, 1.0]]])
+    got = m(torch.zeros(1, 1, 2), memory, key_padding_mask=torch.tensor([[False]]), need_weights=True, need_phrases=True)
+    assert got.out.view(2).tolist() == [3.5, 6.5]
+    # The padded window is the phrase of its one real token: all weight on the token, on the phrase (start 0, length 1).
+    assert got.probs.view(-1).tolist() == [1.0]
+    assert got.phrases.view(2, 1).tolist() == [[1.0], [0.0]]
+    # Edge "inside" (the earlier rule): the bigram does not exist, the head sees nothing and outputs zeros.
+    inside = one_head(kind, "homogeneous", "cross", "inside")
+    inside.load_state_dict(m.state_dict())
+    assert inside(torch.zeros(1, 1, 2), memory, key_padding_mask=torch.tensor([[False]])).out.view(2).tolist() == [0.0, 0.0]
+
+
+def test_a_padded_bigram_at_the_start_shares_its_weight_with_its_real_tokens_only():
+    # Sizes (1, 2), S = 3, [g, s]: the bigram ending at 0 covers token 0 alone.
+    p = torch.tensor([[0.1, 0.2, 0.0], [0.2, 0.1, 0.4]])
+    torch.testing.assert_close(spread_to_tokens(p, (1, 2), clipped=True), torch.tensor([0.1 + 0.2 + 0.05, 0.2 + 0.05 + 0.2, 0.2]))
+    table = phrase_table(p, (1, 2), 2, clipped=True)  # [n-1, start]
+    torch.testing.assert_close(table, torch.tensor([[0.1 + 0.2, 0.2, 0.0], [0.1, 0.4, 0.0]]))
+
+
+def test_padded_edge_masks_padding_only():
+    pad = torch.tensor([[False, False, True]])
+    assert ngram_valid(pad, 3, 2, pad.device, padded=True).tolist() == [[True, True, False]]
+    assert ngram_valid(None, 1, 3, pad.device, padded=True).tolist() == [[True]]
+
+
+@pytest.mark.parametrize("site", ["decoder_self", "cross"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_interleaved_decoder_sequence_starts_with_a_zero_slot(kind, site):
+    # §3.3: I_dec = (0, u_1, b_1, u_2, ...), merged by windows of 2, stride 2: output t reads
+    # (b_{t-1}, u_t), so output 0 reads (0, u_0). The merge here passes the bigram slot alone.
+    torch.manual_seed(0)
+    m = KINDS[kind](2, 1, 0.0, site, {"structure": "interleaved", "edge": "inside"}).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_()
+        m.merge.weight.copy_(torch.cat([torch.eye(2), torch.zeros(2, 2)], dim=1))  # (D, 2D): [bigram slot | unigram slot]
+        m.merge.bias.zero_()
+    x = torch.randn(1, 3, 2)
+    memory = torch.randn(1, 4, 2) if site == "cross" else None
+    with torch.no_grad():
+        full = m(x, memory, causal=site == "decoder_self", need_weights=True)
+        assert full.out[0, 0].tolist() == [0.0, 0.0]
+        assert full.out[0, 1:].abs().min().item() > 0.0  # later bigram slots are attention outputs
+        # Incremental decoding carries the zero slot of the first step (the loop reference above
+        # checks that position 0 reports the unigram stream's attention alone).
+        state = m.init_state(memory, 1, x.device, x.dtype)
+        for t in range(3):
+            step = m.step(x[:, t : t + 1], state, need_weights=True)
+            torch.testing.assert_close(step.out[:, 0], full.out[:, t], atol=1e-6, rtol=0)
+            torch.testing.assert_close(step.probs[:, :, 0], full.probs[:, :, t, : step.probs.shape[-1]], atol=1e-6, rtol=0)
+            state = step.state
+        # Edge "padded": the bigram query over (zero row, x_0) fills the first slot.
+        padded = KINDS[kind](2, 1, 0.0, site, {"structure": "interleaved", "edge": "padded"}).eval()
+        padded.load_state_dict(m.state_dict())
+        assert padded(x, memory, causal=site == "decoder_self").out[0, 0].abs().max().item() > 0.0

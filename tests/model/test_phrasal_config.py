@@ -31,7 +31,7 @@ def test_every_site_reports_its_own_problems_at_once():
 
 def test_unknown_options_and_a_missing_structure():
     assert problems(cross_attention={"kind": "queryk", "options": {"ngrams": [1, 2], "colour": 1}}) == [
-        "cross: attention kind 'queryk': unknown option(s) ['colour']; known options: heads_per_ngram, ngrams, structure",
+        "cross: attention kind 'queryk': unknown option(s) ['colour']; known options: edge, heads_per_ngram, ngrams, structure",
         "cross: attention kind 'queryk': option 'structure' is required, one of homogeneous, heterogeneous, interleaved",
     ]
 

@@ -17,6 +17,10 @@ STRUCTURES = {
     "heterogeneous-1-2": {"structure": "heterogeneous", "ngrams": [1, 2]},
     "heterogeneous-1-2-3": {"structure": "heterogeneous", "ngrams": [1, 2, 3]},
     "interleaved": {"structure": "interleaved"},
+    # The other edge rule of each (model/attention/ngram_options.py, option "edge").
+    "homogeneous-1-2-3-inside": {"structure": "homogeneous", "ngrams": [1, 2, 3], "heads_per_ngram": [2, 1, 1], "edge": "inside"},
+    "heterogeneous-1-2-3-padded": {"structure": "heterogeneous", "ngrams": [1, 2, 3], "edge": "padded"},
+    "interleaved-padded": {"structure": "interleaved", "edge": "padded"},
 }
 SITES = ("encoder_self", "decoder_self", "cross")
 CASES = [(kind, name, site) for kind in ("convkv", "queryk") for name in STRUCTURES for site in SITES]

@@ -144,12 +144,23 @@ def test_settings_come_from_phrasal_environment(monkeypatch):
         ("PHRASAL_DEVICE", "tpu", "device"),
         ("PHRASAL_MODEL_DIRS", '["a", "a"]', "model_dirs lists a twice"),
         ("PHRASAL_DEFAULT_BEAM_SIZE", "17", "default_beam_size"),
+        ("PHRASAL_LENGTH_PENALTY_FORM", "average", "length_penalty_form"),
     ],
 )
 def test_invalid_settings_are_refused(monkeypatch, name, value, field):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match=field):
         Settings()
+
+
+def test_the_ct2_backend_refuses_the_gnmt_length_penalty_at_start(monkeypatch):
+    # CTranslate2 only has |y|^α: the server does not start rather than rank by the other formula.
+    monkeypatch.setenv("PHRASAL_BACKEND", "ct2")
+    monkeypatch.setenv("PHRASAL_LENGTH_PENALTY_FORM", "gnmt")
+    with pytest.raises(ValidationError, match=r"backend 'ct2': length_penalty_form 'gnmt' is not offered by CTranslate2"):
+        Settings()
+    monkeypatch.setenv("PHRASAL_BACKEND", "torch")
+    assert Settings().length_penalty_form == "gnmt"
 
 
 def test_main_serves_the_app_with_the_settings(monkeypatch):

@@ -40,3 +40,11 @@ def test_default_warmup_translates_one_sentence_with_every_alignment():
     runtime.warmup()
     assert runtime.pair == "en-de"
     assert runtime.calls == [(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="phrase"))]
+
+
+def test_decode_options_refuse_an_unknown_length_penalty_form():
+    assert DecodeOptions(length_penalty_form="gnmt").length_penalty_form == "gnmt"
+    with pytest.raises(ValueError) as info:
+        DecodeOptions(length_penalty=-1.0, length_penalty_form="mean")
+    assert str(info.value) == ("invalid DecodeOptions: length_penalty must be >= 0, got -1.0; "
+                               "length_penalty_form must be one of power, gnmt, got 'mean'")

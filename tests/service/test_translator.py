@@ -67,9 +67,10 @@ def test_the_batchers_get_the_settings_batch_limits():
 
 def test_decode_options_come_from_the_settings_and_an_omitted_beam_is_widened_to_n_best():
     translator = Translator([FakeRuntime()], settings(default_beam_size=4, max_length_ratio=2.5, max_length_offset=3,
-                                                      length_penalty=0.5))
+                                                      length_penalty=0.5, length_penalty_form="gnmt"))
     assert translator.options(None, 1, "token") == DecodeOptions(
-        beam_size=4, n_best=1, alignment="token", max_length_ratio=2.5, max_length_offset=3, length_penalty=0.5
+        beam_size=4, n_best=1, alignment="token", max_length_ratio=2.5, max_length_offset=3, length_penalty=0.5,
+        length_penalty_form="gnmt",
     )
     assert translator.options(None, 6, "none").beam_size == 6
     assert translator.options(2, 2, "none").beam_size == 2

@@ -32,8 +32,11 @@ def test_unknown_keys_are_rejected_by_name(tmp_path):
 def test_every_bad_value_is_reported_at_once():
     with pytest.raises(RecipeError) as info:
         TrainingRecipe.from_dict({"lr": 0, "amp": "fp8", "keep_last": 2, "average_last": 5,
+                                  "decode_length_penalty": -1, "decode_length_penalty_form": "mean",
                                   "model": {"d_model": 30, "n_heads": 4, "vocab_size": 9}})
     assert info.value.problems == [
+        "decode_length_penalty must be a non-negative number, got -1",
+        "decode_length_penalty_form must be one of power, gnmt, got 'mean'",
         "amp must be 'bf16' or 'off', got 'fp8'",
         "lr must be positive, got 0",
         "average_last (5) must not exceed keep_last (2)",

@@ -107,6 +107,12 @@ def test_average_subcommand_and_evaluate_cli(smoke_run, tmp_path, capsys):
     assert report["bleu_lowercase"]["signature"].startswith("nrefs:1|case:lc|eff:no|tok:13a")
     assert report["chrf"]["signature"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0")
     assert len((tmp_path / "hyps.de").read_text().splitlines()) == 2
+    # The smoke recipe names no length penalty: the shared default |y|^1; the command line may ask for GNMT's.
+    assert (report["length_penalty"], report["length_penalty_form"]) == (1.0, "power")
+    assert eval_main(["--model-dir", str(out), "--src", str(src), "--beam", "2", "--device", "cpu", "--json",
+                      "--length-penalty", "0.6", "--length-penalty-form", "gnmt"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["length_penalty"], report["length_penalty_form"]) == (0.6, "gnmt")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -145,3 +151,7 @@ def test_cli_unknown_recipe_key_in_a_subprocess(tmp_path):
 def test_evaluate_bad_input_exits_2(tmp_path, capsys):
     assert eval_main(["--model-dir", str(tmp_path / "none"), "--split", "test_2016_flickr"]) == 2
     assert capsys.readouterr().err == f"phrasal-eval: error: model directory {tmp_path / 'none'} does not exist\n"
+    assert eval_main(["--model-dir", "m", "--split", "s", "--length-penalty-form", "mean"]) == 2
+    err = capsys.readouterr().err  # argparse words the list of choices differently across versions
+    assert err.startswith("phrasal-eval: error: argument --length-penalty-form: invalid choice: 'mean' (choose from ")
+    assert err.count("\n") == 1
