@@ -13,8 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from model.decoding.length_penalty import ct2_problem
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodeOptions, ct2_problem
 
 # The request schema's hard bound on beam_size; the default below must respect it.
 MAX_BEAM_SIZE = 16

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from model.decoding import defaults
-from model.decoding.length_penalty import FORMS as LENGTH_PENALTY_FORMS, form_problem
+from model.decoding.length_penalty import FORMS as LENGTH_PENALTY_FORMS, ct2_problem, form_problem
 from model.alignments.word_alignment import TokenAlignment, Word
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
@@ -38,6 +38,7 @@ __all__ = [
     "TokenAlignment",
     "Translation",
     "TranslationRuntime",
+    "ct2_problem",
     "UnsupportedOption",
     "Word",
     "has_visible_text",
