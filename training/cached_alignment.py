@@ -1,11 +1,11 @@
 """Training an added supervised alignment head on the cached features of a frozen model.
 
-With `"trainable": ["supervised_alignment."]` and no dropout (the recipe's dropouts 0), the frozen
-model's encoder output and decoder layer L's output are the same tensors at every update, so
-they are computed once (one forward pass over the training split) and the head alone trains on
-them for many epochs: the loss of a batch is exactly the alignment part of what
-`python -m training train --init MODEL` computes on it (tests/training/test_cached_alignment.py),
-at a small fraction of the cost on a CPU. The labels, the loss (`training.losses.
+With `"trainable": ["supervised_alignment."]` the frozen model's encoder output and decoder
+layer L's output need no gradient, so one forward pass over the training split computes them for
+a whole epoch of updates of the head alone: the loss of a batch is exactly the alignment part of
+what `python -m training train --init MODEL` computes on it (tests/training/test_cached_alignment.py),
+at a fraction of the cost on a CPU. Without dropout one pass serves every epoch; with the recipe's
+dropout (a regulariser the head needs out of domain: results/alignment.md) each epoch draws its own. The labels, the loss (`training.losses.
 supervised_alignment_loss`, Garg et al. 2019 eq. 5), the optimiser (AdamW) and the schedule
 (inverse square root) are the training loop's.
 
@@ -197,11 +197,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     data = ParallelDataset(tokenizer.encode_batch(src), tokenizer.encode_batch(tgt), recipe.max_len)
     words = read_labels(recipe.data_dir, recipe.train_split, recipe.source_lang, recipe.target_lang)
     links = [piece_links(src[i], tgt[i], words[i], tokenizer) for i in data.kept]
-    started = time.perf_counter()
     torch.manual_seed(recipe.seed)
-    cache = cache_features(model, data.src, data.tgt, links)
-    print(f"cached {len(data)} pairs in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    losses = train_head(model, cache, epochs=args.epochs, lr=recipe.lr, warmup=recipe.warmup,
+    dropout = any(getattr(config, name) > 0 for name in ("dropout", "attention_dropout", "activation_dropout"))
+
+    def features(epoch: int) -> FeatureCache:
+        started = time.perf_counter()
+        cache = cache_features(model, data.src, data.tgt, links, dropout=dropout)
+        print(f"epoch {epoch}: features of {len(data)} pairs{' (dropout drawn)' if dropout else ''} in "
+              f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+        return cache
+
+    # With dropout the frozen model's features differ at every update of the real training path;
+    # here each epoch draws them once. Without, one pass serves every epoch.
+    losses = train_head(model, features if dropout else features(0), epochs=args.epochs, lr=recipe.lr, warmup=recipe.warmup,
                         max_tokens=recipe.max_tokens, betas=tuple(recipe.betas), eps=recipe.adam_eps,
                         clip_norm=recipe.clip_norm, seed=recipe.seed,
                         log=lambda line: print(line, file=sys.stderr))
