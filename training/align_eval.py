@@ -192,8 +192,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         gold, gold_format, gold_base = am.read_gold(
             read_lines(args.gold), len(src_lines), args.gold_format, args.gold_base, args.gold_reverse,
             str(args.gold))
-        am.check_bounds(gold, [len(s.split()) for s in src_lines], [len(t.split()) for t in tgt_lines],
-                        gold_base, str(args.gold))
+        if args.words == "split":
+            from training.alignment_labels import words as split_words
+
+            count = lambda line: len(split_words(line))  # noqa: E731
+        else:
+            count = lambda line: len(line.split())  # noqa: E731
+        am.check_bounds(gold, [count(s) for s in src_lines], [count(t) for t in tgt_lines], gold_base, str(args.gold))
     n = len(src_lines) if args.limit is None else min(args.limit, len(src_lines))
     if args.words == "split":
         from training.alignment_labels import words as split_words

@@ -27,6 +27,7 @@ import torch
 
 from model.artifacts import load_model_dir, save_model_dir
 from model.config import ModelConfig
+from model.finished_alignment import layer_features
 from model.transformer import Transformer
 from training.alignment_labels import piece_links, read_labels, target_rows
 from training.data import ParallelDataset, read_parallel
@@ -62,18 +63,6 @@ def padded(ids: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
-@torch.inference_mode()
-def layer_features(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """src (B, S), tgt_in (B, T) -> the encoder output (B, S, D) and the output of the supervised
-    head's decoder layer (B, T, D), as `Transformer.forward` computes them."""
-    memory = model.encode(src)
-    x = model.target_embedding(tgt_in)  # (B, T, D)
-    for layer in model.decoder_layers[: model.supervised_alignment.layer_index + 1]:
-        x = layer(x, memory.states, memory.pad_mask, phrase_memory=memory.phrases,
-                  phrase_chunks=memory.phrase_chunks).out
-    return memory.states, x
-
-
 def cache_features(model: Transformer, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
                    links: Sequence[list[tuple[int, int]]], batch_size: int = 128, dropout: bool = False,
                    dtype: torch.dtype = torch.float16) -> FeatureCache:
@@ -89,7 +78,9 @@ def cache_features(model: Transformer, src_ids: Sequence[Sequence[int]], tgt_ids
         chosen = order[start : start + batch_size]
         src = padded([[*src_ids[i], c.eos_id] for i in chosen], c.pad_id)  # (B, S)
         tgt_in = padded([[c.bos_id, *tgt_ids[i]] for i in chosen], c.pad_id)  # (B, T)
-        enc, dec = layer_features(model, src, tgt_in)
+        with torch.inference_mode():
+            memory_out, dec = layer_features(model, src, tgt_in)
+        enc = memory_out.states
         for row, i in enumerate(chosen):
             memory[i] = enc[row, : len(src_ids[i]) + 1].to(dtype).clone()
             states[i] = dec[row, : len(tgt_ids[i]) + 1].to(dtype).clone()
