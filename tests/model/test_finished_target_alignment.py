@@ -124,3 +124,20 @@ def test_a_step_cannot_give_the_rows_and_generate_forces_the_finished_hypotheses
                 rows = model(SRC[b : b + 1], tgt_in).supervised_attention[0]
             assert h.supervised_attention.shape == (len(h.tokens) + 1, SRC.shape[1])
             assert torch.allclose(h.supervised_attention, rows, atol=1e-5)
+
+
+def test_several_step_wise_heads_give_the_full_pass_rows_step_by_step():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(supervised_alignment={"layer": 1, "head": "added", "weight": 1.0,
+                                                          "heads": 3})).eval()
+    assert not model.supervised_alignment.needs_finished_target
+    tgt_in = torch.tensor([[1, 11, 12, 13], [1, 14, 15, 0]])
+    with torch.no_grad():
+        full = model(SRC, tgt_in).supervised_attention  # (B, T, S)
+        state = model.init_state(model.encode(SRC))
+        rows = []
+        for t in range(tgt_in.shape[1]):
+            out = model.decode_step(tgt_in[:, t], state, need_supervised=True)
+            state = out.state
+            rows.append(out.supervised_attention)
+    assert torch.allclose(torch.stack(rows, dim=1), full, atol=1e-5)
