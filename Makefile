@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
-MODEL_DIR ?= models/en-de-align
+MODEL_DIR ?= models/en-de-align2
 # docs/operations.md, "CPU threads": torch gets the cores minus one, the HTTP event loop keeps one.
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 OMP_NUM_THREADS ?= $(shell n=$(CORES); [ $$n -gt 1 ] && echo $$((n - 1)) || echo 1)

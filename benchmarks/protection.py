@@ -242,7 +242,7 @@ def main() -> int:
     parser.add_argument("--build", action="store_true", help="rebuild the test sets from the catalogs and Multi30k")
     parser.add_argument("--sample", action="store_true", help="write placement_sample.jsonl for judging")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "protection.md")
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align", help="default: what make serve serves")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2", help="default: what make serve serves")
     args = parser.parse_args()
     if args.build:
         build()

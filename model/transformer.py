@@ -122,7 +122,8 @@ class Transformer(nn.Module):
                 fertility = {"fertility_mean": mean, "fertility_variance": variance,
                              "fertility_attention": self.global_fertility.select(out.probs)}
             if index == supervised_layer:
-                supervised_attention = (supervised.attend(x, supervised.keys(memory.states), memory.pad_mask)
+                supervised_attention = (supervised.attend(x, supervised.keys(memory.states), memory.pad_mask,
+                                                          tgt_in.eq(self.config.pad_id))
                                         if supervised.added else supervised.select(out.probs))  # (B, T, S)
         return ModelOutput(self._logits(self.decoder_norm(x)), attention, phrases, **fertility,
                            phrase_chunks=memory.phrase_chunks, supervised_attention=supervised_attention)
@@ -188,6 +189,9 @@ class Transformer(nn.Module):
         supervised = self.supervised_alignment
         if need_supervised and supervised is None:
             raise ValueError("this model has no supervised alignment head (ModelConfig.supervised_alignment)")
+        if need_supervised and supervised.needs_finished_target:
+            raise ValueError("this model's supervised alignment head reads the whole target: its rows come "
+                             "from a forced pass of the finished hypothesis (Transformer.forward), not a step")
         if supervised is not None and supervised.added:
             new_tensors[SUPERVISED_KEYS] = state.tensors[SUPERVISED_KEYS]
         supervised_layer = supervised.layer_index if need_supervised else None

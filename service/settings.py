@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     )
 
     model_dirs: list[Path] = Field(
-        default_factory=lambda: [Path("models/en-de-align")],
+        default_factory=lambda: [Path("models/en-de-align2")],
         min_length=1,
         description="One model directory per language pair served.",
     )

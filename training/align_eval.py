@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--row-column", action="store_true",
                    help="also score the forward matrix read both ways and symmetrised (what the service's "
                         "supervised method returns)")
+    p.add_argument("--link-threshold", type=float,
+                   help="with --row-column: keep a symmetrised link only if p(i|j)·p(j|i) >= this "
+                        "(model.alignments.symmetrisation.matrix_links); default: the supervised head's link_threshold "
+                        "with --supervised, else 0")
     p.add_argument("--soft-threshold", type=float,
                    help="also score every link with >= this share of a target word's attention")
     p.add_argument("--reference", action="append", choices=("eflomal", "diagonal"), default=[],
@@ -134,6 +138,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--agreement scores against eflomal: it needs --reference eflomal and no --gold")
     if args.batch_size < 1 or (args.limit is not None and args.limit < 1) or args.eflomal_extra < 0:
         raise UsageError("--batch-size and --limit must be >= 1, --eflomal-extra >= 0")
+    if args.link_threshold is not None and not 0.0 <= args.link_threshold < 1.0:
+        raise UsageError(f"--link-threshold must be in [0, 1), got {args.link_threshold}")
     if args.soft_threshold is not None and not 0.0 < args.soft_threshold <= 1.0:
         raise UsageError(f"--soft-threshold must be in (0, 1], got {args.soft_threshold}")
     if args.reverse_layer is not None and args.reverse_model_dir is None:
@@ -154,8 +160,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         gold, gold_format, gold_base = am.read_gold(
             read_lines(args.gold), len(src_lines), args.gold_format, args.gold_base, args.gold_reverse,
             str(args.gold))
-        am.check_bounds(gold, [len(s.split()) for s in src_lines], [len(t.split()) for t in tgt_lines],
-                        gold_base, str(args.gold))
+        if args.words == "split":
+            from training.alignment_labels import words as split_words
+
+            count = lambda line: len(split_words(line))  # noqa: E731
+        else:
+            count = lambda line: len(line.split())  # noqa: E731
+        am.check_bounds(gold, [count(s) for s in src_lines], [count(t) for t in tgt_lines], gold_base, str(args.gold))
     n = len(src_lines) if args.limit is None else min(args.limit, len(src_lines))
     if args.words == "split":
         from training.alignment_labels import words as split_words
@@ -171,7 +182,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     forward_model = load_model_dir(args.model_dir, device)
     common = dict(shift=args.shift, threshold=args.soft_threshold, batch_size=args.batch_size,
-                  supervised=args.supervised)
+                  supervised=args.supervised, link_threshold=args.link_threshold)
     forward = align_direction(forward_model, source_words, target_words, layer=args.layer, name="--model-dir",
                               **common)
     rows: dict[str, Alignments] = {}

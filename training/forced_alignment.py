@@ -162,10 +162,14 @@ def forced_attention(
 def align_direction(
     loaded: LoadedModel, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]],
     *, layer: int | None = None, shift: bool = False, threshold: float | None = None,
-    batch_size: int = 32, name: str = "model", supervised: bool = False,
+    batch_size: int = 32, name: str = "model", supervised: bool = False, link_threshold: float | None = None,
 ) -> DirectionAlignments:
     """Forced-decode every pair with `loaded` and turn its attention (or its supervised alignment head's,
-    with `supervised`) into word links."""
+    with `supervised`) into word links. The symmetrised links use `link_threshold`
+    (model.alignments.symmetrisation.matrix_links); None: the supervised head's own with `supervised`, else 0."""
+    if link_threshold is None:
+        head = loaded.model.supervised_alignment
+        link_threshold = head.link_threshold if supervised and head is not None else 0.0
     if supervised and loaded.model.supervised_alignment is None:
         raise AlignmentInputError(f"{name}: the model has no supervised alignment head (ModelConfig.supervised_alignment)")
     model = loaded.model if supervised else model_for_layer(
@@ -187,7 +191,7 @@ def align_direction(
     for s, t, a in zip(sources, targets, attention):
         weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
         hard.append(hard_links(weights))
-        symmetric.append(matrix_links(weights.tolist()))
+        symmetric.append(matrix_links(weights.tolist(), link_threshold))
         if threshold is not None:
             soft.append(soft_links(weights, threshold))
     return DirectionAlignments(hard, soft if threshold is not None else None, symmetric)

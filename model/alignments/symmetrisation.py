@@ -75,13 +75,19 @@ def grow_diag_final_and(forward: Iterable[Link], reverse: Iterable[Link]) -> set
     return grow_diag_final(forward, reverse, final_and=True)
 
 
-def matrix_links(weights: Sequence[Sequence[float]]) -> set[Link]:
+def matrix_links(weights: Sequence[Sequence[float]], threshold: float = 0.0) -> set[Link]:
     """Hard links from ONE alignment matrix, symmetrised: weights[j][i] = target word j's weight on
     source word i. Each target word's heaviest source word (the usual hard link) and each source
     word's heaviest target word (the matrix read the other way, as if by a reverse model) are
     combined by grow-diag-final-and, so that a source word that no target word prefers can still be
     linked and one that draws every target word's argmax is kept to its best ones. Rows or columns
-    without positive finite mass give no link; ties go to the lower index."""
+    without positive finite mass give no link; ties go to the lower index.
+
+    threshold: a link (i, j) is kept only if p(i | j) · p(j | i) >= threshold, p(i | j) = weights[j][i]
+    (a row is the head's distribution over the source) and p(j | i) its share of column i (the
+    matrix read the other way): the product of the two directions' posteriors, as in agreement-based
+    alignment (Liang et al. 2006, eq. 1). A link that one direction supports only weakly is dropped;
+    0 keeps every link."""
     rows = [list(map(float, row)) for row in weights]
     by_target: set[Link] = set()
     for j, row in enumerate(rows):
@@ -92,4 +98,8 @@ def matrix_links(weights: Sequence[Sequence[float]]) -> set[Link]:
         column = [row[i] for row in rows]
         if all(math.isfinite(w) for w in column) and max(column) > 0.0:
             by_source.add((i, max(range(len(column)), key=lambda j: (column[j], -j))))
-    return grow_diag_final_and(by_target, by_source)
+    links = grow_diag_final_and(by_target, by_source)
+    if threshold <= 0.0:
+        return links
+    column_mass = [sum(row[i] for row in rows) for i in range(len(rows[0]))]
+    return {(i, j) for i, j in links if rows[j][i] * rows[j][i] / column_mass[i] >= threshold}

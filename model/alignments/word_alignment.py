@@ -189,6 +189,7 @@ def token_alignment(
     attention: Any,
     min_weight: float = DEFAULT_MIN_WEIGHT,
     symmetric: bool = False,
+    link_threshold: float = 0.0,
 ) -> TokenAlignment:
     """Word-level alignment of one hypothesis.
 
@@ -197,7 +198,8 @@ def token_alignment(
     checked rather than guessed at, because an off-by-one here silently shifts every link.
     Spans index ``source_text`` (the user's string) and ``target_text`` (the detokenised output).
     ``symmetric``: the hard links are the word matrix read both ways and symmetrised
-    (`model.alignments.symmetrisation.matrix_links`), so a target word may have none or several.
+    (`model.alignments.symmetrisation.matrix_links`, with its ``threshold`` = ``link_threshold``), so a target
+    word may have none or several.
     """
     rows = _rows(attention)
     if len(rows) != len(target_pieces) or any(len(r) != len(source_pieces) for r in rows):
@@ -217,7 +219,7 @@ def token_alignment(
     if symmetric:
         from model.alignments.symmetrisation import matrix_links  # model.alignments.symmetrisation is pure Python too
 
-        hard = sorted(matrix_links(weights), key=lambda link: (link[1], link[0]))
+        hard = sorted(matrix_links(weights, link_threshold), key=lambda link: (link[1], link[0]))
     else:
         hard = [(row[0][0], j) for j, row in enumerate(links) if row]
     return TokenAlignment(

@@ -16,6 +16,7 @@ import torch
 from model.decoding import defaults
 from model.decoding.beam_search import Hypothesis, beam_search
 from model.config import ModelConfig
+from model.decoding.finished_alignment import finished_rows, needs_forced_pass
 from model.decoder_state import DecoderState
 from model.text.tokenizer import Tokenizer
 from model.transformer import StepOut, Transformer
@@ -169,7 +170,10 @@ def generate(
     config = backend.config
     k = options.beam_size
     # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
-    supervised = options.return_supervised_attention
+    # A head that reads the whole target gives its rows after the search (model/decoding/finished_alignment.py).
+    forced = options.return_supervised_attention and isinstance(backend, TransformerBackend) and \
+        needs_forced_pass(backend.model)
+    supervised = options.return_supervised_attention and not forced
     decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases, should_stop=should_stop,
                             supervised=supervised)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
@@ -187,9 +191,9 @@ def generate(
         return_attention=options.return_attention or phrases or supervised,
     )
     if not phrases and not supervised:
-        return found
+        return with_finished_rows(backend, src, found) if forced else found
     tokens = options.return_attention
-    return [
+    result = [
         [
             PhrasalHypothesis(
                 h.tokens, h.score, h.log_prob, h.attention["attention"] if tokens else None,
@@ -203,6 +207,17 @@ def generate(
         ]
         for nbest in found
     ]
+    return with_finished_rows(backend, src, result) if forced else result
+
+
+def with_finished_rows(backend: TransformerBackend, src: torch.Tensor,
+                        found: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
+    """Each hypothesis with its supervised rows from one forced pass (model/decoding/finished_alignment.py)."""
+    rows = finished_rows(backend.model, src, found)
+    return [[PhrasalHypothesis(h.tokens, h.score, h.log_prob, h.attention, h.final_attention,
+                               phrase_attention=getattr(h, "phrase_attention", None), supervised_attention=r)
+             for h, r in zip(nbest, sentence_rows)]
+            for nbest, sentence_rows in zip(found, rows)]
 
 
 def generate_ids(backend: StepBackend | Transformer, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:

@@ -31,7 +31,9 @@ from dataclasses import replace
 import torch
 
 from model.decoding.beam_search import Hypothesis, _validate as validate_search
-from model.decoding.generate import PhrasalHypothesis, SearchCancelled, SearchOptions, StepBackend, TransformerBackend, max_lengths
+from model.decoding.finished_alignment import needs_forced_pass
+from model.decoding.generate import (PhrasalHypothesis, SearchCancelled, SearchOptions, StepBackend, TransformerBackend,
+                                    max_lengths, with_finished_rows)
 from model.decoder_state import DecoderState
 from model.decoding.static_buckets import BATCH_SIZES, Bucket, choose_bucket, round_up
 from model.decoding.static_search import StaticSearch
@@ -191,8 +193,15 @@ class StaticGenerator:
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         """What `model.decoding.generate.generate(backend, src, options, should_stop)` returns, computed on
         a bucket's static state."""
+        # A head that reads the whole target has no step row: its rows come from one forced pass
+        # after the search, as in the eager path (model/decoding/finished_alignment.py).
+        forced = options.return_supervised_attention and isinstance(self.backend, TransformerBackend) and \
+            needs_forced_pass(self.backend.model)
+        if forced:
+            options = replace(options, return_supervised_attention=False)
         with self.lock:
-            return self._generate(src, options, should_stop)
+            found = self._generate(src, options, should_stop)
+        return with_finished_rows(self.backend, src, found) if forced else found
 
     @torch.inference_mode()
     def _generate(self, src: torch.Tensor, options: SearchOptions,

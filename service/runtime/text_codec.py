@@ -45,12 +45,14 @@ def translate_texts(
     max_source_tokens: int,
     generate: Callable[[list[list[int]], SearchOptions], list[list[Hypothesis]]],
     native_phrases: bool = False,
+    link_threshold: float = 0.0,
 ) -> list[list[Translation]]:
     """Encode `texts`, refuse any over `max_source_tokens` pieces (EOS not counted), run
     `generate(source_ids, search_options)` and turn its hypotheses into translations.
 
     native_phrases: the model attends to source phrases itself (phrasal cross-attention, phrase
-    representations), so `generate` can return each hypothesis' phrase attention."""
+    representations), so `generate` can return each hypothesis' phrase attention. link_threshold: the
+    supervised head's hard-link threshold (model.alignments.symmetrisation.matrix_links)."""
     with_alignment = options.alignment != "none"
     encoded: list[Encoded] | None = None
     if with_alignment:
@@ -69,8 +71,8 @@ def translate_texts(
         if encoded is None:
             results.append([Translation(text, h.score) for text, h in kept])
         else:
-            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases, options.alignment_method)
-                            for _, h in kept])
+            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases, options.alignment_method,
+                                     link_threshold) for _, h in kept])
     return results
 
 
@@ -106,7 +108,7 @@ def alignment_rows(hypothesis: Hypothesis, method: str, n_source: int) -> list[l
 
 def _aligned(
     tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, phrases: bool,
-    method: str = "attention",
+    method: str = "attention", link_threshold: float = 0.0,
 ) -> Translation:
     text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
     _, source_pieces, source_spans = encoded
@@ -117,7 +119,9 @@ def _aligned(
         target_text=text, target_pieces=pieces, target_spans=spans,
     )
     # The supervised head's matrix is read both ways (the measured best hard links: RESULTS.md).
-    alignment = token_alignment(attention=attention, symmetric=method == "supervised", **sides)
+    supervised = method == "supervised"
+    alignment = token_alignment(attention=attention, symmetric=supervised,
+                                link_threshold=link_threshold if supervised else 0.0, **sides)
     phrase_map = _phrase_map(alignment, hypothesis, len(source_pieces), sides) if phrases else None
     return Translation(text, hypothesis.score, alignment, phrase_map)
 

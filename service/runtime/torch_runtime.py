@@ -70,6 +70,7 @@ class TorchRuntime(TranslationRuntime):
         self.default_alignment_method = "supervised" if has_head else "attention"
         # Preallocated state per bucket, kept for the runtime's life (CUDA graphs read it).
         self.static = StaticGenerator(self.model, step_runner(device)) if static_decoding else None
+        self.link_threshold = self.model.supervised_alignment.link_threshold if has_head else 0.0
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -79,7 +80,8 @@ class TorchRuntime(TranslationRuntime):
 
     def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
         return translate_texts(
-            self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases
+            self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases,
+            self.link_threshold,
         )
 
     @torch.inference_mode()
@@ -103,7 +105,8 @@ class TorchRuntime(TranslationRuntime):
             out.append(token_alignment(
                 source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
                 target_text=target_text, target_pieces=target_pieces, target_spans=target_spans,
-                attention=rows.float().cpu(), symmetric=method == "supervised"))
+                attention=rows.float().cpu(), symmetric=method == "supervised",
+                link_threshold=self.link_threshold if method == "supervised" else 0.0))
         return out
 
 
@@ -114,7 +117,8 @@ class TorchRuntime(TranslationRuntime):
         generate_until = partial(self._generate, should_stop=cancelled)
         try:
             return translate_texts(
-                self.loaded.tokenizer, texts, options, self.max_source_tokens, generate_until, self.native_phrases
+                self.loaded.tokenizer, texts, options, self.max_source_tokens, generate_until, self.native_phrases,
+                self.link_threshold,
             )
         except SearchCancelled:
             raise BatchCancelled() from None

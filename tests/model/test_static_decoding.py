@@ -52,6 +52,11 @@ FAMILIES.update({
     "alignment-biases-queryk-self": {"alignment_biases": ALL_BIASES, "decoder_self_attention": HETEROGENEOUS},
     "supervised-head-added": {"supervised_alignment": {"layer": 1, "head": "added", "weight": 1.0}},
     "supervised-head-0": {"supervised_alignment": {"layer": 1, "head": 0, "weight": 1.0}},
+    # Heads that read the whole target: their rows come from the forced pass after the search.
+    "supervised-heads-diagonal": {"supervised_alignment": {"layer": 1, "head": "added", "weight": 1.0,
+                                                           "heads": 2, "diagonal": True}},
+    "supervised-head-target-context": {"supervised_alignment": {"layer": 1, "head": "added", "weight": 1.0,
+                                                                "self_attention": True}},
 })
 
 

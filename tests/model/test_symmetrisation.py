@@ -21,3 +21,13 @@ def test_rows_without_mass_give_no_links_and_ties_go_to_the_lower_index():
     # Target 1 has no mass: no link. Target 0's tie goes to source 0; source 1's column links it to target 0.
     assert matrix_links([[0.5, 0.5], [0.0, 0.0]]) == {(0, 0), (1, 0)}
     assert matrix_links([]) == set()
+
+
+def test_the_link_threshold_keeps_links_both_directions_support():
+    # Links without threshold: (0,0) (0,1) (1,1) (previous test). p(i|j)·p(j|i): (0,0) 0.9·0.9/1.5 = 0.54;
+    # (0,1) 0.6·0.6/1.5 = 0.24; (1,1) 0.4·0.4/0.5 = 0.32.
+    weights = [[0.9, 0.1], [0.6, 0.4]]
+    assert matrix_links(weights, threshold=0.24) == {(0, 0), (0, 1), (1, 1)}
+    assert matrix_links(weights, threshold=0.25) == {(0, 0), (1, 1)}
+    assert matrix_links(weights, threshold=0.33) == {(0, 0)}
+    assert matrix_links(weights, threshold=0.0) == matrix_links(weights)

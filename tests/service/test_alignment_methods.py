@@ -133,6 +133,38 @@ def test_each_method_returns_its_own_links_and_auto_is_the_supervised_head(head_
         assert _ask(client).json()["translations"][0][0]["alignment"]["pharaoh"] == expected["supervised"]
 
 
+FULL_HEAD = {"layer": 0, "head": "added", "weight": 1.0, "heads": 2, "self_attention": True, "diagonal": True,
+             "link_threshold": 0.05}
+
+
+def test_a_head_that_reads_the_whole_target_serves_the_forced_pass_links(tmp_path, tiny_spm):
+    from model.model_dir import load_model_dir
+
+    path = save_model_dir(tmp_path / "en-de", _randomised(tiny_model(supervised_alignment=FULL_HEAD)), tiny_spm,
+                          source_lang="en", target_lang="de")
+    runtime = TorchRuntime(load_model_dir(path), torch.device("cpu"))
+    options = DecodeOptions(beam_size=2, alignment="token", alignment_method="supervised", max_length_offset=4)
+    ids, pieces, spans = runtime.tokenizer.encode_with_offsets(SOURCE)
+    src = torch.tensor([[*ids, runtime.tokenizer.eos_id]])
+    best = generate(runtime.model, src, search_options(DecodeOptions(beam_size=2, max_length_offset=4)))[0][0]
+    # The rows by hand: the finished hypothesis forced through the model; row k + 1 reads token k.
+    with torch.no_grad():
+        rows = runtime.model(src, torch.tensor([[1, *best.tokens]])).supervised_attention[0, 1:, : len(pieces)]
+    text, target_pieces, target_spans = runtime.tokenizer.decode_with_offsets(best.tokens)
+    expected = token_alignment(source_text=SOURCE, source_pieces=pieces, source_spans=spans, target_text=text,
+                               target_pieces=target_pieces, target_spans=target_spans, attention=rows,
+                               symmetric=True, link_threshold=0.05).pharaoh
+    assert expected != token_alignment(source_text=SOURCE, source_pieces=pieces, source_spans=spans,
+                                       target_text=text, target_pieces=target_pieces, target_spans=target_spans,
+                                       attention=rows, symmetric=True).pharaoh  # the threshold matters here
+    settings = Settings(model_dirs=[path], device="cpu", max_length_offset=4, inference_process=False)
+    with serving(create_app(settings)) as client:
+        response = _ask(client)
+        assert response.status_code == 200, response.text
+        assert response.json()["translations"][0][0]["alignment"]["pharaoh"] == expected
+        assert runtime.translate([SOURCE], options)[0][0].alignment.pharaoh == expected
+
+
 def test_the_server_setting_is_the_default_method(head_dir):
     settings = Settings(model_dirs=[head_dir], device="cpu", max_length_offset=4, inference_process=False,
                         alignment_method="shift")

@@ -120,9 +120,10 @@ def test_missing_labels_name_the_command_that_builds_them(tmp_path):
 # -- the config ---------------------------------------------------------------------------------
 def test_config_problems_are_reported_together():
     with pytest.raises(ConfigError) as error:
-        tiny_config(supervised_alignment={"layer": 5, "head": 9, "weight": -1, "heads": 1})
+        tiny_config(supervised_alignment={"layer": 5, "head": 9, "weight": -1, "width": 1})
     assert error.value.problems == [
-        "supervised_alignment: unknown option(s) ['heads']; known options: head, layer, weight",
+        "supervised_alignment: unknown option(s) ['width']; known options: head, layer, weight, heads, "
+        "self_attention, diagonal, link_threshold",
         "supervised_alignment: layer must index a decoder layer in [-2, 2), got 5",
         "supervised_alignment: head must be a head index in [0, 4) or 'added', got 9",
         "supervised_alignment: weight must be a number >= 0, got -1",
