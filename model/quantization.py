@@ -1,0 +1,42 @@
+"""Int8 dynamic quantisation of a Transformer's linear layers, for CPU decoding.
+
+`torch.ao.quantization.quantize_dynamic` stores every `nn.Linear` weight as int8 (per-tensor
+affine) and quantises each activation on the fly, so the projections run as int8 GEMMs while
+LayerNorm, softmax and attention stay float32. The output projection is the largest GEMM of a
+decoding step (vocabulary x d_model per hypothesis; on the bundled en-de about a quarter of a
+step's CPU time in fp32); with tied embeddings it is `F.linear(x, embedding.weight)`, not a
+module, so the quantised copy gets its own quantised `output_projection` holding the same
+weights (the embedding lookup keeps the float32 table). `Transformer._logits` uses
+`output_projection` whenever it is set, so the copy computes the same function up to rounding.
+
+Quantisation changes the numbers, so it is verified before it is served (export/int8_check.py);
+the float32 model is never modified.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+from torch import nn
+
+from model.transformer import Transformer
+
+INT8 = "int8"
+
+
+def quantize_int8(model: Transformer) -> Transformer:
+    """A float32 CPU copy of `model` with every linear layer (output projection included) int8
+    dynamically quantised; `model` itself is left as it was."""
+    quantised = copy.deepcopy(model).to(device="cpu", dtype=torch.float32).eval()
+    if quantised.output_projection is None:  # tied: the logits read the embedding table
+        table = quantised.source_embedding.tokens.weight  # (V, D)
+        projection = nn.Linear(table.shape[1], table.shape[0], bias=False)
+        with torch.no_grad():
+            projection.weight.copy_(table)
+        quantised.output_projection = projection
+    with warnings.catch_warnings():
+        # torch 2.13 deprecates the quantised tensor types behind quantize_dynamic (it still ships
+        # and runs them); the warning would otherwise repeat in every process that loads int8.
+        warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions.*", category=UserWarning)
+        return torch.ao.quantization.quantize_dynamic(quantised, {nn.Linear}, dtype=torch.qint8)
