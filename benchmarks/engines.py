@@ -339,7 +339,7 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
             tokens = sum(len(t) for t in outputs)
             single = batch == 1
             runs.append({
-                "beam": beam, "batch": batch, "sentences": len(ids), "seconds": round(seconds, 4),
+                "beam": beam, "batch": batch, "sentences": len(ids), "seconds": round(seconds, 6),
                 "sentences_per_s": round(len(ids) / seconds, 2), "tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
                 "p50_ms": round(statistics.median(calls), 2) if single else None,
                 "p95_ms": round(statistics.quantiles(calls, n=20, method="inclusive")[18], 2) if single and len(calls) > 1 else (round(calls[0], 2) if single else None),

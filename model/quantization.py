@@ -36,7 +36,9 @@ def quantize_int8(model: Transformer) -> Transformer:
             projection.weight.copy_(table)
         quantised.output_projection = projection
     with warnings.catch_warnings():
-        # torch 2.13 deprecates the quantised tensor types behind quantize_dynamic (it still ships
-        # and runs them); the warning would otherwise repeat in every process that loads int8.
+        # torch 2.13 deprecates torch.ao.quantization and its quantised tensor types in favour of
+        # the separate torchao package, but still ships and runs them (tests/model/test_quantization.py
+        # fails the day they go); the warnings would otherwise repeat in every process that loads int8.
         warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions.*", category=UserWarning)
+        warnings.filterwarnings("ignore", message=r".*torch\.ao\.quantization is deprecated.*", category=DeprecationWarning)
         return torch.ao.quantization.quantize_dynamic(quantised, {nn.Linear}, dtype=torch.qint8)
