@@ -13,9 +13,11 @@ returns no attention (CTranslate2 neither), n_best 1, the service's other decodi
 
     python benchmarks/engines.py                                       # full CPU run, appends results/engines_cpu.md
     python benchmarks/engines.py --sentences 64 --batch-sizes 1,32 --beams 5 --sizes bundled --engines torch,torch-int8,ct2-int8
+    python benchmarks/engines.py --engines torch,torch@2,ct2,ct2@2 --sizes bundled  # thread settings
     python benchmarks/engines.py --device cuda                         # float16 engines, results/engines_cuda.md
 
-Engines (CPU): torch, torch-int8 (model/quantization.py), torchscript, onnx, onnx-int8 (ONNX
+Engines (CPU): torch, torch-int8 (model/quantization.py), torch-int8-layers (the same with the
+output projection left float32: what quantising it buys), torchscript, onnx, onnx-int8 (ONNX
 Runtime quantisation, export/onnx_quantize.py), ct2, ct2-int8. On CUDA: torch, torch-fp16,
 torchscript-fp16, onnx-fp16, ct2-fp16, ct2-int8-fp16. Exports are made by our exporter without
 its verification (the agreement column is this benchmark's check) into --work-dir.
@@ -27,6 +29,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -55,6 +58,7 @@ class Engine:
 CPU_ENGINES = (
     Engine("torch", "torch", "float32"),
     Engine("torch-int8", "torch", "int8"),
+    Engine("torch-int8-layers", "torch", "int8-layers"),  # the output projection left float32
     Engine("torchscript", "torchscript", "float32"),
     Engine("onnx", "onnx", "float32"),
     Engine("onnx-int8", "onnx", "int8"),
@@ -195,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=Path("models/en-de"))
     parser.add_argument("--sizes", default="bundled,base", help="bundled (--model-dir) and/or base (random Transformer-base)")
-    parser.add_argument("--engines", default="", help="comma-separated engine names (default: all for the device)")
+    parser.add_argument("--engines", default="", help="comma-separated engine names, NAME@N for N threads (default: all for the device)")
     parser.add_argument("--data", type=Path, default=Path("data/multi30k"))
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--sentences", type=int, default=1000)
@@ -214,9 +218,14 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
 
     known = {e.name: e for e in engines_for(args.device)}
     names = [n for n in args.engines.split(",") if n] or list(known)
-    unknown = [n for n in names if n not in known]
+    unknown = [n for n in names if n.split("@")[0] not in known or not re.fullmatch(r"[^@]+(@[1-9][0-9]*)?", n)]
     if unknown:
-        parser.error(f"unknown engine(s) {', '.join(unknown)} for {args.device}; known: {', '.join(known)}")
+        parser.error(f"unknown engine(s) {', '.join(unknown)} for {args.device}; known: {', '.join(known)} "
+                     "(NAME@N: with N threads)")
+    for name in names:  # NAME@N: the engine with N intra-op threads
+        if "@" in name:
+            base, threads = name.split("@")
+            known[name] = dataclasses.replace(known[base], name=name, threads=int(threads))
     sizes = [s for s in args.sizes.split(",") if s]
     if any(s not in ("bundled", "base") for s in sizes):
         parser.error(f"--sizes takes bundled and/or base, got {args.sizes!r}")
@@ -233,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
             for name in names:
                 engine = known[name]
                 threads = engine.threads or args.threads
-                export = export_for(engine, model_dir, work / f"{size}-{args.device}-{engine.name}", args.device)
+                export = export_for(engine, model_dir, work / f"{size}-{args.device}-{engine.name.split('@')[0]}", args.device)
                 print(f"{size} {engine.name} ({threads} thread{'s' * (threads > 1)}) ...", file=sys.stderr, flush=True)
                 answer = run_worker({"engine": dataclasses.asdict(engine), "model_dir": str(model_dir),
                                      "export_dir": str(export) if export else None, "device": args.device,
@@ -285,8 +294,8 @@ def load_translate(job: dict[str, Any]):
         loaded = load_model_dir(job["model_dir"])
         torch_device = torch.device(device)
         avoid_per_shape_attention_plans(torch_device)
-        if engine.precision == "int8":
-            model = quantize_int8(loaded.model)
+        if engine.precision.startswith("int8"):
+            model = quantize_int8(loaded.model, output_projection=engine.precision == "int8")
         else:
             model = loaded.model.to(device=torch_device, dtype=getattr(torch, engine.precision))
         config = loaded.config

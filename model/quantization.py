@@ -25,11 +25,11 @@ from model.transformer import Transformer
 INT8 = "int8"
 
 
-def quantize_int8(model: Transformer) -> Transformer:
-    """A float32 CPU copy of `model` with every linear layer (output projection included) int8
-    dynamically quantised; `model` itself is left as it was."""
+def quantize_int8(model: Transformer, output_projection: bool = True) -> Transformer:
+    """A float32 CPU copy of `model` with every linear layer (and with `output_projection`, the
+    output projection too) int8 dynamically quantised; `model` itself is left as it was."""
     quantised = copy.deepcopy(model).to(device="cpu", dtype=torch.float32).eval()
-    if quantised.output_projection is None:  # tied: the logits read the embedding table
+    if output_projection and quantised.output_projection is None:  # tied: the logits read the embedding table
         table = quantised.source_embedding.tokens.weight  # (V, D)
         projection = nn.Linear(table.shape[1], table.shape[0], bias=False)
         with torch.no_grad():

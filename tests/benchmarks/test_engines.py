@@ -11,7 +11,7 @@ from benchmarks.host import cpu_name
 from tests.conftest import DATA
 from tests.export.fixtures import model_dir
 
-ENGINES = ["torch", "torch-int8", "ct2", "ct2-int8"]
+ENGINES = ["torch", "torch-int8", "ct2", "ct2-int8", "ct2@2"]
 
 
 def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
@@ -26,7 +26,8 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
     speed = {(r["engine"], r["beam"], r["batch"]): r["sentences_per_s"] for r in rows}
     for r in rows:
         assert r["sentences"] == 6 and r["size"] == "bundled"
-        assert r["threads"] == 1  # ct2-int8 always runs one thread, the others --threads (default 1)
+        # ct2-int8 always runs one thread, NAME@N N threads, the others --threads (default 1)
+        assert r["threads"] == (2 if r["engine"] == "ct2@2" else 1)
         assert r["sentences_per_s"] == pytest.approx(6 / r["seconds"], rel=1e-2)
         assert r["tokens_per_s"] == pytest.approx(r["tokens"] / r["seconds"], rel=1e-2, abs=0.1)
         assert r["ratio_to_ct2"] == pytest.approx(r["sentences_per_s"] / speed[("ct2-int8", r["beam"], r["batch"])], abs=1e-3)
@@ -47,6 +48,7 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
         # it runs to the length limit, where the two are not meant to agree: export/ct2_runner.py.)
         assert by[("ct2", 2, batch)]["agreement"] == 1.0
         assert by[("ct2", 2, batch)]["bleu"] == by[("torch", 2, batch)]["bleu"]
+        assert by[("ct2@2", 2, batch)]["agreement"] == 1.0  # threads change the speed, not the output
     # Identical outputs (agreement 1.0) score the same BLEU as torch's.
     assert all(r["bleu"] == by[("torch", r["beam"], r["batch"])]["bleu"] for r in rows if r["agreement"] == 1.0)
     text = results.read_text()
@@ -60,7 +62,10 @@ def test_unknown_engines_and_sizes_are_refused(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--engines", "torch,tensorrt", "--results", "-"])
     assert exit_.value.code == 2
-    assert "unknown engine(s) tensorrt for cpu; known: torch, torch-int8, torchscript, onnx, onnx-int8, ct2, ct2-int8" in capsys.readouterr().err
+    assert "unknown engine(s) tensorrt for cpu; known: torch, torch-int8, torch-int8-layers, torchscript, onnx, onnx-int8, ct2, ct2-int8" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--engines", "torch@0", "--results", "-"])
+    assert "unknown engine(s) torch@0 for cpu" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--sizes", "large", "--results", "-"])
     assert "--sizes takes bundled and/or base, got 'large'" in capsys.readouterr().err
