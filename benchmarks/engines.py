@@ -7,7 +7,9 @@ order, and reports sentences/s, target tokens/s (pieces, EOS not counted), p50/p
 call at batch 1, the engine process's peak memory (RSS on CPU; on CUDA torch's peak allocation),
 sacreBLEU (13a, cased, detokenised) of its output against the references, the share of top
 outputs identical to our float32 torch output with the same beam and batch, and its throughput
-ratio to CTranslate2 (int8 with intra_threads=1 on CPU, float16 on CUDA). Each engine runs in a
+ratio to CTranslate2 (int8 with intra_threads=1 on CPU, float16 on CUDA); also sentences per
+second of the process's CPU time and that ratio, which on a machine shared with other work
+compares one-thread engines far more steadily than wall time does. Each engine runs in a
 child process of its own, so that memory is its own and thread settings do not leak. Decoding
 returns no attention (CTranslate2 neither), n_best 1, the service's other decoding defaults.
 
@@ -143,6 +145,7 @@ def table_rows(runs: list[dict[str, Any]], references: list[str] | None, device:
     """One row per (size, engine, beam, batch) with BLEU, agreement and the speed ratio."""
     outputs = {(r["size"], r["engine"], r["beam"], r["batch"]): r["outputs"] for r in runs}
     speeds = {(r["size"], r["engine"], r["beam"], r["batch"]): r["sentences_per_s"] for r in runs}
+    cpu_speeds = {(r["size"], r["engine"], r["beam"], r["batch"]): r["sentences_per_cpu_s"] for r in runs}
     rows = []
     for r in runs:
         key = (r["size"], r["beam"], r["batch"])
@@ -150,10 +153,12 @@ def table_rows(runs: list[dict[str, Any]], references: list[str] | None, device:
         reference_output = outputs.get((r["size"], REFERENCE_OUTPUT, r["beam"], r["batch"]))
         agreement = None if reference_output is None else sum(a == b for a, b in zip(own, reference_output)) / len(own)
         fastest = speeds.get((key[0], SPEED_REFERENCE[device], key[1], key[2]))
+        fastest_cpu = cpu_speeds.get((key[0], SPEED_REFERENCE[device], key[1], key[2]))
         row = {k: v for k, v in r.items() if k != "outputs"}
         row["bleu"] = corpus_bleu(own, references) if references is not None else None
         row["agreement"] = None if agreement is None else round(agreement, 4)
         row["ratio_to_ct2"] = None if not fastest else round(r["sentences_per_s"] / fastest, 3)
+        row["cpu_ratio_to_ct2"] = None if not fastest_cpu else round(r["sentences_per_cpu_s"] / fastest_cpu, 3)
         rows.append(row)
     return rows
 
@@ -164,13 +169,14 @@ def _fmt(value: Any, spec: str) -> str:
 
 def markdown(rows: list[dict[str, Any]], device: str) -> list[str]:
     reference = SPEED_REFERENCE[device]
-    lines = [f"| model | engine | threads | beam | batch | sent/s | tok/s | p50 ms (b1) | p95 ms (b1) | peak MiB | BLEU | agree w/ torch fp32 | × {reference} |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| model | engine | threads | beam | batch | sent/s | tok/s | p50 ms (b1) | p95 ms (b1) | peak MiB | BLEU | agree w/ torch fp32 | × {reference} | sent/CPU-s | × {reference} by CPU time |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['size']} | {r['engine']} | {r['threads']} | {r['beam']} | {r['batch']} | {r['sentences_per_s']:.1f} | "
             f"{r['tokens_per_s']:.0f} | {_fmt(r['p50_ms'], '.1f')} | {_fmt(r['p95_ms'], '.1f')} | {r['peak_mib']:.0f} | "
-            f"{_fmt(r['bleu'], '.2f')} | {_fmt(r['agreement'], '.3f')} | {_fmt(r['ratio_to_ct2'], '.2f')} |")
+            f"{_fmt(r['bleu'], '.2f')} | {_fmt(r['agreement'], '.3f')} | {_fmt(r['ratio_to_ct2'], '.2f')} | "
+            f"{r['sentences_per_cpu_s']:.1f} | {_fmt(r['cpu_ratio_to_ct2'], '.2f')} |")
     return lines
 
 
@@ -315,6 +321,18 @@ def load_translate(job: dict[str, Any]):
     return translate
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory. VmHWM belongs to the program since its exec; ru_maxrss
+    would also count the parent's resident pages at fork (Linux keeps that maximum across exec)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux; bytes on macOS
+
+
 def worker(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -338,23 +356,24 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
             translate(chunks[0], beam)  # warm-up: kernels, allocator, ORT's first run
             outputs, calls = [], []
             sync()
-            began = time.perf_counter()
+            began, cpu_began = time.perf_counter(), time.process_time()
             for chunk in chunks:
                 start = time.perf_counter()
                 outputs += translate(chunk, beam)
                 sync()
                 calls.append(1000 * (time.perf_counter() - start))
-            seconds = time.perf_counter() - began
+            seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu_began
             tokens = sum(len(t) for t in outputs)
             single = batch == 1
             runs.append({
                 "beam": beam, "batch": batch, "sentences": len(ids), "seconds": round(seconds, 6),
-                "sentences_per_s": round(len(ids) / seconds, 2), "tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
+                "sentences_per_s": round(len(ids) / seconds, 2), "cpu_seconds": round(cpu_seconds, 6),
+                "sentences_per_cpu_s": round(len(ids) / cpu_seconds, 2), "tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
                 "p50_ms": round(statistics.median(calls), 2) if single else None,
                 "p95_ms": round(statistics.quantiles(calls, n=20, method="inclusive")[18], 2) if single and len(calls) > 1 else (round(calls[0], 2) if single else None),
                 "outputs": [tokenizer.decode(t) for t in outputs],
             })
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    peak = peak_rss_mib()
     if cuda:
         peak += torch.cuda.max_memory_allocated() / 2**20
     return {"runs": runs, "peak_mib": round(peak, 1)}

@@ -24,6 +24,7 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
     assert [(r["engine"], r["beam"], r["batch"]) for r in rows] == [
         (e, beam, batch) for e in ENGINES for beam in (1, 2) for batch in (1, 4)]
     speed = {(r["engine"], r["beam"], r["batch"]): r["sentences_per_s"] for r in rows}
+    cpu_speed = {(r["engine"], r["beam"], r["batch"]): r["sentences_per_cpu_s"] for r in rows}
     for r in rows:
         assert r["sentences"] == 6 and r["size"] == "bundled"
         # ct2-int8 always runs one thread, NAME@N N threads, the others --threads (default 1)
@@ -31,6 +32,9 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
         assert r["sentences_per_s"] == pytest.approx(6 / r["seconds"], rel=1e-2)
         assert r["tokens_per_s"] == pytest.approx(r["tokens"] / r["seconds"], rel=1e-2, abs=0.1)
         assert r["ratio_to_ct2"] == pytest.approx(r["sentences_per_s"] / speed[("ct2-int8", r["beam"], r["batch"])], abs=1e-3)
+        assert r["sentences_per_cpu_s"] == pytest.approx(6 / r["cpu_seconds"], rel=1e-2)
+        assert r["cpu_ratio_to_ct2"] == pytest.approx(r["sentences_per_cpu_s"] / cpu_speed[("ct2-int8", r["beam"], r["batch"])], abs=1e-3)
+        assert 0 < r["peak_mib"] < 2000  # the engine process's own peak, not its parent's
         if r["batch"] == 1:
             assert 0 < r["p50_ms"] <= r["p95_ms"]
         else:
@@ -41,7 +45,7 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
     for beam in (1, 2):
         for batch in (1, 4):
             assert by[("torch", beam, batch)]["agreement"] == 1.0
-            assert by[("ct2-int8", beam, batch)]["ratio_to_ct2"] == 1.0
+            assert by[("ct2-int8", beam, batch)]["ratio_to_ct2"] == by[("ct2-int8", beam, batch)]["cpu_ratio_to_ct2"] == 1.0
     for batch in (1, 4):
         # CTranslate2 float32 runs its own search and kernels; this tiny model was made so that the
         # two beam searches agree (tests/export/fixtures.py): the same top outputs at beam 2. (Greedy,
@@ -54,7 +58,8 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
     text = results.read_text()
     assert text.startswith("# All engines, one run (benchmarks/engines.py)\n\n## ")
     assert f": {cpu_name()}, " in text.splitlines()[2]
-    assert "| model | engine | threads | beam | batch | sent/s | tok/s | p50 ms (b1) | p95 ms (b1) | peak MiB | BLEU | agree w/ torch fp32 | × ct2-int8 |" in text
+    assert ("| model | engine | threads | beam | batch | sent/s | tok/s | p50 ms (b1) | p95 ms (b1) | peak MiB | BLEU | "
+            "agree w/ torch fp32 | × ct2-int8 | sent/CPU-s | × ct2-int8 by CPU time |") in text
     assert text.count("\n| bundled | ") == len(rows) and "tiny test model" in text
 
 
