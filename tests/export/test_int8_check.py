@@ -99,3 +99,29 @@ def test_the_record_decides_what_the_torch_backend_serves(tmp_path, tmp_path_fac
     record = json.loads((path / RECORD_FILE).read_text())
     (path / RECORD_FILE).write_text(json.dumps({**record, "weights_sha256": "0" * 64}))
     assert record_problem(path, loaded) == f"{path / RECORD_FILE} was made for other weights; rerun python -m export.int8_check {path}"
+
+
+def test_load_runtimes_serves_int8_only_where_verified(tmp_path, tmp_path_factory, tiny_spm, caplog):
+    from service.runtime.torch_runtime import load_runtimes
+    from service.settings import Settings
+
+    source = model_dir(tmp_path_factory, tiny_spm)
+    path = tmp_path / "en-de"
+    path.mkdir()
+    for file in source.iterdir():
+        (path / file.name).write_bytes(file.read_bytes())
+    settings = Settings(model_dirs=[path], device="cpu", cpu_quantization="int8", inference_process=False)
+    with caplog.at_level("WARNING", logger="service.runtime.torch"):
+        (runtime,) = load_runtimes(settings)
+    assert runtime.precision == "float32" and runtime.model is not None
+    assert f"int8 not verified for {path}, serving float32: {path / RECORD_FILE} not found" in caplog.text
+    assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0
+    (runtime,) = load_runtimes(settings)
+    assert runtime.precision == "int8"
+    assert runtime.model.output_projection.weight().dtype == torch.qint8
+    # Served like float32, word alignments and phrase maps included.
+    from service.runtime.base import DecodeOptions
+
+    (translation,) = runtime.translate(["Two dogs play in the snow."], DecodeOptions(beam_size=2, n_best=2, alignment="phrase"))
+    assert len(translation) == 2 and all(t.alignment is not None and t.phrases is not None for t in translation)
+    assert Settings().cpu_quantization == "none"  # float32 unless asked: int8 changes some translations
