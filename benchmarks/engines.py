@@ -33,6 +33,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -260,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
             scratch.cleanup()
     rows = table_rows(runs, data.references, args.device)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/engines.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/engines.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     report = [f"## {stamp}: {machine(args.device)}", "", f"    {command}", "",
               f"{len(data.sources)} sentences of {args.split}, {versions()}; BLEU: sacreBLEU 13a, cased, detokenised "
               f"against the references; peak MiB: the engine process's {'peak RSS' if args.device == 'cpu' else 'peak RSS (torch: + CUDA peak allocation)'}.",
