@@ -45,8 +45,8 @@ class Settings(BaseSettings):
     # serve export_dirs, written by `phrasal-export {onnx,torchscript,ct2}` (one per pair).
     backend: Literal["torch", "onnx", "torchscript", "ct2"] = "torch"
     # Backend "torch" on the CPU: "int8" serves each model with its linear layers int8-quantised
-    # (model/quantization.py; about 1.5x the float32 throughput at batch 32, beam 5 on the bundled
-    # model, results/engines_cpu.md) where the model directory's int8_verification.json says it
+    # (model/quantization.py; 1.1-1.5x the float32 throughput by CPU time on the bundled model,
+    # results/engines_cpu.md) where the model directory's int8_verification.json says it
     # passed (python -m export.int8_check MODEL_DIR); elsewhere float32, with a warning in the
     # log. Off by default: int8 changes some translations (bundled en-de: 82 % identical).
     cpu_quantization: Literal["none", "int8"] = "none"
