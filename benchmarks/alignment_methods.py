@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from model.artifacts import load_model_dir
+from model.model_dir import load_model_dir
 from service.runtime.base import DecodeOptions
 from service.runtime.torch_runtime import TorchRuntime
 from host import cpu_name  # benchmarks/host.py: the script's own folder is on sys.path

@@ -85,7 +85,7 @@ def measure(variant: str, device_name: str, tokens: int, warmup: int, steps: int
     from model.config import ModelConfig
     from model.transformer import Transformer
 
-    from model.attention_kernels import avoid_per_shape_attention_plans
+    from model.attention.kernels import avoid_per_shape_attention_plans
 
     device = torch.device(device_name)
     avoid_per_shape_attention_plans(device)  # as training does (training.loop.resolve_device)

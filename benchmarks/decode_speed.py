@@ -28,11 +28,11 @@ import time
 
 import torch
 
-from model import decoding_defaults
-from model.artifacts import load_model_dir
-from model.attention_kernels import avoid_per_shape_attention_plans
-from model.generate import SearchOptions, generate, source_batch
-from model.state import DecoderState
+from model.decoding import defaults as decoding_defaults
+from model.model_dir import load_model_dir
+from model.attention.kernels import avoid_per_shape_attention_plans
+from model.decoding.generate import SearchOptions, generate, source_batch
+from model.decoder_state import DecoderState
 
 
 def main() -> None:

@@ -93,7 +93,7 @@ def base_model_dir(like: Path, out: Path, seed: int = 0) -> Path:
     """A Transformer-base-sized model with random weights and `like`'s tokenizer and pair."""
     import torch
 
-    from model.artifacts import TOKENIZER_FILE, load_model_dir, save_model_dir
+    from model.model_dir import TOKENIZER_FILE, load_model_dir, save_model_dir
     from model.config import ModelConfig
     from model.transformer import Transformer
 
@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
 
     from export.verify import read_verify_set
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
 
     known = {e.name: e for e in engines_for(args.device)}
     names = [n for n in args.engines.split(",") if n] or list(known)
@@ -289,13 +289,13 @@ def load_translate(job: dict[str, Any]):
     """`translate(list of piece-id lists, beam) -> list of top token-id lists` for the job's engine."""
     import torch
 
-    from model.generate import SearchOptions, generate, pad_sources
+    from model.decoding.generate import SearchOptions, generate, pad_sources
 
     engine = Engine(**job["engine"])
     device = job["device"]
     if engine.backend == "torch":
-        from model.artifacts import load_model_dir
-        from model.attention_kernels import avoid_per_shape_attention_plans
+        from model.model_dir import load_model_dir
+        from model.attention.kernels import avoid_per_shape_attention_plans
         from model.quantization import quantize_int8
 
         loaded = load_model_dir(job["model_dir"])
@@ -337,8 +337,8 @@ def peak_rss_mib() -> float:
 def worker(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from model.tokenizer import Tokenizer
-    from model.artifacts import TOKENIZER_FILE
+    from model.text.tokenizer import Tokenizer
+    from model.model_dir import TOKENIZER_FILE
 
     torch.set_num_threads(job["threads"])
     cuda = job["device"] == "cuda"

@@ -49,7 +49,7 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
-from service.runtime.batch_latency import BatchLatency  # noqa: E402
+from benchmarks.simulated_latency import BatchLatency  # noqa: E402
 SENTENCES = REPO / "data" / "multi30k" / "test_2016_flickr.en.gz"
 BATCHING_OFF = {"PHRASAL_MAX_BATCH_SENTENCES": "1", "PHRASAL_MAX_WAIT_MS": "0"}
 
@@ -168,21 +168,23 @@ def free_port() -> int:
 
 
 class SpawnedServer:
-    """``python -m service`` on 127.0.0.1 and a free port, with extra PHRASAL_* settings."""
+    """``python -m service`` on 127.0.0.1 and a free port, with extra PHRASAL_* settings; with
+    --simulate-latency, benchmarks/simulated_server.py (the same server, a simulated runtime)."""
 
     def __init__(self, args, extra_env: dict[str, str]) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)
         env.update({"PHRASAL_MODEL_DIRS": json.dumps([args.model_dir]), "PHRASAL_DEVICE": args.device})
+        command = [sys.executable, "-m", "service"]
         if args.simulate_latency:
-            points = {str(n): ms for n, ms in zip(args.simulate_latency.sizes, args.simulate_latency.ms)}
-            env.update({"PHRASAL_TEST_FAKE_RUNTIME": "true", "PHRASAL_TEST_FAKE_LATENCY_MS": json.dumps(points)})
+            simulated = REPO / "benchmarks" / "simulated_server.py"
+            command = [sys.executable, str(simulated), "--latency", args.simulate_latency_text]
         env.update(dict(item.split("=", 1) for item in args.server_env))
         env.update(extra_env)
         self.log = open(REPO / "runs" / f"load_server_{self.port}.log", "w") if (REPO / "runs").is_dir() else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+            [*command, "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
             cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT,
         )
 

@@ -24,7 +24,7 @@ Not part of `make test` (minutes, not seconds). From a fresh clone after `make i
 
     .venv/bin/python benchmarks/mutation.py                 # everything, writes results/mutation.md
     .venv/bin/python benchmarks/mutation.py --planted-only  # the seven planted bugs only
-    .venv/bin/python benchmarks/mutation.py --files model/beam_search.py --jobs 2
+    .venv/bin/python benchmarks/mutation.py --files model/decoding/beam_search.py --jobs 2
 """
 from __future__ import annotations
 
@@ -48,18 +48,18 @@ from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own f
 
 # Each mutated file and the tests that must notice a change in it (fast, targeted subsets).
 TARGETS: dict[str, list[str]] = {
-    "model/beam_search.py": ["tests/model/test_beam_search.py"],
+    "model/decoding/beam_search.py": ["tests/model/test_beam_search.py"],
     # ConvKV-only cases left out: they never run queryk.py.
     "model/attention/queryk.py": ["tests/model/test_phrasal_attention.py", "-k", "not convkv"],
     "model/attention/functional.py": ["tests/model/test_attention_functional.py", "tests/model/test_transformer.py"],
-    "model/artifacts.py": ["tests/model/test_artifacts.py"],
+    "model/model_dir.py": ["tests/model/test_artifacts.py"],
     "service/translator.py": [
         "tests/service/test_limit_edges.py",
         "tests/service/test_request_errors.py",
         "tests/service/test_translate_api.py",
         "tests/service/test_translator.py",
     ],
-    "model/phrase_alignment.py": ["tests/model/test_phrase_alignment.py"],
+    "model/alignments/phrase_pairs.py": ["tests/model/test_phrase_alignment.py"],
 }
 
 
@@ -75,7 +75,7 @@ class Planted:
 PLANTED = [
     Planted(
         "beam length normalisation stops counting EOS",
-        "model/beam_search.py",
+        "model/decoding/beam_search.py",
         "length = step + 1  # generated tokens counting EOS",
         "length = max(step, 1)",
         ("tests/model/test_beam_search.py",),
@@ -96,7 +96,7 @@ PLANTED = [
     ),
     Planted(
         "phrase-map confidence averaged over unlinked target words too",
-        "model/phrase_alignment.py",
+        "model/alignments/phrase_pairs.py",
         "        if alignment.links[j]\n    ]",
         "    ]",
         ("tests/model/test_phrase_alignment.py",),
@@ -110,14 +110,14 @@ PLANTED = [
     ),
     Planted(
         "a manifest with a file's hash entry deleted is accepted",
-        "model/artifacts.py",
+        "model/model_dir.py",
         "        if name not in files:\n            raise ArtifactError",
         "        if False:\n            raise ArtifactError",
         ("tests/model/test_artifacts.py",),
     ),
     Planted(
         "sha256 over the first 1 MiB only",
-        "model/artifacts.py",
+        "model/model_dir.py",
         'for block in iter(lambda: handle.read(1 << 20), b""):',
         "for block in [handle.read(1 << 20)]:",
         ("tests/model/test_artifacts.py",),
@@ -127,10 +127,10 @@ PLANTED = [
 # Mutants no test can kill because no input tells them apart from the original:
 # (file, line, column, description) -> why. `--list` prints the keys.
 EQUIVALENT: dict[tuple[str, int, int, str], str] = {
-    ("model/beam_search.py", 143, 60, "True -> False"):
+    ("model/decoding/beam_search.py", 143, 60, "True -> False"):
         "argsort(stable=False) of the 2K <= 32 EOS flags per row: torch's CPU sort of so few elements keeps "
         "equal keys in order anyway, so no input here tells it from stable=True (on CUDA it could differ)",
-    ("model/beam_search.py", 165, 46, "< -> <="):
+    ("model/decoding/beam_search.py", 165, 46, "< -> <="):
         "at step == max_len every non-EOS candidate is forced to -inf, so `alive` is already False: the "
         "step < max_len test never decides",
     ("model/attention/queryk.py", 51, 20, "-x -> x"):
@@ -151,41 +151,41 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
         "k is 4-D (B, H, S, dh): k.transpose(2, -1) is k.transpose(-2, -1)",
     ("model/attention/functional.py", 57, 49, "> -> >="):
         "F.dropout(x, 0.0, True) returns x itself: the early exit for p = 0 only saves a dispatch",
-    ("model/artifacts.py", 34, 18, "True -> False"):
+    ("model/model_dir.py", 34, 18, "True -> False"):
         "frozen only forbids assigning to LoadedModel's fields, which no code does; a test of that would "
         "test dataclasses, not the product",
-    ("model/artifacts.py", 54, 51, "20 -> 19"):
+    ("model/model_dir.py", 54, 51, "20 -> 19"):
         "the block size of the hash loop: 512 KiB blocks give the same sha256 as 1 MiB blocks",
-    ("model/phrase_alignment.py", 31, 18, "True -> False"):
+    ("model/alignments/phrase_pairs.py", 31, 18, "True -> False"):
         "frozen only forbids assigning to PhrasePair's fields, which no code does",
-    ("model/phrase_alignment.py", 45, 18, "True -> False"):
+    ("model/alignments/phrase_pairs.py", 45, 18, "True -> False"):
         "frozen only forbids assigning to PhraseMap's fields, which no code does",
     # _close keeps an invariant: source[0] and source[1] - 1 are links of words in the target span,
     # and the target span's end words link into the source span.
-    ("model/phrase_alignment.py", 62, 53, "<= -> <"):
+    ("model/alignments/phrase_pairs.py", 62, 53, "<= -> <"):
         "the leftmost target word's link already lies in the source span (it is the seed or came in "
         "through `into`), so leaving it out of `linked` changes no bound",
-    ("model/phrase_alignment.py", 63, 34, "0 -> 1"):
+    ("model/alignments/phrase_pairs.py", 63, 34, "0 -> 1"):
         "source[0] is itself one of `linked` (invariant), so min() over source[1] and linked is the same",
-    ("model/phrase_alignment.py", 63, 61, "1 -> 0"):
+    ("model/alignments/phrase_pairs.py", 63, 61, "1 -> 0"):
         "source[1] - 1 is itself one of `linked` (invariant), so max() over source[0] and linked + 1 is the same",
     # extracted_phrase_pairs: skipping a word already inside a block only saves work; re-seeding it
     # closes to a block inside the closed one, which the merge loop absorbs.
-    ("model/phrase_alignment.py", 81, 15, "<= -> <"): "re-seeding a word inside a closed block changes nothing (see above)",
-    ("model/phrase_alignment.py", 81, 17, "0 -> 1"): "re-seeding a word inside a closed block changes nothing (see above)",
-    ("model/phrase_alignment.py", 81, 29, "1 -> 0"): "re-seeding a word inside a closed block changes nothing (see above)",
+    ("model/alignments/phrase_pairs.py", 81, 15, "<= -> <"): "re-seeding a word inside a closed block changes nothing (see above)",
+    ("model/alignments/phrase_pairs.py", 81, 17, "0 -> 1"): "re-seeding a word inside a closed block changes nothing (see above)",
+    ("model/alignments/phrase_pairs.py", 81, 29, "1 -> 0"): "re-seeding a word inside a closed block changes nothing (see above)",
     # The seed block: _close rebuilds both spans from the seed word's link, whatever the seed's bounds.
-    ("model/phrase_alignment.py", 83, 27, "+ -> -"): "_close grows an empty seed target back to (j, j + 1) through `into`",
-    ("model/phrase_alignment.py", 83, 31, "1 -> 0"): "_close grows an empty seed target back to (j, j + 1) through `into`",
-    ("model/phrase_alignment.py", 83, 50, "+ -> -"): "_close rebuilds the seed source from the seed word's link",
-    ("model/phrase_alignment.py", 83, 65, "1 -> 0"): "_close rebuilds the seed source from the seed word's link",
+    ("model/alignments/phrase_pairs.py", 83, 27, "+ -> -"): "_close grows an empty seed target back to (j, j + 1) through `into`",
+    ("model/alignments/phrase_pairs.py", 83, 31, "1 -> 0"): "_close grows an empty seed target back to (j, j + 1) through `into`",
+    ("model/alignments/phrase_pairs.py", 83, 50, "+ -> -"): "_close rebuilds the seed source from the seed word's link",
+    ("model/alignments/phrase_pairs.py", 83, 65, "1 -> 0"): "_close rebuilds the seed source from the seed word's link",
     # The merge loop: blocks are closed in both directions before they meet, so a later block
     # either misses an earlier one on both sides or contains it on both (a source span reaching
     # into a closed block's span takes in the words linked there, and with them the block). The
     # loop therefore only ever absorbs contained blocks and closes the result again; these
     # variants of _close's growth and of the overlap test give the same pairs (also checked by
     # hand on 4,000 random alignments of up to 7 x 7 words).
-    **{("model/phrase_alignment.py", line, col, description): "the merge loop re-closes what this changes (see above)"
+    **{("model/alignments/phrase_pairs.py", line, col, description): "the merge loop re-closes what this changes (see above)"
        for line, col, description in [
            (64, 51, "<= -> <"), (64, 62, "0 -> 1"), (64, 83, "1 -> 0"), (65, 34, "0 -> 1"), (65, 59, "1 -> 0"),
            (65, 65, "+ -> -"), (65, 69, "1 -> 0"), (86, 48, "or -> and"), (93, 17, "min() -> max()"),
@@ -193,7 +193,7 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
            (94, 23, "0 -> 1"), (94, 46, "max() -> min()"), (94, 52, "1 -> 0"), (103, 13, "0 -> 1"),
            (103, 36, "1 -> 0"),
        ]},
-    ("model/phrase_alignment.py", 112, 52, "0.0 -> 1.0"):
+    ("model/alignments/phrase_pairs.py", 112, 52, "0.0 -> 1.0"):
         "every block holds its seed, a linked target word, so `masses` is never empty",
     ("service/translator.py", 36, 22, "8192 -> 8191"):
         "where counting tokens moves to a thread (a cost threshold): the counts are the same either way",

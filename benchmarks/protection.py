@@ -150,11 +150,11 @@ def measure(args: argparse.Namespace) -> str:
 
     from service.app import create_app
     from service.runtime.base import DecodeOptions
-    from service.runtime.factory import load_runtimes
+    from service.runtime.factory import RuntimeSpec, load_runtime
     from service.settings import Settings
 
     settings = Settings(model_dirs=[args.model_dir], device="cpu", inference_process=False, warmup=False)
-    (runtime,) = load_runtimes(settings)
+    runtime = load_runtime(RuntimeSpec("torch", args.model_dir, "cpu"))
     app = create_app(settings, runtime_factory=lambda s: [runtime])
     lines = []
     with TestClient(app) as client:

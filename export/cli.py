@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from export.ct2_target import QUANTIZATIONS
-from model import decoding_defaults
+from model.decoding import defaults as decoding_defaults
 from export.errors import ExportError, VerificationFailed
 from export.pipeline import DTYPES, ONNX_DTYPES, ExportRequest, run_export
 from export.verify import CRITERIA, failure_lines, summary_line
@@ -82,7 +82,7 @@ TARGET_OPTIONS = {
 
 def _common_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("model_dir", type=Path, metavar="MODEL_DIR", help="verified model directory (model.artifacts)")
+    common.add_argument("model_dir", type=Path, metavar="MODEL_DIR", help="verified model directory (model.model_dir)")
     common.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="directory to write the export into")
     common.add_argument("--force", action="store_true", help="replace OUT_DIR if it is not empty")
     common.add_argument("--traceback", action="store_true", help="on an unexpected failure, print the traceback")

@@ -27,9 +27,9 @@ from collections import defaultdict
 
 import torch
 
-from model.beam_search import Hypothesis
-from model.generate import PhrasalHypothesis, SearchOptions
-from model.tokenizer import Tokenizer
+from model.decoding.beam_search import Hypothesis
+from model.decoding.generate import PhrasalHypothesis, SearchOptions
+from model.text.tokenizer import Tokenizer
 from export.exported_dir import ExportedDir
 from export.ct2_target import vocabulary
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from model.embedding import sinusoidal_table
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 
 QUANTIZATIONS = ("float32", "float16", "bfloat16", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")

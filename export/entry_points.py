@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from model.state import DecoderState
+from model.decoder_state import DecoderState
 from model.transformer import Transformer
 from export.layout import PHRASES_OUTPUT, StateLayout, probe_source
 

@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from model.artifacts import MANIFEST_FILE, TOKENIZER_FILE, read_checked_manifest, sha256_file
+from model.model_dir import MANIFEST_FILE, TOKENIZER_FILE, read_checked_manifest, sha256_file
 from model.config import ModelConfig
 from model.errors import ArtifactError, ConfigError
 from export.layout import StateLayout

@@ -30,10 +30,10 @@ from typing import Any, Sequence
 
 import torch
 
-from model import decoding_defaults
-from model.artifacts import WEIGHTS_FILE, LoadedModel, load_model_dir
+from model.decoding import defaults as decoding_defaults
+from model.model_dir import WEIGHTS_FILE, LoadedModel, load_model_dir
 from model.errors import ArtifactError
-from model.generate import SearchOptions, generate_ids
+from model.decoding.generate import SearchOptions, generate_ids
 from model.quantization import INT8, quantize_int8
 from export.errors import ExportError
 from export.verify import BLEU_VS_EAGER, Thresholds, read_verify_set, verify

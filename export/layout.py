@@ -28,7 +28,7 @@ PAST = "past_len"
 # How an export gives the phrase attention (`StateLayout.phrase_attention`).
 PHRASES_OUTPUT = "output"  # the step graph has a "phrase_attention" output (N, phrase_sizes, S)
 PHRASES_FROM_TOKENS = "token"  # it is the token attention as 1-grams (N, 1, S): rebuilt by the runner
-PHRASES_NONE = "none"  # not available (no attention, or an export made before it was recorded)
+PHRASES_NONE = "none"  # not available (no attention, or a manifest that does not record it)
 INPUT_PREFIX = "in_"
 OUTPUT_PREFIX = "out_"
 
@@ -48,7 +48,7 @@ class StateLayout:
     phrase_attention: str = PHRASES_NONE  # PHRASES_OUTPUT | PHRASES_FROM_TOKENS | PHRASES_NONE
     phrase_sizes: int = 0  # n_max of the phrase attention output (PHRASES_OUTPUT only)
     # The per-sentence tensors (`DecoderState.sentence`): a step passes them through unchanged,
-    # so runners keep their own and reorder them by sentence (none: an export made before).
+    # so runners keep their own and reorder them by sentence (none: a manifest that lists none).
     sentence: tuple[str, ...] = ()
 
     def input_names(self) -> list[str]:

@@ -8,7 +8,7 @@ from export.exported_dir import ExportedDir
 from export.entry_points import SOURCE, TOKENS, step_head_names
 from export.onnx_target import ENCODER_FILE, STEP_FILE
 from export.step_search import has_phrase_attention, initial_state, step_out
-from model.state import DecoderState
+from model.decoder_state import DecoderState
 from model.transformer import StepOut
 
 

@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import torch
 
-from model import decoding_defaults
-from model.artifacts import TOKENIZER_FILE, LoadedModel, load_model_dir
+from model.decoding import defaults as decoding_defaults
+from model.model_dir import TOKENIZER_FILE, LoadedModel, load_model_dir
 from model.errors import ArtifactError
 from export.exported_dir import ExportedDir, read_export_dir, write_manifest
 from export.errors import ExportError, UnsupportedModel, VerificationFailed

@@ -2,15 +2,15 @@
 
 Used by the exporter's verification and by the service's backends alike, so that what was
 verified is what is served. ONNX and TorchScript exports run the shared beam search
-(`model.generate.generate`); CTranslate2 runs its own. Engines are imported only when asked for.
+(`model.decoding.generate.generate`); CTranslate2 runs its own. Engines are imported only when asked for.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Protocol
 
-from model.beam_search import Hypothesis
-from model.generate import SearchOptions, StepBackend, generate_ids
+from model.decoding.beam_search import Hypothesis
+from model.decoding.generate import SearchOptions, StepBackend, generate_ids
 from export.exported_dir import ExportedDir, read_export_dir
 from export.layout import PHRASES_OUTPUT
 

@@ -3,7 +3,7 @@
 A graph backend (export/onnx_runner.py, export/torchscript_runner.py) runs the encoder graph to
 get the decoder's initial state and one decoder-step graph on (tokens, state); the state is a
 `DecoderState` of torch tensors under the graphs' flat names, which expands to the beams and
-reorders itself outside the graphs (model/state.py), and `model.generate.generate` runs the
+reorders itself outside the graphs (model/decoder_state.py), and `model.decoding.generate.generate` runs the
 search over it exactly as over the eager Transformer. What the step graph returns before the
 state (`export.entry_points.step_head_names`) becomes one `StepOut` here.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from export.layout import PHRASES_FROM_TOKENS, PHRASES_OUTPUT, StateLayout
-from model.state import DecoderState
+from model.decoder_state import DecoderState
 from model.transformer import StepOut
 
 
@@ -30,7 +30,7 @@ def initial_state(outputs: list[torch.Tensor], layout: StateLayout) -> DecoderSt
 def step_out(head: list[Any], outputs: list[torch.Tensor], state: DecoderState, layout: StateLayout, need_phrases: bool) -> StepOut:
     """The graph's head outputs (log_probs [, attention [, phrase_attention]]) and state outputs,
     in layout order, after a step from `state`. The per-sentence tensors come back unchanged, so
-    the runner keeps its own (the ones its reorders keep apart, model/state.py)."""
+    the runner keeps its own (the ones its reorders keep apart, model/decoder_state.py)."""
     tensors = {name: state.tensors[name] if name in state.sentence else t for name, t in zip(layout.names, outputs)}
     new_state = DecoderState(tensors, state.sentence, state.beam_size)
     log_probs = torch.as_tensor(head[0])

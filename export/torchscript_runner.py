@@ -6,10 +6,10 @@ import warnings
 import torch
 
 from export.exported_dir import ExportedDir
-from model.attention_kernels import avoid_per_shape_attention_plans
+from model.attention.kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
 from export.step_search import has_phrase_attention, initial_state, step_out
-from model.state import DecoderState
+from model.decoder_state import DecoderState
 from model.transformer import StepOut
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
 

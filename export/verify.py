@@ -1,7 +1,7 @@
 """Verification: the exported runtime's beam search against eager PyTorch on real sentences.
 
 Both sides decode the same batches with the same options (the service's defaults: beam 5,
-length penalty, length limit: model/decoding_defaults.py). Eager runs the model at the precision of the
+length penalty, length limit: model/decoding/defaults.py). Eager runs the model at the precision of the
 graphs: float32, or for float16 ONNX/TorchScript graphs the same half-precision copy that was
 exported, because what is verified is the export, not float16 itself (on a lightly trained
 phrasal model eager float16 PyTorch already differed from eager float32 on 7 of 300 top
@@ -46,9 +46,9 @@ from typing import Any
 import sacrebleu
 import torch
 
-from model import decoding_defaults
-from model.artifacts import LoadedModel
-from model.generate import SearchOptions, generate, pad_sources
+from model.decoding import defaults as decoding_defaults
+from model.model_dir import LoadedModel
+from model.decoding.generate import SearchOptions, generate, pad_sources
 from export.errors import ExportError
 from export.runners import Runner
 

@@ -47,7 +47,7 @@ class ModelConfig:
     # Which decoder layer's cross-attention is returned as the alignment (-1 = last).
     alignment_layer: int = -1
     # Attentive source-phrase representations (Xu et al.), e.g. {"glance": "mean"}; None = off.
-    # Options are checked by model/phrase_representation_options.py.
+    # Options are checked by model/phrase_representation/options.py.
     phrase_representation: Mapping[str, Any] | None = None
     # Structural alignment biases on the cross-attention logits (Cohn et al.), by name, e.g.
     # {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}; {} = none.
@@ -192,7 +192,7 @@ def _feature_problems(c: ModelConfig) -> list[str]:
     # Imported here: those modules read ModelConfig, and config.py must not depend on them at import.
     from model.biases.options import validate_alignment_biases
     from model.global_fertility import validate_global_fertility
-    from model.phrase_representation_options import validate_phrase_representation
+    from model.phrase_representation.options import validate_phrase_representation
     from model.supervised_alignment import validate_supervised_alignment
 
     problems: list[str] = []

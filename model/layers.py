@@ -9,8 +9,8 @@ from model.attention.contract import AttentionKind, AttentionOut
 from model.attention.functional import dropout
 from model.attention.registry import attention_class
 from model.config import ModelConfig
-from model.phrase_layers import PhraseCombination, PhraseCrossAttention
-from model.phrase_representation import chunk_phrase_table
+from model.phrase_representation.modules import PhraseCombination, PhraseCrossAttention
+from model.phrase_representation.functional import chunk_phrase_table
 
 State = dict[str, torch.Tensor]
 

@@ -19,7 +19,7 @@ so it predicts y_{k+1}), not the step that predicts it as in Garg et al. In a ca
 predicting step has not seen the word it must align — which is why shift-att (Chen et al. 2020)
 aligns better than the plain attention — while the reading step has. Decoding loses nothing: the
 step that reads the last word is the one that predicts EOS, so every word's row exists once the
-hypothesis is finished (`model.generate` returns T + 1 rows for T tokens).
+hypothesis is finished (`model.decoding.generate` returns T + 1 rows for T tokens).
 
 An added head is the same dot-product head over the encoder's tokens whatever the attention kinds.
 Every attention kind reports a token distribution per head (B, H, T, S), and for an existing head
@@ -79,7 +79,7 @@ def validate_supervised_alignment(options: Any, config: Any) -> list[str]:
 
 
 def _ngram_head_problems(config: Any, head: int) -> list[str]:
-    from model.attention.phrasal_options import phrasal_spec
+    from model.attention.ngram_options import phrasal_spec
 
     spec = phrasal_spec(dict(config.cross_attention.options), config.n_heads)
     if len(spec.groups) == 1:

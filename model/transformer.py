@@ -12,9 +12,9 @@ from model.embedding import TokenEmbedding
 from model.global_fertility import GlobalFertility
 from model.supervised_alignment import SupervisedAlignment
 from model.layers import DecoderLayer, EncoderLayer
-from model.phrase_layers import encoder_poolings
-from model.phrase_representation import fixed_chunks
-from model.state import DecoderState, Memory
+from model.phrase_representation.modules import encoder_poolings
+from model.phrase_representation.functional import fixed_chunks
+from model.decoder_state import DecoderState, Memory
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class ModelOutput:
 
 @dataclass(frozen=True)
 class StepOut:
-    """One decoding step (`Transformer.decode_step`), for every backend alike (model/generate.py).
+    """One decoding step (`Transformer.decode_step`), for every backend alike (model/decoding/generate.py).
 
     log_probs (N, V) float32; attention (N, S) float32: the alignment layer's cross-attention,
     heads averaged (`head_average`), None where a backend gives none; phrase_attention

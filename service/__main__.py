@@ -10,11 +10,17 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+if TYPE_CHECKING:
+    from service.app import RuntimeFactory
 
-def main(argv: list[str] | None = None) -> int:
+
+def main(argv: list[str] | None = None, runtime_factory: RuntimeFactory | None = None) -> int:
+    """``runtime_factory``: what ``create_app`` loads the runtimes with (default: the backend the
+    settings name); test and benchmark servers inject theirs here."""
     parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
@@ -38,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"error: invalid settings: {problems}", file=sys.stderr)
         return 2
-    serve(create_app(settings), settings, host=args.host, port=args.port, log_level=args.log_level)
+    serve(create_app(settings, runtime_factory), settings, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 

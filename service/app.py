@@ -16,17 +16,20 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from service.admission import AdmissionMiddleware
-from service.body_guard import BodyGuardMiddleware
+from service.http.admission import AdmissionMiddleware
+from service.http.body_guard import BodyGuardMiddleware
 from service.errors import install_error_handlers
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics, MetricsMiddleware
 from service.routes import router
 from service.runtime.base import TranslationRuntime
+from service.runtime.factory import RuntimeSpec, load_runtime
+from service.runtime.inference_process import ProcessOptions, load_process_runtimes
 from service.security import ApiKeyMiddleware, TokenBucket
 from service.settings import Settings
 
@@ -36,27 +39,29 @@ RuntimeFactory = Callable[[Settings], Sequence[TranslationRuntime]]
 
 
 def load_default_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
-    """The backend ``settings.backend`` names (service/runtime/factory.py), imported only then so
-    that the service (and its tests) import without any engine."""
-    from service.runtime.factory import load_runtimes
+    """One runtime per served directory, by the backend ``settings.backend`` names
+    (service/runtime/factory.py imports its engine only then, so that the service and its tests
+    import without any); each in a child process of its own when ``settings.inference_process``."""
+    if settings.backend != "torch" and not settings.export_dirs:
+        raise ValueError(
+            f"backend {settings.backend!r} serves exported models: set export_dirs "
+            f"(e.g. PHRASAL_EXPORT_DIRS='[\"exports/en-de-{settings.backend}\"]', written by phrasal-export)"
+        )
+    paths = settings.model_dirs if settings.backend == "torch" else settings.export_dirs
+    specs = [RuntimeSpec(settings.backend, path, settings.device, settings.cpu_quantization) for path in paths]
+    if not settings.inference_process:
+        return [load_runtime(spec) for spec in specs]
+    return load_process_runtimes([partial(load_runtime, spec) for spec in specs], process_options(settings))
 
-    return load_runtimes(settings)
 
-
-def load_test_fake_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
-    """``PHRASAL_TEST_FAKE_RUNTIME=true`` (tests only): one FakeRuntime per model directory,
-    its pair read from the first two parts of the directory's name ("models/en-de" and
-    "models/en-de-align" serve en-de), no model read."""
-    from service.runtime.batch_latency import BatchLatency
-    from service.runtime.fake import FakeRuntime
-
-    latency = BatchLatency(settings.test_fake_latency_ms) if settings.test_fake_latency_ms else None
-    runtimes = []
-    for path in settings.model_dirs:
-        source, _, rest = path.name.partition("-")
-        target = rest.partition("-")[0]
-        runtimes.append(FakeRuntime(source or "en", target or "de", delay_s=settings.test_fake_delay_s, latency=latency))
-    return runtimes
+def process_options(settings: Settings) -> ProcessOptions:
+    return ProcessOptions(
+        request_timeout_s=settings.request_timeout_s,
+        grace_s=settings.inference_grace_s,
+        restart_backoff_s=settings.inference_restart_backoff_s,
+        restart_backoff_max_s=settings.inference_restart_backoff_max_s,
+        warmup=settings.warmup,
+    )
 
 
 def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
@@ -72,14 +77,9 @@ def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
 def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None) -> FastAPI:
     """Build the app. ``runtime_factory(settings)`` returns one runtime per language pair; it
     runs at startup, in a worker thread. Default: ``load_default_runtimes`` (the backend the
-    settings name), or the fake runtime when ``settings.test_fake_runtime``."""
+    settings name)."""
     settings = settings if settings is not None else Settings()
-    if runtime_factory is not None:
-        factory = runtime_factory
-    elif settings.test_fake_runtime:
-        factory = load_test_fake_runtimes
-    else:
-        factory = load_default_runtimes
+    factory = runtime_factory if runtime_factory is not None else load_default_runtimes
     metrics = Metrics()
     lifecycle = Lifecycle(settings, factory, metrics)
 

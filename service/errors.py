@@ -26,9 +26,9 @@ log = logging.getLogger("service")
 Loc = tuple[str | int, ...]
 
 # A 422 answers with at most this many problems, and quotes at most this many characters of any
-# field name the client made up: a 1 MiB body of 80,000 unknown keys otherwise came back as an
-# 11 MB answer that took the event loop 2.5 s to build (every other request waited), and one
-# 1 MB key came back three times over.
+# field name the client made up, so that the answer (built on the event loop, while every other
+# request waits) stays small whatever the body holds: a 1 MiB body can name 80,000 unknown keys,
+# or one key of 1 MB.
 MAX_DETAILS = 10
 MAX_QUOTED_CHARS = 64
 
@@ -147,7 +147,7 @@ class ErrorJSONResponse(JSONResponse):
 
 def error_body(message: str) -> bytes:
     """An error body without field details, byte for byte as the app renders one: for the answers
-    the HTTP protocol writes itself, below the app (service/header_deadline.py, service/http_protocol.py)."""
+    the HTTP protocol writes itself, below the app (service/http/header_deadline.py, service/http/protocol.py)."""
     return _error_json({"message": message, "detail": []})
 
 

@@ -24,7 +24,7 @@ SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 UNMATCHED_ROUTE = "unmatched"
 # Scope key the HTTP protocol sets on a request it answered itself because its body's framing was
-# malformed (service/http_protocol.py): the status the client got. The app's own answer went
+# malformed (service/http/protocol.py): the status the client got. The app's own answer went
 # nowhere, so MetricsMiddleware counts the request with this status instead.
 MALFORMED_STATUS = "phrasal.malformed_status"
 
@@ -35,10 +35,10 @@ REJECTION_REASONS = (
     "rate_limited",  # 429
     "body_too_large",  # 413
     "body_timeout",  # 408
-    "header_timeout",  # 408 or closed: no complete request head in time (service/header_deadline.py)
+    "header_timeout",  # 408 or closed: no complete request head in time (service/http/header_deadline.py)
     "bad_body",  # 400 (malformed content-length, undecodable body)
-    "bad_request",  # 400 (431): not well-formed HTTP: request line, headers, chunked framing (service/http_protocol.py)
-    "send_timeout",  # connection aborted: the client stopped reading its response (service/http_protocol.py)
+    "bad_request",  # 400 (431): not well-formed HTTP: request line, headers, chunked framing (service/http/protocol.py)
+    "send_timeout",  # connection aborted: the client stopped reading its response (service/http/protocol.py)
     "unsupported_media_type",  # 415
     "queue_full",  # 503
     "deadline_in_queue",  # 503

@@ -83,12 +83,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.out.suffix.lower() != ".png":
         raise UsageError(f"--out must name a .png file, got {args.out}")
     from service.runtime.base import DecodeOptions
-    from service.runtime.factory import load_runtimes
-    from service.settings import Settings
+    from service.runtime.factory import RuntimeSpec, load_runtime
 
-    settings = Settings(model_dirs=[args.model_dir], device=args.device, inference_process=False, warmup=False)
-    (runtime,) = load_runtimes(settings)
-    options = DecodeOptions(beam_size=args.beam or settings.default_beam_size, alignment="phrase")
+    runtime = load_runtime(RuntimeSpec("torch", args.model_dir, args.device))
+    options = DecodeOptions(beam_size=args.beam or DecodeOptions().beam_size, alignment="phrase")
     (best, *_), = runtime.translate([args.text], options)
     draw(best.alignment, best.phrases, args.out, f"{args.text}\n→ {best.text}")
     print(args.out)

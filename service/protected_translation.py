@@ -10,22 +10,13 @@ A text with nothing to protect in plain-text format goes through untouched, at n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
-from service.protection.placement import Placed, PreparedText, original_word, output_word, prepare, restore
+from service.protection.placement import PreparedText, original_word, output_word, prepare, restore
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
-
-
-@dataclass(frozen=True)
-class Served:
-    """One hypothesis as the client gets it: text and alignment offsets in the client's strings,
-    and where each protected part went (empty when nothing was protected)."""
-
-    translation: Translation
-    placed: list[Placed]
-
+from service.served import Served
 
 def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str], single: bool) -> list[PreparedText]:
     prepared = []

@@ -14,8 +14,9 @@ from fastapi.responses import JSONResponse
 from service.errors import ClientDisconnected, CutOff
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
-from service.protected_translation import Served, alignment_needed, prepare_texts, serve
+from service.protected_translation import alignment_needed, prepare_texts, serve
 from service.schemas import ErrorResponse, HealthResponse, LiveResponse, TranslateRequest, TranslateResponse
+from service.served import Served
 from service.translator import Translator
 
 router = APIRouter()
@@ -114,9 +115,9 @@ async def translate(
         results = serve(prepared, await unless_disconnected(request, work), body.alignment)
         if _answer_cost(results, body.alignment) <= _RENDER_INLINE_COST:
             return TranslateResponse.from_results(body.source, body.target, body.texts, results)
-        # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) took seconds to
-        # build on the event loop, stalling every other request and the health checks with it;
-        # in a thread the loop still gets the GIL every few milliseconds.
+        # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) is built in a
+        # thread: on the event loop it would stall every other request and the health checks for
+        # as long as it takes; beside a thread the loop still gets the GIL every few milliseconds.
         payload = await anyio.to_thread.run_sync(_render, body, results)
     except asyncio.CancelledError:
         # uvicorn cancels what is still in flight when the drain timeout expires: say so (and
@@ -161,7 +162,7 @@ async def ready(request: Request) -> Response:
 
 @router.get("/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
 async def health(request: Request) -> Response:
-    """The same as /health/ready (kept for existing clients)."""
+    """The same as /health/ready, at the path probes and load balancers try by default."""
     return _health(request.app.state.lifecycle)
 
 

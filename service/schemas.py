@@ -7,7 +7,7 @@ models (text limits, language pair) live in ``service.translator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -15,14 +15,13 @@ from pydantic_core import PydanticCustomError
 from service.alignment_flags import possible_insertions, possible_omissions
 from service.protection.placement import Placed
 from service.runtime.base import PhraseMap, TokenAlignment, Translation, Word
+from service.served import Served
 from service.settings import MAX_BEAM_SIZE
 
-if TYPE_CHECKING:  # service.protected_translation raises service.errors' errors, which render these schemas
-    from service.protected_translation import Served
 
 
 # After trimming and lower-casing: "en", "de", "pt-br", "zh_hans"; with max_length=16 the same
-# rule as a model's manifest codes (model/language_code.py), so every served pair is reachable.
+# rule as a model's manifest codes (model/text/language_code.py), so every served pair is reachable.
 LANGUAGE_CODE = r"^[A-Za-z0-9_-]+$"
 
 

@@ -19,7 +19,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from service.http_protocol import serving_protocol
+from service.http.protocol import serving_protocol
 from service.settings import Settings
 
 log = logging.getLogger("service")
@@ -61,7 +61,7 @@ def serve(app: FastAPI, settings: Settings, *, host: str, port: int, log_level: 
         port=port,
         log_level=log_level,
         timeout_graceful_shutdown=settings.drain_timeout_s,
-        # settings.max_connections is enforced by the app (service/admission.py): uvicorn's own
+        # settings.max_connections is enforced by the app (service/http/admission.py): uvicorn's own
         # limit counts open connections, so idle sockets could lock every request out.
         limit_concurrency=None,
         http=serving_protocol(

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.runtime.base import DecodeOptions
@@ -20,7 +20,7 @@ MAX_BEAM_SIZE = 16
 # API key names become log fields and metric labels: short and plain.
 _KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_API_KEY_CHARS = 16
-# The decoding defaults of every entry point (model/decoding_defaults.py).
+# The decoding defaults of every entry point (model/decoding/defaults.py).
 _DECODING = DecodeOptions()
 
 
@@ -138,24 +138,6 @@ class Settings(BaseSettings):
     # --- Lifecycle.
     drain_timeout_s: float = Field(30.0, ge=0, description="After SIGTERM, time left to in-flight requests.")
 
-    # --- Test hook (never for production): serve service.runtime.fake.FakeRuntime instead of the
-    # model directories, so that tests can run a real server process without a model.
-    test_fake_runtime: bool = False
-    test_fake_delay_s: float = Field(0.0, ge=0, le=60, description="Fake runtime: seconds per batch.")
-    test_fake_latency_ms: dict[int, float] = Field(
-        default_factory=dict,
-        description="Fake runtime: milliseconds per batch by batch size, linear in between (benchmarks/load.py --simulate-latency).",
-    )
-
-    @field_validator("test_fake_latency_ms")
-    @classmethod
-    def _latency_curve(cls, points: dict[int, float]) -> dict[int, float]:
-        if points:
-            from service.runtime.batch_latency import BatchLatency
-
-            BatchLatency(points)  # raises ValueError naming the bad points
-        return points
-
     @model_validator(mode="after")
     def _distinct_model_dirs(self) -> Settings:
         seen = set()
@@ -169,6 +151,9 @@ class Settings(BaseSettings):
     def _consistent_serving_limits(self) -> Settings:
         # Every problem at once, like ModelConfig.
         problems = []
+        if self.cpu_quantization != "none" and self.backend != "torch":
+            problems.append(f"cpu_quantization={self.cpu_quantization} applies to backend torch; an {self.backend} export "
+                            "is quantised when it is made (python -m export onnx MODEL_DIR OUT --dtype int8)")
         if self.max_segments > self.max_queue:
             problems.append(f"max_queue ({self.max_queue}) must hold one full request (max_segments={self.max_segments})")
         for name, key in self.api_keys.items():

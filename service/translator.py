@@ -174,7 +174,7 @@ class Translator:
                 todo.append(index)
             else:
                 # Nothing to translate (blank, or only zero-width, format, private-use or lone
-                # combining characters: model/invisible.py): answer without a model call, which
+                # combining characters: model/text/invisible.py): answer without a model call, which
                 # would invent a sentence for it.
                 empty = TokenAlignment.empty() if options.alignment != "none" else None
                 no_phrases = PhraseMap("extracted", []) if options.alignment == "phrase" else None

@@ -33,6 +33,11 @@ def randomise_biases(model: Transformer, seed: int = 0) -> Transformer:
     return model
 
 
+def chunk_spans(chunks: torch.Tensor) -> list[list[tuple[int, int]]]:
+    """Readable segmentation: chunks (B, S) -> per row the [start, end) of each chunk, in order."""
+    return [[(j, j + n) for j, n in enumerate(row) if n > 0] for row in chunks.tolist()]
+
+
 def imported_packages(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -41,6 +46,67 @@ def imported_packages(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
     return names
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every absolute module name a file imports, anywhere in it (function bodies and
+    TYPE_CHECKING blocks included): ``from a.b import c`` gives "a.b" and "a.b.c"."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycles(root: Path, package: str) -> list[list[str]]:
+    """The import cycles among ``package``'s modules (files under root/package): each strongly
+    connected group of more than one module, sorted (Tarjan's algorithm)."""
+    files = {module_name(p, root): p for p in sorted((root / package).rglob("*.py"))}
+    edges: dict[str, set[str]] = {}
+    for name, path in files.items():
+        targets = set()
+        for imported in imported_modules(path):
+            while imported and imported not in files:  # "a.b.c" names a function of module a.b
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        edges[name] = targets
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for name in edges:
+        if name not in index:
+            visit(name)
+    return sorted(groups)
 
 
 class FullPassDecoder:
@@ -54,7 +120,7 @@ class FullPassDecoder:
         self.prefix = tokens[:, None] if self.prefix is None else torch.cat([self.prefix, tokens[:, None]], 1)
         out = self.model(self.src, self.prefix, need_attention=True)
         log_probs = torch.log_softmax(out.logits[:, -1].float(), -1)
-        log_probs[:, [0, 1]] = float("-inf")  # pad and BOS are never generated (model.generate)
+        log_probs[:, [0, 1]] = float("-inf")  # pad and BOS are never generated (model.decoding.generate)
         return log_probs, out.attention[:, -1]
 
     def reorder(self, index):
@@ -63,11 +129,11 @@ class FullPassDecoder:
 
 
 def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2, beam: int = 3) -> None:
-    """Beam search over the cached decoder (model.generate) returns exactly the hypotheses,
+    """Beam search over the cached decoder (model.decoding.generate) returns exactly the hypotheses,
     scores and attention of beam search over FullPassDecoder: the decoding state, and its
     reordering with the beam, change nothing."""
-    from model.beam_search import beam_search
-    from model.generate import SearchOptions, generate, max_lengths
+    from model.decoding.beam_search import beam_search
+    from model.decoding.generate import SearchOptions, generate, max_lengths
 
     options = SearchOptions(
         beam_size=beam, n_best=beam, max_length_ratio=1.0, max_length_offset=max_length_offset, return_attention=True

@@ -1,13 +1,17 @@
 """DESIGN §2 import directions: training → model, export → model, service.runtime → model.
 
 Nothing imports training or service from model; training and export never import the service;
-the service proper (outside service/runtime) is held by tests/service/test_service_layering.py.
+service/runtime never reaches up into the rest of the service (its settings included): the
+service passes it paths and options. No package imports in a circle. The service proper
+(outside service/runtime) is held by tests/service/test_service_layering.py.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import imported_packages
+import pytest
+
+from tests.helpers import import_cycles, imported_modules, imported_packages
 
 REPO = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
@@ -33,3 +37,30 @@ def test_the_checker_sees_imports(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("import service.app\nfrom training.loop import x\nfrom . import y\n")
     assert imported_packages(sample) == {"service", "training"}
+
+
+def test_service_runtime_imports_nothing_of_the_service_above_it():
+    runtime = REPO / "service" / "runtime"
+    offenders = {}
+    for path in sorted(runtime.rglob("*.py")):
+        above = {
+            name for name in imported_modules(path)
+            if name.split(".")[0] == "service" and name != "service" and name.split(".")[1] != "runtime"
+        }
+        if above:
+            offenders[str(path.relative_to(REPO))] = sorted(above)
+    assert offenders == {}
+
+
+@pytest.mark.parametrize("package", ["service", "training", "export"])
+def test_no_import_cycles_within_a_package(package):
+    assert import_cycles(REPO, package) == []
+
+
+def test_the_checkers_see_nested_imports_and_cycles(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("from pkg.b import f\n")
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    from pkg import a\n")
+    (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
+    assert imported_modules(tmp_path / "pkg" / "a.py") == {"pkg.b", "pkg.b.f"}
+    assert import_cycles(tmp_path, "pkg") == [["pkg.a", "pkg.b"]]

@@ -9,7 +9,7 @@
 Words are the whitespace tokens of --src / --tgt; gold links index them. The reference
 translation is forced through the model (training.forced_alignment) and each target word is
 linked to the source word its attention weighs most. Reported rows: forward; with --row-column
-forward row+column (the same matrix read both ways and symmetrised, model.symmetrisation.matrix_links:
+forward row+column (the same matrix read both ways and symmetrised, model.alignments.symmetrisation.matrix_links:
 what the service's "supervised" method returns); with
 --reverse-model-dir (a target->source model, its links transposed) also reverse,
 intersection, union and grow-diag-final; with --soft-threshold a thresholded variant of each
@@ -22,20 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from training import alignment_metrics as am
-from training.cli import UsageError, _Parser
+from training.eflomal_links import Alignments, eflomal_alignments
+from training.usage import OneLineParser, UsageError
 
 PROG = "phrasal-align-eval"
-Alignments = list[set[am.Link]]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Score a phrasal model's attention alignments against gold alignments.")
+    p = OneLineParser(prog=PROG, description="Score a phrasal model's attention alignments against gold alignments.")
     p.add_argument("--model-dir", type=Path, required=True, help="the source->target model")
     p.add_argument("--reverse-model-dir", type=Path,
                    help="a target->source model: adds the reverse and symmetrised rows")
@@ -95,37 +94,6 @@ def symmetrised(prefix: str, forward: Alignments, reverse: Alignments) -> dict[s
     }
 
 
-def eflomal_alignments(
-    source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]],
-    extra_source: Sequence[str] = (), extra_target: Sequence[str] = (),
-) -> tuple[Alignments, Alignments]:
-    """eflomal's forward (one source word per target word) and reverse links for the given pairs.
-
-    eflomal is unsupervised and learns from whatever it is given: the extra lines only add
-    statistics, their links are thrown away. It has no seed, so reruns differ a little.
-    """
-    try:
-        import eflomal
-    except ImportError as error:
-        raise UsageError(f"--reference eflomal needs the eflomal package (pip install eflomal): {error}") from None
-    src = [" ".join(w) for w in source_words] + [" ".join(line.split()) for line in extra_source]
-    tgt = [" ".join(w) for w in target_words] + [" ".join(line.split()) for line in extra_target]
-    with tempfile.TemporaryDirectory(prefix="phrasal-eflomal-") as tmp:
-        forward_file, reverse_file = Path(tmp) / "forward", Path(tmp) / "reverse"
-        try:
-            eflomal.Aligner().align(src, tgt, links_filename_fwd=str(forward_file),
-                                    links_filename_rev=str(reverse_file), quiet=True)
-        except Exception as error:  # an external aligner: whatever it raises, report it in one line
-            raise UsageError(f"eflomal failed: {type(error).__name__}: {error}") from None
-        n = len(source_words)
-        out = []
-        for path in (forward_file, reverse_file):
-            lines = path.read_text(encoding="utf-8").split("\n")[:n]
-            lines += [""] * (n - len(lines))
-            out.append([am.parse_links(line, f"eflomal output line {k}") for k, line in enumerate(lines, 1)])
-    return out[0], out[1]
-
-
 def row_file(name: str) -> str:
     """A row's file name for --write-alignments: "eflomal grow-diag-final" -> eflomal.grow-diag-final.txt."""
     return name.replace(" ", ".").replace(">=", "") + ".txt"
@@ -173,7 +141,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.eflomal_extra and "eflomal" not in args.reference:
         raise UsageError("--eflomal-extra needs --reference eflomal")
 
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
     from training.data import read_lines, split_path
     from training.forced_alignment import align_direction
     from training.loop import resolve_device

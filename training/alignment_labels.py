@@ -75,7 +75,7 @@ def build_labels(data_dir: str | Path, split: str, source: str, target: str) -> 
 
     import eflomal  # noqa: F401  the `align` extra: fail here, before reading the data
 
-    from training.align_eval import eflomal_alignments
+    from training.eflomal_links import eflomal_alignments
     from training.data import read_parallel, split_path
 
     src_lines, tgt_lines = read_parallel(data_dir, split, source, target)

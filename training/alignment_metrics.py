@@ -209,8 +209,8 @@ def score(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAlignment]) ->
 
 
 # -- symmetrisation ------------------------------------------------------------------------------
-# grow-diag-final(-and) lives in model/symmetrisation.py: the service symmetrises too.
-from model.symmetrisation import grow_diag_final, grow_diag_final_and  # noqa: E402,F401
+# grow-diag-final(-and) lives in model/alignments/symmetrisation.py: the service symmetrises too.
+from model.alignments.symmetrisation import grow_diag_final, grow_diag_final_and  # noqa: E402,F401
 
 
 def transpose(links: Iterable[Link]) -> set[Link]:

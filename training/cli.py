@@ -24,6 +24,7 @@ from typing import Sequence
 
 from model.errors import ArtifactError, ConfigError
 from training.recipe import RecipeError, TrainingRecipe, load_recipe
+from training.usage import OneLineParser, UsageError
 
 PROG = "phrasal-train"
 # Keys that change how a run is observed or saved, not what it trains: a resumed run may change them.
@@ -32,18 +33,9 @@ RESUMABLE_CHANGES = {"max_updates", "log_interval", "val_interval", "val_every_e
                      "average_last", "export_fp16", "name"}
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Train phrasal translation models.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog=PROG, description="Train phrasal translation models.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     t = sub.add_parser("train", help="train a recipe into a run directory")
     _add_training_arguments(t)

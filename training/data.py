@@ -1,7 +1,7 @@
 """Parallel data: reading the raw splits, length filtering, token-bounded batching, collation.
 
-Conventions (CONTRACTS.md, model/generate.py): pad=0, bos=1, eos=2. The source is fed as
-x + [EOS] (as `model.generate.source_batch` does at inference); the target is fed as
+Conventions (CONTRACTS.md, model/decoding/generate.py): pad=0, bos=1, eos=2. The source is fed as
+x + [EOS] (as `model.decoding.generate.source_batch` does at inference); the target is fed as
 tgt_in = [BOS] + y and predicted as tgt_out = y + [EOS]. The dataset stores the bare piece ids
 x and y; `collate` adds the special ids, so every padded side has length len + 1.
 """
@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
+
+from model.text.tokenizer import Tokenizer
 
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 
@@ -182,3 +184,19 @@ def reverse_batch(batch: Batch, *, pad_id: int = PAD_ID, bos_id: int = BOS_ID, e
     shifted = torch.cat([bos, batch.src[:, :-1]], dim=1)  # (B, S): [BOS] + x + [EOS] (cut at the widest row)
     tgt_in = shifted.masked_fill(shifted.eq(eos_id), pad_id)
     return Batch(batch.tgt_out, tgt_in, batch.src, list(batch.indices))
+
+
+@dataclass
+class Data:
+    """What a run trains and validates on: the tokenizer, the encoded splits, and the validation
+    sentences BLEU is measured on."""
+
+    tokenizer: Tokenizer
+    spm_path: Path
+    train: ParallelDataset
+    valid: ParallelDataset
+    bleu_src: list[str]
+    bleu_ref: list[str]
+    # With a supervised alignment head: per training pair (dataset index), its (source piece, target
+    # piece) label links (training.alignment_labels); None otherwise.
+    train_alignment: list[list[tuple[int, int]]] | None = None

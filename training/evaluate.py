@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from model import decoding_defaults
-from training.cli import UsageError, _Parser
+from model.decoding import defaults as decoding_defaults
+from training.usage import OneLineParser, UsageError
 
 PROG = "phrasal-eval"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Translate and score with a phrasal model directory.")
+    p = OneLineParser(prog=PROG, description="Translate and score with a phrasal model directory.")
     p.add_argument("--model-dir", type=Path, required=True)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--split", help="a split of --data-dir, e.g. test_2016_flickr (languages from the manifest)")
@@ -63,7 +63,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
     from training.data import read_lines, split_path
     from training.loop import resolve_device
     from training.translate import translate_batch

@@ -7,11 +7,12 @@ from typing import Any
 
 import torch
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.config import ModelConfig
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.recipe import RecipeError, TrainingRecipe
+from training.validation import validate
 
 SYMMETRIC = "symmetric"
 # The two models of a symmetric run, as its checkpoints name them (training.symmetric.DirectionPair).
@@ -59,8 +60,6 @@ def _save(model: Transformer, out_dir: str | Path, spm_path: Path, *, source_lan
     model.to(device).eval()
     info = {**info, "weights_dtype": "float16" if fp16 else "float32"}
     if data is not None and data.bleu_src:
-        from training.loop import validate
-
         amp = torch.device(device).type == "cuda" and recipe.amp == "bf16"
         result = validate(model, data, recipe, torch.device(device), amp)
         info.update(val_loss=result["loss"], val_bleu=result["bleu"], val_bleu_signature=result["bleu_signature"],
@@ -76,7 +75,7 @@ def average_and_save(run_dir: str | Path, last: int, out_dir: str | Path, *, fp1
                        device: str = "cpu", data: Any = None, recipe: TrainingRecipe | None = None
                        ) -> tuple[Path, dict[str, Any]]:
     """Average the parameters of the newest `last` checkpoints of `run_dir` and save them with
-    `model.artifacts.save_model_dir` (fp16 weights when `fp16`). With `data` (the loop's `Data`), the
+    `model.model_dir.save_model_dir` (fp16 weights when `fp16`). With `data` (the loop's `Data`), the
     averaged model's validation BLEU is measured first and written into the manifest."""
     run_dir = Path(run_dir)
     chosen, newest, averaged, recipe, spm_path = _averaged(run_dir, last, recipe)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import torch
 
-from model.artifacts import LoadedModel
-from model.symmetrisation import matrix_links
-from model.tokenizer import Span, Tokenizer
+from model.model_dir import LoadedModel
+from model.alignments.symmetrisation import matrix_links
+from model.text.tokenizer import Span, Tokenizer
 from model.transformer import Transformer
 from training.alignment_metrics import AlignmentInputError, Link
 
@@ -42,7 +42,7 @@ class DirectionAlignments:
 
     hard: list[set[Link]]  # per target word, its heaviest source word
     soft: list[set[Link]] | None  # every link whose share of the target word's attention is >= threshold
-    # the word matrix read both ways, symmetrised (model.symmetrisation.matrix_links)
+    # the word matrix read both ways, symmetrised (model.alignments.symmetrisation.matrix_links)
     symmetric: list[set[Link]] | None = None
 
 
@@ -70,7 +70,7 @@ def word_weights(
 ) -> torch.Tensor:
     """Piece attention (T_pieces, S_pieces) -> word weights (T_words, S_words).
 
-    The conventions of model.alignment.word_attention: a source word gets the SUM of its pieces'
+    The conventions of model.alignments.word_alignment.word_attention: a source word gets the SUM of its pieces'
     attention, a target word the MEAN of its pieces' rows; a word without pieces gets zeros
     instead of a division by zero.
     """

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from model.artifacts import MANIFEST_FILE, load_model_dir
+from model.model_dir import MANIFEST_FILE, load_model_dir
 from training import checkpoints as ckpt
 from training.recipe import RecipeError
 

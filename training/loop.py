@@ -22,25 +22,24 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
-import sacrebleu
 import torch
 from tqdm import tqdm
 
-from model.attention_kernels import avoid_per_shape_attention_plans
+from model.attention.kernels import avoid_per_shape_attention_plans
 from model.config import ModelConfig
-from model.tokenizer import Tokenizer
-from model.transformer import ModelOutput, Transformer
+from model.text.tokenizer import Tokenizer
+from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.alignment_labels import LabelError, labels_path, piece_links, read_labels, target_rows
-from training.data import Batch, ParallelDataset, collate, read_parallel, token_batches
+from training.data import Batch, Data, ParallelDataset, collate, read_parallel, token_batches
 from training.distributed import SINGLE, ProcessGroup, gradient_sync, join_from_environment, shard, wrap
-from training.losses import LossOutput, global_fertility_loss, label_smoothed_loss, supervised_alignment_loss
+from training.finalize import average_and_save
 from training.recipe import RecipeError, TrainingRecipe
 from training.schedule import inverse_sqrt_schedule
 from training.sentencepiece_train import train_sentencepiece
-from training.translate import autocast_context, translate_batch
+from training.validation import direction_loss, validate
 
 RECIPE_FILE = "recipe.json"
 SPM_FILE = "spm.model"
@@ -100,19 +99,6 @@ class RunLog:
             tqdm.write(line, file=sys.stderr)
 
 
-@dataclass
-class Data:
-    tokenizer: Tokenizer
-    spm_path: Path
-    train: ParallelDataset
-    valid: ParallelDataset
-    bleu_src: list[str]
-    bleu_ref: list[str]
-    # With a supervised alignment head: per training pair (dataset index), its (source piece, target
-    # piece) label links (training.alignment_labels); None otherwise.
-    train_alignment: list[list[tuple[int, int]]] | None = None
-
-
 def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog, alignment_labels: bool = False) -> Data:
     """Read the splits, train the SentencePiece model into the run dir if it is not there yet, encode;
     with `alignment_labels`, also map the split's cached eflomal labels to pieces."""
@@ -146,78 +132,6 @@ def reversed_data(data: Data) -> Data:
     """The same data the other way round (target -> source), for the second model of a symmetric run."""
     return Data(data.tokenizer, data.spm_path, ParallelDataset(data.train.tgt, data.train.src),
                 ParallelDataset(data.valid.tgt, data.valid.src), data.bleu_ref, data.bleu_src)
-
-
-@dataclass
-class DirectionLoss:
-    """One model's loss on one batch."""
-
-    xent: LossOutput                # label-smoothed cross-entropy and nll per target token
-    objective: torch.Tensor         # xent.loss + global fertility weight × fertility + λ × alignment (minimised)
-    fertility: torch.Tensor | None  # the unweighted global fertility loss per source position, when configured
-    output: ModelOutput
-    alignment: torch.Tensor | None = None  # the unweighted supervised alignment loss per labelled row, when given
-
-
-def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing: float, amp: bool,
-                   need_attention: bool = False, forward: torch.nn.Module | None = None,
-                   alignment_targets: torch.Tensor | None = None) -> DirectionLoss:
-    """Forward `batch` (already on the model's device) and compute its losses. With a global fertility
-    head, α is the configured layer's attention, fertility sums the real target rows (tgt_out not
-    padding, the EOS row included) and is scored at every real source position (x and its EOS).
-    With `alignment_targets` (B, T, S) (`training.alignment_labels.target_rows`, on the device) and a
-    supervised alignment head, λ × the supervised alignment loss is added."""
-    with autocast_context(batch.src.device, amp):
-        out = (forward or model)(batch.src, batch.tgt_in, need_attention=need_attention)
-    xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=smoothing, pad_id=model.config.pad_id,
-                               n_tokens=n_tokens)
-    objective, fertility, alignment = xent.loss, None, None
-    if out.fertility_mean is not None:
-        pad = model.config.pad_id
-        fertility = global_fertility_loss(out.fertility_attention, batch.tgt_out.ne(pad), batch.src.ne(pad),
-                                          out.fertility_mean, out.fertility_variance)
-        objective = objective + model.global_fertility.loss_weight * fertility
-    if alignment_targets is not None and out.supervised_attention is not None:
-        alignment = supervised_alignment_loss(out.supervised_attention, alignment_targets)
-        objective = objective + model.supervised_alignment.weight * alignment
-    return DirectionLoss(xent, objective, fertility, out, alignment)
-
-
-def validate(model: Transformer, data: Data, recipe: TrainingRecipe, device: torch.device, amp: bool) -> dict[str, Any]:
-    """Validation loss / nll per token over the whole validation set (and the global fertility loss
-    per source position when the model has one), and cased sacreBLEU on the first
-    `val_bleu_sentences` sentences (beam `val_beam`)."""
-    model.eval()
-    loss_sum = nll_sum = fertility_sum = 0.0
-    tokens = source_tokens = 0
-    batches = token_batches(data.valid.src_lengths(), data.valid.tgt_lengths(), recipe.max_tokens,
-                            seed=recipe.seed, epoch=0, shuffle=False)
-    with torch.inference_mode():
-        for idx in batches:
-            batch = collate([data.valid[i] for i in idx], idx)
-            n, n_source = batch.n_tgt_tokens, batch.n_src_tokens
-            out = direction_loss(model, batch.to(device), n, smoothing=recipe.label_smoothing, amp=amp)
-            loss_sum += float(out.xent.loss) * n
-            nll_sum += float(out.xent.nll) * n
-            tokens += n
-            if out.fertility is not None:
-                fertility_sum += float(out.fertility) * n_source
-                source_tokens += n_source
-    result: dict[str, Any] = {"loss": loss_sum / max(tokens, 1), "nll": nll_sum / max(tokens, 1)}
-    result["ppl"] = math.exp(min(result["nll"], 50.0))
-    if source_tokens:
-        result["fertility"] = fertility_sum / source_tokens
-    if data.bleu_src:
-        hyps = translate_batch(model, data.tokenizer, data.bleu_src, recipe.val_beam, batch_size=128,
-                               max_length_ratio=recipe.decode_max_len_a, max_length_offset=recipe.decode_max_len_b,
-                               amp=amp)
-        metric = sacrebleu.metrics.BLEU()
-        result["bleu"] = round(metric.corpus_score(hyps, [data.bleu_ref]).score, 2)
-        result["bleu_signature"] = str(metric.get_signature())
-        result["bleu_sentences"] = len(hyps)
-        result["bleu_beam"] = recipe.val_beam
-    model.train()
-    return result
 
 
 def _prepare_run_dir(recipe: TrainingRecipe, run_dir: Path, resume: bool) -> None:
@@ -531,8 +445,6 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
 
     model_dir = None
     if export and session.group.is_main:
-        from training.finalize import average_and_save  # late import: it needs the run's checkpoints
-
         log = session.log
         model_dir, info = average_and_save(run_dir, recipe.average_last, run_dir / MODEL_DIR,
                                              fp16=recipe.export_fp16, device=str(session.device), data=session.data,
@@ -556,10 +468,3 @@ def freeze_except(model: torch.nn.Module, prefixes: list[str]) -> int:
         parameter.requires_grad_(any(name.startswith(p) for p in prefixes))
         frozen += 0 if parameter.requires_grad else parameter.numel()
     return frozen
-
-
-def read_log(run_dir: str | Path, event: str | None = None) -> list[dict[str, Any]]:
-    path = Path(run_dir) / LOG_FILE
-    lines: Iterable[str] = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    records = [json.loads(line) for line in lines if line.strip()]
-    return [r for r in records if event is None or r["event"] == event]

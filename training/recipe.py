@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from model import decoding_defaults
+from model.decoding import defaults as decoding_defaults
 from model.config import ModelConfig
 from model.errors import ConfigError
 

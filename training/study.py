@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from training.study_spec import RunSpec, StudyError, StudySpec, load_study
+from training.study_spec import RunSpec, StudyError, StudySpec, has_checkpoints, is_trained, load_study, run_dir
 
 PROG = "phrasal-study"
 # Seconds a stopped child gets to exit before it is killed outright.
@@ -45,19 +45,6 @@ class Child(Protocol):
 
 
 Launch = Callable[[list[str], Path], Child]
-
-
-def run_dir(spec: StudySpec, run: RunSpec, seed: int) -> Path:
-    return spec.out / run.name / f"seed{seed}"
-
-
-def is_trained(spec: StudySpec, run: RunSpec, seed: int) -> bool:
-    return (run_dir(spec, run, seed) / run.model / "manifest.json").is_file()
-
-
-def has_checkpoints(directory: Path) -> bool:
-    checkpoints = directory / "checkpoints"
-    return checkpoints.is_dir() and any(p.suffix == ".pt" for p in checkpoints.iterdir())
 
 
 def train_command(spec: StudySpec, run: RunSpec, seed: int) -> list[str]:

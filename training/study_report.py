@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from training.data import read_lines, split_path
-from training.study_spec import StudySpec
+from training.study_spec import StudySpec, has_checkpoints, is_trained, run_dir
 
 METRICS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF2"}
 
@@ -77,8 +77,6 @@ def paired_bootstrap_p(baseline: list[str], system: list[str], references: list[
 
 
 def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, Any]:
-    from training.study import has_checkpoints, is_trained, run_dir
-
     splits = spec.evaluate.splits
     rows = []
     for run, seed in spec.jobs():
@@ -138,8 +136,6 @@ def _run(spec: StudySpec, name: str):
 
 
 def _target_lang(spec: StudySpec, row: dict[str, Any]) -> str:
-    from training.study import run_dir
-
     manifest = run_dir(spec, _run(spec, row["run"]), row["seed"]) / _run(spec, row["run"]).model / "manifest.json"
     return json.loads(manifest.read_text(encoding="utf-8"))["target_lang"]
 

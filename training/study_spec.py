@@ -211,3 +211,16 @@ def load_study(path: str | Path) -> StudySpec:
     except json.JSONDecodeError as error:
         raise StudyError([f"not valid JSON: {error.msg} (line {error.lineno})"], str(path)) from None
     return parse_study(data, str(path))
+
+
+def run_dir(spec: StudySpec, run: RunSpec, seed: int) -> Path:
+    return spec.out / run.name / f"seed{seed}"
+
+
+def is_trained(spec: StudySpec, run: RunSpec, seed: int) -> bool:
+    return (run_dir(spec, run, seed) / run.model / "manifest.json").is_file()
+
+
+def has_checkpoints(directory: Path) -> bool:
+    checkpoints = directory / "checkpoints"
+    return checkpoints.is_dir() and any(p.suffix == ".pt" for p in checkpoints.iterdir())

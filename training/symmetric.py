@@ -21,19 +21,20 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from model.artifacts import sha256_file
+from model.model_dir import sha256_file
 from model.config import ModelConfig
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 from training import checkpoints as ckpt
-from training.data import Batch, collate, reverse_batch, token_batches
+from training.data import Batch, Data, collate, reverse_batch, token_batches
 from training.initialization import InitialModel, read_initial_model
 from training.finalize import SYMMETRIC, average_and_save_symmetric, directions
-from training.loop import (CHECKPOINT_DIR, Data, Session, TrainResult, direction_loss, fit, reversed_data,
-                           seed_everything, start_session, validate)
+from training.loop import (CHECKPOINT_DIR, Session, TrainResult, fit, reversed_data, seed_everything,
+                           start_session)
 from training.losses import real_token_mask, sentence_traces, trace_bonus
 from training.recipe import RecipeError, TrainingRecipe
 from training.translate import autocast_context
+from training.validation import direction_loss, validate
 
 MODELS_DIR = "models"
 

@@ -2,7 +2,7 @@
 during training and by `training.evaluate`.
 
 Encoding, beam expansion and the IncrementalDecoder adapter are the model package's
-(`model.generate`: source = pieces + [EOS], state expanded sentence-major, `decode_step`
+(`model.decoding.generate`: source = pieces + [EOS], state expanded sentence-major, `decode_step`
 through `TransformerBackend`); this file only sorts by length, batches, and detokenises.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Sequence
 
 import torch
 
-from model import decoding_defaults as defaults
-from model.generate import SearchOptions, generate, source_batch
-from model.tokenizer import Tokenizer
+from model.decoding import defaults
+from model.decoding.generate import SearchOptions, generate, source_batch
+from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 
 

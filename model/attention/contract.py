@@ -16,7 +16,7 @@ one `AttentionOut`; what a kind can do beyond plain attention is declared on the
   ("onnx", "torchscript", "ct2"); empty when it can.
 - `sentence_state()`: the names in `init_state`'s state that come from the source alone and that
   `step` passes through unchanged (the cross-attention's projected memory): the same for every
-  beam of a sentence, so a beam reorder need not copy them (model/state.py). Empty by default:
+  beam of a sentence, so a beam reorder need not copy them (model/decoder_state.py). Empty by default:
   then every tensor is treated as per beam, which is always right.
 """
 from __future__ import annotations

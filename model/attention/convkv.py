@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.attention.functional import split_heads
-from model.attention.phrasal import PhrasalAttention, heads_by_size, qk_scale
+from model.attention.ngram_attention import NgramAttention, heads_by_size, qk_scale
 from model.attention.registry import register_attention
 
 
@@ -28,7 +28,7 @@ def convkv_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 @register_attention("convkv")
-class ConvKVAttention(PhrasalAttention):
+class ConvKVAttention(NgramAttention):
     kind = "convkv"
 
     def _build(self) -> None:

@@ -3,10 +3,30 @@
 Choi, Cho & Bengio, "Fine-Grained Attention Mechanism for Neural Machine Translation" (eq. 7-9;
 the math and its Transformer-head form are in fine2d_functional.py):
 
-    e[t, s, d] = (q[t, d]·k[s, d] + r[s, d]) / √dₕ,   α = softmax_s e,   c[t, d] = Σ_s α[t, s, d] v[s, d]
+    e[t, s, d] = τ (q[t, d]·k[s, d] + r[s, d]),   α = softmax_s e,   c[t, d] = Σ_s α[t, s, d] v[s, d]
 
-    {"kind": "fine2d"}                                 the default: with the key term r
-    {"kind": "fine2d", "options": {"key_term": false}} without it (e = q[t, d]·k[s, d] / √dₕ)
+    {"kind": "fine2d", "options": {"score": "product", "key_term": true, "scale": "per_dimension"}}
+                                                                        the defaults
+    {"kind": "fine2d", "options": {"score": "mlp"}}                     the paper's score network
+
+- score: "product" (default, the Transformer-head form: e = τ (q[t, d]·k[s, d] + r[s, d])) or
+  "mlp" (the paper's f^d, eq. 7: e[t, s, :] = W_o tanh(q[t] + k[s]), one W_o (dₕ, dₕ) per head;
+  twice the activation memory of "product"; key_term and scale are then not options).
+- key_term: with (default) or without the learned key-only term r (eq. 7; without it
+  e = τ q[t, d]·k[s, d]).
+- scale: τ. "per_dimension" (default): vanilla's rule (a sum of n unit-variance terms divided by
+  √n) applied to a per-dimension logit, which sums one product (and r): τ = 1, or 1/√2 with the
+  key term; a fresh layer is then about as sharp as vanilla attention. "sqrt_head_dim"
+  (τ = 1/√dₕ): each single product divided as if it were a full dot product, which leaves a fresh
+  layer almost uniform (the earlier form, kept for comparison). The paper's scores come from an
+  MLP with no such scale; benchmarks/fine2d_temperature.py measures the spread of each.
+
+Not offered, and why: the paper's best system also contextualises the annotation vectors with the
+whole source (+C) before its nonlinear (MLP) score. In this head every score is bilinear in the
+projected keys: a per-sentence vector added to the keys' input moves k[s, d] and r[s, d] by the
+same amount at every source position s, which cancels in the softmax over s (eq. 8); what is left
+is a per-sentence constant added to the values, a sentence-mean term beside the attention rather
+than a contextualised score. It only means something with the paper's nonlinear score f^d.
 
 Allowed at every site; it is meant for cross-attention, since its scores take B·H·T·S·dₕ memory
 (the full pass chunks them over target positions, see `CHUNK_ELEMENTS`). The weights returned
@@ -24,7 +44,7 @@ import torch
 from torch import nn
 
 from model.attention import fine2d_functional
-from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked
+from model.attention.fine2d_functional import SCALES, fine2d_attention, fine2d_attention_chunked, score_scale
 from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import attention_mask, merge_heads, split_heads
 from model.attention.registry import register_attention
@@ -32,7 +52,9 @@ from model.attention.registry import register_attention
 State = dict[str, torch.Tensor]
 
 KIND = "fine2d"
-OPTIONS = ("key_term",)
+OPTIONS = ("key_term", "scale", "score")
+SCORES = ("product", "mlp")
+DEFAULT_SCALE = "per_dimension"
 
 
 def _exporting() -> bool:
@@ -54,9 +76,16 @@ class Fine2dAttention(AttentionModule):
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
-        # r[s, d]: the learned per-dimension, key-only term of the score (eq. 7).
-        self.r_proj = nn.Linear(d_model, d_model) if options.get("key_term", True) else None
+        mlp = options.get("score", "product") == "mlp"
+        # r[s, d]: the learned per-dimension, key-only term of the product score (eq. 7).
+        self.r_proj = nn.Linear(d_model, d_model) if options.get("key_term", True) and not mlp else None
         self.out_proj = nn.Linear(d_model, d_model)
+        self.scale = score_scale(options.get("scale", DEFAULT_SCALE), self.head_dim, self.r_proj is not None)  # τ, eq. 7
+        # W_o of the paper's score network f^d, one (dₕ out, dₕ hidden) matrix per head (eq. 7).
+        self.score_weight = nn.Parameter(torch.empty(n_heads, self.head_dim, self.head_dim)) if mlp else None
+        if self.score_weight is not None:
+            for head in self.score_weight.data:
+                nn.init.xavier_uniform_(head)
 
     @staticmethod
     def validate_options(options: dict[str, Any], site: str) -> list[str]:
@@ -67,6 +96,14 @@ class Fine2dAttention(AttentionModule):
             problems.append(f"{where}: unknown option(s) {unknown}; known options: {', '.join(OPTIONS)}")
         if "key_term" in options and not isinstance(options["key_term"], bool):
             problems.append(f"{where}: key_term must be true or false, got {options['key_term']!r}")
+        scale = options.get("scale", DEFAULT_SCALE)
+        if not isinstance(scale, str) or scale not in SCALES:
+            problems.append(f"{where}: scale must be one of {', '.join(SCALES)}, got {scale!r}")
+        score = options.get("score", "product")
+        if not isinstance(score, str) or score not in SCORES:
+            problems.append(f"{where}: score must be one of {', '.join(SCORES)}, got {score!r}")
+        elif score == "mlp":
+            problems += [f"{where}: {name} applies only to score 'product'" for name in ("key_term", "scale") if name in options]
         return problems
 
     # -- full pass ------------------------------------------------------------------------
@@ -90,9 +127,11 @@ class Fine2dAttention(AttentionModule):
         dropout = self.dropout if self.training else 0.0
         args = (q, keys["k"], keys["v"], keys.get("r"), mask, dropout, self.training, need_weights or need_phrases)
         if _exporting():
-            context, probs = fine2d_attention(*args)
+            context, probs = fine2d_attention(*args, scale=self.scale, score_weight=self.score_weight)
         else:
-            context, probs = fine2d_attention_chunked(*args, budget=fine2d_functional.CHUNK_ELEMENTS)
+            context, probs = fine2d_attention_chunked(
+                *args, budget=fine2d_functional.CHUNK_ELEMENTS, scale=self.scale, score_weight=self.score_weight
+            )
         return AttentionOut(self.out_proj(merge_heads(context)), probs)
 
     # -- incremental decoding -------------------------------------------------------------
@@ -132,7 +171,7 @@ class Fine2dAttention(AttentionModule):
         dropout = self.dropout if self.training else 0.0
         context, probs = fine2d_attention(
             q, new_state["k"], new_state["v"], new_state.get("r"), mask, dropout, self.training,
-            need_weights or need_phrases,
+            need_weights or need_phrases, self.scale, self.score_weight,
         )  # (N, H, 1, dh), (N, H, 1, S)
         return AttentionOut(self.out_proj(merge_heads(context)), probs, state=new_state)
 

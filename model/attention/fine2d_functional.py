@@ -9,13 +9,31 @@ softmax over the source positions:
     c_{t'}     = Σ_t α_{t',t} ⊙ h_t                                           (eq. 9)
 
 In a head with queries q (T, dₕ), keys k and values v (S, dₕ), the score of dimension d is the
-d-th term of the scaled dot product plus a learned key-only term r (a projection of the keys'
-input, one number per dimension: the h_t-only part of the paper's score network f^d; a bias
-that is the same for every source position would cancel in the softmax of eq. 8):
+d-th term of the dot product plus a learned key-only term r (a projection of the keys' input, one
+number per dimension: the h_t-only part of the paper's score network f^d; a bias that is the same
+for every source position would cancel in the softmax of eq. 8), times a scale τ:
 
-    e[t, s, d] = (q[t, d]·k[s, d] + r[s, d]) / √dₕ                              (eq. 7)
+    e[t, s, d] = τ · (q[t, d]·k[s, d] + r[s, d])                                (eq. 7)
     α[t, s, d] = softmax over s of e[t, s, d]                                   (eq. 8)
     c[t, d]    = Σ_s α[t, s, d] · v[s, d]                                       (eq. 9)
+
+Vanilla attention divides a sum of dₕ products by √dₕ so that a logit's variance is that of one
+product. A per-dimension logit sums one product, plus r when there is a key term, so the same rule
+gives τ = 1/√(number of terms): 1 without the key term, 1/√2 with it (option scale "per_dimension",
+the default); a fresh layer is then about as sharp as vanilla attention. τ = 1/√dₕ (scale
+"sqrt_head_dim") divides the single product as if it were the full dot product: its logits have
+about 1/√dₕ of vanilla's spread and a fresh layer attends almost uniformly
+(benchmarks/fine2d_temperature.py measures both; results/fine2d_temperature.md).
+
+The paper's own score (option score "mlp") is a one-hidden-layer network with one output per
+dimension, f^d(z, h) = [W_o tanh(W_z z + W_h h + b)]_d (eq. 7, the 2D form of Bahdanau et al.'s
+additive score). In a head, the projected query and key are W_z z and W_h h (their biases b):
+
+    e[t, s, d] = Σ_j W_o[d, j] · tanh(q[t, j] + k[s, j])                        (eq. 7, f^d)
+
+with one W_o (dₕ, dₕ) per head; an output bias would be the same at every s and cancel in eq. 8,
+and no scale is applied (tanh is bounded; W_o's initialisation sets the spread). Its cost is a
+(B, H, T, S, dₕ) hidden layer besides the scores and a dₕ x dₕ product per (t, s) pair.
 
 The alignment of a (target, source) pair is α averaged over the dimensions (§5.2, A_{t,t'}).
 
@@ -36,15 +54,36 @@ from model.attention.functional import dropout as dropout_if_training
 CHUNK_ELEMENTS = 2**25
 
 
-def fine2d_scores(q: torch.Tensor, k: torch.Tensor, r: torch.Tensor | None) -> torch.Tensor:
-    """q (B, H, T, dₕ), k (B, H, S, dₕ), r (B, H, S, dₕ) or None -> e (B, H, dₕ, T, S) float32 (eq. 7)."""
-    scale = 1.0 / math.sqrt(q.shape[-1])
+SCALES = ("per_dimension", "sqrt_head_dim")
+
+
+def score_scale(kind: str, head_dim: int, key_term: bool) -> float:
+    """τ of eq. 7 (module docstring): 1/√(terms per logit) for "per_dimension" (1, or 1/√2 with
+    the key term), 1/√dₕ for "sqrt_head_dim"."""
+    if kind == "per_dimension":
+        return 1.0 / math.sqrt(2.0) if key_term else 1.0
+    if kind == "sqrt_head_dim":
+        return 1.0 / math.sqrt(head_dim)
+    raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {kind!r}")
+
+
+def fine2d_scores(q: torch.Tensor, k: torch.Tensor, r: torch.Tensor | None, scale: float = 1.0) -> torch.Tensor:
+    """q (B, H, T, dₕ), k (B, H, S, dₕ), r (B, H, S, dₕ) or None -> e (B, H, dₕ, T, S) float32:
+    e[t, s, d] = scale · (q[t, d]·k[s, d] + r[s, d]) (eq. 7)."""
     q_cols = (q.float() * scale).transpose(-2, -1).unsqueeze(-1)  # (B, H, dₕ, T, 1)
     k_rows = k.float().transpose(-2, -1).unsqueeze(-2)  # (B, H, dₕ, 1, S)
     if r is None:
         return q_cols * k_rows  # (B, H, dₕ, T, S)
     r_rows = (r.float() * scale).transpose(-2, -1).unsqueeze(-2)  # (B, H, dₕ, 1, S)
     return torch.addcmul(r_rows, q_cols, k_rows)  # (B, H, dₕ, T, S)
+
+
+def fine2d_mlp_scores(q: torch.Tensor, k: torch.Tensor, score_weight: torch.Tensor) -> torch.Tensor:
+    """The paper's score network f^d (eq. 7): q (B, H, T, dₕ), k (B, H, S, dₕ), score_weight W_o
+    (H, dₕ, dₕ) -> e (B, H, dₕ, T, S) float32, e[t, s, d] = Σ_j W_o[d, j] tanh(q[t, j] + k[s, j])."""
+    hidden = torch.tanh(q.float().unsqueeze(3) + k.float().unsqueeze(2))  # (B, H, T, S, dₕ)
+    # Under autocast this product runs in bf16/fp16, as vanilla's QKᵀ does; the softmax stays float32.
+    return torch.einsum("bhtsj,hdj->bhdts", hidden, score_weight.float()).float()  # (B, H, dₕ, T, S)
 
 
 def fine2d_attention(
@@ -56,8 +95,11 @@ def fine2d_attention(
     dropout: float = 0.0,
     training: bool = False,
     need_weights: bool = False,
+    scale: float = 1.0,
+    score_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Fine-grained attention of every query at once (eq. 7-9).
+    """Fine-grained attention of every query at once (eq. 7-9), logits times `scale` (τ); with
+    score_weight W_o (H, dₕ, dₕ) the scores are the paper's network f^d instead (r and scale unused).
 
     q (B, H, T, dₕ); k, v, r (B, H, S, dₕ) (r None: no key term); mask (B|1, 1, T|1, S) True
     where a query may attend to a key (`functional.attention_mask`), or None. Returns the context
@@ -68,7 +110,10 @@ def fine2d_attention(
     the reductions, so no extra (B, H, dₕ, T, S) pass is spent on it and its gradient stays finite.
     No data-dependent Python control flow: exported decoder steps run this as traced.
     """
-    scores = fine2d_scores(q, k, r)  # (B, H, dₕ, T, S)
+    if score_weight is None:
+        scores = fine2d_scores(q, k, r, scale)  # (B, H, dₕ, T, S)
+    else:
+        scores = fine2d_mlp_scores(q, k, score_weight)  # (B, H, dₕ, T, S)
     keep_row = None
     if mask is not None:
         hidden = ~mask  # (B|1, 1, T|1, S)
@@ -103,6 +148,8 @@ def fine2d_attention_chunked(
     training: bool = False,
     need_weights: bool = False,
     budget: int = CHUNK_ELEMENTS,
+    scale: float = 1.0,
+    score_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """`fine2d_attention` over chunks of target positions, at most `budget` score elements each.
 
@@ -110,14 +157,17 @@ def fine2d_attention_chunked(
     chunks give the numbers of the unchunked call (dropout aside: each chunk draws its own mask).
     """
     b, h, t, dh = q.shape
-    rows = target_chunk(b, h, k.shape[2], dh, budget)
+    # The score network's hidden layer is a second (B, H, T, S, dₕ) tensor: half the rows per chunk.
+    rows = target_chunk(b, h, k.shape[2], dh, budget if score_weight is None else budget // 2)
     if rows >= t:
-        return fine2d_attention(q, k, v, r, mask, dropout, training, need_weights)
+        return fine2d_attention(q, k, v, r, mask, dropout, training, need_weights, scale, score_weight)
     contexts, probs = [], []
     for start in range(0, t, rows):
         stop = min(start + rows, t)
         chunk_mask = mask if mask is None or mask.shape[2] == 1 else mask[:, :, start:stop]  # (B|1, 1, rows|1, S)
-        context, p = fine2d_attention(q[:, :, start:stop], k, v, r, chunk_mask, dropout, training, need_weights)
+        context, p = fine2d_attention(
+            q[:, :, start:stop], k, v, r, chunk_mask, dropout, training, need_weights, scale, score_weight
+        )
         contexts.append(context)  # (B, H, rows, dₕ)
         probs.append(p)  # (B, H, rows, S) or None
     return torch.cat(contexts, dim=2), (torch.cat(probs, dim=2) if need_weights else None)  # (B, H, T, dₕ), (B, H, T, S)

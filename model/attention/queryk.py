@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from model.attention.functional import split_heads
-from model.attention.phrasal import PhrasalAttention, heads_by_size, qk_scale
+from model.attention.ngram_attention import NgramAttention, heads_by_size, qk_scale
 from model.attention.registry import register_attention
 
 
@@ -66,7 +66,7 @@ def queryk_scores(
 
 
 @register_attention("queryk")
-class QueryKAttention(PhrasalAttention):
+class QueryKAttention(NgramAttention):
     kind = "queryk"
 
     def _build(self) -> None:

@@ -37,8 +37,8 @@ def validate_alignment_biases(options: Any, config: Any) -> list[str]:
 
 def _why_not(cls: type) -> str:
     # The phrasal kinds score source n-grams, not tokens: a token-position bias has no logit to go on.
-    from model.attention.phrasal import PhrasalAttention
+    from model.attention.ngram_attention import NgramAttention
 
-    if issubclass(cls, PhrasalAttention):
+    if issubclass(cls, NgramAttention):
         return "scores n-grams"
     return "does not expose them (it is not token_level: no token_logits and mix)"

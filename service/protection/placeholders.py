@@ -1,7 +1,7 @@
 """Placeholders and do-not-translate terms: the parts of a text the model must not touch.
 
 A translation model has never seen `%1$s` or `{count, plural, …}` and mangles them ("%lu to
-remove and %lu not upgraded." came back as "% um die % zu %."). They are found here, taken out
+remove and %lu not upgraded." becomes "% um die % zu %."). They are found here, taken out
 before translation, and put back at the position the word alignment gives
 (service/protection/placement.py), so each appears in the output exactly once, unchanged.
 

@@ -16,12 +16,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from model import decoding_defaults as defaults
-from model.alignment import TokenAlignment, Word
-from model.invisible import has_visible_text
-from model.language_code import normalise_language_code
-from model.bidirectional import bidirectional_alignment
-from model.phrase_alignment import PhraseMap, PhrasePair
+from model.decoding import defaults
+from model.alignments.word_alignment import TokenAlignment, Word
+from model.text.invisible import has_visible_text
+from model.text.language_code import normalise_language_code
+from model.alignments.bidirectional import bidirectional_alignment
+from model.alignments.phrase_pairs import PhraseMap, PhrasePair
 
 __all__ = [
     "AlignmentMethod",

@@ -3,10 +3,10 @@
 alignments from the attention it returns (export/ct2_runner.py)."""
 from __future__ import annotations
 
-from service.runtime.base import TranslationRuntime
-from service.runtime.exported import load_exported_runtimes
-from service.settings import Settings
+from pathlib import Path
+
+from service.runtime.exported import ExportedRuntime, load_exported_runtime
 
 
-def load_runtimes(settings: Settings) -> list[TranslationRuntime]:
-    return load_exported_runtimes(settings, "ct2")
+def load_runtime(path: Path, device: str = "auto") -> ExportedRuntime:
+    return load_exported_runtime(path, device, "ct2")

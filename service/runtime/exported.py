@@ -4,7 +4,7 @@ The backend files (onnx_runtime.py, torchscript_runtime.py, ct2_runtime.py) open
 with ``export.runners.open_runner`` — the same runner the exporter verified against eager
 PyTorch — and hand it here; this class does what TorchRuntime does around the model: pieces
 with character offsets, the source-length limit, n-best texts and scores, word alignments
-through ``model.alignment.token_alignment`` from the attention rows the runner returns, and
+through ``model.alignments.word_alignment.token_alignment`` from the attention rows the runner returns, and
 phrase maps: from the model's own phrase attention when the export outputs it (phrasal
 cross-attention, phrase representations: the decoder-step graph's "phrase_attention", equal to
 eager's), otherwise extracted from the word alignment — exactly as TorchRuntime chooses.
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from service.runtime.base import (DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
                                   check_alignment_method)
 from service.runtime.text_codec import translate_texts
@@ -46,8 +47,8 @@ class ExportedRuntime(TranslationRuntime):
                 f'{options.alignment} alignments; ask with alignment="none"',
             )
         if options.alignment == "phrase" and not self.runner.has_phrase_attention:
-            # An export whose manifest does not say how it gives phrase attention (made before
-            # the step graph had that output): a phrasal model's map would silently change kind.
+            # An export whose manifest does not say how it gives phrase attention: a phrasal
+            # model's map would silently change kind.
             raise UnsupportedOption(
                 "alignment",
                 f"the {self.backend} export serving {self.pair} was made without its phrase attention, so it "
@@ -68,14 +69,11 @@ class ExportedRuntime(TranslationRuntime):
         )
 
 
-def load_exported_runtimes(settings, backend: str) -> list[TranslationRuntime]:
-    """One runtime per ``settings.export_dirs`` entry; each export is checked (sha256 of every
-    file, target, passed verification) before it is served."""
+def load_exported_runtime(path: Path, device: str, backend: str) -> ExportedRuntime:
+    """The export at ``path``, checked (sha256 of every file, target, passed verification) before
+    it is served."""
     from export.runners import open_runner  # engines load only when a backend is chosen
 
-    runtimes: list[TranslationRuntime] = []
-    for path in settings.export_dirs:
-        runner = open_runner(path, device=settings.device, target=backend)
-        log.info("loaded %s (%s %s) for %s", path, backend, runner.exported.options, runner.exported.pair)
-        runtimes.append(ExportedRuntime(runner, backend))
-    return runtimes
+    runner = open_runner(path, device=device, target=backend)
+    log.info("loaded %s (%s %s) for %s", path, backend, runner.exported.options, runner.exported.pair)
+    return ExportedRuntime(runner, backend)

@@ -1,13 +1,13 @@
-"""Pick the backend from settings: ``settings.backend`` names the module whose
-``load_runtimes(settings)`` builds the runtimes. Engines are imported only for the backend chosen,
-so this file imports none."""
+"""Load the runtime that serves one directory. ``RuntimeSpec.backend`` names the module whose
+``load_runtime(path, device)`` builds it; engines are imported only for the backend chosen, so
+this file imports none."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from service.runtime.base import TranslationRuntime
-from service.settings import Settings
 
 BACKEND_MODULES = {
     "torch": "service.runtime.torch_runtime",
@@ -17,17 +17,21 @@ BACKEND_MODULES = {
 }
 
 
-def load_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
-    module = BACKEND_MODULES.get(settings.backend)
-    if module is None:
-        raise ValueError(f"unknown backend {settings.backend!r}; known: {', '.join(BACKEND_MODULES)}")
-    if settings.backend != "torch" and not settings.export_dirs:
-        raise ValueError(
-            f"backend {settings.backend!r} serves exported models: set export_dirs "
-            f"(e.g. PHRASAL_EXPORT_DIRS='[\"exports/en-de-{settings.backend}\"]', written by phrasal-export)"
-        )
-    if settings.inference_process:
-        from service.runtime.inference_process import load_process_runtimes
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """Everything loading one runtime needs: which engine, which directory (a model directory
+    for "torch", an export for the others), on which device ("auto", "cpu" or "cuda")."""
 
-        return load_process_runtimes(settings)
-    return importlib.import_module(module).load_runtimes(settings)
+    backend: str
+    path: Path
+    device: str = "auto"
+    cpu_quantization: str = "none"  # "torch" only: Settings.cpu_quantization
+
+
+def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
+    module = BACKEND_MODULES.get(spec.backend)
+    if module is None:
+        raise ValueError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKEND_MODULES)}")
+    if spec.cpu_quantization != "none":  # torch only (Settings refuses it for the others)
+        return importlib.import_module(module).load_runtime(spec.path, spec.device, cpu_quantization=spec.cpu_quantization)
+    return importlib.import_module(module).load_runtime(spec.path, spec.device)

@@ -3,9 +3,9 @@
 Why: decoding a small model is bound by the host launching kernels. Every torch op releases the
 GIL while it runs and takes it back afterwards; when another thread of the same process is busy
 in Python (the event loop parsing requests and building responses under load), each take-back
-can wait for that thread's switch interval (5 ms). A probe on the 2-core dev machine: a loop of
-3,000 small matmuls took 0.21 s alone and 1.57 s beside one busy Python thread. In a child
-process the decode loop has a GIL of its own, and the request path keeps the parent's.
+can wait for that thread's switch interval (5 ms), so a loop of many small kernels slows several
+times over. In a child process the decode loop has a GIL of its own, and the request path keeps
+the parent's.
 
 The parent keeps a ``ProcessRuntime`` per served directory with the same interface as any
 runtime: ``translate`` sends the batch down a pipe and blocks (without the GIL) for the answer.
@@ -20,19 +20,22 @@ one poisonous request cannot take the service down in a loop. The child ignores 
 the parent decides when it stops (after draining), and a child whose parent is gone sees its
 pipe close and exits.
 
-Watchdog: a model call still unanswered ``request_timeout_s + inference_grace_s`` after it was
-sent is stuck (a stopped or hung child): nobody waits for its answer any more, so the child is
-killed and a new one started. Past ``request_timeout_s`` the runtime already reports itself
-"stalled" (/health/ready 503), so that the load balancer stops sending while it lasts. A child
-idle for ``inference_grace_s`` is pinged (when no batch holds the pipe) and replaced the same way
-when it does not answer within that time, or is gone: a stopped or dead child is found before
-a request runs into it.
+A child receives only its loader (a picklable function that builds its one runtime): no
+settings, so no secrets (API keys are the parent's business).
+
+Watchdog (``ProcessOptions``): a model call still unanswered ``request_timeout_s + grace_s``
+after it was sent is stuck (a stopped or hung child): nobody waits for its answer any more, so
+the child is killed and a new one started. Past ``request_timeout_s`` the runtime already
+reports itself "stalled" (/health/ready 503), so that the load balancer stops sending while it
+lasts. A child idle for ``grace_s`` is pinged (when no batch holds the pipe) and replaced the
+same way when it does not answer within that time, or is gone: a stopped or dead child is found
+before a request runs into it.
 
 A new child that fails to load (its model directory gone, say) is not retried per request: the
 runtime reports "failed" with the child's reason, batches are refused at once (503 with
-Retry-After), and a background thread retries after ``inference_restart_backoff_s``, doubling
-the wait after each failure up to ``inference_restart_backoff_max_s``. Every start after the
-first counts as a restart (``restarts()``, exported as ``phrasal_inference_restarts_total``).
+Retry-After), and a background thread retries after ``restart_backoff_s``, doubling the wait
+after each failure up to ``restart_backoff_max_s``. Every start after the first counts as a
+restart (``restarts()``, exported as ``phrasal_inference_restarts_total``).
 
 Cancellation: the parent and its children share one counter, the highest batch number whose
 requests all went away; the child's search checks it between decoding steps
@@ -47,8 +50,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any, get_args
 
 from service.runtime.base import (
@@ -66,7 +69,6 @@ from service.runtime.base import (
     load_abandoned,
     check_alignment_method,
 )
-from service.settings import Settings
 
 log = logging.getLogger("service.runtime.process")
 
@@ -88,21 +90,27 @@ class InferenceProcessStalled(BatchCancelled):
     A cancellation: the call outlived every deadline, so nobody waits for it."""
 
 
-def served_dirs(settings: Settings) -> list[Path]:
-    return list(settings.model_dirs if settings.backend == "torch" else settings.export_dirs)
+# What a child runs to build its runtime: picklable (a module-level function, or a
+# functools.partial of one), since it travels to the spawned process.
+RuntimeLoader = Callable[[], TranslationRuntime]
 
 
-def child_settings(settings: Settings, path: Path) -> Settings:
-    """What one child needs: the same settings, its one directory, no process of its own, and
-    no secrets (API keys are the parent's business)."""
-    key = "model_dirs" if settings.backend == "torch" else "export_dirs"
-    return settings.model_copy(update={key: [path], "inference_process": False, "api_keys": {}})
+@dataclass(frozen=True)
+class ProcessOptions:
+    """The watchdog's and the restarts' timing (the module docstring), and whether a new child is
+    warmed up before it serves."""
+
+    request_timeout_s: float
+    grace_s: float
+    restart_backoff_s: float
+    restart_backoff_max_s: float
+    warmup: bool
 
 
-def load_process_runtimes(settings: Settings) -> list[TranslationRuntime]:
-    """One child per served directory, all loading at once; fails as a whole like the in-process
-    factory (every child that did start is stopped)."""
-    runtimes = [ProcessRuntime(child_settings(settings, path)) for path in served_dirs(settings)]
+def load_process_runtimes(loaders: Sequence[RuntimeLoader], options: ProcessOptions) -> list[TranslationRuntime]:
+    """One child per loader, all loading at once; fails as a whole like the in-process loading
+    (every child that did start is stopped)."""
+    runtimes = [ProcessRuntime(load, options) for load in loaders]
     abandon = load_abandoned.get()
     problems = []
     for runtime in runtimes:
@@ -120,8 +128,9 @@ def load_process_runtimes(settings: Settings) -> list[TranslationRuntime]:
 class ProcessRuntime(TranslationRuntime):
     """A runtime whose model lives in a child process (see the module docstring)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+    def __init__(self, load: RuntimeLoader, options: ProcessOptions) -> None:
+        self._load = load
+        self._options = options
         self._lock = threading.Lock()  # one batch (or one restart) at a time per pipe
         self._memory: int | None = None
         self._tokenizer = None
@@ -133,12 +142,12 @@ class ProcessRuntime(TranslationRuntime):
         # Shared with every child of this runtime: batches numbered up to it are cancelled.
         self._cancel_upto = _CONTEXT.RawValue("q", 0)
         self._batch = 0
-        self._call_limit_s = settings.request_timeout_s + settings.inference_grace_s
+        self._call_limit_s = options.request_timeout_s + options.grace_s
         self._call_started: float | None = None  # monotonic time the call in flight was sent
         self._restarts = 0
         self._restarting = False
         self._failure: str | None = None  # why the last restart failed; None when serving
-        self._backoff_s = settings.inference_restart_backoff_s
+        self._backoff_s = options.restart_backoff_s
         self._next_attempt = 0.0
         self._healer: threading.Thread | None = None
         self._watcher: threading.Thread | None = None
@@ -150,7 +159,7 @@ class ProcessRuntime(TranslationRuntime):
     def _start(self) -> None:
         parent, child = _CONTEXT.Pipe()
         process = _CONTEXT.Process(
-            target=_child_main, args=(self._settings, child, self._cancel_upto), name="phrasal-inference", daemon=True
+            target=_child_main, args=(self._load, child, self._cancel_upto), name="phrasal-inference", daemon=True
         )
         process.start()
         child.close()  # the parent's copy: EOF on `parent` once the child is gone
@@ -182,7 +191,7 @@ class ProcessRuntime(TranslationRuntime):
         self.default_alignment_method = info["default_alignment_method"]
         self._memory = info["memory"]
         if info["tokenizer_path"] is not None and self._tokenizer is None:
-            from model.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
+            from model.text.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
 
             self._tokenizer = Tokenizer(info["tokenizer_path"])
         self._loaded = True
@@ -238,7 +247,7 @@ class ProcessRuntime(TranslationRuntime):
             self._stop_process()
             self._start()
             self.wait_loaded()
-            if self._settings.warmup:  # as at start: the first batch must not pay for it
+            if self._options.warmup:  # as at start: the first batch must not pay for it
                 self._batch += 1
                 self._exchange(("warmup", self._batch), None)
         except (ModelLoadFailed, InferenceProcessDied) as exc:
@@ -249,7 +258,7 @@ class ProcessRuntime(TranslationRuntime):
         if self._failure is not None:
             log.info("inference process for %s restarted after %s", self.pair, self._failure)
         self._failure = None
-        self._backoff_s = self._settings.inference_restart_backoff_s
+        self._backoff_s = self._options.restart_backoff_s
 
     def _fail(self, reason: str) -> None:
         self._failure = reason
@@ -257,7 +266,7 @@ class ProcessRuntime(TranslationRuntime):
         log.error(
             "inference process for %s failed to restart: %s; next attempt in %g s", self.pair, reason, self._backoff_s
         )
-        self._backoff_s = min(self._backoff_s * 2, self._settings.inference_restart_backoff_max_s)
+        self._backoff_s = min(self._backoff_s * 2, self._options.restart_backoff_max_s)
         if self._healer is None or not self._healer.is_alive():
             self._healer = threading.Thread(target=self._heal, name="inference-restart", daemon=True)
             self._healer.start()
@@ -275,9 +284,9 @@ class ProcessRuntime(TranslationRuntime):
                 return
 
     def _watch(self) -> None:
-        """Ping the child whenever the pipe is free, every ``inference_grace_s``: a child that does
+        """Ping the child whenever the pipe is free, every ``grace_s``: a child that does
         not answer within that time is killed and replaced, one that is gone is replaced."""
-        interval = self._settings.inference_grace_s
+        interval = self._options.grace_s
         while not self._closed.wait(interval):
             if time.monotonic() - self._last_exchange < interval:
                 continue  # it answered lately
@@ -379,7 +388,7 @@ class ProcessRuntime(TranslationRuntime):
         started = self._call_started
         if started is not None and not self._restarting:
             waited = time.monotonic() - started
-            if waited > self._settings.request_timeout_s:
+            if waited > self._options.request_timeout_s:
                 return RuntimeProblem(
                     "stalled",
                     f"the inference process for {self.pair} has not answered a batch for {waited:.0f} s; "
@@ -443,15 +452,13 @@ class ProcessRuntime(TranslationRuntime):
 # -- the child ---------------------------------------------------------------------------
 
 
-def _child_main(settings: Settings, conn: Connection, cancel_upto: Any) -> None:
+def _child_main(load: RuntimeLoader, conn: Connection, cancel_upto: Any) -> None:
     # Ctrl-C reaches the whole process group; the parent drains first and then closes us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s[child]: %(message)s")
     try:
-        from service.runtime.factory import load_runtimes
-
-        (runtime,) = load_runtimes(settings)
+        runtime = load()
         conn.send(("loaded", _describe(runtime)))
     except Exception as exc:
         log.exception("loading failed")

@@ -4,18 +4,18 @@ A backend only turns source ids into n-best hypotheses; this module does what su
 pieces with character offsets when alignments are asked for, the source-length limit, the
 search options, detokenised n-best texts with scores (distinct texts: see search_options), word alignments from attention rows, and
 phrase maps: from the model's phrase attention where it has its own phrases (`native_phrases`),
-otherwise by consistent extraction from the word alignment (model/phrase_alignment.py).
+otherwise by consistent extraction from the word alignment (model/alignments/phrase_pairs.py).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from model.alignment import TokenAlignment, token_alignment
-from model.beam_search import Hypothesis
-from model.generate import SearchOptions
-from model.phrase_alignment import PhraseMap, attended_phrase_pairs, extracted_phrase_pairs
-from model.phrases import phrase_links
-from model.tokenizer import Tokenizer
+from model.alignments.word_alignment import TokenAlignment, token_alignment
+from model.decoding.beam_search import Hypothesis
+from model.decoding.generate import SearchOptions
+from model.alignments.phrase_pairs import PhraseMap, attended_phrase_pairs, extracted_phrase_pairs
+from model.alignments.attention_phrases import phrase_links
+from model.text.tokenizer import Tokenizer
 from service.runtime.base import DecodeOptions, TextRejected, Translation
 
 Encoded = tuple[list[int], list[str], list[tuple[int, int]]]

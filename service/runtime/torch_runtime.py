@@ -4,19 +4,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 
 import torch
 
-from model.alignment import TokenAlignment, token_alignment
-from model.artifacts import LoadedModel, load_model_dir
-from model.attention_kernels import avoid_per_shape_attention_plans
-from model.beam_search import Hypothesis
-from model.generate import SearchCancelled, SearchOptions, generate, pad_sources
+from model.alignments.word_alignment import TokenAlignment, token_alignment
+from model.model_dir import LoadedModel, load_model_dir
+from model.attention.kernels import avoid_per_shape_attention_plans
+from model.decoding.beam_search import Hypothesis
+from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
 from model.layers import has_phrases
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
 from service.runtime.text_codec import translate_texts
-from service.settings import Settings
 
 log = logging.getLogger("service.runtime.torch")
 
@@ -136,14 +136,11 @@ def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str
     return quantize_int8(loaded.model), quantization, None
 
 
-def load_runtimes(settings: Settings) -> list[TranslationRuntime]:
-    device = resolve_device(settings.device)
-    runtimes: list[TranslationRuntime] = []
-    for path in settings.model_dirs:
-        loaded = load_model_dir(path, device="cpu")
-        model, precision, refused = cpu_model(path, loaded, device, settings.cpu_quantization)
-        if refused:
-            log.warning(refused)
-        log.info("loaded %s (%s-%s) on %s in %s", path, loaded.source_lang, loaded.target_lang, device, precision)
-        runtimes.append(TorchRuntime(loaded, device, model, precision))
-    return runtimes
+def load_runtime(path: Path, device: str = "auto", cpu_quantization: str = "none") -> TorchRuntime:
+    resolved = resolve_device(device)
+    loaded = load_model_dir(path, device="cpu")
+    model, precision, refused = cpu_model(path, loaded, resolved, cpu_quantization)
+    if refused:
+        log.warning(refused)
+    log.info("loaded %s (%s-%s) on %s in %s", path, loaded.source_lang, loaded.target_lang, resolved, precision)
+    return TorchRuntime(loaded, resolved, model, precision)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 from tests.bundled.expectations import MODEL_DIR, REPO, cases_by_id, load_expected, within
 from tests.service.support import wait_until
 from tests.service.test_server_process import free_port, request, send_in_threads

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.config import AttentionConfig
 from model.transformer import Transformer
 from export.pipeline import ExportRequest, run_export
@@ -48,7 +48,13 @@ PHRASAL_CONFIGS = [name for name in MODEL_CONFIGS if name != "vanilla"]
 # each on the layer counts of the phrasal configs; bias weights are made random (ending_model).
 MODEL_CONFIGS.update({
     "fine2d-cross": dict(encoder_layers=1, decoder_layers=2, cross_attention=AttentionConfig("fine2d", {})),
-    "phrase-representation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={"glance": "mean"}),
+    "phrase-representation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={
+        "pooling": "attentive", "glance": "max", "activation": "sigmoid", "decoder_combination": "attentive",
+        "transparent": True}),
+    # The other forms offered beside the papers' (model/attention/fine2d.py, model/phrase_representation/options.py).
+    "fine2d-cross-mlp": dict(encoder_layers=1, decoder_layers=2, cross_attention=AttentionConfig("fine2d", {"score": "mlp"})),
+    "phrase-representation-ablation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={
+        "pooling": "max", "activation": "relu", "decoder_combination": "residual", "transparent": False}),
     "alignment-biases": dict(encoder_layers=1, decoder_layers=2,
                              alignment_biases={"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}),
 })

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.artifacts import load_model_dir
-from model.generate import SearchOptions, generate, pad_sources
+from model.model_dir import load_model_dir
+from model.decoding.generate import SearchOptions, generate, pad_sources
 from export.ct2_target import build_ct2
 from export.runners import open_runner
 from tests.export.fixtures import exported, model_dir, sentences

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.artifacts import load_model_dir
-from model.generate import SearchOptions, generate, pad_sources
+from model.model_dir import load_model_dir
+from model.decoding.generate import SearchOptions, generate, pad_sources
 from export.layout import PHRASES_FROM_TOKENS, PHRASES_OUTPUT
 from export.runners import open_runner
-from model.phrase_representation import MAX_CHUNK
+from model.phrase_representation.functional import MAX_CHUNK
 from tests.export.fixtures import MODEL_CONFIGS, exported, model_dir, sentences
 
 TARGETS = ["onnx", "torchscript"]
@@ -53,7 +53,7 @@ def test_every_step_equals_eager_decode_step(target, config_id, tmp_path_factory
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_OUTPUT, max(config.cross_attention.options["ngrams"]))
     if config.phrase_representation is not None:  # its chunks, as phrases of up to MAX_CHUNK tokens
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_OUTPUT, MAX_CHUNK)
-    if config_id in ("vanilla", "fine2d-cross", "alignment-biases"):
+    if config_id in ("vanilla", "fine2d-cross", "fine2d-cross-mlp", "alignment-biases"):
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_FROM_TOKENS, 0)
     if config.alignment_biases:  # the bias state goes through the step graph
         assert {"layers.1.cross.prev_attention", "layers.1.cross.coverage", "layers.1.cross.step"} <= set(layout.names)

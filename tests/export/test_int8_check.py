@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from model.artifacts import load_model_dir
+from model.model_dir import load_model_dir
 from model.quantization import INT8
 from export.int8_check import (CRITERION, RECORD_FILE, EagerRunner, FastPathCriterion, check_int8, judge, main,
                                record_problem)
@@ -101,8 +101,8 @@ def test_the_record_decides_what_the_torch_backend_serves(tmp_path, tmp_path_fac
     assert record_problem(path, loaded) == f"{path / RECORD_FILE} was made for other weights; rerun python -m export.int8_check {path}"
 
 
-def test_load_runtimes_serves_int8_only_where_verified(tmp_path, tmp_path_factory, tiny_spm, caplog):
-    from service.runtime.torch_runtime import load_runtimes
+def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory, tiny_spm, caplog):
+    from service.runtime.factory import RuntimeSpec, load_runtime
     from service.settings import Settings
 
     source = model_dir(tmp_path_factory, tiny_spm)
@@ -110,13 +110,13 @@ def test_load_runtimes_serves_int8_only_where_verified(tmp_path, tmp_path_factor
     path.mkdir()
     for file in source.iterdir():
         (path / file.name).write_bytes(file.read_bytes())
-    settings = Settings(model_dirs=[path], device="cpu", cpu_quantization="int8", inference_process=False)
+    spec = RuntimeSpec("torch", path, "cpu", "int8")  # what service/app.py makes of PHRASAL_CPU_QUANTIZATION
     with caplog.at_level("WARNING", logger="service.runtime.torch"):
-        (runtime,) = load_runtimes(settings)
+        runtime = load_runtime(spec)
     assert runtime.precision == "float32" and runtime.model is not None
     assert f"int8 not verified for {path}, serving float32: {path / RECORD_FILE} not found" in caplog.text
     assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0
-    (runtime,) = load_runtimes(settings)
+    runtime = load_runtime(spec)
     assert runtime.precision == "int8"
     assert runtime.model.output_projection.weight().dtype == torch.qint8
     # Served like float32, word alignments and phrase maps included.
@@ -125,3 +125,11 @@ def test_load_runtimes_serves_int8_only_where_verified(tmp_path, tmp_path_factor
     (translation,) = runtime.translate(["Two dogs play in the snow."], DecodeOptions(beam_size=2, n_best=2, alignment="phrase"))
     assert len(translation) == 2 and all(t.alignment is not None and t.phrases is not None for t in translation)
     assert Settings().cpu_quantization == "none"  # float32 unless asked: int8 changes some translations
+    with pytest.raises(ValueError) as error:
+        Settings(backend="onnx", export_dirs=[path], cpu_quantization="int8")
+    assert ("cpu_quantization=int8 applies to backend torch; an onnx export is quantised when it is made "
+            "(python -m export onnx MODEL_DIR OUT --dtype int8)") in str(error.value)
+    from service.app import load_default_runtimes
+
+    (served,) = load_default_runtimes(Settings(model_dirs=[path], device="cpu", cpu_quantization="int8", inference_process=False))
+    assert served.precision == "int8"  # the setting reaches the runtime

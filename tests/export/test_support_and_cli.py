@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.attention import registry
 from model.attention.registry import known_attention_kinds
 from model.attention.vanilla import VanillaAttention

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from model.artifacts import load_model_dir
-from model.generate import generate, pad_sources
+from model.model_dir import load_model_dir
+from model.decoding.generate import generate, pad_sources
 from export.cli import main
 from export.errors import ExportError
 from export.pipeline import ExportRequest, thresholds_for

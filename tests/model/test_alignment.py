@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.alignment import TokenAlignment, Word, group_words, pharaoh, soft_links, token_alignment
+from model.alignments.word_alignment import TokenAlignment, Word, group_words, pharaoh, soft_links, token_alignment
 
 # "Klein ist das Haus." -> "The house is small."  Spans follow SentencePiece: a "▁" piece's
 # span starts at the space before the word.

@@ -6,7 +6,7 @@ import torch
 
 from model.biases.biased_cross_attention import BiasedCrossAttention
 from model.config import AttentionConfig
-from model.generate import SearchOptions, generate
+from model.decoding.generate import SearchOptions, generate
 from tests.helpers import (
     assert_cached_search_equals_uncached,
     assert_incremental_equals_full_pass,

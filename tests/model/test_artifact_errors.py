@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from model.artifacts import MANIFEST_FILE, load_model_dir
+from model.model_dir import MANIFEST_FILE, load_model_dir
 from model.errors import ArtifactError
 
 BUNDLED = Path(__file__).resolve().parents[2] / "models" / "en-de"

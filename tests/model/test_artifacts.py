@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir, sha256_file
+from model.model_dir import load_model_dir, save_model_dir, sha256_file
 from model.errors import ArtifactError
 from tests.helpers import tiny_model
 

@@ -1,10 +1,10 @@
-"""cuDNN attention is switched off wherever our models run on CUDA (model/attention_kernels.py)."""
+"""cuDNN attention is switched off wherever our models run on CUDA (model/attention/kernels.py)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from model.attention_kernels import avoid_per_shape_attention_plans
+from model.attention.kernels import avoid_per_shape_attention_plans
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from model.beam_search import beam_search
+from model.decoding.beam_search import beam_search
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 V = 5

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import torch
 
-from model.artifacts import load_model_dir
-from model.generate import SearchOptions, generate, source_batch
+from model.model_dir import load_model_dir
+from model.decoding.generate import SearchOptions, generate, source_batch
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

@@ -1,11 +1,11 @@
-"""Every entry point decodes with the same defaults (model/decoding_defaults.py), so a figure
+"""Every entry point decodes with the same defaults (model/decoding/defaults.py), so a figure
 measured with one (evaluation, export verification) describes what the service answers."""
 from __future__ import annotations
 
 import inspect
 
-from model import decoding_defaults
-from model.generate import SearchOptions
+from model.decoding import defaults as decoding_defaults
+from model.decoding.generate import SearchOptions
 from service.runtime.base import DecodeOptions
 from service.settings import Settings
 from training.evaluate import build_parser

@@ -1,5 +1,6 @@
-"""fine2d (Choi, Cho & Bengio, eq. 7-9): hand-computed numbers, the tied-dimension reduction to
-vanilla attention, chunking, masks, incremental decoding = full pass, cached = uncached search."""
+"""fine2d (Choi, Cho & Bengio, eq. 7-9): hand-computed numbers, the logit scale τ against vanilla's
+spread, the tied-dimension reduction to vanilla attention, chunking, masks, incremental decoding =
+full pass, cached = uncached search."""
 import math
 
 import pytest
@@ -7,12 +8,12 @@ import torch
 
 from model.attention import fine2d_functional
 from model.attention.fine2d import Fine2dAttention
-from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked, target_chunk
+from model.attention.fine2d_functional import fine2d_attention, fine2d_attention_chunked, score_scale, target_chunk
 from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
 from model.config import AttentionConfig
 from model.errors import ConfigError
-from model.generate import SearchOptions, generate
+from model.decoding.generate import SearchOptions, generate
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_config, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
@@ -22,6 +23,10 @@ HETEROGENEOUS_QUERYK = AttentionConfig("queryk", {"structure": "heterogeneous", 
 CONFIGS = {
     "cross": dict(cross_attention=FINE2D),
     "cross-no-key-term": dict(cross_attention=AttentionConfig("fine2d", {"key_term": False})),
+    "cross-sqrt-head-dim": dict(cross_attention=AttentionConfig("fine2d", {"scale": "sqrt_head_dim"})),
+    "cross-mlp": dict(cross_attention=AttentionConfig("fine2d", {"score": "mlp"})),
+    "all-sites-mlp": {f"{site}_attention": AttentionConfig("fine2d", {"score": "mlp"})
+                      for site in ("encoder_self", "decoder_self", "cross")},
     "all-sites": dict(cross_attention=FINE2D, encoder_self_attention=FINE2D, decoder_self_attention=FINE2D),
     "cross+queryk-self": dict(
         cross_attention=FINE2D, encoder_self_attention=HETEROGENEOUS_QUERYK, decoder_self_attention=HETEROGENEOUS_QUERYK
@@ -47,7 +52,9 @@ def test_hand_computed_example():
     v = torch.tensor([[[[10.0, 20.0], [30.0, 40.0], [99.0, 99.0]]]])
     r = torch.tensor([[[[math.sqrt(2), 0.0], [0.0, math.sqrt(2)], [9.0, 9.0]]]])
     mask = attention_mask(torch.tensor([[False, False, True]]), 1, 3, False, q.device)
-    context, probs = fine2d_attention(q, k, v, r, mask, need_weights=True)
+    # At dₕ = 2 with the key term both scales are 1/√2: 1/√(two terms) and 1/√dₕ.
+    assert score_scale("per_dimension", 2, True) == score_scale("sqrt_head_dim", 2, True) == 1 / math.sqrt(2)
+    context, probs = fine2d_attention(q, k, v, r, mask, need_weights=True, scale=1 / math.sqrt(2))
     # e[s, d] = (q_d k_sd + r_sd) / √2: d=0 -> (√2 + 1, 0); d=1 -> (0, 1 - 1/√2); key 2 masked.
     a0 = math.exp(math.sqrt(2) + 1) / (math.exp(math.sqrt(2) + 1) + 1)
     a1 = 1 / (1 + math.exp(1 - 1 / math.sqrt(2)))
@@ -67,7 +74,8 @@ def test_tied_dimensions_reduce_to_vanilla_attention_by_hand():
     v = torch.randn(b, h, s, dh, generator=g)
     pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
     mask = attention_mask(pad, t, s, False, v.device)
-    context, probs = fine2d_attention(a.expand(b, h, t, dh), c.expand(b, h, s, dh), v, None, mask, need_weights=True)
+    context, probs = fine2d_attention(a.expand(b, h, t, dh), c.expand(b, h, s, dh), v, None, mask, need_weights=True,
+                                      scale=score_scale("sqrt_head_dim", dh, False))
     e0 = torch.nn.functional.one_hot(torch.tensor(0), dh).float()
     Q, K = a * e0, c * e0  # (B, H, T, dh), (B, H, S, dh): one non-zero coordinate
     logits = (Q @ K.transpose(-2, -1) / math.sqrt(dh)).masked_fill(pad[:, None, None, :], float("-inf"))  # (B, H, T, S)
@@ -78,11 +86,12 @@ def test_tied_dimensions_reduce_to_vanilla_attention_by_hand():
 
 def test_tied_fine2d_module_equals_the_vanilla_module():
     """Module level: projections built so that every dimension of a fine2d head repeats one
-    query/key coordinate (key term zero) equal a vanilla module whose heads use that coordinate."""
+    query/key coordinate (key term zero) equal a vanilla module whose heads use that coordinate,
+    when the single product is divided by √dₕ (scale "sqrt_head_dim")."""
     d, h = 16, 4
     dh = d // h
     torch.manual_seed(1)
-    fine = Fine2dAttention(d, h, 0.0, "cross", {}).eval()
+    fine = Fine2dAttention(d, h, 0.0, "cross", {"scale": "sqrt_head_dim"}).eval()
     vanilla = VanillaAttention(d, h, 0.0, "cross", {}).eval()
     w_q, w_k = torch.randn(h, d), torch.randn(h, d)
     with torch.no_grad():
@@ -106,6 +115,112 @@ def test_tied_fine2d_module_equals_the_vanilla_module():
     out_v, probs_v = v.out, v.probs
     torch.testing.assert_close(probs_f, probs_v, atol=1e-6, rtol=0)
     torch.testing.assert_close(out_f, out_v, atol=1e-5, rtol=0)
+
+
+def test_per_dimension_softmax_with_the_new_scale_by_hand():
+    """dₕ = 4, one query, two keys: τ = 1/√2 with the key term (scale "per_dimension"), 1/2 = 1/√dₕ
+    for "sqrt_head_dim". Per dimension d, α[0, d] = 1 / (1 + exp(e[1, d] - e[0, d]))."""
+    q = torch.tensor([[[[2.0, -1.0, 0.0, 1.0]]]])  # (1, 1, 1, 4)
+    k = torch.tensor([[[[1.0, 0.0, 3.0, 2.0], [0.0, 1.0, -3.0, 2.0]]]])  # (1, 1, 2, 4)
+    r = torch.tensor([[[[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]]])
+    v = torch.tensor([[[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]]])
+    # q_d k_sd + r_sd: key 0 -> (2, 0, 1, 2); key 1 -> (0, -1, 0, 3); differences e1 - e0 (unscaled):
+    diffs = [-2.0, -1.0, -1.0, 1.0]
+    for kind, tau in (("per_dimension", 1 / math.sqrt(2)), ("sqrt_head_dim", 0.5)):
+        assert score_scale(kind, 4, True) == tau
+        context, probs = fine2d_attention(q, k, v, r, None, need_weights=True, scale=tau)
+        a0 = [1 / (1 + math.exp(tau * diff)) for diff in diffs]
+        expected = torch.tensor([a * (d + 1) + (1 - a) * (d + 5) for d, a in enumerate(a0)])  # v0[d] = d+1, v1[d] = d+5
+        torch.testing.assert_close(context[0, 0, 0], expected, atol=1e-6, rtol=0)
+        torch.testing.assert_close(probs[0, 0, 0], torch.tensor([sum(a0) / 4, 1 - sum(a0) / 4]), atol=1e-7, rtol=0)
+    assert score_scale("per_dimension", 4, False) == 1.0  # one term: nothing to divide
+
+
+def test_the_papers_score_network_by_hand():
+    """f^d of eq. 7 in one head, dₕ = 2: e[s, d] = Σ_j W_o[d, j] tanh(q_j + k_sj), W_o = [[1, 2], [0, -1]];
+    q = (0.5, -0.5), keys (0.5, 1.5) and (-0.5, 0.5): hidden tanh(1, 1) and tanh(0, 0) = 0."""
+    q = torch.tensor([[[[0.5, -0.5]]]])
+    k = torch.tensor([[[[0.5, 1.5], [-0.5, 0.5]]]])
+    v = torch.tensor([[[[10.0, 20.0], [30.0, 40.0]]]])
+    w = torch.tensor([[[1.0, 2.0], [0.0, -1.0]]])  # (H, dₕ, dₕ)
+    t1 = math.tanh(1.0)
+    e0 = [3 * t1, -t1]  # key 0, dimensions 0 and 1; key 1 scores 0 in both
+    a0 = [1 / (1 + math.exp(-e)) for e in e0]  # softmax of (e, 0) over the two keys
+    context, probs = fine2d_attention(q, k, v, None, None, need_weights=True, score_weight=w)
+    torch.testing.assert_close(context[0, 0, 0], torch.tensor([a0[0] * 10 + (1 - a0[0]) * 30,
+                                                               a0[1] * 20 + (1 - a0[1]) * 40]), atol=1e-5, rtol=0)
+    torch.testing.assert_close(probs[0, 0, 0], torch.tensor([sum(a0) / 2, 1 - sum(a0) / 2]), atol=1e-6, rtol=0)
+
+
+def test_the_score_network_chunked_equals_unchunked():
+    q, k, v, _ = random_heads(5, t=7)
+    w = torch.randn(q.shape[1], q.shape[-1], q.shape[-1], generator=torch.Generator().manual_seed(6))
+    mask = attention_mask(torch.tensor([[False] * 4, [False, False, True, True]]), 7, 4, False, q.device)
+    whole = fine2d_attention(q, k, v, None, mask, need_weights=True, score_weight=w)
+    b, h, _, dh = q.shape
+    chunked = fine2d_attention_chunked(q, k, v, None, mask, need_weights=True, budget=2 * 2 * b * h * dh * 4,
+                                       score_weight=w)  # 2 target rows per chunk (the hidden layer halves the budget)
+    torch.testing.assert_close(chunked[0], whole[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(chunked[1], whole[1], atol=1e-7, rtol=0)
+
+
+def _row_spread(logits):
+    """(std over the last dim, averaged over rows; entropy of its softmax, averaged over rows)."""
+    p = torch.softmax(logits, dim=-1)
+    return logits.std(-1, unbiased=False).mean().item(), (-(p * p.log()).sum(-1)).mean().item()
+
+
+def test_the_new_scale_gives_vanilla_spread_on_a_hadamard_case():
+    """Constructed so that every number is exact: dₕ = 4, T = S = 4, q = k = the Sylvester Hadamard
+    matrix (entries ±1, orthogonal rows), no key term. Vanilla logits QKᵀ/√4 = 2I: each row is
+    (2, 0, 0, 0), std √(4/4 − 1/4) = √3/2. Fine2d with τ = 1: q[t, d]·k[s, d] = ±1 over s, and a
+    column of the Hadamard matrix has as many +1 as −1 except the first (all +1): rows of std 1 in
+    three dimensions of four and of std 0 in the first: mean 3/4. With τ = 1/√dₕ = 1/2: 3/8."""
+    hadamard = torch.tensor([[1.0, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]])
+    q = k = hadamard.view(1, 1, 4, 4)
+    vanilla_std, vanilla_entropy = _row_spread(q @ k.transpose(-2, -1) / 2)
+    assert abs(vanilla_std - math.sqrt(3) / 2) < 1e-6
+    p = math.exp(2) / (math.exp(2) + 3)
+    assert abs(vanilla_entropy - (-p * math.log(p) - 3 * (1 - p) / 3 * math.log((1 - p) / 3))) < 1e-6
+    new_std, new_entropy = _row_spread(fine2d_functional.fine2d_scores(q, k, None, score_scale("per_dimension", 4, False)))
+    old_std, old_entropy = _row_spread(fine2d_functional.fine2d_scores(q, k, None, score_scale("sqrt_head_dim", 4, False)))
+    assert abs(new_std - 0.75) < 1e-6 and abs(old_std - 0.375) < 1e-6
+    # A ±1 row (two of each) has the entropy of a two-level softmax: e and e⁻¹, or e^½ and e^-½.
+    def two_level(x):
+        hi, lo = math.exp(x) / (2 * math.exp(x) + 2 * math.exp(-x)), math.exp(-x) / (2 * math.exp(x) + 2 * math.exp(-x))
+        return -2 * hi * math.log(hi) - 2 * lo * math.log(lo)
+    assert abs(new_entropy - (math.log(4) + 3 * two_level(1.0)) / 4) < 1e-6
+    assert abs(old_entropy - (math.log(4) + 3 * two_level(0.5)) / 4) < 1e-6
+
+
+def test_a_fresh_layer_is_as_sharp_as_a_fresh_vanilla_layer():
+    """Seeded fresh layers (the model's xavier init) on LayerNorm'd Gaussian inputs, d_model 128,
+    4 heads (dₕ 32) as in the recipe, S = 20: the per-dimension scale gives logits as spread and
+    softmaxes as entropic as vanilla's; dividing each product by √dₕ leaves them near uniform
+    (max entropy ln 20 = 2.9957). The values are pinned for this seed; the ratios are the point."""
+    torch.manual_seed(0)
+    b, length, d, heads = 4, 20, 128, 4
+    x = torch.nn.functional.layer_norm(torch.randn(b, length, d), (d,))
+    memory = torch.nn.functional.layer_norm(torch.randn(b, length, d), (d,))
+    split = lambda t: t.view(b, length, heads, d // heads).transpose(1, 2)  # (B, H, L, dh)
+    torch.manual_seed(1)
+    vanilla = tiny_model(d_model=d, n_heads=heads, d_ff=256).decoder_layers[0].cross_attention
+    with torch.no_grad():
+        v_logits = split(vanilla.q_proj(x)) @ split(vanilla.k_proj(memory)).transpose(-2, -1) / math.sqrt(d // heads)
+        spreads = {"vanilla": _row_spread(v_logits)}
+        for scale in ("per_dimension", "sqrt_head_dim"):
+            torch.manual_seed(1)
+            fine = tiny_model(d_model=d, n_heads=heads, d_ff=256,
+                              cross_attention=AttentionConfig("fine2d", {"scale": scale})).decoder_layers[0].cross_attention
+            logits = fine2d_functional.fine2d_scores(split(fine.q_proj(x)), split(fine.k_proj(memory)),
+                                                     split(fine.r_proj(memory)), fine.scale)  # (B, H, dh, T, S)
+            spreads[scale] = _row_spread(logits)
+    (v_std, v_ent), (n_std, n_ent), (o_std, o_ent) = spreads["vanilla"], spreads["per_dimension"], spreads["sqrt_head_dim"]
+    assert 0.85 < n_std / v_std < 1.15 and abs(n_ent - v_ent) < 0.1
+    assert o_std / v_std < 0.3 and o_ent > 2.95
+    pinned = {"vanilla": (0.93627, 2.58498), "per_dimension": (0.93017, 2.59194), "sqrt_head_dim": (0.23254, 2.96597)}
+    for name, (std, entropy) in pinned.items():
+        assert spreads[name] == pytest.approx((std, entropy), abs=1e-4), (name, spreads)
 
 
 def test_dimensions_attend_separately():
@@ -239,8 +354,20 @@ def test_every_option_problem_is_reported_with_its_site():
     with pytest.raises(ConfigError) as caught:
         tiny_config(cross_attention=AttentionConfig("fine2d", {"key_term": "yes", "ngrams": [1, 2], "heads": 2}))
     assert caught.value.problems == [
-        "cross: attention kind 'fine2d': unknown option(s) ['heads', 'ngrams']; known options: key_term",
+        "cross: attention kind 'fine2d': unknown option(s) ['heads', 'ngrams']; known options: key_term, scale, score",
         "cross: attention kind 'fine2d': key_term must be true or false, got 'yes'",
+    ]
+    with pytest.raises(ConfigError) as caught:
+        tiny_config(cross_attention=AttentionConfig("fine2d", {"scale": 0.5, "score": "dot"}))
+    assert caught.value.problems == [
+        "cross: attention kind 'fine2d': scale must be one of per_dimension, sqrt_head_dim, got 0.5",
+        "cross: attention kind 'fine2d': score must be one of product, mlp, got 'dot'",
+    ]
+    with pytest.raises(ConfigError) as caught:
+        tiny_config(cross_attention=AttentionConfig("fine2d", {"score": "mlp", "key_term": True, "scale": "per_dimension"}))
+    assert caught.value.problems == [
+        "cross: attention kind 'fine2d': key_term applies only to score 'product'",
+        "cross: attention kind 'fine2d': scale applies only to score 'product'",
     ]
 
 
@@ -263,5 +390,7 @@ def test_the_recipe_is_the_tiny_recipe_with_fine2d_cross_attention():
     }
     assert {k: v for k, v in recipe.model.items() if k != "cross_attention"} == tiny.model
     config = recipe.model_config(10000)
-    assert (config.cross_attention.kind, dict(config.cross_attention.options)) == ("fine2d", {})
+    # The paper's score network f^d, named (model/attention/fine2d.py); key_term and scale are options
+    # of the product score only.
+    assert (config.cross_attention.kind, dict(config.cross_attention.options)) == ("fine2d", {"score": "mlp"})
     assert config.encoder_self_attention.kind == config.decoder_self_attention.kind == "vanilla"

@@ -1,7 +1,7 @@
 """Beam search over the incremental decoder equals beam search over full recomputation."""
 import torch
 
-from model.generate import SearchOptions, generate, max_lengths
+from model.decoding.generate import SearchOptions, generate, max_lengths
 from tests.helpers import assert_cached_search_equals_uncached, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
+from model.model_dir import load_model_dir, save_model_dir
 from model.config import ModelConfig
 from model.errors import ConfigError
 from tests.helpers import tiny_config, tiny_model

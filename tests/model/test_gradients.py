@@ -35,9 +35,19 @@ FAMILIES = {
     "queryk": ({"cross_attention": AttentionConfig("queryk", HETEROGENEOUS)},
                "decoder_layers.1.cross_attention.q_proj.weight"),
     "fine2d": ({"cross_attention": AttentionConfig("fine2d")}, "decoder_layers.1.cross_attention.r_proj.weight"),
+    "fine2d-mlp": ({"cross_attention": AttentionConfig("fine2d", {"score": "mlp"})},
+                   "decoder_layers.1.cross_attention.score_weight"),
+    "fine2d-mlp-keys": ({"cross_attention": AttentionConfig("fine2d", {"score": "mlp"})},
+                        "decoder_layers.1.cross_attention.k_proj.weight"),
     "phrase-representation": ({"phrase_representation": {"glance": "mean"}}, "phrase_pooling.0.score.weight"),
     "phrase-representation-mix": ({"phrase_representation": {"glance": "max"}},
                                   "decoder_layers.0.phrase_attention.mix_logits"),
+    "phrase-representation-decoder-combination": ({"phrase_representation": {}},
+                                                  "decoder_layers.0.phrase_attention.merge.hidden.weight"),
+    "phrase-representation-encoder-combination": ({"phrase_representation": {"activation": "relu"}},
+                                                  "encoder_layers.0.phrase_combination.merge.hidden.weight"),
+    "phrase-representation-max-pooling": ({"phrase_representation": {"pooling": "max", "transparent": False}},
+                                          "phrase_pooling.1.norm.weight"),
     "alignment-biases-markov": ({"alignment_biases": {"markov": {"window": 1}}},
                                 "decoder_layers.1.cross_attention.biases.markov.weight"),
     "alignment-biases-fertility": ({"alignment_biases": {"fertility": {"window": 1}}},
@@ -70,7 +80,7 @@ def test_autograd_equals_a_central_finite_difference(family, float64_attention):
     parameter = dict(model.named_parameters())[name]
     (gradient,) = torch.autograd.grad(sequence_loss(model), parameter)
     flat = parameter.data.view(-1)
-    entries = sorted({0, *gradient.abs().view(-1).topk(3).indices.tolist()})
+    entries = sorted({0, *gradient.abs().reshape(-1).topk(3).indices.tolist()})
     with torch.no_grad():
         for index in entries:
             original = flat[index].item()
@@ -80,6 +90,6 @@ def test_autograd_equals_a_central_finite_difference(family, float64_attention):
             down = sequence_loss(model).item()
             flat[index] = original
             numeric = (up - down) / (2 * EPS)
-            analytic = gradient.view(-1)[index].item()
+            analytic = gradient.reshape(-1)[index].item()
             assert abs(analytic - numeric) <= ATOL + RTOL * abs(numeric), (index, analytic, numeric)
     assert gradient.abs().max().item() > 1e-3  # the entries compared carry real signal

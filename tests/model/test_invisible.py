@@ -1,11 +1,11 @@
-"""What counts as nothing to translate (model/invisible.py)."""
+"""What counts as nothing to translate (model/text/invisible.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from model.alignment import group_words
-from model.invisible import has_visible_text
+from model.alignments.word_alignment import group_words
+from model.text.invisible import has_visible_text
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Manifest language codes follow the rule requests follow (model/language_code.py): normalised
+"""Manifest language codes follow the rule requests follow (model/text/language_code.py): normalised
 when only the case or surrounding blanks differ, refused at load otherwise, naming the file."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from model.artifacts import MANIFEST_FILE, read_manifest
+from model.model_dir import MANIFEST_FILE, read_manifest
 from model.errors import ArtifactError
-from model.language_code import normalise_language_code
+from model.text.language_code import normalise_language_code
 
 BUNDLED = Path(__file__).resolve().parents[2] / "models" / "en-de"
 

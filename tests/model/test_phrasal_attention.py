@@ -6,14 +6,13 @@ import torch
 
 from model.attention.convkv import ConvKVAttention
 from model.attention.functional import masked_softmax
-from model.attention.ngram import (
+from model.attention.ngram_windows import (
     causal_key_mask,
     fused_ngram_conv,
     ngram_valid,
     phrase_table,
     spread_to_tokens,
     strided_merge_windows,
-    interleave_streams,
 )
 from model.attention.queryk import QueryKAttention, queryk_scores
 from model.attention.vanilla import VanillaAttention
@@ -299,7 +298,7 @@ def test_a_source_of_eos_alone_decodes_with_phrases(kind):
 def test_interleaved_rows_merge_by_strided_windows():
     uni = torch.tensor([[1.0], [2.0], [3.0]]).view(1, 3, 1)
     bi = torch.tensor([[10.0], [20.0], [30.0]]).view(1, 3, 1)
-    rows = interleave_streams(bi, uni)
+    rows = torch.stack([bi, uni], dim=2).view(1, 6, 1)  # (B, 2T, C): bigram t, then unigram t
     assert rows.view(-1).tolist() == [10.0, 1.0, 20.0, 2.0, 30.0, 3.0]
     # Decoder: window 2 stride 2 = [bigram(t-1, t), unigram t]: nothing after t.
     assert strided_merge_windows(rows, 2).view(3, 2).tolist() == [[10.0, 1.0], [20.0, 2.0], [30.0, 3.0]]

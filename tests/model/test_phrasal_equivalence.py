@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from model.config import AttentionConfig
-from model.generate import SearchOptions, generate
+from model.decoding.generate import SearchOptions, generate
 from model.layers import has_phrases
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from model.alignment import TokenAlignment, Word
-from model.phrase_alignment import PhrasePair, attended_phrase_pairs, char_span, extracted_phrase_pairs
-from model.phrases import PhraseLink
+from model.alignments.word_alignment import TokenAlignment, Word
+from model.alignments.phrase_pairs import PhrasePair, attended_phrase_pairs, extracted_phrase_pairs
+from model.alignments.attention_phrases import PhraseLink
 
 
 def words(text: str) -> list[Word]:
@@ -72,11 +72,6 @@ def test_confidence_is_the_mean_soft_mass_inside_the_source_span():
     assert spans(pairs) == [((0, 1), (0, 2)), ((2, 3), (2, 3))]
     assert pairs[0].confidence == pytest.approx((0.75 + 0.6) / 2)
     assert pairs[1].confidence == pytest.approx(0.9)
-
-
-def test_char_span_covers_first_to_last_word():
-    source = words("two dogs  play")
-    assert char_span(source, (1, 3)) == (4, 14)
 
 
 def test_attended_pairs_merge_consecutive_words_on_the_same_source_span():

@@ -1,5 +1,6 @@
-"""Attentive source-phrase representations, the pure parts: fixed chunking by hand, attentive pooling
-and the transparent mix against hand computations, the chunk phrase table, the options' messages."""
+"""Attentive source-phrase representations, the pure parts: fixed chunking by hand, attentive pooling,
+the plain pooling of the ablation, the attentive combination (eq. 8) and the transparent mix against
+hand computations, the chunk phrase table, the options' messages."""
 import math
 
 import pytest
@@ -7,15 +8,17 @@ import torch
 
 from model.config import ModelConfig
 from model.errors import ConfigError
-from model.phrase_representation import (
+from model.phrase_representation.functional import (
+    attentive_combination,
     attentive_pool,
     chunk_phrase_table,
-    chunk_spans,
     fixed_chunks,
+    plain_pool,
     tokens_per_chunk,
     transparent_mix,
     transparent_weights,
 )
+from tests.helpers import chunk_spans
 
 
 def pad_mask(lengths, width):
@@ -159,15 +162,60 @@ def config_problems(value):
 
 
 def test_options_report_every_problem_at_once():
-    assert config_problems({"glance": "median", "window": 4, "chunk": 2}) == [
-        "phrase_representation: unknown option(s) ['chunk', 'window']; known options: glance",
+    assert config_problems({"glance": "median", "window": 4, "chunk": 2, "pooling": "sum", "activation": "tanh",
+                            "decoder_combination": "gated", "transparent": "yes"}) == [
+        "phrase_representation: unknown option(s) ['chunk', 'window']; known options: "
+        "activation, decoder_combination, glance, pooling, transparent",
+        "phrase_representation: pooling must be one of attentive, mean, max, got 'sum'",
         "phrase_representation: glance must be one of max, mean, got 'median'",
+        "phrase_representation: activation must be one of sigmoid, relu, got 'tanh'",
+        "phrase_representation: decoder_combination must be one of attentive, residual, got 'gated'",
+        "phrase_representation: transparent must be true or false, got 'yes'",
     ]
     assert config_problems({"glance": 1}) == ["phrase_representation: glance must be one of max, mean, got 1"]
+    assert config_problems({"pooling": "mean", "glance": "max"}) == [
+        "phrase_representation: glance applies only to pooling 'attentive', not 'mean'"
+    ]
     assert config_problems(["mean"]) == ["phrase_representation must be an object or null, got list"]
 
 
 def test_valid_options_round_trip():
-    for options in ({}, {"glance": "mean"}, {"glance": "max"}):
+    for options in ({}, {"glance": "mean"}, {"glance": "max"}, {"pooling": "max"}, {"pooling": "mean"},
+                    {"activation": "relu", "decoder_combination": "residual", "transparent": False},
+                    {"pooling": "attentive", "glance": "max", "activation": "sigmoid",
+                     "decoder_combination": "attentive", "transparent": True}):
         config = ModelConfig(vocab_size=100, d_model=32, n_heads=4, phrase_representation=options)
         assert ModelConfig.from_dict(config.to_dict()) == config
+
+
+def test_the_defaults_are_the_papers_best_system():
+    from model.phrase_representation.options import phrase_options
+
+    assert phrase_options({}) == {"pooling": "attentive", "glance": "max", "activation": "sigmoid",
+                                  "decoder_combination": "attentive", "transparent": True}
+
+
+@pytest.mark.parametrize("kind", ["mean", "max"])
+def test_plain_pooling_is_the_mean_or_max_of_each_chunk(kind):
+    x = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [4.0, -2.0], [2.0, -1.0], [9.0, 9.0]]])  # the last row is padding
+    chunks = fixed_chunks(pad_mask([4], 5))  # [(0, 3), (3, 4)]
+    first = [5 / 3, -1 / 3] if kind == "mean" else [4.0, 1.0]
+    expected = torch.tensor([[first, [0, 0], [0, 0], [2.0, -1.0], [0, 0]]])
+    torch.testing.assert_close(plain_pool(x, chunks, kind), expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "relu"])
+def test_attentive_combination_equals_eq_8_by_hand(activation):
+    """W₄σ(W₃[x | c] + b₃) + b₄ with D = 1, F = 2: W₃ = [[1, 2], [-1, 1]], b₃ = (0.5, -1),
+    W₄ = [[2, -3]], b₄ = 0.25, x = 0.5, c = -1: W₃[x | c] + b₃ = (0.5 - 2 + 0.5, -0.5 - 1 - 1) = (-1, -2.5)."""
+    sigma = _sigmoid if activation == "sigmoid" else (lambda v: max(v, 0.0))
+    expected = 2 * sigma(-1.0) - 3 * sigma(-2.5) + 0.25
+    update = attentive_combination(
+        torch.tensor([[0.5]]), torch.tensor([[-1.0]]), torch.tensor([[1.0, 2.0], [-1.0, 1.0]]),
+        torch.tensor([0.5, -1.0]), torch.tensor([[2.0, -3.0]]), torch.tensor([0.25]), activation,
+    )
+    assert abs(update.item() - expected) < 1e-6
+    if activation == "sigmoid":
+        assert abs(expected - (2 / (1 + math.e) - 3 / (1 + math.exp(2.5)) + 0.25)) < 1e-12
+    else:
+        assert expected == 0.25  # both hidden units are negative: ReLU zeroes them, only b₄ is left

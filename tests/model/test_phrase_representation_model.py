@@ -1,15 +1,18 @@
 """Phrase representations in the Transformer: incremental = full pass, cached search = uncached,
 padding changes nothing, gradients reach every parameter, phrase attention over real chunks,
 long and one-token sources translate, alone and with the other attention kinds."""
+import math
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 from model.attention.registry import attention_class, known_attention_kinds
 from model.config import AttentionConfig
-from model.generate import SearchOptions, generate
-from model.phrase_representation import chunk_spans
-from model.phrases import phrase_links
-from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
+from model.decoding.generate import SearchOptions, generate
+from model.alignments.attention_phrases import phrase_links
+from tests.helpers import (assert_cached_search_equals_uncached, assert_incremental_equals_full_pass,
+                           assert_padding_changes_nothing, chunk_spans, tiny_model)
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -18,6 +21,11 @@ HETEROGENEOUS = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams
 CASES = {
     "alone-mean": {"phrase_representation": {"glance": "mean"}},
     "alone-max": {"phrase_representation": {"glance": "max"}},
+    # The ablation switches of Xu et al.'s table, and the Transformer adaptation (ReLU, residual decoder merge).
+    "pool-mean": {"phrase_representation": {"pooling": "mean"}},
+    "pool-max": {"phrase_representation": {"pooling": "max"}},
+    "not-transparent": {"phrase_representation": {"transparent": False}},
+    "adaptation": {"phrase_representation": {"glance": "mean", "activation": "relu", "decoder_combination": "residual"}},
     "queryk-self": {"phrase_representation": {}, "encoder_self_attention": HETEROGENEOUS,
                     "decoder_self_attention": HETEROGENEOUS},
     "queryk-cross": {"phrase_representation": {}, "cross_attention": HETEROGENEOUS},
@@ -72,11 +80,12 @@ def test_a_sentence_alone_equals_it_padded_in_a_batch(case):
         assert batched.phrase_attention[row, :, :, length:].abs().max().item() == 0.0
 
 
-@pytest.mark.parametrize("glance", ["mean", "max"])
+@pytest.mark.parametrize("options", [{"glance": "mean"}, {"glance": "max"}, {"pooling": "mean"}, {"pooling": "max"},
+                                     {"transparent": False}, {"activation": "relu", "decoder_combination": "residual"}])
 @pytest.mark.parametrize("case", ["alone-mean", "queryk-self", "queryk-cross"])
-def test_gradients_reach_every_parameter(case, glance):
+def test_gradients_reach_every_parameter(case, options):
     torch.manual_seed(0)
-    model = tiny_model(**{**CASES[case], "phrase_representation": {"glance": glance}}).train()
+    model = tiny_model(**{**CASES[case], "phrase_representation": options}).train()
     out = model(SRC, TGT_IN)
     out.logits.logsumexp(-1).sum().backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
@@ -148,7 +157,7 @@ def test_a_long_and_a_one_token_source_translate(case):
         for h in hypotheses:
             assert h.tokens and torch.isfinite(torch.tensor(h.score))
             torch.testing.assert_close(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
-            # model.phrases reads the chunk table unchanged: every link is one of the chunks.
+            # model.alignments.attention_phrases reads the chunk table unchanged: every link is one of the chunks.
             assert {(link.start, link.start + link.length) for link in phrase_links(h.phrase_attention)} <= spans
         alone[src.shape[1]] = [h.tokens for h in hypotheses]
     assert chunk_spans(model.encode(long).phrase_chunks)[0][-1] == (64, 70)
@@ -157,3 +166,72 @@ def test_a_long_and_a_one_token_source_translate(case):
     batch[0], batch[1, :2] = long[0], torch.tensor([7, 2])
     together = generate(model, batch, options)
     assert [h.tokens for h in together[0]] == alone[70] and [h.tokens for h in together[1]] == alone[2]
+
+
+def _attention_by_hand(attention, h, keys, mask):
+    """Multi-head scaled dot-product attention (Vaswani et al.) in plain tensor arithmetic."""
+    b, t, d = h.shape
+    heads = attention.n_heads
+    def split(x, proj):  # (B, L, D) -> (B, H, L, dh)
+        return (x @ proj.weight.T + proj.bias).view(b, -1, heads, d // heads).transpose(1, 2)
+    q, k, v = split(h, attention.q_proj), split(keys, attention.k_proj), split(keys, attention.v_proj)
+    scores = (q @ k.transpose(-1, -2) / math.sqrt(d // heads)).masked_fill(mask[:, None, None, :], float("-inf"))
+    context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)  # (B, T, D)
+    return context @ attention.out_proj.weight.T + attention.out_proj.bias
+
+
+@pytest.mark.parametrize("case", ["alone-max", "not-transparent", "adaptation"])
+def test_a_decoder_layers_phrase_sublayer_is_eq_7_and_8_in_plain_arithmetic(case):
+    """Xu et al. §3.2 in every decoder layer: c = MultiHeadAttention(LN(x), mixed phrases) (eq. 7),
+    update = W₄σ(W₃[LN(x) | c] + b₃) + b₄ with σ the sigmoid (eq. 8); the adaptation's update is c."""
+    model = model_for(case, seed=5)
+    with torch.no_grad():
+        for p in model.parameters():  # LayerNorm gains and biases off their 1 / 0 start too
+            p.add_(0.1 * torch.randn_like(p))
+    sublayer = model.decoder_layers[1].phrase_attention
+    memory = model.encode(SRC)
+    x = torch.randn(3, 5, model.config.d_model)
+    mask = memory.phrase_chunks.eq(0)
+    got = sublayer(x, memory.phrases, mask, need_weights=False).out
+    h = F.layer_norm(x, (x.shape[-1],), sublayer.norm.weight, sublayer.norm.bias, sublayer.norm.eps)
+    if case == "not-transparent":
+        mixed = memory.phrases[:, -1]  # the last encoder layer's phrases alone
+    else:
+        w = torch.exp(sublayer.mix_logits) / torch.exp(sublayer.mix_logits).sum()
+        mixed = sum(w[k] * memory.phrases[:, k] for k in range(memory.phrases.shape[1]))
+    context = _attention_by_hand(sublayer.attention, h, mixed, mask)  # eq. 7
+    if case == "adaptation":
+        expected = context
+    else:
+        w3, w4 = sublayer.merge.hidden, sublayer.merge.out
+        expected = 1 / (1 + torch.exp(-(torch.cat([h, context], -1) @ w3.weight.T + w3.bias))) @ w4.weight.T + w4.bias
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_the_encoder_combination_uses_the_sigmoid_by_default_and_relu_on_request():
+    assert model_for("alone-max").encoder_layers[0].phrase_combination.merge.activation == "sigmoid"
+    assert model_for("adaptation").encoder_layers[0].phrase_combination.merge.activation == "relu"
+    assert model_for("alone-max").decoder_layers[0].phrase_attention.merge.activation == "sigmoid"
+    assert model_for("adaptation").decoder_layers[0].phrase_attention.merge is None
+    assert model_for("not-transparent").decoder_layers[0].phrase_attention.mix_logits is None
+    assert model_for("pool-max").phrase_pooling[0].pooling == "max"
+    assert not hasattr(model_for("pool-max").phrase_pooling[0], "score")  # no attention parameters
+
+
+@pytest.mark.parametrize("case", ["alone-max", "adaptation"])
+def test_the_encoder_combination_is_eq_7_and_8_in_plain_arithmetic(case):
+    """Encoder layer 1: its tokens attend to layer 0's phrases (eq. 7), then W₄σ(W₃[LN(x) | c] + b₃) + b₄
+    with σ the sigmoid (the paper) or ReLU (the adaptation) (eq. 8)."""
+    model = model_for(case, seed=6)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    sublayer = model.encoder_layers[1].phrase_combination
+    x, phrases = torch.randn(3, 8, model.config.d_model), torch.randn(3, 8, model.config.d_model)
+    mask = model.encode(SRC).phrase_chunks.eq(0)  # (B, S) True where no chunk starts
+    h = F.layer_norm(x, (x.shape[-1],), sublayer.norm.weight, sublayer.norm.bias, sublayer.norm.eps)
+    context = _attention_by_hand(sublayer.attention, h, phrases, mask)  # eq. 7
+    pre = torch.cat([h, context], -1) @ sublayer.merge.hidden.weight.T + sublayer.merge.hidden.bias
+    hidden = 1 / (1 + torch.exp(-pre)) if case == "alone-max" else pre.clamp(min=0)
+    expected = hidden @ sublayer.merge.out.weight.T + sublayer.merge.out.bias  # eq. 8
+    torch.testing.assert_close(sublayer(x, phrases, mask), expected, atol=1e-5, rtol=0)

@@ -9,10 +9,14 @@ from training.recipe import load_recipe
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 QUERYK = {"kind": "queryk", "options": {"structure": "heterogeneous", "ngrams": [1, 2, 3]}}
+# The paper's system (Xu et al. 2020), every option named: attentive pooling with a max glance, the
+# sigmoid attentive combination in the encoder and every decoder layer, transparent attention.
+PAPER = {"pooling": "attentive", "glance": "max", "activation": "sigmoid", "decoder_combination": "attentive",
+         "transparent": True}
 EXTRA = {
-    "phrase-representation-tiny-en-de": {"phrase_representation": {"glance": "mean"}},
+    "phrase-representation-tiny-en-de": {"phrase_representation": PAPER},
     "phrase-representation-queryk-tiny-en-de": {
-        "phrase_representation": {"glance": "mean"},
+        "phrase_representation": PAPER,
         "encoder_self_attention": QUERYK,
         "decoder_self_attention": QUERYK,
     },
@@ -31,7 +35,7 @@ def test_recipe_is_the_tiny_recipe_plus_phrase_representations(name):
     }
     assert recipe.model == {**tiny["model"], **EXTRA[name]}
     config = recipe.model_config(10000)
-    assert dict(config.phrase_representation) == {"glance": "mean"}
+    assert dict(config.phrase_representation) == PAPER
     assert config.cross_attention.kind == "vanilla"
     expected_self = "queryk" if "queryk" in name else "vanilla"
     assert (config.encoder_self_attention.kind, config.decoder_self_attention.kind) == (expected_self, expected_self)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from model.phrases import PhraseLink, phrase_links
+from model.alignments.attention_phrases import PhraseLink, phrase_links
 
 # T = 2 target pieces, n_max = 2, S = 3 source pieces (the last is EOS).
 TABLE = torch.tensor([

@@ -7,7 +7,7 @@ import torch
 from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from model.attention.vanilla import VanillaAttention
-from model.generate import SearchOptions, generate
+from model.decoding.generate import SearchOptions, generate
 from model.layers import FeedForward
 from model.quantization import quantize_int8
 from tests.export.fixtures import MODEL_CONFIGS

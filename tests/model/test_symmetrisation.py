@@ -1,5 +1,5 @@
-"""One alignment matrix read both ways (model.symmetrisation.matrix_links), on hand-made matrices."""
-from model.symmetrisation import matrix_links
+"""One alignment matrix read both ways (model.alignments.symmetrisation.matrix_links), on hand-made matrices."""
+from model.alignments.symmetrisation import matrix_links
 
 
 def test_a_far_row_maximum_gives_way_to_the_column_maximum():

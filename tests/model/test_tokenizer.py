@@ -1,4 +1,4 @@
-from model.tokenizer import Tokenizer
+from model.text.tokenizer import Tokenizer
 
 
 def test_source_spans_slice_back_to_the_pieces(tiny_spm):

@@ -1,7 +1,7 @@
 """Incremental decoding equals the full pass; padding and the future change nothing."""
 import torch
 
-from model.state import DecoderState, sentence_rows
+from model.decoder_state import DecoderState, sentence_rows
 from tests.helpers import assert_incremental_equals_full_pass, tiny_model
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])

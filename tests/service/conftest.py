@@ -7,8 +7,8 @@ import os
 import pytest
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.alignment import TokenAlignment, Word, token_alignment
-from model.artifacts import save_model_dir
-from model.beam_search import Hypothesis
-from model.bidirectional import bidirectional_alignment
-from model.generate import SearchOptions, generate
+from model.alignments.word_alignment import TokenAlignment, Word, token_alignment
+from model.model_dir import save_model_dir
+from model.decoding.beam_search import Hypothesis
+from model.alignments.bidirectional import bidirectional_alignment
+from model.decoding.generate import SearchOptions, generate
 from service.app import create_app
 from service.runtime.base import DecodeOptions
 from service.runtime.text_codec import alignment_rows, search_options
@@ -102,7 +102,7 @@ def head_dir(tmp_path, tiny_spm):
 
 
 def _expected(path, method):
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
 
     runtime = TorchRuntime(load_model_dir(path), torch.device("cpu"))
     options = DecodeOptions(beam_size=2, alignment="token", alignment_method=method, max_length_offset=4)
@@ -158,7 +158,7 @@ def test_a_method_the_model_lacks_is_a_422_naming_the_field(tmp_path, tiny_spm):
 
 
 def test_bidirectional_symmetrises_with_the_reverse_model(tmp_path, tiny_spm, head_dir):
-    from model.artifacts import load_model_dir
+    from model.model_dir import load_model_dir
 
     reverse_dir = save_model_dir(tmp_path / "de-en", tiny_model(seed=5), tiny_spm, source_lang="de", target_lang="en")
     settings = Settings(model_dirs=[head_dir, reverse_dir], device="cpu", max_length_offset=4,

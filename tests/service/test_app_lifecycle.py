@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from service.__main__ import main
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime, fake_runtimes
 from tests.service.support import serving
 
 
@@ -107,21 +107,21 @@ def test_draining_turns_ready_off_but_still_serves_what_reaches_it(settings, run
         assert client.post("/translate", json={"text": "a", "source": "en", "target": "de"}).status_code == 200
 
 
-def test_default_factory_is_torch_runtime_load_runtimes_imported_lazily(settings, monkeypatch):
+def test_default_factory_is_torch_runtime_load_runtime_imported_lazily(settings, monkeypatch):
     loaded = []
     stand_in = types.ModuleType("service.runtime.torch_runtime")
-    stand_in.load_runtimes = lambda s: loaded.append(s) or [FakeRuntime("de", "en")]
+    stand_in.load_runtime = lambda path, device: loaded.append((path, device)) or FakeRuntime("de", "en")
     monkeypatch.setitem(sys.modules, "service.runtime.torch_runtime", stand_in)
     app = create_app(settings)
     assert loaded == []
     with serving(app) as client:
         assert client.get("/health").json() == {"status": "ok", "phase": "ready", "pairs": ["de-en"]}
-    assert loaded == [settings]
+    assert loaded == [(Path("models/test-en-de"), "auto")]
 
 
-def test_the_test_only_fake_runtime_hook_serves_pairs_named_by_the_directories():
-    settings = Settings(model_dirs=["models/en-de", "x/fr-en"], test_fake_runtime=True)
-    with serving(create_app(settings)) as client:
+def test_the_fake_runtime_factory_serves_pairs_named_by_the_directories():
+    settings = Settings(model_dirs=["models/en-de", "x/fr-en"])
+    with serving(create_app(settings, runtime_factory=fake_runtimes)) as client:
         assert client.get("/health").json()["pairs"] == ["en-de", "fr-en"]
         response = client.post("/translate", json={"text": "le chat", "source": "fr", "target": "en"})
         assert response.json()["translations"] == [[{"text": "CHAT LE", "score": -0.5}]]

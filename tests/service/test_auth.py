@@ -9,9 +9,9 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.security import KeyRing, TokenBucket
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 from tests.service.test_batching import sample
 

@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.app import create_app
 from service.batcher import BatchLimits, MicroBatcher
 from service.runtime.base import DecodeOptions
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import Background, queued, serving, wait_until
 
 BASE = {"source": "en", "target": "de"}

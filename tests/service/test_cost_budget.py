@@ -9,8 +9,8 @@ import signal
 import threading
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving, wait_until
 from tests.service.test_server_process import Server, request
 
@@ -56,7 +56,7 @@ def test_a_batch_nobody_waits_for_is_stopped_and_the_next_one_runs():
 
 
 def test_real_server_refuses_an_over_budget_request_and_stops_an_abandoned_batch():
-    server = Server(test_fake_delay_s="60", request_timeout_s="1", max_request_cost="64", max_wait_ms="0")
+    server = Server(delay_s=60, request_timeout_s="1", max_request_cost="64", max_wait_ms="0")
     try:
         server.wait_ready()
         heavy = {"source": "en", "target": "de", "text": ["one two six ten"] * 2, "beam_size": 16}

@@ -1,4 +1,4 @@
-"""Request heads have a deadline (service/header_deadline.py): a real server process, raw sockets."""
+"""Request heads have a deadline (service/http/header_deadline.py): a real server process, raw sockets."""
 from __future__ import annotations
 
 import json
@@ -25,7 +25,7 @@ TIMEOUT_408 = (
 @pytest.fixture(scope="module")
 def server():
     # Each fake batch takes longer than the header deadline: a slow answer must not be cut off.
-    running = Server(header_timeout_s="0.5", test_fake_delay_s="0.8", max_wait_ms="0")
+    running = Server(header_timeout_s="0.5", delay_s=0.8, max_wait_ms="0")
     running.wait_ready()
     yield running
     running.stop()

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 JSON = {"content-type": "application/json"}

@@ -1,5 +1,5 @@
 """What the server does with broken HTTP, clients that stop reading, and bodies cut off by the
-drain (service/http_protocol.py, service/body_guard.py): a real server process, raw sockets."""
+drain (service/http/protocol.py, service/http/body_guard.py): a real server process, raw sockets."""
 from __future__ import annotations
 
 import json

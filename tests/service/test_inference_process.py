@@ -7,21 +7,22 @@ import multiprocessing
 import os
 import signal
 import threading
+from functools import partial
 
 import pytest
 
-from model.artifacts import save_model_dir
-from service.app import create_app
+from model.model_dir import save_model_dir
+from service.app import create_app, process_options
 from service.runtime.base import DecodeOptions, TextRejected
+from service.runtime.factory import RuntimeSpec, load_runtime
 from service.runtime.inference_process import (
     InferenceProcessDied,
     ProcessRuntime,
-    child_settings,
     load_process_runtimes,
 )
-from service.runtime.torch_runtime import load_runtimes
 from service.settings import Settings
 from tests.helpers import tiny_model
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving, wait_until
 
 TEXTS = ["Two dogs play in the snow.", "A man.", "A woman in a red coat walks down a busy street."]
@@ -38,11 +39,19 @@ def settings(model_dir):
     return Settings(model_dirs=[model_dir], device="cpu", max_length_ratio=0.5, max_length_offset=2, warmup=False)
 
 
+NO_WARMUP = process_options(Settings(warmup=False))
+
+
+def loader(path, device: str = "cpu"):
+    """What a child runs to load the torch runtime serving ``path``."""
+    return partial(load_runtime, RuntimeSpec("torch", path, device))
+
+
 @pytest.fixture(scope="module")
-def pair(settings):
+def pair(model_dir):
     """(the in-process torch runtime, the same model behind a child process)."""
-    (local,) = load_runtimes(settings.model_copy(update={"inference_process": False}))
-    (remote,) = load_process_runtimes(settings)
+    local = loader(model_dir)()
+    (remote,) = load_process_runtimes([loader(model_dir)], NO_WARMUP)
     yield local, remote
     remote.close()
 
@@ -77,28 +86,28 @@ def test_a_killed_child_is_replaced_and_the_batch_retried(pair):
     assert remote._process.pid != before and remote._process.is_alive()
 
 
-def test_a_load_failure_names_the_reason_and_leaves_no_child(tmp_path, settings):
+def test_a_load_failure_names_the_reason_and_leaves_no_child(tmp_path):
     broken = tmp_path / "en-de"
     broken.mkdir()
     before = set(multiprocessing.active_children())
     with pytest.raises(RuntimeError) as error:
-        load_process_runtimes(settings.model_copy(update={"model_dirs": [broken]}))
+        load_process_runtimes([loader(broken)], NO_WARMUP)
     assert str(error.value) == f"ArtifactError: {broken}: missing manifest.json"
     assert set(multiprocessing.active_children()) <= before
 
 
-def test_close_stops_the_child_and_later_calls_fail_cleanly(settings, model_dir):
-    runtime = ProcessRuntime(child_settings(settings, model_dir))
+def test_close_stops_the_child_and_later_calls_fail_cleanly(model_dir):
+    runtime = ProcessRuntime(loader(model_dir), NO_WARMUP)
     runtime.wait_loaded()
     process = runtime._process
     runtime.close()
     assert not process.is_alive() and process.exitcode == 0
 
 
-def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(settings, model_dir):
-    # After the drain nobody reads the batch; waiting for it held SIGTERM's exit a whole batch
-    # past the drain timeout (13 s on CPU), long enough for an orchestrator's SIGKILL to orphan it.
-    runtime = ProcessRuntime(child_settings(settings, model_dir))
+def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(model_dir):
+    # After the drain nobody reads the batch; waiting for it would hold SIGTERM's exit a whole
+    # batch past the drain timeout, long enough for an orchestrator's SIGKILL to orphan the child.
+    runtime = ProcessRuntime(loader(model_dir), NO_WARMUP)
     runtime.wait_loaded()
     process = runtime._process
     os.kill(process.pid, signal.SIGSTOP)  # the child will hold the next batch for ever
@@ -126,10 +135,14 @@ def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(setting
             process.kill()
 
 
-def test_child_settings_keep_no_secrets_and_load_in_process(settings, model_dir):
-    parent = settings.model_copy(update={"api_keys": {"ops": "x" * 32}})
-    child = child_settings(parent, model_dir)
-    assert (child.api_keys, child.inference_process, child.model_dirs) == ({}, False, [model_dir])
+def test_a_child_runs_whatever_runtime_its_loader_builds():
+    (remote,) = load_process_runtimes([partial(FakeRuntime, "en", "fr")], NO_WARMUP)
+    try:
+        options = DecodeOptions(beam_size=2, n_best=2, alignment="phrase")
+        assert (remote.pair, remote.backend) == ("en-fr", "fake")
+        assert remote.translate(TEXTS, options) == FakeRuntime("en", "fr").translate(TEXTS, options)
+    finally:
+        remote.close()
 
 
 def test_service_on_a_child_process_answers_like_in_process(settings):
@@ -146,7 +159,7 @@ def test_service_on_a_child_process_answers_like_in_process(settings):
 
 
 def test_a_load_failure_in_the_child_is_shown_once_prefixed(tmp_path, settings):
-    # The child's "ArtifactError: ..." was shown as "RuntimeError: ArtifactError: ...".
+    # The child's "ArtifactError: ..." is shown as it is, not wrapped in "RuntimeError: ...".
     broken = tmp_path / "en-de"
     broken.mkdir()
     app = create_app(settings.model_copy(update={"model_dirs": [broken], "inference_process": True}))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 

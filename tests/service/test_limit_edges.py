@@ -10,9 +10,9 @@ import pytest
 
 from service.app import create_app
 from service.runtime.base import DecodeOptions, TextRejected
-from service.runtime.fake import FakeRuntime
 from service.runtime.text_codec import translate_texts
 from service.settings import MAX_BEAM_SIZE, Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 MAX_CHARS = 40
@@ -77,8 +77,8 @@ def test_the_models_own_token_limit_at_and_one_past_it():
 
 def test_the_real_codec_refuses_one_token_past_the_model_limit(tiny_spm):
     # The limit real backends apply (service/runtime/text_codec.py), on a real tokenizer.
-    from model.beam_search import Hypothesis
-    from model.tokenizer import Tokenizer
+    from model.decoding.beam_search import Hypothesis
+    from model.text.tokenizer import Tokenizer
 
     tokenizer = Tokenizer(tiny_spm)
     text = "Two dogs play in the snow."

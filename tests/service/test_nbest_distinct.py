@@ -4,7 +4,7 @@ so n distinct hypotheses come back wherever the beam found them."""
 
 from __future__ import annotations
 
-from model.beam_search import Hypothesis
+from model.decoding.beam_search import Hypothesis
 from service.runtime.base import DecodeOptions
 from service.runtime.text_codec import translate_texts
 

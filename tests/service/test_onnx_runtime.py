@@ -47,10 +47,10 @@ def test_a_capability_the_export_lacks_is_a_422_naming_the_field(tmp_path_factor
 def test_export_backends_without_export_dirs_fail_startup_with_the_reason():
     import pytest
 
-    from service.runtime.factory import load_runtimes
+    from service.app import load_default_runtimes
 
     with pytest.raises(ValueError, match=r"^backend 'onnx' serves exported models: set export_dirs"):
-        load_runtimes(Settings(backend="onnx"))
+        load_default_runtimes(Settings(backend="onnx"))
 
 
 def test_an_export_without_phrase_attention_refuses_phrase_alignments_with_a_422(tmp_path_factory, tiny_spm):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import Background, queued, serving, wait_until
 from tests.service.test_batching import sample
 

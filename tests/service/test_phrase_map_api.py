@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from model.config import AttentionConfig
 from service.app import create_app
 from service.settings import Settings

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from model.alignment import TokenAlignment, Word
+from model.alignments.word_alignment import TokenAlignment, Word
 from service.plot import alignment_matrix
 from service.plot import main as plot_main
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.alignment import TokenAlignment, Word
+from model.alignments.word_alignment import TokenAlignment, Word
 from service.alignment_flags import possible_insertions, possible_omissions
 from service.protection.markup import MarkupError, read_markup
 from service.protection.placeholders import find_protected

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 

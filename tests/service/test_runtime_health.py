@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from service.app import create_app
 from service.runtime.base import RuntimeProblem, RuntimeUnavailable
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 BODY = {"text": "a dog", "source": "en", "target": "de"}

@@ -1,6 +1,6 @@
-"""The real server process: ``python -m service`` under uvicorn on 127.0.0.1 and a free port, with
-the test-only fake runtime (PHRASAL_TEST_FAKE_RUNTIME=true; each batch sleeps
-PHRASAL_TEST_FAKE_DELAY_S), then SIGTERM while requests are in flight."""
+"""The real server process: ``python -m service``'s code under uvicorn on 127.0.0.1 and a free port,
+serving the test fake runtime (``python -m tests.service.fake_server``; each batch sleeps
+``--delay-s``), then SIGTERM while requests are in flight."""
 
 from __future__ import annotations
 
@@ -50,16 +50,16 @@ def in_flight(port: int) -> float:
 
 
 class Server:
-    """``python -m service`` with PHRASAL_* ``settings``; the fake runtime unless ``fake=False``."""
+    """``python -m tests.service.fake_server`` with PHRASAL_* ``settings``, each batch sleeping
+    ``delay_s``; ``python -m service`` itself (the model directories' backend) when ``fake=False``."""
 
-    def __init__(self, fake: bool = True, **settings: str) -> None:
+    def __init__(self, fake: bool = True, delay_s: float = 0.0, **settings: str) -> None:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("PHRASAL_")}
-        if fake:
-            env["PHRASAL_TEST_FAKE_RUNTIME"] = "true"
         env.update({f"PHRASAL_{k.upper()}": v for k, v in settings.items()})
+        entry = ["tests.service.fake_server", "--delay-s", str(delay_s)] if fake else ["service"]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(self.port)],
+            [sys.executable, "-m", *entry, "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
 
@@ -105,7 +105,7 @@ def send_in_threads(port: int, bodies: list[dict], timeout: float = 30.0) -> tup
 
 
 def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_exits_0():
-    server = Server(test_fake_delay_s="0.5", drain_timeout_s="20", max_batch_sentences="1", max_wait_ms="0")
+    server = Server(delay_s=0.5, drain_timeout_s="20", max_batch_sentences="1", max_wait_ms="0")
     try:
         server.wait_ready()
         bodies = [{"text": f"word{k} here", "source": "en", "target": "de"} for k in range(3)]
@@ -139,8 +139,8 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_exits_0():
 
 
 def test_idle_connections_do_not_count_against_max_connections():
-    # uvicorn's own limit counted open sockets: three silent ones locked every request out,
-    # /health/ready included, for as long as the client held them.
+    # Open sockets do not count (uvicorn's own limit would count them: three silent ones would
+    # lock every request out, /health/ready included, for as long as the client held them).
     server = Server(max_connections="2")
     idle = []
     try:
@@ -156,7 +156,7 @@ def test_idle_connections_do_not_count_against_max_connections():
 
 
 def test_a_drain_timeout_cuts_off_what_is_left_and_still_exits_0():
-    server = Server(test_fake_delay_s="30", drain_timeout_s="0.5", max_wait_ms="0")
+    server = Server(delay_s=30, drain_timeout_s="0.5", max_wait_ms="0")
     try:
         server.wait_ready()
         threads, results = send_in_threads(server.port, [{"text": "slow", "source": "en", "target": "de"}])

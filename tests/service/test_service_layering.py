@@ -23,8 +23,8 @@ def test_service_outside_runtime_imports_no_engine_and_no_model():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_runtime_interface_and_fake_import_no_engine():
-    for name in ("base.py", "fake.py", "__init__.py"):
+def test_runtime_interface_loading_and_process_import_no_engine():
+    for name in ("base.py", "factory.py", "inference_process.py", "__init__.py"):
         assert imported_packages(SERVICE / "runtime" / name) & (ENGINES | NEVER) == set(), name
 
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import threading
+from functools import partial
 
 import pytest
 
+from service.app import process_options
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
 from service.runtime.base import ModelLoadFailed, load_abandoned
-from service.runtime.fake import FakeRuntime
+from service.runtime.factory import RuntimeSpec, load_runtime
 from service.runtime.inference_process import load_process_runtimes
 from service.settings import Settings
+from tests.service.fake_runtime import FakeRuntime
 
 
 class SlowWarmup(FakeRuntime):
@@ -74,11 +77,11 @@ def test_an_abandoned_load_kills_the_loading_children(tmp_path):
     abandon = threading.Event()
     abandon.set()  # SIGTERM came before the children answered
     before = set(multiprocessing.active_children())
-    settings = Settings(model_dirs=[tmp_path / "en-de"], device="cpu")
+    load = partial(load_runtime, RuntimeSpec("torch", tmp_path / "en-de", "cpu"))
     token = load_abandoned.set(abandon)
     try:
         with pytest.raises(ModelLoadFailed) as error:
-            load_process_runtimes(settings)
+            load_process_runtimes([load], process_options(Settings()))
     finally:
         load_abandoned.reset(token)
     assert str(error.value) == "loading stopped: the server is shutting down"

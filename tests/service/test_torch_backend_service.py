@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from model.artifacts import save_model_dir
+from model.model_dir import save_model_dir
 from service.app import create_app
 from service.settings import Settings
 from tests.helpers import tiny_model
@@ -19,7 +19,7 @@ from tests.service.support import Background, queued, serving, wait_until
 def torch_client(tmp_path, tiny_spm):
     path = save_model_dir(tmp_path / "en-de", tiny_model(), tiny_spm, source_lang="en", target_lang="de")
     settings = Settings(model_dirs=[path], device="cpu", max_length_offset=4)
-    with serving(create_app(settings)) as client:  # default factory: torch_runtime.load_runtimes
+    with serving(create_app(settings)) as client:  # default factory: torch_runtime.load_runtime
         yield client
 
 
@@ -82,7 +82,7 @@ def one_torch_thread():
 
 
 def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_spm, one_torch_thread):
-    from service.runtime.torch_runtime import load_runtimes
+    from service.app import load_default_runtimes
 
     path = save_model_dir(tmp_path / "en-de", tiny_model(seed=5), tiny_spm, source_lang="en", target_lang="de")
     # Short outputs: the untrained model never says EOS, so every hypothesis runs to the limit.
@@ -106,7 +106,7 @@ def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_
     gate, entered, calls = threading.Event(), threading.Semaphore(0), []
 
     def gated_factory(s):
-        runtimes = load_runtimes(s)
+        runtimes = load_default_runtimes(s)
         translate = runtimes[0].translate_until  # what the batcher calls
 
         def gated(texts, options, cancelled):  # hold the worker on the first call while the others queue

@@ -9,9 +9,9 @@ import pytest
 
 from service.errors import RequestError, UnsupportedPair
 from service.runtime.base import DecodeOptions, PhraseMap, TokenAlignment, Translation
-from service.runtime.fake import FakeRuntime
 from service.settings import Settings
 from service.translator import Translator
+from tests.service.fake_runtime import FakeRuntime
 
 
 def settings(**overrides) -> Settings:

@@ -5,7 +5,7 @@ import sys
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
+from model.model_dir import load_model_dir, save_model_dir
 from tests.helpers import tiny_config, tiny_model
 from training import alignment_metrics as am
 from training.align_eval import main, row_file
@@ -40,7 +40,7 @@ def test_word_owner_follows_the_character_spans():
 
 
 def test_encoded_words_coincide_with_whitespace_tokens(tiny_spm):
-    from model.tokenizer import Tokenizer
+    from model.text.tokenizer import Tokenizer
 
     tokenizer = Tokenizer(tiny_spm)
     words = "Ein Mädchen , singt .".split()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
+from model.model_dir import load_model_dir, save_model_dir
 from model.config import ModelConfig
 from model.errors import ConfigError
 from model.transformer import Transformer
@@ -18,8 +18,8 @@ from tests.helpers import tiny_config
 from training import alignment_labels as labels
 from training import alignment_metrics as am
 from training.cli import main as train_main
-from training.loop import read_log
 from training.losses import supervised_alignment_loss
+from tests.training.support import read_log
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "recipes" / "smoke.json"

@@ -7,18 +7,19 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from model.artifacts import load_model_dir, save_model_dir
-from model.generate import SearchOptions, generate, source_batch
+from model.model_dir import load_model_dir, save_model_dir
+from model.decoding.generate import SearchOptions, generate, source_batch
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training import symmetric
 from training.cli import main as train_main
 from training.data import collate, reverse_batch
-from training.loop import DirectionalObjective, read_log
+from training.loop import DirectionalObjective
 from training.losses import global_fertility_loss, label_smoothed_loss, real_token_mask, trace_bonus
 from training.recipe import load_recipe
 from training.symmetric import DirectionPair, SymmetricObjective, initial_pair, read_initial_model, train_symmetric
 from training.translate import translate_batch
+from tests.training.support import read_log
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "recipes" / "smoke.json"

@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.artifacts import load_model_dir
+from model.model_dir import load_model_dir
 from training import checkpoints as ckpt
 from training.cli import main as train_main
 from training.evaluate import main as eval_main
-from training.loop import read_log, train
+from training.loop import train
 from training.recipe import load_recipe
-from model.generate import SearchOptions, generate, source_batch
+from model.decoding.generate import SearchOptions, generate, source_batch
 from training.translate import translate_batch
+from tests.training.support import read_log
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "recipes" / "smoke.json"

@@ -49,7 +49,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def validate_phrasal_options(kind: str, options: dict[str, Any], site: str) -> list[str]:
+def validate_ngram_options(kind: str, options: dict[str, Any], site: str) -> list[str]:
     """Every problem with `options` that does not depend on the model's size."""
     where = f"{site}: attention kind {kind!r}"
     problems: list[str] = []
@@ -104,7 +104,7 @@ def validate_phrasal_for_model(kind: str, options: dict[str, Any], site: str, n_
 
 
 def phrasal_spec(options: dict[str, Any], n_heads: int) -> PhrasalSpec:
-    """The head layout of valid options (see `validate_phrasal_options`)."""
+    """The head layout of valid options (see `validate_ngram_options`)."""
     structure = options["structure"]
     ngrams = tuple(options.get("ngrams", DEFAULT_NGRAMS))
     if structure == "homogeneous":

@@ -19,8 +19,8 @@ from safetensors.torch import save_file
 
 from model.config import ModelConfig
 from model.errors import ArtifactError, ConfigError
-from model.language_code import normalise_language_code
-from model.tokenizer import Tokenizer
+from model.text.language_code import normalise_language_code
+from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 
 FORMAT = "phrasal-model"

@@ -1,7 +1,7 @@
 """One beam search for every step backend: the eager Transformer, exported graphs (ONNX Runtime,
 TorchScript). A `StepBackend` encodes a source batch into the decoder's initial state (a
 `DecoderState`), runs one decoding step on (tokens, state); the state expands to the beams and
-reorders itself for the search (DESIGN.md §3.5-3.6, model/state.py);
+reorders itself for the search (DESIGN.md §3.5-3.6, model/decoder_state.py);
 `generate` does everything else: beam expansion, max lengths, never generating PAD/BOS, and
 following each hypothesis' attention rows (token and phrase attention, kept apart) to its end.
 """
@@ -13,11 +13,11 @@ from typing import Protocol
 
 import torch
 
-from model import decoding_defaults as defaults
-from model.beam_search import Hypothesis, beam_search
+from model.decoding import defaults
+from model.decoding.beam_search import Hypothesis, beam_search
 from model.config import ModelConfig
-from model.state import DecoderState
-from model.tokenizer import Tokenizer
+from model.decoder_state import DecoderState
+from model.text.tokenizer import Tokenizer
 from model.transformer import StepOut, Transformer
 
 
@@ -25,7 +25,7 @@ from model.transformer import StepOut, Transformer
 class SearchOptions:
     beam_size: int = defaults.BEAM_SIZE
     n_best: int = defaults.N_BEST
-    # score = log P / len**length_penalty (see model.beam_search)
+    # score = log P / len**length_penalty (see model.decoding.beam_search)
     length_penalty: float = defaults.LENGTH_PENALTY
     # The most tokens a hypothesis may have, EOS not counted: ceil(ratio * source tokens) + offset.
     max_length_ratio: float = defaults.MAX_LENGTH_RATIO
@@ -44,7 +44,7 @@ class SearchCancelled(Exception):
 @dataclass
 class PhrasalHypothesis(Hypothesis):
     """A hypothesis with its phrase attention (len(tokens), n_max, S): [t, n-1, j] = weight of the
-    source n-gram starting at j with length n (`model.phrases.phrase_links` reads it)."""
+    source n-gram starting at j with length n (`model.alignments.attention_phrases.phrase_links` reads it)."""
 
     phrase_attention: torch.Tensor | None = None
     # (len(tokens) + 1, S): the supervised alignment head's row of every step, the EOS step last, so
@@ -89,7 +89,7 @@ class TransformerBackend:
 
 
 class SearchDecoder:
-    """`model.beam_search.IncrementalDecoder` over a StepBackend: the state lives here, the search
+    """`model.decoding.beam_search.IncrementalDecoder` over a StepBackend: the state lives here, the search
     sees log-probs and, when asked, the attention rows to follow: the token attention (N, S), or
     with phrases or the supervised head {"attention": (N, S), "phrase_attention": (N, n_max, S),
     "supervised_attention": (N, S)} (those asked for)."""

@@ -6,7 +6,7 @@ long as the client likes: each holds a file descriptor, and enough of them stop 
 accepting anyone. Here every connection waiting for a request (just opened, or after a response)
 must deliver the whole request head within ``header_timeout_s``; otherwise it is answered 408
 (when part of a request came) or simply closed (when nothing came), and counted as a rejection
-with reason ``header_timeout``. The body has its own deadline (service/body_guard.py).
+with reason ``header_timeout``. The body has its own deadline (service/http/body_guard.py).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import torch
 class Memory:
     """Encoder output for a batch: states (B, S, D) and pad_mask (B, S), True at padding.
 
-    With attentive phrase representations (model/phrase_representation.py) also `phrases`
+    With attentive phrase representations (model/phrase_representation/functional.py) also `phrases`
     (B, K, S, D), the phrase vectors of the K = encoder_layers + 1 encoder-side representations
     at each chunk start, and `phrase_chunks` (B, S) int64, the segmentation: the length of the
     chunk starting at j, 0 where none starts. Both are None otherwise.

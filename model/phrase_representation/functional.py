@@ -1,6 +1,7 @@
 """Pure math of the attentive source-phrase representations (Xu et al., 2020, "Learning Source
-Phrase Representations for NMT", §3): fixed chunking, attentive pooling, transparent mixing,
-and the phrase table the decoder's phrase attention is reported in. No parameters here.
+Phrase Representations for NMT", §3): fixed chunking, attentive pooling (and the plain mean / max
+pooling of the ablation), the attentive combination, transparent mixing, and the phrase table the
+decoder's phrase attention is reported in. No parameters here.
 
 Layout: a phrase lives at the position of its first token. `chunks` (B, S) int64 holds, at each
 chunk start j, the real length of the chunk that starts there, and 0 everywhere else; phrase
@@ -18,13 +19,17 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from model.attention.functional import masked_softmax
+from model.attention.functional import dropout, masked_softmax
 
 # ntok = max(min(MAX, ⌈L / DIVISOR⌉), MIN) tokens per chunk (Xu et al. §3.1, dynamic chunk size).
 MAX_CHUNK = 8
 MIN_CHUNK = 3
 LENGTH_DIVISOR = 6
 GLANCES = ("max", "mean")
+# How a chunk becomes one vector: the attentive representation (eq. 1-4), or a plain mean / max (ablation).
+POOLINGS = ("attentive", "mean", "max")
+# σ of the attentive combination (eq. 7-8): the paper's sigmoid (eq. 3), or ReLU as in a Transformer FFN.
+ACTIVATIONS = ("sigmoid", "relu")
 
 
 def tokens_per_chunk(lengths: torch.Tensor) -> torch.Tensor:
@@ -46,11 +51,6 @@ def fixed_chunks(pad_mask: torch.Tensor) -> torch.Tensor:
     starts = positions.remainder(width.unsqueeze(1)).eq(0) & (positions < lengths.unsqueeze(1))  # (B, S)
     sizes = torch.minimum(width.unsqueeze(1), lengths.unsqueeze(1) - positions)  # (B, S)
     return torch.where(starts, sizes, torch.zeros_like(sizes))
-
-
-def chunk_spans(chunks: torch.Tensor) -> list[list[tuple[int, int]]]:
-    """Readable segmentation: chunks (B, S) -> per row the [start, end) of each chunk, in order."""
-    return [[(j, j + n) for j, n in enumerate(row) if n > 0] for row in chunks.tolist()]
 
 
 def chunk_members(chunks: torch.Tensor) -> torch.Tensor:
@@ -117,6 +117,47 @@ def attentive_pool(
     return phrases, alpha
 
 
+def plain_pool(x: torch.Tensor, chunks: torch.Tensor, kind: str) -> torch.Tensor:
+    """Phrase vectors without attention, the pooling rows of Xu et al.'s ablation: the mean or the
+    max of each chunk's real tokens (the glance of eq. 1 used as the phrase itself).
+
+    x (B, S, D), chunks (B, S) -> phrases (B, S, D) at chunk starts, 0 elsewhere.
+    """
+    return glance(chunk_windows(x), chunk_members(chunks), kind)  # (B, S, D)
+
+
+def attentive_combination(
+    x: torch.Tensor,
+    context: torch.Tensor,
+    hidden_weight: torch.Tensor,
+    hidden_bias: torch.Tensor,
+    out_weight: torch.Tensor,
+    out_bias: torch.Tensor,
+    activation: str,
+    dropout_p: float = 0.0,
+    training: bool = False,
+) -> torch.Tensor:
+    """The attentive combination of a token stream and its phrase context (Xu et al. §3.2, eq. 7-8):
+
+        out_phrase = MultiHeadAttention(x, phrases)                           (eq. 7, the caller's)
+        update     = W₄ σ(W₃ [x | out_phrase] + b₃) + b₄                        (eq. 8)
+
+    σ is the sigmoid (as the paper defines it, eq. 3) or, as a Transformer adaptation, ReLU.
+    W₃ = hidden_weight (F, 2D), b₃ = hidden_bias (F,), W₄ = out_weight (D, F), b₄ = out_bias (D,);
+    dropout (activation dropout) acts on σ(...) in training. x, context (…, D) -> update (…, D),
+    which the layer adds to its residual stream.
+    """
+    pre = F.linear(torch.cat([x, context], dim=-1), hidden_weight, hidden_bias)  # (…, F)
+    if activation == "sigmoid":
+        hidden = torch.sigmoid(pre)
+    elif activation == "relu":
+        hidden = F.relu(pre)
+    else:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    hidden = dropout(hidden, dropout_p, training)
+    return F.linear(hidden, out_weight, out_bias)
+
+
 def transparent_weights(logits: torch.Tensor) -> torch.Tensor:
     """One decoder layer's mix over the K encoder-side phrase representations: softmax of its
     K logits (transparent attention, Bapna et al. 2018, as Xu et al. §3.2 use it)."""
@@ -130,7 +171,7 @@ def transparent_mix(phrases: torch.Tensor, logits: torch.Tensor) -> torch.Tensor
 
 
 def chunk_phrase_table(probs: torch.Tensor, chunks: torch.Tensor) -> torch.Tensor:
-    """Attention over chunk starts -> the phrase table that model/phrases.py reads.
+    """Attention over chunk starts -> the phrase table that model/alignments/attention_phrases.py reads.
 
     probs (B, …, S): weight of the chunk starting at j; chunks (B, S) -> (B, …, MAX_CHUNK, S) with
     the weight at [n-1, j] for a chunk starting at j of real length n, and 0 elsewhere.

@@ -1,4 +1,5 @@
-"""A deterministic runtime for service tests: no model, but the real alignment path.
+"""A deterministic runtime for service tests (and the load benchmark's simulated server): no
+model, but the real alignment path.
 
 Translation rule: the source words in reverse order, upper-cased. Hypothesis k of the n-best is
 that word order rotated left by k (so hypotheses differ), scored -0.5 * (k + 1); a sentence of
@@ -7,7 +8,7 @@ contract allows.
 
 Words longer than four characters are cut into two SentencePiece-style pieces ("▁hel", "lo")
 and the piece-level attention is built from the word permutation, then turned into words by
-``model.alignment.token_alignment`` — the same function real backends use — so service tests
+``model.alignments.word_alignment.token_alignment`` — the same function real backends use — so service tests
 exercise subword merging and character offsets end to end. Attention of target piece t: 0.8
 spread evenly over the pieces of the source word it translates, plus 0.2 spread evenly over all
 source pieces.
@@ -19,10 +20,10 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from model.alignment import WORD_BOUNDARY, token_alignment
-from model.phrase_alignment import PhraseMap, extracted_phrase_pairs
-from service.runtime.batch_latency import BatchLatency
+from model.alignments.word_alignment import WORD_BOUNDARY, token_alignment
+from model.alignments.phrase_pairs import PhraseMap, extracted_phrase_pairs
 from service.runtime.base import (
     BatchCancelled,
     DecodeOptions,
@@ -62,9 +63,8 @@ def fake_pieces(text: str) -> tuple[list[str], list[Span], list[int]]:
 class FakeRuntime(TranslationRuntime):
     """Reverses and upper-cases words; records every call so tests can check batching.
 
-    ``delay_s``: each call sleeps that long (a stand-in for compute, for lifecycle tests).
-    ``latency``: each call also sleeps ``latency.seconds(len(texts))`` (a stand-in for a real
-    runtime's cost per batch size, for the load benchmark).
+    ``delay_s``: each call sleeps ``batch_delay_s(len(texts))``, that long unless a subclass
+    says otherwise (a stand-in for compute, for lifecycle tests).
     ``gate``: each call waits until the event is set, so a test can hold the worker busy and the
     queue full for as long as it likes; ``entered`` counts calls that reached the gate.
     """
@@ -79,14 +79,12 @@ class FakeRuntime(TranslationRuntime):
         *,
         delay_s: float = 0.0,
         gate: threading.Event | None = None,
-        latency: BatchLatency | None = None,
     ) -> None:
         self.source_lang = source_lang
         self.target_lang = target_lang
         # Like a real model's position limit: longer texts are rejected (TextRejected -> 422).
         self.max_source_pieces = max_source_pieces
         self.delay_s = delay_s
-        self.latency = latency
         self.gate = gate
         self.entered = threading.Semaphore(0)
         self.calls: list[tuple[list[str], DecodeOptions]] = []
@@ -104,6 +102,9 @@ class FakeRuntime(TranslationRuntime):
 
     def close(self) -> None:
         self.closed = True
+
+    def batch_delay_s(self, batch_size: int) -> float:
+        return self.delay_s
 
     def translate_until(
         self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
@@ -123,7 +124,7 @@ class FakeRuntime(TranslationRuntime):
         self.entered.release()
         if self.gate is not None:
             self.gate.wait()
-        delay_s = self.delay_s + (self.latency.seconds(len(texts)) if self.latency is not None else 0.0)
+        delay_s = self.batch_delay_s(len(texts))
         if cancelled is None:
             if delay_s:
                 time.sleep(delay_s)
@@ -182,3 +183,15 @@ class FakeRuntime(TranslationRuntime):
             target_spans=tgt_spans,
             attention=attention,
         )
+
+
+def pair_of(path: Path) -> tuple[str, str]:
+    """The pair a model directory's name starts with: "models/en-de-align" serves en-de."""
+    source, _, rest = Path(path).name.partition("-")
+    return source or "en", rest.partition("-")[0] or "de"
+
+
+def fake_runtimes(settings, **options) -> list[FakeRuntime]:
+    """A runtime factory for ``create_app``: one FakeRuntime per ``settings.model_dirs`` entry,
+    its pair read from the directory's name, no model read."""
+    return [FakeRuntime(*pair_of(path), **options) for path in settings.model_dirs]

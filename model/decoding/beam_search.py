@@ -2,7 +2,7 @@
 
 The search sees only log-probs and attention rows; the decoder owns its state and reorders it
 when told (DESIGN.md §3.5-3.6). One loop serves every backend that implements
-`IncrementalDecoder` (model.generate.SearchDecoder over any step backend).
+`IncrementalDecoder` (model.decoding.generate.SearchDecoder over any step backend).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from model.invisible import is_blank, is_invisible
+from model.text.invisible import is_blank, is_invisible
 
 WORD_BOUNDARY = "\u2581"
 # Links lighter than this (after normalising the row to 1) are noise for a reader; the weights
@@ -101,7 +101,7 @@ def group_words(
         start = min(b for b, _ in covered)
         end = max(e for _, e in covered)
         # A word's span starts at its first visible character and ends after its last one or
-        # that one's combining marks (model/invisible.py): pieces' spans carry the space and
+        # that one's combining marks (model/text/invisible.py): pieces' spans carry the space and
         # any zero-width characters before them, which tokenizers normalise away.
         while start < end and is_invisible(text[start]):
             start += 1
@@ -197,7 +197,7 @@ def token_alignment(
     checked rather than guessed at, because an off-by-one here silently shifts every link.
     Spans index ``source_text`` (the user's string) and ``target_text`` (the detokenised output).
     ``symmetric``: the hard links are the word matrix read both ways and symmetrised
-    (`model.symmetrisation.matrix_links`), so a target word may have none or several.
+    (`model.alignments.symmetrisation.matrix_links`), so a target word may have none or several.
     """
     rows = _rows(attention)
     if len(rows) != len(target_pieces) or any(len(r) != len(source_pieces) for r in rows):
@@ -215,7 +215,7 @@ def token_alignment(
     weights = word_attention(rows, target_owner, source_owner, len(target_words), len(source_words))
     links = [soft_links(row, min_weight) for row in weights]
     if symmetric:
-        from model.symmetrisation import matrix_links  # model.symmetrisation is pure Python too
+        from model.alignments.symmetrisation import matrix_links  # model.alignments.symmetrisation is pure Python too
 
         hard = sorted(matrix_links(weights), key=lambda link: (link[1], link[0]))
     else:

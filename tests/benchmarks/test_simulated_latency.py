@@ -1,12 +1,11 @@
-"""The simulated batch latency of the load benchmark: the curve by hand, its settings, and the
-fake runtime sleeping by it."""
+"""The simulated batch latency of the load benchmark (benchmarks/simulated_latency.py): the curve
+by hand, the simulated server's option, and the simulated runtime sleeping by it."""
 import pytest
-from pydantic import ValidationError
 
-from service.runtime import fake
+from benchmarks import simulated_server
+from benchmarks.simulated_latency import BatchLatency, SimulatedRuntime
 from service.runtime.base import DecodeOptions
-from service.runtime.batch_latency import BatchLatency
-from service.settings import Settings
+from tests.service import fake_runtime
 
 H100 = BatchLatency.parse("1:71.4,8:110.4,64:150.7")  # results/decode_cuda.md, ms per batch
 
@@ -37,18 +36,20 @@ def test_bad_curves_are_refused_naming_the_point(text, message):
     assert str(error.value) == message
 
 
-def test_settings_read_the_curve_from_the_environment_and_refuse_a_bad_one(monkeypatch):
-    monkeypatch.setenv("PHRASAL_TEST_FAKE_LATENCY_MS", '{"1": 71.4, "64": 150.7}')
-    assert Settings().test_fake_latency_ms == {1: 71.4, 64: 150.7}
-    monkeypatch.setenv("PHRASAL_TEST_FAKE_LATENCY_MS", '{"0": 1}')
-    with pytest.raises(ValidationError, match="batch latency points need batch size >= 1"):
-        Settings()
+def test_the_simulated_server_refuses_a_bad_curve_in_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        simulated_server.main(["--latency", "0:1", "--port", "9123"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "benchmarks/simulated_server.py: error: --latency: batch latency points need batch size >= 1 "
+        "and 0 <= ms < 60000, got 0: 1.0"
+    )
 
 
-def test_the_fake_runtime_sleeps_by_the_curve_for_its_batch_size(monkeypatch):
+def test_the_simulated_runtime_sleeps_by_the_curve_for_its_batch_size(monkeypatch):
     slept = []
-    monkeypatch.setattr(fake.time, "sleep", slept.append)
-    runtime = fake.FakeRuntime(delay_s=0.5, latency=H100)
-    runtime.translate(["a b"] * 8, DecodeOptions())
+    monkeypatch.setattr(fake_runtime.time, "sleep", slept.append)
+    runtime = SimulatedRuntime("en", "de", H100)
+    assert runtime.translate(["a b"] * 8, DecodeOptions()) == fake_runtime.FakeRuntime().translate(["a b"] * 8, DecodeOptions())
     runtime.translate(["a b"], DecodeOptions())
-    assert slept == [pytest.approx(0.5 + 0.1104), pytest.approx(0.5 + 0.0714)]
+    assert slept == [pytest.approx(0.1104), pytest.approx(0.0714)]

@@ -2,7 +2,7 @@
 
 Pure Python: an alignment is a set of (source word, target word) links, 0-based. Used by the
 evaluation tools (training.alignment_metrics re-exports it), the alignment labels
-(training.alignment_labels) and the service's bidirectional alignment (model/bidirectional.py).
+(training.alignment_labels) and the service's bidirectional alignment (model/alignments/bidirectional.py).
 """
 from __future__ import annotations
 

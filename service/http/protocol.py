@@ -1,21 +1,21 @@
 """The HTTP/1.1 protocol the server runs: uvicorn's h11 protocol, hardened where uvicorn leaves a
 connection to the client's mercy. Pass ``serving_protocol(...)`` as ``uvicorn.Config(http=...)``.
 
-1. Request heads have a deadline (service/header_deadline.py).
+1. Request heads have a deadline (service/http/header_deadline.py).
 2. Malformed HTTP (a bad request line or header, broken chunked framing, a second Content-Length
-   that disagrees): uvicorn answers a text/plain 400 of its own that no middleware sees, so it
-   was never counted; and when the framing broke after the head (a bad chunk size), the app was
-   already handling the request, its own answer then hit h11 in the wrong state and uvicorn
-   logged two tracebacks per request (or asyncio logged "Fatal error: protocol.data_received()
-   call failed" when the app had answered already). Here the protocol answers
+   that disagrees): uvicorn answers a text/plain 400 of its own that no middleware sees or
+   counts; and when the framing breaks after the head (a bad chunk size), the app is already
+   handling the request, and its answer hits h11 in the wrong state (two tracebacks per request
+   in uvicorn's log, or asyncio's "Fatal error: protocol.data_received() call failed" when the
+   app has answered already). Here the protocol answers
    ``{"message": "malformed HTTP request: ...", "detail": []}`` (h11's status hint: 400, or 431
    for an oversized head), closes the connection, tells a request the app is handling that its
    client is gone, and marks its scope (``MALFORMED_STATUS``) so that the metrics count it once, with
    that status and the reason ``bad_request``.
 3. A response the client stops reading: uvicorn hands the whole body to the transport, which keeps
    whatever the socket does not take in memory for as long as the connection stays open — a
-   client that never reads held a 15 MB answer (64 texts, 16-best, phrase alignments) and its
-   socket forever. When unsent response bytes are waiting and the client has taken none of them
+   client that never reads would hold a 15 MB answer (64 texts, 16-best, phrase alignments) and
+   its socket for ever. When unsent response bytes are waiting and the client has taken none of them
    for ``send_timeout_s`` (counted as bytes written minus bytes still buffered, in the transport
    and in the kernel), the connection is aborted (reason ``send_timeout``). A slow but steady
    reader is not: 40 pipelined 130 kB answers read 4 kB at a time over 42 s all arrived with
@@ -34,7 +34,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from service.errors import error_body
-from service.header_deadline import header_deadline_protocol
+from service.http.header_deadline import header_deadline_protocol
 from service.metrics import MALFORMED_STATUS
 
 try:  # POSIX: the kernel's send queue (_kernel_unsent)

@@ -8,12 +8,12 @@ Two ways to get them, both from what any backend already returns:
   the span went elsewhere. Crossing links merge into one larger block, which is the truth about
   them. Works for every model, CTranslate2 included.
 - ``attended_phrase_pairs``: from a phrasal model's own phrase attention (which source n-gram or
-  chunk each target piece attended to; ``model.phrases.phrase_links``). Consecutive target words
+  chunk each target piece attended to; ``model.alignments.attention_phrases.phrase_links``). Consecutive target words
   that chose the same source span form one pair. These spans may overlap and cross: they are
   what the attention chose, not a segmentation.
 
 Spans are word indices, half-open, into ``TokenAlignment.source_words`` / ``target_words``;
-character offsets come from those words. Pure Python, like model/alignment.py.
+character offsets come from those words. Pure Python, like model/alignments/word_alignment.py.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from model.alignment import TokenAlignment, Word, group_words
-from model.phrases import PhraseLink
+from model.alignments.word_alignment import TokenAlignment, group_words
+from model.alignments.attention_phrases import PhraseLink
 
 Span = tuple[int, int]
 PhraseOrigin = Literal["extracted", "attention"]
@@ -49,11 +49,6 @@ class PhraseMap:
 
     origin: PhraseOrigin
     pairs: list[PhrasePair]
-
-
-def char_span(words: Sequence[Word], span: Span) -> Span:
-    """Character offsets of words [span[0], span[1]) in the string they came from."""
-    return words[span[0]].start, words[span[1] - 1].end
 
 
 def _close(target: Span, source: Span, source_of: dict[int, int]) -> tuple[Span, Span]:

@@ -1,14 +1,18 @@
-"""How long a batch takes, as a function of its size: a piecewise-linear curve through measured points.
+"""A runtime that costs what a real one costs per batch size, without a model.
 
-The fake runtime sleeps this long per batch so that the load benchmark can measure the serving
-stack (HTTP, batcher, queue) in front of a runtime that costs what a real one costs on a machine
-we do not have at hand, e.g. the H100 decode times of results/decode_cuda.md. Sleeping holds no
-GIL, like a model in its own inference process (service/runtime/inference_process.py).
+``SimulatedRuntime`` (the test fake runtime, tests/service/fake_runtime.py) sleeps per batch as
+long as a ``BatchLatency`` curve says for the batch's size, so that the load benchmark can
+measure the serving stack (HTTP, batcher, queue) in front of a runtime that costs what a real one
+costs on a machine we do not have at hand, e.g. the H100 decode times of results/decode_cuda.md.
+Sleeping holds no GIL, like a model in its own inference process
+(service/runtime/inference_process.py). benchmarks/simulated_server.py serves it.
 """
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping
+
+from tests.service.fake_runtime import FakeRuntime
 
 
 class BatchLatency:
@@ -47,3 +51,14 @@ class BatchLatency:
             except ValueError:
                 raise ValueError(f"batch latency: {item.strip()!r} is not SIZE:MS (e.g. 1:71.4,64:150.7)") from None
         return cls(points)
+
+
+class SimulatedRuntime(FakeRuntime):
+    """The fake runtime, sleeping ``latency.seconds(len(texts))`` per batch."""
+
+    def __init__(self, source_lang: str, target_lang: str, latency: BatchLatency) -> None:
+        super().__init__(source_lang, target_lang)
+        self.latency = latency
+
+    def batch_delay_s(self, batch_size: int) -> float:
+        return self.latency.seconds(batch_size)

@@ -129,12 +129,6 @@ def phrase_table(probs: torch.Tensor, ngrams: tuple[int, ...], n_max: int) -> to
     return table
 
 
-def interleave_streams(bigram: torch.Tensor, unigram: torch.Tensor) -> torch.Tensor:
-    """(B, T, C) twice -> (B, 2T, C): row 2t is the bigram-query output at t, row 2t+1 the unigram one."""
-    b, t, c = unigram.shape
-    return torch.stack([bigram, unigram], dim=2).reshape(b, 2 * t, c)  # (B, 2T, C)
-
-
 def strided_merge_windows(interleaved: torch.Tensor, window: int) -> torch.Tensor:
     """Windows of the strided merge convolution ("Phrase-Based Attentions", eq. 17): (B, 2T, C) -> (B, T, window·C).
 

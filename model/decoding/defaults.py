@@ -10,7 +10,7 @@ from __future__ import annotations
 
 BEAM_SIZE = 5
 N_BEST = 1
-# score = log P(y|x) / |y|**LENGTH_PENALTY, |y| counting EOS (model.beam_search)
+# score = log P(y|x) / |y|**LENGTH_PENALTY, |y| counting EOS (model.decoding.beam_search)
 LENGTH_PENALTY = 1.0
 MAX_LENGTH_RATIO = 1.5
 MAX_LENGTH_OFFSET = 10

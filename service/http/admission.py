@@ -1,11 +1,10 @@
 """A bound on the requests being served at once (``max_connections``): beyond it, 503 at once.
 
 Why not uvicorn's ``limit_concurrency``: it refuses every request while that many CONNECTIONS
-are open, idle ones included, and uvicorn never closes a connection that has sent nothing. On a
-server started with a limit of 150, one client holding 150 silent sockets made every request
-(/health/ready too) a bare 503 for as long as it liked; and a burst of more connections than the
-limit, all open before the first request was read, was refused whole, not served up to the
-limit. Counted here instead: requests the app is serving, so idle sockets cost nothing, the
+are open, idle ones included, and uvicorn never closes a connection that has sent nothing: one
+client holding ``limit`` silent sockets would make every request (/health/ready too) a bare 503
+for as long as it likes, and a burst of more connections than the limit, all open before the
+first request is read, would be refused whole, not served up to the limit. Counted here instead: requests the app is serving, so idle sockets cost nothing, the
 first ``limit`` requests of a burst are served, and each refusal carries ``Retry-After`` and
 is counted (reason ``overloaded``) like every other.
 

@@ -2,15 +2,15 @@
 
 The forward model (source -> target) aligns its own translation; the reverse model (target ->
 source) is forced to read that translation and produce the source, and aligns the other way. The
-two sets of hard links are combined by grow-diag-final-and (model/symmetrisation.py): links both
+two sets of hard links are combined by grow-diag-final-and (model/alignments/symmetrisation.py): links both
 directions agree on, grown along the diagonal into words neither has yet, and finally links between
 two words still unaligned. Every link of the result weighs the same within its target word (the
 two directions' attention weights are not on one scale).
 """
 from __future__ import annotations
 
-from model.alignment import TokenAlignment, pharaoh
-from model.symmetrisation import grow_diag_final_and
+from model.alignments.word_alignment import TokenAlignment, pharaoh
+from model.alignments.symmetrisation import grow_diag_final_and
 
 
 def bidirectional_alignment(forward: TokenAlignment, reverse: TokenAlignment) -> TokenAlignment:

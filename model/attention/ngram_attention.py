@@ -1,6 +1,6 @@
 """What ConvKV and QueryK share: head structures, masks, interleaving, decoding state.
 
-A phrasal attention module splits its heads into groups (`phrasal_options.HeadGroup`): one
+A phrasal attention module splits its heads into groups (`ngram_options.HeadGroup`): one
 group per n-gram size for the homogeneous structure, one group of every head over all sizes
 for the heterogeneous and interleaved structures. A group attends, under one softmax per head,
 to the n-grams of its sizes laid out size-major (ngram.py): scores (…, T, G·S). The subclass
@@ -29,7 +29,7 @@ from torch import nn
 
 from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import dropout as dropout_if_training, masked_softmax, merge_heads
-from model.attention.ngram import (
+from model.attention.ngram_windows import (
     causal_key_mask,
     fused_ngram_conv,
     ngram_valid,
@@ -39,11 +39,11 @@ from model.attention.ngram import (
     spread_to_tokens,
     strided_merge_windows,
 )
-from model.attention.phrasal_options import (
+from model.attention.ngram_options import (
     HeadGroup,
     phrasal_spec,
     validate_phrasal_for_model,
-    validate_phrasal_options,
+    validate_ngram_options,
 )
 
 State = dict[str, torch.Tensor]
@@ -58,7 +58,7 @@ def qk_scale(dim: int) -> float:
     return 1.0 / math.sqrt(dim)
 
 
-class PhrasalAttention(AttentionModule):
+class NgramAttention(AttentionModule):
     """Base of the phrasal kinds; subclasses define `kind` and the hooks at the bottom."""
 
     kind = ""
@@ -92,7 +92,7 @@ class PhrasalAttention(AttentionModule):
 
     @classmethod
     def validate_options(cls, options: dict[str, Any], site: str) -> list[str]:
-        return validate_phrasal_options(cls.kind, options, site)
+        return validate_ngram_options(cls.kind, options, site)
 
     @classmethod
     def validate_for_model(cls, options: dict[str, Any], site: str, *, d_model: int, n_heads: int) -> list[str]:
