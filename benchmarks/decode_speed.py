@@ -9,6 +9,7 @@ library sets up per new shape, the second does not (--cudnn-attention on shows w
     python benchmarks/decode_speed.py --model-dir models/en-de --device cuda --batch-sizes 1,8,64
     python benchmarks/decode_speed.py --device cuda --batch-sizes "" --mixed-batches 40
     python benchmarks/decode_speed.py --device cpu --batch-sizes "" --reorder-bytes 8
+    python benchmarks/decode_speed.py --device cpu --dtype int8 --batch-sizes 32 --sentences 64 --profile
 
 --reorder-bytes B decodes the first B sentences as one batch and counts the bytes that the
 beam reorders copy (every state tensor a reorder returns that is not the one it was given),
@@ -18,6 +19,7 @@ every reorder would move.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import platform
 import random
@@ -41,7 +43,8 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default="1,8,64")
     parser.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--dtype", choices=["float32", "float16"], default=None)
+    parser.add_argument("--dtype", choices=["float32", "float16", "int8"], default=None,
+                        help="int8: the CPU fast path, linear layers int8 dynamically quantised (model/quantization.py)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--mixed-batches", type=int, default=0, help="batches of random sizes, timed on first sight and again")
@@ -53,8 +56,16 @@ def main() -> None:
     avoid_per_shape_attention_plans(device)
     if args.cudnn_attention == "on":
         torch.backends.cuda.enable_cudnn_sdp(True)
-    dtype = getattr(torch, args.dtype) if args.dtype else (torch.float16 if device.type == "cuda" else torch.float32)
+    int8 = args.dtype == "int8"
+    if int8 and device.type != "cpu":
+        parser.error("--dtype int8 runs on the CPU only")
+    dtype = torch.float32 if int8 else getattr(torch, args.dtype) if args.dtype else (torch.float16 if device.type == "cuda" else torch.float32)
     loaded = load_model_dir(args.model_dir, device=device, dtype=dtype)
+    if int8:
+        from model.quantization import quantize_int8
+
+        loaded = dataclasses.replace(loaded, model=quantize_int8(loaded.model))
+        dtype = "int8 (dynamic, linear layers)"
     with gzip.open(args.split, "rt", encoding="utf-8") as handle:
         texts = [line.strip() for _, line in zip(range(args.sentences), handle)]
     options = SearchOptions(beam_size=args.beam)

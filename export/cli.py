@@ -2,6 +2,7 @@
 
     python -m export onnx models/en-de exports/en-de-onnx
     python -m export onnx models/en-de exports/en-de-onnx-fp16 --dtype float16
+    python -m export onnx models/en-de exports/en-de-onnx-int8 --dtype int8
     python -m export torchscript models/en-de exports/en-de-ts
     python -m export ct2 models/en-de exports/en-de-ct2-int8 --quantization int8
     python -m export ct2 models/en-de exports/en-de-ct2-int8 --quantization int8 --min-bleu 90
@@ -10,7 +11,7 @@ Every target: check support -> build -> verify against eager PyTorch (on by defa
 --verify-sentences sentences of data/multi30k/<split>.<source lang>.gz) -> manifest.json.
 Criteria (export/verify.py): identical top hypotheses and scores within a tolerance (100 % for
 float32 graphs, >= 99 % for CTranslate2 float32 and float16 graphs); for quantised CTranslate2
-exports, corpus BLEU >= 85 of their output against eager float32 output. The manifest records
+exports and int8 ONNX graphs, corpus BLEU >= 85 of their output against eager float32 output. The manifest records
 the criterion, its threshold and the result; failing cases are printed.
 Criteria (cont.): float16 graphs are judged against the eager float16 model they were made
 from, with their agreement with eager float32 reported beside it.
@@ -31,7 +32,7 @@ from typing import Sequence
 from export.ct2_target import QUANTIZATIONS
 from model.decoding import defaults as decoding_defaults
 from export.errors import ExportError, VerificationFailed
-from export.pipeline import DTYPES, ExportRequest, run_export
+from export.pipeline import DTYPES, ONNX_DTYPES, ExportRequest, run_export
 from export.verify import CRITERIA, failure_lines, summary_line
 
 PROG = "phrasal-export"
@@ -68,9 +69,11 @@ _bleu = _number(float, 0.0, 100.0, what="a BLEU score in [0, 100]")
 
 # Target-specific options: (flags, argparse keywords). Every target reads the common ones.
 _DTYPE = (("--dtype",), {"choices": sorted(DTYPES), "default": "float32", "help": "weights and arithmetic of the graphs"})
+_ONNX_DTYPE = (("--dtype",), {"choices": ONNX_DTYPES, "default": "float32",
+                              "help": "weights and arithmetic of the graphs (int8: ONNX Runtime dynamic quantisation, CPU)"})
 TARGET_OPTIONS = {
     "onnx": ("encoder + decoder-step ONNX graphs (onnxruntime)",
-             [_DTYPE, (("--opset",), {"type": _positive_int, "help": "ONNX opset (default: the exporter's)"})]),
+             [_ONNX_DTYPE, (("--opset",), {"type": _positive_int, "help": "ONNX opset (default: the exporter's)"})]),
     "torchscript": ("traced encoder + decoder-step modules", [_DTYPE]),
     "ct2": ("CTranslate2 model (vanilla Transformer only)",
             [(("--quantization",), {"choices": QUANTIZATIONS, "default": "float32"})]),

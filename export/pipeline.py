@@ -19,6 +19,9 @@ from export.support import TARGETS, check_support
 from export.verify import BLEU_VS_EAGER, CRITERIA, Thresholds, default_thresholds, read_verify_set, verify
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
+# ONNX only: the float32 graphs dynamically quantised by ONNX Runtime (export/onnx_quantize.py).
+GRAPH_INT8 = "int8"
+ONNX_DTYPES = (*DTYPES, GRAPH_INT8)
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class ExportRequest:
     target: str
     model_dir: Path
     out_dir: Path
-    dtype: str = "float32"  # onnx / torchscript
+    dtype: str = "float32"  # onnx / torchscript; onnx also "int8"
     quantization: str = "float32"  # ct2
     opset: int | None = None  # onnx; None: the exporter's default
     device: str = "cpu"  # torchscript traces on it; verification runs on it
@@ -120,11 +123,15 @@ def _build(
 
         info = build_ct2(loaded.model, loaded.tokenizer, out, request.quantization)
     else:
+        if request.dtype == GRAPH_INT8 and request.target != "onnx":
+            raise ExportError(f"dtype int8 is for onnx exports (ONNX Runtime quantisation), not {request.target}")
+        if request.dtype not in (*DTYPES, GRAPH_INT8):
+            raise ExportError(f"dtype must be one of {', '.join(ONNX_DTYPES)}, got {request.dtype!r}")
         device = "cpu" if request.target == "onnx" else request.device
         if device == "cuda" and not torch.cuda.is_available():
             raise ExportError("--device cuda was asked for but torch sees no CUDA device")
         # A copy: the loaded model stays the float32 eager reference for verification.
-        model = copy.deepcopy(loaded.model).to(device=device, dtype=DTYPES[request.dtype]).eval()
+        model = copy.deepcopy(loaded.model).to(device=device, dtype=DTYPES.get(request.dtype, torch.float32)).eval()
         layout, reasons = check_support(model, request.target)
         if reasons:
             raise UnsupportedModel(request.target, reasons)
@@ -133,12 +140,16 @@ def _build(
             from export.onnx_target import build_onnx
 
             info = build_onnx(model, layout, out, request.opset)
+            if request.dtype == GRAPH_INT8:
+                from export.onnx_quantize import quantize_graphs_int8
+
+                info.update(quantize_graphs_int8(out, info["files"]))
         else:
             from export.torchscript_target import build_torchscript
 
             info = build_torchscript(model, layout, out)
-        if request.dtype != "float32":
-            reference = model
+        if request.dtype in DTYPES and request.dtype != "float32":
+            reference = model  # int8 graphs have no eager counterpart: judged against float32
     shutil.copyfile(loaded.path / TOKENIZER_FILE, out / TOKENIZER_FILE)
     exported = ExportedDir(out, request.target, loaded.config, loaded.source_lang, loaded.target_lang, request.options(), layout, {})
     return exported, info, reference

@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     # Which engine serves (service/runtime/factory.py). "torch" serves model_dirs; the others
     # serve export_dirs, written by `phrasal-export {onnx,torchscript,ct2}` (one per pair).
     backend: Literal["torch", "onnx", "torchscript", "ct2"] = "torch"
+    # Backend "torch" on the CPU: "int8" serves each model with its linear layers int8-quantised
+    # (model/quantization.py; 1.1-1.5x the float32 throughput by CPU time on the bundled model,
+    # results/engines_cpu.md) where the model directory's int8_verification.json says it
+    # passed (python -m export.int8_check MODEL_DIR); elsewhere float32, with a warning in the
+    # log. Off by default: int8 changes some translations (bundled en-de: 82 % identical).
+    cpu_quantization: Literal["none", "int8"] = "none"
     export_dirs: list[Path] = Field(
         default_factory=list, description="Exported model directories, for backend onnx / torchscript / ct2."
     )
@@ -154,6 +160,9 @@ class Settings(BaseSettings):
         problems = []
         if self.backend == "ct2" and (why := ct2_problem(self.length_penalty_form)) is not None:
             problems.append(f"backend 'ct2': {why}")
+        if self.cpu_quantization != "none" and self.backend != "torch":
+            problems.append(f"cpu_quantization={self.cpu_quantization} applies to backend torch; an {self.backend} export "
+                            "is quantised when it is made (python -m export onnx MODEL_DIR OUT --dtype int8)")
         if self.max_segments > self.max_queue:
             problems.append(f"max_queue ({self.max_queue}) must hold one full request (max_segments={self.max_segments})")
         for name, key in self.api_keys.items():

@@ -27,11 +27,13 @@ class RuntimeSpec:
     device: str = "auto"
     # Backend "torch" only: STATIC_DECODING ("auto", "on", "off"; service/runtime/torch_runtime.py).
     static_decoding: str = "auto"
+    cpu_quantization: str = "none"  # "torch" only: Settings.cpu_quantization
 
 
 def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
     module = BACKEND_MODULES.get(spec.backend)
     if module is None:
         raise ValueError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKEND_MODULES)}")
-    options = {"static_decoding": spec.static_decoding} if spec.backend == "torch" else {}
+    options = {"static_decoding": spec.static_decoding, "cpu_quantization": spec.cpu_quantization} \
+        if spec.backend == "torch" else {}
     return importlib.import_module(module).load_runtime(spec.path, spec.device, **options)

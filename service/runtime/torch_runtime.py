@@ -53,14 +53,20 @@ def has_native_phrases(model: Transformer) -> bool:
 class TorchRuntime(TranslationRuntime):
     backend = "torch"
 
-    def __init__(self, loaded: LoadedModel, device: torch.device, static_decoding: bool = False):
+    def __init__(self, loaded: LoadedModel, device: torch.device, model: Transformer | None = None,
+                 precision: str | None = None, static_decoding: bool = False):
+        """`model`: what decodes instead of the loaded model in its serving precision (the int8
+        copy of `cpu_model`); `precision` names it for logs."""
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.device = device
         self.source_lang = loaded.source_lang
         self.target_lang = loaded.target_lang
         # fp16 on GPU halves memory traffic; CPU kernels are fastest (and exact) in fp32.
-        self.model = loaded.model.to(device=device, dtype=torch.float16 if device.type == "cuda" else torch.float32)
+        if model is None:
+            model = loaded.model.to(device=device, dtype=torch.float16 if device.type == "cuda" else torch.float32)
+        self.model = model
+        self.precision = precision or ("float16" if device.type == "cuda" else "float32")
         # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
         self.max_source_tokens = loaded.config.max_positions - 2
         # Phrase maps come from the model's own phrase attention when it has one.
@@ -133,8 +139,31 @@ class TorchRuntime(TranslationRuntime):
         return generate(self.model, src, search, should_stop)
 
 
-def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto") -> TorchRuntime:
+def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str) -> tuple[Transformer | None, str, str | None]:
+    """The model to serve for ``settings.cpu_quantization``: (the int8 copy, "int8", None) when
+    int8 was asked for, runs on the CPU and the model directory's verification record says it
+    passed for these weights (export/int8_check.py); otherwise (None, the default precision, why not)."""
+    default = "float16" if device.type == "cuda" else "float32"
+    if quantization == "none":
+        return None, default, None
+    if device.type != "cpu":
+        return None, default, f"cpu_quantization={quantization} applies to the CPU only; serving {default} on {device}"
+    from export.int8_check import record_problem  # the verification record's reader
+
+    problem = record_problem(path, loaded)
+    if problem is not None:
+        return None, default, f"int8 not verified for {path}, serving {default}: {problem}"
+    from model.quantization import quantize_int8
+
+    return quantize_int8(loaded.model), quantization, None
+
+
+def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto",
+                 cpu_quantization: str = "none") -> TorchRuntime:
     resolved = resolve_device(device)
     loaded = load_model_dir(path, device="cpu")
-    log.info("loaded %s (%s-%s) on %s", path, loaded.source_lang, loaded.target_lang, resolved)
-    return TorchRuntime(loaded, resolved, use_static_decoding(static_decoding, resolved))
+    model, precision, refused = cpu_model(path, loaded, resolved, cpu_quantization)
+    if refused:
+        log.warning(refused)
+    log.info("loaded %s (%s-%s) on %s in %s", path, loaded.source_lang, loaded.target_lang, resolved, precision)
+    return TorchRuntime(loaded, resolved, model, precision, use_static_decoding(static_decoding, resolved))

@@ -134,6 +134,8 @@ def test_cli_refuses_an_unsupported_model_with_every_reason_and_exit_2(test_kind
         (["onnx", "{model}", "{out}", "--min-bleu", "90"],
          "--min-bleu does not apply: this export is verified by identical-top (choose the criterion with --criterion identical-top|bleu-vs-eager)"),
         (["onnx", "{model}", "{out}", "--quantization", "int8"], "unrecognized arguments: --quantization int8"),
+        (["torchscript", "{model}", "{out}", "--dtype", "int8"],
+         "argument --dtype: invalid choice: 'int8' (choose from 'float16', 'float32')"),
         (["onnx", "{model}", "{out}", "--verify-data", "{missing}"],
          "verification data {missing}/test_2016_flickr.en.gz not found; pass --verify-data DIR / --verify-split NAME, or --no-verify"),
         (["onnx", "{model}", "{model}/inside", "--no-verify"], "OUT_DIR {model}/inside must lie outside MODEL_DIR {model}"),

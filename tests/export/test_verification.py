@@ -33,6 +33,7 @@ def test_corpus_bleu_by_hand():
         ("ct2", "int8", Thresholds(BLEU_VS_EAGER, 0.99, 1e-1, 85.0)),
         ("ct2", "int8_float16", Thresholds(BLEU_VS_EAGER, 0.99, 1e-1, 85.0)),
         ("ct2", "float16", Thresholds(BLEU_VS_EAGER, 0.99, 1e-2, 85.0)),
+        ("onnx", "int8", Thresholds(BLEU_VS_EAGER, 0.99, 1e-1, 85.0)),
     ],
 )
 def test_default_criterion_by_target_and_precision(target, precision, expected):
