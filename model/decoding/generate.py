@@ -192,8 +192,14 @@ def generate(
     )
     if not phrases and not supervised:
         return with_finished_rows(backend, src, found) if forced else found
-    tokens = options.return_attention
-    result = [
+    result = with_named_rows(found, options.return_attention, supervised)
+    return with_finished_rows(backend, src, result) if forced else result
+
+
+def with_named_rows(found: list[list[Hypothesis]], tokens: bool, supervised: bool) -> list[list[PhrasalHypothesis]]:
+    """Hypotheses whose rows the search recorded by name ({"attention", "phrase_attention",
+    "supervised_attention"}) as PhrasalHypothesis; the token rows only when `tokens`."""
+    return [
         [
             PhrasalHypothesis(
                 h.tokens, h.score, h.log_prob, h.attention["attention"] if tokens else None,
@@ -207,7 +213,6 @@ def generate(
         ]
         for nbest in found
     ]
-    return with_finished_rows(backend, src, result) if forced else result
 
 
 def with_finished_rows(backend: TransformerBackend, src: torch.Tensor,

@@ -32,8 +32,8 @@ import torch
 
 from model.decoding.beam_search import Hypothesis, _validate as validate_search
 from model.decoding.finished_alignment import needs_forced_pass
-from model.decoding.generate import (PhrasalHypothesis, SearchCancelled, SearchOptions, StepBackend, TransformerBackend,
-                                    max_lengths, with_finished_rows)
+from model.decoding.generate import (SearchCancelled, SearchOptions, StepBackend, TransformerBackend,
+                                    max_lengths, with_finished_rows, with_named_rows)
 from model.decoder_state import DecoderState
 from model.decoding.static_buckets import BATCH_SIZES, Bucket, choose_bucket, round_up
 from model.decoding.static_search import StaticSearch
@@ -305,7 +305,8 @@ class StaticGenerator:
         for search in {id(s): s for s, _ in where}.values():
             mine = [b for b, (s, _) in enumerate(where) if s is search]
             for b, nbest in zip(mine, search.hypotheses([where[b][1] for b in mine], options.n_best,
-                                                        options.length_penalty, cut)):
+                                                        options.length_penalty, options.length_penalty_form,
+                                                        cut)):
                 found[b] = nbest
         phrases, supervised = options.return_phrase_attention, options.return_supervised_attention
         if not phrases and not supervised:
@@ -314,17 +315,4 @@ class StaticGenerator:
                     for h in nbest:
                         h.attention, h.final_attention = h.attention["attention"], h.final_attention["attention"]
             return found
-        tokens = options.return_attention
-        return [
-            [
-                PhrasalHypothesis(
-                    h.tokens, h.score, h.log_prob, h.attention["attention"] if tokens else None,
-                    h.final_attention["attention"] if tokens else None,
-                    phrase_attention=h.attention.get("phrase_attention"),
-                    supervised_attention=torch.cat([h.attention["supervised_attention"],
-                                                    h.final_attention["supervised_attention"][None]]) if supervised else None,
-                )
-                for h in nbest
-            ]
-            for nbest in found
-        ]
+        return with_named_rows(found, options.return_attention, supervised)

@@ -3,7 +3,7 @@
 The same search as `model.decoding.beam_search.beam_search` (its docstring states the rules: 2K
 candidates per sentence by one topk, EOS finishes a hypothesis only within the first K, at most
 K finished per sentence, a sentence stops when it has K, no live beam, or reached its max
-length; score = log_prob / len ** length_penalty), written so that every step is a fixed set of
+length; score = log_prob / lp(len), model/decoding/length_penalty.py), written so that every step is a fixed set of
 device ops on preallocated tensors:
 
 - no sentence leaves the batch within a step: a finished sentence turns inactive and its beams'
@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from model.decoding.beam_search import Hypothesis
+from model.decoding.length_penalty import length_normaliser
 
 _NEG_INF = float("-inf")
 
@@ -119,7 +120,7 @@ class StaticSearch:
         self.all_done.copy_(~self.active.any())
         return next_tokens.view(-1), (self.group_start + next_parent).view(-1)  # (B·K,) each
 
-    def hypotheses(self, sentences: list[int], n_best: int, length_penalty: float,
+    def hypotheses(self, sentences: list[int], n_best: int, length_penalty: float, length_penalty_form: str,
                    row_slices: dict[str, tuple[slice, ...]] | None = None) -> list[list[Hypothesis]]:
         """The n-best of the sentences at these positions, as `beam_search` returns them: host
         lists, sorted by score (ties in finishing order); attention rows (when recorded) cut by row_slices."""
@@ -151,6 +152,7 @@ class StaticSearch:
                     last = b * K + parents_at_end[b][i]
                     attention = {n: r[torch.arange(step), path][(slice(None), *cut.get(n, ()))] for n, r in recorded.items()}
                     final = {n: r[step, last][cut.get(n, ())] for n, r in recorded.items()}
-                found.append(Hypothesis(tokens, lp / (step + 1) ** length_penalty, lp, attention, final))
+                normaliser = length_normaliser(step + 1, length_penalty, length_penalty_form)  # len counts EOS
+                found.append(Hypothesis(tokens, lp / normaliser, lp, attention, final))
             out.append(sorted(found, key=lambda h: -h.score)[:n_best])
         return out

@@ -1,5 +1,6 @@
 """Static-state decoding (model/decoding/static_decoding.py) returns what the eager `generate` returns, for
 every attention kind and model family, on batches padded up to a bucket, with beam 1 and 5."""
+import dataclasses
 import math
 
 import pytest
@@ -119,6 +120,19 @@ def test_a_batch_that_fills_its_bucket_is_bit_for_bit_the_eager_search(name, bea
     src = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2]])  # (1, 8): the bucket (1, 8, ·) exactly
     static = StaticGenerator(model, batch_sizes=(1,))
     assert_same_hypotheses(generate(model, src, options), static.generate(src, options), atol=0.0)
+
+
+@pytest.mark.parametrize("form", ["power", "gnmt"])
+def test_static_search_ranks_with_the_eager_length_penalty(form):
+    """Scores are log P / lp(|y|) with the same lp as the eager search (model/decoding/length_penalty.py)."""
+    model = family_model("vanilla", seed=3)
+    options = dataclasses.replace(options_for(model, 5), length_penalty=0.6, length_penalty_form=form)
+    expected = generate(model, SRC, options)
+    got = StaticGenerator(model).generate(SRC, options)
+    assert_same_hypotheses(expected, got)
+    h = got[0][0]
+    lp = (len(h.tokens) + 1) ** 0.6 if form == "power" else ((5 + len(h.tokens) + 1) / 6) ** 0.6
+    assert math.isclose(h.score, h.log_prob / lp, rel_tol=1e-12)
 
 
 def test_a_bucket_serves_batch_after_batch():
