@@ -105,9 +105,9 @@ def validate_supervised_alignment(options: Any, config: Any) -> list[str]:
 
 
 def _ngram_head_problems(config: Any, head: int) -> list[str]:
-    from model.attention.ngram_options import phrasal_spec
+    from model.attention.ngram_options import ngram_spec
 
-    spec = phrasal_spec(dict(config.cross_attention.options), config.n_heads)
+    spec = ngram_spec(dict(config.cross_attention.options), config.n_heads)
     if len(spec.groups) == 1:
         return []  # heterogeneous / interleaved: every head attends to every size
     sizes = [group.ngrams for group in spec.groups for _ in range(group.heads)]

@@ -1,6 +1,6 @@
 """What ConvKV and QueryK share: head structures, masks, interleaving, decoding state.
 
-A phrasal attention module splits its heads into groups (`ngram_options.HeadGroup`): one
+An n-gram attention module splits its heads into groups (`ngram_options.HeadGroup`): one
 group per n-gram size for the homogeneous structure, one group of every head over all sizes
 for the heterogeneous and interleaved structures. A group attends, under one softmax per head,
 to the n-grams of its sizes laid out size-major (ngram.py): scores (…, T, G·S). The subclass
@@ -43,8 +43,8 @@ from model.attention.ngram_windows import (
 )
 from model.attention.ngram_options import (
     HeadGroup,
-    phrasal_spec,
-    validate_phrasal_for_model,
+    ngram_spec,
+    validate_ngram_for_model,
     validate_ngram_options,
 )
 
@@ -61,13 +61,13 @@ def qk_scale(dim: int) -> float:
 
 
 class NgramAttention(AttentionModule):
-    """Base of the phrasal kinds; subclasses define `kind` and the hooks at the bottom."""
+    """Base of the n-gram attention kinds; subclasses define `kind` and the hooks at the bottom."""
 
     kind = ""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, site: str, options: dict[str, Any]):
         super().__init__()
-        self.spec = phrasal_spec(options, n_heads)
+        self.spec = ngram_spec(options, n_heads)
         self.d_model = d_model
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
@@ -102,7 +102,7 @@ class NgramAttention(AttentionModule):
 
     @classmethod
     def validate_for_model(cls, options: dict[str, Any], site: str, *, d_model: int, n_heads: int) -> list[str]:
-        return validate_phrasal_for_model(cls.kind, options, site, n_heads)
+        return validate_ngram_for_model(cls.kind, options, site, n_heads)
 
     # -- full pass ------------------------------------------------------------------------
     def forward(

@@ -1,4 +1,4 @@
-"""The options schema of the phrasal attention kinds (`convkv`, `queryk`), validated in full.
+"""The options schema of the n-gram attention kinds (`convkv`, `queryk`), validated in full.
 
     {"kind": "queryk", "options": {"structure": "heterogeneous", "ngrams": [1, 2, 3]}}
     {"kind": "convkv", "options": {"structure": "homogeneous", "ngrams": [1, 2], "heads_per_ngram": [2, 2]}}
@@ -47,7 +47,7 @@ class HeadGroup:
 
 
 @dataclass(frozen=True)
-class PhrasalSpec:
+class NgramSpec:
     structure: str
     ngrams: tuple[int, ...]
     groups: tuple[HeadGroup, ...]
@@ -110,7 +110,7 @@ def validate_ngram_options(kind: str, options: dict[str, Any], site: str) -> lis
     return problems
 
 
-def validate_phrasal_for_model(kind: str, options: dict[str, Any], site: str, n_heads: int) -> list[str]:
+def validate_ngram_for_model(kind: str, options: dict[str, Any], site: str, n_heads: int) -> list[str]:
     """The problems that need the model's head count (options already valid on their own)."""
     if options["structure"] != "homogeneous":
         return []
@@ -126,7 +126,7 @@ def validate_phrasal_for_model(kind: str, options: dict[str, Any], site: str, n_
     return []
 
 
-def phrasal_spec(options: dict[str, Any], n_heads: int) -> PhrasalSpec:
+def ngram_spec(options: dict[str, Any], n_heads: int) -> NgramSpec:
     """The head layout of valid options (see `validate_ngram_options`)."""
     structure = options["structure"]
     ngrams = tuple(options.get("ngrams", DEFAULT_NGRAMS))
@@ -135,4 +135,4 @@ def phrasal_spec(options: dict[str, Any], n_heads: int) -> PhrasalSpec:
         groups = tuple(HeadGroup(h, (n,)) for h, n in zip(split, ngrams))
     else:
         groups = (HeadGroup(n_heads, ngrams),)
-    return PhrasalSpec(structure, ngrams, groups, options.get("edge", PAPER_EDGE[structure]))
+    return NgramSpec(structure, ngrams, groups, options.get("edge", PAPER_EDGE[structure]))

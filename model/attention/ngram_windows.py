@@ -1,4 +1,4 @@
-"""Pure n-gram window math shared by the phrasal attention kinds (no parameters here).
+"""Pure n-gram window math shared by the n-gram attention kinds (no parameters here).
 
 Conventions (Nguyen & Joty, "Phrase-Based Attentions", §3.1: convolutions left zero-padded so
 that there is one n-gram per position):
@@ -8,7 +8,7 @@ that there is one n-gram per position):
 - Several n-gram sizes are laid out "size-major": a tensor (…, G, S) holds, at [g, s], the
   n-gram of size ngrams[g] that ends at s; flattened it is (…, G·S).
 
-Which n-grams exist (the mask rule), chosen by the option `edge` (phrasal_options.py):
+Which n-grams exist (the mask rule), chosen by the option `edge` (ngram_options.py):
 
 - Source side (encoder self-attention keys and queries, cross-attention keys), edge "inside":
   an n-gram is valid only when all its n rows are real tokens: it starts at 0 or later and

@@ -4,7 +4,7 @@ this file imports none."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from service.runtime.base import TranslationRuntime
@@ -25,9 +25,10 @@ class RuntimeSpec:
     backend: str
     path: Path
     device: str = "auto"
-    # Backend "torch" only: STATIC_DECODING ("auto", "on", "off"; service/runtime/torch_runtime.py).
-    static_decoding: str = "auto"
-    cpu_quantization: str = "none"  # "torch" only: Settings.cpu_quantization
+    # Backend "torch" only, by keyword (two strings side by side are easy to swap):
+    # STATIC_DECODING ("auto", "on", "off") and CPU_QUANTIZATION ("none", "int8"); Settings checks both.
+    static_decoding: str = field(default="auto", kw_only=True)
+    cpu_quantization: str = field(default="none", kw_only=True)
 
 
 def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:

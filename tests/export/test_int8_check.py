@@ -110,7 +110,7 @@ def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory
     path.mkdir()
     for file in source.iterdir():
         (path / file.name).write_bytes(file.read_bytes())
-    spec = RuntimeSpec("torch", path, "cpu", "int8")  # what service/app.py makes of PHRASAL_CPU_QUANTIZATION
+    spec = RuntimeSpec("torch", path, "cpu", cpu_quantization="int8")  # what service/app.py makes of PHRASAL_CPU_QUANTIZATION
     with caplog.at_level("WARNING", logger="service.runtime.torch"):
         runtime = load_runtime(spec)
     assert runtime.precision == "float32" and runtime.model is not None
