@@ -76,8 +76,8 @@ PLANTED = [
     Planted(
         "beam length normalisation stops counting EOS",
         "model/decoding/beam_search.py",
-        "length = step + 1  # generated tokens counting EOS",
-        "length = max(step, 1)",
+        "normaliser = length_normaliser(step + 1, length_penalty, length_penalty_form)  # len counts EOS",
+        "normaliser = length_normaliser(max(step, 1), length_penalty, length_penalty_form)",
         ("tests/model/test_beam_search.py",),
     ),
     Planted(
@@ -127,12 +127,15 @@ PLANTED = [
 # Mutants no test can kill because no input tells them apart from the original:
 # (file, line, column, description) -> why. `--list` prints the keys.
 EQUIVALENT: dict[tuple[str, int, int, str], str] = {
-    ("model/decoding/beam_search.py", 143, 60, "True -> False"):
+    ("model/decoding/beam_search.py", 176, 60, "True -> False"):
         "argsort(stable=False) of the 2K <= 32 EOS flags per row: torch's CPU sort of so few elements keeps "
         "equal keys in order anyway, so no input here tells it from stable=True (on CUDA it could differ)",
-    ("model/decoding/beam_search.py", 165, 46, "< -> <="):
+    ("model/decoding/beam_search.py", 201, 46, "< -> <="):
         "at step == max_len every non-EOS candidate is forced to -inf, so `alive` is already False: the "
         "step < max_len test never decides",
+    ("model/attention/functional.py", 79, 49, "> -> >="):
+        "F.dropout(x, 0.0, True) returns x itself in torch 2.13, so p = 0 in training gives the same "
+        "object either way; what the test cannot see is the one dispatch it costs",
     ("model/attention/queryk.py", 51, 20, "-x -> x"):
         "k is always 4-D (B, h, S, dh): k.shape[2] is k.shape[-2]",
     ("model/attention/queryk.py", 52, 18, "1 -> 0"):

@@ -5,7 +5,8 @@ import math
 
 import torch
 
-from model.attention.functional import attention_mask, dropout, merge_heads, scaled_dot_product_probs, split_heads
+from model.attention.functional import (attention_mask, dropout, masked_softmax, merge_heads, scaled_dot_product_probs,
+                                        split_heads)
 
 
 def test_split_heads_puts_consecutive_channels_in_one_head_and_merge_undoes_it():
@@ -52,6 +53,42 @@ def test_masked_keys_get_zero_and_a_fully_masked_query_gets_zeros_not_nan():
     mask = torch.tensor([[[[True, False], [False, False]]]])
     probs = scaled_dot_product_probs(q, k, mask)
     assert probs.tolist() == [[[[1.0, 0.0], [0.0, 0.0]]]]
+
+
+def _softmax(values):
+    exps = [math.exp(v) for v in values]
+    return [e / sum(exps) for e in exps]
+
+
+def test_masked_softmax_hides_the_true_entries_and_computes_in_float32():
+    # (1, 2, 3): the softmax runs over the last axis, not over the rows.
+    scores = torch.tensor([[[1.0, 5.0, 2.0], [0.5, 0.0, -1.0]]], dtype=torch.float16)
+    hidden = torch.tensor([[[False, True, False], [False, False, False]]])
+    probs = masked_softmax(scores, hidden)
+    assert probs.dtype == torch.float32
+    a, c = _softmax([1.0, 2.0])
+    torch.testing.assert_close(probs[0, 0], torch.tensor([a, 0.0, c]), atol=1e-7, rtol=0)
+    torch.testing.assert_close(probs[0, 1], torch.tensor(_softmax([0.5, 0.0, -1.0])), atol=1e-7, rtol=0)
+    # No mask: the plain softmax, in float32 too.
+    plain = masked_softmax(scores, None)
+    assert plain.dtype == torch.float32
+    torch.testing.assert_close(plain[0, 0], torch.tensor(_softmax([1.0, 5.0, 2.0])), atol=1e-7, rtol=0)
+    # The mask broadcasts: one row of it hides the same entry in every row of scores.
+    a, c = _softmax([0.5, -1.0])
+    torch.testing.assert_close(masked_softmax(scores, hidden[:, :1])[0, 1], torch.tensor([a, 0.0, c]), atol=1e-7, rtol=0)
+
+
+def test_masked_softmax_gives_an_all_hidden_row_zeros_and_a_finite_gradient_when_told_it_may_be_empty():
+    scores = torch.tensor([[[1.0, 2.0, 0.0], [3.0, 4.0, 1.0]]], requires_grad=True)  # (1, 2, 3)
+    hidden = torch.tensor([[[True, True, True], [True, False, False]]])
+    probs = masked_softmax(scores, hidden, may_be_empty=True)
+    b, c = _softmax([4.0, 1.0])
+    torch.testing.assert_close(probs, torch.tensor([[[0.0, 0.0, 0.0], [0.0, b, c]]]), atol=1e-7, rtol=0)
+    probs[0, 0].sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    assert scores.grad.abs().sum() == 0  # the empty row is a constant 0
+    # Without the promise no row is checked: an all-hidden row is the softmax of -inf, NaN.
+    assert torch.isnan(masked_softmax(scores.detach(), hidden)[0, 0]).all()
 
 
 def test_dropout_is_the_identity_unless_training_with_p_above_zero():

@@ -424,6 +424,18 @@ def test_return_attention_needs_every_named_row():
                     max_lengths=torch.tensor([3]), return_attention=True)
 
 
+def test_a_named_row_without_a_source_axis_is_refused():
+    class FlatNamed(ScriptedDecoder):
+        def step(self, tokens):
+            log_probs, attn = super().step(tokens)
+            return log_probs, {"tokens": attn, "per_row": attn[:, 0]}  # (2,): one number a row, no S
+
+    with pytest.raises(ValueError, match=r"return_attention=True needs decoder.step to return attention \(2, S\), got "
+                                         r"\{'tokens': \(2, 5\), 'per_row': \(2,\)\}"):
+        beam_search(FlatNamed([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
+                    max_lengths=torch.tensor([3]), return_attention=True)
+
+
 def test_log_probs_with_the_wrong_number_of_rows_are_refused():
     class ShortDecoder(ScriptedDecoder):
         def step(self, tokens):
