@@ -5,7 +5,7 @@ an execution plan the first time it sees each new combination of shapes. Serving
 see new shapes all the time: every batch size, source length and decoding step is one. On the
 H100 device (torch 2.11, CUDA 13) that made the first pass over 40 mixed batches of the bundled
 model take 30.6 s against 3.5 s once the plans were cached, and 3.6 s with cuDNN attention off
-(`benchmarks/shape_churn.py`, results/decode_cuda.md). The flash, memory-efficient and math
+(`benchmarks/decode_speed.py --mixed-batches 40 --cudnn-attention on|off`, results/decode_cuda.md). The flash, memory-efficient and math
 kernels have no per-shape set-up, so cuDNN's is switched off wherever our models run on CUDA.
 """
 from __future__ import annotations
