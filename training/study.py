@@ -184,6 +184,10 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
                    "--batch-size", str(spec.evaluate.batch_size), "--device", spec.device, "--out", str(hyps), "--json"]
         if spec.evaluate.limit is not None:
             command += ["--limit", str(spec.evaluate.limit)]
+        if spec.evaluate.length_penalty is not None:
+            command += ["--length-penalty", str(spec.evaluate.length_penalty)]
+        if spec.evaluate.length_penalty_form is not None:
+            command += ["--length-penalty-form", spec.evaluate.length_penalty_form]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]

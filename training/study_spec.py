@@ -22,6 +22,9 @@ training CLI arguments (e.g. ["--init", "models/en-de"]); `model` is the model d
 run directory that is scored ("model" for `train`, "models/SRC-TGT" for `train-symmetric`); `init`
 names another run of the study whose model, of the same seed, the run starts from (`train --init`):
 the job waits until that one is trained, and every seed of the run must be a seed of that run.
+`evaluate.length_penalty` / `evaluate.length_penalty_form` score every run with one length
+penalty (decoding held fixed across systems); left out, each model decodes as its own recipe says
+(`decode_length_penalty[_form]`: the phrasal recipes GNMT 0.6, the baseline |y|^1).
 Relative paths are read from the directory the runner is started in.
 """
 from __future__ import annotations
@@ -31,10 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.decoding.length_penalty import FORMS
+
 COMMANDS = ("train", "train-symmetric")
 _STUDY_KEYS = {"name", "out", "parallel", "time_limit_s", "seeds", "device", "set", "evaluate", "runs"}
 _RUN_KEYS = {"name", "recipe", "seeds", "set", "args", "command", "model", "init"}
-_EVALUATE_KEYS = {"splits", "beam", "baseline", "data_dir", "bootstrap_samples", "batch_size", "limit"}
+_EVALUATE_KEYS = {"splits", "beam", "baseline", "data_dir", "bootstrap_samples", "batch_size", "limit", "length_penalty",
+                  "length_penalty_form"}
 
 
 class StudyError(ValueError):
@@ -64,6 +70,10 @@ class EvaluateSpec:
     bootstrap_samples: int = 1000
     batch_size: int = 64
     limit: int | None = None  # first N sentences of each split (a reduced study)
+    # One length penalty for every run (a comparison that holds decoding fixed); None: each model
+    # decodes as its own recipe says (the papers' systems as their papers decode them).
+    length_penalty: float | None = None
+    length_penalty_form: str | None = None
 
 
 @dataclass(frozen=True)
@@ -241,7 +251,13 @@ def _parse_evaluate(raw: Any, names: list[str], problems: list[str]) -> Evaluate
     if not isinstance(data_dir, str):
         problems.append("evaluate.data_dir must be a directory path")
         data_dir = str(default.data_dir)
-    return EvaluateSpec(tuple(splits), beam, baseline, Path(data_dir), samples, batch_size, limit)
+    penalty = raw.get("length_penalty")
+    if penalty is not None and (isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or penalty < 0):
+        problems.append("evaluate.length_penalty must be a number >= 0")
+    form = raw.get("length_penalty_form")
+    if form is not None and form not in FORMS:
+        problems.append(f"evaluate.length_penalty_form must be one of {', '.join(FORMS)}, got {form!r}")
+    return EvaluateSpec(tuple(splits), beam, baseline, Path(data_dir), samples, batch_size, limit, penalty, form)
 
 
 def load_study(path: str | Path) -> StudySpec:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from training.study import main as study_main
-from training.study import train_command, train_jobs
+from training import study as study_module
+from training.study import evaluate_job, train_command, train_jobs
 from training.study_report import collect, paired_bootstrap_p, render_markdown
 from training.study_spec import StudyError, parse_study
 
@@ -32,7 +33,7 @@ def spec_for(tmp_path, **changes):
 def test_every_problem_of_a_study_file_is_reported_at_once(tmp_path):
     with pytest.raises(StudyError) as error:
         parse_study({"name": "", "out": "x", "parallel": 0, "colour": 1, "seeds": [1, 1],
-                     "evaluate": {"baseline": "nope", "beam": 0},
+                     "evaluate": {"baseline": "nope", "beam": 0, "length_penalty": -1, "length_penalty_form": "exp"},
                      "runs": [{"name": "a", "recipe": str(tmp_path / "missing.json")},
                               {"name": "a", "recipe": SMOKE, "command": "fly"},
                               {"name": "b", "recipe": SMOKE, "command": "train-symmetric"}]}, "study.json")
@@ -47,7 +48,33 @@ def test_every_problem_of_a_study_file_is_reported_at_once(tmp_path):
         "run name 'a' is used twice",
         "evaluate.beam must be a positive integer",
         "evaluate.baseline 'nope' is not a run name (a, a, b)",
+        "evaluate.length_penalty must be a number >= 0",
+        "evaluate.length_penalty_form must be one of power, gnmt, got 'exp'",
     ]
+
+
+def scoring_commands(spec, monkeypatch) -> list[list[str]]:
+    seen = []
+
+    def fake_run(command, **kwargs):
+        seen.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout="{}", stderr="")
+
+    monkeypatch.setattr(study_module.subprocess, "run", fake_run)
+    for run in spec.runs:
+        evaluate_job(spec, run, run.seeds[0], deadline=None)
+    return seen
+
+
+def test_scoring_decodes_every_run_with_the_studys_length_penalty_when_it_names_one(tmp_path, monkeypatch):
+    fixed = spec_for(tmp_path, evaluate={"splits": ["test_2016_flickr"], "baseline": "base",
+                                         "length_penalty": 0.6, "length_penalty_form": "gnmt"})
+    commands = scoring_commands(fixed, monkeypatch)
+    assert len(commands) == 2
+    assert all(c[-4:] == ["--length-penalty", "0.6", "--length-penalty-form", "gnmt"] for c in commands)
+    # Without one, each model decodes as its own recipe says (training/evaluate.py reads it).
+    own = spec_for(tmp_path / "own")
+    assert not any("--length-penalty" in c or "--length-penalty-form" in c for c in scoring_commands(own, monkeypatch))
 
 
 def test_jobs_are_seed_major_so_a_short_study_has_one_seed_of_everything(tmp_path):
