@@ -133,9 +133,6 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
     ("model/decoding/beam_search.py", 201, 46, "< -> <="):
         "at step == max_len every non-EOS candidate is forced to -inf, so `alive` is already False: the "
         "step < max_len test never decides",
-    ("model/attention/functional.py", 79, 49, "> -> >="):
-        "F.dropout(x, 0.0, True) returns x itself in torch 2.13, so p = 0 in training gives the same "
-        "object either way; what the test cannot see is the one dispatch it costs",
     ("model/attention/queryk.py", 51, 20, "-x -> x"):
         "k is always 4-D (B, h, S, dh): k.shape[2] is k.shape[-2]",
     ("model/attention/queryk.py", 52, 18, "1 -> 0"):
@@ -152,7 +149,7 @@ EQUIVALENT: dict[tuple[str, int, int, str], str] = {
         "q.split([w], dim=-1) of the one group's width is [q]: the shortcut only saves a call",
     ("model/attention/functional.py", 45, 57, "-x -> x"):
         "k is 4-D (B, H, S, dh): k.transpose(2, -1) is k.transpose(-2, -1)",
-    ("model/attention/functional.py", 57, 49, "> -> >="):
+    ("model/attention/functional.py", 79, 49, "> -> >="):
         "F.dropout(x, 0.0, True) returns x itself: the early exit for p = 0 only saves a dispatch",
     ("model/model_dir.py", 34, 18, "True -> False"):
         "frozen only forbids assigning to LoadedModel's fields, which no code does; a test of that would "
