@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gzip
-import platform
 import random
 import statistics
 import time
 
 import torch
 
+from host import cpu_name  # benchmarks/host.py: the script's own folder is on sys.path
 from model.decoding import defaults as decoding_defaults
 from model.model_dir import load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
@@ -37,15 +37,9 @@ from model.decoder_state import DecoderState
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", default="models/en-de")
-    parser.add_argument("--split", default="data/multi30k/test_2016_flickr.en.gz")
-    parser.add_argument("--sentences", type=int, default=256)
-    parser.add_argument("--batch-sizes", default="1,8,64")
-    parser.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    add_decode_arguments(parser)
     parser.add_argument("--dtype", choices=["float32", "float16", "int8"], default=None,
                         help="int8: the CPU fast path, linear layers int8 dynamically quantised (model/quantization.py)")
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--mixed-batches", type=int, default=0, help="batches of random sizes, timed on first sight and again")
     parser.add_argument("--cudnn-attention", choices=["on", "off"], default="off", help="on: what the service avoids")
@@ -66,10 +60,9 @@ def main() -> None:
 
         loaded = dataclasses.replace(loaded, model=quantize_int8(loaded.model))
         dtype = "int8 (dynamic, linear layers)"
-    with gzip.open(args.split, "rt", encoding="utf-8") as handle:
-        texts = [line.strip() for _, line in zip(range(args.sentences), handle)]
+    texts = read_sentences(args.split, args.sentences)
     options = SearchOptions(beam_size=args.beam)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences")
     for batch_size in [int(b) for b in args.batch_sizes.split(",") if b]:
         batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
@@ -149,6 +142,22 @@ def count_reorder_bytes(loaded, texts: list[str], options: SearchOptions, device
     print(f"reorder bytes, {len(texts)} sentences, beam {options.beam_size}, {len(counts)} reorders: "
           f"copied {(shared + beams) / 1e6:.1f} MB (per-sentence tensors {shared / 1e6:.1f} MB, per-beam {beams / 1e6:.1f} MB); "
           f"copying every tensor would move {everything / 1e6:.1f} MB ({100 * (1 - (shared + beams) / max(1, everything)):.0f} % saved)")
+
+
+def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every decode-speed script times: a model, sentences of a split, batch sizes, beam, device, repeats."""
+    parser.add_argument("--model-dir", default="models/en-de")
+    parser.add_argument("--split", default="data/multi30k/test_2016_flickr.en.gz")
+    parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--batch-sizes", default="1,8,64")
+    parser.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--repeats", type=int, default=3)
+
+
+def read_sentences(split: str, count: int) -> list[str]:
+    with gzip.open(split, "rt", encoding="utf-8") as handle:
+        return [line.strip() for _, line in zip(range(count), handle)]
 
 
 def sync(device: torch.device) -> None:

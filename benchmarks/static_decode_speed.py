@@ -14,7 +14,6 @@ Appends a section to results/static_decode_<device>.md naming the machine.
 from __future__ import annotations
 
 import argparse
-import gzip
 import statistics
 import sys
 import time
@@ -25,8 +24,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's packages, from anywhere
 
+from decode_speed import add_decode_arguments, read_sentences, sync  # noqa: E402  (this folder is on sys.path)
 from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
-from model.decoding import defaults as decoding_defaults  # noqa: E402
 from model.model_dir import load_model_dir  # noqa: E402
 from model.attention.kernels import avoid_per_shape_attention_plans  # noqa: E402
 from model.decoding.cuda_graph_step import CudaGraphRunner  # noqa: E402
@@ -36,14 +35,8 @@ from model.decoding.static_decoding import StaticGenerator, eager_runner  # noqa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", default="models/en-de")
-    parser.add_argument("--split", default="data/multi30k/test_2016_flickr.en.gz")
-    parser.add_argument("--sentences", type=int, default=256)
-    parser.add_argument("--batch-sizes", default="1,8,64")
-    parser.add_argument("--beam", type=int, default=decoding_defaults.BEAM_SIZE)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    add_decode_arguments(parser)
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--check-every", type=int, default=4, help="steps between two reads of the finished flag")
     parser.add_argument("--out", type=Path, default=None, help="default: results/static_decode_<device>.md")
     args = parser.parse_args()
@@ -52,8 +45,7 @@ def main() -> None:
     avoid_per_shape_attention_plans(device)
     dtype = getattr(torch, args.dtype)
     loaded = load_model_dir(args.model_dir, device=device, dtype=dtype)
-    with gzip.open(args.split, "rt", encoding="utf-8") as handle:
-        texts = [line.strip() for _, line in zip(range(args.sentences), handle)]
+    texts = read_sentences(args.split, args.sentences)
     options = SearchOptions(beam_size=args.beam)
     machine = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     header = (f"{machine}, {args.model_dir}, {args.dtype}, torch {torch.__version__}, beam {args.beam}, "
@@ -91,11 +83,6 @@ def main() -> None:
     with out.open("a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n\n")
     print(f"appended to {out}")
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 if __name__ == "__main__":
