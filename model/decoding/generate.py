@@ -169,11 +169,9 @@ def generate(
         raise ValueError("this export returns no phrase attention, so it cannot give phrase alignments")
     config = backend.config
     k = options.beam_size
-    # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
-    # A head that reads the whole target gives its rows after the search (model/decoding/finished_alignment.py).
-    forced = options.return_supervised_attention and isinstance(backend, TransformerBackend) and \
-        needs_forced_pass(backend.model)
+    forced = rows_after_search(backend, options)
     supervised = options.return_supervised_attention and not forced
+    # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
     decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases, should_stop=should_stop,
                             supervised=supervised)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
@@ -190,10 +188,15 @@ def generate(
         length_penalty_form=options.length_penalty_form,
         return_attention=options.return_attention or phrases or supervised,
     )
-    if not phrases and not supervised:
-        return with_finished_rows(backend, src, found) if forced else found
-    result = with_named_rows(found, options.return_attention, supervised)
+    result = with_named_rows(found, options.return_attention, supervised) if phrases or supervised else found
     return with_finished_rows(backend, src, result) if forced else result
+
+
+def rows_after_search(backend: StepBackend, options: SearchOptions) -> bool:
+    """Whether the supervised rows asked for come from one forced pass after the search: a head
+    that reads the whole target has no row at a decoding step (model/decoding/finished_alignment.py)."""
+    return options.return_supervised_attention and isinstance(backend, TransformerBackend) and \
+        needs_forced_pass(backend.model)
 
 
 def with_named_rows(found: list[list[Hypothesis]], tokens: bool, supervised: bool) -> list[list[PhrasalHypothesis]]:

@@ -31,9 +31,8 @@ from dataclasses import replace
 import torch
 
 from model.decoding.beam_search import Hypothesis, _validate as validate_search
-from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import (SearchCancelled, SearchOptions, StepBackend, TransformerBackend,
-                                    max_lengths, with_finished_rows, with_named_rows)
+                                    max_lengths, rows_after_search, with_finished_rows, with_named_rows)
 from model.decoder_state import DecoderState
 from model.decoding.static_buckets import BATCH_SIZES, Bucket, choose_bucket, round_up
 from model.decoding.static_search import StaticSearch
@@ -193,10 +192,7 @@ class StaticGenerator:
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         """What `model.decoding.generate.generate(backend, src, options, should_stop)` returns, computed on
         a bucket's static state."""
-        # A head that reads the whole target has no step row: its rows come from one forced pass
-        # after the search, as in the eager path (model/decoding/finished_alignment.py).
-        forced = options.return_supervised_attention and isinstance(self.backend, TransformerBackend) and \
-            needs_forced_pass(self.backend.model)
+        forced = rows_after_search(self.backend, options)
         if forced:
             options = replace(options, return_supervised_attention=False)
         with self.lock:

@@ -115,7 +115,6 @@ class TorchRuntime(TranslationRuntime):
                 link_threshold=self.link_threshold if method == "supervised" else 0.0))
         return out
 
-
     def translate_until(
         self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
     ) -> list[list[Translation]]:
