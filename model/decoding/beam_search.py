@@ -13,6 +13,7 @@ from typing import Protocol
 import torch
 
 from model.decoding.length_penalty import FORMS, form_problem, length_normaliser
+from model.decoding.top_candidates import top_candidates
 
 _NEG_INF = float("-inf")
 
@@ -140,7 +141,7 @@ def beam_search(
     max_len_host = max_lengths.tolist()
     live = list(range(batch_size))  # sentence id of each live group of K rows, in row order
     tokens = torch.full((batch_size * K,), bos_id, dtype=torch.long, device=max_lengths.device)
-    scores = hist = attn_hist = max_len = not_eos = None
+    scores = hist = attn_hist = not_eos = None
     step = 0
     while True:
         log_probs, attn = decoder.step(tokens)
@@ -157,16 +158,21 @@ def beam_search(
             scores = torch.full((n, K), _NEG_INF, dtype=dtype, device=device)
             scores[:, 0] = 0.0
             hist = torch.empty((n, K, 0), dtype=torch.long, device=device)
-            max_len = max_lengths.to(device)
             not_eos = torch.arange(V, device=device) != eos_id  # (V,)
             if return_attention:
                 attn_hist = _map_rows(lambda a: a.new_empty((n, K, 0, *a.shape[1:])), attn)  # (n, K, t, S…)
 
-        # Sentences at their max length may only end: every non-EOS token gets -inf.
-        forced = (max_len <= step)[:, None, None] & not_eos  # (n, 1, V)
-        cand = (scores.unsqueeze(2) + log_probs.to(scores.dtype).view(n, K, V)).masked_fill(forced, _NEG_INF)
+        lp = log_probs.to(scores.dtype)
+        # Sentences at their max length may only end: every non-EOS token gets -inf. Which ones
+        # are is known on the host, and usually none is, so the (n·K, V) log-probs are only
+        # copied and masked at a sentence's last step.
+        at_limit = [gi for gi, s in enumerate(live) if max_len_host[s] <= step]
+        if at_limit:
+            rows = (torch.tensor(at_limit, dtype=torch.long, device=device).unsqueeze(1) * K
+                    + torch.arange(K, device=device)).view(-1)
+            lp = lp.index_put((rows,), lp[rows].masked_fill(not_eos, _NEG_INF))
         C = min(2 * K, K * V)
-        top_scores, top_idx = cand.view(n, K * V).topk(C, dim=1)  # (n, C), best first
+        top_scores, top_idx = top_candidates(scores, lp, C)  # (n, C), best first
         parent = top_idx // V  # (n, C) beam each candidate extends
         tok = top_idx % V
         is_eos = tok == eos_id
@@ -213,7 +219,6 @@ def beam_search(
             )  # (n', K, t+1, S…)
         scores = next_scores[kg]
         tokens = next_tokens[kg].view(-1)
-        max_len = max_len[kg]
         live = [live[gi] for gi in kept]
         step += 1
 

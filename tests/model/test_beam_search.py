@@ -486,3 +486,15 @@ def test_a_sentence_with_no_live_beam_left_is_not_decoded_further():
     assert [(h.tokens, h.score) for h in hyps] == [([], 0.0)]
     assert len(other) == 2
     assert decoder.row_counts == [4, 2, 2]  # sentence 0's rows leave after the first step
+
+
+@pytest.mark.parametrize("beam_size", [1, 5])
+def test_matches_unbatched_reference_with_a_blocked_vocabulary(beam_size):
+    # 2048 tokens: the search ranks candidates block by block (model/decoding/top_candidates.py).
+    tables = [_random_table(300 + seed, 2048) for seed in range(3)]
+    max_lengths = [1, 4, 6]
+    out, _ = run(tables, max_lengths, beam_size=beam_size, n_best=beam_size, length_penalty=1.0)
+    for tab, max_len, hyps in zip(tables, max_lengths, out):
+        ref = _reference_search(tab, beam_size, max_len, 1.0)
+        assert [h.tokens for h in hyps] == [r[0] for r in ref]
+        assert [h.score for h in hyps] == pytest.approx([r[1] for r in ref], rel=1e-5)
