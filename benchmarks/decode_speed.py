@@ -10,6 +10,12 @@ library sets up per new shape, the second does not (--cudnn-attention on shows w
     python benchmarks/decode_speed.py --device cuda --batch-sizes "" --mixed-batches 40
     python benchmarks/decode_speed.py --device cpu --batch-sizes "" --reorder-bytes 8
     python benchmarks/decode_speed.py --device cpu --dtype int8 --batch-sizes 32 --sentences 64 --profile
+    OMP_NUM_THREADS=1 python benchmarks/decode_speed.py --device cpu --dtype int8 --batch-sizes 32 --phases --allocator retain
+
+--phases splits each timing into the encoder, the decoder steps, the beam reorders and the rest
+(the search itself and generate's own work), and counts the process's minor page faults.
+--allocator retain keeps freed heap memory in the process (service/runtime/cpu_allocator.py, what
+the CPU torch runtime does); default leaves glibc as it is.
 
 --reorder-bytes B decodes the first B sentences as one batch and counts the bytes that the
 beam reorders copy (every state tensor a reorder returns that is not the one it was given),
@@ -22,8 +28,10 @@ import argparse
 import dataclasses
 import gzip
 import random
+import resource
 import statistics
 import time
+from typing import Any
 
 import torch
 
@@ -31,8 +39,9 @@ from host import cpu_name  # benchmarks/host.py: the script's own folder is on s
 from model.decoding import defaults as decoding_defaults
 from model.model_dir import load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
-from model.decoding.generate import SearchOptions, generate, source_batch
+from model.decoding.generate import SearchDecoder, SearchOptions, TransformerBackend, generate, source_batch
 from model.decoder_state import DecoderState
+from service.runtime.cpu_allocator import retain_freed_memory
 
 
 def main() -> None:
@@ -44,7 +53,12 @@ def main() -> None:
     parser.add_argument("--mixed-batches", type=int, default=0, help="batches of random sizes, timed on first sight and again")
     parser.add_argument("--cudnn-attention", choices=["on", "off"], default="off", help="on: what the service avoids")
     parser.add_argument("--reorder-bytes", type=int, default=0, metavar="B", help="bytes copied by beam reorders, one batch of B")
+    parser.add_argument("--phases", action="store_true", help="split the time into encoder, steps, reorders and search")
+    parser.add_argument("--allocator", choices=["default", "retain"], default="default",
+                        help="retain: keep freed heap memory (service/runtime/cpu_allocator.py)")
     args = parser.parse_args()
+    if args.allocator == "retain" and not retain_freed_memory():
+        parser.error("--allocator retain needs glibc")
 
     device = torch.device(args.device)
     avoid_per_shape_attention_plans(device)
@@ -63,18 +77,19 @@ def main() -> None:
     texts = read_sentences(args.split, args.sentences)
     options = SearchOptions(beam_size=args.beam)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
-    print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences")
+    print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences, "
+          f"{torch.get_num_threads()} threads, allocator {args.allocator}")
     for batch_size in [int(b) for b in args.batch_sizes.split(",") if b]:
         batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
         timings = []
         for repeat in range(args.repeats + 1):
-            sync(device)
-            start = time.perf_counter()
-            for batch in batches:
-                generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
-            sync(device)
+            with PhaseClock(device, enabled=args.phases and repeat > 0) as clock:
+                for batch in batches:
+                    generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
             if repeat:  # the first pass warms up kernels and the allocator
-                timings.append(time.perf_counter() - start)
+                timings.append(clock.seconds)
+                if args.phases:
+                    print(f"batch {batch_size:4d}, pass {repeat}: {clock.report()}")
         seconds = statistics.median(timings)
         print(f"batch {batch_size:4d}: {len(texts) / seconds:8.1f} sentences/s, {1000 * seconds / len(batches):8.1f} ms per batch")
     if args.mixed_batches:
@@ -98,6 +113,56 @@ def main() -> None:
         if steps:
             print(f"{len(top) / steps:.1f} top-level aten operators per decoding step "
                   f"({steps} steps of one batch of {len(batch)}, beam {args.beam})")
+
+
+class PhaseClock:
+    """Wall time of a block, and with `enabled` its split: the encoder (`TransformerBackend.encode`),
+    the decoder steps (`SearchDecoder.step`: the network and its log-softmax), the beam reorders
+    (`SearchDecoder.reorder`) and the rest (the search and generate's own work), plus the
+    process's minor page faults. On a GPU each phase is synchronised, which slows the whole."""
+
+    PHASES = (("encoder", TransformerBackend, "encode"), ("steps", SearchDecoder, "step"),
+              ("reorders", SearchDecoder, "reorder"))
+
+    def __init__(self, device: torch.device, enabled: bool):
+        self.device, self.enabled = device, enabled
+        self.spent = {name: 0.0 for name, _, _ in self.PHASES}
+        self.seconds = 0.0
+        self.faults = 0
+        self._saved: list[tuple[type, str, Any]] = []
+
+    def __enter__(self) -> "PhaseClock":
+        if self.enabled:
+            for name, owner, method in self.PHASES:
+                original = getattr(owner, method)
+                self._saved.append((owner, method, original))
+                setattr(owner, method, self._timed(name, original))
+        sync(self.device)
+        self._faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sync(self.device)
+        self.seconds = time.perf_counter() - self._start
+        self.faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - self._faults
+        for owner, method, original in self._saved:
+            setattr(owner, method, original)
+
+    def _timed(self, name: str, original):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            out = original(*args, **kwargs)
+            sync(self.device)
+            self.spent[name] += time.perf_counter() - start
+            return out
+
+        return timed
+
+    def report(self) -> str:
+        rest = self.seconds - sum(self.spent.values())
+        parts = [f"{name} {1000 * spent:.0f} ms" for name, spent in self.spent.items()]
+        return f"{1000 * self.seconds:.0f} ms: " + ", ".join(parts) + f", search and rest {1000 * rest:.0f} ms; {self.faults} page faults"
 
 
 def time_mixed_batches(loaded, texts: list[str], options: SearchOptions, device: torch.device, args) -> None:

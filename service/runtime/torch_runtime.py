@@ -18,6 +18,7 @@ from model.decoding.static_decoding import StaticGenerator
 from model.layers import has_phrases
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
+from service.runtime.cpu_allocator import retain_freed_memory
 from service.runtime.text_codec import translate_texts
 
 log = logging.getLogger("service.runtime.torch")
@@ -160,6 +161,8 @@ def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str
 def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto",
                  cpu_quantization: str = "none") -> TorchRuntime:
     resolved = resolve_device(device)
+    if resolved.type == "cpu" and not retain_freed_memory():
+        log.info("not glibc: the CPU decoder's freed memory goes back to the system at every step")
     loaded = load_model_dir(path, device="cpu")
     model, precision, refused = cpu_model(path, loaded, resolved, cpu_quantization)
     if refused:
