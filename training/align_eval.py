@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "instead of a layer's attention")
     p.add_argument("--row-column", action="store_true",
                    help="also score the forward matrix read both ways and symmetrised (what the service's "
-                        "supervised method returns)")
+                        "supervised method returns); with --reverse-model-dir also the reverse one and both "
+                        "combined by grow-diag-final-and (the service's bidirectional method)")
     p.add_argument("--link-threshold", type=float,
                    help="with --row-column: keep a symmetrised link only if p(i|j)·p(j|i) >= this "
                         "(model.alignments.symmetrisation.matrix_links); default: the supervised head's link_threshold "
@@ -200,6 +201,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         rows.update(symmetrised("", forward.hard, [am.transpose(links) for links in reverse.hard]))
     if args.row_column:
         rows["forward row+column"] = forward.symmetric
+        if args.reverse_model_dir is not None:
+            # What the service's "bidirectional" method returns (model/alignments/bidirectional.py):
+            # each direction's matrix read both ways, then the two link sets by grow-diag-final-and.
+            rows["reverse row+column"] = [am.transpose(links) for links in reverse.symmetric]
+            rows["bidirectional row+column"] = [
+                am.grow_diag_final_and(f, r) for f, r in zip(forward.symmetric, rows["reverse row+column"])]
     if forward.soft is not None:
         rows[f"forward soft>={args.soft_threshold:g}"] = forward.soft
     if args.reverse_model_dir is not None and reverse.soft is not None:

@@ -156,6 +156,25 @@ def test_cli_reports_what_the_pure_functions_compute(files, capsys):
     assert report["results"]["diagonal"]["recall"] == 1.0
 
 
+def test_bidirectional_row_is_the_services_combination(files, capsys):
+    # --row-column with a reverse model: each direction's matrix read both ways, then the two combined
+    # by grow-diag-final-and, as model/alignments/bidirectional.py does for the service.
+    code, out, err = cli(capsys, "--model-dir", files / "en-de", "--reverse-model-dir", files / "de-en",
+                         "--src", files / "src.en", "--tgt", files / "tgt.de", "--gold", files / "gold.txt",
+                         "--row-column", "--device", "cpu", "--json")
+    assert (code, err) == (0, "")
+    results = json.loads(out)["results"]
+    src, tgt = [s.split() for s in SRC], [t.split() for t in TGT]
+    forward = align_direction(load_model_dir(files / "en-de"), src, tgt).symmetric
+    reverse = [am.transpose(links) for links in align_direction(load_model_dir(files / "de-en"), tgt, src).symmetric]
+    gold, _, _ = am.read_gold(GOLD, 3)
+    assert list(results)[-3:] == ["forward row+column", "reverse row+column", "bidirectional row+column"]
+    assert results["reverse row+column"] == am.score(reverse, gold).to_dict()
+    both = [am.grow_diag_final_and(f, r) for f, r in zip(forward, reverse)]
+    assert results["bidirectional row+column"] == am.score(both, gold).to_dict()
+    assert both != forward and both != reverse  # the combination is neither direction alone here
+
+
 def test_cli_table(files, capsys):
     code, out, err = cli(capsys, "--model-dir", files / "en-de", "--src", files / "src.en", "--tgt", files / "tgt.de",
                          "--gold", files / "gold.txt", "--device", "cpu")
