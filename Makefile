@@ -4,7 +4,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
-MODEL_DIR ?= models/en-de-align2
+# One model directory per language pair served (space-separated): En->De and De->En, so that the
+# bidirectional word alignment is on offer (docs/alignment.md).
+MODEL_DIRS ?= models/en-de-align2 models/de-en-align
+comma := ,
+empty :=
+space := $(empty) $(empty)
 # docs/operations.md, "CPU threads": torch gets the cores minus one, the HTTP event loop keeps one.
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 OMP_NUM_THREADS ?= $(shell n=$(CORES); [ $$n -gt 1 ] && echo $$((n - 1)) || echo 1)
@@ -22,7 +27,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 serve: install
-	OMP_NUM_THREADS=$(OMP_NUM_THREADS) PHRASAL_MODEL_DIRS='["$(MODEL_DIR)"]' $(PY) -m service --host $(HOST) --port $(PORT)
+	OMP_NUM_THREADS=$(OMP_NUM_THREADS) PHRASAL_MODEL_DIRS='["$(subst $(space),"$(comma)",$(strip $(MODEL_DIRS)))"]' $(PY) -m service --host $(HOST) --port $(PORT)
 
 test: install
 	$(PY) -m pytest

@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     )
 
     model_dirs: list[Path] = Field(
-        default_factory=lambda: [Path("models/en-de-align2")],
+        default_factory=lambda: [Path("models/en-de-align2"), Path("models/de-en-align")],
         min_length=1,
         description="One model directory per language pair served.",
     )
@@ -70,8 +70,9 @@ class Settings(BaseSettings):
     # lp(|y|) = |y|^length_penalty ("power") or ((5+|y|)/6)^length_penalty ("gnmt", Wu et al. 2016
     # eq. 14) (model/decoding/length_penalty.py). Backend ct2 has only "power" and refuses "gnmt" at start.
     length_penalty_form: Literal["power", "gnmt"] = _DECODING.length_penalty_form  # type: ignore[assignment]
-    # Where word alignments come from when a request names no "alignment_method": "auto" = each
-    # model's best measured method (the supervised head where the model has one, else shift-att).
+    # Where word alignments come from when a request names no "alignment_method": "auto" = the best
+    # measured method: "bidirectional" where both directions of a pair are served with a supervised
+    # head, else each model's own (the supervised head where the model has one, else attention).
     alignment_method: Literal["auto", "attention", "shift", "supervised", "bidirectional"] = "auto"
 
     # Threads that run batches, per language pair. One is right for one GPU (see

@@ -83,16 +83,17 @@ def export_settings(backend: str, export_dir: Path) -> Settings:
 
 
 @contextmanager
-def served(settings: Settings) -> Iterator[Any]:
+def served(settings: Settings, pairs: tuple[str, ...] = ("en-de",)) -> Iterator[Any]:
     """A TestClient of the app serving `settings` through the default runtime factory, once the
-    model is loaded and ready; a model that fails to load fails here, with the reason."""
+    models are loaded and ready and serve exactly `pairs`; a model that fails to load fails here,
+    with the reason."""
     from service.app import create_app
     from tests.service.support import serving
 
     with serving(create_app(settings)) as client:
         health = client.get("/health/ready")
         assert health.status_code == 200, health.text
-        assert health.json()["pairs"] == ["en-de"]
+        assert health.json()["pairs"] == sorted(pairs)
         yield client
 
 

@@ -1,5 +1,5 @@
 """README.md's /translate examples are what the bundled model answers: each curl command's body is
-sent to the service serving its default model (models/en-de-align, as `make serve` does), and every value the README prints (texts, scores,
+sent to the service serving its default models (models/en-de-align2 and models/de-en-align, as `make serve` does), and every value the README prints (texts, scores,
 words and offsets, link weights, the Pharaoh string, phrase pairs) must be in the answer. A
 README that drifts from the model, or a model that drifts from the README, fails here.
 
@@ -52,7 +52,7 @@ def shown(value: Any) -> Any:
 def client():
     # The README shows what `make serve` answers: the service's default model directory.
     default = [REPO / path for path in Settings.model_fields["model_dirs"].default_factory()]
-    with served(torch_settings().model_copy(update={"model_dirs": default})) as test_client:
+    with served(torch_settings().model_copy(update={"model_dirs": default}), pairs=("en-de", "de-en")) as test_client:
         yield test_client
 
 

@@ -85,13 +85,13 @@ HEAD = {"layer": 0, "head": "added", "weight": 1.0}
 SOURCE = "Two dogs play in the snow."
 
 
-def _randomised(model):
+def _randomised(model, scale=3.0):
     # The added head starts near uniform; random weights make its links differ from the attention's.
     generator = torch.Generator().manual_seed(3)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if name.startswith("supervised_alignment."):
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 3)
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * scale)
     return model
 
 
@@ -198,6 +198,8 @@ def test_bidirectional_symmetrises_with_the_reverse_model(tmp_path, tiny_spm, he
     with serving(create_app(settings)) as client:
         forward = _ask(client, alignment_method="supervised").json()["translations"][0][0]
         both = _ask(client, alignment_method="bidirectional").json()["translations"][0][0]
+        # The reverse model has no supervised head, so "auto" stays with the forward head.
+        assert _ask(client).json()["translations"][0][0] == forward
     assert both["text"] == forward["text"]
     forward_runtime = TorchRuntime(load_model_dir(head_dir), torch.device("cpu"))
     reverse_runtime = TorchRuntime(load_model_dir(reverse_dir), torch.device("cpu"))
@@ -205,6 +207,25 @@ def test_bidirectional_symmetrises_with_the_reverse_model(tmp_path, tiny_spm, he
     mine = forward_runtime.translate([SOURCE], options)[0][0].alignment
     theirs = reverse_runtime.force_align([(forward["text"], SOURCE)], "attention")[0]
     assert both["alignment"]["pharaoh"] == bidirectional_alignment(mine, theirs).pharaoh
+
+
+def test_auto_is_bidirectional_when_both_directions_have_a_head(tmp_path, tiny_spm):
+    # Milder random heads than head_dir's, whose links here fall on pieces of no word.
+    forward_dir, reverse_dir = (
+        save_model_dir(tmp_path / pair, _randomised(tiny_model(seed=seed, supervised_alignment=HEAD), scale=1.0),
+                       tiny_spm, source_lang=pair[:2], target_lang=pair[3:])
+        for pair, seed in (("en-de", 0), ("de-en", 5)))
+    settings = Settings(model_dirs=[forward_dir, reverse_dir], device="cpu", max_length_offset=4,
+                        inference_process=False)
+    with serving(create_app(settings)) as client:
+        forward = _ask(client, alignment_method="supervised").json()["translations"][0][0]
+        both = _ask(client, alignment_method="bidirectional").json()["translations"][0][0]
+        assert both["alignment"] != forward["alignment"]  # the two methods differ here, so the test can tell
+        assert _ask(client).json()["translations"][0][0] == both
+    settings = Settings(model_dirs=[forward_dir, reverse_dir], device="cpu", max_length_offset=4,
+                        inference_process=False, alignment_method="supervised")
+    with serving(create_app(settings)) as client:
+        assert _ask(client).json()["translations"][0][0] == forward  # a server setting other than auto wins
 
 
 def test_the_inference_process_offers_the_same_methods(head_dir):
