@@ -103,16 +103,16 @@ def translations(client, body: dict[str, Any]) -> list[list[dict[str, Any]]]:
     return response.json()["translations"]
 
 
-def slice_bleu(client) -> dict[str, float]:
+def slice_bleu(client, source: str = "en", target: str = "de") -> dict[str, float]:
     """Cased and lowercased BLEU (sacreBLEU 13a, training.evaluate.score) of the top hypotheses
     for the first BLEU_SENTENCES sentences of BLEU_SPLIT, translated through /translate."""
     from training.evaluate import score
 
-    sources = read_lines(BLEU_SPLIT, "en", BLEU_SENTENCES)
-    references = read_lines(BLEU_SPLIT, "de", BLEU_SENTENCES)
+    sources = read_lines(BLEU_SPLIT, source, BLEU_SENTENCES)
+    references = read_lines(BLEU_SPLIT, target, BLEU_SENTENCES)
     hypotheses = []
     for start in range(0, len(sources), BLEU_REQUEST_TEXTS):
-        body = {"text": sources[start : start + BLEU_REQUEST_TEXTS], "source": "en", "target": "de"}
+        body = {"text": sources[start : start + BLEU_REQUEST_TEXTS], "source": source, "target": target}
         hypotheses += [nbest[0]["text"] for nbest in translations(client, body)]
     scores = score(hypotheses, references)
     return {"bleu": scores["bleu"]["score"], "bleu_lowercase": scores["bleu_lowercase"]["score"]}
