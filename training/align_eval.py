@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "instead of a layer's attention")
     p.add_argument("--row-column", action="store_true",
                    help="also score the forward matrix read both ways and symmetrised (what the service's "
-                        "supervised method returns); with --reverse-model-dir also the reverse one and both "
-                        "combined by grow-diag-final-and (the service's bidirectional method)")
+                        "supervised method returns); with --reverse-model-dir also the reverse one, the two "
+                        "link sets by grow-diag-final-and, and both directions' weights combined per link "
+                        "(the service's bidirectional method)")
     p.add_argument("--link-threshold", type=float,
                    help="with --row-column: keep a symmetrised link only if p(i|j)·p(j|i) >= this "
                         "(model.alignments.symmetrisation.matrix_links); default: the supervised head's link_threshold "
@@ -148,6 +149,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.eflomal_extra and "eflomal" not in args.reference:
         raise UsageError("--eflomal-extra needs --reference eflomal")
 
+    from model.alignments.bidirectional import agreement_links
     from model.model_dir import load_model_dir
     from training.data import read_lines, split_path
     from training.forced_alignment import align_direction
@@ -202,11 +204,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.row_column:
         rows["forward row+column"] = forward.symmetric
         if args.reverse_model_dir is not None:
-            # What the service's "bidirectional" method returns (model/alignments/bidirectional.py):
-            # each direction's matrix read both ways, then the two link sets by grow-diag-final-and.
             rows["reverse row+column"] = [am.transpose(links) for links in reverse.symmetric]
-            rows["bidirectional row+column"] = [
+            rows["gdfa of row+column sets"] = [
                 am.grow_diag_final_and(f, r) for f, r in zip(forward.symmetric, rows["reverse row+column"])]
+            # What the service's "bidirectional" method returns: both directions' word weights
+            # combined per link, read both ways (model/alignments/bidirectional.py).
+            rows["bidirectional"] = [
+                agreement_links(f, r, len(s), len(t))[0]
+                for f, r, s, t in zip(forward.rows, reverse.rows, source_words, target_words)]
     if forward.soft is not None:
         rows[f"forward soft>={args.soft_threshold:g}"] = forward.soft
     if args.reverse_model_dir is not None and reverse.soft is not None:

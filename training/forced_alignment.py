@@ -24,6 +24,7 @@ import torch
 
 from model.model_dir import LoadedModel
 from model.alignments.symmetrisation import matrix_links
+from model.alignments.word_alignment import soft_links as word_links
 from model.text.tokenizer import Span, Tokenizer
 from model.transformer import Transformer
 from training.alignment_metrics import AlignmentInputError, Link
@@ -44,6 +45,9 @@ class DirectionAlignments:
     soft: list[set[Link]] | None  # every link whose share of the target word's attention is >= threshold
     # the word matrix read both ways, symmetrised (model.alignments.symmetrisation.matrix_links)
     symmetric: list[set[Link]] | None = None
+    # per target word its (source word, weight) links, as the service's TokenAlignment.links has them
+    # (model.alignments.word_alignment.soft_links): what the bidirectional combination reads
+    rows: list[list[list[tuple[int, float]]]] | None = None
 
 
 def word_owner(words: Sequence[str], spans: Sequence[Span]) -> list[int | None]:
@@ -188,10 +192,12 @@ def align_direction(
     hard: list[set[Link]] = []
     soft: list[set[Link]] = []
     symmetric: list[set[Link]] = []
+    rows: list[list[list[tuple[int, float]]]] = []
     for s, t, a in zip(sources, targets, attention):
         weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
         hard.append(hard_links(weights))
         symmetric.append(matrix_links(weights.tolist(), link_threshold))
+        rows.append([word_links(row) for row in weights.tolist()])
         if threshold is not None:
             soft.append(soft_links(weights, threshold))
-    return DirectionAlignments(hard, soft if threshold is not None else None, symmetric)
+    return DirectionAlignments(hard, soft if threshold is not None else None, symmetric, rows)

@@ -10,7 +10,7 @@ import torch
 from model.alignments.word_alignment import TokenAlignment, Word, token_alignment
 from model.model_dir import save_model_dir
 from model.decoding.beam_search import Hypothesis
-from model.alignments.bidirectional import bidirectional_alignment
+from model.alignments.bidirectional import agreement_matrix, bidirectional_alignment
 from model.decoding.generate import SearchOptions, generate
 from service.app import create_app
 from service.runtime.base import DecodeOptions
@@ -56,21 +56,32 @@ def _words(*spans):
     return [Word("w", a, b) for a, b in spans]
 
 
-def test_bidirectional_alignment_is_grow_diag_final_and_of_both_directions():
+def test_bidirectional_alignment_combines_both_directions_weights_per_link():
     src, tgt = _words((0, 1), (2, 3), (4, 5)), _words((0, 1), (2, 3), (4, 5))
-    # forward (source, target): 0-0, 1-1, 1-2; reverse (its source = target, its target = source): 0-0, 2-2, 1-0.
-    forward = TokenAlignment(src, tgt, [[(0, 1.0)], [(1, 1.0)], [(1, 1.0)]], [(0, 0), (1, 1), (1, 2)], "0-0 1-1 1-2")
-    reverse = TokenAlignment(tgt, src, [[(0, 1.0)], [(0, 1.0)], [(2, 1.0)]], [(0, 0), (1, 0), (2, 2)], "")
-    # In (source, target): forward {(0,0), (1,1), (1,2)}, backward {(0,0), (0,1), (2,2)}. Both agree on
-    # (0,0); growing from it adds (0,1) (target 1 unaligned) and (1,1) (source 1 unaligned), from (0,1)
-    # (1,2) (target 2 unaligned), from (1,1) (2,2) (source 2 unaligned).
+    # forward: per target word j its p(i | j); reverse (its source = our target): per source word i its p(j | i).
+    forward = TokenAlignment(src, tgt, [[(0, 0.8), (1, 0.2)], [(2, 0.55), (1, 0.45)], [(2, 1.0)]],
+                             [(0, 0), (2, 1), (2, 2)], "")
+    reverse = TokenAlignment(tgt, src, [[(0, 0.9), (1, 0.1)], [(1, 0.9), (0, 0.1)], [(2, 0.95), (1, 0.05)]],
+                             [], "")
+    # √(p(i|j)·p(j|i)) by target word: j0 [√.72, √.02, 0], j1 [0, √.405, √.0275], j2 [0, 0, √.95]. Forward alone
+    # links target 1 to source 2; the reverse model's confidence in source 1 -> target 1 wins the combination.
+    combined = agreement_matrix(forward.links, reverse.links, 3, 3)
+    expected = [[0.72 ** 0.5, 0.02 ** 0.5, 0.0], [0.0, 0.405 ** 0.5, 0.0275 ** 0.5], [0.0, 0.0, 0.95 ** 0.5]]
+    assert [row == pytest.approx(want) for row, want in zip(combined, expected)] == [True, True, True]
     result = bidirectional_alignment(forward, reverse)
-    assert result.pharaoh == "0-0 0-1 1-1 1-2 2-2"
-    assert result.links == [[(0, 1.0)], [(0, 0.5), (1, 0.5)], [(1, 0.5), (2, 0.5)]]
-    assert result.hard == [(0, 0), (0, 1), (1, 1), (1, 2), (2, 2)]
-    # A reverse model that agrees on (0, 0) only: the forward links grow from it.
-    lonely = TokenAlignment(tgt, src, [[(0, 1.0)], [], []], [(0, 0)], "0-0")
-    assert bidirectional_alignment(forward, lonely).pharaoh == "0-0 1-1 1-2"
+    assert result.pharaoh == "0-0 1-1 2-2"
+    assert result.hard == [(0, 0), (1, 1), (2, 2)]
+    # Each target word's weights: its row normalised, 6/7 and 1/7 for "√.72 : √.02".
+    assert result.links[0] == [(0, pytest.approx(6 / 7)), (1, pytest.approx(1 / 7))]
+    assert result.links[1] == [(1, pytest.approx(405 ** 0.5 / (405 ** 0.5 + 27.5 ** 0.5))),
+                               (2, pytest.approx(27.5 ** 0.5 / (405 ** 0.5 + 27.5 ** 0.5)))]
+    assert result.links[2] == [(2, 1.0)]
+    # The agreement threshold: p(i|j)·p(j|i) of the combined matrix is .849 for 0-0, .521 for 1-1, .833 for 2-2.
+    assert bidirectional_alignment(forward, reverse, threshold=0.6).pharaoh == "0-0 2-2"
+    # A reverse model that links nothing to a word: that word has no link at all.
+    silent = TokenAlignment(tgt, src, [[(0, 1.0)], [], [(2, 1.0)]], [], "")
+    assert bidirectional_alignment(forward, silent).links == [[(0, 1.0)], [], [(2, 1.0)]]
+    assert bidirectional_alignment(forward, silent).pharaoh == "0-0 2-2"
 
 
 def test_bidirectional_alignment_refuses_texts_split_differently():

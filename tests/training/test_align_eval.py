@@ -8,6 +8,7 @@ import torch
 from model.model_dir import load_model_dir, save_model_dir
 from tests.helpers import tiny_config, tiny_model
 from training import alignment_metrics as am
+from model.alignments.bidirectional import agreement_links
 from training.align_eval import main, row_file
 from training.forced_alignment import (align_direction, encode_words, forced_attention, hard_links,
                                        model_for_layer, soft_links, word_owner, word_weights)
@@ -157,22 +158,27 @@ def test_cli_reports_what_the_pure_functions_compute(files, capsys):
 
 
 def test_bidirectional_row_is_the_services_combination(files, capsys):
-    # --row-column with a reverse model: each direction's matrix read both ways, then the two combined
-    # by grow-diag-final-and, as model/alignments/bidirectional.py does for the service.
+    # --row-column with a reverse model: the reverse matrix read both ways, the two link sets by
+    # grow-diag-final-and, and the service's bidirectional links (model/alignments/bidirectional.py).
     code, out, err = cli(capsys, "--model-dir", files / "en-de", "--reverse-model-dir", files / "de-en",
                          "--src", files / "src.en", "--tgt", files / "tgt.de", "--gold", files / "gold.txt",
                          "--row-column", "--device", "cpu", "--json")
     assert (code, err) == (0, "")
     results = json.loads(out)["results"]
     src, tgt = [s.split() for s in SRC], [t.split() for t in TGT]
-    forward = align_direction(load_model_dir(files / "en-de"), src, tgt).symmetric
-    reverse = [am.transpose(links) for links in align_direction(load_model_dir(files / "de-en"), tgt, src).symmetric]
+    forward = align_direction(load_model_dir(files / "en-de"), src, tgt)
+    reverse = align_direction(load_model_dir(files / "de-en"), tgt, src)
     gold, _, _ = am.read_gold(GOLD, 3)
-    assert list(results)[-3:] == ["forward row+column", "reverse row+column", "bidirectional row+column"]
-    assert results["reverse row+column"] == am.score(reverse, gold).to_dict()
-    both = [am.grow_diag_final_and(f, r) for f, r in zip(forward, reverse)]
-    assert results["bidirectional row+column"] == am.score(both, gold).to_dict()
-    assert both != forward and both != reverse  # the combination is neither direction alone here
+    assert list(results)[-4:] == ["forward row+column", "reverse row+column", "gdfa of row+column sets",
+                                  "bidirectional"]
+    back = [am.transpose(links) for links in reverse.symmetric]
+    assert results["reverse row+column"] == am.score(back, gold).to_dict()
+    sets = [am.grow_diag_final_and(f, r) for f, r in zip(forward.symmetric, back)]
+    assert results["gdfa of row+column sets"] == am.score(sets, gold).to_dict()
+    # The service's combination from the words' soft links, as a TokenAlignment carries them.
+    combined = [agreement_links(f, r, len(s), len(t))[0] for f, r, s, t in zip(forward.rows, reverse.rows, src, tgt)]
+    assert results["bidirectional"] == am.score(combined, gold).to_dict()
+    assert combined != forward.symmetric and combined != back  # neither direction alone here
 
 
 def test_cli_table(files, capsys):
