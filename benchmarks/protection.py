@@ -153,9 +153,10 @@ def measure(args: argparse.Namespace) -> str:
     from service.runtime.factory import RuntimeSpec, load_runtime
     from service.settings import Settings
 
-    settings = Settings(model_dirs=[args.model_dir], device="cpu", inference_process=False, warmup=False)
-    runtime = load_runtime(RuntimeSpec("torch", args.model_dir, "cpu"))
-    app = create_app(settings, runtime_factory=lambda s: [runtime])
+    model_dirs = [args.model_dir] + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
+    settings = Settings(model_dirs=model_dirs, device="cpu", inference_process=False, warmup=False)
+    runtimes = [load_runtime(RuntimeSpec("torch", path, "cpu")) for path in model_dirs]
+    app = create_app(settings, runtime_factory=lambda s: runtimes)
     lines = []
     with TestClient(app) as client:
         client.portal.call(app.state.lifecycle.wait_loaded)
@@ -170,7 +171,7 @@ def measure(args: argparse.Namespace) -> str:
             return out
 
         def raw(texts: list[str]) -> list[str]:
-            return [nbest[0].text for nbest in runtime.translate(texts, DecodeOptions())]
+            return [nbest[0].text for nbest in runtimes[0].translate(texts, DecodeOptions())]
 
         started = time.perf_counter()
         rows = []
@@ -220,9 +221,10 @@ def measure(args: argparse.Namespace) -> str:
         seconds = time.perf_counter() - started
 
     lines.append(f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, "
-                 f"{platform.system()}, torch backend on CPU, {args.model_dir.name}")
+                 f"{platform.system()}, torch backend on CPU, {' + '.join(path.name for path in model_dirs)}")
     lines.append("")
-    lines.append(f"Command: `python benchmarks/protection.py` ({seconds:.0f} s).")
+    command = "python benchmarks/protection.py" + ("" if args.reverse_model_dir else " --reverse-model-dir ''")
+    lines.append(f"Command: `{command}` ({seconds:.0f} s).")
     lines.append("")
     lines.append("| set | mode | texts | every placeholder exactly once | BLEU around them | chrF around them |")
     lines.append("|---|---|---:|---:|---:|---:|")
@@ -243,6 +245,8 @@ def main() -> int:
     parser.add_argument("--sample", action="store_true", help="write placement_sample.jsonl for judging")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "protection.md")
     parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2", help="default: what make serve serves")
+    parser.add_argument("--reverse-model-dir", default=str(REPO / "models" / "de-en-align"),
+                        help="served beside it, as make serve does, so that alignments are bidirectional; '' for none")
     args = parser.parse_args()
     if args.build:
         build()
