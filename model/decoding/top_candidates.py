@@ -16,6 +16,8 @@ may differ, as it may between two runs of topk itself.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 # Blocks of about √V tokens balance the two passes; below MIN_VOCAB the literal form is as fast.
@@ -23,6 +25,7 @@ MIN_BLOCK, MAX_BLOCK = 32, 512
 MIN_VOCAB = 2048
 
 
+@lru_cache(maxsize=None)  # asked at every decoding step, with one vocabulary size per model
 def block_size(vocab: int) -> int | None:
     """The divisor of `vocab` in [MIN_BLOCK, MAX_BLOCK] closest to √vocab, or None (literal form)."""
     if vocab < MIN_VOCAB:
@@ -44,10 +47,10 @@ def top_candidates(scores: torch.Tensor, log_probs: torch.Tensor, count: int,
     """
     n, K = scores.shape
     V = log_probs.size(1)
-    block = block_size(V)
     if blocked is None:
         blocked = log_probs.device.type == "cpu"
-    if not blocked or block is None or count * block * 4 > K * V:
+    block = block_size(V) if blocked else None
+    if block is None or count * block * 4 > K * V:
         candidates = scores.unsqueeze(2) + log_probs.view(n, K, V)
         return candidates.view(n, K * V).topk(count, dim=1)
     n_blocks = V // block
