@@ -125,7 +125,7 @@ class Translator:
         setting = self._settings.alignment_method
         if setting != "auto":
             return setting
-        reverse = self._runtimes.get((runtime.target_lang, runtime.source_lang))
+        reverse = self._served_reverse(runtime)
         if runtime.default_alignment_method == "supervised" and reverse is not None \
                 and reverse.default_alignment_method == "supervised":
             return "bidirectional"
@@ -200,9 +200,13 @@ class Translator:
             results = await self._symmetrised(reverse, texts, results)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]  # every slot is filled above
 
+    def _served_reverse(self, runtime: TranslationRuntime) -> TranslationRuntime | None:
+        """The runtime of the other direction of `runtime`'s pair, or None when it is not served."""
+        return self._runtimes.get((runtime.target_lang, runtime.source_lang))
+
     def _reverse_runtime(self, runtime: TranslationRuntime) -> TranslationRuntime:
         """The runtime of the other direction, for "bidirectional"; a 422 naming the field when not served."""
-        reverse = self._runtimes.get((runtime.target_lang, runtime.source_lang))
+        reverse = self._served_reverse(runtime)
         if reverse is None:
             raise RequestError(
                 ("body", "alignment_method"),
