@@ -42,7 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training_arguments(t)
     t.add_argument("--init", type=Path, metavar="PATH",
                    help="start from a trained model (model dir, training checkpoint or run dir); the recipe may "
-                        "add a supervised alignment or global fertility head (training/initialization.py)")
+                        "add a supervised alignment or global fertility head, or alignment biases "
+                        "(training/initialization.py)")
+    t.add_argument("--spm", type=Path, metavar="PATH",
+                   help="use this SentencePiece model instead of training one, e.g. the other direction's, so "
+                        "that both can start a train-symmetric run (which needs one joint vocabulary)")
 
     s = sub.add_parser("train-symmetric", help="train both directions of a symmetric recipe in one loop")
     _add_training_arguments(s)
@@ -104,7 +108,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         recipe = resolve_recipe(args)
         result = train(recipe, args.out, device=args.device, resume=args.resume, progress=not args.quiet,
-                       export=not args.no_export, init=args.init)
+                       export=not args.no_export, init=args.init, spm=args.spm)
         if result.model_dir is not None and not args.quiet:
             print(result.model_dir)
         return 0

@@ -2,14 +2,15 @@
 
 The run's model is built from the recipe, then every weight the initial model has is copied into it.
 The recipe may ADD parts to the initial model's config — a supervised alignment head, a global
-fertility head — and change what only shapes training (dropouts) or which layer's attention is read
+fertility head, structural alignment biases on a model that has none (its cross-attention weights then
+live one level down, under the biased wrapper's `inner`, and are copied there) — and change what only shapes training (dropouts) or which layer's attention is read
 (`alignment_layer`); every other config key must be equal, so that each copied weight means what it
 meant. Weights the initial model lacks keep their fresh initialisation and are listed (the run log's
 "init" event, and stderr); a weight the run's model lacks, or one of another shape, is an error.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,12 @@ from training.recipe import RecipeError
 CHECKPOINT_DIR = "checkpoints"  # training.loop.CHECKPOINT_DIR (not imported: the loop imports this module)
 # Config keys a fine-tuning recipe may set differently from its initial model.
 CHANGEABLE_KEYS = frozenset({"supervised_alignment", "global_fertility", "alignment_layer",
-                             "dropout", "attention_dropout", "activation_dropout"})
+                             "dropout", "attention_dropout", "activation_dropout", "alignment_biases"})
+# Keys that may be added to an initial model that lacks them, but not changed once it has them.
+ADD_ONLY_KEYS = frozenset({"alignment_biases"})
+# BiasedCrossAttention keeps the attention it wraps as `inner` (model/biases/biased_cross_attention.py).
+CROSS_ATTENTION = ".cross_attention."
+BIASED_INNER = ".cross_attention.inner."
 
 
 @dataclass(frozen=True)
@@ -65,16 +71,29 @@ def check_initial_config(config: dict[str, Any], initial: InitialModel, flag: st
                          changeable: frozenset[str] = CHANGEABLE_KEYS) -> None:
     """The recipe's model config against the initial model's: only `changeable` keys may differ."""
     differing = sorted(k for k in set(config) | set(initial.config)
-                       if config.get(k) != initial.config.get(k) and k not in changeable)
+                       if config.get(k) != initial.config.get(k)
+                       and (k not in changeable or (k in ADD_ONLY_KEYS and initial.config.get(k))))
     if differing:
         raise RecipeError([f"{initial.path} has a different model config than the recipe gives (differs in "
                            f"{', '.join(differing)}; only {', '.join(sorted(changeable))} may change)"], flag)
+
+
+def target_name(name: str, own: dict[str, torch.Tensor]) -> str:
+    """The run model's name for an initial weight: a plain cross-attention's weight moves under the
+    biased wrapper's `inner` when the recipe adds alignment biases."""
+    if name not in own and CROSS_ATTENTION in name:
+        wrapped = name.replace(CROSS_ATTENTION, BIASED_INNER, 1)
+        if wrapped in own:
+            return wrapped
+    return name
 
 
 def load_initial_weights(model: nn.Module, initial: InitialModel, flag: str) -> list[str]:
     """Copy every weight of `initial` into `model`; returns the names of the weights it did not have
     (left as initialised). Tied weights count once, under the name the state dict gives them."""
     own = model.state_dict()
+    state = {target_name(name, own): tensor for name, tensor in initial.state.items()}
+    initial = replace(initial, state=state)
     unknown = sorted(set(initial.state) - set(own))
     if unknown:
         raise RecipeError([f"{initial.path} has weights the recipe's model lacks: {', '.join(unknown)}"], flag)

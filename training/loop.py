@@ -171,7 +171,7 @@ def start_session(recipe: TrainingRecipe, run_dir: str | Path, *, device: str, r
         if spm_source is not None:
             target = run_dir / SPM_FILE
             if target.exists() and target.read_bytes() != Path(spm_source).read_bytes():
-                raise RecipeError([f"{target} differs from the SentencePiece model of the initial models "
+                raise RecipeError([f"{target} differs from the SentencePiece model the run was given "
                                    f"({spm_source})"], "--out")
             shutil.copyfile(spm_source, target)
     seed_everything(recipe.seed)
@@ -401,11 +401,13 @@ class DirectionalObjective:
 
 
 def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", resume: bool = False,
-          progress: bool = True, export: bool = True, init: str | Path | None = None) -> TrainResult:
+          progress: bool = True, export: bool = True, init: str | Path | None = None,
+          spm: str | Path | None = None) -> TrainResult:
     """Train `recipe` (one direction) into `run_dir`; with `resume`, continue from the newest checkpoint
     there (see `fit`). A recipe with a "symmetric" object is refused: `training.symmetric` trains it.
     `init`: start from a trained model (model dir, checkpoint or run dir; `training.initialization`),
-    whose SentencePiece model becomes the run's."""
+    whose SentencePiece model becomes the run's. `spm`: a SentencePiece model to use instead of training
+    one (not with `init`, which brings its own)."""
     from training.initialization import check_initial_config, load_initial_weights, read_initial_model
 
     if recipe.symmetric is not None:
@@ -413,6 +415,10 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
                           "--recipe")
     run_dir = Path(run_dir)
     initial = None
+    if spm is not None and init is not None:
+        raise RecipeError(["--init brings its SentencePiece model; leave --spm out"], "--spm")
+    if spm is not None and not Path(spm).is_file():
+        raise RecipeError([f"{spm} is not a file"], "--spm")
     if init is not None:
         if resume and ckpt.list_checkpoints(run_dir / CHECKPOINT_DIR):
             raise RecipeError([f"{run_dir} already holds checkpoints: a resumed run continues from them, "
@@ -424,7 +430,7 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
         if not initial.spm_path.is_file():
             raise RecipeError([f"{initial.spm_path} is missing"], "--init")
     session = start_session(recipe, run_dir, device=device, resume=resume, progress=progress,
-                            spm_source=initial.spm_path if initial is not None else None)
+                            spm_source=initial.spm_path if initial is not None else (Path(spm) if spm is not None else None))
     # Seed again so that the initial weights do not depend on what data preparation consumed.
     seed_everything(recipe.seed)
     config = recipe.model_config(session.data.tokenizer.vocab_size)

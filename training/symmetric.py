@@ -48,6 +48,10 @@ class DirectionPair(nn.Module):
         self.t2s = Transformer(config)
 
 
+# Config keys that shape only training: a pair may continue two models trained with other dropouts.
+TRAINING_ONLY_KEYS = frozenset({"dropout", "attention_dropout", "activation_dropout"})
+
+
 def check_initial_models(recipe: TrainingRecipe, initial: dict[str, InitialModel]) -> Path | None:
     """Check languages, the shared SentencePiece model and the model config against the recipe; returns
     that SentencePiece model (None without initial models). `initial` maps a CLI flag to its model."""
@@ -67,7 +71,8 @@ def check_initial_models(recipe: TrainingRecipe, initial: dict[str, InitialModel
                            f"symmetric training needs one joint vocabulary"], "--init-backward")
     config = recipe.model_config(Tokenizer(spm_paths[0]).vocab_size).to_dict()
     for flag, model in initial.items():
-        differing = sorted(k for k in set(config) | set(model.config) if config.get(k) != model.config.get(k))
+        differing = sorted(k for k in set(config) | set(model.config)
+                           if config.get(k) != model.config.get(k) and k not in TRAINING_ONLY_KEYS)
         if differing:
             raise RecipeError([f"{model.path} has a different model config than the recipe gives "
                                f"(differs in {', '.join(differing)})"], flag)

@@ -258,8 +258,8 @@ def test_init_with_a_changed_architecture_exits_2_with_one_line(tmp_path, initia
     assert _train(tmp_path / "run", initial_dir, "model.d_model=64") == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"phrasal-train: error: --init: {initial_dir} has a different model config than the recipe "
-                   f"gives (differs in d_model; only activation_dropout, alignment_layer, attention_dropout, "
-                   f"dropout, global_fertility, supervised_alignment may change)")
+                   f"gives (differs in d_model; only activation_dropout, alignment_biases, alignment_layer, "
+                   f"attention_dropout, dropout, global_fertility, supervised_alignment may change)")
 
 
 def test_a_trainable_prefix_that_names_nothing_is_refused(tmp_path, initial_dir, capsys):

@@ -209,6 +209,30 @@ def test_the_symmetric_recipes_are_the_tiny_recipe_plus_one_key():
     assert Transformer(config).global_fertility.layer_index == 3
 
 
+def test_the_finetune_recipe_is_the_symmetric_recipe_on_a_fine_tuning_schedule():
+    sym = load_recipe(REPO / "recipes" / "symmetric-tiny-en-de.json").to_dict()
+    finetune = load_recipe(REPO / "recipes" / "symmetric-finetune-tiny-en-de.json").to_dict()
+    changed = {k for k in sym if sym[k] != finetune[k]}
+    assert changed == {"name", "max_tokens", "max_updates", "lr", "warmup", "amp", "log_interval", "val_interval",
+                       "val_bleu_sentences", "keep_last", "average_last"}
+    assert (finetune["model"], finetune["symmetric"]) == (sym["model"], {"lambda": 1.0})
+
+
+def test_initial_models_may_differ_from_the_recipe_in_dropout_only(tiny_spm):
+    from model.text.tokenizer import Tokenizer
+    from training.initialization import InitialModel
+    from training.recipe import RecipeError
+
+    recipe = load_recipe(SMOKE, ['symmetric={"lambda": 1.0}'])
+    config = recipe.model_config(Tokenizer(tiny_spm).vocab_size).to_dict()
+    lighter = InitialModel(Path("de-en"), {}, {**config, "dropout": 0.2}, tiny_spm, "de", "en")
+    assert symmetric.check_initial_models(recipe, {"--init-backward": lighter}) == tiny_spm
+    wider = InitialModel(Path("de-en"), {}, {**config, "dropout": 0.2, "d_ff": 7}, tiny_spm, "de", "en")
+    with pytest.raises(RecipeError) as raised:
+        symmetric.check_initial_models(recipe, {"--init-backward": wider})
+    assert raised.value.problems == ["de-en has a different model config than the recipe gives (differs in d_ff)"]
+
+
 def bad(tmp_path, *argv):
     return ["train-symmetric", "--recipe", str(SMOKE), "--out", str(tmp_path / "r"), "--device", "cpu",
             "--set", 'symmetric={"lambda": 1.0}', *argv]

@@ -126,6 +126,10 @@ def test_average_subcommand_and_evaluate_cli(smoke_run, tmp_path, capsys):
     (["train", "--out", "x"], "phrasal-train: error: --recipe is required (or --resume with a run directory that holds recipe.json)"),
     (["average", "--run", "no/such/run", "--last", "2", "--out", "y"],
      "phrasal-train: error: --run: no checkpoints in no/such/run/checkpoints"),
+    (["train", "--recipe", str(SMOKE), "--out", "x", "--spm", "no/such.model"],
+     "phrasal-train: error: --spm: no/such.model is not a file"),
+    (["train", "--recipe", str(SMOKE), "--out", "x", "--spm", str(SMOKE), "--init", "models/en-de"],
+     "phrasal-train: error: --spm: --init brings its SentencePiece model; leave --spm out"),
     (["frobnicate"], "phrasal-train: error: argument command: invalid choice: 'frobnicate' (choose from "),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
@@ -155,3 +159,17 @@ def test_evaluate_bad_input_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err  # argparse words the list of choices differently across versions
     assert err.startswith("phrasal-eval: error: argument --length-penalty-form: invalid choice: 'mean' (choose from ")
     assert err.count("\n") == 1
+
+
+def test_a_given_sentencepiece_model_is_used_instead_of_training_one(smoke_run, tmp_path, monkeypatch):
+    """`--spm`: the other direction's SentencePiece model, so that a train-symmetric run can start from both."""
+    import training.loop
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a SentencePiece model was trained although one was given")
+
+    monkeypatch.setattr(training.loop, "train_sentencepiece", refuse)
+    given = smoke_run[0] / "spm.model"
+    reverse = smoke(source_lang="de", target_lang="en", max_updates=1)
+    train(reverse, tmp_path / "de-en", device="cpu", progress=False, export=False, spm=given)
+    assert (tmp_path / "de-en" / "spm.model").read_bytes() == given.read_bytes()
