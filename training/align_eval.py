@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from model.alignments.cognates import COGNATE_WEIGHT
 from training import alignment_metrics as am
 from training.eflomal_links import Alignments, eflomal_alignments
 from training.usage import OneLineParser, UsageError
@@ -61,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "supervised method returns); with --reverse-model-dir also the reverse one, the two "
                         "link sets by grow-diag-final-and, and both directions' weights combined per link "
                         "(the service's bidirectional method)")
+    p.add_argument("--cognate-weight", type=float, default=COGNATE_WEIGHT, metavar="W",
+                   help="the orthographic prior added before a matrix is read both ways (row+column rows and "
+                        f"bidirectional; model/alignments/cognates.py): W x the similarity of words spelt alike; "
+                        f"default {COGNATE_WEIGHT:g}, what the service adds; 0 leaves it out")
     p.add_argument("--link-threshold", type=float,
                    help="with --row-column: keep a symmetrised link only if p(i|j)·p(j|i) >= this "
                         "(model.alignments.symmetrisation.matrix_links); default: the supervised head's link_threshold "
@@ -185,7 +190,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     forward_model = load_model_dir(args.model_dir, device)
     common = dict(shift=args.shift, threshold=args.soft_threshold, batch_size=args.batch_size,
-                  supervised=args.supervised, link_threshold=args.link_threshold)
+                  supervised=args.supervised, link_threshold=args.link_threshold, cognate_weight=args.cognate_weight)
     forward = align_direction(forward_model, source_words, target_words, layer=args.layer, name="--model-dir",
                               **common)
     rows: dict[str, Alignments] = {}
@@ -210,7 +215,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             # What the service's "bidirectional" method returns: both directions' word weights
             # combined per link, read both ways (model/alignments/bidirectional.py).
             rows["bidirectional"] = [
-                agreement_links(f, r, len(s), len(t))[0]
+                agreement_links(f, r, s, t, cognate_weight=args.cognate_weight)[0]
                 for f, r, s, t in zip(forward.rows, reverse.rows, source_words, target_words)]
     if forward.soft is not None:
         rows[f"forward soft>={args.soft_threshold:g}"] = forward.soft

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from model.model_dir import LoadedModel
+from model.alignments.cognates import COGNATE_WEIGHT, with_cognates
 from model.alignments.symmetrisation import matrix_links
 from model.alignments.word_alignment import soft_links as word_links
 from model.text.tokenizer import Span, Tokenizer
@@ -167,10 +168,12 @@ def align_direction(
     loaded: LoadedModel, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]],
     *, layer: int | None = None, shift: bool = False, threshold: float | None = None,
     batch_size: int = 32, name: str = "model", supervised: bool = False, link_threshold: float | None = None,
+    cognate_weight: float = COGNATE_WEIGHT,
 ) -> DirectionAlignments:
     """Forced-decode every pair with `loaded` and turn its attention (or its supervised alignment head's,
     with `supervised`) into word links. The symmetrised links use `link_threshold`
-    (model.alignments.symmetrisation.matrix_links); None: the supervised head's own with `supervised`, else 0."""
+    (model.alignments.symmetrisation.matrix_links); None: the supervised head's own with `supervised`, else 0.
+    `cognate_weight`: the orthographic prior added to the matrix they are read from (model.alignments.cognates)."""
     if link_threshold is None:
         head = loaded.model.supervised_alignment
         link_threshold = head.link_threshold if supervised and head is not None else 0.0
@@ -193,10 +196,10 @@ def align_direction(
     soft: list[set[Link]] = []
     symmetric: list[set[Link]] = []
     rows: list[list[list[tuple[int, float]]]] = []
-    for s, t, a in zip(sources, targets, attention):
+    for s, t, a, s_words, t_words in zip(sources, targets, attention, source_words, target_words):
         weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
         hard.append(hard_links(weights))
-        symmetric.append(matrix_links(weights.tolist(), link_threshold))
+        symmetric.append(matrix_links(with_cognates(weights.tolist(), s_words, t_words, cognate_weight), link_threshold))
         rows.append([word_links(row) for row in weights.tolist()])
         if threshold is not None:
             soft.append(soft_links(weights, threshold))

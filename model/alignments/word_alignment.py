@@ -190,6 +190,7 @@ def token_alignment(
     min_weight: float = DEFAULT_MIN_WEIGHT,
     symmetric: bool = False,
     link_threshold: float = 0.0,
+    cognate_weight: float | None = None,
 ) -> TokenAlignment:
     """Word-level alignment of one hypothesis.
 
@@ -199,7 +200,9 @@ def token_alignment(
     Spans index ``source_text`` (the user's string) and ``target_text`` (the detokenised output).
     ``symmetric``: the hard links are the word matrix read both ways and symmetrised
     (`model.alignments.symmetrisation.matrix_links`, with its ``threshold`` = ``link_threshold``), so a target
-    word may have none or several.
+    word may have none or several; the matrix they are read from then includes the orthographic prior,
+    ``cognate_weight`` × the similarity of words spelt alike (`model.alignments.cognates`; None: its
+    COGNATE_WEIGHT, 0 leaves it out). The soft links stay the model's weights.
     """
     rows = _rows(attention)
     if len(rows) != len(target_pieces) or any(len(r) != len(source_pieces) for r in rows):
@@ -217,9 +220,13 @@ def token_alignment(
     weights = word_attention(rows, target_owner, source_owner, len(target_words), len(source_words))
     links = [soft_links(row, min_weight) for row in weights]
     if symmetric:
-        from model.alignments.symmetrisation import matrix_links  # model.alignments.symmetrisation is pure Python too
+        # Pure Python too.
+        from model.alignments.cognates import COGNATE_WEIGHT, with_cognates
+        from model.alignments.symmetrisation import matrix_links
 
-        hard = sorted(matrix_links(weights, link_threshold), key=lambda link: (link[1], link[0]))
+        read = with_cognates(weights, [w.text for w in source_words], [w.text for w in target_words],
+                             COGNATE_WEIGHT if cognate_weight is None else cognate_weight)
+        hard = sorted(matrix_links(read, link_threshold), key=lambda link: (link[1], link[0]))
     else:
         hard = [(row[0][0], j) for j, row in enumerate(links) if row]
     return TokenAlignment(

@@ -176,7 +176,7 @@ def test_bidirectional_row_is_the_services_combination(files, capsys):
     sets = [am.grow_diag_final_and(f, r) for f, r in zip(forward.symmetric, back)]
     assert results["gdfa of row+column sets"] == am.score(sets, gold).to_dict()
     # The service's combination from the words' soft links, as a TokenAlignment carries them.
-    combined = [agreement_links(f, r, len(s), len(t))[0] for f, r, s, t in zip(forward.rows, reverse.rows, src, tgt)]
+    combined = [agreement_links(f, r, s, t)[0] for f, r, s, t in zip(forward.rows, reverse.rows, src, tgt)]
     assert results["bidirectional"] == am.score(combined, gold).to_dict()
     assert combined != forward.symmetric and combined != back  # neither direction alone here
 
