@@ -15,7 +15,16 @@ from service.errors import ClientDisconnected, CutOff
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
 from service.protected_translation import alignment_needed, prepare_texts, serve
-from service.schemas import ErrorResponse, HealthResponse, LiveResponse, TranslateRequest, TranslateResponse
+from service.schemas import (
+    AlignmentOut,
+    AlignRequest,
+    AlignResponse,
+    ErrorResponse,
+    HealthResponse,
+    LiveResponse,
+    TranslateRequest,
+    TranslateResponse,
+)
 from service.served import Served
 from service.translator import Translator
 
@@ -126,6 +135,18 @@ async def translate(
             raise CutOff() from None
         raise
     return Response(content=payload, media_type="application/json")
+
+
+@router.post("/align", response_model=AlignResponse, responses=_ERRORS)
+async def align(
+    body: AlignRequest, request: Request, translator: Translator = Depends(get_translator)
+) -> AlignResponse:
+    """Word alignments of translations the client already has: each forced through the model."""
+    work = translator.align(body.texts, body.translations, body.source, body.target,
+                            alignment_method=body.alignment_method, single=isinstance(body.text, str))
+    method, alignments = await unless_disconnected(request, work)
+    return AlignResponse(source=body.source, target=body.target, alignment_method=method,
+                         alignments=[AlignmentOut.from_alignment(alignment) for alignment in alignments])
 
 
 # Characters of hypothesis text, weighted up when alignments come with them, below which the

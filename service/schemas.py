@@ -38,6 +38,38 @@ def _valid_unicode(text: str, index: int | None) -> None:
         ) from None
 
 
+def _text_shape(value: Any) -> Any:
+    """A string or a non-empty list of strings, valid Unicode. Checked before the union so that the
+    client reads one clear message instead of one error per union member."""
+    if isinstance(value, str):
+        _valid_unicode(value, None)
+        return value
+    if not isinstance(value, list):
+        raise PydanticCustomError(
+            "text_type", "must be a string or a list of strings, got {kind}", {"kind": type(value).__name__}
+        )
+    if not value:
+        raise PydanticCustomError("text_empty_list", "must hold at least one text")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise PydanticCustomError(
+                "text_item_type",
+                "item {index} must be a string, got {kind}",
+                {"index": index, "kind": type(item).__name__},
+            )
+        _valid_unicode(item, index)
+    return value
+
+
+AlignmentMethod = Literal["attention", "shift", "supervised", "bidirectional"]
+ALIGNMENT_METHOD_HELP = (
+    'Where the word alignment comes from: "attention" (the step that predicts each word), "shift" (the step '
+    'that reads it), "supervised" (the model\'s supervised alignment head), "bidirectional" (symmetrised '
+    "with the reverse model; needs both directions served); omitted: the server default. A method the "
+    "model cannot give is a 422 listing those it can."
+)
+LanguageCode = Annotated[str, Field(min_length=1, max_length=16, pattern=LANGUAGE_CODE)]
+
 # Do-not-translate terms per request, and characters per term.
 MAX_TERMS = 64
 MAX_TERM_CHARS = 100
@@ -85,37 +117,12 @@ class TranslateRequest(BaseModel):
         description="Terms kept as they are (whole words, case-sensitive), like placeholders: "
         "printf (%s, %1$d), brace ({name}, {0}), ICU ({n, plural, ...}) and ${VAR} are always kept.",
     )
-    alignment_method: Literal["attention", "shift", "supervised", "bidirectional"] | None = Field(
-        default=None,
-        description='Where the word alignment comes from: "attention" (the step that predicts each word), '
-        '"shift" (the step that reads it), "supervised" (the model\'s supervised alignment head), '
-        '"bidirectional" (symmetrised with the reverse model; needs both directions served); '
-        "omitted: the server default. A method the model cannot give is a 422 listing those it can.",
-    )
+    alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
 
     @field_validator("text", mode="before")
     @classmethod
     def _text_shape(cls, value: Any) -> Any:
-        # Checked before the union so that the client reads one clear message instead of one
-        # error per union member.
-        if isinstance(value, str):
-            _valid_unicode(value, None)
-            return value
-        if not isinstance(value, list):
-            raise PydanticCustomError(
-                "text_type", "must be a string or a list of strings, got {kind}", {"kind": type(value).__name__}
-            )
-        if not value:
-            raise PydanticCustomError("text_empty_list", "must hold at least one text")
-        for index, item in enumerate(value):
-            if not isinstance(item, str):
-                raise PydanticCustomError(
-                    "text_item_type",
-                    "item {index} must be a string, got {kind}",
-                    {"index": index, "kind": type(item).__name__},
-                )
-            _valid_unicode(item, index)
-        return value
+        return _text_shape(value)
 
     @field_validator("source", "target", mode="before")
     @classmethod
@@ -137,6 +144,65 @@ class TranslateRequest(BaseModel):
     @property
     def texts(self) -> list[str]:
         return [self.text] if isinstance(self.text, str) else list(self.text)
+
+
+class AlignRequest(BaseModel):
+    """``{"text": "..." | [...], "translation": "..." | [...], "source": "en", "target": "de",
+    "alignment_method": ...}``: word alignments of translations the client already has."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [{"text": "A man rides a bike.", "translation": "Ein Mann fährt Fahrrad.",
+                          "source": "en", "target": "de"}]
+        },
+    )
+
+    text: str | list[str] = Field(description="One source text, or a list of them.")
+    translation: str | list[str] = Field(
+        description="The translation of each text (a reference, a post-edit, another system's output): "
+        "a string for a string, a list as long as text's for a list."
+    )
+    source: LanguageCode = Field(description='Source language code, e.g. "en".')
+    target: LanguageCode = Field(description='Target language code, e.g. "de".')
+    alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text_shape(cls, value: Any) -> Any:
+        return _text_shape(value)
+
+    @field_validator("translation", mode="before")
+    @classmethod
+    def _translation_shape(cls, value: Any, info: ValidationInfo) -> Any:
+        value = _text_shape(value)
+        text = info.data.get("text")  # absent when text itself was refused
+        if text is None:
+            return value
+        if isinstance(text, str) != isinstance(value, str):
+            raise PydanticCustomError(
+                "translation_shape", "must be a {kind} like text", {"kind": "string" if isinstance(text, str) else "list"}
+            )
+        if isinstance(text, list) and len(value) != len(text):
+            raise PydanticCustomError(
+                "translation_count", "must hold one translation per text: {texts} texts, {translations} translations",
+                {"texts": len(text), "translations": len(value)},
+            )
+        return value
+
+    @field_validator("source", "target", mode="before")
+    @classmethod
+    def _language_code(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.text] if isinstance(self.text, str) else list(self.text)
+
+    @property
+    def translations(self) -> list[str]:
+        return [self.translation] if isinstance(self.translation, str) else list(self.translation)
 
 
 class WordOut(BaseModel):
@@ -285,6 +351,13 @@ class TranslateResponse(BaseModel):
                 for text, nbest in zip(texts, results)
             ],
         )
+
+
+class AlignResponse(BaseModel):
+    source: str
+    target: str
+    alignment_method: AlignmentMethod = Field(description="The method used: the request's, or the server default's.")
+    alignments: list[AlignmentOut] = Field(description="One per (text, translation) pair, in order.")
 
 
 class HealthResponse(BaseModel):

@@ -105,15 +105,16 @@ class Translator:
             raise UnsupportedPair(source, target, self.pairs)
         return runtime
 
-    def check_limits(self, texts: Sequence[str], single: bool) -> None:
+    def check_limits(self, texts: Sequence[str], single: bool, field: str = "text") -> None:
         limits = self._settings
         if len(texts) > limits.max_segments:
             raise RequestError(
-                ("body", "text"), f"at most {limits.max_segments} texts per request, got {len(texts)}"
+                ("body", field), f"at most {limits.max_segments} texts per request, got {len(texts)}"
             )
         for index, text in enumerate(texts):
             if len(text) > limits.max_chars:
-                raise RequestError(_loc(index, single), f"at most {limits.max_chars} characters per text, got {len(text)}")
+                raise RequestError(_loc(index, single, field),
+                                   f"at most {limits.max_chars} characters per text, got {len(text)}")
 
     def alignment_method(self, runtime: TranslationRuntime, asked: str | None) -> str:
         """The request's method, else the server setting, else ("auto") the best measured one:
@@ -228,11 +229,58 @@ class Translator:
         backward = iter(aligned)
         out = []
         for nbest in results:
-            out.append([
-                replace(h, alignment=bidirectional_alignment(h.alignment, next(backward))) if h.text else h
-                for h in nbest
-            ])
+            out.append([replace(h, alignment=_combined(h.alignment, next(backward))) if h.text else h for h in nbest])
         return out
+
+    async def align(
+        self,
+        texts: Sequence[str],
+        translations: Sequence[str],
+        source: str,
+        target: str,
+        *,
+        alignment_method: str | None = None,
+        single: bool = False,
+    ) -> tuple[str, list[TokenAlignment]]:
+        """Word alignments of given translations (a reference, a post-edit, another system's
+        output): each translation forced through the model, no search. Returns the method used and
+        one alignment per pair. Raises ``RequestError`` (422) for the limits, the pair or a method
+        the model cannot give."""
+        runtime = self.runtime_for(source, target)
+        self.check_limits(texts, single)
+        self.check_limits(translations, single, "translation")
+        method = self.alignment_method(runtime, alignment_method)
+        reverse = self._reverse_runtime(runtime) if method == "bidirectional" else None
+        forward_method = runtime.default_alignment_method if reverse is not None else method
+        try:
+            runtime.check_options(self.options(1, 1, "token", forward_method))
+        except UnsupportedOption as exc:
+            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+        tokens = 0
+        for model in (runtime,) if reverse is None else (runtime, reverse):
+            for field, side in (("text", texts), ("translation", translations)):
+                counts = await self._count(model, list(side))
+                self._check_tokens(counts, list(range(len(side))), single, self._forced_token_limit(model), field)
+                tokens += sum(counts) if model is runtime else 0
+        # A forced pass costs what a search of beam 1 over both sides would.
+        self._check_cost([tokens], self.options(1, 1, "token", forward_method))
+        pairs = list(zip(texts, translations))
+        try:
+            aligned = await anyio.to_thread.run_sync(runtime.force_align, pairs, forward_method)
+            if reverse is None:
+                return method, aligned
+            swapped = [(translation, text) for text, translation in pairs]
+            backward = await anyio.to_thread.run_sync(reverse.force_align, swapped, reverse.default_alignment_method)
+        except UnsupportedOption as exc:
+            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+        return method, [_combined(f, b) for f, b in zip(aligned, backward)]
+
+    def _forced_token_limit(self, runtime: TranslationRuntime) -> int | None:
+        """Tokens a side of a forced pair may have: the server's max_source_tokens and what the
+        model's positions hold (the runtime checks that for a search, not for a forced pass)."""
+        limits = [limit for limit in (self._settings.max_source_tokens, getattr(runtime, "max_source_tokens", None))
+                  if limit is not None]
+        return min(limits) if limits else None
 
     async def _count(self, runtime: TranslationRuntime, batch: list[str]) -> list[int]:
         if sum(len(text) for text in batch) <= _COUNT_INLINE_CHARS:
@@ -241,15 +289,19 @@ class Translator:
             counts = await anyio.to_thread.run_sync(runtime.count_tokens, batch)
         return [int(count) for count in counts]
 
-    def _check_tokens(self, tokens: list[int], todo: list[int], single: bool) -> None:
-        limit = self._settings.max_source_tokens
+    def _check_tokens(self, tokens: list[int], todo: list[int], single: bool, limit: int | None = None,
+                      field: str | None = None) -> None:
+        """`limit`: the server's max_source_tokens unless given; `field`: a forced pair's side
+        ("text" or "translation"), whose tokens are not only source tokens."""
+        limit = self._settings.max_source_tokens if limit is None else limit
         if limit is None:
             return  # the runtime checks its own (TextRejected)
         for count, index in zip(tokens, todo):
             if count > limit:
+                kind = "source tokens" if field is None else "tokens"
                 raise RequestError(
-                    _loc(index, single),
-                    f"has {count} source tokens; at most {limit} per text (max_source_tokens)",
+                    _loc(index, single, field or "text"),
+                    f"has {count} {kind}; at most {limit} per text (max_source_tokens)",
                     kind="too_many_tokens",
                 )
 
@@ -299,5 +351,16 @@ class Translator:
             batcher.drop(job)  # a no-op once the job is done; on cancellation it frees the queue
 
 
-def _loc(index: int, single: bool) -> tuple[str | int, ...]:
-    return ("body", "text") if single else ("body", "text", index)
+def _loc(index: int, single: bool, field: str = "text") -> tuple[str | int, ...]:
+    return ("body", field) if single else ("body", field, index)
+
+
+def _combined(forward: TokenAlignment, backward: TokenAlignment) -> TokenAlignment:
+    """The bidirectional alignment of a pair, or the forward one where the two models split a text
+    into different words (their links cannot be matched; SentencePiece models with other
+    normalisation rules can do that)."""
+    try:
+        return bidirectional_alignment(forward, backward)
+    except ValueError as exc:
+        log.warning("bidirectional alignment fell back to the forward model's: %s", exc)
+        return forward

@@ -89,6 +89,8 @@ def matrix_links(weights: Sequence[Sequence[float]], threshold: float = 0.0) -> 
     alignment (Liang et al. 2006, eq. 1). A link that one direction supports only weakly is dropped;
     0 keeps every link."""
     rows = [list(map(float, row)) for row in weights]
+    if not rows or not rows[0]:
+        return set()  # no target words, or no source words: nothing to link
     by_target: set[Link] = set()
     for j, row in enumerate(rows):
         if row and all(math.isfinite(w) for w in row) and max(row) > 0.0:

@@ -135,6 +135,7 @@ class ProcessRuntime(TranslationRuntime):
         self._memory: int | None = None
         self._tokenizer = None
         self._unsupported: dict[str, tuple[str, str]] = {}
+        self.max_source_tokens: int | None = None  # the child's, once it has loaded
         self._conn: Connection | None = None
         self._process: Any = None
         self._closing = False  # set by close(): a child that dies then is not replaced
@@ -189,6 +190,7 @@ class ProcessRuntime(TranslationRuntime):
         self._unsupported = info["unsupported"]
         self.alignment_methods = tuple(info["alignment_methods"])
         self.default_alignment_method = info["default_alignment_method"]
+        self.max_source_tokens = info["max_source_tokens"]
         self._memory = info["memory"]
         if info["tokenizer_path"] is not None and self._tokenizer is None:
             from model.text.tokenizer import Tokenizer  # sentencepiece only: no engine in the parent
@@ -496,6 +498,8 @@ def _describe(runtime: TranslationRuntime) -> dict[str, Any]:
         "unsupported": unsupported,
         "alignment_methods": list(runtime.alignment_methods),
         "default_alignment_method": runtime.default_alignment_method,
+        # What a forced pair's sides may hold (service.translator: Translator.align).
+        "max_source_tokens": getattr(runtime, "max_source_tokens", None),
         "memory": runtime.memory_bytes(),
         "tokenizer_path": str(tokenizer.path) if tokenizer is not None else None,
     }

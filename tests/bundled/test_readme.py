@@ -1,4 +1,4 @@
-"""README.md's /translate examples are what the bundled model answers: each curl command's body is
+"""README.md's /translate and /align examples are what the bundled models answer: each curl command's body is
 sent to the service serving its default models (models/en-de-align2 and models/de-en-align, as `make serve` does), and every value the README prints (texts, scores,
 words and offsets, link weights, the Pharaoh string, phrase pairs) must be in the answer. A
 README that drifts from the model, or a model that drifts from the README, fails here.
@@ -23,15 +23,17 @@ README = REPO / "README.md"
 # batches), so its float32 scores differ from this process' in the 7th digit, and a weight rounded
 # to the 6 decimals it prints can land one unit away; 1e-5 is far below what a model change moves.
 README_ATOL = 1e-5
-CURL = re.compile(r"^\$ curl .*?/translate .*?\n\s*-d '(?P<body>[^']*)'\n(?P<answer>.*?)(?=^```)", re.M | re.S)
+CURL = re.compile(r"^\$ curl .*?(?P<route>/translate|/align) .*?\n\s*-d '(?P<body>[^']*)'\n(?P<answer>.*?)(?=^```)",
+                  re.M | re.S)
 ELIDED = "{...}"
-EXAMPLES = ["plain", "token-alignment", "phrase-map", "html-tags"]
+EXAMPLES = ["plain", "token-alignment", "align", "phrase-map", "html-tags"]
 
 
-def readme_examples() -> list[tuple[dict[str, Any], str]]:
-    """(request body, printed answer) of every `curl ... /translate` example in README.md."""
-    examples = [(json.loads(m["body"]), m["answer"].strip()) for m in CURL.finditer(README.read_text(encoding="utf-8"))]
-    assert len(examples) == len(EXAMPLES), f"README.md: expected {len(EXAMPLES)} /translate examples, found {len(examples)}"
+def readme_examples() -> list[tuple[str, dict[str, Any], str]]:
+    """(route, request body, printed answer) of every `curl ... /translate` or `/align` example in README.md."""
+    text = README.read_text(encoding="utf-8")
+    examples = [(m["route"], json.loads(m["body"]), m["answer"].strip()) for m in CURL.finditer(text)]
+    assert len(examples) == len(EXAMPLES), f"README.md: expected {len(EXAMPLES)} examples, found {len(examples)}"
     return examples
 
 
@@ -58,8 +60,8 @@ def client():
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)), ids=EXAMPLES)
 def test_readme_example_is_what_the_bundled_model_answers(client, index):
-    body, printed = readme_examples()[index]
-    response = client.post("/translate", json=body)
+    route, body, printed = readme_examples()[index]
+    response = client.post(route, json=body)
     assert response.status_code == 200, response.text
     answer = response.json()
     if printed.startswith("..."):

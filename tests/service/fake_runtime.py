@@ -162,6 +162,16 @@ class FakeRuntime(TranslationRuntime):
             results.append(Translation(text=target, score=-0.5 * (k + 1), alignment=alignment, phrases=phrases))
         return results
 
+    def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list:
+        """Given translations aligned as if each reversed its source: target word j <- source word n-1-j."""
+        out = []
+        for source, target in pairs:
+            n_source = len(set(fake_pieces(source)[2]))
+            n_target = len(set(fake_pieces(target)[2]))
+            out.append(self._align(source, target, [(n_source - 1 - j) % n_source if n_source else 0
+                                                    for j in range(n_target)]))
+        return out
+
     @staticmethod
     def _align(source: str, target: str, order: list[int]):
         src_pieces, src_spans, src_word = fake_pieces(source)

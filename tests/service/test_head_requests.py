@@ -22,6 +22,7 @@ def test_head_routes_stay_out_of_the_schema(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {path: sorted(operations) for path, operations in paths.items()} == {
         "/translate": ["post"],
+        "/align": ["post"],
         "/health/ready": ["get"],
         "/health": ["get"],
         "/health/live": ["get"],

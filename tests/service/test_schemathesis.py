@@ -41,7 +41,7 @@ def client():
 
 def test_the_schema_lists_the_operations():
     assert sorted(op.label for op in OPERATIONS) == [
-        "GET /health", "GET /health/live", "GET /health/ready", "POST /translate"
+        "GET /health", "GET /health/live", "GET /health/ready", "POST /align", "POST /translate"
     ]
 
 
@@ -53,7 +53,7 @@ CASES = [(op, GenerationMode.POSITIVE) for op in OPERATIONS] + [
 
 
 def test_negative_mode_covers_every_operation_with_inputs():
-    assert sorted(op.label for op, mode in CASES if mode is GenerationMode.NEGATIVE) == ["POST /translate"]
+    assert sorted(op.label for op, mode in CASES if mode is GenerationMode.NEGATIVE) == ["POST /align", "POST /translate"]
 
 
 @pytest.mark.parametrize(("operation", "mode"), CASES, ids=[f"{op.label}-{mode.value}" for op, mode in CASES])
