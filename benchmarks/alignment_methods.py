@@ -4,7 +4,11 @@ Translates the first N sentences of a split through `TorchRuntime.translate` (be
 alignments and detokenisation included) once without alignments and once per alignment method the
 model offers, and prints seconds and the ratio to no alignment; process CPU time too, since a shared
 machine's wall time is noisy. "bidirectional" adds a forced pass of every hypothesis through the
-reverse model (`force_align`); --reverse-model-dir times that pass when a reverse model exists.
+reverse model (`force_align`); --reverse-model-dir times that pass when a reverse model exists, and
+the whole method as the service runs it (the search with the forward model's default method, the
+reverse pass, the per-link combination with the cognate prior). "/align" rows time the forced
+alignment of given translations (here the model's own), forward and, with a reverse model,
+bidirectional.
 
     python benchmarks/alignment_methods.py --model-dir models/en-de-align --sentences 200 --out results/alignment_cost_cpu.md
 """
@@ -18,6 +22,7 @@ from pathlib import Path
 import torch
 
 from model.model_dir import load_model_dir
+from model.alignments.bidirectional import bidirectional_alignment
 from service.runtime.base import DecodeOptions
 from service.runtime.torch_runtime import TorchRuntime
 from host import cpu_name  # benchmarks/host.py: the script's own folder is on sys.path
@@ -63,6 +68,28 @@ def main() -> None:
         pairs = [(h.text, text) for h, text in zip(hypotheses, texts)]
         wall, cpu = timed(lambda: reverse.force_align(pairs, reverse.default_alignment_method))
         rows.append(("bidirectional: the reverse forced pass alone", wall, cpu))
+        forward_options = DecodeOptions(beam_size=args.beam, alignment="token",
+                                        alignment_method=runtime.default_alignment_method)
+
+        def bidirectional() -> None:
+            found = run(forward_options)
+            back = reverse.force_align([(h.text, text) for h, text in zip(found, texts)], reverse.default_alignment_method)
+            [bidirectional_alignment(h.alignment, b) for h, b in zip(found, back)]
+
+        wall, cpu = timed(bidirectional)
+        rows.append(("bidirectional, whole (search, reverse pass, combination with the cognate prior)", wall, cpu))
+    given = [(text, h.text) for h, text in zip(run(DecodeOptions(beam_size=args.beam)), texts)]
+    wall, cpu = timed(lambda: runtime.force_align(given, runtime.default_alignment_method))
+    rows.append((f"/align, {runtime.default_alignment_method} (forced pass of given translations, no search)", wall, cpu))
+    if args.reverse_model_dir:
+
+        def align_both() -> None:
+            forward = runtime.force_align(given, runtime.default_alignment_method)
+            back = reverse.force_align([(t, s) for s, t in given], reverse.default_alignment_method)
+            [bidirectional_alignment(f, b) for f, b in zip(forward, back)]
+
+        wall, cpu = timed(align_both)
+        rows.append(("/align, bidirectional (both forced passes and the combination)", wall, cpu))
     base_cpu = rows[0][2]
     lines = [f"# Alignment method cost, torch runtime, CPU ({cpu_name()}, "
              f"{args.threads} thread(s), torch {torch.__version__})", "",
