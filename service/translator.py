@@ -77,6 +77,10 @@ class Translator:
             retry_after_s=settings.retry_after_s,
         )
         self._batchers = {key: MicroBatcher(runtime, limits, metrics) for key, runtime in by_pair.items()}
+        # Forced alignments (/align) do not go through the batchers; this bounds how many run at
+        # once, as the batchers' workers bound the searches, so that a flood of them queues here
+        # (and times out as a 503) instead of taking every thread beside the searches.
+        self._forced_slots = asyncio.Semaphore(settings.worker_threads)
 
     def start(self) -> None:
         """Start the batchers' workers (from the serving event loop)."""
@@ -265,6 +269,12 @@ class Translator:
         # A forced pass costs what a search of beam 1 over both sides would.
         self._check_cost([tokens], self.options(1, 1, "token", forward_method))
         pairs = list(zip(texts, translations))
+        timeout = self._settings.request_timeout_s
+        try:
+            await asyncio.wait_for(self._forced_slots.acquire(), timeout)
+        except asyncio.TimeoutError:
+            raise QueueTimeout(f"server busy: not started within the {timeout:g} s deadline; retry later",
+                               retry_after=self._settings.retry_after_s) from None
         try:
             aligned = await anyio.to_thread.run_sync(runtime.force_align, pairs, forward_method)
             if reverse is None:
@@ -273,6 +283,8 @@ class Translator:
             backward = await anyio.to_thread.run_sync(reverse.force_align, swapped, reverse.default_alignment_method)
         except UnsupportedOption as exc:
             raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+        finally:
+            self._forced_slots.release()
         return method, [_combined(f, b) for f, b in zip(aligned, backward)]
 
     def _forced_token_limit(self, runtime: TranslationRuntime) -> int | None:

@@ -163,7 +163,11 @@ class FakeRuntime(TranslationRuntime):
         return results
 
     def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list:
-        """Given translations aligned as if each reversed its source: target word j <- source word n-1-j."""
+        """Given translations aligned as if each reversed its source: target word j <- source word n-1-j.
+        Holds at the gate like ``translate``."""
+        self.entered.release()
+        if self.gate is not None:
+            self.gate.wait()
         out = []
         for source, target in pairs:
             n_source = len(set(fake_pieces(source)[2]))

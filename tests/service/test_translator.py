@@ -138,3 +138,27 @@ def test_a_translation_still_computing_at_the_deadline_is_a_deadline_exceeded():
         gate.set()
     assert str(error) == "translation took longer than the 1 s deadline"
     assert runtime.calls[0][0] == ["a b"]  # it had reached the model
+
+
+def test_forced_alignments_beyond_the_worker_threads_wait_and_time_out_as_a_503():
+    import threading
+
+    from service.errors import QueueTimeout
+
+    gate = threading.Event()
+    runtime = FakeRuntime("en", "de", gate=gate)
+
+    async def two_at_once(translator):
+        first = asyncio.ensure_future(translator.align(["a b"], ["x y"], "en", "de"))
+        await asyncio.to_thread(runtime.entered.acquire)  # the first holds the only slot, at the gate
+        try:
+            with pytest.raises(QueueTimeout) as refused:  # not at the gate beside the first
+                await asyncio.wait_for(translator.align(["c"], ["z"], "en", "de"), 10)
+        finally:
+            gate.set()
+        method, [alignment] = await first
+        return refused.value, method, alignment.pharaoh
+
+    refused, method, pharaoh = served(two_at_once, [runtime], worker_threads=1, request_timeout_s=0.2)
+    assert str(refused) == "server busy: not started within the 0.2 s deadline; retry later"
+    assert (method, pharaoh) == ("attention", "0-1 1-0")  # the first still answered, once the gate opened
