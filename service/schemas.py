@@ -70,6 +70,11 @@ ALIGNMENT_METHOD_HELP = (
 )
 LanguageCode = Annotated[str, Field(min_length=1, max_length=16, pattern=LANGUAGE_CODE)]
 
+
+def _normalised_code(value: Any) -> Any:
+    """A language code as requests may write it ("EN ", "De") in the form the pairs are named in."""
+    return value.strip().lower() if isinstance(value, str) else value
+
 # Do-not-translate terms per request, and characters per term.
 MAX_TERMS = 64
 MAX_TERM_CHARS = 100
@@ -89,12 +94,8 @@ class TranslateRequest(BaseModel):
     )
 
     text: str | list[str] = Field(description="One text, or a list of texts translated in order.")
-    source: str = Field(
-        min_length=1, max_length=16, pattern=LANGUAGE_CODE, description='Source language code, e.g. "en".'
-    )
-    target: str = Field(
-        min_length=1, max_length=16, pattern=LANGUAGE_CODE, description='Target language code, e.g. "de".'
-    )
+    source: LanguageCode = Field(description='Source language code, e.g. "en".')
+    target: LanguageCode = Field(description='Target language code, e.g. "de".')
     beam_size: int | None = Field(
         default=None,
         ge=1,
@@ -127,7 +128,7 @@ class TranslateRequest(BaseModel):
     @field_validator("source", "target", mode="before")
     @classmethod
     def _language_code(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
+        return _normalised_code(value)
 
     @field_validator("n_best")
     @classmethod
@@ -194,7 +195,7 @@ class AlignRequest(BaseModel):
     @field_validator("source", "target", mode="before")
     @classmethod
     def _language_code(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
+        return _normalised_code(value)
 
     @property
     def texts(self) -> list[str]:

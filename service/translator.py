@@ -256,8 +256,9 @@ class Translator:
         method = self.alignment_method(runtime, alignment_method)
         reverse = self._reverse_runtime(runtime) if method == "bidirectional" else None
         forward_method = runtime.default_alignment_method if reverse is not None else method
+        options = self.options(1, 1, "token", forward_method)
         try:
-            runtime.check_options(self.options(1, 1, "token", forward_method))
+            runtime.check_options(options)
         except UnsupportedOption as exc:
             raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
         tokens = 0
@@ -267,7 +268,7 @@ class Translator:
                 self._check_tokens(counts, list(range(len(side))), single, self._forced_token_limit(model), field)
                 tokens += sum(counts) if model is runtime else 0
         # A forced pass costs what a search of beam 1 over both sides would.
-        self._check_cost([tokens], self.options(1, 1, "token", forward_method))
+        self._check_cost([tokens], options)
         pairs = list(zip(texts, translations))
         timeout = self._settings.request_timeout_s
         try:

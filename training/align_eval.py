@@ -114,6 +114,15 @@ def _fmt(value: float | None) -> str:
     return "     -" if value is None else f"{value:6.4f}"
 
 
+def score_lines(results: dict[str, dict[str, Any]]) -> list[str]:
+    """The table of scored rows: links, precision, recall and AER per row name."""
+    lines = [f"{'method':34s} {'links':>7s} {'precision':>9s} {'recall':>7s} {'AER':>7s}"]
+    for name, row in results.items():
+        scores = "  ".join(_fmt(row[key]) for key in ("precision", "recall", "aer"))
+        lines.append(f"{name:34s} {row['links']:7d}    {scores}")
+    return lines
+
+
 def render(report: dict[str, Any]) -> str:
     shift = " (shift)" if report["shift"] else ""
     if report.get("supervised"):
@@ -124,10 +133,7 @@ def render(report: dict[str, Any]) -> str:
     if gold:
         lines.append(f"gold {gold['path']} ({gold['format']}, {gold['base']}-based): "
                      f"{gold['sure']} sure, {gold['possible']} possible links")
-        lines.append(f"{'method':34s} {'links':>7s} {'precision':>9s} {'recall':>7s} {'AER':>7s}")
-        for name, row in report["results"].items():
-            scores = "  ".join(_fmt(row[key]) for key in ("precision", "recall", "aer"))
-            lines.append(f"{name:34s} {row['links']:7d}    {scores}")
+        lines += score_lines(report["results"])
     else:
         lines.append(f"{'method':34s} {'links':>7s}")
         for name, row in report["results"].items():
@@ -145,6 +151,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--agreement scores against eflomal: it needs --reference eflomal and no --gold")
     if args.batch_size < 1 or (args.limit is not None and args.limit < 1) or args.eflomal_extra < 0:
         raise UsageError("--batch-size and --limit must be >= 1, --eflomal-extra >= 0")
+    if args.cognate_weight < 0.0:
+        raise UsageError(f"--cognate-weight must be >= 0, got {args.cognate_weight:g}")
     if args.link_threshold is not None and not 0.0 <= args.link_threshold < 1.0:
         raise UsageError(f"--link-threshold must be in [0, 1), got {args.link_threshold}")
     if args.soft_threshold is not None and not 0.0 < args.soft_threshold <= 1.0:

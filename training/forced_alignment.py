@@ -199,8 +199,9 @@ def align_direction(
     for s, t, a, s_words, t_words in zip(sources, targets, attention, source_words, target_words):
         weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
         hard.append(hard_links(weights))
-        symmetric.append(matrix_links(with_cognates(weights.tolist(), s_words, t_words, cognate_weight), link_threshold))
-        rows.append([word_links(row) for row in weights.tolist()])
+        matrix = weights.tolist()
+        symmetric.append(matrix_links(with_cognates(matrix, s_words, t_words, cognate_weight), link_threshold))
+        rows.append([word_links(row) for row in matrix])
         if threshold is not None:
             soft.append(soft_links(weights, threshold))
     return DirectionAlignments(hard, soft if threshold is not None else None, symmetric, rows)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from training import alignment_metrics as am
+from training.align_eval import score_lines
 from training.usage import OneLineParser, UsageError
 
 PROG = "phrasal-service-align-eval"
@@ -90,19 +91,17 @@ def run(argv: Sequence[str] | None = None) -> int:
                 if [w["text"] for w in words] != line.split():
                     raise UsageError(f"pair {k + 1}: the service split the {side} into other words than its "
                                      f"whitespace tokens ({len(words)} against {len(line.split())})")
-            links.append({(int(i), int(j)) for i, j in (link.split("-") for link in alignment["pharaoh"].split())})
+            links.append(am.parse_links(alignment["pharaoh"], f"the service's pair {k + 1}"))
     method = ", ".join(sorted(methods))
-    scores = am.score(links, gold)
     report = {"url": args.url, "pair": f"{args.source}-{args.target}", "alignment_method": method,
               "sentences": len(src), "gold": {"path": str(args.gold), "format": gold_format, "base": gold_base,
                                               "reverse": args.gold_reverse},
-              "results": {method: scores.to_dict()}}
+              "results": {method: am.score(links, gold).to_dict()}}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{args.url} /align {report['pair']}: {len(src)} pairs, gold {args.gold}")
-        print(f"{'method':34s} {'links':>7s} precision  recall     AER")
-        print(f"{method:34s} {scores.links:7d}    {scores.precision:6.4f}  {scores.recall:6.4f}  {scores.aer:6.4f}")
+        print("\n".join([f"{args.url} /align {report['pair']}: {len(src)} pairs, gold {args.gold}",
+                         *score_lines(report["results"])]))
     return 0
 
 

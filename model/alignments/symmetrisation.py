@@ -96,7 +96,7 @@ def matrix_links(weights: Sequence[Sequence[float]], threshold: float = 0.0) -> 
         if row and all(math.isfinite(w) for w in row) and max(row) > 0.0:
             by_target.add((max(range(len(row)), key=lambda i: (row[i], -i)), j))
     by_source: set[Link] = set()
-    for i in range(len(rows[0]) if rows else 0):
+    for i in range(len(rows[0])):
         column = [row[i] for row in rows]
         if all(math.isfinite(w) for w in column) and max(column) > 0.0:
             by_source.add((i, max(range(len(column)), key=lambda j: (column[j], -j))))

@@ -46,7 +46,7 @@ def served_links(gold):
                 assert [w["text"] for w in alignment["source_words"]] == s.split()
                 assert [w["text"] for w in alignment["target_words"]] == t.split()
             out[answer["alignment_method"]] = [
-                {tuple(map(int, link.split("-"))) for link in a["pharaoh"].split()} for a in answer["alignments"]]
+                am.parse_links(a["pharaoh"]) for a in answer["alignments"]]
     return out
 
 

@@ -247,6 +247,7 @@ def test_missing_eflomal_is_one_line(files, capsys, monkeypatch):
     ("layer", "--layer 5: the model has 2 decoder layers (0..1, or negative from the end)"),
     ("nothing", "nothing to do: give --gold to score, --agreement, or --write-alignments DIR to write the links"),
     ("extra", "--eflomal-extra needs --reference eflomal"),
+    ("cognates", "--cognate-weight must be >= 0, got -1"),
     ("direction", "--reverse-model-dir translates en->de, expected de->en"),
     ("model", "model directory {root}/none does not exist"),
 ])
@@ -273,6 +274,8 @@ def test_bad_input_exits_2_with_one_line(files, capsys, case, message):
         args["--layer"] = 5
     elif case == "extra":
         args["--eflomal-extra"] = 10
+    elif case == "cognates":
+        args["--cognate-weight"] = -1
     elif case == "nothing":
         del args["--gold"]
     elif case == "direction":

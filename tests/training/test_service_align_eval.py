@@ -49,10 +49,15 @@ def test_the_report_scores_what_the_service_returns(files, through_app, capsys):
     report = json.loads(capsys.readouterr().out)
     answer = through_app.post("/align", json={"text": SRC, "translation": TGT, "source": "en", "target": "de",
                                               "alignment_method": "attention"}).json()
-    links = [{tuple(map(int, link.split("-"))) for link in a["pharaoh"].split()} for a in answer["alignments"]]
+    links = [am.parse_links(a["pharaoh"]) for a in answer["alignments"]]
     gold, _, _ = am.read_gold(GOLD, 2)
     assert report["alignment_method"] == "attention"
     assert report["results"] == {"attention": am.score(links, gold).to_dict()}
+    assert cli.main(argv[:-3] + ["--batch-size", "1"]) == 0  # the table align_eval prints
+    scores = am.score(links, gold)
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"{'method':34s} {'links':>7s} {'precision':>9s} {'recall':>7s} {'AER':>7s}",
+        f"{'attention':34s} {scores.links:7d}    {scores.precision:6.4f}  {scores.recall:6.4f}  {scores.aer:6.4f}"]
 
 
 def test_a_refused_request_is_one_line_and_exit_2(files, through_app, capsys):
