@@ -33,6 +33,17 @@ class IncrementalDecoder(Protocol):
         ...
 
 
+class RankingDecoder(IncrementalDecoder, Protocol):
+    """A decoder that ranks the continuations itself (model/decoding/kernel_backend.py): its step
+    returns the unnormalised logits (N, V) in place of log-probs, and `candidates` gives what
+    `top_candidates` gives for their log-softmax, with the tokens it never generates at -inf and
+    only EOS allowed in the groups `at_limit` (indices into the current groups of K rows)."""
+
+    def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int,
+                   at_limit: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        ...
+
+
 @dataclass
 class Hypothesis:
     tokens: list[int]  # generated ids, without BOS and without EOS
@@ -142,6 +153,8 @@ def beam_search(
     live = list(range(batch_size))  # sentence id of each live group of K rows, in row order
     tokens = torch.full((batch_size * K,), bos_id, dtype=torch.long, device=max_lengths.device)
     scores = hist = attn_hist = not_eos = None
+    # A decoder that ranks its own logits (RankingDecoder) replaces the masking and top_candidates below.
+    ranked = getattr(decoder, "candidates", None)
     step = 0
     while True:
         log_probs, attn = decoder.step(tokens)
@@ -162,17 +175,20 @@ def beam_search(
             if return_attention:
                 attn_hist = _map_rows(lambda a: a.new_empty((n, K, 0, *a.shape[1:])), attn)  # (n, K, t, S…)
 
-        lp = log_probs.to(scores.dtype)
         # Sentences at their max length may only end: every non-EOS token gets -inf. Which ones
         # are is known on the host, and usually none is, so the (n·K, V) log-probs are only
         # copied and masked at a sentence's last step.
         at_limit = [gi for gi, s in enumerate(live) if max_len_host[s] <= step]
-        if at_limit:
-            rows = (torch.tensor(at_limit, dtype=torch.long, device=device).unsqueeze(1) * K
-                    + torch.arange(K, device=device)).view(-1)
-            lp = lp.index_put((rows,), lp[rows].masked_fill(not_eos, _NEG_INF))
         C = min(2 * K, K * V)
-        top_scores, top_idx = top_candidates(scores, lp, C)  # (n, C), best first
+        if ranked is not None:
+            top_scores, top_idx = ranked(log_probs, scores, C, at_limit)
+        else:
+            lp = log_probs.to(scores.dtype)
+            if at_limit:
+                rows = (torch.tensor(at_limit, dtype=torch.long, device=device).unsqueeze(1) * K
+                        + torch.arange(K, device=device)).view(-1)
+                lp = lp.index_put((rows,), lp[rows].masked_fill(not_eos, _NEG_INF))
+            top_scores, top_idx = top_candidates(scores, lp, C)  # (n, C), best first
         parent = top_idx // V  # (n, C) beam each candidate extends
         tok = top_idx % V
         is_eos = tok == eos_id

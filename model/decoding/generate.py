@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import torch
@@ -105,6 +106,8 @@ class SearchDecoder:
         self.should_stop = should_stop
         self.supervised = supervised
         self._never = [backend.config.pad_id, backend.config.bos_id]
+        # A backend whose steps give logits ranks them itself (beam_search.RankingDecoder).
+        self.candidates = partial(backend.candidates, never=self._never) if getattr(backend, "ranks_logits", False) else None
 
     def step(self, tokens: torch.Tensor):
         if self.should_stop is not None and self.should_stop():
@@ -115,8 +118,9 @@ class SearchDecoder:
             out = self.backend.step(tokens, self.state, self.phrases)
         self.state = out.state
         log_probs = out.log_probs
-        # Padding and BOS are inputs only: never generate them.
-        log_probs[:, self._never] = float("-inf")
+        if self.candidates is None:
+            # Padding and BOS are inputs only: never generate them.
+            log_probs[:, self._never] = float("-inf")
         if not self.phrases and not self.supervised:
             return log_probs, out.attention
         rows = {"attention": out.attention}

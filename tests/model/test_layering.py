@@ -3,6 +3,7 @@
 network   = model/*.py, model/attention/, model/biases/, model/phrase_representation/
 decoding  = model/decoding/ (may use the network)
 alignments, text = pure Python over words and links (no network, no decoding)
+cpu_kernels = C kernels on tensors (model/cpu_kernels/), under decoding, knowing no model
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ FORBIDDEN = {
     "alignments": ("model.decoding", "model.transformer", "model.attention", "model.biases", "model.layers",
                    "model.phrase_representation.functional", "torch"),
     "text": ("model.decoding", "model.alignments", "model.transformer", "model.attention", "torch"),
+    "cpu_kernels": ("model.decoding", "model.alignments", "model.transformer", "model.attention", "model.biases",
+                    "model.layers", "model.phrase_representation"),
 }
 
 

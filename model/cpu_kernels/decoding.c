@@ -1,0 +1,216 @@
+/* CPU kernels of one beam-search decoding step (model/cpu_kernels/__init__.py loads them).
+ *
+ * Why C: at a decoding step every attention call has one query per row, and PyTorch's fused
+ * attention spends most of its time per (row, head) unit rather than on arithmetic; the
+ * log-softmax over the vocabulary writes a (rows, V) tensor that beam search then reads only
+ * to find 2K candidates per sentence. Here each is one pass (benchmarks/decode_speed.py --profile).
+ *
+ * Compiled with -fno-finite-math-only kept: -inf marks masked keys, dead beams and banned tokens.
+ * expf is declared SIMD so that the loops over keys and over the vocabulary vectorise through
+ * glibc's libmvec. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef PHRASAL_NO_LIBMVEC
+__attribute__((__simd__("notinbranch"))) float expf(float);
+#endif
+
+#define MAX_KEYS 4096
+#define MAX_HEAD_DIM 512
+
+/* softmax over s[0..n) in place, -inf entries get 0; returns 0 when every entry is -inf. */
+static inline int softmax_in_place(float *s, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < n; ++t) mx = s[t] > mx ? s[t] : mx;
+  if (mx == -INFINITY) {
+    for (int64_t t = 0; t < n; ++t) s[t] = 0.f;
+    return 0;
+  }
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t t = 0; t < n; ++t) {
+    float e = expf(s[t] - mx);
+    s[t] = e;
+    sum += e;
+  }
+  const float inv = 1.f / sum;
+#pragma omp simd
+  for (int64_t t = 0; t < n; ++t) s[t] *= inv;
+  return 1;
+}
+
+static inline float dot(const float *a, const float *b, int64_t dh) {
+  float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t d = 0; d < dh; ++d) acc += a[d] * b[d];
+  return acc;
+}
+
+/* Self-attention of one step over a paged cache: key/value s of row n lives in column s, at row
+ * table[n * table_stride + s] of that column (columns are the per-step projections, kept as
+ * written; a beam reorder permutes the table, not the cache). Column s starts at k_cols[s] /
+ * v_cols[s], its rows col_stride floats apart. q (N, H·dh) rows q_stride apart; out likewise. */
+__attribute__((always_inline)) static inline void self_attention_body(
+    const float *q, int64_t q_stride, const int64_t *k_cols, const int64_t *v_cols, int64_t col_stride,
+    const int32_t *table, int64_t table_stride, int64_t n_rows, int64_t n_heads, int64_t steps, int64_t dh,
+    float scale, float *out, int64_t out_stride) {
+  float s[MAX_KEYS];
+  float acc[MAX_HEAD_DIM];
+  for (int64_t n = 0; n < n_rows; ++n) {
+    const int32_t *rows = table + n * table_stride;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const float *qq = q + n * q_stride + h * dh;
+      for (int64_t t = 0; t < steps; ++t) {
+        const float *kk = (const float *)(intptr_t)k_cols[t] + rows[t] * col_stride + h * dh;
+        s[t] = dot(qq, kk, dh) * scale;
+      }
+      softmax_in_place(s, steps);
+      for (int64_t d = 0; d < dh; ++d) acc[d] = 0.f;
+      for (int64_t t = 0; t < steps; ++t) {
+        const float *vv = (const float *)(intptr_t)v_cols[t] + rows[t] * col_stride + h * dh;
+        const float p = s[t];
+#pragma omp simd
+        for (int64_t d = 0; d < dh; ++d) acc[d] += p * vv[d];
+      }
+      memcpy(out + n * out_stride + h * dh, acc, dh * sizeof(float));
+    }
+  }
+}
+
+int phrasal_self_attention(const float *q, int64_t q_stride, const int64_t *k_cols, const int64_t *v_cols,
+                           int64_t col_stride, const int32_t *table, int64_t table_stride, int64_t n_rows,
+                           int64_t n_heads, int64_t steps, int64_t dh, float scale, float *out, int64_t out_stride) {
+  if (steps > MAX_KEYS || dh > MAX_HEAD_DIM) return 1;
+  /* The common head sizes as constants, so the dot products unroll. */
+  if (dh == 32)
+    self_attention_body(q, q_stride, k_cols, v_cols, col_stride, table, table_stride, n_rows, n_heads, steps, 32,
+                        scale, out, out_stride);
+  else if (dh == 64)
+    self_attention_body(q, q_stride, k_cols, v_cols, col_stride, table, table_stride, n_rows, n_heads, steps, 64,
+                        scale, out, out_stride);
+  else
+    self_attention_body(q, q_stride, k_cols, v_cols, col_stride, table, table_stride, n_rows, n_heads, steps, dh,
+                        scale, out, out_stride);
+  return 0;
+}
+
+/* Cross-attention of one step: row n reads sentence sentence[n] of the projected memory, whose
+ * position j is at k + sentence * sent_stride + j * pos_stride (v likewise), attending where
+ * keep[sentence * keep_stride + j] is nonzero. probs (N, H, S) is written when not NULL; a row
+ * with no key to attend gets zero probabilities and a zero output. */
+__attribute__((always_inline)) static inline void cross_attention_body(
+    const float *q, int64_t q_stride, const float *k, const float *v, int64_t pos_stride, int64_t sent_stride,
+    const int32_t *sentence, const uint8_t *keep, int64_t keep_stride, int64_t n_rows, int64_t n_heads,
+    int64_t length, int64_t dh, float scale, float *out, int64_t out_stride, float *probs) {
+  float s[MAX_KEYS];
+  float acc[MAX_HEAD_DIM];
+  for (int64_t n = 0; n < n_rows; ++n) {
+    const int64_t b = sentence[n];
+    const uint8_t *m = keep + b * keep_stride;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const float *qq = q + n * q_stride + h * dh;
+      const float *kb = k + b * sent_stride + h * dh;
+      const float *vb = v + b * sent_stride + h * dh;
+      for (int64_t j = 0; j < length; ++j) s[j] = m[j] ? dot(qq, kb + j * pos_stride, dh) * scale : -INFINITY;
+      softmax_in_place(s, length);
+      for (int64_t d = 0; d < dh; ++d) acc[d] = 0.f;
+      for (int64_t j = 0; j < length; ++j) {
+        const float p = s[j];
+        if (p == 0.f) continue;
+        const float *vv = vb + j * pos_stride;
+#pragma omp simd
+        for (int64_t d = 0; d < dh; ++d) acc[d] += p * vv[d];
+      }
+      memcpy(out + n * out_stride + h * dh, acc, dh * sizeof(float));
+      if (probs) memcpy(probs + (n * n_heads + h) * length, s, length * sizeof(float));
+    }
+  }
+}
+
+int phrasal_cross_attention(const float *q, int64_t q_stride, const float *k, const float *v, int64_t pos_stride,
+                            int64_t sent_stride, const int32_t *sentence, const uint8_t *keep, int64_t keep_stride,
+                            int64_t n_rows, int64_t n_heads, int64_t length, int64_t dh, float scale, float *out,
+                            int64_t out_stride, float *probs) {
+  if (length > MAX_KEYS || dh > MAX_HEAD_DIM) return 1;
+  if (dh == 32)
+    cross_attention_body(q, q_stride, k, v, pos_stride, sent_stride, sentence, keep, keep_stride, n_rows, n_heads,
+                         length, 32, scale, out, out_stride, probs);
+  else if (dh == 64)
+    cross_attention_body(q, q_stride, k, v, pos_stride, sent_stride, sentence, keep, keep_stride, n_rows, n_heads,
+                         length, 64, scale, out, out_stride, probs);
+  else
+    cross_attention_body(q, q_stride, k, v, pos_stride, sent_stride, sentence, keep, keep_stride, n_rows, n_heads,
+                         length, dh, scale, out, out_stride, probs);
+  return 0;
+}
+
+/* Insert (value, index) into best[0..*filled) sorted best first, keeping at most count; a value
+ * equal to one already there goes after it (earlier candidates first). */
+static inline void offer(float value, int64_t index, float *best, int64_t *best_index, int64_t *filled,
+                         int64_t count) {
+  int64_t at = *filled < count ? *filled : count - 1;
+  if (*filled == count && !(value > best[count - 1])) return;
+  while (at > 0 && value > best[at - 1]) {
+    best[at] = best[at - 1];
+    best_index[at] = best_index[at - 1];
+    --at;
+  }
+  best[at] = value;
+  best_index[at] = index;
+  if (*filled < count) ++*filled;
+}
+
+#define BLOCK 64
+
+/* Beam search's candidates straight from the logits: per sentence i, the `count` best
+ * scores[i, k] + log_softmax(logits[i·K + k])[v] over its K beams and V tokens, best first, with
+ * flat indices k·V + v. The log-softmax is (x - max) - log(Σ exp(x - max)), as PyTorch computes
+ * it; tokens with banned[v] nonzero get -inf after it (PAD and BOS), and a sentence with
+ * eos_only[i] nonzero may only end. Beams at -inf are skipped; a sentence with fewer than
+ * `count` finite candidates is padded with (-inf, 0). Rows are scanned by blocks of BLOCK tokens
+ * whose maximum bounds the block, so most blocks cost one comparison. */
+int phrasal_beam_candidates(const float *logits, int64_t row_stride, const float *scores, int64_t n_sentences,
+                            int64_t beams, int64_t vocab, const uint8_t *banned, const uint8_t *eos_only,
+                            int64_t eos_id, int64_t count, float *out_values, int64_t *out_index) {
+  if (count < 1 || count > beams * vocab) return 1;
+  for (int64_t i = 0; i < n_sentences; ++i) {
+    float *best = out_values + i * count;
+    int64_t *best_index = out_index + i * count;
+    int64_t filled = 0;
+    for (int64_t k = 0; k < beams; ++k) {
+      const float score = scores[i * beams + k];
+      if (score == -INFINITY) continue;
+      const float *x = logits + (i * beams + k) * row_stride;
+      float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (int64_t v = 0; v < vocab; ++v) mx = x[v] > mx ? x[v] : mx;
+      float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t v = 0; v < vocab; ++v) sum += expf(x[v] - mx);
+      const float log_sum = logf(sum);
+      if (eos_only && eos_only[i]) {
+        if (!(banned && banned[eos_id])) offer(score + ((x[eos_id] - mx) - log_sum), k * vocab + eos_id, best,
+                                               best_index, &filled, count);
+        continue;
+      }
+      for (int64_t start = 0; start < vocab; start += BLOCK) {
+        const int64_t stop = start + BLOCK < vocab ? start + BLOCK : vocab;
+        float block_max = -INFINITY;
+#pragma omp simd reduction(max : block_max)
+        for (int64_t v = start; v < stop; ++v) block_max = x[v] > block_max ? x[v] : block_max;
+        /* Float subtraction and addition are monotonic, so the block's best candidate bounds the rest. */
+        if (filled == count && !(score + ((block_max - mx) - log_sum) > best[count - 1])) continue;
+        for (int64_t v = start; v < stop; ++v) {
+          if (banned && banned[v]) continue;
+          offer(score + ((x[v] - mx) - log_sum), k * vocab + v, best, best_index, &filled, count);
+        }
+      }
+    }
+    for (; filled < count; ++filled) {
+      best[filled] = -INFINITY;
+      best_index[filled] = 0;
+    }
+  }
+  return 0;
+}

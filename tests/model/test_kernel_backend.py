@@ -1,0 +1,97 @@
+"""model/decoding/kernel_backend.py: the kernel backend's steps equal the eager Transformer's up to
+float rounding through reorders and sentences leaving the batch, and its searches give the
+eager searches' hypotheses, on a tiny model and on the bundled one."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model.config import AttentionConfig
+from model.decoding.generate import SearchOptions, TransformerBackend, generate, source_batch
+from model.decoding.kernel_backend import KernelBackend, kernel_decoding_problem
+from model.model_dir import load_model_dir
+from tests.bundled.expectations import MODEL_DIR
+from tests.conftest import read_lines
+from tests.helpers import tiny_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _steps_agree(model, src: torch.Tensor, beam: int, steps: int, generator: torch.Generator) -> float:
+    """Run both backends `steps` steps on the same tokens, reordering (and dropping rows, as
+    finished sentences do) between steps; the largest difference of log-probs and attention."""
+    eager, kernels = TransformerBackend(model), KernelBackend(model, ranks_logits=False)
+    e_state, k_state = eager.encode(src).expand(beam), kernels.encode(src).expand(beam)
+    tokens = torch.full((src.shape[0] * beam,), model.config.bos_id)
+    worst = 0.0
+    for step in range(steps):
+        e_out, k_out = eager.step(tokens, e_state), kernels.step(tokens, k_state)
+        worst = max(worst, (e_out.log_probs - k_out.log_probs).abs().max().item(),
+                    (e_out.attention - k_out.attention).abs().max().item())
+        rows = e_out.log_probs.shape[0]
+        # Beam-search-like: parents within each sentence; at step 2 the first sentence leaves.
+        groups = torch.arange(rows // beam)[1:] if step == 2 else torch.arange(rows // beam)
+        index = (groups.unsqueeze(1) * beam + torch.randint(0, beam, (len(groups), beam), generator=generator)).view(-1)
+        tokens = e_out.log_probs.argmax(dim=1)[index]
+        e_state, k_state = e_out.state.reorder(index), k_out.state.reorder(index)
+    return worst
+
+
+def test_tiny_model_steps_equal_the_eager_steps():
+    model = tiny_model(3)
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
+    assert _steps_agree(model, src, beam=3, steps=6, generator=torch.Generator().manual_seed(0)) < 1e-5
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_model_dir(MODEL_DIR)
+
+
+def test_bundled_model_steps_equal_the_eager_steps(bundled):
+    src = source_batch(bundled.tokenizer, read_lines("test_2016_flickr", "en", 6))
+    assert _steps_agree(bundled.model, src, beam=5, steps=8, generator=torch.Generator().manual_seed(1)) < 5e-5
+
+
+def test_bundled_searches_give_the_eager_hypotheses(bundled):
+    src = source_batch(bundled.tokenizer, read_lines("test_2016_flickr", "en", 48))
+    options = SearchOptions(n_best=2, return_attention=True)
+    eager = generate(bundled.model, src, options)
+    for backend in (KernelBackend(bundled.model), KernelBackend(bundled.model, ranks_logits=False)):
+        got = generate(backend, src, options)
+        assert [[h.tokens for h in nbest] for nbest in got] == [[h.tokens for h in nbest] for nbest in eager]
+        for nbest, want in zip(got, eager):
+            for h, w in zip(nbest, want):
+                assert h.score == pytest.approx(w.score, abs=1e-4)
+                torch.testing.assert_close(h.attention, w.attention, atol=1e-4, rtol=0)
+                torch.testing.assert_close(h.final_attention, w.final_attention, atol=1e-4, rtol=0)
+
+
+def test_a_search_at_its_length_limit_ends_every_hypothesis():
+    model = tiny_model(4)
+    src = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
+    options = SearchOptions(max_length_ratio=0.0, max_length_offset=2, n_best=3)
+    want = generate(model, src, options)
+    got = generate(KernelBackend(model), src, options)
+    assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in want]
+    assert all(len(h.tokens) <= 2 for n in got for h in n)
+
+
+@pytest.mark.parametrize("overrides, problem", [
+    (dict(cross_attention=AttentionConfig("convkv", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})),
+     "decoder layer 0's cross-attention is convkv; the kernels run vanilla attention only"),
+    (dict(alignment_biases={"position": {}}),
+     "decoder layer 0's cross-attention is vanilla with alignment biases; the kernels run vanilla attention only"),
+])
+def test_other_families_stay_eager_and_say_why(overrides, problem):
+    model = tiny_model(0, **overrides)
+    assert kernel_decoding_problem(model) == problem
+    with pytest.raises(ValueError, match=problem):
+        KernelBackend(model)
+
+
+def test_phrase_attention_is_refused_by_the_search():
+    model = tiny_model(0)
+    src = torch.tensor([[5, 6, 2]])
+    with pytest.raises(ValueError, match="this export returns no phrase attention"):
+        generate(KernelBackend(model), src, SearchOptions(return_phrase_attention=True))
