@@ -19,8 +19,11 @@ returns no attention (CTranslate2 neither), n_best 1, the service's other decodi
     python benchmarks/engines.py --engines torch,torch@2,ct2,ct2@2 --sizes bundled  # thread settings
     python benchmarks/engines.py --device cuda                         # float16 engines, results/engines_cuda.md
 
-Engines (CPU): torch, torch-int8 (model/quantization.py), torch-int8-layers (the same with the
-output projection left float32: what quantising it buys), torchscript, onnx, onnx-int8 (ONNX
+Engines (CPU): torch (eager float32), torch-kernels (float32 through the C decoding kernels,
+model/decoding/kernel_backend.py: what the service runs by default on the CPU), torch-int8
+(model/quantization.py, eager), torch-int8-kernels (int8 through the kernels: the service's
+PHRASAL_CPU_QUANTIZATION=int8), torch-int8-layers (eager int8 with the output projection left
+float32: what quantising it buys), torchscript, onnx, onnx-int8 (ONNX
 Runtime quantisation, export/onnx_quantize.py), ct2, ct2-int8. On CUDA: torch, torch-fp16,
 torchscript-fp16, onnx-fp16, ct2-fp16, ct2-int8-fp16. Exports are made by our exporter without
 its verification (the agreement column is this benchmark's check) into --work-dir.
@@ -57,11 +60,14 @@ class Engine:
     backend: str  # torch | torchscript | onnx | ct2
     precision: str  # float32 | float16 | int8 (ct2: its quantization name)
     threads: int | None = None  # None: --threads
+    decoder: str = "eager"  # torch only: "kernels" decodes through the C kernels (model/decoding/kernel_backend.py)
 
 
 CPU_ENGINES = (
     Engine("torch", "torch", "float32"),
+    Engine("torch-kernels", "torch", "float32", decoder="kernels"),
     Engine("torch-int8", "torch", "int8"),
+    Engine("torch-int8-kernels", "torch", "int8", decoder="kernels"),
     Engine("torch-int8-layers", "torch", "int8-layers"),  # the output projection left float32
     Engine("torchscript", "torchscript", "float32"),
     Engine("onnx", "onnx", "float32"),
@@ -306,6 +312,10 @@ def load_translate(job: dict[str, Any]):
             model = quantize_int8(loaded.model, output_projection=engine.precision == "int8")
         else:
             model = loaded.model.to(device=torch_device, dtype=getattr(torch, engine.precision))
+        if engine.decoder == "kernels":
+            from model.decoding.kernel_backend import KernelBackend
+
+            model = KernelBackend(model)
         config = loaded.config
 
         def translate(sources: list[list[int]], beam: int) -> list[list[int]]:

@@ -49,7 +49,7 @@ def load_default_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
         )
     paths = settings.model_dirs if settings.backend == "torch" else settings.export_dirs
     specs = [RuntimeSpec(settings.backend, path, settings.device, static_decoding=settings.static_decoding,
-                         cpu_quantization=settings.cpu_quantization) for path in paths]
+                         cpu_quantization=settings.cpu_quantization, cpu_kernels=settings.cpu_kernels) for path in paths]
     if not settings.inference_process:
         return [load_runtime(spec) for spec in specs]
     return load_process_runtimes([partial(load_runtime, spec) for spec in specs], process_options(settings))

@@ -54,6 +54,12 @@ class Settings(BaseSettings):
     # passed (python -m export.int8_check MODEL_DIR); elsewhere float32, with a warning in the
     # log. Off by default: int8 changes some translations (bundled en-de: 82 % identical).
     cpu_quantization: Literal["none", "int8"] = "none"
+    # Backend "torch" on the CPU: "auto" decodes vanilla models through the C kernels
+    # (model/cpu_kernels, model/decoding/kernel_backend.py) where they build and the model
+    # directory's record says they were verified for its weights: kernels_verification.json for
+    # float32 (python -m export.kernels_check MODEL_DIR), int8_verification.json for int8; else
+    # eagerly, with a line in the log. "off": always eagerly (it also keeps the kernels unbuilt).
+    cpu_kernels: Literal["auto", "off"] = "auto"
     export_dirs: list[Path] = Field(
         default_factory=list, description="Exported model directories, for backend onnx / torchscript / ct2."
     )

@@ -26,15 +26,17 @@ class RuntimeSpec:
     path: Path
     device: str = "auto"
     # Backend "torch" only, by keyword (two strings side by side are easy to swap):
-    # STATIC_DECODING ("auto", "on", "off") and CPU_QUANTIZATION ("none", "int8"); Settings checks both.
+    # STATIC_DECODING ("auto", "on", "off"), CPU_QUANTIZATION ("none", "int8") and CPU_KERNELS
+    # ("auto", "off"); Settings checks them.
     static_decoding: str = field(default="auto", kw_only=True)
     cpu_quantization: str = field(default="none", kw_only=True)
+    cpu_kernels: str = field(default="auto", kw_only=True)
 
 
 def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
     module = BACKEND_MODULES.get(spec.backend)
     if module is None:
         raise ValueError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKEND_MODULES)}")
-    options = {"static_decoding": spec.static_decoding, "cpu_quantization": spec.cpu_quantization} \
-        if spec.backend == "torch" else {}
+    options = {"static_decoding": spec.static_decoding, "cpu_quantization": spec.cpu_quantization,
+               "cpu_kernels": spec.cpu_kernels} if spec.backend == "torch" else {}
     return importlib.import_module(module).load_runtime(spec.path, spec.device, **options)

@@ -14,6 +14,7 @@ from model.attention.kernels import avoid_per_shape_attention_plans
 from model.decoding.beam_search import Hypothesis
 from model.decoding.cuda_graph_step import step_runner
 from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
+from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
 from model.decoding.static_decoding import StaticGenerator
 from model.layers import has_phrases
 from model.transformer import Transformer
@@ -55,9 +56,10 @@ class TorchRuntime(TranslationRuntime):
     backend = "torch"
 
     def __init__(self, loaded: LoadedModel, device: torch.device, model: Transformer | None = None,
-                 precision: str | None = None, static_decoding: bool = False):
+                 precision: str | None = None, static_decoding: bool = False, kernels: KernelBackend | None = None):
         """`model`: what decodes instead of the loaded model in its serving precision (the int8
-        copy of `cpu_model`); `precision` names it for logs."""
+        copy of `cpu_model`); `precision` names it for logs. `kernels`: the C-kernel backend over
+        `model` (`kernel_backend`), for the searches it can run."""
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.device = device
@@ -78,6 +80,8 @@ class TorchRuntime(TranslationRuntime):
         # Preallocated state per bucket, kept for the runtime's life (CUDA graphs read it).
         self.static = StaticGenerator(self.model, step_runner(device)) if static_decoding else None
         self.link_threshold = self.model.supervised_alignment.link_threshold if has_head else 0.0
+        self.kernels = kernels
+        self.decoder = KERNELS if kernels is not None else EAGER
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -136,36 +140,64 @@ class TorchRuntime(TranslationRuntime):
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
         if self.static is not None:
             return self.static.generate(src, search, should_stop)
+        # The kernels give token attention only: phrase tables and supervised rows come from the eager step.
+        if self.kernels is not None and not (search.return_phrase_attention or search.return_supervised_attention):
+            return generate(self.kernels, src, search, should_stop)
         return generate(self.model, src, search, should_stop)
 
 
-def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str) -> tuple[Transformer | None, str, str | None]:
+def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str,
+              cpu_kernels: str = "auto") -> tuple[Transformer | None, str, str | None]:
     """The model to serve for ``settings.cpu_quantization``: (the int8 copy, "int8", None) when
     int8 was asked for, runs on the CPU and the model directory's verification record says it
-    passed for these weights (export/int8_check.py); otherwise (None, the default precision, why not)."""
+    passed for these weights and for the decoder this process would run it on (the kernels where
+    they can decode it and ``cpu_kernels`` is "auto", export/int8_check.py); otherwise (None, the
+    default precision, why not)."""
     default = "float16" if device.type == "cuda" else "float32"
     if quantization == "none":
         return None, default, None
     if device.type != "cpu":
         return None, default, f"cpu_quantization={quantization} applies to the CPU only; serving {default} on {device}"
     from export.int8_check import record_problem  # the verification record's reader
-
-    problem = record_problem(path, loaded)
-    if problem is not None:
-        return None, default, f"int8 not verified for {path}, serving {default}: {problem}"
     from model.quantization import quantize_int8
 
-    return quantize_int8(loaded.model), quantization, None
+    quantised = quantize_int8(loaded.model)
+    problem = record_problem(path, loaded, decoder_for(quantised) if cpu_kernels == "auto" else EAGER)
+    if problem is not None:
+        return None, default, f"int8 not verified for {path}, serving {default}: {problem}"
+    return quantised, quantization, None
+
+
+def kernel_backend(path, loaded: LoadedModel, model: Transformer, precision: str, device: torch.device,
+                   cpu_kernels: str) -> tuple[KernelBackend | None, str | None]:
+    """The C-kernel backend to decode `model` with for ``settings.cpu_kernels``, or (None, why not)."""
+    if cpu_kernels == "off" or device.type != "cpu":
+        return None, None
+    problem = kernel_decoding_problem(model)
+    if problem is None and precision == "float32":
+        from export.kernels_check import record_problem  # the verification record's reader
+
+        problem = record_problem(path, loaded)
+    if problem is not None:
+        return None, f"decoding {path} eagerly: {problem}"
+    # int8 got here only with a record made on the kernels (cpu_model).
+    return KernelBackend(model), None
 
 
 def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto",
-                 cpu_quantization: str = "none") -> TorchRuntime:
+                 cpu_quantization: str = "none", cpu_kernels: str = "auto") -> TorchRuntime:
     resolved = resolve_device(device)
     if resolved.type == "cpu" and not retain_freed_memory():
         log.info("not glibc: the CPU decoder's freed memory goes back to the system at every step")
     loaded = load_model_dir(path, device="cpu")
-    model, precision, refused = cpu_model(path, loaded, resolved, cpu_quantization)
+    model, precision, refused = cpu_model(path, loaded, resolved, cpu_quantization, cpu_kernels)
     if refused:
         log.warning(refused)
-    log.info("loaded %s (%s-%s) on %s in %s", path, loaded.source_lang, loaded.target_lang, resolved, precision)
-    return TorchRuntime(loaded, resolved, model, precision, use_static_decoding(static_decoding, resolved))
+    runtime = TorchRuntime(loaded, resolved, model, precision, use_static_decoding(static_decoding, resolved))
+    kernels, eager_why = kernel_backend(path, loaded, runtime.model, runtime.precision, resolved, cpu_kernels)
+    if eager_why:
+        log.warning(eager_why)
+    runtime.kernels, runtime.decoder = kernels, (KERNELS if kernels is not None else EAGER)
+    log.info("loaded %s (%s-%s) on %s in %s, %s decoder", path, loaded.source_lang, loaded.target_lang, resolved,
+             runtime.precision, runtime.decoder)
+    return runtime

@@ -84,13 +84,14 @@ def test_the_record_decides_what_the_torch_backend_serves(tmp_path, tmp_path_fac
     record = json.loads((path / RECORD_FILE).read_text())
     assert record["passed"] is False
     assert record["problems"] == ["BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00)"]
-    assert record_problem(path, loaded) == (f"{path / RECORD_FILE} says int8 failed verification: "
+    assert record_problem(path, loaded) == (f"{path / RECORD_FILE} says the int8 fast path failed verification: "
                                             "BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00)")
     assert cpu_model(path, loaded, cpu, "int8")[0] is None
     # ... the default criterion (this tiny model's int8 tops are its float32 ones): int8 is served.
     assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0
     assert capsys.readouterr().out.splitlines()[-2].startswith(
-        "int8 fast path PASSED (int8-fast-path: >= 75 % identical, BLEU drop <= 0.3): 8/8 identical top hypotheses")
+        "int8 fast path (kernels decoder) PASSED (int8-fast-path: >= 75 % identical, BLEU drop <= 0.3): "
+        "8/8 identical top hypotheses")
     assert record_problem(path, loaded) is None
     model, precision, why = cpu_model(path, loaded, cpu, "int8")
     assert (precision, why) == ("int8", None)
