@@ -29,6 +29,15 @@ from model.decoder_state import Memory
 from model.transformer import StepOut, Transformer, head_average
 
 
+# The decoders the torch backend runs a model on: the eager Transformer step, or these kernels.
+EAGER, KERNELS = "eager", "kernels"
+
+
+def decoder_for(model: Transformer) -> str:
+    """The decoder that decodes `model` on the CPU when the kernels may be used: they, where they can."""
+    return KERNELS if kernel_decoding_problem(model) is None else EAGER
+
+
 def kernel_decoding_problem(model: Transformer) -> str | None:
     """Why `KernelBackend` cannot decode `model`; None when it can."""
     if library() is None:
