@@ -11,9 +11,13 @@ library sets up per new shape, the second does not (--cudnn-attention on shows w
     python benchmarks/decode_speed.py --device cpu --batch-sizes "" --reorder-bytes 8
     python benchmarks/decode_speed.py --device cpu --dtype int8 --batch-sizes 32 --sentences 64 --profile
     OMP_NUM_THREADS=1 python benchmarks/decode_speed.py --device cpu --dtype int8 --batch-sizes 32 --phases --allocator retain
+    OMP_NUM_THREADS=1 python benchmarks/decode_speed.py --device cpu --dtype int8 --decoder kernels --batch-sizes 32 --phases --allocator retain
 
---phases splits each timing into the encoder, the decoder steps, the beam reorders and the rest
-(the search itself and generate's own work), and counts the process's minor page faults.
+--phases splits each timing into the encoder, the decoder steps, the beam reorders, with
+--decoder kernels the candidates ranked from the logits (model/cpu_kernels), and the rest (the
+search itself and generate's own work), and counts the process's minor page faults. The torch
+profiler of --profile does not see inside the C kernels (called through ctypes): their time is
+in the phases, not in its table.
 --allocator retain keeps freed heap memory in the process (service/runtime/cpu_allocator.py, what
 the CPU torch runtime does); default leaves glibc as it is.
 
@@ -40,6 +44,7 @@ from model.decoding import defaults as decoding_defaults
 from model.model_dir import load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
 from model.decoding.generate import SearchDecoder, SearchOptions, TransformerBackend, generate, source_batch
+from model.decoding.kernel_backend import KernelBackend
 from model.decoder_state import DecoderState
 from service.runtime.cpu_allocator import retain_freed_memory
 
@@ -54,6 +59,8 @@ def main() -> None:
     parser.add_argument("--cudnn-attention", choices=["on", "off"], default="off", help="on: what the service avoids")
     parser.add_argument("--reorder-bytes", type=int, default=0, metavar="B", help="bytes copied by beam reorders, one batch of B")
     parser.add_argument("--phases", action="store_true", help="split the time into encoder, steps, reorders and search")
+    parser.add_argument("--decoder", choices=["eager", "kernels"], default="eager",
+                        help="kernels: the C decoding kernels (model/decoding/kernel_backend.py), CPU only")
     parser.add_argument("--allocator", choices=["default", "retain"], default="default",
                         help="retain: keep freed heap memory (service/runtime/cpu_allocator.py)")
     args = parser.parse_args()
@@ -74,18 +81,23 @@ def main() -> None:
 
         loaded = dataclasses.replace(loaded, model=quantize_int8(loaded.model))
         dtype = "int8 (dynamic, linear layers)"
+    decoder = loaded.model
+    if args.decoder == "kernels":
+        from model.decoding.kernel_backend import KernelBackend
+
+        decoder = KernelBackend(loaded.model)
     texts = read_sentences(args.split, args.sentences)
     options = SearchOptions(beam_size=args.beam)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences, "
-          f"{torch.get_num_threads()} threads, allocator {args.allocator}")
+          f"{torch.get_num_threads()} threads, allocator {args.allocator}, {args.decoder} decoder")
     for batch_size in [int(b) for b in args.batch_sizes.split(",") if b]:
         batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
         timings = []
         for repeat in range(args.repeats + 1):
             with PhaseClock(device, enabled=args.phases and repeat > 0) as clock:
                 for batch in batches:
-                    generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
+                    generate(decoder, source_batch(loaded.tokenizer, batch, device), options)
             if repeat:  # the first pass warms up kernels and the allocator
                 timings.append(clock.seconds)
                 if args.phases:
@@ -102,7 +114,7 @@ def main() -> None:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
         batch = texts[:64]
         with profile(activities=activities) as prof:
-            generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
+            generate(decoder, source_batch(loaded.tokenizer, batch, device), options)
             sync(device)
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
         # Operators dispatched per decoding step (one topk per step): on a launch-bound GPU host
@@ -121,12 +133,13 @@ class PhaseClock:
     (`SearchDecoder.reorder`) and the rest (the search and generate's own work), plus the
     process's minor page faults. On a GPU each phase is synchronised, which slows the whole."""
 
-    PHASES = (("encoder", TransformerBackend, "encode"), ("steps", SearchDecoder, "step"),
-              ("reorders", SearchDecoder, "reorder"))
+    PHASES = (("encoder", TransformerBackend, "encode"), ("encoder", KernelBackend, "encode"),
+              ("steps", SearchDecoder, "step"), ("reorders", SearchDecoder, "reorder"),
+              ("candidates", KernelBackend, "candidates"))
 
     def __init__(self, device: torch.device, enabled: bool):
         self.device, self.enabled = device, enabled
-        self.spent = {name: 0.0 for name, _, _ in self.PHASES}
+        self.spent = dict.fromkeys((name for name, _, _ in self.PHASES), 0.0)
         self.seconds = 0.0
         self.faults = 0
         self._saved: list[tuple[type, str, Any]] = []
@@ -176,7 +189,7 @@ def time_mixed_batches(loaded, texts: list[str], options: SearchOptions, device:
         for batch in batches:
             sync(device)
             start = time.perf_counter()
-            generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
+            generate(decoder, source_batch(loaded.tokenizer, batch, device), options)
             sync(device)
             times.append(1000 * (time.perf_counter() - start))
         print(f"{len(batches)} mixed batches ({sum(sizes)} sentences), {sight}, cuDNN attention {args.cudnn_attention}: "

@@ -57,18 +57,21 @@ __attribute__((always_inline)) static inline void self_attention_body(
     float scale, float *out, int64_t out_stride) {
   float s[MAX_KEYS];
   float acc[MAX_HEAD_DIM];
+  const float *k_rows[MAX_KEYS], *v_rows[MAX_KEYS];
   for (int64_t n = 0; n < n_rows; ++n) {
     const int32_t *rows = table + n * table_stride;
+    /* Row n's keys and values, found once for all heads. */
+    for (int64_t t = 0; t < steps; ++t) {
+      k_rows[t] = (const float *)(intptr_t)k_cols[t] + rows[t] * col_stride;
+      v_rows[t] = (const float *)(intptr_t)v_cols[t] + rows[t] * col_stride;
+    }
     for (int64_t h = 0; h < n_heads; ++h) {
       const float *qq = q + n * q_stride + h * dh;
-      for (int64_t t = 0; t < steps; ++t) {
-        const float *kk = (const float *)(intptr_t)k_cols[t] + rows[t] * col_stride + h * dh;
-        s[t] = dot(qq, kk, dh) * scale;
-      }
+      for (int64_t t = 0; t < steps; ++t) s[t] = dot(qq, k_rows[t] + h * dh, dh) * scale;
       softmax_in_place(s, steps);
       for (int64_t d = 0; d < dh; ++d) acc[d] = 0.f;
       for (int64_t t = 0; t < steps; ++t) {
-        const float *vv = (const float *)(intptr_t)v_cols[t] + rows[t] * col_stride + h * dh;
+        const float *vv = v_rows[t] + h * dh;
         const float p = s[t];
 #pragma omp simd
         for (int64_t d = 0; d < dh; ++d) acc[d] += p * vv[d];
@@ -162,18 +165,46 @@ static inline void offer(float value, int64_t index, float *best, int64_t *best_
 }
 
 #define BLOCK 64
+#define MAX_BLOCKS 8192
+
+/* exp(x) for finite x <= 0: Cody-Waite reduction by ln 2 (two fused multiply-adds, which the
+ * compiler may not re-associate) and Cephes' degree-6 polynomial, 2^n through the exponent bits;
+ * within 1e-7 relative of exp down to -87, below which it returns exp(-87) (nothing a sum of
+ * probabilities can see). Written out rather than called so that the loop over the vocabulary
+ * vectorises without libmvec's special-case handling: about 0.6x its time here. */
+static inline float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
+  float r = __builtin_fmaf(n, -0.693359375f, x);
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
 
 /* Beam search's candidates straight from the logits: per sentence i, the `count` best
  * scores[i, k] + log_softmax(logits[i·K + k])[v] over its K beams and V tokens, best first, with
  * flat indices k·V + v. The log-softmax is (x - max) - log(Σ exp(x - max)), as PyTorch computes
  * it; tokens with banned[v] nonzero get -inf after it (PAD and BOS), and a sentence with
  * eos_only[i] nonzero may only end. Beams at -inf are skipped; a sentence with fewer than
- * `count` finite candidates is padded with (-inf, 0). Rows are scanned by blocks of BLOCK tokens
- * whose maximum bounds the block, so most blocks cost one comparison. */
+ * `count` finite candidates is padded with (-inf, 0). Two passes over a row: the maxima of its
+ * blocks of BLOCK tokens (the row's maximum among them), and the sum of exponentials; then only
+ * the blocks whose maximum could still place a candidate are read again. */
 int phrasal_beam_candidates(const float *logits, int64_t row_stride, const float *scores, int64_t n_sentences,
                             int64_t beams, int64_t vocab, const uint8_t *banned, const uint8_t *eos_only,
                             int64_t eos_id, int64_t count, float *out_values, int64_t *out_index) {
   if (count < 1 || count > beams * vocab) return 1;
+  const int64_t n_blocks = (vocab + BLOCK - 1) / BLOCK;
+  if (n_blocks > MAX_BLOCKS) return 1;
+  float block_max[MAX_BLOCKS];
   for (int64_t i = 0; i < n_sentences; ++i) {
     float *best = out_values + i * count;
     int64_t *best_index = out_index + i * count;
@@ -183,24 +214,27 @@ int phrasal_beam_candidates(const float *logits, int64_t row_stride, const float
       if (score == -INFINITY) continue;
       const float *x = logits + (i * beams + k) * row_stride;
       float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-      for (int64_t v = 0; v < vocab; ++v) mx = x[v] > mx ? x[v] : mx;
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const int64_t start = b * BLOCK, stop = start + BLOCK < vocab ? start + BLOCK : vocab;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (int64_t v = start; v < stop; ++v) m = x[v] > m ? x[v] : m;
+        block_max[b] = m;
+        mx = m > mx ? m : mx;
+      }
       float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-      for (int64_t v = 0; v < vocab; ++v) sum += expf(x[v] - mx);
+      for (int64_t v = 0; v < vocab; ++v) sum += exp_nonpositive(x[v] - mx);
       const float log_sum = logf(sum);
       if (eos_only && eos_only[i]) {
         if (!(banned && banned[eos_id])) offer(score + ((x[eos_id] - mx) - log_sum), k * vocab + eos_id, best,
                                                best_index, &filled, count);
         continue;
       }
-      for (int64_t start = 0; start < vocab; start += BLOCK) {
-        const int64_t stop = start + BLOCK < vocab ? start + BLOCK : vocab;
-        float block_max = -INFINITY;
-#pragma omp simd reduction(max : block_max)
-        for (int64_t v = start; v < stop; ++v) block_max = x[v] > block_max ? x[v] : block_max;
+      for (int64_t b = 0; b < n_blocks; ++b) {
         /* Float subtraction and addition are monotonic, so the block's best candidate bounds the rest. */
-        if (filled == count && !(score + ((block_max - mx) - log_sum) > best[count - 1])) continue;
+        if (filled == count && !(score + ((block_max[b] - mx) - log_sum) > best[count - 1])) continue;
+        const int64_t start = b * BLOCK, stop = start + BLOCK < vocab ? start + BLOCK : vocab;
         for (int64_t v = start; v < stop; ++v) {
           if (banned && banned[v]) continue;
           offer(score + ((x[v] - mx) - log_sum), k * vocab + v, best, best_index, &filled, count);
@@ -211,6 +245,35 @@ int phrasal_beam_candidates(const float *logits, int64_t row_stride, const float
       best[filled] = -INFINITY;
       best_index[filled] = 0;
     }
+  }
+  return 0;
+}
+
+/* The residual sum and the layer norm after it, in one pass over the rows: sum = x + y (written
+ * to `sum`, unless y is NULL: then the norm of x alone), norm = (sum - mean) / sqrt(var + eps) ·
+ * weight + bias, with the biased variance, as torch.nn.LayerNorm. A decoding step has one such
+ * pair per sub-layer, each too small for PyTorch's per-call cost to be worth paying twice. */
+int phrasal_add_layer_norm(const float *x, const float *y, int64_t n_rows, int64_t dim, const float *weight,
+                           const float *bias, float eps, float *sum, float *norm) {
+  for (int64_t n = 0; n < n_rows; ++n) {
+    const float *a = x + n * dim;
+    float *s = y ? sum + n * dim : (float *)a;
+    if (y) {
+      const float *b = y + n * dim;
+#pragma omp simd
+      for (int64_t d = 0; d < dim; ++d) s[d] = a[d] + b[d];
+    }
+    float mean = 0.f;
+#pragma omp simd reduction(+ : mean)
+    for (int64_t d = 0; d < dim; ++d) mean += s[d];
+    mean /= (float)dim;
+    float var = 0.f;
+#pragma omp simd reduction(+ : var)
+    for (int64_t d = 0; d < dim; ++d) var += (s[d] - mean) * (s[d] - mean);
+    const float inv = 1.f / sqrtf(var / (float)dim + eps);
+    float *out = norm + n * dim;
+#pragma omp simd
+    for (int64_t d = 0; d < dim; ++d) out[d] = (s[d] - mean) * inv * weight[d] + bias[d];
   }
   return 0;
 }

@@ -20,7 +20,8 @@ def _lib():
 
 
 def _check(tensor: torch.Tensor, dtype: torch.dtype, name: str) -> None:
-    if tensor.dtype != dtype or tensor.device.type != "cpu" or tensor.stride(-1) != 1:
+    # A last dimension of one element has any stride (a tensor with it counts as contiguous).
+    if tensor.dtype != dtype or tensor.device.type != "cpu" or (tensor.stride(-1) != 1 and tensor.shape[-1] > 1):
         raise ValueError(f"{name} must be a CPU {dtype} tensor with unit stride along its last dimension, got "
                          f"{tensor.dtype} on {tensor.device} with strides {tensor.stride()}")
 
@@ -105,3 +106,22 @@ def beam_candidates(logits: torch.Tensor, scores: torch.Tensor, banned: torch.Te
     if code:
         raise ValueError(f"cannot take {count} candidates of {beams} beams over {vocab} tokens")
     return values, index
+
+
+def add_layer_norm(x: torch.Tensor, y: torch.Tensor | None, weight: torch.Tensor, bias: torch.Tensor,
+                   eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x + y, layer_norm(x + y)) for x, y (N, D) contiguous; with y None, (x, layer_norm(x))."""
+    x = x.contiguous()
+    _check(x, torch.float32, "x")
+    n, d = x.shape
+    if y is not None:
+        y = y.contiguous()
+        if y.shape != x.shape:
+            raise ValueError(f"add_layer_norm: y {tuple(y.shape)} differs from x {tuple(x.shape)}")
+    if weight.numel() != d or bias.numel() != d:
+        raise ValueError(f"add_layer_norm: weight and bias must have {d} elements")
+    total = torch.empty_like(x) if y is not None else x
+    norm = torch.empty_like(x)
+    _lib().phrasal_add_layer_norm(x.data_ptr(), y.data_ptr() if y is not None else None, n, d, weight.data_ptr(),
+                                  bias.data_ptr(), eps, total.data_ptr(), norm.data_ptr())
+    return total, norm

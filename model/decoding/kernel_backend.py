@@ -18,9 +18,13 @@ docs/operations.md ("CPU decoding kernels").
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from model.attention.vanilla import VanillaAttention
 from model.cpu_kernels import library, unavailable
@@ -65,10 +69,23 @@ class _Cache:
     v_columns: torch.Tensor
     keep_alive: list[torch.Tensor]  # the column tensors themselves
 
-    def append(self, step: int, k: torch.Tensor, v: torch.Tensor) -> None:
+    def append(self, step: int, written: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Step `step`'s column: keys `k` and values `v`, views of `written` (kept alive here)."""
         self.k_columns[step] = k.data_ptr()
         self.v_columns[step] = v.data_ptr()
-        self.keep_alive += [k, v]
+        self.keep_alive.append(written)
+
+
+@dataclass(frozen=True)
+class _LayerLinears:
+    """One decoder layer's linear layers as bare functions (`bare_linear`)."""
+
+    qkv: Callable[[torch.Tensor], torch.Tensor]
+    self_out: Callable[[torch.Tensor], torch.Tensor]
+    cross_q: Callable[[torch.Tensor], torch.Tensor]
+    cross_out: Callable[[torch.Tensor], torch.Tensor]
+    up: Callable[[torch.Tensor], torch.Tensor]
+    down: Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,51 @@ class PagedState:
         return self.sentence.shape[0]
 
 
+def fused_linear(parts: list[nn.Module]) -> nn.Module:
+    """One linear layer computing the given ones side by side (their outputs concatenated), float32
+    or int8 dynamically quantised like them. The int8 parts keep their integers and scales (the
+    fused weight is quantised per output channel, each channel with its part's scale), so the
+    fused layer gives their outputs bit for bit: one GEMM instead of three small ones, which on a
+    CPU cost mostly their fixed overhead."""
+    if all(type(part) is nn.Linear for part in parts):
+        fused = nn.Linear(parts[0].in_features, sum(p.out_features for p in parts), bias=True)
+        with torch.no_grad():
+            fused.weight.copy_(torch.cat([p.weight for p in parts]))
+            fused.bias.copy_(torch.cat([p.bias if p.bias is not None else torch.zeros(p.out_features) for p in parts]))
+        return fused.eval()
+    if all(type(part) is DynamicQuantizedLinear for part in parts):
+        weights = [p.weight() for p in parts]
+        if any(w.qscheme() != torch.per_tensor_affine for w in weights):
+            raise ValueError("only per-tensor int8 weights are fused")
+        integers = torch.cat([w.int_repr() for w in weights])
+        scales = torch.cat([torch.full((w.shape[0],), w.q_scale(), dtype=torch.double) for w in weights])
+        zero_points = torch.cat([torch.full((w.shape[0],), w.q_zero_point(), dtype=torch.long) for w in weights])
+        fused = DynamicQuantizedLinear(parts[0].in_features, integers.shape[0], dtype=torch.qint8)
+        biases = [p.bias() if p.bias() is not None else torch.zeros(p.out_features) for p in parts]
+        fused.set_weight_bias(torch._make_per_channel_quantized_tensor(integers, scales, zero_points, 0), torch.cat(biases))
+        return fused
+    raise ValueError(f"cannot fuse linear layers of types {sorted({type(p).__name__ for p in parts})}")
+
+
+def bare_linear(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`module`'s function without nn.Module's call machinery (a few µs a call, and a decoding step
+    makes some 25 calls): F.linear on its weights, or the int8 operator on its packed weights with
+    the arguments its own forward passes."""
+    if type(module) is nn.Linear:
+        weight, bias = module.weight, module.bias
+        return lambda x: F.linear(x, weight, bias)
+    if type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8:
+        packed, operator = module._packed_params._packed_params, torch.ops.quantized.linear_dynamic
+        if module.version is None or module.version < 4:
+            return lambda x: operator(x, packed)
+        return lambda x: operator(x, packed, reduce_range=True)
+    return module
+
+
+def _add_norm(x: torch.Tensor, y: torch.Tensor | None, norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor]:
+    return ops.add_layer_norm(x, y, norm.weight, norm.bias, norm.eps)
+
+
 class KernelBackend:
     """The vanilla Transformer `model` (float32 or int8-quantised, on the CPU) as a step backend
     (model/decoding/generate.py) whose attention runs in the C kernels. Gives the alignment
@@ -121,6 +183,19 @@ class KernelBackend:
         self.model = model
         self.config = model.config
         self.ranks_logits = ranks_logits
+        # Per decoder layer its linear layers as bare functions, each self-attention's query, key
+        # and value projections fused into one (N, 3D).
+        self.linears = [_LayerLinears(
+            qkv=bare_linear(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj,
+                                          layer.self_attention.v_proj])),
+            self_out=bare_linear(layer.self_attention.out_proj),
+            cross_q=bare_linear(layer.cross_attention.q_proj),
+            cross_out=bare_linear(layer.cross_attention.out_proj),
+            up=bare_linear(layer.ffn.up),
+            down=bare_linear(layer.ffn.down),
+        ) for layer in model.decoder_layers]
+        self.output = bare_linear(model.output_projection) if model.output_projection is not None else \
+            (lambda x, table=model.source_embedding.tokens.weight: F.linear(x, table))
         self._banned: dict[tuple[int, ...], torch.Tensor] = {}
 
     def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int, at_limit: list[int],
@@ -158,31 +233,57 @@ class KernelBackend:
     def step(self, tokens: torch.Tensor, state: PagedState, need_phrases: bool = False) -> StepOut:
         if need_phrases:
             raise ValueError("the kernel backend gives no phrase attention")
-        model, config = self.model, self.config
+        config = self.config
         n, t = tokens.shape[0], state.step
         if t >= config.max_positions:
             raise ValueError(f"cannot decode past {config.max_positions} positions")
-        heads = config.n_heads
-        x = model.target_embedding(tokens.unsqueeze(1), t).squeeze(1)  # (N, D)
-        table = torch.cat([state.table, torch.arange(n, dtype=torch.int32).unsqueeze(1)], dim=1)  # (N, t+1)
+        k = state.beam_size
+        rows = torch.arange(n, dtype=torch.int32)
+        if t == 0 and k > 1 and torch.equal(state.sentence, state.sentence[::k].repeat_interleave(k)):
+            # The first step reads only BOS: every beam of a sentence computes the same row, so it
+            # is computed once per sentence (as CTranslate2 does on the CPU) and column 0 of the
+            # cache is read by all of a sentence's beams. Beams other than the first start at -inf,
+            # so the search reads only their sentence's first row of the logits.
+            logits, probs = self._layers(tokens[::k], state.sentence[::k].contiguous(), rows[: n // k].unsqueeze(1), state)
+            table = rows.div(k, rounding_mode="floor").unsqueeze(1)  # (N, 1)
+            if self.ranks_logits:
+                expanded = logits.new_empty(n, logits.shape[1])  # rows of the other beams are never read
+                expanded[::k] = logits
+                logits = expanded
+            else:
+                logits = logits.repeat_interleave(k, dim=0)
+            probs = probs.repeat_interleave(k, dim=0)
+        else:
+            table = torch.cat([state.table, rows.unsqueeze(1)], dim=1)  # (N, t+1)
+            logits, probs = self._layers(tokens, state.sentence, table, state)
+        new_state = replace(state, step=t + 1, table=table)
+        scores = logits if self.ranks_logits else torch.log_softmax(logits, dim=-1)
+        return StepOut(scores, head_average(probs), None, new_state, probs)
+
+    def _layers(self, tokens: torch.Tensor, sentence: torch.Tensor, table: torch.Tensor,
+                state: PagedState) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoder on `tokens` (M,) at step state.step, row m reading memory row sentence[m]
+        and cache rows table[m]; appends this step's cache column. Returns the logits (M, V) float32
+        and the alignment layer's attention (M, H, S)."""
+        model, config = self.model, self.config
+        t, heads, d = state.step, config.n_heads, config.d_model
+        layers = model.decoder_layers
+        # Every residual sum goes with the layer norm after it (ops.add_layer_norm): x is the
+        # residual stream, h its normalised copy that the next sub-layer reads.
+        x, h = _add_norm(model.target_embedding(tokens.unsqueeze(1), t).squeeze(1), None, layers[0].self_norm)
         probs = None
-        for index, layer in enumerate(model.decoder_layers):
-            h = layer.self_norm(x)
-            site = layer.self_attention
-            k, v = site.k_proj(h), site.v_proj(h)  # (N, D): this step's column
-            state.caches[index].append(t, k, v)
-            c = state.caches[index]
-            context = ops.self_attention(site.q_proj(h), c.k_columns, c.v_columns, k.stride(0), table, heads)
-            x = x + site.out_proj(context)
-            site = layer.cross_attention
+        for index, (layer, linear) in enumerate(zip(layers, self.linears)):
+            qkv = linear.qkv(h)  # (M, 3D); its keys and values are this step's column
+            cache = state.caches[index]
+            cache.append(t, qkv, qkv[:, d:], qkv[:, 2 * d:])
+            context = ops.self_attention(qkv[:, :d], cache.k_columns, cache.v_columns, qkv.stride(0), table, heads)
+            x, h = _add_norm(x, linear.self_out(context), layer.cross_norm)
             aligned = index == config.alignment_layer_index
-            context, layer_probs = ops.cross_attention(site.q_proj(layer.cross_norm(x)), state.memory_k[index],
-                                                       state.memory_v[index], state.sentence, state.keep, heads, aligned)
+            context, layer_probs = ops.cross_attention(linear.cross_q(h), state.memory_k[index], state.memory_v[index],
+                                                       sentence, state.keep, heads, aligned)
             if aligned:
                 probs = layer_probs
-            x = x + site.out_proj(context)
-            x = x + layer.ffn(layer.ffn_norm(x))
-        logits = model._logits(model.decoder_norm(x))  # (N, V)
-        new_state = replace(state, step=t + 1, table=table)
-        scores = logits.float() if self.ranks_logits else torch.log_softmax(logits.float(), dim=-1)
-        return StepOut(scores, head_average(probs), None, new_state, probs)
+            x, h = _add_norm(x, linear.cross_out(context), layer.ffn_norm)
+            after = layers[index + 1].self_norm if index + 1 < len(layers) else model.decoder_norm
+            x, h = _add_norm(x, linear.down(torch.relu(linear.up(h))), after)  # the feed-forward (dropout off)
+        return self.output(h).float(), probs

@@ -132,3 +132,18 @@ def test_without_a_compiler_the_kernels_are_unavailable_not_broken(tmp_path):
                           env={"PATH": str(tmp_path), "CC": "no-such-cc", "PHRASAL_KERNEL_CACHE": str(tmp_path)},
                           cwd=str(cpu_kernels.SOURCE.parents[2]))
     assert done.stdout.strip() == "True | no C compiler (cc or gcc) on PATH"
+
+
+def test_add_layer_norm_is_the_residual_sum_and_its_layer_norm():
+    torch.manual_seed(3)
+    x, y = torch.randn(7, 48), torch.randn(7, 48)
+    norm = torch.nn.LayerNorm(48)
+    torch.nn.init.normal_(norm.weight)
+    torch.nn.init.normal_(norm.bias)
+    with torch.no_grad():
+        total, normed = ops.add_layer_norm(x, y, norm.weight, norm.bias, norm.eps)
+        assert torch.equal(total, x + y)
+        torch.testing.assert_close(normed, norm(x + y), atol=1e-5, rtol=1e-5)
+        alone, normed_x = ops.add_layer_norm(x, None, norm.weight, norm.bias, norm.eps)
+        assert alone is x or torch.equal(alone, x)
+        torch.testing.assert_close(normed_x, norm(x), atol=1e-5, rtol=1e-5)

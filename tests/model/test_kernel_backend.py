@@ -95,3 +95,32 @@ def test_phrase_attention_is_refused_by_the_search():
     src = torch.tensor([[5, 6, 2]])
     with pytest.raises(ValueError, match="this export returns no phrase attention"):
         generate(KernelBackend(model), src, SearchOptions(return_phrase_attention=True))
+
+
+def test_fused_projections_give_the_separate_ones():
+    from model.decoding.kernel_backend import bare_linear, fused_linear
+    from model.quantization import quantize_int8
+
+    model = tiny_model(5)
+    x = torch.randn(9, model.config.d_model)
+    for source in (model, quantize_int8(model)):
+        site = source.decoder_layers[1].self_attention
+        parts = [site.q_proj, site.k_proj, site.v_proj]
+        with torch.inference_mode():
+            want = torch.cat([part(x) for part in parts], dim=1)
+            got = bare_linear(fused_linear(parts))(x)
+            if source is model:
+                torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+            else:  # int8: the same integers and scales, per output channel: bit for bit
+                assert torch.equal(got, want)
+            assert torch.equal(bare_linear(site.out_proj)(x), site.out_proj(x))
+
+
+def test_one_sentence_searches_like_many():
+    # One sentence: the first step's per-sentence rows are a strided view of one element.
+    model = tiny_model(6)
+    src = torch.tensor([[5, 6, 7, 8, 2]])
+    options = SearchOptions(beam_size=2, n_best=2)
+    want = generate(model, src, options)
+    got = generate(KernelBackend(model), src, options)
+    assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in want]
