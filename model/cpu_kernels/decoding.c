@@ -100,17 +100,22 @@ int phrasal_self_attention(const float *q, int64_t q_stride, const int64_t *k_co
 
 /* Cross-attention of one step: row n reads sentence sentence[n] of the projected memory, whose
  * position j is at k + sentence * sent_stride + j * pos_stride (v likewise), attending where
- * keep[sentence * keep_stride + j] is nonzero. probs (N, H, S) is written when not NULL; a row
- * with no key to attend gets zero probabilities and a zero output. */
+ * keep[sentence * keep_stride + j] is nonzero. attention (N, S), the probabilities averaged over
+ * the heads (what an alignment reads), is written when not NULL; a row with no key to attend gets
+ * zero probabilities and a zero output. */
 __attribute__((always_inline)) static inline void cross_attention_body(
     const float *q, int64_t q_stride, const float *k, const float *v, int64_t pos_stride, int64_t sent_stride,
     const int32_t *sentence, const uint8_t *keep, int64_t keep_stride, int64_t n_rows, int64_t n_heads,
-    int64_t length, int64_t dh, float scale, float *out, int64_t out_stride, float *probs) {
+    int64_t length, int64_t dh, float scale, float *out, int64_t out_stride, float *attention) {
   float s[MAX_KEYS];
   float acc[MAX_HEAD_DIM];
+  const float per_head = 1.f / (float)n_heads;
   for (int64_t n = 0; n < n_rows; ++n) {
     const int64_t b = sentence[n];
     const uint8_t *m = keep + b * keep_stride;
+    float *average = attention ? attention + n * length : 0;
+    if (average)
+      for (int64_t j = 0; j < length; ++j) average[j] = 0.f;
     for (int64_t h = 0; h < n_heads; ++h) {
       const float *qq = q + n * q_stride + h * dh;
       const float *kb = k + b * sent_stride + h * dh;
@@ -126,7 +131,8 @@ __attribute__((always_inline)) static inline void cross_attention_body(
         for (int64_t d = 0; d < dh; ++d) acc[d] += p * vv[d];
       }
       memcpy(out + n * out_stride + h * dh, acc, dh * sizeof(float));
-      if (probs) memcpy(probs + (n * n_heads + h) * length, s, length * sizeof(float));
+      if (average)
+        for (int64_t j = 0; j < length; ++j) average[j] += s[j] * per_head;
     }
   }
 }
@@ -134,17 +140,17 @@ __attribute__((always_inline)) static inline void cross_attention_body(
 int phrasal_cross_attention(const float *q, int64_t q_stride, const float *k, const float *v, int64_t pos_stride,
                             int64_t sent_stride, const int32_t *sentence, const uint8_t *keep, int64_t keep_stride,
                             int64_t n_rows, int64_t n_heads, int64_t length, int64_t dh, float scale, float *out,
-                            int64_t out_stride, float *probs) {
+                            int64_t out_stride, float *attention) {
   if (length > MAX_KEYS || dh > MAX_HEAD_DIM) return 1;
   if (dh == 32)
     cross_attention_body(q, q_stride, k, v, pos_stride, sent_stride, sentence, keep, keep_stride, n_rows, n_heads,
-                         length, 32, scale, out, out_stride, probs);
+                         length, 32, scale, out, out_stride, attention);
   else if (dh == 64)
     cross_attention_body(q, q_stride, k, v, pos_stride, sent_stride, sentence, keep, keep_stride, n_rows, n_heads,
-                         length, 64, scale, out, out_stride, probs);
+                         length, 64, scale, out, out_stride, attention);
   else
     cross_attention_body(q, q_stride, k, v, pos_stride, sent_stride, sentence, keep, keep_stride, n_rows, n_heads,
-                         length, dh, scale, out, out_stride, probs);
+                         length, dh, scale, out, out_stride, attention);
   return 0;
 }
 
@@ -212,6 +218,9 @@ int phrasal_beam_candidates(const float *logits, int64_t row_stride, const float
     for (int64_t k = 0; k < beams; ++k) {
       const float score = scores[i * beams + k];
       if (score == -INFINITY) continue;
+      /* Log-probs are at most 0: a beam whose score cannot beat the count-th candidate found so
+       * far has nothing to add, and costs no pass. */
+      if (filled == count && !(score > best[count - 1])) continue;
       const float *x = logits + (i * beams + k) * row_stride;
       float mx = -INFINITY;
       for (int64_t b = 0; b < n_blocks; ++b) {

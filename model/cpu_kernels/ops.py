@@ -50,12 +50,12 @@ def self_attention(q: torch.Tensor, k_columns: torch.Tensor, v_columns: torch.Te
 
 
 def cross_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sentence: torch.Tensor, keep: torch.Tensor,
-                    n_heads: int, need_probs: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+                    n_heads: int, need_attention: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One decoding step of cross-attention, each row reading its sentence's memory.
 
     q (N, D); k, v (B, S, D) the projected memory of B sentences; sentence (N,) int32: which of
     them row n reads; keep (B, S) uint8, nonzero where a position may be attended. Returns the
-    output (N, D) and, with need_probs, the probabilities (N, H, S)."""
+    output (N, D) and, with need_attention, the probabilities averaged over the heads (N, S)."""
     for tensor, dtype, name in ((q, torch.float32, "q"), (k, torch.float32, "k"), (v, torch.float32, "v"),
                                 (sentence, torch.int32, "sentence"), (keep, torch.uint8, "keep")):
         _check(tensor, dtype, name)
@@ -66,14 +66,14 @@ def cross_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sentence:
         raise ValueError(f"cross-attention shapes disagree: q {tuple(q.shape)}, k {tuple(k.shape)}, "
                          f"v {tuple(v.shape)}, sentence {tuple(sentence.shape)}, keep {tuple(keep.shape)}")
     out = torch.empty(n, d)
-    probs = torch.empty(n, n_heads, length) if need_probs else None
+    attention = torch.empty(n, length) if need_attention else None
     code = _lib().phrasal_cross_attention(
         q.data_ptr(), q.stride(0), k.data_ptr(), v.data_ptr(), k.stride(1), k.stride(0), sentence.data_ptr(),
         keep.data_ptr(), keep.stride(0), n, n_heads, length, d // n_heads, 1.0 / math.sqrt(d // n_heads),
-        out.data_ptr(), d, probs.data_ptr() if probs is not None else None)
+        out.data_ptr(), d, attention.data_ptr() if attention is not None else None)
     if code:
         raise ValueError(f"cross-attention over {length} positions with head size {d // n_heads} exceeds the kernel's limits")
-    return out, probs
+    return out, attention
 
 
 def beam_candidates(logits: torch.Tensor, scores: torch.Tensor, banned: torch.Tensor, eos_only: torch.Tensor | None,

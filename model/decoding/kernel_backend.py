@@ -26,11 +26,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
+from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
 from model.cpu_kernels import library, unavailable
 from model.cpu_kernels import ops
 from model.decoder_state import Memory
-from model.transformer import StepOut, Transformer, head_average
+from model.transformer import StepOut, Transformer
 
 
 # The decoders the torch backend runs a model on: the eager Transformer step, or these kernels.
@@ -82,9 +83,9 @@ class _LayerLinears:
 
     qkv: Callable[[torch.Tensor], torch.Tensor]
     self_out: Callable[[torch.Tensor], torch.Tensor]
-    cross_q: Callable[[torch.Tensor], torch.Tensor]
-    cross_out: Callable[[torch.Tensor], torch.Tensor]
-    up: Callable[[torch.Tensor], torch.Tensor]
+    cross_q: Callable[[torch.Tensor], torch.Tensor] | None  # decoder layers only
+    cross_out: Callable[[torch.Tensor], torch.Tensor] | None
+    up_relu: Callable[[torch.Tensor], torch.Tensor]
     down: Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -144,19 +145,23 @@ def fused_linear(parts: list[nn.Module]) -> nn.Module:
     raise ValueError(f"cannot fuse linear layers of types {sorted({type(p).__name__ for p in parts})}")
 
 
-def bare_linear(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
-    """`module`'s function without nn.Module's call machinery (a few µs a call, and a decoding step
-    makes some 25 calls): F.linear on its weights, or the int8 operator on its packed weights with
-    the arguments its own forward passes."""
+def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`module`'s function (with `relu`, followed by a ReLU) without nn.Module's call machinery (a
+    few µs a call, and a decoding step makes some 25 calls): F.linear on its weights, or the int8
+    operator on its packed weights with the arguments its own forward passes (with `relu` the
+    operator that applies it to the float output, the same numbers)."""
     if type(module) is nn.Linear:
         weight, bias = module.weight, module.bias
+        if relu:
+            return lambda x: F.relu(F.linear(x, weight, bias))
         return lambda x: F.linear(x, weight, bias)
     if type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8:
-        packed, operator = module._packed_params._packed_params, torch.ops.quantized.linear_dynamic
+        packed = module._packed_params._packed_params
+        operator = torch.ops.quantized.linear_relu_dynamic if relu else torch.ops.quantized.linear_dynamic
         if module.version is None or module.version < 4:
             return lambda x: operator(x, packed)
         return lambda x: operator(x, packed, reduce_range=True)
-    return module
+    return (lambda x: F.relu(module(x))) if relu else module
 
 
 def _add_norm(x: torch.Tensor, y: torch.Tensor | None, norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor]:
@@ -191,9 +196,20 @@ class KernelBackend:
             self_out=bare_linear(layer.self_attention.out_proj),
             cross_q=bare_linear(layer.cross_attention.q_proj),
             cross_out=bare_linear(layer.cross_attention.out_proj),
-            up=bare_linear(layer.ffn.up),
+            up_relu=bare_linear(layer.ffn.up, relu=True),
             down=bare_linear(layer.ffn.down),
         ) for layer in model.decoder_layers]
+        # The encoder's, likewise, where every encoder site is vanilla attention (else model.encode).
+        self.encoder_linears = None
+        if all(type(layer.self_attention) is VanillaAttention for layer in model.encoder_layers):
+            self.encoder_linears = [_LayerLinears(
+                qkv=bare_linear(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj,
+                                              layer.self_attention.v_proj])),
+                self_out=bare_linear(layer.self_attention.out_proj),
+                cross_q=None, cross_out=None,
+                up_relu=bare_linear(layer.ffn.up, relu=True),
+                down=bare_linear(layer.ffn.down),
+            ) for layer in model.encoder_layers]
         self.output = bare_linear(model.output_projection) if model.output_projection is not None else \
             (lambda x, table=model.source_embedding.tokens.weight: F.linear(x, table))
         self._banned: dict[tuple[int, ...], torch.Tensor] = {}
@@ -212,9 +228,28 @@ class KernelBackend:
             eos_only[at_limit] = 1
         return ops.beam_candidates(logits, scores.float(), banned, eos_only, self.config.eos_id, count)
 
+    def _encode(self, src: torch.Tensor) -> Memory:
+        """`Transformer.encode` with the bare and fused linear layers and the residual + layer norm
+        kernel; the attention over the whole source stays PyTorch's fused kernel."""
+        model, config = self.model, self.config
+        pad_mask = src.eq(config.pad_id)  # (B, S)
+        x = model.source_embedding(src)  # (B, S, D)
+        b, length, d = x.shape
+        heads = config.n_heads
+        mask = attention_mask(pad_mask, length, length, False, src.device)
+        layers = model.encoder_layers
+        x, h = _add_norm(x.reshape(b * length, d), None, layers[0].self_norm)
+        for index, (layer, linear) in enumerate(zip(layers, self.encoder_linears)):
+            q, k, v = linear.qkv(h).view(b, length, 3, heads, d // heads).permute(2, 0, 3, 1, 4)  # (B, H, S, dh) each
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b * length, d)
+            x, h = _add_norm(x, linear.self_out(context), layer.ffn_norm)
+            after = layers[index + 1].self_norm if index + 1 < len(layers) else model.encoder_norm
+            x, h = _add_norm(x, linear.down(linear.up_relu(h)), after)
+        return Memory(h.view(b, length, d), pad_mask)
+
     @torch.inference_mode()
     def encode(self, src: torch.Tensor) -> PagedState:
-        memory: Memory = self.model.encode(src)
+        memory = self.model.encode(src) if self.encoder_linears is None else self._encode(src)
         layers = self.model.decoder_layers
         batch = src.shape[0]
         caches = tuple(_Cache(torch.zeros(self.config.max_positions, dtype=torch.long),
@@ -244,7 +279,7 @@ class KernelBackend:
             # is computed once per sentence (as CTranslate2 does on the CPU) and column 0 of the
             # cache is read by all of a sentence's beams. Beams other than the first start at -inf,
             # so the search reads only their sentence's first row of the logits.
-            logits, probs = self._layers(tokens[::k], state.sentence[::k].contiguous(), rows[: n // k].unsqueeze(1), state)
+            logits, attention = self._layers(tokens[::k], state.sentence[::k].contiguous(), rows[: n // k].unsqueeze(1), state)
             table = rows.div(k, rounding_mode="floor").unsqueeze(1)  # (N, 1)
             if self.ranks_logits:
                 expanded = logits.new_empty(n, logits.shape[1])  # rows of the other beams are never read
@@ -252,26 +287,26 @@ class KernelBackend:
                 logits = expanded
             else:
                 logits = logits.repeat_interleave(k, dim=0)
-            probs = probs.repeat_interleave(k, dim=0)
+            attention = attention.repeat_interleave(k, dim=0)
         else:
             table = torch.cat([state.table, rows.unsqueeze(1)], dim=1)  # (N, t+1)
-            logits, probs = self._layers(tokens, state.sentence, table, state)
+            logits, attention = self._layers(tokens, state.sentence, table, state)
         new_state = replace(state, step=t + 1, table=table)
         scores = logits if self.ranks_logits else torch.log_softmax(logits, dim=-1)
-        return StepOut(scores, head_average(probs), None, new_state, probs)
+        return StepOut(scores, attention, None, new_state)
 
     def _layers(self, tokens: torch.Tensor, sentence: torch.Tensor, table: torch.Tensor,
                 state: PagedState) -> tuple[torch.Tensor, torch.Tensor]:
         """The decoder on `tokens` (M,) at step state.step, row m reading memory row sentence[m]
         and cache rows table[m]; appends this step's cache column. Returns the logits (M, V) float32
-        and the alignment layer's attention (M, H, S)."""
+        and the alignment layer's attention, heads averaged (M, S)."""
         model, config = self.model, self.config
         t, heads, d = state.step, config.n_heads, config.d_model
         layers = model.decoder_layers
         # Every residual sum goes with the layer norm after it (ops.add_layer_norm): x is the
         # residual stream, h its normalised copy that the next sub-layer reads.
         x, h = _add_norm(model.target_embedding(tokens.unsqueeze(1), t).squeeze(1), None, layers[0].self_norm)
-        probs = None
+        attention = None
         for index, (layer, linear) in enumerate(zip(layers, self.linears)):
             qkv = linear.qkv(h)  # (M, 3D); its keys and values are this step's column
             cache = state.caches[index]
@@ -279,11 +314,11 @@ class KernelBackend:
             context = ops.self_attention(qkv[:, :d], cache.k_columns, cache.v_columns, qkv.stride(0), table, heads)
             x, h = _add_norm(x, linear.self_out(context), layer.cross_norm)
             aligned = index == config.alignment_layer_index
-            context, layer_probs = ops.cross_attention(linear.cross_q(h), state.memory_k[index], state.memory_v[index],
-                                                       sentence, state.keep, heads, aligned)
+            context, layer_attention = ops.cross_attention(linear.cross_q(h), state.memory_k[index],
+                                                           state.memory_v[index], sentence, state.keep, heads, aligned)
             if aligned:
-                probs = layer_probs
+                attention = layer_attention
             x, h = _add_norm(x, linear.cross_out(context), layer.ffn_norm)
             after = layers[index + 1].self_norm if index + 1 < len(layers) else model.decoder_norm
-            x, h = _add_norm(x, linear.down(torch.relu(linear.up(h))), after)  # the feed-forward (dropout off)
-        return self.output(h).float(), probs
+            x, h = _add_norm(x, linear.down(linear.up_relu(h)), after)  # the feed-forward (dropout off)
+        return self.output(h).float(), attention

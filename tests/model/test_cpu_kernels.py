@@ -56,18 +56,18 @@ def test_cross_attention_reads_each_rows_sentence_and_masks_padding():
     keep[2, :] = 0  # no key at all: zero probabilities and output, not NaN
     sentence = torch.tensor([0, 0, 1, 1, 1, 2], dtype=torch.int32)
     q = torch.randn(6, d)
-    out, probs = ops.cross_attention(q, k, v, sentence, keep, heads, need_probs=True)
+    out, attention = ops.cross_attention(q, k, v, sentence, keep, heads, need_attention=True)
     split = lambda x: x.view(x.shape[0], -1, heads, head_dim).transpose(1, 2)
     rows = sentence.long()
     scores = split(q.unsqueeze(1)) @ split(k[rows]).transpose(-1, -2) / math.sqrt(head_dim)  # (N, H, 1, S)
     scores = scores.masked_fill(keep[rows].eq(0)[:, None, None, :], float("-inf"))
     want_probs = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
     want = (want_probs @ split(v[rows])).transpose(1, 2).reshape(6, d)
-    torch.testing.assert_close(probs, want_probs.squeeze(2), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(attention, want_probs.squeeze(2).mean(dim=1), atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-5)
-    assert probs[5].abs().sum().item() == 0 and out[5].abs().sum().item() == 0
-    assert probs[2:5, :, 4:].abs().sum().item() == 0
-    plain, none = ops.cross_attention(q, k, v, sentence, keep, heads, need_probs=False)
+    assert attention[5].abs().sum().item() == 0 and out[5].abs().sum().item() == 0
+    assert attention[2:5, 4:].abs().sum().item() == 0
+    plain, none = ops.cross_attention(q, k, v, sentence, keep, heads, need_attention=False)
     assert none is None and torch.equal(plain, out)
 
 

@@ -124,3 +124,21 @@ def test_one_sentence_searches_like_many():
     want = generate(model, src, options)
     got = generate(KernelBackend(model), src, options)
     assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in want]
+
+
+def test_the_kernel_encoder_gives_the_models_memory():
+    from model.quantization import quantize_int8
+
+    model = tiny_model(7)
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    for source, tolerance in ((model, 1e-5), (quantize_int8(model), 1e-4)):
+        backend = KernelBackend(source)
+        assert backend.encoder_linears is not None
+        with torch.inference_mode():
+            want, got = source.encode(src), backend._encode(src)
+        assert torch.equal(got.pad_mask, want.pad_mask)
+        real = ~want.pad_mask  # padded positions are never read
+        torch.testing.assert_close(got.states[real], want.states[real], atol=tolerance, rtol=tolerance)
+    phrasal_encoder = tiny_model(0, encoder_self_attention=AttentionConfig("queryk", {"structure": "heterogeneous",
+                                                                                      "ngrams": [1, 2, 3]}))
+    assert KernelBackend(phrasal_encoder).encoder_linears is None  # model.encode, the decoder still on the kernels
