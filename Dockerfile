@@ -20,8 +20,10 @@ ENV DEBIAN_FRONTEND=noninteractive \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
+# gcc and libc6-dev: the CPU decoding kernels (model/cpu_kernels) are compiled on first use for the
+# CPU the container runs on; without a compiler the CPU fallback decodes eagerly (docs/operations.md).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
+    && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/venv \
     && python -m pip install --upgrade pip

@@ -198,9 +198,10 @@ def generate(
 
 def rows_after_search(backend: StepBackend, options: SearchOptions) -> bool:
     """Whether the supervised rows asked for come from one forced pass after the search: a head
-    that reads the whole target has no row at a decoding step (model/decoding/finished_alignment.py)."""
-    return options.return_supervised_attention and isinstance(backend, TransformerBackend) and \
-        needs_forced_pass(backend.model)
+    that reads the whole target has no row at a decoding step (model/decoding/finished_alignment.py).
+    Any backend over an eager Transformer (`.model`: this module's and the C-kernel one) can run it."""
+    model = getattr(backend, "model", None)
+    return options.return_supervised_attention and isinstance(model, Transformer) and needs_forced_pass(model)
 
 
 def with_named_rows(found: list[list[Hypothesis]], tokens: bool, supervised: bool) -> list[list[PhrasalHypothesis]]:
@@ -222,7 +223,7 @@ def with_named_rows(found: list[list[Hypothesis]], tokens: bool, supervised: boo
     ]
 
 
-def with_finished_rows(backend: TransformerBackend, src: torch.Tensor,
+def with_finished_rows(backend: StepBackend, src: torch.Tensor,
                         found: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
     """Each hypothesis with its supervised rows from one forced pass (model/decoding/finished_alignment.py)."""
     rows = finished_rows(backend.model, src, found)

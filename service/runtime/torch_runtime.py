@@ -13,6 +13,7 @@ from model.model_dir import LoadedModel, load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
 from model.decoding.beam_search import Hypothesis
 from model.decoding.cuda_graph_step import step_runner
+from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
 from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
 from model.decoding.static_decoding import StaticGenerator
@@ -140,8 +141,11 @@ class TorchRuntime(TranslationRuntime):
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
         if self.static is not None:
             return self.static.generate(src, search, should_stop)
-        # The kernels give token attention only: phrase tables and supervised rows come from the eager step.
-        if self.kernels is not None and not (search.return_phrase_attention or search.return_supervised_attention):
+        # The kernels give token attention only: phrase tables, and supervised rows read at each
+        # step, come from the eager step; a head that reads the finished target is run after the
+        # search on either (model/decoding/finished_alignment.py).
+        step_rows = search.return_supervised_attention and not needs_forced_pass(self.model)
+        if self.kernels is not None and not (search.return_phrase_attention or step_rows):
             return generate(self.kernels, src, search, should_stop)
         return generate(self.model, src, search, should_stop)
 

@@ -142,3 +142,18 @@ def test_the_kernel_encoder_gives_the_models_memory():
     phrasal_encoder = tiny_model(0, encoder_self_attention=AttentionConfig("queryk", {"structure": "heterogeneous",
                                                                                       "ngrams": [1, 2, 3]}))
     assert KernelBackend(phrasal_encoder).encoder_linears is None  # model.encode, the decoder still on the kernels
+
+
+def test_a_head_that_reads_the_finished_target_runs_after_a_kernel_search():
+    # The served En-De model's head (models/en-de-align2) reads the whole target: its rows come
+    # from one forced pass after the search, which the kernel backend's model runs too.
+    model = tiny_model(8, supervised_alignment={"layer": 0, "head": "added", "weight": 1.0, "heads": 2,
+                                                "self_attention": True, "diagonal": True})
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    options = SearchOptions(beam_size=3, n_best=2, return_supervised_attention=True)
+    want = generate(model, src, options)
+    got = generate(KernelBackend(model), src, options)
+    for nbest, expected in zip(got, want):
+        assert [h.tokens for h in nbest] == [h.tokens for h in expected]
+        for h, w in zip(nbest, expected):
+            torch.testing.assert_close(h.supervised_attention, w.supervised_attention, atol=1e-5, rtol=0)
