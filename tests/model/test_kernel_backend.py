@@ -157,3 +157,21 @@ def test_a_head_that_reads_the_finished_target_runs_after_a_kernel_search():
         assert [h.tokens for h in nbest] == [h.tokens for h in expected]
         for h, w in zip(nbest, expected):
             torch.testing.assert_close(h.supervised_attention, w.supervised_attention, atol=1e-5, rtol=0)
+
+
+def test_the_int8_output_projection_gives_the_same_logits_on_either_packing():
+    from model.decoding.kernel_backend import ONEDNN_MIN_ROWS, onednn_packed, output_function
+    from model.quantization import quantize_int8
+
+    quantised = quantize_int8(tiny_model(9))
+    copy = onednn_packed(quantised.output_projection)
+    if copy is None:
+        pytest.skip("this torch has no oneDNN quantized engine")
+    project = output_function(quantised)
+    for rows in (3, ONEDNN_MIN_ROWS + 5):
+        x = torch.randn(rows, quantised.config.d_model)
+        with torch.inference_mode():
+            want = quantised.output_projection(x)
+            torch.testing.assert_close(project(x), want, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(copy(x), want, atol=1e-5, rtol=1e-5)
+    assert torch.backends.quantized.engine != "onednn"  # the process-wide engine is left as it was
