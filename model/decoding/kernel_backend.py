@@ -164,9 +164,10 @@ def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor
     return (lambda x: F.relu(module(x))) if relu else module
 
 
-# From this many rows up, the int8 output projection runs on oneDNN's packing of its weights:
-# on the development CPU (AMD EPYC, AVX-512 VNNI) 1.15 ms against fbgemm's 1.40 at 160 rows and
-# 2.3 against 3.7 at 320, but 106 µs against 65 at 5 rows (a scratch timing of the two packings).
+# From this many rows up, the int8 output projection runs on oneDNN's packing of its weights: on
+# the development CPU (AMD EPYC, AVX-512 VNNI) it is faster than fbgemm's for the beam rows of a
+# batch and slower for the few rows of one sentence, with the same translations; the effect on
+# whole searches is in results/engines_cpu.md (02:01 before it, 02:40 after).
 ONEDNN_MIN_ROWS = 32
 
 
