@@ -19,13 +19,13 @@ __attribute__((__simd__("notinbranch"))) float expf(float);
 #define MAX_KEYS 4096
 #define MAX_HEAD_DIM 512
 
-/* softmax over s[0..n) in place, -inf entries get 0; returns 0 when every entry is -inf. */
-static inline int softmax_in_place(float *s, int64_t n) {
+/* softmax over s[0..n) in place, -inf entries get 0; all zeros when every entry is -inf. */
+static inline void softmax_in_place(float *s, int64_t n) {
   float mx = -INFINITY;
   for (int64_t t = 0; t < n; ++t) mx = s[t] > mx ? s[t] : mx;
   if (mx == -INFINITY) {
     for (int64_t t = 0; t < n; ++t) s[t] = 0.f;
-    return 0;
+    return;
   }
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
@@ -37,7 +37,6 @@ static inline int softmax_in_place(float *s, int64_t n) {
   const float inv = 1.f / sum;
 #pragma omp simd
   for (int64_t t = 0; t < n; ++t) s[t] *= inv;
-  return 1;
 }
 
 static inline float dot(const float *a, const float *b, int64_t dh) {

@@ -35,6 +35,8 @@ def self_attention(q: torch.Tensor, k_columns: torch.Tensor, v_columns: torch.Te
     that holds row n's key and value. Returns softmax(q·kᵀ/√dₕ)·v per head, (N, D)."""
     _check(q, torch.float32, "q")
     _check(table, torch.int32, "table")
+    _check(k_columns, torch.int64, "k_columns")
+    _check(v_columns, torch.int64, "v_columns")
     n, d = q.shape
     steps = table.shape[1]
     if table.shape[0] != n or k_columns.numel() < steps or v_columns.numel() < steps:
@@ -116,8 +118,11 @@ def add_layer_norm(x: torch.Tensor, y: torch.Tensor | None, weight: torch.Tensor
     n, d = x.shape
     if y is not None:
         y = y.contiguous()
+        _check(y, torch.float32, "y")
         if y.shape != x.shape:
             raise ValueError(f"add_layer_norm: y {tuple(y.shape)} differs from x {tuple(x.shape)}")
+    _check(weight, torch.float32, "weight")
+    _check(bias, torch.float32, "bias")
     if weight.numel() != d or bias.numel() != d:
         raise ValueError(f"add_layer_norm: weight and bias must have {d} elements")
     total = torch.empty_like(x) if y is not None else x

@@ -79,7 +79,7 @@ class _Cache:
 
 @dataclass(frozen=True)
 class _LayerLinears:
-    """One decoder layer's linear layers as bare functions (`bare_linear`)."""
+    """An encoder or decoder layer's linear layers as bare functions (`_layer_linears`)."""
 
     qkv: Callable[[torch.Tensor], torch.Tensor]
     self_out: Callable[[torch.Tensor], torch.Tensor]
@@ -203,6 +203,20 @@ def output_function(model: Transformer) -> Callable[[torch.Tensor], torch.Tensor
     return lambda x: large(x) if x.shape[0] >= ONEDNN_MIN_ROWS else small(x)
 
 
+def _layer_linears(layer: nn.Module) -> _LayerLinears:
+    """An encoder or decoder layer's linear layers as bare functions, its self-attention's query,
+    key and value projections fused into one (rows, 3D); the cross-attention's where it has one."""
+    attention, cross = layer.self_attention, getattr(layer, "cross_attention", None)
+    return _LayerLinears(
+        qkv=bare_linear(fused_linear([attention.q_proj, attention.k_proj, attention.v_proj])),
+        self_out=bare_linear(attention.out_proj),
+        cross_q=bare_linear(cross.q_proj) if cross is not None else None,
+        cross_out=bare_linear(cross.out_proj) if cross is not None else None,
+        up_relu=bare_linear(layer.ffn.up, relu=True),
+        down=bare_linear(layer.ffn.down),
+    )
+
+
 def _add_norm(x: torch.Tensor, y: torch.Tensor | None, norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor]:
     return ops.add_layer_norm(x, y, norm.weight, norm.bias, norm.eps)
 
@@ -229,26 +243,11 @@ class KernelBackend:
         self.ranks_logits = ranks_logits
         # Per decoder layer its linear layers as bare functions, each self-attention's query, key
         # and value projections fused into one (N, 3D).
-        self.linears = [_LayerLinears(
-            qkv=bare_linear(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj,
-                                          layer.self_attention.v_proj])),
-            self_out=bare_linear(layer.self_attention.out_proj),
-            cross_q=bare_linear(layer.cross_attention.q_proj),
-            cross_out=bare_linear(layer.cross_attention.out_proj),
-            up_relu=bare_linear(layer.ffn.up, relu=True),
-            down=bare_linear(layer.ffn.down),
-        ) for layer in model.decoder_layers]
+        self.linears = [_layer_linears(layer) for layer in model.decoder_layers]
         # The encoder's, likewise, where every encoder site is vanilla attention (else model.encode).
         self.encoder_linears = None
         if all(type(layer.self_attention) is VanillaAttention for layer in model.encoder_layers):
-            self.encoder_linears = [_LayerLinears(
-                qkv=bare_linear(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj,
-                                              layer.self_attention.v_proj])),
-                self_out=bare_linear(layer.self_attention.out_proj),
-                cross_q=None, cross_out=None,
-                up_relu=bare_linear(layer.ffn.up, relu=True),
-                down=bare_linear(layer.ffn.down),
-            ) for layer in model.encoder_layers]
+            self.encoder_linears = [_layer_linears(layer) for layer in model.encoder_layers]
         self.output = output_function(model)
         self._banned: dict[tuple[int, ...], torch.Tensor] = {}
 

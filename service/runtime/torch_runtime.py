@@ -57,10 +57,9 @@ class TorchRuntime(TranslationRuntime):
     backend = "torch"
 
     def __init__(self, loaded: LoadedModel, device: torch.device, model: Transformer | None = None,
-                 precision: str | None = None, static_decoding: bool = False, kernels: KernelBackend | None = None):
+                 precision: str | None = None, static_decoding: bool = False):
         """`model`: what decodes instead of the loaded model in its serving precision (the int8
-        copy of `cpu_model`); `precision` names it for logs. `kernels`: the C-kernel backend over
-        `model` (`kernel_backend`), for the searches it can run."""
+        copy of `cpu_model`); `precision` names it for logs."""
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.device = device
@@ -81,8 +80,14 @@ class TorchRuntime(TranslationRuntime):
         # Preallocated state per bucket, kept for the runtime's life (CUDA graphs read it).
         self.static = StaticGenerator(self.model, step_runner(device)) if static_decoding else None
         self.link_threshold = self.model.supervised_alignment.link_threshold if has_head else 0.0
-        self.kernels = kernels
-        self.decoder = KERNELS if kernels is not None else EAGER
+        # The C-kernel backend over `model` (`kernel_backend`), for the searches it can run;
+        # load_runtime sets it once the model's verification record has been read.
+        self.kernels: KernelBackend | None = None
+
+    @property
+    def decoder(self) -> str:
+        """The decoder the searches run on where they can: KERNELS or EAGER."""
+        return KERNELS if self.kernels is not None else EAGER
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
@@ -201,7 +206,7 @@ def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto"
     kernels, eager_why = kernel_backend(path, loaded, runtime.model, runtime.precision, resolved, cpu_kernels)
     if eager_why:
         log.warning(eager_why)
-    runtime.kernels, runtime.decoder = kernels, (KERNELS if kernels is not None else EAGER)
+    runtime.kernels = kernels
     log.info("loaded %s (%s-%s) on %s in %s, %s decoder", path, loaded.source_lang, loaded.target_lang, resolved,
              runtime.precision, runtime.decoder)
     return runtime

@@ -115,6 +115,12 @@ def test_the_kernels_refuse_what_they_cannot_read():
         ops.self_attention(q, cols, cols, 8, table, 2)
     with pytest.raises(ValueError, match=r"table \(3, 1\) does not match q \(2, 8\)"):
         ops.self_attention(q.float(), cols, cols, 8, torch.zeros(3, 1, dtype=torch.int32), 2)
+    with pytest.raises(ValueError, match="k_columns must be a CPU torch.int64 tensor"):
+        ops.self_attention(q.float(), cols.int(), cols, 8, table, 2)
+    with pytest.raises(ValueError, match="y must be a CPU torch.float32 tensor"):
+        ops.add_layer_norm(q.float(), q, torch.ones(8), torch.zeros(8), 1e-5)
+    with pytest.raises(ValueError, match="bias must be a CPU torch.float32 tensor"):
+        ops.add_layer_norm(q.float(), None, torch.ones(8), torch.zeros(8, dtype=torch.float16), 1e-5)
     with pytest.raises(ValueError, match="cannot take 7 candidates of 1 beams over 3 tokens"):
         ops.beam_candidates(torch.zeros(1, 3), torch.zeros(1, 1), torch.zeros(3, dtype=torch.uint8), None, 2, 7)
 
