@@ -6,10 +6,13 @@ The mapping keeps the two searches equal where it matters:
   exactly our formula for length_penalty_form "power" (CTranslate2 has no other: "gnmt" is
   refused with an error, never approximated); both search the 2K best candidates, admit EOS only among the first K,
   start with beam 0 alone, and stop a sentence at K finished hypotheses (patience 1).
-- length: our per-sentence limit `ceil(ratio * (pieces + 1)) + offset` tokens before EOS becomes
-  `max_decoding_length = limit + 1` steps; sentences are grouped by limit because CTranslate2
-  takes one limit per call. At that last step CTranslate2 keeps the best candidates whatever
-  they are, where ours forces EOS, so hypotheses that hit the limit may differ.
+- length: one `translate_batch` per batch, as CTranslate2's users call it, so one limit for the
+  whole batch: `max_decoding_length = limit + 1` steps for the batch's longest per-sentence limit
+  (ours: `ceil(ratio * (pieces + 1)) + offset` tokens before EOS, per sentence). A sentence whose
+  own limit is shorter may therefore run on past it where ours would have forced EOS, and at the
+  batch's last step CTranslate2 keeps the best candidates whatever they are, where ours forces EOS:
+  hypotheses that reach their own limit may differ. `benchmarks/ct2_batch_limit.py` measures
+  how often (the share of identical hypotheses with and without the per-sentence limits).
 - `min_decoding_length = 0` (ours may end at once) and PAD and BOS suppressed (ours never
   generates them). CTranslate2 suppresses before its softmax, ours masks after it, so scores
   differ by log(1 - P(PAD) - P(BOS)) per token: nothing for a trained model, which never
@@ -24,8 +27,6 @@ The mapping keeps the two searches equal where it matters:
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-
 import torch
 
 from model.decoding.beam_search import Hypothesis
@@ -84,44 +85,46 @@ class Ct2Runner:
         why = ct2_problem(options.length_penalty_form)
         if why is not None:  # never rank with the other formula
             raise ValueError(why)
+        with_attention = options.return_attention or options.return_phrase_attention
+        if not sources:
+            return []
+        batch = [[self.pieces[i] for i in ids] for ids in sources]
+        outputs = self.translator.translate_batch(
+            batch,
+            beam_size=options.beam_size,
+            patience=1,
+            num_hypotheses=options.n_best,
+            length_penalty=options.length_penalty,
+            max_decoding_length=max(self.limit(len(ids), options) for ids in sources) + 1,
+            min_decoding_length=0,
+            max_input_length=0,
+            suppress_sequences=self._suppress,
+            return_scores=True,
+            return_attention=with_attention,
+        )
+        first_rows = self._first_attention_rows(batch) if with_attention and len(batch) > 1 else None
+        return [self._hypotheses(output, len(ids), options, first_rows[slot] if first_rows else None)
+                for slot, (ids, output) in enumerate(zip(sources, outputs))]
+
+    def _hypotheses(self, output, n_source: int, options: SearchOptions,
+                    first_row: torch.Tensor | None) -> list[Hypothesis]:
+        """One source's n-best from CTranslate2's result, rows (T, S) over its n_source pieces."""
         phrases = options.return_phrase_attention
         with_attention = options.return_attention or phrases
-        groups: dict[int, list[int]] = defaultdict(list)
-        for index, ids in enumerate(sources):
-            groups[self.limit(len(ids), options)].append(index)
-        results: list[list[Hypothesis]] = [[] for _ in sources]
-        for limit, indices in sorted(groups.items()):
-            batch = [[self.pieces[i] for i in sources[index]] for index in indices]
-            outputs = self.translator.translate_batch(
-                batch,
-                beam_size=options.beam_size,
-                patience=1,
-                num_hypotheses=options.n_best,
-                length_penalty=options.length_penalty,
-                max_decoding_length=limit + 1,
-                min_decoding_length=0,
-                max_input_length=0,
-                suppress_sequences=self._suppress,
-                return_scores=True,
-                return_attention=with_attention,
-            )
-            first_rows = self._first_attention_rows(batch) if with_attention and len(batch) > 1 else None
-            for slot, (index, output) in enumerate(zip(indices, outputs)):
-                hypotheses = []
-                for h, tokens in enumerate(output.hypotheses):
-                    score = float(output.scores[h])
-                    attention = None
-                    if with_attention:
-                        rows = torch.tensor(output.attention[h], dtype=torch.float32)
-                        attention = rows.reshape(len(tokens), len(sources[index]))  # (T, S), also when T = 0
-                        if first_rows is not None and len(attention):
-                            attention[0] = first_rows[slot]
-                    log_prob = score * (len(tokens) + 1) ** options.length_penalty
-                    ids = [self.ids[t] for t in tokens]
-                    if phrases:
-                        kept = attention if options.return_attention else None
-                        hypotheses.append(PhrasalHypothesis(ids, score, log_prob, kept, phrase_attention=attention.unsqueeze(1)))  # (T, 1, S)
-                    else:
-                        hypotheses.append(Hypothesis(ids, score, log_prob, attention))
-                results[index] = hypotheses
-        return results
+        hypotheses = []
+        for h, tokens in enumerate(output.hypotheses):
+            score = float(output.scores[h])
+            attention = None
+            if with_attention:
+                rows = torch.tensor(output.attention[h], dtype=torch.float32)
+                attention = rows.reshape(len(tokens), n_source)  # (T, S), also when T = 0
+                if first_row is not None and len(attention):
+                    attention[0] = first_row
+            log_prob = score * (len(tokens) + 1) ** options.length_penalty
+            ids = [self.ids[t] for t in tokens]
+            if phrases:
+                kept = attention if options.return_attention else None
+                hypotheses.append(PhrasalHypothesis(ids, score, log_prob, kept, phrase_attention=attention.unsqueeze(1)))  # (T, 1, S)
+            else:
+                hypotheses.append(Hypothesis(ids, score, log_prob, attention))
+        return hypotheses
