@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
+from service.protection.placeholders import find_placeholders
 from service.protection.placement import PreparedText, original_word, output_word, prepare, restore
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
@@ -42,7 +43,7 @@ def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translati
 
 
 def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode) -> Served:
-    if prepared.untouched and prepared.fmt == "text":
+    if prepared.untouched and prepared.fmt == "text" and not find_placeholders(translation.text, prepared.styles):
         return Served(translation, [])
     alignment = translation.alignment or TokenAlignment.empty()
     restored = restore(prepared, translation.text, alignment)

@@ -116,7 +116,8 @@ class TranslateRequest(BaseModel):
         default_factory=list,
         max_length=MAX_TERMS,
         description="Terms kept as they are (whole words, case-sensitive), like placeholders: "
-        "printf (%s, %1$d), brace ({name}, {0}), ICU ({n, plural, ...}) and ${VAR} are always kept.",
+        "printf (%s, %1$d, %-10b), Qt (%1), Python (%(name)s), Ruby (%{name}), brace ({name}, {0}, {{0}}), "
+        "ICU ({n, plural, ...}), ${VAR} and HTML entities in plain text are always kept.",
     )
     alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
 
@@ -253,7 +254,7 @@ class SpanOut(BaseModel):
 
 
 class ProtectedOut(BaseModel):
-    kind: Literal["printf", "brace", "icu", "shell", "term", "tag"]
+    kind: Literal["printf", "python", "qt", "ruby", "brace", "icu", "shell", "entity", "term", "tag"]
     text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent.")
     source: SpanOut = Field(description="Where it stood in the text sent (a tag: from its opening to its closing tag).")
     target: SpanOut = Field(description="Where it stands in the translation.")

@@ -8,8 +8,15 @@ included) is kept byte for byte.
 
 "html" is lenient where browsers are: void elements (`<br>`, `<img …>`) need no closing slash,
 a `<` or `&` that starts no tag or entity is text. "xml" is strict: every tag closed, `<` and
-`&` escaped, only XML's five named entities. Either way, tags must nest; anything else is a
+`&` escaped, only XML's five named entities, and no character reference to a character XML does
+not allow (`&#0;`, a surrogate `&#xD800;`). Either way, tags must nest; anything else is a
 `MarkupError` naming what is wrong and where (a character offset into the text).
+
+Elements that are not text to translate pass through untouched, as browsers' and LibreTranslate's
+translators leave them: `script`, `style`, `code`, `pre`, and any element marked `translate="no"`
+or `class="notranslate"`. Each is read as one standalone piece (`Tag.verbatim`, the element from
+its opening to its closing tag) that the translation carries like a placeholder. In html,
+`script` and `style` hold raw text (a `<` in a script is no tag), ended by their closing tag only.
 """
 from __future__ import annotations
 
@@ -24,6 +31,10 @@ TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.-]*)((?:\s+[^<>\s=/]+(?:\s*=\s*(?:
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
+# Elements whose content is not prose to translate; script and style hold raw text in html.
+UNTRANSLATED = {"script", "style", "code", "pre"}
+HTML_RAW_TEXT = {"script", "style"}
+TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]*|'[^']*|)\bnotranslate\b""", re.IGNORECASE)
 HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -45,6 +56,7 @@ class Tag:
     source_end: int    # where the element ends there (after its closing tag)
     parent: int | None = None
     children: list[int] = field(default_factory=list)
+    verbatim: str | None = None  # an element passed through untouched: all of it, as written
 
     @property
     def standalone(self) -> bool:
@@ -108,6 +120,12 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
                 open_stack.pop()
             elif self_closing or (not strict and name.lower() in HTML_VOID):
                 _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, match.end()))
+            elif name.lower() in UNTRANSLATED or TRANSLATE_NO.search(match.group(3)):
+                end = _element_end(text, match, raw=not strict and name.lower() in HTML_RAW_TEXT)
+                _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, end,
+                                           verbatim=text[i:end]))
+                i = end
+                continue
             else:
                 # Paired until its closing tag says where it ends; "" marks it open meanwhile.
                 _add(tags, open_stack, Tag(name, match.group(0), "", len(plain), len(plain), i, match.end()))
@@ -122,6 +140,9 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
                 keep(ch, i, i + 1)
                 i += 1
                 continue
+            if strict and entity.group(1).startswith("#") and not _xml_char(entity.group(1)):
+                raise MarkupError(f"character reference {entity.group(0)} at character {i} is not a character "
+                                  "XML allows")
             decoded = html.unescape(entity.group(0))
             if decoded == entity.group(0):  # an unknown name: text as written
                 decoded = ch
@@ -141,6 +162,32 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
         raise MarkupError(f"tag <{top.name}> opened at character {top.source_start} is never closed")
     origin.append(len(text))
     return Markup("".join(plain), tags, origin, origin_end)
+
+
+def _xml_char(reference: str) -> bool:
+    """`#65` / `#x41`: whether XML 1.0 allows the character (its production `Char`)."""
+    code = int(reference[2:], 16) if reference[1:2] in ("x", "X") else int(reference[1:])
+    return (code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD
+            or 0x10000 <= code <= 0x10FFFF)
+
+
+def _element_end(text: str, opening: re.Match, raw: bool) -> int:
+    """Where the element that `opening` starts ends (after its closing tag). Raw text (html's
+    script and style) ends at the first closing tag of its name; other content nests."""
+    name = opening.group(2)
+    if raw:
+        closing = re.compile(r"</" + re.escape(name) + r"\s*>", re.IGNORECASE).search(text, opening.end())
+        if closing is None:
+            raise MarkupError(f"tag <{name}> opened at character {opening.start()} is never closed")
+        return closing.end()
+    depth = 1
+    for match in TAG.finditer(text, opening.end()):
+        if match.group(2) != name or match.group(4):
+            continue
+        depth += -1 if match.group(1) else 1
+        if depth == 0:
+            return match.end()
+    raise MarkupError(f"tag <{name}> opened at character {opening.start()} is never closed")
 
 
 def _add(tags: list[Tag], open_stack: list[int], tag: Tag) -> None:

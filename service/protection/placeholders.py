@@ -5,26 +5,49 @@ remove and %lu not upgraded." becomes "% um die % zu %."). They are found here, 
 before translation, and put back at the position the word alignment gives
 (service/protection/placement.py), so each appears in the output exactly once, unchanged.
 
-Kinds, in the order they are matched (an earlier kind wins where matches overlap):
-- "icu": an ICU MessageFormat argument with a format, `{count, plural, one {# file} other {# files}}`
-  (braces balanced; the whole argument is one placeholder).
+Styles, in the order they are matched (an earlier style wins where matches overlap):
+- "icu": an ICU MessageFormat argument with a format, `{count, plural, one {# file} other {# files}}`,
+  `{0,number,#}` (braces balanced; the whole argument is one placeholder).
 - "shell": `${VAR}`.
-- "brace": `{name}`, `{0}`, `{user.name}` (Python str.format, .NET, i18next-style names).
-- "printf": C/POSIX printf conversions: `%s`, `%d`, `%1$s`, `%-5.2f`, `%lu`, `%lld`, `%%`. The
-  space flag is not read: "100% sure" and "50 % off" are prose far more often than `% d`.
+- "ruby": `%{name}` and `%<name>s`.
+- "python": `%(name)s`, `%(count)5.2f`.
+- "brace": `{name}`, `{0}`, `{}`, `{user.name}`, `{items[0]}`, `{name!r:>10}`, `{0:.2f}` (Python
+  str.format, .NET, i18next-style names) and the escaped `{{0}}` / `{{ name }}` as one literal
+  whole (format strings print it as "{0}"; Jinja and Handlebars read it as a variable).
+- "qt": Qt's `%1`..`%99` and `%L1` (a `%` and digits followed by no conversion letter, `$` or
+  precision).
+- "printf": C/POSIX printf and strftime conversions: a `%`, an optional argument number `1$`,
+  flags, width, precision, a length modifier and any conversion letter (`%s`, `%1$s`, `%-5.2f`,
+  `%lu`, `%N`, `%-10b`, `%H`), and `%%`. The space flag is not read: "100% sure" and "50 % off"
+  are prose far more often than `% d`.
+- "entity": an HTML character reference in plain text, `&amp;`, `&#160;`, `&#x2014;` (in html
+  and xml the markup reader decodes them instead).
 - "term": a request's do-not-translate terms, matched case-sensitively where they stand as whole
   words (not inside a longer word).
+
+A request may name the styles to look for (`PLACEHOLDER_STYLES`), or none: terms are kept either way.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-PRINTF = re.compile(r"%(?:\d+\$)?[-+0#']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t|I64|I32)?[diouxXeEfFgGaAcspn%@]")
-BRACE = re.compile(r"\{[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*\}")
+PRINTF = re.compile(
+    r"%(?:\d+\$)?[-+0#'I]*(?:\d+|\*(?:\d+\$)?)?(?:\.(?:\d+|\*(?:\d+\$)?))?"
+    r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32)?(?:[A-Za-z@%]|<[A-Za-z0-9_]+>)")
+QT = re.compile(r"%L?[0-9]{1,2}(?![0-9$A-Za-z]|\.[0-9])")
+PYTHON = re.compile(r"%\([^()\s]{1,64}\)[-+ 0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[A-Za-z%]")
+RUBY = re.compile(r"%\{[A-Za-z_][A-Za-z0-9_]*\}|%<[A-Za-z_][A-Za-z0-9_]*>[-+0#]*\d*(?:\.\d+)?[A-Za-z]")
+BRACE = re.compile(
+    r"\{\{\s*[A-Za-z0-9_.]*\s*\}\}"  # escaped, or a template variable: one literal whole
+    r"|(?<!\{)\{(?:[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+|\[[A-Za-z0-9_]*\])*)?(?:![rsa])?(?::[^{}\s]*)?\}(?!\})")
 SHELL = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-ICU_START = re.compile(r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice)\b")
+ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+ICU_START = re.compile(
+    r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice|spellout|ordinal|duration)\b")
+
+PLACEHOLDER_STYLES = ("icu", "shell", "ruby", "python", "brace", "qt", "printf", "entity")
 
 
 @dataclass(frozen=True)
@@ -58,13 +81,26 @@ def _term_spans(text: str, term: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in pattern.finditer(text)]
 
 
-def find_protected(text: str, terms: Sequence[str] = ()) -> list[Protected]:
+_PATTERNS = {"shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
+             "entity": ENTITY}
+
+
+def find_placeholders(text: str, styles: Collection[str] = PLACEHOLDER_STYLES) -> list[Protected]:
+    """The placeholders of `text` in the given styles, in text order, none overlapping another."""
+    return find_protected(text, (), styles)
+
+
+def find_protected(text: str, terms: Sequence[str] = (),
+                   styles: Collection[str] = PLACEHOLDER_STYLES) -> list[Protected]:
     """Every protected part of `text`, in text order, none overlapping another."""
     candidates: list[tuple[str, int, int]] = []
-    candidates += [("icu", a, b) for a, b in _icu_arguments(text)]
-    candidates += [("shell", m.start(), m.end()) for m in SHELL.finditer(text)]
-    candidates += [("brace", m.start(), m.end()) for m in BRACE.finditer(text)]
-    candidates += [("printf", m.start(), m.end()) for m in PRINTF.finditer(text)]
+    for style in PLACEHOLDER_STYLES:
+        if style not in styles:
+            continue
+        if style == "icu":
+            candidates += [("icu", a, b) for a, b in _icu_arguments(text)]
+        else:
+            candidates += [(style, m.start(), m.end()) for m in _PATTERNS[style].finditer(text)]
     # Longer terms first, so that "New York City" wins over "New York".
     for term in sorted({t for t in terms if t}, key=len, reverse=True):
         candidates += [("term", a, b) for a, b in _term_spans(text, term)]

@@ -20,11 +20,11 @@ The report (`Placed`) gives its offsets in the source and in the output text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
-from service.protection.placeholders import Protected, find_protected
+from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected
 from service.runtime.base import TokenAlignment, Word
 
 Placement = Literal["aligned", "fallback"]
@@ -41,6 +41,7 @@ class PreparedText:
     protected: list[Protected]  # offsets into markup.plain
     model_text: str             # what the model translates
     to_plain: list[int]         # model_text offset -> markup.plain offset (one more entry: the end)
+    styles: tuple[str, ...] = PLACEHOLDER_STYLES  # the placeholder styles looked for
 
     @property
     def untouched(self) -> bool:
@@ -69,12 +70,14 @@ class Restored:
     # five characters there), for the alignment's words.
     char_start: list[int]
     char_end: list[int]
+    removed: list[Removed] = field(default_factory=list)
 
 
-def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = ()) -> PreparedText:
+def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
+            styles: Sequence[str] = PLACEHOLDER_STYLES) -> PreparedText:
     markup = read_markup(text, fmt)
     plain = markup.plain
-    protected = find_protected(plain, terms)
+    protected = find_protected(plain, terms, styles)
     chars: list[str] = []
     to_plain: list[int] = []
     removed = [(p.start, p.end) for p in protected]
@@ -95,7 +98,7 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = ()) -> P
         chars.pop()
         to_plain.pop()
     to_plain.append(len(plain))
-    return PreparedText(text, fmt, markup, protected, "".join(chars), to_plain)
+    return PreparedText(text, fmt, markup, protected, "".join(chars), to_plain, tuple(styles))
 
 
 def _largest_run(targets: list[int]) -> list[int]:
@@ -127,63 +130,138 @@ def _trailing_punctuation(text: str) -> int:
 @dataclass
 class _Insert:
     offset: int     # in the translation
-    text: str       # as it goes into the output (already escaped where it is text)
+    core: str       # as it goes into the output (already escaped where it is text)
     rank: int       # order among inserts at one offset: closings, standalone, openings
     order: tuple    # tie-break within a rank
-    item: int       # index into the report
+    # (report item, start, end) within `core`: what the insert carries, for the report's offsets
+    marks: list[tuple[int, int, int]]
+    lead: str = ""  # spaces it needs where it lands
+    trail: str = ""
     spaced: bool = False  # the source had whitespace before it: keep it from the insert before
+
+
+@dataclass(frozen=True)
+class Removed:
+    """Placeholder-like text the model wrote that the source did not have: taken out of the output.
+    `at`: where it was, as an offset into the output."""
+
+    kind: str
+    text: str
+    at: int
 
 
 def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment) -> Restored:
     """`translation` of `prepared.model_text`, with `alignment` between them (source words over
-    model_text, target words over translation); returns the output with everything put back."""
-    if not prepared.protected and not prepared.markup.tags:
+    model_text, target words over translation); returns the output with everything put back and
+    any placeholder-like text the model made up taken out."""
+    stray = find_placeholders(translation, prepared.styles)
+    if not prepared.protected and not prepared.markup.tags and not stray:
         text = escape_text(translation) if prepared.fmt != "text" else translation
         return Restored(text, [], *_escaped_offsets(translation, prepared.fmt))
     locate = _Locator(prepared, translation, alignment)
+    plain, origin, origin_end = prepared.markup.plain, prepared.markup.origin, prepared.markup.origin_end
+    tags = prepared.markup.tags
+    protected = prepared.protected
     inserts: list[_Insert] = []
-    reports: list[tuple[str, str, int, int, Placement]] = []
-    plain, origin = prepared.markup.plain, prepared.markup.origin
+    reports: list[tuple[str, str, int, int]] = [(p.kind, p.text, origin[p.start], origin_end[p.end - 1]) for p in protected]
+    reports += [("tag", tag.opening, tag.source_start, tag.source_end) for tag in tags]
+    how: dict[int, Placement] = {}
 
-    for p in prepared.protected:
-        offset, how = locate.anchor(p.start, p.end)
-        text = escape_text(p.text) if prepared.fmt != "text" else p.text
-        glue_after = p.end < len(plain) and not plain[p.end].isspace()
-        glue_before = p.start > 0 and not plain[p.start - 1].isspace()
-        text = _spaced(text, translation, offset, glue_before, glue_after)
-        inserts.append(_Insert(offset, text, 1, (p.start,), len(reports), spaced=not glue_before))
-        reports.append((p.kind, p.text, origin[p.start], prepared.markup.origin_end[p.end - 1], how))
+    def atom(core: str, plain_start: int, plain_end: int, order: tuple, marks: list[tuple[int, int, int]]) -> None:
+        """Something with no words of its own to translate, placed between the words around it."""
+        offset, placement = locate.anchor(plain_start, plain_end)
+        for item, _, _ in marks:
+            how[item] = placement
+        before = plain[plain_start - 1] if plain_start > 0 else ""
+        after = plain[plain_end] if plain_end < len(plain) else ""
+        lead, trail = _spacing(translation, offset, before, after)
+        inserts.append(_Insert(offset, core, 1, order, marks, lead, trail, spaced=not before or before.isspace()))
+
+    # A paired tag around no words (`<i>%s</i>`, `<b></b>`) goes back whole, with what it holds,
+    # placed like a placeholder: around no target words it would come back empty.
+    held_by: dict[int, int] = {}    # tag index -> the outermost such tag holding it (itself included)
+    held_items: set[int] = set()    # protected parts inside such a tag
+    for index, tag in enumerate(tags):
+        if tag.standalone or index in held_by or locate.to_model[tag.start] != locate.to_model[tag.end]:
+            continue
+        inner = [k for k in range(index + 1, len(tags)) if _inside(tags, k, index)]
+        held_by.update({k: index for k in [index] + inner})
+        base = tag.source_start
+        held = [i for i, p in enumerate(protected) if tag.start <= p.start and p.end <= tag.end]
+        held_items.update(held)
+        marks = [(i, reports[i][2] - base, reports[i][3] - base) for i in held]
+        marks += [(len(protected) + k, tags[k].source_start - base, tags[k].source_end - base) for k in [index] + inner]
+        atom(prepared.original[base:tag.source_end], tag.start, tag.end, (tag.start, 0, index), marks)
+
+    for i, p in enumerate(protected):
+        if i not in held_items:
+            core = escape_text(p.text) if prepared.fmt != "text" else p.text
+            atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
 
     spans: dict[int, tuple[int, int]] = {}
-    tags = prepared.markup.tags
     for index, tag in enumerate(tags):
-        source_start = tag.source_start
-        if tag.standalone:
-            offset, how = locate.anchor(tag.start, tag.start)
-            inserts.append(_Insert(offset, tag.opening, 1, (tag.start, index), len(reports)))
-            reports.append(("tag", tag.opening, source_start, tag.source_end, how))
+        item = len(protected) + index
+        if index in held_by:
             continue
-        start, end, how = locate.wrap(tag.start, tag.end)
+        if tag.standalone:
+            core = tag.verbatim or tag.opening
+            atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))])
+            continue
+        start, end, how[item] = locate.wrap(tag.start, tag.end)
         start, end = _nest(start, end, tag, spans, tags)
         spans[index] = (start, end)
+        closing = tag.closing or ""
         if start == end:
-            inserts.append(_Insert(start, tag.opening + (tag.closing or ""), 1, (tag.start, index), len(reports)))
+            inserts.append(_Insert(start, tag.opening + closing, 1, (tag.start, 0, index),
+                                   [(item, 0, len(tag.opening) + len(closing))]))
         else:
-            inserts.append(_Insert(start, tag.opening, 2, (-end, index), len(reports)))
-            inserts.append(_Insert(end, tag.closing or "", 0, (-start, -index), len(reports)))
-        reports.append(("tag", tag.opening, source_start, tag.source_end, how))
-    return _assemble(prepared.fmt, translation, inserts, reports)
+            inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))]))
+            inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
+    placed, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports), _dropped(translation, stray))
+    removed = [Removed(p.kind, p.text, starts[p.start]) for p in stray]
+    return Restored(text, [Placed(*report, target_start, target_end, how[i])
+                           for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))],
+                    starts, ends, removed)
 
 
-def _spaced(text: str, translation: str, offset: int, glue_before: bool, glue_after: bool) -> str:
-    """The placeholder with the spaces it needs where it lands, glued where it was glued."""
+def _inside(tags: list[Tag], k: int, ancestor: int) -> bool:
+    parent = tags[k].parent
+    while parent is not None:
+        if parent == ancestor:
+            return True
+        parent = tags[parent].parent
+    return False
+
+
+def _dropped(translation: str, stray: list[Protected]) -> set[int]:
+    """The characters of the translation that stray placeholders take, and a space beside each."""
+    dropped: set[int] = set()
+    for p in stray:
+        dropped.update(range(p.start, p.end))
+        space_before = p.start > 0 and translation[p.start - 1] == " "
+        if p.end < len(translation) and translation[p.end] == " " and (p.start == 0 or space_before):
+            dropped.add(p.end)
+        elif space_before and (p.end == len(translation) or not translation[p.end].isalnum()):
+            dropped.add(p.start - 1)
+    return dropped
+
+
+def _glued(source: str, output: str) -> bool:
+    """A placeholder glued to `source` in the text stays glued to `output` beside it in the
+    translation only where the two are alike: both part of a word ("%sfile" -> "%sDatei") or both
+    punctuation ("(%s)"). Glued to punctuation the translation lost, it must not stick to a word
+    ("Hello world. It" -> "Hello world Es", not "Hello worldEs")."""
+    return bool(source) and not source.isspace() and source.isalnum() == output.isalnum()
+
+
+def _spacing(translation: str, offset: int, source_before: str, source_after: str) -> tuple[str, str]:
+    """The spaces an insert needs where it lands: one wherever it would touch a character it was
+    not glued to in the source."""
     before = translation[offset - 1] if offset > 0 else ""
     after = translation[offset] if offset < len(translation) else ""
-    if before and not before.isspace() and not glue_before:
-        text = " " + text
-    if after and not after.isspace() and not glue_after:
-        text = text + " "
-    return text
+    lead = " " if before and not before.isspace() and not _glued(source_before, before) else ""
+    trail = " " if after and not after.isspace() and not _glued(source_after, after) else ""
+    return lead, trail
 
 
 def _nest(start: int, end: int, tag: Tag, spans: dict[int, tuple[int, int]], tags: list[Tag]) -> tuple[int, int]:
@@ -281,8 +359,11 @@ class _Locator:
         return min(bounds, key=lambda b: (abs(b - wanted), b))
 
 
-def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert],
-              reports: list[tuple[str, str, int, int, Placement]]) -> Restored:
+def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert], items: int, dropped: set[int]
+              ) -> tuple[list[tuple[int, int]], str, list[int], list[int]]:
+    """The output: the translation (escaped where it is markup text, less the dropped characters)
+    with the inserts; per report item its span in the output, and per translation character where
+    it starts and ends there."""
     inserts.sort(key=lambda x: (x.offset, x.rank, x.order))
     out: list[str] = []
     length = 0
@@ -293,8 +374,8 @@ def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert],
 
     def emit_text(upto: int) -> None:
         nonlocal cursor, length
-        for ch in translation[cursor:upto]:
-            piece = escape_text(ch) if fmt != "text" else ch
+        for k in range(cursor, upto):
+            piece = "" if k in dropped else escape_text(translation[k]) if fmt != "text" else translation[k]
             starts.append(length)
             out.append(piece)
             length += len(piece)
@@ -304,19 +385,21 @@ def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert],
     previous: _Insert | None = None
     for insert in inserts:
         emit_text(insert.offset)
-        if (previous is not None and previous.offset == insert.offset and insert.spaced and out
-                and not out[-1].endswith(" ") and not insert.text.startswith(" ")):
-            insert.text = " " + insert.text
+        written = "".join(out[-1:])
+        if (previous is not None and previous.offset == insert.offset and insert.spaced and written
+                and not written.endswith(" ")):
+            insert.lead = " "
+        elif written.endswith(" "):
+            insert.lead = ""
         previous = insert
-        stripped = insert.text.strip(" ")
-        lead = len(insert.text) - len(insert.text.lstrip(" "))
-        spans.setdefault(insert.item, []).extend([length + lead, length + lead + len(stripped)])
-        out.append(insert.text)
-        length += len(insert.text)
+        at = length + len(insert.lead)
+        for item, start, end in insert.marks:
+            spans.setdefault(item, []).extend([at + start, at + end])
+        text = insert.lead + insert.core + insert.trail
+        out.append(text)
+        length += len(text)
     emit_text(len(translation))
-    placed = [Placed(kind, text, s, e, min(spans[i]), max(spans[i]), how)
-              for i, (kind, text, s, e, how) in enumerate(reports)]
-    return Restored("".join(out), placed, starts, ends)
+    return [(min(spans[i]), max(spans[i])) for i in range(items)], "".join(out), starts, ends
 
 
 def _escaped_offsets(translation: str, fmt: TextFormat) -> tuple[list[int], list[int]]:

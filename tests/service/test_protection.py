@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from model.alignments.word_alignment import TokenAlignment, Word
+from model.alignments.word_alignment import TokenAlignment
 from service.alignment_flags import possible_insertions, possible_omissions
 from service.protection.markup import MarkupError, read_markup
 from service.protection.placeholders import find_protected
 from service.protection.placement import original_word, output_word, prepare, restore
-
-
-def words(text: str) -> list[Word]:
-    out, at = [], 0
-    for w in text.split(" "):
-        if w:
-            out.append(Word(w, at, at + len(w)))
-        at += len(w) + 1
-    return out
-
-
-def aligned(source: str, target: str, hard: list[tuple[int, int]]) -> TokenAlignment:
-    links = [[] for _ in words(target)]
-    for s, t in hard:
-        links[t] = [(s, 1.0)]
-    return TokenAlignment(words(source), words(target), links, hard, "")
+from tests.service.hand_alignment import aligned, words
 
 
 @pytest.mark.parametrize("text, found", [

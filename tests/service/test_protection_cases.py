@@ -1,0 +1,152 @@
+"""The placeholder styles, the markup cases an outside check broke (issue 33, item 4), and the
+placement rules they pinned down. Alignments are built by hand, so every position is known."""
+from __future__ import annotations
+
+import pytest
+
+from model.alignments.word_alignment import TokenAlignment
+from service.protection.markup import MarkupError, read_markup
+from service.protection.placeholders import find_placeholders, find_protected
+from service.protection.placement import _largest_run, prepare, restore
+from tests.service.hand_alignment import aligned, words
+
+
+def diagonal(prepared, translation: str) -> TokenAlignment:
+    n = min(len(words(prepared.model_text)), len(words(translation)))
+    return aligned(prepared.model_text, translation, [(i, i) for i in range(n)])
+
+
+@pytest.mark.parametrize("text, found", [
+    # coreutils' stat: conversion letters printf does not define are placeholders all the same.
+    ("File: %N\n Size: %-10s\tBlocks: %-10b IO Block: %-6o %F\n",
+     [("printf", "%N"), ("printf", "%-10s"), ("printf", "%-10b"), ("printf", "%-6o"), ("printf", "%F")]),
+    ("%H:%M:%S, %m/%D, %'d, %zu, %lld%%", [("printf", "%H"), ("printf", "%M"), ("printf", "%S"), ("printf", "%m"),
+                                           ("printf", "%D"), ("printf", "%'d"), ("printf", "%zu"), ("printf", "%lld"),
+                                           ("printf", "%%")]),
+    ("%1$s of %2$*3$d", [("printf", "%1$s"), ("printf", "%2$*3$d")]),
+    ("Copied %1 of %2 files to %L3.", [("qt", "%1"), ("qt", "%2"), ("qt", "%L3")]),
+    ("Hello %(name)s, %(count) 5.2f left", [("python", "%(name)s"), ("python", "%(count) 5.2f")]),
+    ("Hi %{user}, %<count>d new", [("ruby", "%{user}"), ("ruby", "%<count>d")]),
+    ("{name!r:>10} {0:.2f} {} {items[0]} {{0}} {{ title }}",
+     [("brace", "{name!r:>10}"), ("brace", "{0:.2f}"), ("brace", "{}"), ("brace", "{items[0]}"),
+      ("brace", "{{0}}"), ("brace", "{{ title }}")]),
+    ("{0,number,#} of {1, date, short}", [("icu", "{0,number,#}"), ("icu", "{1, date, short}")]),
+    ("Tom &amp; Jerry&nbsp;&#8212;&#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
+                                             ("entity", "&#x2014;")]),
+    ("${HOME}/x", [("shell", "${HOME}")]),
+    # Prose: a percent sign before a space, a digit or the end is no conversion.
+    ("100% sure, 50 % off, 30%.", []),
+])
+def test_every_placeholder_style_is_found_whole(text, found):
+    assert [(p.kind, p.text) for p in find_protected(text)] == found
+    for p in find_protected(text):
+        assert text[p.start:p.end] == p.text
+
+
+def test_styles_can_be_chosen_and_terms_stay_kept_with_none():
+    text = "Copy %s to {dest} as Brompton"
+    assert [p.text for p in find_protected(text, ["Brompton"], styles=("brace",))] == ["{dest}", "Brompton"]
+    assert [p.text for p in find_protected(text, ["Brompton"], styles=())] == ["Brompton"]
+    assert prepare(text, styles=()).model_text == "Copy %s to {dest} as Brompton"
+
+
+def test_a_tag_wrapping_only_a_placeholder_comes_back_around_it():
+    prepared = prepare("A <b>dog</b> and <i>%s</i> cat.", "html")
+    assert prepared.model_text == "A dog and cat."
+    translation = "Ein Hund und eine Katze."
+    # A-Ein dog-Hund and-und cat.-Katze. ("eine" unaligned): before the word after it, as a placeholder.
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 4)]))
+    assert restored.text == "Ein <b>Hund</b> und eine <i>%s</i> Katze."
+    placeholder, b, i = restored.placed
+    assert [restored.text[p.target_start:p.target_end] for p in restored.placed] == ["%s", "<b>Hund</b>", "<i>%s</i>"]
+    assert (placeholder.source_start, placeholder.source_end, i.source_start, i.source_end) == (20, 22, 17, 26)
+
+
+def test_escaped_braces_are_one_literal_placeholder_with_its_spaces():
+    prepared = prepare("Two dogs {{0}} play in the snow.")
+    assert [p.text for p in prepared.protected] == ["{{0}}"]
+    assert prepared.model_text == "Two dogs play in the snow."
+    translation = "Zwei Hunde machen im Schnee."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(0, 0), (1, 1), (2, 2), (3, 3), (4, 3), (5, 4)]))
+    assert restored.text == "Zwei Hunde {{0}} machen im Schnee."
+
+
+@pytest.mark.parametrize("text, verbatim", [
+    ("<script>alert(1)</script> A dog.", "<script>alert(1)</script>"),
+    # Valid html: a '<' in a script is raw text, not a tag.
+    ("<script>if (a < b) alert(1)</script> A dog.", "<script>if (a < b) alert(1)</script>"),
+    ("<style>p > b { color: red }</style> A dog.", "<style>p > b { color: red }</style>"),
+    ("<code>ls -l</code> A dog.", "<code>ls -l</code>"),
+    ("<pre>a  <b>b</b></pre> A dog.", "<pre>a  <b>b</b></pre>"),
+    ('<span translate="no">Brompton</span> A dog.', '<span translate="no">Brompton</span>'),
+    ("<span class='brand notranslate'>Brompton <b>S</b></span> A dog.", "<span class='brand notranslate'>Brompton <b>S</b></span>"),
+])
+def test_untranslated_elements_pass_through_untouched(text, verbatim):
+    prepared = prepare(text, "html")
+    assert prepared.model_text == " A dog."
+    translation = "Ein Hund."
+    restored = restore(prepared, translation, aligned("A dog.", translation, [(0, 0), (1, 1)]))
+    assert restored.text == verbatim + " Ein Hund."
+    (placed,) = restored.placed
+    assert restored.text[placed.target_start:placed.target_end] == verbatim
+    assert text[placed.source_start:placed.source_end] == verbatim
+
+
+def test_untranslated_elements_in_xml_nest_and_a_raw_script_must_close():
+    assert read_markup("<code>a <b>b</b></code> c", "xml").tags[0].verbatim == "<code>a <b>b</b></code>"
+    with pytest.raises(MarkupError) as error:
+        read_markup("x <script>if (a < b)", "html")
+    assert str(error.value) == "tag <script> opened at character 2 is never closed"
+
+
+def test_a_restored_term_is_not_glued_to_the_next_word_when_the_translation_lost_its_punctuation():
+    prepared = prepare("Hello world. It is a nice day.", terms=["Hello world"])
+    assert prepared.model_text == ". It is a nice day."
+    translation = "Es ist ein schöner Tag."
+    # "." has no target word; It-Es is-ist a-ein nice-schöner day.-Tag.
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4)]))
+    assert restored.text == "Hello world Es ist ein schöner Tag."
+
+
+@pytest.mark.parametrize("text, translation, hard, expected", [
+    # Glued to a word in the source, glued in the translation.
+    ("Size %sKB left", "Größe KB übrig", [(0, 0), (1, 1), (2, 2)], "Größe %sKB übrig"),
+    # Glued to punctuation the translation kept.
+    ("with %s.", "mit.", [(0, 0)], "mit %s."),
+])
+def test_glue_is_kept_only_to_what_it_was_glued_to(text, translation, hard, expected):
+    prepared = prepare(text)
+    assert restore(prepared, translation, aligned(prepared.model_text, translation, hard)).text == expected
+
+
+@pytest.mark.parametrize("reference", ["&#0;", "&#xD800;", "&#xFFFE;", "&#x110000;"])
+def test_xml_refuses_character_references_to_characters_xml_does_not_allow(reference):
+    with pytest.raises(MarkupError) as error:
+        read_markup(f"A dog {reference} runs.", "xml")
+    assert str(error.value) == f"character reference {reference} at character 6 is not a character XML allows"
+    assert read_markup("tab&#9;and&#x1F600;", "xml").plain == "tab\tand\U0001F600"
+
+
+def test_placeholder_like_text_the_model_made_up_is_removed_and_reported():
+    prepared = prepare("Two dogs play in the snow.")
+    translation = "Zwei Hunde %s spielen im Schnee {0}."
+    restored = restore(prepared, translation, diagonal(prepared, translation))
+    assert restored.text == "Zwei Hunde spielen im Schnee."
+    assert [(r.kind, r.text, r.at) for r in restored.removed] == [("printf", "%s", 11), ("brace", "{0}", 28)]
+    # The source's own placeholders are not stray: each comes back exactly once.
+    prepared = prepare("Copy %s now.")
+    restored = restore(prepared, "Kopiere %d jetzt.", aligned("Copy now.", "Kopiere %d jetzt.", [(0, 0), (1, 2)]))
+    assert restored.text == "Kopiere %s jetzt." and [r.text for r in restored.removed] == ["%d"]
+    assert find_placeholders(restored.text) == find_placeholders("Kopiere %s jetzt.")
+
+
+@pytest.mark.parametrize("targets, run", [
+    ([0, 2], [0, 2]),          # one word between: the same run
+    ([0, 3, 4], [3, 4]),       # two words between: another run, the longer wins
+    ([0, 2, 5, 7, 8], [5, 7, 8]),
+    ([1, 4], [1]),             # equal runs: the first
+])
+def test_the_largest_run_allows_a_gap_of_one_word_and_no_more(targets, run):
+    assert _largest_run(targets) == run
