@@ -44,7 +44,8 @@ def bias_form(options: Mapping[str, Mapping[str, Any]]) -> str:
     from model.biases.window_bias import DEFAULT_FORM
 
     forms = {dict(o).get("form", DEFAULT_FORM) for name, o in options.items() if name in HISTORY_BIASES}
-    return forms.pop() if forms else DEFAULT_FORM
+    # Without a term that reads earlier attention there is no recurrence to run step by step.
+    return forms.pop() if forms else "parallel"
 
 
 # The terms that read the attention of earlier target steps, and so have a form.

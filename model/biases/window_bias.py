@@ -12,8 +12,9 @@ Options: "window" k (default 1) and "form", which attention the signal is made o
   over the target in training (`model.biases.recurrence`).
 - "parallel" (a Transformer adaptation): the same layer's UNBIASED attention at earlier steps, a
   shift and a cumsum over the whole target at once (`model.biases.features`).
-Absent = "parallel", the form every model trained before the option existed has; the recipes
-name the form explicitly (the paper's). Both forms decode incrementally with the same state.
+Absent = "recurrent", the paper's: a config must name "parallel" to get the adaptation. (Models
+trained before the default changed had "parallel" when they left the form out; the recipes and the
+study have always named it.) Both forms decode incrementally with the same state.
 
 The weights start at zero, so a biased model starts as the unbiased one; their gradient is the
 window features times the logits' gradient, non-zero from the second target step on.
@@ -29,7 +30,7 @@ from model.biases.history import History
 
 DEFAULT_WINDOW = 1
 FORMS = ("parallel", "recurrent")
-DEFAULT_FORM = "parallel"
+DEFAULT_FORM = "recurrent"
 KNOWN_OPTIONS = ("form", "window")
 
 

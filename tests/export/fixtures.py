@@ -56,7 +56,7 @@ MODEL_CONFIGS.update({
     "phrase-representation-ablation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={
         "pooling": "max", "activation": "relu", "decoder_combination": "residual", "transparent": False}),
     "alignment-biases": dict(encoder_layers=1, decoder_layers=2,
-                             alignment_biases={"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}),
+                             alignment_biases={"position": {}, "markov": {"window": 1, "form": "parallel"}, "fertility": {"window": 1, "form": "parallel"}}),
     # The paper's form (Cohn et al. §3.2–§3.3): the state carries the biased rows, under the same names.
     "alignment-biases-recurrent": dict(encoder_layers=1, decoder_layers=2, alignment_biases={
         "position": {}, "markov": {"window": 1, "form": "recurrent"}, "fertility": {"window": 1, "form": "recurrent"}}),

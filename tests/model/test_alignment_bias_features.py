@@ -67,7 +67,7 @@ def uniform_queries(module):
 
 
 def test_markov_bias_on_a_constructed_case_exact_numbers():
-    module = cross_attention({"markov": {"window": 1}})
+    module = cross_attention({"markov": {"window": 1, "form": "parallel"}})
     uniform_queries(module)
     a, b, c = 0.3, 0.6, 0.9  # weights of offsets -1, 0, +1 (every head)
     with torch.no_grad():
@@ -88,7 +88,7 @@ def test_markov_bias_on_a_constructed_case_exact_numbers():
 
 
 def test_fertility_bias_on_a_constructed_case_exact_numbers():
-    module = cross_attention({"fertility": {"window": 1}})
+    module = cross_attention({"fertility": {"window": 1, "form": "parallel"}})
     uniform_queries(module)
     with torch.no_grad():
         module.biases["fertility"].weight.copy_(torch.tensor([0.3, 0.6, 0.9]).expand(4, 3))
@@ -196,7 +196,7 @@ def _reference_probs(module, x, memory, pad, bias_of):
 
 @pytest.mark.parametrize("window_size", [0, 1, 2])
 def test_markov_bias_reads_the_previous_steps_unbiased_attention(window_size):
-    module = cross_attention({"markov": {"window": window_size}}, seed=1)
+    module = cross_attention({"markov": {"window": window_size, "form": "parallel"}}, seed=1)
     with torch.no_grad():
         module.biases["markov"].weight.normal_(generator=torch.Generator().manual_seed(3))
     weight = module.biases["markov"].weight.detach()  # (H, 2k+1)
@@ -215,7 +215,7 @@ def test_markov_bias_reads_the_previous_steps_unbiased_attention(window_size):
 
 
 def test_fertility_bias_is_the_sum_of_all_earlier_rows():
-    module = cross_attention({"fertility": {"window": 1}}, seed=2)
+    module = cross_attention({"fertility": {"window": 1, "form": "parallel"}}, seed=2)
     with torch.no_grad():
         module.biases["fertility"].weight.normal_(generator=torch.Generator().manual_seed(4))
     weight = module.biases["fertility"].weight.detach()
@@ -247,7 +247,7 @@ def test_position_bias_is_the_small_map_of_the_hand_features():
 
 def test_the_inner_protocol_reproduces_vanilla_attention():
     """token_logits + mask + softmax + mix is exactly what VanillaAttention.forward computes."""
-    inner = cross_attention({"markov": {}}).inner
+    inner = cross_attention({"markov": {"form": "parallel"}}).inner
     x, memory = inputs(4)
     got = inner(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True)
     out, probs = got.out, got.probs
@@ -306,10 +306,10 @@ PHRASAL = {"structure": "heterogeneous", "ngrams": [1, 2]}
             ],
         ),
         (
-            {"markov": {"form": "recurrent"}, "fertility": {}, "position": {}},
+            {"markov": {"form": "parallel"}, "fertility": {}, "position": {}},
             AttentionConfig(),
             ["alignment_biases: fertility and markov must have the same form (the layer runs step by step or not), "
-             "got fertility 'parallel', markov 'recurrent'"],
+             "got fertility 'recurrent', markov 'parallel'"],
         ),
     ],
     ids=["names-and-options", "option-types", "queryk-cross", "convkv-cross", "not-an-object", "forms",
@@ -339,3 +339,25 @@ def test_the_one_masked_softmax_hides_true_entries_and_zeroes_empty_rows():
     probs = masked_softmax(logits, padding(pad), may_be_empty=True).view(2, 3)
     torch.testing.assert_close(probs, torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]]), atol=1e-7, rtol=0)
     assert probs[0, 2].item() == 0.0
+
+
+@pytest.mark.parametrize("given, recurrent", [({}, True), ({"form": "recurrent"}, True), ({"form": "parallel"}, False)])
+def test_an_omitted_form_is_the_papers_recurrent_form(given, recurrent):
+    """Cohn et al.'s form is the default: the layer runs its softmax step by step unless "parallel" is named,
+    and a config that leaves the form out computes what one naming "recurrent" computes, bit for bit."""
+    biases = {"position": {}, "markov": {"window": 1, **given}, "fertility": {"window": 1, **given}}
+    module = cross_attention(biases, seed=3).eval()
+    assert module.recurrent is recurrent
+    named = cross_attention({name: {**options, "form": "recurrent" if recurrent else "parallel"}
+                             for name, options in biases.items() if name != "position"} | {"position": {}}, seed=3).eval()
+    with torch.no_grad():  # random bias weights (they start at zero, which would hide the form)
+        for mine, theirs in zip(module.parameters(), named.parameters()):
+            mine.copy_(torch.randn_like(mine))
+            theirs.copy_(mine)
+    x, memory = inputs(1)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    assert torch.equal(module(x, memory, key_padding_mask=pad).out, named(x, memory, key_padding_mask=pad).out)
+
+
+def test_position_alone_has_no_recurrence_to_run():
+    assert cross_attention({"position": {}}).recurrent is False

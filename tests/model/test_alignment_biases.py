@@ -19,14 +19,14 @@ from tests.helpers import (
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
 
-ALL = {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}
+ALL = {"position": {}, "markov": {"window": 1, "form": "parallel"}, "fertility": {"window": 1, "form": "parallel"}}
 RECURRENT = {"position": {}, "markov": {"window": 1, "form": "recurrent"}, "fertility": {"window": 1, "form": "recurrent"}}
 BIASES = {
     "position": {"position": {}},
-    "markov": {"markov": {"window": 1}},
-    "markov-window-0": {"markov": {"window": 0}},
-    "fertility": {"fertility": {"window": 1}},
-    "fertility-window-2": {"fertility": {"window": 2}},
+    "markov": {"markov": {"window": 1, "form": "parallel"}},
+    "markov-window-0": {"markov": {"window": 0, "form": "parallel"}},
+    "fertility": {"fertility": {"window": 1, "form": "parallel"}},
+    "fertility-window-2": {"fertility": {"window": 2, "form": "parallel"}},
     "all": ALL,
     "markov-recurrent": {"markov": {"window": 1, "form": "recurrent"}},
     "fertility-recurrent": {"fertility": {"window": 2, "form": "recurrent"}},

@@ -48,9 +48,9 @@ FAMILIES = {
                                                   "encoder_layers.0.phrase_combination.merge.hidden.weight"),
     "phrase-representation-max-pooling": ({"phrase_representation": {"pooling": "max", "transparent": False}},
                                           "phrase_pooling.1.norm.weight"),
-    "alignment-biases-markov": ({"alignment_biases": {"markov": {"window": 1}}},
+    "alignment-biases-markov": ({"alignment_biases": {"markov": {"window": 1, "form": "parallel"}}},
                                 "decoder_layers.1.cross_attention.biases.markov.weight"),
-    "alignment-biases-fertility": ({"alignment_biases": {"fertility": {"window": 1}}},
+    "alignment-biases-fertility": ({"alignment_biases": {"fertility": {"window": 1, "form": "parallel"}}},
                                    "decoder_layers.1.cross_attention.biases.fertility.weight"),
     # The paper's form: the gradient also flows through the biased rows carried to later steps.
     "alignment-biases-markov-recurrent": ({"alignment_biases": {"markov": {"window": 1, "form": "recurrent"}}},

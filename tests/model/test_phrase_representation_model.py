@@ -34,7 +34,7 @@ CASES = {
         for site in ("encoder_self", "decoder_self", "cross")}},
     # The other model parts on the token cross-attention compose with the phrase sublayers.
     "alignment-biases": {"phrase_representation": {},
-                         "alignment_biases": {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}},
+                         "alignment_biases": {"position": {}, "markov": {"window": 1, "form": "parallel"}, "fertility": {"window": 1, "form": "parallel"}}},
     "global-fertility": {"phrase_representation": {}, "global_fertility": {"weight": 0.1}},
 }
 # Every other registered kind (fine2d, ...) that runs with its default options, at the cross site.

@@ -24,7 +24,7 @@ STRUCTURES = {
     "interleaved": {"structure": "interleaved"},
 }
 SITES = ("encoder_self", "decoder_self", "cross")
-ALL_BIASES = {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}
+ALL_BIASES = {"position": {}, "markov": {"window": 1, "form": "parallel"}, "fertility": {"window": 1, "form": "parallel"}}
 HETEROGENEOUS = AttentionConfig("queryk", {"structure": "heterogeneous", "ngrams": [1, 2, 3]})
 
 

@@ -156,7 +156,7 @@ KINDS = {
                                                                               "ngrams": [1, 2]}}},
     "fine2d": {"cross_attention": {"kind": "fine2d", "options": {}}},
     "phrase representation": {"phrase_representation": {"glance": "mean"}},
-    "alignment biases": {"alignment_biases": {"position": {}, "markov": {"window": 1}, "fertility": {"window": 1}}},
+    "alignment biases": {"alignment_biases": {"position": {}, "markov": {"window": 1, "form": "parallel"}, "fertility": {"window": 1, "form": "parallel"}}},
 }
 
 
