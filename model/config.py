@@ -59,6 +59,9 @@ class ModelConfig:
     # The supervised alignment head (Garg et al.), {"layer": 2, "head": 0, "weight": 0.5}; None = off.
     # Checked by model/supervised_alignment.py.
     supervised_alignment: Mapping[str, Any] | None = None
+    # +C of Choi et al.'s fine-grained attention: source word embeddings masked by a gate computed
+    # from the whole sentence before the encoder reads them (model/embedding.py).
+    contextual_source_embeddings: bool = False
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -164,6 +167,8 @@ def _problems(c: ModelConfig) -> list[str]:
               f"{name} must be a token id in [0, vocab_size), got {value!r}")
     check(len(set(ids.values())) == len(ids), f"pad_id, bos_id and eos_id must differ, got {ids}")
     check(isinstance(c.tie_embeddings, bool), f"tie_embeddings must be true or false, got {c.tie_embeddings!r}")
+    check(isinstance(c.contextual_source_embeddings, bool),
+          f"contextual_source_embeddings must be true or false, got {c.contextual_source_embeddings!r}")
     if isinstance(c.decoder_layers, int) and c.decoder_layers > 0:
         check(isinstance(c.alignment_layer, int) and -c.decoder_layers <= c.alignment_layer < c.decoder_layers,
               f"alignment_layer must index a decoder layer in [-{c.decoder_layers}, {c.decoder_layers}), got {c.alignment_layer!r}")

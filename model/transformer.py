@@ -71,7 +71,8 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        self.source_embedding = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.pad_id, c.dropout)
+        self.source_embedding = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.pad_id, c.dropout,
+                                               contextual=c.contextual_source_embeddings)
         self.target_embedding = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.pad_id, c.dropout)
         if c.tie_embeddings:
             # One joint vocabulary: encoder, decoder and output projection share one matrix.

@@ -21,12 +21,12 @@ the math and its Transformer-head form are in fine2d_functional.py):
   layer almost uniform (the earlier form, kept for comparison). The paper's scores come from an
   MLP with no such scale; benchmarks/fine2d_temperature.py measures the spread of each.
 
-Not offered, and why: the paper's best system also contextualises the annotation vectors with the
-whole source (+C) before its nonlinear (MLP) score. In this head every score is bilinear in the
-projected keys: a per-sentence vector added to the keys' input moves k[s, d] and r[s, d] by the
-same amount at every source position s, which cancels in the softmax over s (eq. 8); what is left
-is a per-sentence constant added to the values, a sentence-mean term beside the attention rather
-than a contextualised score. It only means something with the paper's nonlinear score f^d.
++C, the paper's contextualisation (§4.3), is not an option of this kind: it masks the source
+word embeddings that feed the encoder with a gate computed from the whole sentence (model key
+`contextual_source_embeddings`, model/embedding.py). Inside this head it would cancel: a
+per-sentence vector added to the keys' input moves k[s, d] and r[s, d] by the same amount at
+every source position s, which the softmax over s (eq. 8) removes. Multiplying the embeddings
+before the encoder has no such symmetry.
 
 Allowed at every site; it is meant for cross-attention, since its scores take B·H·T·S·dₕ memory
 (the full pass chunks them over target positions, see `CHUNK_ELEMENTS`). The weights returned

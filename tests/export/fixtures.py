@@ -53,6 +53,9 @@ MODEL_CONFIGS.update({
         "transparent": True}),
     # The other forms offered beside the papers' (model/attention/fine2d.py, model/phrase_representation/options.py).
     "fine2d-cross-mlp": dict(encoder_layers=1, decoder_layers=2, cross_attention=AttentionConfig("fine2d", {"score": "mlp"})),
+    # Choi et al.'s +C: the paper's score with the source embeddings contextualised (model/embedding.py).
+    "fine2d-cross-mlp-contextual": dict(encoder_layers=1, decoder_layers=2, contextual_source_embeddings=True,
+                                        cross_attention=AttentionConfig("fine2d", {"score": "mlp"})),
     "phrase-representation-ablation": dict(encoder_layers=1, decoder_layers=2, phrase_representation={
         "pooling": "max", "activation": "relu", "decoder_combination": "residual", "transparent": False}),
     "alignment-biases": dict(encoder_layers=1, decoder_layers=2,
@@ -66,7 +69,8 @@ EOS_BOOST = 6.0
 # Per config where 6 ends too early or too late: chosen so that beam 3 over the first 8 test
 # sentences gives hypotheses of at least four lengths, none at the length limit.
 EOS_BOOSTS = {"convkv-homogeneous-2x2": 3.0, "convkv-heterogeneous-1-2-3": 5.0, "queryk-homogeneous-2x2": 4.0,
-              "queryk-heterogeneous-1-2-3": 3.0, "fine2d-cross": 5.0, "phrase-representation": 5.0}
+              "queryk-heterogeneous-1-2-3": 3.0, "fine2d-cross": 5.0, "phrase-representation": 5.0,
+              "fine2d-cross-mlp-contextual": 4.0}
 _model_dirs: dict[str, Path] = {}
 _exports: dict[tuple, Path] = {}
 

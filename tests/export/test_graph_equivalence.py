@@ -53,7 +53,8 @@ def test_every_step_equals_eager_decode_step(target, config_id, tmp_path_factory
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_OUTPUT, max(config.cross_attention.options["ngrams"]))
     if config.phrase_representation is not None:  # its chunks, as phrases of up to MAX_CHUNK tokens
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_OUTPUT, MAX_CHUNK)
-    if config_id in ("vanilla", "fine2d-cross", "fine2d-cross-mlp", "alignment-biases", "alignment-biases-recurrent"):
+    if config_id in ("vanilla", "fine2d-cross", "fine2d-cross-mlp", "fine2d-cross-mlp-contextual", "alignment-biases",
+                     "alignment-biases-recurrent"):
         assert (layout.phrase_attention, layout.phrase_sizes) == (PHRASES_FROM_TOKENS, 0)
     if config.alignment_biases:  # the bias state goes through the step graph
         assert {"layers.1.cross.prev_attention", "layers.1.cross.coverage", "layers.1.cross.step"} <= set(layout.names)

@@ -282,3 +282,10 @@ def test_an_added_alignment_head_is_refused_with_its_reason_for_every_target():
     for target in ("onnx", "torchscript"):
         assert reason in check_support(model, target)[1]
     assert check_support(model, "ct2")[1][0] == reason
+
+
+def test_ct2_refuses_contextual_source_embeddings_by_name():
+    # +C changes the encoder's input; CTranslate2's TransformerSpec has no gate and would drop it silently.
+    assert ct2_problems(tiny_config(contextual_source_embeddings=True)) == [
+        "contextual_source_embeddings is set (True): CTranslate2's TransformerSpec has no such part "
+        "(export this model to onnx or torchscript instead)"]

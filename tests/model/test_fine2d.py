@@ -394,3 +394,58 @@ def test_the_recipe_is_the_tiny_recipe_with_fine2d_cross_attention():
     # of the product score only.
     assert (config.cross_attention.kind, dict(config.cross_attention.options)) == ("fine2d", {"score": "mlp"})
     assert config.encoder_self_attention.kind == config.decoder_self_attention.kind == "vanilla"
+
+
+# -- +C: the source word embeddings contextualised by the sentence (model/embedding.py) -------
+def test_contextual_source_embeddings_by_hand():
+    """d = 2: scaled embeddings e1 = (1, 0), e2 = (0, 2); W = diag(1, 0.5), b = (0, -1): tanh(W e + b)
+    is (tanh 1, -tanh 1) and (0, 0), so c = (tanh 1, -tanh 1) / 2 over the two real words (the
+    padding is left out) and every word is masked by σ(c) before its position is added."""
+    from model.embedding import TokenEmbedding, sinusoidal_table
+
+    embedding = TokenEmbedding(4, 2, 8, pad_id=0, dropout=0.0, contextual=True).eval()
+    with torch.no_grad():
+        embedding.tokens.weight.copy_(torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]) / math.sqrt(2))
+        embedding.gate.proj.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 0.5]]))
+        embedding.gate.proj.bias.copy_(torch.tensor([0.0, -1.0]))
+    sigmoid = lambda v: 1 / (1 + math.exp(-v))  # noqa: E731
+    gate = [sigmoid(math.tanh(1.0) / 2), sigmoid(-math.tanh(1.0) / 2)]
+    positions = sinusoidal_table(8, 2)
+    expected = torch.stack([torch.tensor([gate[0], 0.0]), torch.tensor([0.0, 2 * gate[1]]), torch.zeros(2)]) + positions[:3]
+    out = embedding(torch.tensor([[1, 2, 0], [1, 2, 0]]))
+    torch.testing.assert_close(out[0], expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(embedding(torch.tensor([[1, 2]]))[0], expected[:2], atol=1e-6, rtol=0)  # no padding: the same gate
+    plain = TokenEmbedding(4, 2, 8, pad_id=0, dropout=0.0).eval()
+    plain.tokens.weight.data.copy_(embedding.tokens.weight.data)
+    assert not torch.allclose(plain(torch.tensor([[1, 2]])), expected[:2].unsqueeze(0), atol=1e-3)
+
+
+CONTEXTUAL = dict(contextual_source_embeddings=True, cross_attention=AttentionConfig("fine2d", {"score": "mlp"}))
+
+
+def test_contextual_model_incremental_decoding_equals_the_full_pass():
+    model = tiny_model(seed=4, **CONTEXTUAL)
+    assert model.source_embedding.gate is not None and model.target_embedding.gate is None
+    assert_incremental_equals_full_pass(model, SRC, TGT_IN)
+    assert_padding_changes_nothing(model, SRC, TGT_IN)
+
+
+def test_contextual_gate_trains_and_changes_the_encoder_input():
+    model = tiny_model(seed=5, **CONTEXTUAL).train()
+    out = model(SRC, TGT_IN)
+    out.logits.sum().backward()
+    assert model.source_embedding.gate.proj.weight.grad.abs().sum() > 0
+    plain = tiny_model(seed=5, cross_attention=AttentionConfig("fine2d", {"score": "mlp"}))
+    assert "source_embedding.gate.proj.weight" not in dict(plain.named_parameters())
+
+
+def test_the_contextual_recipe_is_the_fine2d_recipe_with_c():
+    from pathlib import Path
+
+    from training.recipe import load_recipe
+
+    recipes = Path(__file__).resolve().parents[2] / "recipes"
+    plain, contextual = (load_recipe(recipes / f"fine2d-cross{tail}-tiny-en-de.json").to_dict() for tail in ("", "-contextual"))
+    assert contextual["model"] == {**plain["model"], "contextual_source_embeddings": True}
+    assert {k: v for k, v in contextual.items() if k not in ("name", "model")} == {
+        k: v for k, v in plain.items() if k not in ("name", "model")}
