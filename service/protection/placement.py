@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from service.glossary import Edit, GlossaryEntry, TermMatch, TermReport, find_terms, occurrences
+from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected
 from service.runtime.base import TokenAlignment, Word
@@ -42,11 +44,19 @@ class PreparedText:
     model_text: str             # what the model translates
     to_plain: list[int]         # model_text offset -> markup.plain offset (one more entry: the end)
     styles: tuple[str, ...] = PLACEHOLDER_STYLES  # the placeholder styles looked for
+    glossary: tuple[GlossaryEntry, ...] = ()
+    term_matches: tuple[TermMatch, ...] = ()     # the glossary's source terms, offsets into model_text
 
     @property
     def untouched(self) -> bool:
-        """Nothing was taken out: the model's text is the original."""
-        return self.model_text == self.original
+        """Nothing was taken out and no glossary term applies: the model's text is the original and
+        its translation the answer."""
+        return self.model_text == self.original and not self.term_matches
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        """model_text[start:end] as offsets into the original text."""
+        markup = self.markup
+        return markup.origin[self.to_plain[start]], markup.origin_end[self.to_plain[end - 1]]
 
 
 @dataclass(frozen=True)
@@ -71,10 +81,11 @@ class Restored:
     char_start: list[int]
     char_end: list[int]
     removed: list[Removed] = field(default_factory=list)
+    glossary: list[TermReport] = field(default_factory=list)
 
 
 def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
-            styles: Sequence[str] = PLACEHOLDER_STYLES) -> PreparedText:
+            styles: Sequence[str] = PLACEHOLDER_STYLES, glossary: Sequence[GlossaryEntry] = ()) -> PreparedText:
     markup = read_markup(text, fmt)
     plain = markup.plain
     protected = find_protected(plain, terms, styles)
@@ -98,7 +109,9 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
         chars.pop()
         to_plain.pop()
     to_plain.append(len(plain))
-    return PreparedText(text, fmt, markup, protected, "".join(chars), to_plain, tuple(styles))
+    model_text = "".join(chars)
+    return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary),
+                        tuple(find_terms(model_text, glossary)))
 
 
 def _largest_run(targets: list[int]) -> list[int]:
@@ -119,6 +132,14 @@ def _is_punctuation(text: str) -> bool:
     return bool(text) and not any(c.isalnum() or c.isspace() for c in text)
 
 
+def _leading_punctuation(text: str) -> int:
+    """How many characters at the start of `text` are punctuation ("(Hund" -> 1)."""
+    k = 0
+    while k < len(text) and _is_punctuation(text[k]):
+        k += 1
+    return k
+
+
 def _trailing_punctuation(text: str) -> int:
     """How many characters at the end of `text` are punctuation ("Schnee." -> 1)."""
     k = len(text)
@@ -131,7 +152,7 @@ def _trailing_punctuation(text: str) -> int:
 class _Insert:
     offset: int     # in the translation
     core: str       # as it goes into the output (already escaped where it is text)
-    rank: int       # order among inserts at one offset: closings, standalone, openings
+    rank: int       # order among inserts at one offset: closings, standalone, openings, replacements
     order: tuple    # tie-break within a rank
     # (report item, start, end) within `core`: what the insert carries, for the report's offsets
     marks: list[tuple[int, int, int]]
@@ -155,7 +176,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
     model_text, target words over translation); returns the output with everything put back and
     any placeholder-like text the model made up taken out."""
     stray = find_placeholders(translation, prepared.styles)
-    if not prepared.protected and not prepared.markup.tags and not stray:
+    if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
         text = escape_text(translation) if prepared.fmt != "text" else translation
         return Restored(text, [], *_escaped_offsets(translation, prepared.fmt))
     locate = _Locator(prepared, translation, alignment)
@@ -217,11 +238,53 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
         else:
             inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))]))
             inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
-    placed, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports), _dropped(translation, stray))
+    dropped = _dropped(translation, stray)
+    edits = _glossary_edits(prepared, translation, locate)
+    for edit in edits:
+        dropped.update(range(edit.start, edit.end))
+        core = escape_text(edit.text) if prepared.fmt != "text" else edit.text
+        lead = trail = ""
+        if edit.how == "inserted":
+            match = next(m for m in prepared.term_matches if m.entry == edit.entry)
+            model = prepared.model_text
+            lead, trail = _spacing(translation, edit.start, model[match.start - 1] if match.start else "",
+                                   model[match.end] if match.end < len(model) else "")
+        # A replacement stands where the words it replaces stood: inside a tag opened there.
+        rank = 3 if edit.how == "replaced" else 1
+        inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), [], lead, trail))
+    placed, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports), dropped)
     removed = [Removed(p.kind, p.text, starts[p.start]) for p in stray]
+    terms = glossary_report(prepared.glossary, prepared.term_matches, lambda m: prepared.original_span(m.start, m.end),
+                   text, edits)
     return Restored(text, [Placed(*report, target_start, target_end, how[i])
                            for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))],
-                    starts, ends, removed)
+                    starts, ends, removed, terms)
+
+
+def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) -> list[Edit]:
+    """What the translation needs for each glossary term it does not satisfy (service/glossary.py):
+    the target words aligned to the source term replaced by the required term, or, with none
+    aligned, the term inserted where the alignment puts the source term's position."""
+    edits: list[Edit] = []
+    for match in prepared.term_matches:
+        entry = prepared.glossary[match.entry]
+        found = occurrences(translation, entry.target)
+        run = locate.aligned_run(match.start, match.end)
+        if run is not None:
+            start, end = run
+            if any(a < end and start < b for a, b in found):
+                continue
+        wanted = sum(m.entry == match.entry for m in prepared.term_matches)
+        done = sum(e.entry == match.entry for e in edits)
+        if len(found) + done >= wanted:
+            continue
+        if run is not None:
+            edits.append(Edit(match.entry, run[0], run[1], entry.target, "replaced"))
+        else:
+            plain_start = prepared.to_plain[match.start]
+            offset, _ = locate.anchor(plain_start, plain_start)
+            edits.append(Edit(match.entry, offset, offset, entry.target, "inserted"))
+    return edits
 
 
 def _inside(tags: list[Tag], k: int, ancestor: int) -> bool:
@@ -330,6 +393,20 @@ class _Locator:
         if left is not None and left in self.aligned:
             return self.target_words[max(self.aligned[left])].end, "aligned"
         return self._proportional(at), "fallback"
+
+    def aligned_run(self, model_start: int, model_end: int) -> tuple[int, int] | None:
+        """The translation of model_text[model_start:model_end]: from the first to the last target
+        word of the largest cluster aligned to its words, less their outer punctuation; None when
+        no target word is aligned to it."""
+        inside = [i for i, w in enumerate(self.source_words) if w.start < model_end and model_start < w.end]
+        targets = sorted(t for i in inside for t in self.aligned.get(i, []))
+        if not targets:
+            return None
+        run = _largest_run(targets)
+        first, last = self.target_words[run[0]], self.target_words[run[-1]]
+        start = first.start + _leading_punctuation(first.text)
+        end = last.end - _trailing_punctuation(last.text)
+        return (start, end) if start < end else None
 
     def wrap(self, plain_start: int, plain_end: int) -> tuple[int, int, Placement]:
         a, b = self.to_model[plain_start], self.to_model[plain_end]

@@ -1,0 +1,155 @@
+"""Do UI messages from catalogs the service never saw keep exactly their placeholders?
+
+    python benchmarks/placeholder_catalogs.py --build   # apt-get download the packages, write the set
+    python benchmarks/placeholder_catalogs.py           # measure; appends to results/placeholder_catalogs.md
+
+The set (data/protection_eval/debian_unseen.jsonl, built once by --build and committed): English UI
+messages and their German translations from the gettext catalogs (`usr/share/locale/de/LC_MESSAGES/
+*.mo`, read by hand below: some are not UTF-8, which the stdlib's gettext refuses) of Debian 12
+packages that neither the project's own placeholder set (apt, coreutils, dpkg, git, gnupg2, tar,
+wget) nor the software corpus' held-out list (issue 31) names: bison, cpio, gawk, kbd, m4, make,
+man-db, psmisc, sharutils, sudo, xz-utils. A message is taken when it has 8-300 characters, 8
+letters or more, at least one placeholder, and its German translation has the same placeholders
+(the translator's own check that they are placeholders); at most 100 per catalog, a seeded sample.
+
+The placeholders a message must keep are read by `REFERENCE` below, written apart from the
+service's detector and broader than it: any `%` with flags (the space flag included), width,
+precision and a length modifier before any letter, `%%`, any `{...}` without spaces, `${VAR}` and
+entities. A message counts as kept when its output holds exactly the source's placeholders by that
+reading, each as many times: none lost, none changed, none added.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import random
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+
+DATA = REPO / "data" / "protection_eval" / "debian_unseen.jsonl"
+PACKAGES = ["bison", "cpio", "gawk", "kbd", "m4", "make", "man-db", "psmisc", "sharutils", "sudo", "xz-utils"]
+PER_CATALOG = 100
+REFERENCE = re.compile(r"%[-+ 0#'I*.$\d]*(?:hh|ll|[hlLqjzZt])?[A-Za-z%]|\$\{\w+\}|\{[^{}\s]*\}"
+                       r"|&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]\w*);")
+
+
+def read_mo(data: bytes) -> dict[str, str]:
+    """msgid -> msgstr of a compiled gettext catalog (the first form of plurals; no contexts)."""
+    order = "<" if struct.unpack("<I", data[:4])[0] == 0x950412DE else ">"
+    _, count, originals, translations = struct.unpack(order + "4I", data[4:20])
+    pairs = []
+    for i in range(count):
+        length, offset = struct.unpack(order + "2I", data[originals + 8 * i:originals + 8 * i + 8])
+        t_length, t_offset = struct.unpack(order + "2I", data[translations + 8 * i:translations + 8 * i + 8])
+        pairs.append((data[offset:offset + length], data[t_offset:t_offset + t_length]))
+    header = dict(pairs).get(b"", b"")
+    charset = re.search(rb"charset=([-\w]+)", header)
+    encoding = charset.group(1).decode() if charset else "utf-8"
+    return {source.split(b"\0")[0].decode(encoding, "replace"): target.split(b"\0")[0].decode(encoding, "replace")
+            for source, target in pairs if source and b"\x04" not in source}
+
+
+def build() -> None:
+    messages = []
+    with tempfile.TemporaryDirectory() as folder:
+        subprocess.run(["apt-get", "download", *PACKAGES], cwd=folder, check=True, capture_output=True)
+        for deb in sorted(Path(folder).glob("*.deb")):
+            fields = subprocess.run(["dpkg-deb", "-f", str(deb), "Package", "Version"], check=True,
+                                    capture_output=True, text=True).stdout.split("\n")
+            package, version = (f.split(": ", 1)[1] for f in fields[:2])
+            subprocess.run(["dpkg-deb", "-x", str(deb), f"{folder}/{package}"], check=True)
+            for mo in sorted(Path(folder, package).glob("usr/share/locale/de/LC_MESSAGES/*.mo")):
+                found = []
+                for source, target in read_mo(mo.read_bytes()).items():
+                    wanted = sorted(REFERENCE.findall(source))
+                    if (target and wanted and wanted == sorted(REFERENCE.findall(target)) and 8 <= len(source) <= 300
+                            and sum(c.isalpha() for c in source) >= 8):
+                        found.append({"package": package, "version": version, "catalog": mo.stem,
+                                      "source": source, "reference": target})
+                found.sort(key=lambda m: m["source"])
+                messages += random.Random(mo.stem).sample(found, min(PER_CATALOG, len(found)))
+    DATA.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages), encoding="utf-8")
+    print(f"{len(messages)} messages from {len({m['catalog'] for m in messages})} catalogs in {DATA}")
+
+
+def kept(source: str, output: str) -> bool:
+    return collections.Counter(REFERENCE.findall(source)) == collections.Counter(REFERENCE.findall(output))
+
+
+def measure(args: argparse.Namespace) -> str:
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    model_dirs = [args.model_dir] + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
+    app = create_app(Settings(model_dirs=model_dirs, device="cpu", inference_process=False, warmup=False))
+    started = time.perf_counter()
+    outputs: list[str] = []
+    with TestClient(app) as client:
+        client.portal.call(app.state.lifecycle.wait_loaded)
+        for start in range(0, len(items), 32):
+            response = client.post("/translate", json={"text": [i["source"] for i in items[start:start + 32]],
+                                                       "source": "en", "target": "de"})
+            assert response.status_code == 200, response.text
+            outputs += [nbest[0]["text"] for nbest in response.json()["translations"]]
+    seconds = time.perf_counter() - started
+    by_package: dict[str, list[bool]] = collections.defaultdict(list)
+    misses = []
+    for item, output in zip(items, outputs):
+        ok = kept(item["source"], output)
+        by_package[item["package"]].append(ok)
+        if not ok:
+            misses.append((item["source"], output))
+    total = sum(map(sum, by_package.values()))
+    lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
+             f"torch backend on CPU, {' + '.join(path.name for path in model_dirs)}", "",
+             f"Command: `python benchmarks/placeholder_catalogs.py` ({seconds:.0f} s).", "",
+             f"**{total}/{len(items)} = {total / len(items):.2%}** of the messages keep exactly their placeholders.", "",
+             "| package | messages | kept exactly |", "|---|---:|---:|"]
+    lines += [f"| {package} | {len(oks)} | {sum(oks) / len(oks):.1%} |" for package, oks in sorted(by_package.items())]
+    if misses:
+        lines += ["", "Missed (source → output):", ""]
+        lines += [f"- `{json.dumps(source, ensure_ascii=False)}` → `{json.dumps(output, ensure_ascii=False)}`"
+                  for source, output in misses]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", action="store_true", help="download the packages and rebuild the set")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "placeholder_catalogs.md")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2", help="default: what make serve serves")
+    parser.add_argument("--reverse-model-dir", default=str(REPO / "models" / "de-en-align"),
+                        help="served beside it, as make serve does; '' for none")
+    args = parser.parse_args()
+    if args.build:
+        build()
+        return 0
+    report = measure(args)
+    print(report)
+    if not args.results.exists():
+        args.results.write_text("# Placeholders in UI messages from catalogs the service never saw\n\n"
+                                "Written by `python benchmarks/placeholder_catalogs.py` (the set and how it was built: "
+                                "its docstring); newest last.\n", encoding="utf-8")
+    with open(args.results, "a", encoding="utf-8") as handle:
+        handle.write("\n" + report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Glossaries: source terms whose translation is prescribed, enforced through the word alignment and
+reported per hypothesis.
+
+Matching rules (the same for per-request and stored glossaries):
+- A source term matches where it stands as whole words, ignoring case ("Dog" at the start of a
+  sentence is the term "dog"), in the exact form written: no stemming, so a glossary that wants
+  "dogs" too lists it. Longer terms win over the terms inside them; matches do not overlap.
+- The required target term is satisfied by a whole-word occurrence in the translation, its first
+  letter in either case (sentence-initial capitals) and the rest as written, optionally followed by
+  one of the German inflection endings in `INFLECTION_ENDINGS` ("Hund" is satisfied by "Hunde",
+  "Hundes", "Hunden"): a noun the model declined is kept, not forced back to its lemma.
+
+Enforcement (`enforce`), after the search: for each matched source term, the target words aligned
+to it (their largest cluster, as for a tag) are its translation. Where neither they nor any other
+words of the translation satisfy the required term, they are replaced by it (their punctuation
+kept); where no target word is aligned to the term, it is inserted where the alignment puts the
+term's position, like a placeholder. `service/protection/placement.py` applies the edits; the report
+(`TermReport`) is read off the final output: each term, where it stood in the source, where its
+required translation stands in the output, and what is wrong (`violations`).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# Endings a required German term may carry and still count as itself (declension, plural).
+INFLECTION_ENDINGS = ("", "e", "en", "er", "es", "n", "s", "ern", "em")
+# What a request or stored glossary may hold.
+MAX_ENTRIES = 256
+MAX_TERM_CHARS = 100
+
+
+@dataclass(frozen=True)
+class GlossaryEntry:
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class TermMatch:
+    entry: int   # index into the glossary
+    start: int   # character offsets into the text searched
+    end: int
+
+
+def _source_pattern(term: str) -> re.Pattern:
+    words = [re.escape(w) for w in term.split()]
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def find_terms(text: str, glossary: Sequence[GlossaryEntry]) -> list[TermMatch]:
+    """Every glossary source term in `text`, in text order, none overlapping another."""
+    candidates = []
+    for index in sorted(range(len(glossary)), key=lambda i: len(glossary[i].source), reverse=True):
+        candidates += [TermMatch(index, m.start(), m.end()) for m in _source_pattern(glossary[index].source).finditer(text)]
+    taken: list[TermMatch] = []
+    for match in candidates:
+        if not any(match.start < t.end and t.start < match.end for t in taken):
+            taken.append(match)
+    return sorted(taken, key=lambda t: t.start)
+
+
+def _target_pattern(term: str) -> re.Pattern:
+    first, rest = term[:1], re.escape(term[1:])
+    head = f"[{re.escape(first.lower())}{re.escape(first.upper())}]" if first.isalpha() else re.escape(first)
+    endings = "|".join(e for e in INFLECTION_ENDINGS if e)
+    return re.compile(r"(?<!\w)" + head + rest + f"(?:{endings})?" + r"(?!\w)")
+
+
+def occurrences(text: str, target: str) -> list[tuple[int, int]]:
+    """Where `text` satisfies the required target term (the rules above)."""
+    return [(m.start(), m.end()) for m in _target_pattern(target).finditer(text)]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to a translation: replace translation[start:end] (empty: insert at start) by `text`."""
+
+    entry: int
+    start: int
+    end: int
+    text: str
+    how: str  # "replaced" | "inserted"
+
+
+@dataclass(frozen=True)
+class TermReport:
+    source: str
+    target: str
+    source_spans: list[tuple[int, int]]   # in the text sent
+    target_spans: list[tuple[int, int]]   # occurrences satisfying it in the output
+    enforced: str                          # "kept" (the model's own), "replaced" or "inserted"
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def satisfied(self) -> bool:
+        return not self.violations
+
+
+def report(glossary: Sequence[GlossaryEntry], matches: Sequence[TermMatch], source_span, output: str,
+           edits: Sequence[Edit]) -> list[TermReport]:
+    """One report per glossary entry found in the source, in the order first found.
+    `source_span(match)`: the match's offsets in the text sent."""
+    how = {edit.entry: edit.how for edit in edits}
+    reports = []
+    for entry in dict.fromkeys(m.entry for m in matches):
+        term = glossary[entry]
+        spans = [source_span(m) for m in matches if m.entry == entry]
+        found = occurrences(output, term.target)
+        violations = []
+        if not found:
+            violations.append("missing")
+        elif len(found) < len(spans):
+            violations.append(f"{len(found)} of {len(spans)} occurrences")
+        reports.append(TermReport(term.source, term.target, spans, found, how.get(entry, "kept"), violations))
+    return reports

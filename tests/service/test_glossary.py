@@ -1,0 +1,106 @@
+"""Glossaries: matching rules, enforcement through the word alignment, the compliance report
+(service/glossary.py, service/protection/placement.py), and the SQLite store
+(service/glossary_store.py). Alignments are built by hand, so every position is known."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from service.glossary import GlossaryEntry as Entry
+from service.glossary import find_terms, occurrences
+from service.glossary_store import GlossaryInvalid, GlossaryStore
+from service.protection.placement import prepare, restore
+from tests.service.hand_alignment import aligned
+
+
+def test_source_terms_match_whole_words_ignoring_case_and_the_longest_wins():
+    glossary = [Entry("dog", "Hund"), Entry("hot dog", "Hotdog"), Entry("cat", "Katze")]
+    text = "Dog eats a hot  dog; dogs and a cat-like catalog."
+    assert [(glossary[m.entry].source, text[m.start:m.end]) for m in find_terms(text, glossary)] == [
+        ("dog", "Dog"), ("hot dog", "hot  dog"), ("cat", "cat")]
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Der Hund und die Hunde, des Hundes, den Hunden.", ["Hund", "Hunde", "Hundes", "Hunden"]),
+    ("hund am Satzanfang", ["hund"]),             # the first letter in either case
+    ("Hundehütte, HUND, Windhund", []),            # not inside a longer word, the rest as written
+])
+def test_a_required_target_term_is_satisfied_by_its_declined_forms(text, found):
+    assert [text[a:b] for a, b in occurrences(text, "Hund")] == found
+
+
+def test_a_term_the_model_translated_otherwise_is_replaced_where_the_alignment_puts_it():
+    prepared = prepare("A dog chases the Dog.", glossary=[Entry("dog", "Köter")])
+    translation = "Ein Hund jagt den Hund."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation,
+                                                      [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]))
+    assert restored.text == "Ein Köter jagt den Köter."
+    (report,) = restored.glossary
+    assert (report.source, report.target, report.enforced, report.violations) == ("dog", "Köter", "replaced", [])
+    assert report.source_spans == [(2, 5), (17, 20)] and report.target_spans == [(4, 9), (19, 24)]
+
+
+def test_a_term_the_model_already_satisfies_is_kept_and_one_without_aligned_words_is_inserted():
+    prepared = prepare("Two dogs play in the snow.", glossary=[Entry("dogs", "Hund"), Entry("snow", "Schnee")])
+    translation = "Zwei Hunde spielen im Schnee."
+    # dogs-Hunde (a declined form: kept); "snow." aligned to nothing: Schnee is there all the same.
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 3)]))
+    assert restored.text == translation
+    assert [(r.source, r.enforced, r.target_spans) for r in restored.glossary] == [
+        ("dogs", "kept", [(5, 10)]), ("snow", "kept", [(22, 28)])]
+    prepared = prepare("A dog runs.", glossary=[Entry("dog", "Hund")])
+    translation = "Ein rennt."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (2, 1)]))
+    assert restored.text == "Ein Hund rennt."
+    assert [(r.enforced, r.target_spans, r.satisfied) for r in restored.glossary] == [("inserted", [(4, 8)], True)]
+
+
+def test_a_replacement_keeps_punctuation_and_tags_and_placeholders_stay():
+    prepared = prepare("A <b>dog</b> sees %s dog.", "html", glossary=[Entry("dog", "Köter")])
+    assert prepared.model_text == "A dog sees dog."
+    translation = "Ein Hund sieht Hund."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 3)]))
+    assert restored.text == "Ein <b>Köter</b> sieht %s Köter."
+    assert restored.glossary[0].source_spans == [(5, 8), (21, 24)]
+
+
+def test_violations_are_reported_when_the_output_cannot_satisfy_the_term():
+    from service.glossary import TermMatch, report
+    glossary = [Entry("dog", "Hund")]
+    matches = [TermMatch(0, 2, 5), TermMatch(0, 10, 13)]
+    (missing,) = report(glossary, matches, lambda m: (m.start, m.end), "Eine Katze.", [])
+    assert (missing.violations, missing.satisfied) == (["missing"], False)
+    (fewer,) = report(glossary, matches, lambda m: (m.start, m.end), "Ein Hund.", [])
+    assert fewer.violations == ["1 of 2 occurrences"]
+
+
+def test_the_store_keeps_glossaries_across_reopening(tmp_path):
+    path = tmp_path / "sub" / "glossaries.sqlite3"
+    store = GlossaryStore(path)
+    first = store.create("pets", "en", "de", [Entry(" hot   dog ", "Hotdog "), Entry("dog", "Hund")])
+    second = store.create("empty", "de", "en", [])
+    store.close()
+    store = GlossaryStore(path)
+    assert store.get(first.id) == first
+    assert first.entries == (Entry("hot dog", "Hotdog"), Entry("dog", "Hund"))
+    assert [g.id for g in store.list()] == [first.id, second.id]
+    assert store.delete(first.id) is True and store.delete(first.id) is False
+    assert store.get(first.id) is None and [g.id for g in store.list()] == [second.id]
+    # Entries go with their glossary.
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM entries").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("entries, field, message", [
+    ([Entry("", "x")], "entries.0.source", "must not be empty"),
+    ([Entry("dog", "Hund"), Entry("a", " ")], "entries.1.target", "must not be empty"),
+    ([Entry("x" * 101, "y")], "entries.0.source", "at most 100 characters, got 101"),
+    ([Entry("Dog", "Hund"), Entry("dog", "Köter")], "entries.1.source", "'dog' is already entry 0"),
+    ([Entry(f"t{k}", "x") for k in range(257)], "entries", "at most 256 entries per glossary"),
+])
+def test_bad_entries_are_refused_naming_the_entry(entries, field, message):
+    store = GlossaryStore(":memory:")
+    with pytest.raises(GlossaryInvalid) as error:
+        store.create("bad", "en", "de", entries)
+    assert (error.value.field, error.value.message) == (field, message)
+    assert store.list() == []
