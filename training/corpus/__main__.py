@@ -1,0 +1,5 @@
+import sys
+
+from training.corpus.cli import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""`python -m training.corpus`: build the En-De software corpus from Debian's German catalogs.
+
+    python -m training.corpus select --contents Contents-all.gz Contents-amd64.gz \\
+        --sources data/debian_catalogs/sources.tsv          # choose and pin the packages
+    python -m training.corpus fetch --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs
+    python -m training.corpus build --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs \\
+        --out data/debian_catalogs                           # fetch what is missing, clean, split, write
+
+The Contents index is the archive's (http://deb.debian.org/debian/dists/bookworm/main/Contents-all.gz
+and Contents-amd64.gz for the bookworm apt here is configured for). `build` with the committed
+sources list rebuilds the committed corpus exactly (every .deb is checked against its SHA-256).
+Errors end with exit code 2 and one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from training.usage import OneLineParser, UsageError
+
+PROG = "python -m training.corpus"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=PROG, description="The En-De corpus of Debian's German gettext catalogs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    s = sub.add_parser("select", help="packages with German catalogs from Contents indices, pinned by apt")
+    s.add_argument("--contents", type=Path, nargs="+", required=True, help="Contents-*.gz of the release")
+    s.add_argument("--sources", type=Path, required=True, help="the sources list to write")
+    for name, text in (("fetch", "download the pinned packages and keep their catalogs"),
+                       ("build", "fetch what is missing, then clean, split and write the corpus")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("--sources", type=Path, required=True, help="the sources list (select writes it)")
+        c.add_argument("--cache", type=Path, required=True, help="where the catalogs of each package are kept")
+        c.add_argument("--mirror", help="fetch pool files from this mirror instead of apt-get download, e.g. "
+                                        "http://snapshot.debian.org/archive/debian/20250520T000000Z")
+        c.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
+        if name == "build":
+            c.add_argument("--out", type=Path, required=True, help="the corpus directory to write")
+    return parser
+
+
+def run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    from training.corpus.archive import read_sources, select_packages, write_sources
+
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    if args.command == "select":
+        missing = [str(p) for p in args.contents if not p.is_file()]
+        if missing:
+            raise UsageError(f"--contents: no such file: {', '.join(missing)}")
+        sources, unknown = select_packages(args.contents)
+        args.sources.parent.mkdir(parents=True, exist_ok=True)
+        write_sources(args.sources, sources)
+        say(f"{len(sources)} packages pinned in {args.sources}"
+            + (f"; apt knows no version of {len(unknown)}: {' '.join(unknown)}" if unknown else ""))
+        return 0
+    if not args.sources.is_file():
+        raise UsageError(f"--sources: no such file: {args.sources}")
+    if args.workers < 1:
+        raise UsageError("--workers must be >= 1")
+    try:
+        sources = read_sources(args.sources)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    from training.corpus.fetch import fetch_all
+
+    failures = fetch_all(sources, args.cache, workers=args.workers, mirror=args.mirror, say=say)
+    if args.command == "fetch":
+        say(f"{len(sources) - len(failures)} of {len(sources)} packages in {args.cache}")
+        return 1 if failures else 0
+    if failures:
+        raise UsageError(f"{len(failures)} packages could not be fetched (first: "
+                         f"{next(iter(failures.items()))}); the corpus would not be the one the list pins")
+    from training.corpus.build import build_corpus
+
+    summary = build_corpus(sources, args.cache, args.out)
+    say(summary)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except UsageError as error:
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
