@@ -10,20 +10,25 @@ Matching rules (the same for per-request and stored glossaries):
   one of the German inflection endings in `INFLECTION_ENDINGS` ("Hund" is satisfied by "Hunde",
   "Hundes", "Hunden"): a noun the model declined is kept, not forced back to its lemma.
 
-Enforcement (`enforce`), after the search: for each matched source term, the target words aligned
-to it (their largest cluster, as for a tag) are its translation. Where neither they nor any other
-words of the translation satisfy the required term, they are replaced by it (their punctuation
-kept); where no target word is aligned to the term, it is inserted where the alignment puts the
-term's position, like a placeholder. `service/protection/placement.py` applies the edits; the report
-(`TermReport`) is read off the final output: each term, where it stood in the source, where its
-required translation stands in the output, and what is wrong (`violations`).
+Enforcement (service/protection/placement.py), by one of two methods (`GlossaryMethod`):
+- "replace" (the default: it measures best, results/glossary.md): the model translates the text
+  as it is; for each matched source term, the target words aligned to it (their largest cluster,
+  as for a tag) are its translation. Where neither they nor any other words of the translation
+  satisfy the required term, they are replaced by it (their punctuation kept); where no target
+  word is aligned to the term, it is inserted where the alignment puts the term's position.
+- "protect": the source term is taken out before translation like a placeholder and the required
+  term put in its place by the alignment (how `do_not_translate` terms are kept).
+The report (`TermReport`) is read off the final output: each term, where it stood in the source,
+where its required translation stands in the output, and what is wrong (`violations`).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
+GlossaryMethod = Literal["replace", "protect"]
 # Endings a required German term may carry and still count as itself (declension, plural).
 INFLECTION_ENDINGS = ("", "e", "en", "er", "es", "n", "s", "ern", "em")
 # What a request or stored glossary may hold.
@@ -98,20 +103,20 @@ class TermReport:
         return not self.violations
 
 
-def report(glossary: Sequence[GlossaryEntry], matches: Sequence[TermMatch], source_span, output: str,
-           edits: Sequence[Edit]) -> list[TermReport]:
-    """One report per glossary entry found in the source, in the order first found.
-    `source_span(match)`: the match's offsets in the text sent."""
-    how = {edit.entry: edit.how for edit in edits}
+def report(glossary: Sequence[GlossaryEntry], found: Sequence[tuple[int, tuple[int, int]]], output: str,
+           enforced: dict[int, str]) -> list[TermReport]:
+    """One report per glossary entry found in the source, in the order first found. `found`: per
+    match, its entry and its offsets in the text sent; `enforced`: entry -> how it was enforced,
+    for those that were."""
     reports = []
-    for entry in dict.fromkeys(m.entry for m in matches):
+    for entry in dict.fromkeys(e for e, _ in found):
         term = glossary[entry]
-        spans = [source_span(m) for m in matches if m.entry == entry]
-        found = occurrences(output, term.target)
+        spans = [span for e, span in found if e == entry]
+        present = occurrences(output, term.target)
         violations = []
-        if not found:
+        if not present:
             violations.append("missing")
-        elif len(found) < len(spans):
-            violations.append(f"{len(found)} of {len(spans)} occurrences")
-        reports.append(TermReport(term.source, term.target, spans, found, how.get(entry, "kept"), violations))
+        elif len(present) < len(spans):
+            violations.append(f"{len(present)} of {len(spans)} occurrences")
+        reports.append(TermReport(term.source, term.target, spans, present, enforced.get(entry, "kept"), violations))
     return reports

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from service.glossary import Edit, GlossaryEntry, TermMatch, TermReport, find_terms, occurrences
+from service.glossary import Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, find_terms, occurrences
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected
@@ -46,6 +46,8 @@ class PreparedText:
     styles: tuple[str, ...] = PLACEHOLDER_STYLES  # the placeholder styles looked for
     glossary: tuple[GlossaryEntry, ...] = ()
     term_matches: tuple[TermMatch, ...] = ()     # the glossary's source terms, offsets into model_text
+    # Glossary terms taken out like placeholders ("protect"): protected index -> glossary entry.
+    protected_terms: tuple[tuple[int, int], ...] = ()
 
     @property
     def untouched(self) -> bool:
@@ -85,10 +87,18 @@ class Restored:
 
 
 def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
-            styles: Sequence[str] = PLACEHOLDER_STYLES, glossary: Sequence[GlossaryEntry] = ()) -> PreparedText:
+            styles: Sequence[str] = PLACEHOLDER_STYLES, glossary: Sequence[GlossaryEntry] = (),
+            glossary_method: GlossaryMethod = "replace") -> PreparedText:
     markup = read_markup(text, fmt)
     plain = markup.plain
     protected = find_protected(plain, terms, styles)
+    if glossary_method == "protect":
+        found = [m for m in find_terms(plain, glossary)
+                 if not any(m.start < p.end and p.start < m.end for p in protected)]
+        protected = sorted(protected + [Protected("glossary", plain[m.start:m.end], m.start, m.end) for m in found],
+                           key=lambda p: p.start)
+        entry_at = {m.start: m.entry for m in found}
+        protected_terms = tuple((i, entry_at[p.start]) for i, p in enumerate(protected) if p.kind == "glossary")
     chars: list[str] = []
     to_plain: list[int] = []
     removed = [(p.start, p.end) for p in protected]
@@ -110,6 +120,9 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
         to_plain.pop()
     to_plain.append(len(plain))
     model_text = "".join(chars)
+    if glossary_method == "protect":
+        return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary), (),
+                            protected_terms)
     return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary),
                         tuple(find_terms(model_text, glossary)))
 
@@ -214,9 +227,11 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
         marks += [(len(protected) + k, tags[k].source_start - base, tags[k].source_end - base) for k in [index] + inner]
         atom(prepared.original[base:tag.source_end], tag.start, tag.end, (tag.start, 0, index), marks)
 
+    substitutes = {i: prepared.glossary[entry].target for i, entry in prepared.protected_terms}
     for i, p in enumerate(protected):
         if i not in held_items:
-            core = escape_text(p.text) if prepared.fmt != "text" else p.text
+            core = substitutes.get(i, p.text)
+            core = escape_text(core) if prepared.fmt != "text" else core
             atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
 
     spans: dict[int, tuple[int, int]] = {}
@@ -254,10 +269,14 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
         inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), [], lead, trail))
     placed, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports), dropped)
     removed = [Removed(p.kind, p.text, starts[p.start]) for p in stray]
-    terms = glossary_report(prepared.glossary, prepared.term_matches, lambda m: prepared.original_span(m.start, m.end),
-                   text, edits)
+    found = [(m.entry, prepared.original_span(m.start, m.end)) for m in prepared.term_matches]
+    found += [(entry, reports[i][2:4]) for i, entry in prepared.protected_terms]
+    enforced = {edit.entry: edit.how for edit in edits} | {entry: "inserted" for _, entry in prepared.protected_terms}
+    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced)
+    glossary_items = {i for i, _ in prepared.protected_terms}  # reported as glossary terms, not as placed parts
     return Restored(text, [Placed(*report, target_start, target_end, how[i])
-                           for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))],
+                           for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
+                           if i not in glossary_items],
                     starts, ends, removed, terms)
 
 

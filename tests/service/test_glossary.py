@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from service.glossary import GlossaryEntry as Entry
-from service.glossary import find_terms, occurrences
+from service.glossary import find_terms, occurrences, report
 from service.glossary_store import GlossaryInvalid, GlossaryStore
 from service.protection.placement import prepare, restore
 from tests.service.hand_alignment import aligned
@@ -66,13 +66,26 @@ def test_a_replacement_keeps_punctuation_and_tags_and_placeholders_stay():
 
 
 def test_violations_are_reported_when_the_output_cannot_satisfy_the_term():
-    from service.glossary import TermMatch, report
-    glossary = [Entry("dog", "Hund")]
-    matches = [TermMatch(0, 2, 5), TermMatch(0, 10, 13)]
-    (missing,) = report(glossary, matches, lambda m: (m.start, m.end), "Eine Katze.", [])
-    assert (missing.violations, missing.satisfied) == (["missing"], False)
-    (fewer,) = report(glossary, matches, lambda m: (m.start, m.end), "Ein Hund.", [])
+    glossary = [Entry("dog", "Hund"), Entry("cat", "Katze")]
+    found = [(0, (2, 5)), (1, (6, 9)), (0, (10, 13))]
+    missing, cat = report(glossary, found, "Eine Katze.", {1: "replaced"})
+    assert (missing.source, missing.source_spans, missing.violations, missing.satisfied, missing.enforced) == (
+        "dog", [(2, 5), (10, 13)], ["missing"], False, "kept")
+    assert (cat.target_spans, cat.satisfied, cat.enforced) == ([(5, 10)], True, "replaced")
+    (fewer, _) = report(glossary, found, "Ein Hund.", {})
     assert fewer.violations == ["1 of 2 occurrences"]
+
+
+def test_the_protect_method_takes_the_term_out_and_puts_the_required_one_in_its_place():
+    prepared = prepare("A dog sees %s dog.", glossary=[Entry("dog", "Köter")], glossary_method="protect")
+    assert prepared.model_text == "A sees."
+    translation = "Ein sieht."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1)]))
+    assert restored.text == "Ein Köter sieht %s Köter."
+    assert [p.text for p in restored.placed] == ["%s"]
+    (term,) = restored.glossary
+    assert (term.source_spans, term.target_spans, term.enforced, term.satisfied) == (
+        [(2, 5), (14, 17)], [(4, 9), (19, 24)], "inserted", True)
 
 
 def test_the_store_keeps_glossaries_across_reopening(tmp_path):

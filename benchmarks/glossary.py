@@ -1,0 +1,156 @@
+"""Glossaries: how often is the required translation of a term in the output, and what does
+enforcing it do to BLEU?
+
+    python benchmarks/glossary.py --build   # (re)write data/glossary_eval/multi30k_test2016.jsonl
+    python benchmarks/glossary.py           # measure; appends to results/glossary.md
+
+The test set (built once by --build and committed): the 1,000 sentences of Multi30k's
+test_2016_flickr (En→De), each with a glossary of up to two terms taken from its German reference,
+so that every required term is one a translator actually used. The candidate translations of an
+English word are those the training set's word alignment (data/multi30k/train.en-de.align.gz,
+eflomal, lower-cased tokens) links it to at least 5 times; a term is an English word of three
+letters or more in the sentence with a candidate translation in its reference (as the reference
+writes it, case and ending included). Terms whose translation is not the word's most frequent one
+go first (the terminology a glossary exists for), then the rarer words; a stop list keeps function
+words out.
+
+Measured on the bundled models as `make serve` serves them (en-de-align2, supervised alignment
+head), for each enforcement method of service/glossary.py: "replace" edits the translation after
+the search (so the translation without a glossary is the same search's), "protect" takes the
+terms out before it (a search of its own). For all terms and for the terms the model missed
+without a glossary:
+- compliance: the share of terms whose required translation the output holds (the report's rule:
+  first letter in either case, German endings allowed), and the share written exactly as required;
+- BLEU and chrF (sacreBLEU) against the reference.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import os
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from host import cpu_name  # noqa: E402
+
+DATA = REPO / "data" / "glossary_eval" / "multi30k_test2016.jsonl"
+TOKENS = re.compile(r"\w+|[^\w\s]")  # as the training alignment tokenised (its .json)
+STOP = set("the and with are for his her its their from into onto over under while who that this these those "
+           "some one two three has have out off near next down through front other each while".split())
+MIN_LINKS = 5
+
+
+def read(name: str) -> list[str]:
+    with gzip.open(REPO / "data" / "multi30k" / name, "rt", encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def build() -> None:
+    links: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for en, de, pairs in zip(read("train.en.gz"), read("train.de.gz"), read("train.en-de.align.gz")):
+        en_tokens, de_tokens = TOKENS.findall(en.lower()), TOKENS.findall(de.lower())
+        for pair in pairs.split():
+            i, j = map(int, pair.split("-"))
+            links[en_tokens[i]][de_tokens[j]] += 1
+    frequency = {word: sum(counts.values()) for word, counts in links.items()}
+    rows = []
+    for k, (source, reference) in enumerate(zip(read("test_2016_flickr.en.gz"), read("test_2016_flickr.de.gz"))):
+        surface = {token.lower(): token for token in TOKENS.findall(reference)}
+        terms = []
+        for word in dict.fromkeys(TOKENS.findall(source.lower())):
+            if len(word) < 3 or not word.isalpha() or word in STOP or word not in links:
+                continue
+            candidates = [(t, n) for t, n in links[word].most_common() if n >= MIN_LINKS and t.isalpha() and len(t) >= 3]
+            found = [t for t, _ in candidates if t in surface]
+            if found:
+                top = candidates[0][0]
+                terms.append((found[0] == top, frequency[word], word, surface[found[0]]))
+        terms.sort()
+        glossary = [{"source": word, "target": target} for _, _, word, target in terms[:2]]
+        rows.append({"id": k, "source": source, "reference": reference, "glossary": glossary})
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    DATA.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    print(f"{len(rows)} sentences, {sum(len(r['glossary']) for r in rows)} terms in {DATA}")
+
+
+def measure(args: argparse.Namespace) -> str:
+    import sacrebleu
+
+    from service.glossary import GlossaryEntry, occurrences
+    from service.protection.placement import prepare, restore
+    from service.runtime.base import DecodeOptions
+    from service.runtime.factory import RuntimeSpec, load_runtime
+
+    items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    runtime = load_runtime(RuntimeSpec("torch", args.model_dir, "cpu"))
+    options = DecodeOptions(alignment="token", alignment_method=runtime.default_alignment_method)
+    started = time.perf_counter()
+    plain: list[str] = []
+    enforced: dict[str, list[str]] = {"replace": [], "protect": []}
+    for method in enforced:
+        for start in range(0, len(items), 32):
+            batch = items[start:start + 32]
+            glossaries = [[GlossaryEntry(t["source"], t["target"]) for t in item["glossary"]] for item in batch]
+            prepared = [prepare(item["source"], glossary=g, glossary_method=method) for item, g in zip(batch, glossaries)]
+            results = runtime.translate([p.model_text for p in prepared], options)
+            for p, nbest in zip(prepared, results):
+                best = nbest[0]
+                if method == "replace":
+                    plain.append(best.text)
+                enforced[method].append(restore(p, best.text, best.alignment).text)
+    seconds = time.perf_counter() - started
+    references = [item["reference"] for item in items]
+    terms = [(k, t["target"]) for k, item in enumerate(items) for t in item["glossary"]]
+    missed = [(k, target) for k, target in terms if not occurrences(plain[k], target)]
+
+    def compliance(outputs: list[str], subset: list[tuple[int, str]]) -> str:
+        if not subset:
+            return "— | —"
+        kept = sum(bool(occurrences(outputs[k], target)) for k, target in subset)
+        exact = sum(bool(re.search(r"(?<!\w)" + re.escape(target) + r"(?!\w)", outputs[k])) for k, target in subset)
+        return f"{kept / len(subset):.1%} | {exact / len(subset):.1%}"
+
+    lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
+             f"torch backend on CPU, {args.model_dir.name} ({runtime.default_alignment_method} alignment)", "",
+             f"Command: `python benchmarks/glossary.py` ({seconds:.0f} s). {len(items)} sentences, {len(terms)} terms "
+             f"({sum(1 for i in items if i['glossary'])} sentences with at least one); {len(missed)} terms missed "
+             "without a glossary.", "",
+             "| glossary | compliance, all terms | exactly as required, all | compliance, terms missed without | "
+             "exactly, missed | BLEU | chrF |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, outputs in (("none", plain), *((f"enforced: {m}", o) for m, o in enforced.items())):
+        bleu = sacrebleu.corpus_bleu(outputs, [references]).score
+        chrf = sacrebleu.corpus_chrf(outputs, [references]).score
+        lines.append(f"| {name} | {compliance(outputs, terms)} | {compliance(outputs, missed)} | {bleu:.2f} | {chrf:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", action="store_true", help="rebuild the test set from Multi30k")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "glossary.md")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2")
+    args = parser.parse_args()
+    if args.build:
+        build()
+        return 0
+    report = measure(args)
+    print(report)
+    if not args.results.exists():
+        args.results.write_text("# Glossaries: compliance and BLEU with and without them\n\n"
+                                "Written by `python benchmarks/glossary.py` (the test set and what is measured: its "
+                                "docstring); newest last.\n", encoding="utf-8")
+    with open(args.results, "a", encoding="utf-8") as handle:
+        handle.write("\n" + report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
