@@ -3,11 +3,56 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from model.config import ModelConfig
 from model.transformer import Transformer
+
+
+# Float tolerances (assert_close_for). Where two computations do the same operations in the same
+# order, tests compare with torch.equal or atol=0; where they do the same maths in another order (a
+# batch against a row alone, a cached step against the full pass, a C kernel or a fused op against
+# torch, float32 code against a hand formula in float64), each rounding that can differ moves the
+# result by at most eps(dtype) relative to the magnitude it works on, so n such roundings (a sum of
+# n terms reassociated) stay within n * eps * magnitude (Higham, "Accuracy and Stability of Numerical
+# Algorithms", 2nd ed., eq. 4.4). `ops` is that n, stated per comparison:
+#   HAND_FORMULA_OPS: a value the test also writes out by hand over a handful of terms (a softmax
+#     over <= 8 scores, a weighted sum of <= 8 vectors): one rounding per term, and exp's relative
+#     error grows with its argument, which the magnitude (>= 1) covers;
+#   TINY_MODEL_OPS: anything out of a tiny_model forward or step: its widest reduction is d_ff = 64
+#     terms; the roundings of its 4 layers' reductions add up like a random walk, about
+#     sqrt(4 * 64) = 16 eps in practice, so the linear bound of the widest one (64) holds with margin.
+HAND_FORMULA_OPS = 8
+TINY_MODEL_OPS = 64
+
+
+def tolerance_for(ops: int, magnitude: float = 1.0, dtype: torch.dtype = torch.float32) -> float:
+    """The absolute tolerance for a value of `magnitude` (at least 1) that went through `ops`
+    roundings in `dtype` which may happen in another order: ops * eps(dtype) * magnitude."""
+    return ops * torch.finfo(dtype).eps * max(1.0, magnitude)
+
+
+def assert_close_for(actual: Any, expected: Any, *, ops: int, magnitude: float | None = None,
+                     dtype: torch.dtype | None = None, msg: str | None = None) -> None:
+    """`actual` equals `expected` up to `ops` reordered roundings (tolerance_for): magnitude is the
+    largest |expected| unless given; dtype the precision the compared values were computed in:
+    by default that of `actual`, float32 where it is a Python number (give it where float32 results
+    were widened to float64). Tensors, numbers and lists of numbers alike."""
+    if isinstance(actual, torch.Tensor):
+        actual_t, dtype = actual, dtype or actual.dtype
+    else:  # Python floats are doubles: compare them as such, at the precision of the code that made them
+        actual_t, dtype = torch.as_tensor(actual, dtype=torch.float64), dtype or torch.float32
+    expected_t = torch.as_tensor(expected, dtype=torch.float64)
+    if expected_t.dim() == 0:  # one number stands for every element
+        expected_t = expected_t.expand(actual_t.shape)
+    if magnitude is None:
+        finite = expected_t[expected_t.isfinite()]  # -inf log-probs must match exactly, not widen the tolerance
+        magnitude = finite.abs().max().item() if finite.numel() else 1.0
+    atol = tolerance_for(ops, magnitude, dtype)
+    # compared in float64, so that the comparison itself rounds nothing
+    torch.testing.assert_close(actual_t.double(), expected_t, atol=atol, rtol=0, msg=msg)
 
 
 def tiny_config(**overrides) -> ModelConfig:
@@ -149,22 +194,22 @@ def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2,
     for a_list, b_list in zip(cached, uncached, strict=True):
         assert [a.tokens for a in a_list] == [b.tokens for b in b_list]
         for a, b in zip(a_list, b_list):
-            assert abs(a.score - b.score) < 1e-5
-            torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=0)
+            assert_close_for(a.score, b.score, ops=TINY_MODEL_OPS)
+            assert_close_for(a.attention, b.attention, ops=TINY_MODEL_OPS)
 
 
 def assert_incremental_equals_full_pass(model, src, tgt_in, state=None):
     """Feeding tgt_in token by token through decode_step with phrases gives, at every step, the
-    full pass's log-probs, attention and phrase attention (atol 1e-5), and decode_step without
+    full pass's log-probs, attention and phrase attention (up to TINY_MODEL_OPS roundings), and decode_step without
     phrases gives the same numbers and state names. Returns the final state (every tensor batch-first)."""
     full = model(src, tgt_in, need_attention=True)
     full_log_probs = torch.log_softmax(full.logits, dim=-1)
     state = model.init_state(model.encode(src)) if state is None else state
     for t in range(tgt_in.shape[1]):
         step = model.decode_step(tgt_in[:, t], state, need_phrases=True)
-        torch.testing.assert_close(step.log_probs, full_log_probs[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.attention, full.attention[:, t], atol=1e-5, rtol=0)
-        torch.testing.assert_close(step.phrase_attention, full.phrase_attention[:, t], atol=1e-5, rtol=0)
+        assert_close_for(step.log_probs, full_log_probs[:, t], ops=TINY_MODEL_OPS)
+        assert_close_for(step.attention, full.attention[:, t], ops=TINY_MODEL_OPS)
+        assert_close_for(step.phrase_attention, full.phrase_attention[:, t], ops=TINY_MODEL_OPS)
         plain = model.decode_step(tgt_in[:, t], state)
         assert torch.equal(plain.log_probs, step.log_probs) and torch.equal(plain.attention, step.attention)
         assert plain.phrase_attention is None
@@ -175,7 +220,7 @@ def assert_incremental_equals_full_pass(model, src, tgt_in, state=None):
     return state
 
 
-def assert_padding_changes_nothing(model, src, tgt_in, rows=(1, 2), attention_atol: float = 1e-5):
+def assert_padding_changes_nothing(model, src, tgt_in, rows=(1, 2)):
     """Each padded row of the batch (src, tgt_in), run alone without its padding, gives the same
     logits and attention, and the batch puts no attention on padding. Returns the batched output
     and per row (row, source length, target length, output alone), for family-specific checks."""
@@ -185,8 +230,8 @@ def assert_padding_changes_nothing(model, src, tgt_in, rows=(1, 2), attention_at
         length = int(src[row].ne(0).sum())
         t_len = int(tgt_in[row].ne(0).sum())
         alone = model(src[row : row + 1, :length], tgt_in[row : row + 1, :t_len], need_attention=True)
-        torch.testing.assert_close(batched.logits[row : row + 1, :t_len], alone.logits, atol=1e-5, rtol=0)
-        torch.testing.assert_close(batched.attention[row : row + 1, :t_len, :length], alone.attention, atol=attention_atol, rtol=0)
+        assert_close_for(batched.logits[row : row + 1, :t_len], alone.logits, ops=TINY_MODEL_OPS)
+        assert_close_for(batched.attention[row : row + 1, :t_len, :length], alone.attention, ops=TINY_MODEL_OPS)
         assert batched.attention[row, :, length:].abs().max().item() == 0.0
         alone_rows.append((row, length, t_len, alone))
     return batched, alone_rows

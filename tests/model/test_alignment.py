@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from model.alignments.word_alignment import TokenAlignment, Word, group_words, pharaoh, soft_links, token_alignment
+from tests.helpers import HAND_FORMULA_OPS, assert_close_for
 
 # "Klein ist das Haus." -> "The house is small."  Spans follow SentencePiece: a "▁" piece's
 # span starts at the space before the word.
@@ -39,10 +40,10 @@ def align(attention=ATTENTION, **kwargs) -> TokenAlignment:
     )
 
 
-def assert_links(actual, expected, tol=1e-12):
+def assert_links(actual, expected, dtype=torch.float64):
     assert [[i for i, _ in row] for row in actual] == [[i for i, _ in row] for row in expected]
     for got, want in zip(actual, expected):
-        assert [w for _, w in got] == pytest.approx([w for _, w in want], abs=tol)
+        assert_close_for([w for _, w in got], [w for _, w in want], ops=HAND_FORMULA_OPS, dtype=dtype)
 
 
 def test_words_merge_subwords_and_trim_the_space_before_them():
@@ -92,7 +93,7 @@ def test_torch_tensor_gives_the_same_alignment_as_lists():
     assert from_tensor == align()
     from_float32 = align(torch.tensor(ATTENTION, dtype=torch.float32))
     assert from_float32.pharaoh == "0-3 1-2 2-0 3-1"
-    assert_links(from_float32.links[3:], [[(0, 0.5), (3, 5 / 12), (1, 1 / 12)]], tol=1e-6)
+    assert_links(from_float32.links[3:], [[(0, 0.5), (3, 5 / 12), (1, 1 / 12)]], dtype=torch.float32)
 
 
 def test_bare_boundary_piece_is_skipped_and_the_next_piece_starts_a_word():

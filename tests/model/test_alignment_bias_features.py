@@ -11,6 +11,7 @@ from model.biases.features import coverage, position_features, previous_step, wi
 from model.config import AttentionConfig
 from model.errors import ConfigError
 from tests.helpers import tiny_config, tiny_model
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 # Two sentences of real length 5 and 3 (two padding positions), four target rows.
 MEMORY_PAD = torch.tensor([[False] * 5, [False, False, False, True, True]])
@@ -42,8 +43,8 @@ def test_position_features_by_hand():
         for t in range(3):
             for i in range(4):
                 expected = torch.tensor([math.log(1 + i), math.log(1 + t), math.log(1 + length)])
-                torch.testing.assert_close(features[b, t, i], expected, atol=1e-7, rtol=0)
-    assert features[1, 2, 3].tolist() == pytest.approx([math.log(4), math.log(3), math.log(5)], abs=1e-7)
+                assert_close_for(features[b, t, i], expected, ops=HAND_FORMULA_OPS)
+    assert_close_for(features[1, 2, 3], [math.log(4), math.log(3), math.log(5)], ops=HAND_FORMULA_OPS)
 
 
 def cross_attention(biases, seed=0):
@@ -75,16 +76,16 @@ def test_markov_bias_on_a_constructed_case_exact_numbers():
     x, memory = inputs()
     probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs  # (B, H, T, S)
     # t = 0: nothing was attended before, no bias, uniform.
-    torch.testing.assert_close(probs[0, :, 0], torch.full((4, 5), 0.2), atol=1e-7, rtol=0)
-    torch.testing.assert_close(probs[1, :, 0], torch.tensor([1 / 3] * 3 + [0.0] * 2).expand(4, 5), atol=1e-7, rtol=0)
+    assert_close_for(probs[0, :, 0], torch.full((4, 5), 0.2), ops=HAND_FORMULA_OPS)
+    assert_close_for(probs[1, :, 0], torch.tensor([1 / 3] * 3 + [0.0] * 2).expand(4, 5), ops=HAND_FORMULA_OPS)
     # t >= 1: the previous unbiased row is 1/len on the sentence; outside it (before i=0, on the padding) 0.
     long_bias = torch.tensor([b + c, a + b + c, a + b + c, a + b + c, a + b]) / 5
     short_bias = torch.tensor([b + c, a + b + c, a + b]) / 3  # [0.5, 0.6, 0.3]
-    torch.testing.assert_close(short_bias, torch.tensor([0.5, 0.6, 0.3]))
+    assert_close_for(short_bias, [0.5, 0.6, 0.3], ops=HAND_FORMULA_OPS)
     for t in (1, 2, 3):
-        torch.testing.assert_close(probs[0, :, t], torch.softmax(long_bias, 0).expand(4, 5), atol=1e-6, rtol=0)
+        assert_close_for(probs[0, :, t], torch.softmax(long_bias, 0).expand(4, 5), ops=TINY_MODEL_OPS)
         short = torch.cat([torch.softmax(short_bias, 0), torch.zeros(2)])
-        torch.testing.assert_close(probs[1, :, t], short.expand(4, 5), atol=1e-6, rtol=0)
+        assert_close_for(probs[1, :, t], short.expand(4, 5), ops=TINY_MODEL_OPS)
 
 
 def test_fertility_bias_on_a_constructed_case_exact_numbers():
@@ -98,9 +99,9 @@ def test_fertility_bias_on_a_constructed_case_exact_numbers():
     # so the bias is t times the Markov case's: t·[0.5, 0.6, 0.3] on the 3-token sentence.
     for t in range(4):
         short = torch.cat([torch.softmax(t * torch.tensor([0.5, 0.6, 0.3]), 0), torch.zeros(2)])
-        torch.testing.assert_close(probs[1, :, t], short.expand(4, 5), atol=1e-6, rtol=0)
+        assert_close_for(probs[1, :, t], short.expand(4, 5), ops=TINY_MODEL_OPS)
         long = torch.softmax(t * torch.tensor([1.5, 1.8, 1.8, 1.8, 0.9]) / 5, 0)
-        torch.testing.assert_close(probs[0, :, t], long.expand(4, 5), atol=1e-6, rtol=0)
+        assert_close_for(probs[0, :, t], long.expand(4, 5), ops=TINY_MODEL_OPS)
 
 
 def softmax_list(values):
@@ -142,12 +143,11 @@ def test_recurrent_form_feeds_the_biased_rows_forward_by_hand():
     short = hand_recurrence(3, 4, MARKOV_W, FERTILITY_W)
     # Step 1 by hand: α_0 = 1/3 everywhere; Markov [0.6+0.9, 0.3+0.6+0.9, 0.3+0.6]/3 = [0.5, 0.6, 0.3];
     # fertility [-2+0.5, -1-2+0.5, -1-2]/3 = [-0.5, -2.5/3, -1]; α_1 = softmax of the sum.
-    torch.testing.assert_close(torch.tensor(short[1]), torch.softmax(torch.tensor([0.0, 0.6 - 2.5 / 3, -0.7]), 0))
+    assert_close_for(short[1], torch.softmax(torch.tensor([0.0, 0.6 - 2.5 / 3, -0.7], dtype=torch.float64), 0), ops=HAND_FORMULA_OPS)
     for t in range(4):
         row = torch.tensor(short[t] + [0.0, 0.0]).expand(4, 5)
-        torch.testing.assert_close(probs[1, :, t], row, atol=1e-6, rtol=0)
-        torch.testing.assert_close(probs[0, :, t], torch.tensor(hand_recurrence(5, 4, MARKOV_W, FERTILITY_W)[t]).expand(4, 5),
-                                   atol=1e-6, rtol=0)
+        assert_close_for(probs[1, :, t], row, ops=TINY_MODEL_OPS)
+        assert_close_for(probs[0, :, t], torch.tensor(hand_recurrence(5, 4, MARKOV_W, FERTILITY_W)[t]).expand(4, 5), ops=TINY_MODEL_OPS)
     # Step 2 reads the BIASED α_1, not the uniform unbiased one: the parallel form gives another row.
     parallel = cross_attention({name: {"window": 1, "form": "parallel"} for name in RECURRENT})
     parallel.load_state_dict(module.state_dict())
@@ -168,10 +168,9 @@ def test_recurrent_decoding_carries_the_biased_row():
     for t in range(3):
         out = module.step(x[:, t : t + 1], state, key_padding_mask=MEMORY_PAD, need_weights=True)
         state = out.state
-        torch.testing.assert_close(state["prev_attention"][1], torch.tensor(short[t] + [0.0, 0.0]).expand(4, 5),
-                                   atol=1e-6, rtol=0)
+        assert_close_for(state["prev_attention"][1], torch.tensor(short[t] + [0.0, 0.0]).expand(4, 5), ops=TINY_MODEL_OPS)
         covered = [sum(row[i] for row in short[: t + 1]) for i in range(3)] + [0.0, 0.0]
-        torch.testing.assert_close(state["coverage"][1], torch.tensor(covered).expand(4, 5), atol=1e-6, rtol=0)
+        assert_close_for(state["coverage"][1], torch.tensor(covered).expand(4, 5), ops=TINY_MODEL_OPS)
 
 
 def reference_probs(module, x, memory, pad, bias_of):
@@ -211,7 +210,7 @@ def test_markov_bias_reads_the_previous_steps_unbiased_attention(window_size):
         )
 
     probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
-    torch.testing.assert_close(probs, reference_probs(module, x, memory, MEMORY_PAD, markov), atol=1e-6, rtol=0)
+    assert_close_for(probs, reference_probs(module, x, memory, MEMORY_PAD, markov), ops=TINY_MODEL_OPS)
 
 
 def test_fertility_bias_is_the_sum_of_all_earlier_rows():
@@ -227,7 +226,7 @@ def test_fertility_bias_is_the_sum_of_all_earlier_rows():
         return sum(float(weight[h, o + 1]) * covered[i + o] for o in (-1, 0, 1) if 0 <= i + o < length)
 
     probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
-    torch.testing.assert_close(probs, reference_probs(module, x, memory, MEMORY_PAD, fertility), atol=1e-6, rtol=0)
+    assert_close_for(probs, reference_probs(module, x, memory, MEMORY_PAD, fertility), ops=TINY_MODEL_OPS)
 
 
 def test_position_bias_is_the_small_map_of_the_hand_features():
@@ -242,7 +241,7 @@ def test_position_bias_is_the_small_map_of_the_hand_features():
         return float(term.out.weight[h] @ hidden + term.out.bias[h])
 
     probs = module(x, memory, key_padding_mask=MEMORY_PAD, need_weights=True).probs
-    torch.testing.assert_close(probs, reference_probs(module, x, memory, MEMORY_PAD, position), atol=1e-6, rtol=0)
+    assert_close_for(probs, reference_probs(module, x, memory, MEMORY_PAD, position), ops=TINY_MODEL_OPS)
 
 
 def test_the_inner_protocol_reproduces_vanilla_attention():
@@ -337,7 +336,7 @@ def test_the_one_masked_softmax_hides_true_entries_and_zeroes_empty_rows():
     logits = torch.tensor([[0.0, math.log(3.0), 5.0], [1.0, 2.0, 3.0]]).view(2, 1, 1, 3)
     pad = torch.tensor([[False, False, True], [True, True, True]])
     probs = masked_softmax(logits, padding(pad), may_be_empty=True).view(2, 3)
-    torch.testing.assert_close(probs, torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]]), atol=1e-7, rtol=0)
+    assert_close_for(probs, torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]]), ops=HAND_FORMULA_OPS)
     assert probs[0, 2].item() == 0.0
 
 

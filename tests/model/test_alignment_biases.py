@@ -15,6 +15,7 @@ from tests.helpers import (
     randomise_biases,
     tiny_model,
 )
+from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -94,8 +95,8 @@ def test_bias_state_reorders_with_its_rows(biases):
     log_probs, attention = step.log_probs, step.attention
     reference_step = model.decode_step(torch.tensor([21, 22, 20]), state)
     reference, reference_attention = reference_step.log_probs, reference_step.attention
-    torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
-    torch.testing.assert_close(attention, reference_attention[[2, 0, 1]], atol=1e-6, rtol=0)
+    assert_close_for(log_probs, reference[[2, 0, 1]], ops=TINY_MODEL_OPS)
+    assert_close_for(attention, reference_attention[[2, 0, 1]], ops=TINY_MODEL_OPS)
 
 
 @pytest.mark.parametrize("name", ["position", "markov", "fertility", "all", "all-recurrent"])
@@ -141,9 +142,9 @@ def test_generate_agrees_with_the_full_pass(source, biases):
         full = model(src, tgt_in, need_attention=True)
         log_probs = torch.log_softmax(full.logits[0].float(), -1)  # (L+1, V)
         picked = log_probs[torch.arange(len(h.tokens) + 1), torch.tensor(h.tokens + [2])].sum().item()
-        assert abs(picked - h.log_prob) < 1e-4
-        torch.testing.assert_close(h.attention, full.attention[0, : len(h.tokens)], atol=1e-5, rtol=0)
-        torch.testing.assert_close(h.attention.sum(-1), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+        assert_close_for(picked, h.log_prob, ops=TINY_MODEL_OPS)
+        assert_close_for(h.attention, full.attention[0, : len(h.tokens)], ops=TINY_MODEL_OPS)
+        assert_close_for(h.attention.sum(-1), torch.ones(len(h.tokens)), ops=TINY_MODEL_OPS)
 
 
 def test_the_phrase_view_of_a_biased_model_is_its_token_attention():
@@ -159,10 +160,9 @@ def test_the_two_forms_differ_once_a_bias_is_learned_and_agree_before():
     """With zero bias weights (a fresh model) biased and unbiased attention coincide, so the forms give
     the same numbers; with learned weights the recurrent form reads the biased rows and differs."""
     fresh = tiny_model(alignment_biases=RECURRENT)(SRC, TGT_IN, need_attention=True).attention
-    torch.testing.assert_close(fresh, tiny_model(alignment_biases=ALL)(SRC, TGT_IN, need_attention=True).attention,
-                               atol=1e-6, rtol=0)
+    assert_close_for(fresh, tiny_model(alignment_biases=ALL)(SRC, TGT_IN, need_attention=True).attention, ops=TINY_MODEL_OPS)
     recurrent = biased_model(RECURRENT)(SRC, TGT_IN, need_attention=True).attention  # (B, T, S)
     parallel = biased_model(ALL)(SRC, TGT_IN, need_attention=True).attention
     # Row 0 reads no earlier row; row 1 reads row 0, which the position term biases already.
-    torch.testing.assert_close(recurrent[:, 0], parallel[:, 0], atol=1e-6, rtol=0)
+    assert_close_for(recurrent[:, 0], parallel[:, 0], ops=TINY_MODEL_OPS)
     assert (recurrent[:, 1:] - parallel[:, 1:]).abs().max() > 1e-3

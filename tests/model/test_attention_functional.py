@@ -7,6 +7,7 @@ import torch
 
 from model.attention.functional import (attention_mask, dropout, masked_softmax, merge_heads, scaled_dot_product_probs,
                                         split_heads)
+from tests.helpers import HAND_FORMULA_OPS, assert_close_for
 
 
 def test_split_heads_puts_consecutive_channels_in_one_head_and_merge_undoes_it():
@@ -40,11 +41,11 @@ def test_probabilities_are_the_softmax_of_scaled_dot_products():
     k = torch.tensor([[[[2.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [4.0, 0.0, 0.0, 0.0]]]])
     logits = [2.0 / 2, 0.0, 4.0 / 2]
     expected = [math.exp(v) / sum(math.exp(u) for u in logits) for v in logits]
-    torch.testing.assert_close(scaled_dot_product_probs(q, k, None)[0, 0, 0], torch.tensor(expected), atol=1e-7, rtol=0)
+    assert_close_for(scaled_dot_product_probs(q, k, None)[0, 0, 0], torch.tensor(expected), ops=HAND_FORMULA_OPS)
     # An explicit scale replaces 1/sqrt(dh).
     logits = [2.0 * 0.1, 0.0, 4.0 * 0.1]
     expected = [math.exp(v) / sum(math.exp(u) for u in logits) for v in logits]
-    torch.testing.assert_close(scaled_dot_product_probs(q, k, None, 0.1)[0, 0, 0], torch.tensor(expected), atol=1e-7, rtol=0)
+    assert_close_for(scaled_dot_product_probs(q, k, None, 0.1)[0, 0, 0], torch.tensor(expected), ops=HAND_FORMULA_OPS)
 
 
 def test_masked_keys_get_zero_and_a_fully_masked_query_gets_zeros_not_nan():
@@ -67,15 +68,15 @@ def test_masked_softmax_hides_the_true_entries_and_computes_in_float32():
     probs = masked_softmax(scores, hidden)
     assert probs.dtype == torch.float32
     a, c = _softmax([1.0, 2.0])
-    torch.testing.assert_close(probs[0, 0], torch.tensor([a, 0.0, c]), atol=1e-7, rtol=0)
-    torch.testing.assert_close(probs[0, 1], torch.tensor(_softmax([0.5, 0.0, -1.0])), atol=1e-7, rtol=0)
+    assert_close_for(probs[0, 0], torch.tensor([a, 0.0, c]), ops=HAND_FORMULA_OPS)
+    assert_close_for(probs[0, 1], torch.tensor(_softmax([0.5, 0.0, -1.0])), ops=HAND_FORMULA_OPS)
     # No mask: the plain softmax, in float32 too.
     plain = masked_softmax(scores, None)
     assert plain.dtype == torch.float32
-    torch.testing.assert_close(plain[0, 0], torch.tensor(_softmax([1.0, 5.0, 2.0])), atol=1e-7, rtol=0)
+    assert_close_for(plain[0, 0], torch.tensor(_softmax([1.0, 5.0, 2.0])), ops=HAND_FORMULA_OPS)
     # The mask broadcasts: one row of it hides the same entry in every row of scores.
     a, c = _softmax([0.5, -1.0])
-    torch.testing.assert_close(masked_softmax(scores, hidden[:, :1])[0, 1], torch.tensor([a, 0.0, c]), atol=1e-7, rtol=0)
+    assert_close_for(masked_softmax(scores, hidden[:, :1])[0, 1], torch.tensor([a, 0.0, c]), ops=HAND_FORMULA_OPS)
 
 
 def test_masked_softmax_gives_an_all_hidden_row_zeros_and_a_finite_gradient_when_told_it_may_be_empty():
@@ -83,7 +84,7 @@ def test_masked_softmax_gives_an_all_hidden_row_zeros_and_a_finite_gradient_when
     hidden = torch.tensor([[[True, True, True], [True, False, False]]])
     probs = masked_softmax(scores, hidden, may_be_empty=True)
     b, c = _softmax([4.0, 1.0])
-    torch.testing.assert_close(probs, torch.tensor([[[0.0, 0.0, 0.0], [0.0, b, c]]]), atol=1e-7, rtol=0)
+    assert_close_for(probs, torch.tensor([[[0.0, 0.0, 0.0], [0.0, b, c]]]), ops=HAND_FORMULA_OPS)
     probs[0, 0].sum().backward()
     assert torch.isfinite(scores.grad).all()
     assert scores.grad.abs().sum() == 0  # the empty row is a constant 0

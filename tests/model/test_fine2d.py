@@ -15,6 +15,7 @@ from model.config import AttentionConfig
 from model.errors import ConfigError
 from model.decoding.generate import SearchOptions, generate
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_config, tiny_model
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -60,8 +61,8 @@ def test_hand_computed_example():
     a1 = 1 / (1 + math.exp(1 - 1 / math.sqrt(2)))
     expected_context = torch.tensor([a0 * 10 + (1 - a0) * 30, a1 * 20 + (1 - a1) * 40])
     expected_probs = torch.tensor([(a0 + a1) / 2, (2 - a0 - a1) / 2, 0.0])  # averaged over d (§5.2)
-    torch.testing.assert_close(context[0, 0, 0], expected_context, atol=1e-5, rtol=0)
-    torch.testing.assert_close(probs[0, 0, 0], expected_probs, atol=1e-7, rtol=0)
+    assert_close_for(context[0, 0, 0], expected_context, ops=TINY_MODEL_OPS)
+    assert_close_for(probs[0, 0, 0], expected_probs, ops=HAND_FORMULA_OPS)
 
 
 def test_tied_dimensions_reduce_to_vanilla_attention_by_hand():
@@ -80,8 +81,8 @@ def test_tied_dimensions_reduce_to_vanilla_attention_by_hand():
     Q, K = a * e0, c * e0  # (B, H, T, dh), (B, H, S, dh): one non-zero coordinate
     logits = (Q @ K.transpose(-2, -1) / math.sqrt(dh)).masked_fill(pad[:, None, None, :], float("-inf"))  # (B, H, T, S)
     weights = torch.softmax(logits, dim=-1)
-    torch.testing.assert_close(probs, weights, atol=1e-6, rtol=0)
-    torch.testing.assert_close(context, weights @ v, atol=1e-5, rtol=0)
+    assert_close_for(probs, weights, ops=TINY_MODEL_OPS)
+    assert_close_for(context, weights @ v, ops=TINY_MODEL_OPS)
 
 
 def test_tied_fine2d_module_equals_the_vanilla_module():
@@ -113,8 +114,8 @@ def test_tied_fine2d_module_equals_the_vanilla_module():
     out_f, probs_f = f.out, f.probs
     v = vanilla(x, memory, key_padding_mask=pad, need_weights=True)
     out_v, probs_v = v.out, v.probs
-    torch.testing.assert_close(probs_f, probs_v, atol=1e-6, rtol=0)
-    torch.testing.assert_close(out_f, out_v, atol=1e-5, rtol=0)
+    assert_close_for(probs_f, probs_v, ops=TINY_MODEL_OPS)
+    assert_close_for(out_f, out_v, ops=TINY_MODEL_OPS)
 
 
 def test_per_dimension_softmax_with_the_new_scale_by_hand():
@@ -131,8 +132,8 @@ def test_per_dimension_softmax_with_the_new_scale_by_hand():
         context, probs = fine2d_attention(q, k, v, r, None, need_weights=True, scale=tau)
         a0 = [1 / (1 + math.exp(tau * diff)) for diff in diffs]
         expected = torch.tensor([a * (d + 1) + (1 - a) * (d + 5) for d, a in enumerate(a0)])  # v0[d] = d+1, v1[d] = d+5
-        torch.testing.assert_close(context[0, 0, 0], expected, atol=1e-6, rtol=0)
-        torch.testing.assert_close(probs[0, 0, 0], torch.tensor([sum(a0) / 4, 1 - sum(a0) / 4]), atol=1e-7, rtol=0)
+        assert_close_for(context[0, 0, 0], expected, ops=TINY_MODEL_OPS)
+        assert_close_for(probs[0, 0, 0], torch.tensor([sum(a0) / 4, 1 - sum(a0) / 4]), ops=HAND_FORMULA_OPS)
     assert score_scale("per_dimension", 4, False) == 1.0  # one term: nothing to divide
 
 
@@ -147,9 +148,9 @@ def test_the_papers_score_network_by_hand():
     e0 = [3 * t1, -t1]  # key 0, dimensions 0 and 1; key 1 scores 0 in both
     a0 = [1 / (1 + math.exp(-e)) for e in e0]  # softmax of (e, 0) over the two keys
     context, probs = fine2d_attention(q, k, v, None, None, need_weights=True, score_weight=w)
-    torch.testing.assert_close(context[0, 0, 0], torch.tensor([a0[0] * 10 + (1 - a0[0]) * 30,
-                                                               a0[1] * 20 + (1 - a0[1]) * 40]), atol=1e-5, rtol=0)
-    torch.testing.assert_close(probs[0, 0, 0], torch.tensor([sum(a0) / 2, 1 - sum(a0) / 2]), atol=1e-6, rtol=0)
+    assert_close_for(context[0, 0, 0], torch.tensor([a0[0] * 10 + (1 - a0[0]) * 30,
+                                                     a0[1] * 20 + (1 - a0[1]) * 40]), ops=TINY_MODEL_OPS)
+    assert_close_for(probs[0, 0, 0], torch.tensor([sum(a0) / 2, 1 - sum(a0) / 2]), ops=TINY_MODEL_OPS)
 
 
 def test_the_score_network_chunked_equals_unchunked():
@@ -160,8 +161,8 @@ def test_the_score_network_chunked_equals_unchunked():
     b, h, _, dh = q.shape
     chunked = fine2d_attention_chunked(q, k, v, None, mask, need_weights=True, budget=2 * 2 * b * h * dh * 4,
                                        score_weight=w)  # 2 target rows per chunk (the hidden layer halves the budget)
-    torch.testing.assert_close(chunked[0], whole[0], atol=1e-6, rtol=0)
-    torch.testing.assert_close(chunked[1], whole[1], atol=1e-7, rtol=0)
+    assert_close_for(chunked[0], whole[0], ops=TINY_MODEL_OPS)
+    assert_close_for(chunked[1], whole[1], ops=HAND_FORMULA_OPS)
 
 
 def _row_spread(logits):
@@ -179,18 +180,18 @@ def test_the_new_scale_gives_vanilla_spread_on_a_hadamard_case():
     hadamard = torch.tensor([[1.0, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]])
     q = k = hadamard.view(1, 1, 4, 4)
     vanilla_std, vanilla_entropy = _row_spread(q @ k.transpose(-2, -1) / 2)
-    assert abs(vanilla_std - math.sqrt(3) / 2) < 1e-6
+    assert_close_for(vanilla_std, math.sqrt(3) / 2, ops=HAND_FORMULA_OPS)
     p = math.exp(2) / (math.exp(2) + 3)
-    assert abs(vanilla_entropy - (-p * math.log(p) - 3 * (1 - p) / 3 * math.log((1 - p) / 3))) < 1e-6
+    assert_close_for(vanilla_entropy, -p * math.log(p) - 3 * (1 - p) / 3 * math.log((1 - p) / 3), ops=HAND_FORMULA_OPS)
     new_std, new_entropy = _row_spread(fine2d_functional.fine2d_scores(q, k, None, score_scale("per_dimension", 4, False)))
     old_std, old_entropy = _row_spread(fine2d_functional.fine2d_scores(q, k, None, score_scale("sqrt_head_dim", 4, False)))
-    assert abs(new_std - 0.75) < 1e-6 and abs(old_std - 0.375) < 1e-6
+    assert_close_for([new_std, old_std], [0.75, 0.375], ops=HAND_FORMULA_OPS)
     # A ±1 row (two of each) has the entropy of a two-level softmax: e and e⁻¹, or e^½ and e^-½.
     def two_level(x):
         hi, lo = math.exp(x) / (2 * math.exp(x) + 2 * math.exp(-x)), math.exp(-x) / (2 * math.exp(x) + 2 * math.exp(-x))
         return -2 * hi * math.log(hi) - 2 * lo * math.log(lo)
-    assert abs(new_entropy - (math.log(4) + 3 * two_level(1.0)) / 4) < 1e-6
-    assert abs(old_entropy - (math.log(4) + 3 * two_level(0.5)) / 4) < 1e-6
+    assert_close_for(new_entropy, (math.log(4) + 3 * two_level(1.0)) / 4, ops=HAND_FORMULA_OPS)
+    assert_close_for(old_entropy, (math.log(4) + 3 * two_level(0.5)) / 4, ops=HAND_FORMULA_OPS)
 
 
 def test_a_fresh_layer_is_as_sharp_as_a_fresh_vanilla_layer():
@@ -230,7 +231,7 @@ def test_dimensions_attend_separately():
     alpha = torch.softmax(scores, dim=-1)
     assert (alpha - alpha.mean(dim=2, keepdim=True)).abs().max() > 0.05
     _, probs = fine2d_attention(q, k, v, r, None, need_weights=True)
-    torch.testing.assert_close(probs, alpha.mean(dim=2), atol=1e-7, rtol=0)
+    assert_close_for(probs, alpha.mean(dim=2), ops=HAND_FORMULA_OPS)
 
 
 # -- chunking, masks ------------------------------------------------------------------------
@@ -264,7 +265,7 @@ def test_all_padding_rows_give_zeros_not_nan():
     context, probs = fine2d_attention(q, k, v, r, attention_mask(pad, q.shape[2], 4, False, q.device), need_weights=True)
     assert torch.equal(context[1], torch.zeros_like(context[1])) and torch.equal(probs[1], torch.zeros_like(probs[1]))
     assert probs[0, ..., 2:].abs().max() == 0.0
-    torch.testing.assert_close(probs[0].sum(-1), torch.ones(3, 5), atol=1e-6, rtol=0)
+    assert_close_for(probs[0].sum(-1), torch.ones(3, 5), ops=TINY_MODEL_OPS)
     (context.sum() + probs.sum()).backward()
     assert all(torch.isfinite(t.grad).all() for t in (q, k, v, r))
 
@@ -281,8 +282,8 @@ def test_a_module_over_an_all_padding_memory_outputs_its_bias():
     state = m.init_state(memory, 2, memory.device, memory.dtype)
     stepped = m.step(x[:, :1], state, key_padding_mask=pad, need_weights=True)
     step_out, step_probs = stepped.out, stepped.probs
-    torch.testing.assert_close(step_out, out[:, :1], atol=1e-6, rtol=0)
-    torch.testing.assert_close(step_probs, probs[:, :, :1], atol=1e-7, rtol=0)
+    assert_close_for(step_out, out[:, :1], ops=TINY_MODEL_OPS)
+    assert_close_for(step_probs, probs[:, :, :1], ops=HAND_FORMULA_OPS)
 
 
 # -- in the model -------------------------------------------------------------------------
@@ -295,7 +296,7 @@ def test_incremental_decoding_equals_full_pass(name):
     swapped = state.reorder(torch.tensor([2, 0, 1]))
     log_probs = model.decode_step(torch.tensor([20, 21, 22]), swapped).log_probs
     reference = model.decode_step(torch.tensor([21, 22, 20]), state).log_probs
-    torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
+    assert_close_for(log_probs, reference[[2, 0, 1]], ops=TINY_MODEL_OPS)
 
 
 def test_state_names():
@@ -317,7 +318,7 @@ def test_cached_search_equals_uncached_search(name):
 
 @pytest.mark.parametrize("name", ["cross", "all-sites"])
 def test_source_padding_changes_nothing(name):
-    assert_padding_changes_nothing(model_for(name), SRC, TGT_IN, attention_atol=1e-6)
+    assert_padding_changes_nothing(model_for(name), SRC, TGT_IN)
 
 
 def test_future_target_tokens_change_nothing():
@@ -346,7 +347,7 @@ def test_long_and_one_token_sources_translate(src):
     for h in nbest:
         assert math.isfinite(h.score) and len(h.tokens) <= math.ceil(0.5 * len(src)) + 4
         assert h.attention.shape == (len(h.tokens), len(src))
-        torch.testing.assert_close(h.attention.sum(-1), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+        assert_close_for(h.attention.sum(-1), torch.ones(len(h.tokens)), ops=TINY_MODEL_OPS)
 
 
 # -- configuration --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from model.decoding.generate import SearchOptions, generate
 from model.supervised_alignment import diagonal_distance, full_self_attention, head_averaged_attention
 from model.transformer import Transformer
 from tests.helpers import tiny_config
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -48,7 +49,7 @@ def test_diagonal_distance_by_hand():
     source_pad = torch.tensor([[False, False, False, True]])
     target_pad = torch.tensor([[False, False]])
     expected = [[abs(t / 2 - i / 3) for i in range(4)] for t in range(2)]
-    assert torch.allclose(diagonal_distance(source_pad, target_pad)[0], torch.tensor(expected))
+    assert_close_for(diagonal_distance(source_pad, target_pad)[0], expected, ops=HAND_FORMULA_OPS)
 
 
 def test_head_averaged_attention_by_hand():
@@ -62,7 +63,7 @@ def test_head_averaged_attention_by_hand():
     h0 = [math.exp(1) / (math.exp(1) + 1), 1 / (math.exp(1) + 1)]
     h1 = [1 / (1 + math.e), math.e / (1 + math.e)]
     expected = [(h0[0] + h1[0]) / 2, (h0[1] + h1[1]) / 2, 0.0]
-    assert torch.allclose(out, torch.tensor(expected), atol=1e-6)
+    assert_close_for(out, torch.tensor(expected), ops=TINY_MODEL_OPS)
 
 
 def test_full_self_attention_reads_later_positions_and_ignores_padding():
@@ -77,11 +78,11 @@ def test_full_self_attention_reads_later_positions_and_ignores_padding():
     assert not torch.allclose(base[0, 0], changed[0, 0])  # position 0 reads position 2: not causal
     padded = x.clone()
     padded[0, 3] += 5.0
-    assert torch.allclose(base[0, :3], full_self_attention(padded, qkv, out, 2, pad)[0, :3], atol=1e-6)
+    assert_close_for(base[0, :3], full_self_attention(padded, qkv, out, 2, pad)[0, :3], ops=TINY_MODEL_OPS)
     # One unpadded position attends only to itself: the output is out(v).
     single = full_self_attention(x[:, :1], qkv, out, 2, torch.tensor([[False]]))
     v = qkv(x[:, :1])[..., 16:]
-    assert torch.allclose(single, out(v), atol=1e-6)
+    assert_close_for(single, out(v), ops=TINY_MODEL_OPS)
 
 
 def _model():
@@ -103,8 +104,8 @@ def test_padding_a_batch_leaves_each_pair_s_rows_unchanged():
     with torch.no_grad():
         batch = model(SRC, tgt_in).supervised_attention
         alone = model(SRC[1:, :3], tgt_in[1:, :3]).supervised_attention
-    assert torch.allclose(batch[1, :3, :3], alone[0], atol=1e-5)
-    assert torch.allclose(batch.sum(-1), torch.ones(2, 4), atol=1e-5)
+    assert_close_for(batch[1, :3, :3], alone[0], ops=TINY_MODEL_OPS)
+    assert_close_for(batch.sum(-1), torch.ones(2, 4), ops=TINY_MODEL_OPS)
 
 
 def test_a_step_cannot_give_the_rows_and_generate_forces_the_finished_hypotheses():
@@ -123,7 +124,7 @@ def test_a_step_cannot_give_the_rows_and_generate_forces_the_finished_hypotheses
             with torch.no_grad():
                 rows = model(SRC[b : b + 1], tgt_in).supervised_attention[0]
             assert h.supervised_attention.shape == (len(h.tokens) + 1, SRC.shape[1])
-            assert torch.allclose(h.supervised_attention, rows, atol=1e-5)
+            assert_close_for(h.supervised_attention, rows, ops=TINY_MODEL_OPS)
 
 
 def test_several_step_wise_heads_give_the_full_pass_rows_step_by_step():
@@ -140,4 +141,4 @@ def test_several_step_wise_heads_give_the_full_pass_rows_step_by_step():
             out = model.decode_step(tgt_in[:, t], state, need_supervised=True)
             state = out.state
             rows.append(out.supervised_attention)
-    assert torch.allclose(torch.stack(rows, dim=1), full, atol=1e-5)
+    assert_close_for(torch.stack(rows, dim=1), full, ops=TINY_MODEL_OPS)

@@ -18,6 +18,7 @@ from model.attention.queryk import QueryKAttention, queryk_scores
 from model.attention.vanilla import VanillaAttention
 from model.config import AttentionConfig
 from tests.helpers import tiny_model
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 KINDS = {"convkv": ConvKVAttention, "queryk": QueryKAttention}
 STRUCTURES = {
@@ -159,9 +160,9 @@ def test_module_equals_the_equations_written_as_loops(kind, structure, site):
             length = int((~pad[b]).sum())
             rows = length if site == "encoder_self" else x.shape[1]
             ref_out, ref_probs, ref_phrases = reference(m, x[b, :rows], source[b], pad[b])
-            torch.testing.assert_close(out[b, :rows], ref_out, atol=1e-5, rtol=0)
-            torch.testing.assert_close(probs[b, :, :rows], ref_probs, atol=1e-6, rtol=0)
-            torch.testing.assert_close(phrases[b, :, :rows], ref_phrases, atol=1e-6, rtol=0)
+            assert_close_for(out[b, :rows], ref_out, ops=TINY_MODEL_OPS)
+            assert_close_for(probs[b, :, :rows], ref_probs, ops=TINY_MODEL_OPS)
+            assert_close_for(phrases[b, :, :rows], ref_phrases, ops=TINY_MODEL_OPS)
 
 
 # -- hand-computed single numbers -------------------------------------------------------------
@@ -173,9 +174,9 @@ def test_convkv_bigram_key_is_the_convolution_of_its_two_rows():
         for conv, out in ((m.keys[0][1], k), (m.values[0][1], v)):  # n = 2: weight (H·dh, D, 2), taps (x_{s-1}, x_s)
             w0, w1 = conv.weight[:, :, 0], conv.weight[:, :, 1]
             s = 2
-            torch.testing.assert_close(out[0, :, s, 1].reshape(-1), w0 @ x[0, s - 1] + w1 @ x[0, s] + conv.bias, atol=1e-6, rtol=0)
+            assert_close_for(out[0, :, s, 1].reshape(-1), w0 @ x[0, s - 1] + w1 @ x[0, s] + conv.bias, ops=TINY_MODEL_OPS)
             # Position 0's bigram reaches back to a zero row: only W_1 and the bias act.
-            torch.testing.assert_close(out[0, :, 0, 1].reshape(-1), w1 @ x[0, 0] + conv.bias, atol=1e-6, rtol=0)
+            assert_close_for(out[0, :, 0, 1].reshape(-1), w1 @ x[0, 0] + conv.bias, ops=TINY_MODEL_OPS)
 
 
 def test_queryk_score_of_one_query_over_one_bigram():
@@ -195,8 +196,8 @@ def test_queryk_unigram_kernels_are_scaled_dot_products():
     q = torch.tensor([1.0, 2.0, 0.0, -1.0, 0.5, 1.0]).view(1, 2, 1, 3)  # 2 heads, dh = 3
     k = torch.tensor([[1.0, 1.0, 1.0], [0.0, 2.0, 4.0], [2.0, 0.0, -2.0], [1.0, 0.0, 1.0]]).view(1, 2, 2, 3)
     dots = torch.tensor([[3.0, 4.0], [-4.0, 0.0]]).view(1, 2, 1, 2)
-    torch.testing.assert_close(queryk_scores(q, k, (1,)), dots / math.sqrt(3), atol=1e-6, rtol=0)
-    torch.testing.assert_close(queryk_scores(q, k, (1,), prescaled=True), dots, atol=1e-6, rtol=0)
+    assert_close_for(queryk_scores(q, k, (1,)), dots / math.sqrt(3), ops=TINY_MODEL_OPS)
+    assert_close_for(queryk_scores(q, k, (1,), prescaled=True), dots, ops=TINY_MODEL_OPS)
 
 
 def test_queryk_unigram_and_bigram_scores_share_one_softmax():
@@ -205,11 +206,11 @@ def test_queryk_unigram_and_bigram_scores_share_one_softmax():
     scores = queryk_scores(q, k, (1, 2)).view(2, 2)  # [n-1, s]
     # Unigrams: s=0 2/√2, s=1 0. Bigrams: s=0 (zero row, k_0) 2/√4, s=1 (k_0, k_1) 2/√4.
     expected = torch.tensor([[2.0 / math.sqrt(2), 0.0], [1.0, 1.0]])
-    torch.testing.assert_close(scores, expected)
+    assert_close_for(scores, expected, ops=HAND_FORMULA_OPS)
     hidden = torch.tensor([[False, False], [True, False]]).view(1, 4)  # the bigram ending at 0 starts before 0
     probs = masked_softmax(scores.view(1, 4), hidden).view(2, 2)
     e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
-    torch.testing.assert_close(probs, torch.stack([e[0], e[1], torch.tensor(0.0), e[2]]).view(2, 2) / e.sum())
+    assert_close_for(probs, torch.stack([e[0], e[1], torch.tensor(0.0), e[2]]).view(2, 2) / e.sum(), ops=HAND_FORMULA_OPS)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -235,8 +236,8 @@ def test_unigram_only_heads_are_vanilla_heads(kind, structure):
         a_out, a_probs = a.out, a.probs
         b = phrasal(x, memory, key_padding_mask=pad, need_weights=True)
         b_out, b_probs = b.out, b.probs
-    torch.testing.assert_close(b_out, a_out, atol=1e-6, rtol=0)
-    torch.testing.assert_close(b_probs, a_probs, atol=1e-6, rtol=0)
+    assert_close_for(b_out, a_out, ops=TINY_MODEL_OPS)
+    assert_close_for(b_probs, a_probs, ops=TINY_MODEL_OPS)
 
 
 # -- masks ------------------------------------------------------------------------------------
@@ -267,8 +268,8 @@ def test_a_source_shorter_than_n_softmaxes_over_the_other_sizes(kind):
     out, probs, phrases = got.out, got.probs, got.phrases
     assert torch.isfinite(out).all()
     assert phrases[..., 2, :].abs().max().item() == 0.0
-    torch.testing.assert_close(phrases.sum((-1, -2)), torch.ones(1, H, 2))
-    torch.testing.assert_close(probs.sum(-1), torch.ones(1, H, 2))
+    assert_close_for(phrases.sum((-1, -2)), torch.ones(1, H, 2), ops=TINY_MODEL_OPS)
+    assert_close_for(probs.sum(-1), torch.ones(1, H, 2), ops=TINY_MODEL_OPS)
     out.sum().backward()
     assert torch.isfinite(memory.grad).all()
 
@@ -280,7 +281,7 @@ def test_a_head_without_any_ngram_outputs_zeros_not_nan(kind):
     m = KINDS[kind](D, H, 0.0, "encoder_self", options)
     x = torch.randn(1, 2, D, requires_grad=True)  # 2 tokens: the trigram heads see nothing
     probs = m(x, key_padding_mask=torch.tensor([[False, False]]), need_weights=True).probs
-    torch.testing.assert_close(probs[0, :2].sum(-1), torch.ones(2, 2))
+    assert_close_for(probs[0, :2].sum(-1), torch.ones(2, 2), ops=TINY_MODEL_OPS)
     assert probs[0, 2:].abs().max().item() == 0.0
     out = m(x, key_padding_mask=torch.tensor([[False, False]])).out  # the fused path
     out.sum().backward()
@@ -291,9 +292,9 @@ def test_a_head_without_any_ngram_outputs_zeros_not_nan(kind):
 def test_ngram_weights_spread_over_their_tokens_and_move_to_their_start():
     # Sizes (1, 2), S = 3: [g, s]; the bigram ending at 2 covers tokens 1 and 2.
     p = torch.tensor([[0.1, 0.2, 0.0], [0.0, 0.3, 0.4]])
-    torch.testing.assert_close(spread_to_tokens(p, (1, 2)), torch.tensor([0.1 + 0.15, 0.2 + 0.15 + 0.2, 0.2]))
+    assert_close_for(spread_to_tokens(p, (1, 2)), [0.1 + 0.15, 0.2 + 0.15 + 0.2, 0.2], ops=HAND_FORMULA_OPS)
     table = phrase_table(p, (1, 2), 3)  # [n-1, start]
-    torch.testing.assert_close(table, torch.tensor([[0.1, 0.2, 0.0], [0.3, 0.4, 0.0], [0.0, 0.0, 0.0]]))
+    assert_close_for(table, [[0.1, 0.2, 0.0], [0.3, 0.4, 0.0], [0.0, 0.0, 0.0]], ops=HAND_FORMULA_OPS)
 
 
 def test_a_source_shorter_than_the_widest_ngram_keeps_its_width_in_the_phrase_table():
@@ -355,7 +356,7 @@ def test_the_queryk_module_scales_each_ngram_by_its_own_width():
     # Scores: unigrams 2/√(1·2) and 0; bigram (k_0, k_1) 2/√(2·2); no bigram starts at 1.
     e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
     expected = torch.stack([e[0], e[1], e[2], torch.tensor(0.0)]).view(2, 2) / e.sum()  # [n-1, start]
-    torch.testing.assert_close(phrases[0, 0, 0], expected, atol=1e-6, rtol=0)
+    assert_close_for(phrases[0, 0, 0], expected, ops=TINY_MODEL_OPS)
 
 
 @pytest.mark.parametrize("structure", list(STRUCTURES))
@@ -404,9 +405,9 @@ def test_a_one_token_source_through_a_bigram_head_gives_the_left_padded_window(k
 def test_a_padded_bigram_at_the_start_shares_its_weight_with_its_real_tokens_only():
     # Sizes (1, 2), S = 3, [g, s]: the bigram ending at 0 covers token 0 alone.
     p = torch.tensor([[0.1, 0.2, 0.0], [0.2, 0.1, 0.4]])
-    torch.testing.assert_close(spread_to_tokens(p, (1, 2), clipped=True), torch.tensor([0.1 + 0.2 + 0.05, 0.2 + 0.05 + 0.2, 0.2]))
+    assert_close_for(spread_to_tokens(p, (1, 2), clipped=True), [0.1 + 0.2 + 0.05, 0.2 + 0.05 + 0.2, 0.2], ops=HAND_FORMULA_OPS)
     table = phrase_table(p, (1, 2), 2, clipped=True)  # [n-1, start]
-    torch.testing.assert_close(table, torch.tensor([[0.1 + 0.2, 0.2, 0.0], [0.1, 0.4, 0.0]]))
+    assert_close_for(table, [[0.1 + 0.2, 0.2, 0.0], [0.1, 0.4, 0.0]], ops=HAND_FORMULA_OPS)
 
 
 def test_padded_edge_masks_padding_only():
@@ -438,8 +439,8 @@ def test_the_interleaved_decoder_sequence_starts_with_a_zero_slot(kind, site):
         state = m.init_state(memory, 1, x.device, x.dtype)
         for t in range(3):
             step = m.step(x[:, t : t + 1], state, need_weights=True)
-            torch.testing.assert_close(step.out[:, 0], full.out[:, t], atol=1e-6, rtol=0)
-            torch.testing.assert_close(step.probs[:, :, 0], full.probs[:, :, t, : step.probs.shape[-1]], atol=1e-6, rtol=0)
+            assert_close_for(step.out[:, 0], full.out[:, t], ops=TINY_MODEL_OPS)
+            assert_close_for(step.probs[:, :, 0], full.probs[:, :, t, : step.probs.shape[-1]], ops=TINY_MODEL_OPS)
             state = step.state
         # Edge "padded": the bigram query over (zero row, x_0) fills the first slot.
         padded = KINDS[kind](2, 1, 0.0, site, {"structure": "interleaved", "edge": "padded"}).eval()

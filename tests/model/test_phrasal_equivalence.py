@@ -7,6 +7,7 @@ from model.config import AttentionConfig
 from model.decoding.generate import SearchOptions, generate
 from model.layers import has_phrases
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
+from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -89,7 +90,7 @@ def test_every_site_phrasal_at_once(kind, name):
     swapped = state.reorder(torch.tensor([2, 0, 1]))
     log_probs = model.decode_step(torch.tensor([20, 21, 22]), swapped).log_probs
     reference = model.decode_step(torch.tensor([21, 22, 20]), state).log_probs
-    torch.testing.assert_close(log_probs, reference[[2, 0, 1]], atol=1e-6, rtol=0)
+    assert_close_for(log_probs, reference[[2, 0, 1]], ops=TINY_MODEL_OPS)
 
 
 @pytest.mark.parametrize("kind", ["convkv", "queryk"])
@@ -103,8 +104,8 @@ def test_a_padded_sentence_translates_as_it_does_alone(kind, name):
         alone = generate(model, SRC[row : row + 1, :length], options)[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[row]]
         for a, b in zip(alone, batched[row]):
-            assert abs(a.score - b.score) < 1e-5
-            torch.testing.assert_close(b.phrase_attention[..., :length], a.phrase_attention, atol=1e-5, rtol=0)
+            assert_close_for(a.score, b.score, ops=TINY_MODEL_OPS)
+            assert_close_for(b.phrase_attention[..., :length], a.phrase_attention, ops=TINY_MODEL_OPS)
 
 
 def test_generate_returns_phrase_attention_that_matches_the_full_pass():
@@ -115,10 +116,10 @@ def test_generate_returns_phrase_attention_that_matches_the_full_pass():
         for h in nbest:
             tgt_in = torch.tensor([[1] + h.tokens])
             full = model(SRC[row : row + 1], tgt_in, need_attention=True)
-            torch.testing.assert_close(h.attention, full.attention[0, : len(h.tokens)], atol=1e-5, rtol=0)
-            torch.testing.assert_close(h.phrase_attention, full.phrase_attention[0, : len(h.tokens)], atol=1e-5, rtol=0)
+            assert_close_for(h.attention, full.attention[0, : len(h.tokens)], ops=TINY_MODEL_OPS)
+            assert_close_for(h.phrase_attention, full.phrase_attention[0, : len(h.tokens)], ops=TINY_MODEL_OPS)
             # Each row is one distribution over source n-grams, and its token view over tokens.
-            torch.testing.assert_close(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+            assert_close_for(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), ops=TINY_MODEL_OPS)
 
 
 def test_vanilla_reports_its_token_attention_as_unigram_phrases():

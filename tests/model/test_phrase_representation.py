@@ -19,6 +19,7 @@ from model.phrase_representation.functional import (
     transparent_weights,
 )
 from tests.helpers import chunk_spans
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 
 def pad_mask(lengths, width):
@@ -105,8 +106,8 @@ def test_attentive_pooling_equals_a_hand_computation(glance):
     )
     first, first_weights = _hand_pool(x, [0, 1, 2], glance)
     expected = torch.tensor([[first, [0, 0], [0, 0], [2.0, -1.0], [0, 0]]])
-    torch.testing.assert_close(phrases, expected, atol=1e-6, rtol=0)
-    torch.testing.assert_close(alpha[0, 0, :3], torch.tensor(first_weights), atol=1e-6, rtol=0)
+    assert_close_for(phrases, expected, ops=TINY_MODEL_OPS)
+    assert_close_for(alpha[0, 0, :3], torch.tensor(first_weights), ops=TINY_MODEL_OPS)
     assert alpha[0, 3].tolist() == [1.0] + [0.0] * 7  # a one-token chunk is that token
     assert alpha[0, [1, 2, 4]].abs().sum() == 0  # no chunk starts there
 
@@ -133,17 +134,17 @@ def test_pooling_weights_sum_to_one_on_every_chunk_and_zero_elsewhere():
     chunks = fixed_chunks(pad_mask([60, 13, 5], 60))
     _, alpha = attentive_pool(torch.randn(3, 60, 4), chunks, "mean", torch.randn(4, 4), torch.randn(4, 4),
                               torch.randn(4), torch.randn(1, 4))
-    torch.testing.assert_close(alpha.sum(-1), chunks.gt(0).float(), atol=1e-6, rtol=0)
+    assert_close_for(alpha.sum(-1), chunks.gt(0).float(), ops=TINY_MODEL_OPS)
 
 
 def test_transparent_mix_weights_sum_to_one_and_equal_the_hand_value():
     logits = torch.tensor([0.0, math.log(2.0), math.log(3.0)])
     weights = transparent_weights(logits)
-    torch.testing.assert_close(weights, torch.tensor([1 / 6, 2 / 6, 3 / 6]), atol=1e-7, rtol=0)
-    assert abs(weights.sum().item() - 1.0) < 1e-7
+    assert_close_for(weights, torch.tensor([1 / 6, 2 / 6, 3 / 6]), ops=HAND_FORMULA_OPS)
+    assert_close_for(weights.sum(), 1.0, ops=HAND_FORMULA_OPS)
     phrases = torch.stack([torch.full((1, 2, 3), 6.0), torch.full((1, 2, 3), 12.0), torch.full((1, 2, 3), -6.0)], 1)
     # 6/6 + 12·2/6 - 6·3/6 = 1 + 4 - 3
-    torch.testing.assert_close(transparent_mix(phrases, logits), torch.full((1, 2, 3), 2.0), atol=1e-6, rtol=0)
+    assert_close_for(transparent_mix(phrases, logits), torch.full((1, 2, 3), 2.0), ops=TINY_MODEL_OPS)
 
 
 def test_chunk_table_puts_each_chunk_weight_at_its_length_and_start():
@@ -201,7 +202,7 @@ def test_plain_pooling_is_the_mean_or_max_of_each_chunk(kind):
     chunks = fixed_chunks(pad_mask([4], 5))  # [(0, 3), (3, 4)]
     first = [5 / 3, -1 / 3] if kind == "mean" else [4.0, 1.0]
     expected = torch.tensor([[first, [0, 0], [0, 0], [2.0, -1.0], [0, 0]]])
-    torch.testing.assert_close(plain_pool(x, chunks, kind), expected, atol=1e-6, rtol=0)
+    assert_close_for(plain_pool(x, chunks, kind), expected, ops=TINY_MODEL_OPS)
 
 
 @pytest.mark.parametrize("activation", ["sigmoid", "relu"])
@@ -214,7 +215,7 @@ def test_attentive_combination_equals_eq_8_by_hand(activation):
         torch.tensor([[0.5]]), torch.tensor([[-1.0]]), torch.tensor([[1.0, 2.0], [-1.0, 1.0]]),
         torch.tensor([0.5, -1.0]), torch.tensor([[2.0, -3.0]]), torch.tensor([0.25]), activation,
     )
-    assert abs(update.item() - expected) < 1e-6
+    assert_close_for(update, expected, ops=HAND_FORMULA_OPS)
     if activation == "sigmoid":
         assert abs(expected - (2 / (1 + math.e) - 3 / (1 + math.exp(2.5)) + 0.25)) < 1e-12
     else:

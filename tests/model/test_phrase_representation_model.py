@@ -13,6 +13,7 @@ from model.decoding.generate import SearchOptions, generate
 from model.alignments.attention_phrases import phrase_links
 from tests.helpers import (assert_cached_search_equals_uncached, assert_incremental_equals_full_pass,
                            assert_padding_changes_nothing, chunk_spans, tiny_model)
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2], [9, 10, 11, 12, 2, 0, 0, 0], [11, 2, 0, 0, 0, 0, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0], [1, 17, 0, 0, 0]])
@@ -74,8 +75,7 @@ def test_cached_search_equals_uncached_search(case):
 def test_a_sentence_alone_equals_it_padded_in_a_batch(case):
     batched, rows = assert_padding_changes_nothing(model_for(case), SRC, TGT_IN)
     for row, length, t_len, alone in rows:
-        torch.testing.assert_close(batched.phrase_attention[row : row + 1, :t_len, :, :length],
-                                   alone.phrase_attention, atol=1e-5, rtol=0)
+        assert_close_for(batched.phrase_attention[row : row + 1, :t_len, :, :length], alone.phrase_attention, ops=TINY_MODEL_OPS)
         assert torch.equal(batched.phrase_chunks[row : row + 1, :length], alone.phrase_chunks)
         assert batched.phrase_attention[row, :, :, length:].abs().max().item() == 0.0
 
@@ -98,7 +98,7 @@ def test_phrase_attention_rows_are_distributions_over_the_real_chunks():
     out = model(SRC, TGT_IN, need_attention=True)
     assert chunk_spans(out.phrase_chunks) == [[(0, 3), (3, 6), (6, 8)], [(0, 3), (3, 5)], [(0, 2)]]
     table = out.phrase_attention  # (B, T, 8, S)
-    torch.testing.assert_close(table.sum((2, 3)), torch.ones(3, 5), atol=1e-5, rtol=0)
+    assert_close_for(table.sum((2, 3)), torch.ones(3, 5), ops=TINY_MODEL_OPS)
     # Weight only at [n-1, j] for a chunk starting at j of real length n.
     allowed = torch.zeros(3, 8, SRC.shape[1], dtype=torch.bool)
     for b, row in enumerate(chunk_spans(out.phrase_chunks)):
@@ -120,11 +120,11 @@ def test_the_transparent_mix_of_a_decoder_layer_is_a_softmax_over_encoder_layers
     phrase_attention = model.decoder_layers[1].phrase_attention
     with torch.no_grad():
         phrase_attention.mix_logits.copy_(torch.log(torch.tensor([1.0, 2.0, 5.0])))
-    torch.testing.assert_close(phrase_attention.mix_weights(), torch.tensor([0.125, 0.25, 0.625]), atol=1e-7, rtol=0)
+    assert_close_for(phrase_attention.mix_weights(), torch.tensor([0.125, 0.25, 0.625]), ops=HAND_FORMULA_OPS)
     memory = model.encode(SRC)
     assert memory.phrases.shape[1] == model.config.encoder_layers + 1
     expected = 0.125 * memory.phrases[:, 0] + 0.25 * memory.phrases[:, 1] + 0.625 * memory.phrases[:, 2]
-    torch.testing.assert_close(phrase_attention.mixed(memory.phrases), expected, atol=1e-6, rtol=0)
+    assert_close_for(phrase_attention.mixed(memory.phrases), expected, ops=TINY_MODEL_OPS)
 
 
 def test_memory_and_state_reorder_follow_rows():
@@ -137,9 +137,8 @@ def test_memory_and_state_reorder_follow_rows():
     state = model.decode_step(TGT_IN[:, 0], state).state
     log_probs = model.decode_step(torch.tensor([20, 21, 22]), state.reorder(index)).log_probs
     reference = model.decode_step(torch.tensor([21, 22, 20]), state).log_probs
-    torch.testing.assert_close(log_probs, reference[index], atol=1e-6, rtol=0)
-    torch.testing.assert_close(model.init_state(moved).tensors["layers.0.phrase.k"],
-                               model.init_state(memory).tensors["layers.0.phrase.k"][index], atol=1e-6, rtol=0)
+    assert_close_for(log_probs, reference[index], ops=TINY_MODEL_OPS)
+    assert_close_for(model.init_state(moved).tensors["layers.0.phrase.k"], model.init_state(memory).tensors["layers.0.phrase.k"][index], ops=TINY_MODEL_OPS)
 
 
 @pytest.mark.parametrize("case", ["alone-mean", "queryk-self"])
@@ -156,7 +155,7 @@ def test_a_long_and_a_one_token_source_translate(case):
         assert len(hypotheses) == 2
         for h in hypotheses:
             assert h.tokens and torch.isfinite(torch.tensor(h.score))
-            torch.testing.assert_close(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), atol=1e-5, rtol=0)
+            assert_close_for(h.phrase_attention.sum((1, 2)), torch.ones(len(h.tokens)), ops=TINY_MODEL_OPS)
             # model.alignments.attention_phrases reads the chunk table unchanged: every link is one of the chunks.
             assert {(link.start, link.start + link.length) for link in phrase_links(h.phrase_attention)} <= spans
         alone[src.shape[1]] = [h.tokens for h in hypotheses]
@@ -205,7 +204,7 @@ def test_a_decoder_layers_phrase_sublayer_is_eq_7_and_8_in_plain_arithmetic(case
     else:
         w3, w4 = sublayer.merge.hidden, sublayer.merge.out
         expected = 1 / (1 + torch.exp(-(torch.cat([h, context], -1) @ w3.weight.T + w3.bias))) @ w4.weight.T + w4.bias
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    assert_close_for(got, expected, ops=TINY_MODEL_OPS)
 
 
 def test_the_encoder_combination_uses_the_sigmoid_by_default_and_relu_on_request():
@@ -234,4 +233,4 @@ def test_the_encoder_combination_is_eq_7_and_8_in_plain_arithmetic(case):
     pre = torch.cat([h, context], -1) @ sublayer.merge.hidden.weight.T + sublayer.merge.hidden.bias
     hidden = 1 / (1 + torch.exp(-pre)) if case == "alone-max" else pre.clamp(min=0)
     expected = hidden @ sublayer.merge.out.weight.T + sublayer.merge.out.bias  # eq. 8
-    torch.testing.assert_close(sublayer(x, phrases, mask), expected, atol=1e-5, rtol=0)
+    assert_close_for(sublayer(x, phrases, mask), expected, ops=TINY_MODEL_OPS)

@@ -3,6 +3,7 @@ import torch
 
 from model.decoder_state import DecoderState, sentence_rows
 from tests.helpers import assert_incremental_equals_full_pass, tiny_model
+from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
 TGT_IN = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 16, 0, 0]])
@@ -19,17 +20,17 @@ def test_state_reorder_follows_rows():
     swapped = state.reorder(torch.tensor([1, 0]))
     log_probs = model.decode_step(TGT_IN[[1, 0], 1], swapped).log_probs
     reference = model.decode_step(TGT_IN[:, 1], state).log_probs
-    torch.testing.assert_close(log_probs, reference[[1, 0]], atol=1e-6, rtol=0)
+    assert_close_for(log_probs, reference[[1, 0]], ops=TINY_MODEL_OPS)
 
 
 def test_source_padding_changes_nothing():
     model = tiny_model()
     alone = model(SRC[1:, :3], TGT_IN[1:, :3], need_attention=True)
     batched = model(SRC, TGT_IN, need_attention=True)
-    torch.testing.assert_close(batched.logits[1:, :3], alone.logits, atol=1e-5, rtol=0)
+    assert_close_for(batched.logits[1:, :3], alone.logits, ops=TINY_MODEL_OPS)
     # Attention never lands on padding.
     assert batched.attention[1, :, 3:].abs().max().item() == 0.0
-    torch.testing.assert_close(batched.attention[1:, :3, :3], alone.attention, atol=1e-5, rtol=0)
+    assert_close_for(batched.attention[1:, :3, :3], alone.attention, ops=TINY_MODEL_OPS)
 
 
 def test_future_target_tokens_change_nothing():
@@ -45,7 +46,7 @@ def test_future_target_tokens_change_nothing():
 def test_attention_rows_are_distributions_over_real_tokens():
     model = tiny_model()
     attention = model(SRC, TGT_IN, need_attention=True).attention
-    torch.testing.assert_close(attention.sum(-1), torch.ones(2, 5), atol=1e-5, rtol=0)
+    assert_close_for(attention.sum(-1), torch.ones(2, 5), ops=TINY_MODEL_OPS)
 
 
 def test_gradients_reach_every_parameter():

@@ -10,6 +10,7 @@ from service.runtime.base import DecodeOptions
 from service.runtime.torch_runtime import TorchRuntime, use_static_decoding
 from service.settings import Settings
 from tests.helpers import tiny_model
+from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -34,7 +35,7 @@ def test_static_runtime_translates_as_the_eager_one(tmp_path, tiny_spm):
     assert [[t.text for t in n] for n in got] == [[t.text for t in n] for n in want]
     assert [[t.alignment.pharaoh for t in n] for n in got] == [[t.alignment.pharaoh for t in n] for n in want]
     for want_n, got_n in zip(want, got):
-        assert [t.score for t in got_n] == pytest.approx([t.score for t in want_n], abs=1e-5)
+        assert_close_for([t.score for t in got_n], [t.score for t in want_n], ops=TINY_MODEL_OPS)
 
 
 def test_the_service_answers_the_same_with_the_setting_on(tmp_path, tiny_spm, monkeypatch):

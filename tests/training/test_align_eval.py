@@ -12,6 +12,7 @@ from model.alignments.bidirectional import agreement_links
 from training.align_eval import main, row_file
 from training.forced_alignment import (align_direction, encode_words, forced_attention, hard_links,
                                        model_for_layer, soft_links, word_owner, word_weights)
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 SRC = ["A man rides a bike .", "Two dogs play .", "A girl sings ."]
 TGT = ["Ein Mann fährt ein Fahrrad .", "Zwei Hunde spielen .", "Ein Mädchen singt ."]
@@ -62,11 +63,11 @@ def test_word_weights_sum_source_pieces_and_average_target_pieces():
     # target pieces 0, 1 -> word 0, piece 2 -> word 1; source pieces 0, 1 -> word 0, piece 2 -> word 1
     weights = word_weights(attention, [0, 0, 1], [0, 0, 1], 2, 2)
     # word 0: mean of rows 0, 1 = [0.3, 0.175, 0.525] -> [0.475, 0.525]; word 1: [0.6, 0.4]
-    assert torch.allclose(weights, torch.tensor([[0.475, 0.525], [0.6, 0.4]], dtype=torch.float64))
+    assert_close_for(weights, [[0.475, 0.525], [0.6, 0.4]], ops=HAND_FORMULA_OPS)
     # a target word with no pieces gets a zero row, a source piece of no word is dropped
     weights = word_weights(attention, [0, 0, 0], [0, None, 1], 2, 2)
     # word 0 = mean of all three rows = [0.2, 0.95/3 (dropped), 1.45/3]
-    assert torch.allclose(weights, torch.tensor([[0.6 / 3, 1.45 / 3], [0.0, 0.0]], dtype=torch.float64))
+    assert_close_for(weights, [[0.6 / 3, 1.45 / 3], [0.0, 0.0]], ops=HAND_FORMULA_OPS)
 
 
 def test_hard_and_soft_links():
@@ -92,11 +93,11 @@ def test_forced_rows_are_the_attention_of_incremental_decoding():
             attention, state = out.attention, out.state
             steps.append(attention[0, : len(source)].double())
     # row k predicts target piece k (input BOS, y0, ...); shifted row k reads piece k
-    assert torch.allclose(forced, torch.stack(steps[:2]), atol=1e-6)
-    assert torch.allclose(shifted, torch.stack(steps[1:]), atol=1e-6)
+    assert_close_for(forced, torch.stack(steps[:2]), ops=TINY_MODEL_OPS, dtype=torch.float32)
+    assert_close_for(shifted, torch.stack(steps[1:]), ops=TINY_MODEL_OPS, dtype=torch.float32)
     # batching with a longer pair (padding on both sides) changes nothing
     batched = forced_attention(model, [[10, 11, 12, 13, 14], source], [[15, 16, 17], target], batch_size=2)[1]
-    assert torch.allclose(batched, forced, atol=1e-6)
+    assert_close_for(batched, forced, ops=TINY_MODEL_OPS, dtype=torch.float32)
 
 
 def test_model_for_layer_reads_another_layer_with_the_same_weights():

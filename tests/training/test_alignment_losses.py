@@ -4,6 +4,7 @@ import math
 import torch
 
 from training.losses import global_fertility_loss, global_fertility_term, real_token_mask, sentence_traces, trace_bonus
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -33,7 +34,7 @@ def test_fertility_loss_matches_the_formula_on_hand_numbers():
     terms = [neg_log_normal(0.8, 1.0, 0.5), neg_log_normal(1.1, 1.2, 0.25), neg_log_normal(1.1, 0.9, 1.0),
              neg_log_normal(0.9, 0.5, 2.0), neg_log_normal(1.1, 1.5, 0.1)]
     loss = global_fertility_loss(ALPHA, TARGET_MASK, SOURCE_MASK, MEAN, VARIANCE)
-    assert math.isclose(loss.item(), sum(terms) / 5, rel_tol=1e-6)
+    assert_close_for(loss, sum(terms) / 5, ops=TINY_MODEL_OPS)
 
 
 def test_the_papers_weight_sums_over_source_words_against_the_summed_token_likelihood():
@@ -44,12 +45,12 @@ def test_the_papers_weight_sums_over_source_words_against_the_summed_token_likel
     per_position = global_fertility_loss(ALPHA, TARGET_MASK, SOURCE_MASK, MEAN, VARIANCE)
     n_source, n_target = 5, 8  # 8: the target tokens the cross-entropy of this batch is divided by
     paper = global_fertility_term(per_position, n_source, n_target, "sum")
-    assert math.isclose(paper.item(), sum(terms) / 8, rel_tol=1e-6)
+    assert_close_for(paper, sum(terms) / 8, ops=TINY_MODEL_OPS)
     mean = global_fertility_term(per_position, n_source, n_target, "mean")
-    assert math.isclose(mean.item(), sum(terms) / 5, rel_tol=1e-6)
+    assert_close_for(mean, sum(terms) / 5, ops=TINY_MODEL_OPS)
     # The "mean" form with weight w is the paper's with weight w · N_tgt / N_src: the former recipe's
     # 0.05 per position was 0.05 · 8/5 = 0.08 of the paper's weight on this batch.
-    assert math.isclose(0.05 * mean.item(), 0.08 * paper.item(), rel_tol=1e-6)
+    assert_close_for(0.05 * mean, 0.08 * paper, ops=TINY_MODEL_OPS)
 
 
 def test_padding_contributes_nothing():
@@ -74,7 +75,7 @@ def test_a_padded_sentence_equals_the_unpadded_one():
     alone = global_fertility_loss(ALPHA[1:, :2, :2], TARGET_MASK[1:, :2], SOURCE_MASK[1:, :2], MEAN[1:, :2],
                                   VARIANCE[1:, :2])
     padded = global_fertility_loss(ALPHA[1:], TARGET_MASK[1:], SOURCE_MASK[1:], MEAN[1:], VARIANCE[1:])
-    assert torch.allclose(alone, padded, rtol=0, atol=1e-7)
+    assert_close_for(alone, padded, ops=HAND_FORMULA_OPS)
 
 
 # Trace bonus. Forward batch: src = x + [EOS] (B, S), tgt_out = y + [EOS] (B, T). Sentence 0: |x| = 3,
@@ -103,10 +104,10 @@ def test_trace_bonus_equals_the_explicit_double_loop():
     assert source_words.tolist() == [[True, True, True, False], [True, False, False, False]]
     expected = explicit_traces(forward, backward, SRC, TGT_OUT)
     traces = sentence_traces(forward, backward, source_words, target_words)
-    assert torch.allclose(traces, torch.tensor(expected), rtol=1e-6, atol=0)
+    assert_close_for(traces, torch.tensor(expected), ops=TINY_MODEL_OPS)
     # Normalised by the mean length of the two sides: ((3 + 2) + (1 + 3)) / 2 = 4.5 words.
     bonus = trace_bonus(forward, backward, source_words, target_words)
-    assert math.isclose(bonus.item(), sum(expected) / 4.5, rel_tol=1e-6)
+    assert_close_for(bonus, sum(expected) / 4.5, ops=TINY_MODEL_OPS)
 
 
 def test_trace_bonus_ignores_padding_and_special_tokens():

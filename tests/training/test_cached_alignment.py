@@ -14,6 +14,7 @@ from tests.helpers import tiny_config
 from training.cached_alignment import cache_features, cached_batch, cached_loss, token_batches, train_head
 from training.data import collate
 from training.loop import DirectionalObjective
+from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -36,7 +37,7 @@ def test_the_cached_loss_is_the_training_loop_s_alignment_loss(extra):
     real = tallies["alignment"][0] / tokens
     cache = cache_features(model, [s for s, _ in PAIRS], [t for _, t in PAIRS], LABELS, dtype=torch.float32)
     model.train()
-    assert torch.allclose(cached_loss(model, cached_batch(cache, [0, 1, 2])), real, rtol=1e-5)
+    assert_close_for(cached_loss(model, cached_batch(cache, [0, 1, 2])), real, ops=TINY_MODEL_OPS)
 
 
 def test_training_on_the_cache_moves_the_head_only():

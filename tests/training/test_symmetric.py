@@ -20,6 +20,7 @@ from training.recipe import load_recipe
 from training.symmetric import DirectionPair, SymmetricObjective, initial_pair, read_initial_model, train_symmetric
 from training.translate import translate_batch
 from tests.training.support import read_log
+from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "recipes" / "smoke.json"
@@ -57,9 +58,9 @@ def test_directional_objective_adds_the_weighted_fertility_loss():
     xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=recipe.label_smoothing)
     fertility = global_fertility_loss(out.fertility_attention, batch.tgt_out.ne(0), batch.src.ne(0),
                                       out.fertility_mean, out.fertility_variance)
-    assert torch.allclose(loss, xent.loss + 0.25 * fertility, rtol=1e-6)
+    assert_close_for(loss, xent.loss + 0.25 * fertility, ops=TINY_MODEL_OPS)
     assert tokens == 3 + 5 + 2 and tallies["fertility"][1] == 4 + 2 + 5
-    assert torch.allclose(tallies["fertility"][0], fertility * 11)
+    assert_close_for(tallies["fertility"][0], fertility * 11, ops=HAND_FORMULA_OPS)
 
 
 def test_symmetric_objective_is_both_cross_entropies_minus_lambda_times_the_trace_bonus():
@@ -74,9 +75,10 @@ def test_symmetric_objective_is_both_cross_entropies_minus_lambda_times_the_trac
     xb = label_smoothed_loss(b.logits, back.tgt_out, smoothing=0.1).loss
     words = (real_token_mask(batch.src, 0, 2), real_token_mask(batch.tgt_out, 0, 2))
     bonus = trace_bonus(f.attention, b.attention, *words)
-    assert torch.allclose(loss, xf + xb - 0.5 * bonus, rtol=1e-6)
+    assert_close_for(loss, xf + xb - 0.5 * bonus, ops=TINY_MODEL_OPS)
     # The bonus is normalised by the mean length: ((3 + 2) + (1 + 4) + (4 + 1)) / 2 = 7.5 words.
-    assert tallies["trace"][1] == 7.5 and torch.allclose(tallies["trace"][0], bonus * 7.5)
+    assert tallies["trace"][1] == 7.5
+    assert_close_for(tallies["trace"][0], bonus * 7.5, ops=HAND_FORMULA_OPS)
     assert tokens == (3 + 5 + 2) + (4 + 2 + 5)
     assert sorted(tallies) == ["loss", "loss.de-en", "loss.en-de", "nll.de-en", "nll.en-de", "trace"]
 
@@ -147,7 +149,7 @@ def test_cli_run_logs_both_directions_and_the_trace(cli_run):
     assert [r["step"] for r in train] == [1, 2, 3]
     for record in train:
         assert 0 < record["trace"] < 1
-        assert record["loss"] == pytest.approx(record["loss.en-de"] + record["loss.de-en"] - record["trace"], rel=1e-5)
+        assert_close_for(record["loss"], record["loss.en-de"] + record["loss.de-en"] - record["trace"], ops=TINY_MODEL_OPS)
         assert {"nll.en-de", "nll.de-en", "grad_norm.en-de", "grad_norm.de-en"} <= set(record)
     (valid,) = read_log(run_dir, "valid")
     assert valid["step"] == 3 and 0 < valid["trace"] < 1
