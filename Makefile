@@ -29,13 +29,19 @@ install: $(VENV)/.installed
 serve: install
 	OMP_NUM_THREADS=$(OMP_NUM_THREADS) PHRASAL_MODEL_DIRS='["$(subst $(space),"$(comma)",$(strip $(MODEL_DIRS)))"]' $(PY) -m service --host $(HOST) --port $(PORT)
 
-test: install
+# What the tests need that pip cannot install (Debian's chromium and docker-compose), with apt-get
+# where missing; checked once per virtual environment (the stamp), and again if the script changes.
+$(VENV)/.system-packages: tools/system-packages.sh
+	@tools/system-packages.sh
+	@mkdir -p $(VENV) && touch $@
+
+test: install $(VENV)/.system-packages
 	$(PY) -m pytest
 
 # Not part of `make test` (tens of minutes on 2 cores): planted bugs and generated mutants of the
-# core files against their tests; writes results/mutation.md (benchmarks/mutation.py --help).
+# core files against their tests; writes results/mutation.md (tools/mutation.py --help).
 mutation: install
-	$(PY) benchmarks/mutation.py
+	$(PY) tools/mutation.py
 
 clean:
 	rm -rf $(VENV)

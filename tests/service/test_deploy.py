@@ -141,7 +141,7 @@ def test_compose_config_accepts_the_file():
     command = compose_command()
     if command is None:
         reason = "neither `docker compose` nor `docker-compose` is installed: compose file checked structurally only"
-        # .ci/run sets this after installing docker-compose: there a missing tool is a failure.
+        # make test installs docker-compose; .ci/run sets this so that a missing tool is a failure.
         if os.environ.get("CI_REQUIRE_COMPOSE") == "1":
             pytest.fail(reason)
         pytest.skip(reason)

@@ -56,7 +56,7 @@ def base_url():
 
 @pytest.fixture(scope="module")
 def browser():
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: .ci/run installs Debian's chromium"
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: make test installs Debian's chromium (tools/system-packages.sh)"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser

@@ -22,9 +22,9 @@ size written in the same second can never run the previous mutant's cached code.
 
 Not part of `make test` (minutes, not seconds). From a fresh clone after `make install`:
 
-    .venv/bin/python benchmarks/mutation.py                 # everything, writes results/mutation.md
-    .venv/bin/python benchmarks/mutation.py --planted-only  # the seven planted bugs only
-    .venv/bin/python benchmarks/mutation.py --files model/decoding/beam_search.py --jobs 2
+    .venv/bin/python tools/mutation.py                 # everything, writes results/mutation.md
+    .venv/bin/python tools/mutation.py --planted-only  # the seven planted bugs only
+    .venv/bin/python tools/mutation.py --files model/decoding/beam_search.py --jobs 2
 """
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+sys.path.insert(0, str(REPO / "benchmarks"))  # host.py only: the parent must not import the packages it mutates
+from host import cpu_name  # noqa: E402
 
 # Each mutated file and the tests that must notice a change in it (fast, targeted subsets).
 TARGETS: dict[str, list[str]] = {
@@ -533,10 +534,10 @@ def report(store: dict, target: float) -> str:
     out = [
         "# Mutation check",
         "",
-        "Script: [benchmarks/mutation.py](../benchmarks/mutation.py) (what it mutates, and why it is not mutmut",
+        "Script: [tools/mutation.py](../tools/mutation.py) (what it mutates, and why it is not mutmut",
         "or cosmic-ray, is in its docstring); raw rows in [mutation.json](mutation.json). A mutant is killed",
         "when its file's test subset fails (or errors at collection, or runs past 3x the unmutated time).",
-        "Run from a fresh clone after `make install` with `.venv/bin/python benchmarks/mutation.py`.",
+        "Run from a fresh clone after `make install` with `.venv/bin/python tools/mutation.py`.",
         "",
     ]
     planted = store.get("planted")
@@ -670,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
         generated = run_all(generated_jobs, slots, timeout_s, progress)
     wall = time.monotonic() - started
 
-    command = "python benchmarks/mutation.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    command = "python tools/mutation.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     json_path = args.out.with_suffix(".json")
     store = json.loads(json_path.read_text()) if json_path.exists() else {}
     facts = {"command": command, "machine": machine(), "jobs": max(1, args.jobs), "wall_s": round(wall, 1)}
