@@ -1,6 +1,6 @@
 """A runtime that costs what a real one costs per batch size, without a model.
 
-``SimulatedRuntime`` (the test fake runtime, tests/service/fake_runtime.py) sleeps per batch as
+``SimulatedRuntime`` (the test fake runtime, testing/fake_runtime.py) sleeps per batch as
 long as a ``BatchLatency`` curve says for the batch's size, so that the load benchmark can
 measure the serving stack (HTTP, batcher, queue) in front of a runtime that costs what a real one
 costs on a machine we do not have at hand, e.g. the H100 decode times of results/decode_cuda.md.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping
 
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 
 
 class BatchLatency:

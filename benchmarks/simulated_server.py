@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 from benchmarks.simulated_latency import BatchLatency, SimulatedRuntime  # noqa: E402
 from service.__main__ import main as serve_main  # noqa: E402
-from tests.service.fake_runtime import pair_of  # noqa: E402
+from testing.fake_runtime import pair_of  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -122,7 +122,8 @@ class Lifecycle:
         self._loader = asyncio.create_task(self._load(), name="phrasal-load")
 
     async def wait_loaded(self) -> None:
-        """Until loading ends, one way or the other (tests and the CLI's --wait use it)."""
+        """Until loading ends, one way or the other: the shutdown waits so before it closes what the
+        load made, and an in-process client (TestClient) before its first request."""
         if self._loader is not None:
             await asyncio.shield(self._loader)
 
@@ -190,7 +191,7 @@ class Lifecycle:
         if self._loader is not None and not self._loader.done():
             # A thread cannot be interrupted: let the load finish, then close what it made.
             try:
-                await asyncio.shield(self._loader)
+                await self.wait_loaded()
             except Exception:
                 pass
         translator, self.translator = self.translator, None

@@ -1,4 +1,4 @@
-"""DESIGN §2 import directions: training → model, export → model, service.runtime → model.
+"""docs/design.md §2, import directions: training → model, export → model, service.runtime → model.
 
 Nothing imports training or service from model; training and export never import the service;
 service/runtime never reaches up into the rest of the service (its settings included): the
@@ -31,6 +31,21 @@ def test_packages_import_only_in_the_allowed_directions():
             if bad:
                 offenders[str(path.relative_to(REPO))] = sorted(bad)
     assert offenders == {}
+
+
+@pytest.mark.parametrize("package", ["model", "training", "export", "service"])
+def test_production_packages_import_no_test_support(package):
+    """The fakes (testing/) and the tests serve tests and benchmarks only."""
+    offenders = {str(path.relative_to(REPO)): sorted(imported_packages(path) & {"testing", "tests"})
+                 for path in sorted((REPO / package).rglob("*.py"))}
+    assert {path: bad for path, bad in offenders.items() if bad} == {}
+
+
+def test_benchmarks_and_tools_import_no_tests():
+    """What a benchmark or a tool needs of the test support lives in testing/, not in tests/."""
+    files = sorted((REPO / "benchmarks").rglob("*.py")) + sorted((REPO / "tools").rglob("*.py"))
+    assert files
+    assert {str(p.relative_to(REPO)) for p in files if "tests" in imported_packages(p)} == set()
 
 
 def test_the_checker_sees_imports(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 from benchmarks import simulated_server
 from benchmarks.simulated_latency import BatchLatency, SimulatedRuntime
 from service.runtime.base import DecodeOptions
-from tests.service import fake_runtime
+from testing import fake_runtime
 
 H100 = BatchLatency.parse("1:71.4,8:110.4,64:150.7")  # results/decode_cuda.md, ms per batch
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from service.__main__ import main
 from service.app import create_app
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime, fake_runtimes
+from testing.fake_runtime import FakeRuntime, fake_runtimes
 from tests.service.support import serving
 
 

@@ -11,7 +11,7 @@ from pydantic import SecretStr, ValidationError
 from service.app import create_app
 from service.security import KeyRing, TokenBucket
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving
 from tests.service.test_batching import sample
 

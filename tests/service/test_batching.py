@@ -16,7 +16,7 @@ from service.app import create_app
 from service.batcher import BatchLimits, MicroBatcher
 from service.runtime.base import DecodeOptions
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import Background, queued, serving, wait_until
 
 BASE = {"source": "en", "target": "de"}

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from service.app import create_app
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 JSON = {"content-type": "application/json"}

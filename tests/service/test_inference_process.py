@@ -22,7 +22,7 @@ from service.runtime.inference_process import (
 )
 from service.settings import Settings
 from tests.helpers import tiny_model
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving, wait_until
 
 TEXTS = ["Two dogs play in the snow.", "A man.", "A woman in a red coat walks down a busy street."]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.app import create_app
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 

@@ -12,7 +12,7 @@ from service.app import create_app
 from service.runtime.base import DecodeOptions, TextRejected
 from service.runtime.text_codec import translate_texts
 from service.settings import MAX_BEAM_SIZE, Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 MAX_CHARS = 40

@@ -7,7 +7,7 @@ import threading
 
 from service.app import create_app
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import Background, queued, serving, wait_until
 from tests.service.test_batching import sample
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from service.app import create_app
 from service.runtime.base import RuntimeProblem, RuntimeUnavailable
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving
 
 BODY = {"text": "a dog", "source": "en", "target": "de"}

@@ -24,7 +24,7 @@ from schemathesis.checks import (  # noqa: E402
 
 from service.app import create_app  # noqa: E402
 from service.settings import Settings  # noqa: E402
-from tests.service.fake_runtime import FakeRuntime  # noqa: E402
+from testing.fake_runtime import FakeRuntime  # noqa: E402
 from tests.service.support import serving  # noqa: E402
 
 APP = create_app(Settings(max_segments=8, max_chars=200), runtime_factory=lambda s: [FakeRuntime("en", "de")])

@@ -1,5 +1,5 @@
 """The real server process: ``python -m service``'s code under uvicorn on 127.0.0.1 and a free port,
-serving the test fake runtime (``python -m tests.service.fake_server``; each batch sleeps
+serving the test fake runtime (``python -m testing.fake_server``; each batch sleeps
 ``--delay-s``), then SIGTERM while requests are in flight."""
 
 from __future__ import annotations
@@ -50,14 +50,14 @@ def in_flight(port: int) -> float:
 
 
 class Server:
-    """``python -m tests.service.fake_server`` with PHRASAL_* ``settings``, each batch sleeping
+    """``python -m testing.fake_server`` with PHRASAL_* ``settings``, each batch sleeping
     ``delay_s``; ``python -m service`` itself (the model directories' backend) when ``fake=False``."""
 
     def __init__(self, fake: bool = True, delay_s: float = 0.0, **settings: str) -> None:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("PHRASAL_")}
         env.update({f"PHRASAL_{k.upper()}": v for k, v in settings.items()})
-        entry = ["tests.service.fake_server", "--delay-s", str(delay_s)] if fake else ["service"]
+        entry = ["testing.fake_server", "--delay-s", str(delay_s)] if fake else ["service"]
         self.process = subprocess.Popen(
             [sys.executable, "-m", *entry, "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

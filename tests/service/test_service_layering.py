@@ -1,4 +1,4 @@
-"""DESIGN §2: the service sees only the runtime interface. Outside service/runtime no module may
+"""docs/design.md §2: the service sees only the runtime interface. Outside service/runtime no module may
 import an engine or the model package; in service/runtime only the backend files import engines."""
 
 from __future__ import annotations

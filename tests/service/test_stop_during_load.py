@@ -18,7 +18,7 @@ from service.runtime.base import ModelLoadFailed, load_abandoned
 from service.runtime.factory import RuntimeSpec, load_runtime
 from service.runtime.inference_process import load_process_runtimes
 from service.settings import Settings
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 
 
 class SlowWarmup(FakeRuntime):

@@ -11,7 +11,7 @@ from service.errors import RequestError, UnsupportedPair
 from service.runtime.base import DecodeOptions, PhraseMap, TokenAlignment, Translation
 from service.settings import Settings
 from service.translator import Translator
-from tests.service.fake_runtime import FakeRuntime
+from testing.fake_runtime import FakeRuntime
 
 
 def settings(**overrides) -> Settings:
