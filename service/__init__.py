@@ -1,1 +1,1 @@
-"""FastAPI service: app factory, settings, schemas, routes, metrics and runtimes (DESIGN §2)."""
+"""FastAPI service: app factory, settings, schemas, routes, metrics and runtimes (docs/design.md §2)."""

@@ -2,7 +2,7 @@
 
 Every error body is ``{"message": "<one readable line>", "detail": [{field, loc, msg, type}]}``.
 A client error names the field at fault; a server error says only that it failed — the cause
-and stack trace go to the server log, never to the client (DESIGN §3.10).
+and stack trace go to the server log, never to the client (docs/design.md §3.10).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Parallel data: reading the raw splits, length filtering, token-bounded batching, collation.
 
-Conventions (CONTRACTS.md, model/decoding/generate.py): pad=0, bos=1, eos=2. The source is fed as
+Conventions (docs/design.md §6, model/decoding/generate.py): pad=0, bos=1, eos=2. The source is fed as
 x + [EOS] (as `model.decoding.generate.source_batch` does at inference); the target is fed as
 tgt_in = [BOS] + y and predicted as tgt_out = y + [EOS]. The dataset stores the bare piece ids
 x and y; `collate` adds the special ids, so every padded side has length len + 1.

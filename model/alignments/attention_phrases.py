@@ -1,4 +1,4 @@
-"""Phrase links of one hypothesis from its phrase attention (the raw material of DESIGN §5's phrase map).
+"""Phrase links of one hypothesis from its phrase attention (the raw material of the phrase map, docs/design.md §5).
 
 A phrasal cross-attention reports, for every target token, a weight for every source n-gram:
 `phrase_attention[t, n-1, j]` is the weight of the source n-gram that starts at piece j and has

@@ -1,4 +1,4 @@
-"""Phrase maps: contiguous source word spans paired with target word spans (DESIGN §5).
+"""Phrase maps: contiguous source word spans paired with target word spans (docs/design.md §5).
 
 Two ways to get them, both from what any backend already returns:
 

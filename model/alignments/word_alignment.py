@@ -1,4 +1,4 @@
-"""Word-level token alignments from piece-level attention (DESIGN §5, "token map").
+"""Word-level token alignments from piece-level attention (docs/design.md §5).
 
 The model attends over SentencePiece pieces, but people read words: this module merges pieces
 back into words, turns the (target pieces x source pieces) attention of one hypothesis into

@@ -1,7 +1,7 @@
 """Batched beam search over an incremental decoder (fairseq-style finalisation).
 
 The search sees only log-probs and attention rows; the decoder owns its state and reorders it
-when told (DESIGN.md §3.5-3.6). One loop serves every backend that implements
+when told (docs/design.md §3.5-3.6). One loop serves every backend that implements
 `IncrementalDecoder` (model.decoding.generate.SearchDecoder over any step backend).
 """
 

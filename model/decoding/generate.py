@@ -1,7 +1,7 @@
 """One beam search for every step backend: the eager Transformer, exported graphs (ONNX Runtime,
 TorchScript). A `StepBackend` encodes a source batch into the decoder's initial state (a
 `DecoderState`), runs one decoding step on (tokens, state); the state expands to the beams and
-reorders itself for the search (DESIGN.md §3.5-3.6, model/decoder_state.py);
+reorders itself for the search (docs/design.md §3.5-3.6, model/decoder_state.py);
 `generate` does everything else: beam expansion, max lengths, never generating PAD/BOS, and
 following each hypothesis' attention rows (token and phrase attention, kept apart) to its end.
 """

@@ -1,4 +1,4 @@
-"""The one interface between the service and its translation backends (DESIGN §2).
+"""The one interface between the service and its translation backends (docs/design.md §2).
 
 Everything in ``service`` outside ``service/runtime`` sees only this module: a runtime serves one
 language pair, takes a batch of non-empty texts and decoding options, and returns n-best
@@ -63,7 +63,7 @@ class DecodeOptions:
 
     max_length_ratio / max_length_offset: a hypothesis may have at most
     ``ceil(max_length_ratio * source_pieces) + max_length_offset`` target pieces (EOS excluded).
-    length_penalty: score = log_prob / lp(len), len counting EOS (CONTRACTS.md), lp = len ** length_penalty
+    length_penalty: score = log_prob / lp(len), len counting EOS (docs/design.md §6), lp = len ** length_penalty
     for length_penalty_form "power", ((5 + len) / 6) ** length_penalty for "gnmt" (model/decoding/length_penalty.py);
     0 ranks by raw log-prob.
     """
