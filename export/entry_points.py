@@ -5,7 +5,7 @@ exporters see plain tensors: the encoder maps src (B, S) to the decoder's initia
 runtime never needs the model's `init_state`), and the step maps (tokens (N,), *state) to
 (log_probs (N, V) float32, [attention (N, S) float32,] [phrase_attention (N, n_max, S) float32,]
 *new state), in `StateLayout.names` order. The phrase attention is an output only when the layout
-says so (`PHRASES_OUTPUT`): `decode_step(..., need_phrases=True)` takes the same numerical path
+says so (`PHRASES_OUTPUT`): `decode_step(..., need_phrase_attention=True)` takes the same numerical path
 as without it plus the alignment layer's phrase table, so one graph serves searches with and
 without phrase alignments.
 Beam reordering stays outside: every state tensor is batch-first, so the caller index_selects.
@@ -46,7 +46,7 @@ class DecoderStepEntry(nn.Module):
         self.phrases = layout.phrase_attention == PHRASES_OUTPUT
 
     def forward(self, tokens: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model.decode_step(tokens, DecoderState(dict(zip(self.names, state))), need_phrases=self.phrases)
+        out = self.model.decode_step(tokens, DecoderState(dict(zip(self.names, state))), need_phrase_attention=self.phrases)
         if self.phrases:
             head: tuple[torch.Tensor, ...] = (out.log_probs, out.attention, out.phrase_attention)
         else:

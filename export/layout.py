@@ -122,7 +122,7 @@ def run_probe(model: Transformer, batch: int, length: int, steps: int) -> tuple[
 
 @torch.inference_mode()
 def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, list[str]]:
-    """(phrase_attention mode, phrase_sizes, problems): what `decode_step(..., need_phrases=True)`
+    """(phrase_attention mode, phrase_sizes, problems): what `decode_step(..., need_phrase_attention=True)`
     gives over a few steps of the probe batch, compared with the token attention of the same steps."""
     if not has_attention:
         return PHRASES_NONE, 0, []
@@ -131,7 +131,7 @@ def probe_phrases(model: Transformer, has_attention: bool) -> tuple[str, int, li
     tokens = torch.full((_BATCH,), model.config.bos_id, dtype=torch.long, device=src.device)
     shapes, as_tokens = set(), True
     for _ in range(_STEPS):
-        out = model.decode_step(tokens, state, need_phrases=True)
+        out = model.decode_step(tokens, state, need_phrase_attention=True)
         phrases, state = out.phrase_attention, out.state
         shapes.add(tuple(phrases.shape))
         as_tokens = as_tokens and phrases.shape[1] == 1 and torch.equal(phrases[:, 0], out.attention)

@@ -10,22 +10,22 @@ import torch
 class Memory:
     """Encoder output for a batch: states (B, S, D) and pad_mask (B, S), True at padding.
 
-    With attentive phrase representations (model/phrase_representation/functional.py) also `phrases`
-    (B, K, S, D), the phrase vectors of the K = encoder_layers + 1 encoder-side representations
+    With attentive phrase representations (model/phrase_representation/functional.py) also
+    `phrase_representations` (B, K, S, D), the phrase representations of the K = encoder_layers + 1 encoder-side representations
     at each chunk start, and `phrase_chunks` (B, S) int64, the segmentation: the length of the
     chunk starting at j, 0 where none starts. Both are None otherwise.
     """
 
     states: torch.Tensor
     pad_mask: torch.Tensor
-    phrases: torch.Tensor | None = None
+    phrase_representations: torch.Tensor | None = None
     phrase_chunks: torch.Tensor | None = None
 
     def reorder(self, index: torch.Tensor) -> "Memory":
         def pick(t: torch.Tensor | None) -> torch.Tensor | None:
             return None if t is None else t.index_select(0, index)
 
-        return Memory(pick(self.states), pick(self.pad_mask), pick(self.phrases), pick(self.phrase_chunks))
+        return Memory(pick(self.states), pick(self.pad_mask), pick(self.phrase_representations), pick(self.phrase_chunks))
 
 
 @dataclass(frozen=True)

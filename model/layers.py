@@ -20,7 +20,7 @@ def dropped(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
     return dropout(x, module.p, module.training)
 
 
-def has_phrases(attention: AttentionKind) -> bool:
+def has_phrase_attention(attention: AttentionKind) -> bool:
     """Whether an attention module reports source n-grams (phrasal cross-attention does)."""
     return attention.phrase_sizes > 0
 
@@ -82,7 +82,7 @@ class DecoderLayer(nn.Module):
     and after a step the layer's new state {"self", "cross"[, "phrase"]}.
 
     The phrase table (B, H, T, n_max, S) is the phrasal cross-attention's own n-gram table, or
-    with phrase representations (phrase_memory (B, K, S, D) and phrase_chunks (B, S) from
+    with phrase representations (phrase_representations (B, K, S, D) and phrase_chunks (B, S) from
     `Memory`) the phrase attention over the chunks (B, H, T, 8, S), or else the token attention as
     1-grams (B, H, T, 1, S). A phrasal cross-attention keeps its own table even with phrase
     representations: the token attention reported beside it is that table spread over tokens, so
@@ -107,33 +107,33 @@ class DecoderLayer(nn.Module):
 
     def forward(
         self, x: torch.Tensor, memory: torch.Tensor, memory_pad_mask: torch.Tensor, *,
-        need_weights: bool = False, need_phrases: bool = False,
-        phrase_memory: torch.Tensor | None = None, phrase_chunks: torch.Tensor | None = None,
+        need_weights: bool = False, need_phrase_attention: bool = False,
+        phrase_representations: torch.Tensor | None = None, phrase_chunks: torch.Tensor | None = None,
     ) -> AttentionOut:
         """x (B, T, D), memory (B, S, D) -> out (B, T, D), cross-attention probs (B, H, T, S) when
-        asked (need_phrases implies need_weights), the phrase table when asked."""
+        asked (need_phrase_attention implies need_weights), the phrase table when asked."""
         x = x + dropped(self.dropout, self.self_attention(self.self_norm(x), causal=True).out)
         chunk_probs = None
         if self.phrase_attention is not None:
             # Weights whenever the token attention's are asked for, so that a step with and without
             # the phrase table takes the same numerical path and agrees exactly.
-            chunks = self.phrase_attention(x, phrase_memory, phrase_chunks.eq(0), need_weights or need_phrases)
+            chunks = self.phrase_attention(x, phrase_representations, phrase_chunks.eq(0), need_weights or need_phrase_attention)
             x = x + dropped(self.dropout, chunks.out)
             chunk_probs = chunks.probs
         cross = self.cross_attention(
             self.cross_norm(x), memory, key_padding_mask=memory_pad_mask,
-            need_weights=need_weights or need_phrases, need_phrases=need_phrases and has_phrases(self.cross_attention),
+            need_weights=need_weights or need_phrase_attention, need_phrase_attention=need_phrase_attention and has_phrase_attention(self.cross_attention),
         )
-        return self._finish(x, cross, chunk_probs, phrase_chunks, need_phrases)
+        return self._finish(x, cross, chunk_probs, phrase_chunks, need_phrase_attention)
 
-    def init_state(self, memory: torch.Tensor, phrase_memory: torch.Tensor | None = None) -> dict[str, State]:
+    def init_state(self, memory: torch.Tensor, phrase_representations: torch.Tensor | None = None) -> dict[str, State]:
         n = memory.shape[0]
         state = {
             "self": self.self_attention.init_state(None, n, memory.device, memory.dtype),
             "cross": self.cross_attention.init_state(memory, n, memory.device, memory.dtype),
         }
         if self.phrase_attention is not None:
-            state["phrase"] = self.phrase_attention.init_state(phrase_memory)  # projected once per source
+            state["phrase"] = self.phrase_attention.init_state(phrase_representations)  # projected once per source
         return state
 
     def sentence_state(self) -> dict[str, frozenset[str]]:
@@ -145,7 +145,7 @@ class DecoderLayer(nn.Module):
 
     def step(
         self, x: torch.Tensor, state: dict[str, State], memory_pad_mask: torch.Tensor, *,
-        need_weights: bool = False, need_phrases: bool = False, phrase_chunks: torch.Tensor | None = None,
+        need_weights: bool = False, need_phrase_attention: bool = False, phrase_chunks: torch.Tensor | None = None,
     ) -> AttentionOut:
         """x (N, 1, D) -> as `forward` with T = 1, and the new state (phrase_chunks (N, S) with
         phrase representations)."""
@@ -154,28 +154,28 @@ class DecoderLayer(nn.Module):
         new_state = {"self": attended.state}
         chunk_probs = None
         if self.phrase_attention is not None:
-            chunks = self.phrase_attention.step(x, state["phrase"], phrase_chunks.eq(0), need_weights or need_phrases)
+            chunks = self.phrase_attention.step(x, state["phrase"], phrase_chunks.eq(0), need_weights or need_phrase_attention)
             x = x + dropped(self.dropout, chunks.out)
             chunk_probs = chunks.probs
         cross = self.cross_attention.step(
             self.cross_norm(x), state["cross"], key_padding_mask=memory_pad_mask,
-            need_weights=need_weights or need_phrases, need_phrases=need_phrases and has_phrases(self.cross_attention),
+            need_weights=need_weights or need_phrase_attention, need_phrase_attention=need_phrase_attention and has_phrase_attention(self.cross_attention),
         )
         new_state["cross"] = cross.state
         if self.phrase_attention is not None:
             new_state["phrase"] = state["phrase"]
-        out = self._finish(x, cross, chunk_probs, phrase_chunks, need_phrases)
-        return AttentionOut(out.out, out.probs, out.phrases, new_state)
+        out = self._finish(x, cross, chunk_probs, phrase_chunks, need_phrase_attention)
+        return AttentionOut(out.out, out.probs, out.phrase_attention, new_state)
 
     def _finish(
         self, x: torch.Tensor, cross: AttentionOut, chunk_probs: torch.Tensor | None,
-        phrase_chunks: torch.Tensor | None, need_phrases: bool,
+        phrase_chunks: torch.Tensor | None, need_phrase_attention: bool,
     ) -> AttentionOut:
         """The cross-attention's residual, the feed-forward, and the phrase table (class doc)."""
         x = x + dropped(self.dropout, cross.out)
         out = x + dropped(self.dropout, self.ffn(self.ffn_norm(x)))
-        phrases = cross.phrases
-        if need_phrases and phrases is None:
+        phrases = cross.phrase_attention
+        if need_phrase_attention and phrases is None:
             if chunk_probs is not None:
                 phrases = chunk_phrase_table(chunk_probs, phrase_chunks)  # (B, H, T, 8, S)
             else:

@@ -112,12 +112,12 @@ class Transformer(nn.Module):
             reads_head = index == supervised_layer and not supervised.added
             out = layer(
                 x, memory.states, memory.pad_mask, need_weights=index == fertility_layer or reads_head,
-                need_phrases=aligned, phrase_memory=memory.phrases, phrase_chunks=memory.phrase_chunks,
+                need_phrase_attention=aligned, phrase_representations=memory.phrase_representations, phrase_chunks=memory.phrase_chunks,
             )
             x = out.out
             if aligned:
                 attention = head_average(out.probs)  # (B, T, S)
-                phrases = head_average(out.phrases)  # (B, T, n_max, S)
+                phrases = head_average(out.phrase_attention)  # (B, T, n_max, S)
             if index == fertility_layer:
                 mean, variance = self.global_fertility(memory.states)
                 fertility = {"fertility_mean": mean, "fertility_variance": variance,
@@ -163,7 +163,7 @@ class Transformer(nn.Module):
             sentence.add("phrase_chunks")
         for index, layer in enumerate(self.decoder_layers):
             shared = layer.sentence_state()
-            for part, state in layer.init_state(memory.states, memory.phrases).items():
+            for part, state in layer.init_state(memory.states, memory.phrase_representations).items():
                 for name, t in state.items():
                     tensors[f"layers.{index}.{part}.{name}"] = t
                 sentence.update(f"layers.{index}.{part}.{name}" for name in shared[part])
@@ -172,9 +172,9 @@ class Transformer(nn.Module):
             sentence.add(SUPERVISED_KEYS)
         return DecoderState(tensors, frozenset(sentence))
 
-    def decode_step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False,
+    def decode_step(self, tokens: torch.Tensor, state: DecoderState, need_phrase_attention: bool = False,
                     need_supervised: bool = False) -> StepOut:
-        """tokens (N,) -> log-probs, the alignment layer's attention, with need_phrases its phrase
+        """tokens (N,) -> log-probs, the alignment layer's attention, with need_phrase_attention its phrase
         attention, with need_supervised the supervised alignment head's row, and the new state (`StepOut`).
 
         The phrase table is read off the same probabilities that give the attention, so a step
@@ -203,7 +203,7 @@ class Transformer(nn.Module):
             reads_head = index == supervised_layer and not supervised.added
             out = layer.step(
                 x, {part: state.layer(f"{prefix}.{part}") for part in layer.state_parts}, memory_pad_mask,
-                need_weights=is_aligned or reads_head, need_phrases=is_aligned and need_phrases,
+                need_weights=is_aligned or reads_head, need_phrase_attention=is_aligned and need_phrase_attention,
                 phrase_chunks=phrase_chunks,
             )
             x = out.out
@@ -219,7 +219,7 @@ class Transformer(nn.Module):
                     new_tensors[f"{prefix}.{part}.{name}"] = t
         logits = self._logits(self.decoder_norm(x)).squeeze(1)  # (N, V)
         probs = aligned.probs.squeeze(2)  # (N, H, S)
-        phrases = head_average(aligned.phrases).squeeze(1).float() if need_phrases else None  # (N, n_max, S)
+        phrases = head_average(aligned.phrase_attention).squeeze(1).float() if need_phrase_attention else None  # (N, n_max, S)
         new_state = DecoderState(new_tensors, state.sentence, state.beam_size)
         return StepOut(F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, new_state, probs,
                        supervised_attention)

@@ -206,7 +206,7 @@ def assert_incremental_equals_full_pass(model, src, tgt_in, state=None):
     full_log_probs = torch.log_softmax(full.logits, dim=-1)
     state = model.init_state(model.encode(src)) if state is None else state
     for t in range(tgt_in.shape[1]):
-        step = model.decode_step(tgt_in[:, t], state, need_phrases=True)
+        step = model.decode_step(tgt_in[:, t], state, need_phrase_attention=True)
         assert_close_for(step.log_probs, full_log_probs[:, t], ops=TINY_MODEL_OPS)
         assert_close_for(step.attention, full.attention[:, t], ops=TINY_MODEL_OPS)
         assert_close_for(step.phrase_attention, full.phrase_attention[:, t], ops=TINY_MODEL_OPS)

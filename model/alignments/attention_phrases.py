@@ -2,7 +2,7 @@
 
 A phrasal cross-attention reports, for every target token, a weight for every source n-gram:
 `phrase_attention[t, n-1, j]` is the weight of the source n-gram that starts at piece j and has
-length n (`Transformer.decode_step(..., need_phrases=True)`, `Hypothesis.phrase_attention` from
+length n (`Transformer.decode_step(..., need_phrase_attention=True)`, `Hypothesis.phrase_attention` from
 `model.decoding.generate`). This module turns that table into readable links. It is pure Python, like
 model/alignments/word_alignment.py, so any backend's output (torch tensor, numpy array, nested lists) fits.
 """

@@ -6,7 +6,7 @@ one `AttentionOut`; what a kind can do beyond plain attention is declared on the
 `AttentionKind` defaults), never probed for with `hasattr`:
 
 - `phrase_sizes`: > 0 when the kind, at this site, scores source n-grams of sizes 1..phrase_sizes
-  and can return their table (`AttentionOut.phrases`); 0 otherwise.
+  and can return their table (`AttentionOut.phrase_attention`); 0 otherwise.
 - `token_level`: True when the kind exposes `token_logits(x, state)` and `mix(probs, state)`,
   the two halves of token attention that the structural alignment biases (model/biases) add
   their terms between.
@@ -35,7 +35,7 @@ class AttentionOut:
     """What an attention kind (and a decoder layer around it) returns.
 
     out: (B, T, D) the sublayer's output; probs: (B, H, T, S) per-head probabilities when asked
-    (a phrasal kind spreads each n-gram's weight over its tokens); phrases: (B, H, T, n_max, S)
+    (a phrasal kind spreads each n-gram's weight over its tokens); phrase_attention: (B, H, T, n_max, S)
     when asked of a kind with phrase_sizes > 0, [.., n-1, j] = weight of the source n-gram
     starting at j of length n; state: the new decoding state after an incremental step (None
     for a full pass).
@@ -43,7 +43,7 @@ class AttentionOut:
 
     out: torch.Tensor
     probs: torch.Tensor | None = None
-    phrases: torch.Tensor | None = None
+    phrase_attention: torch.Tensor | None = None
     state: State | None = None
 
 
@@ -65,10 +65,10 @@ class AttentionKind(Protocol):
     def __call__(
         self, x: torch.Tensor, memory: torch.Tensor | None = None, *,
         key_padding_mask: torch.Tensor | None = None, causal: bool = False,
-        need_weights: bool = False, need_phrases: bool = False,
+        need_weights: bool = False, need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) keys/values for cross-attention, else x itself.
-        need_phrases implies need_weights."""
+        need_phrase_attention implies need_weights."""
         ...
 
     def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
@@ -79,7 +79,7 @@ class AttentionKind(Protocol):
 
     def step(
         self, x: torch.Tensor, state: State, *, key_padding_mask: torch.Tensor | None = None,
-        need_weights: bool = False, need_phrases: bool = False,
+        need_weights: bool = False, need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """x (N, 1, D) -> AttentionOut with out (N, 1, D), probs (N, H, 1, S) when asked, new state."""
         ...

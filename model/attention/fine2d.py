@@ -115,7 +115,7 @@ class Fine2dAttention(AttentionModule):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) keys/values for cross-attention, else x itself.
 
@@ -125,7 +125,7 @@ class Fine2dAttention(AttentionModule):
         keys = self._keys(x if memory is None else memory)
         mask = attention_mask(key_padding_mask, q.shape[2], keys["k"].shape[2], causal, q.device)
         dropout = self.dropout if self.training else 0.0
-        args = (q, keys["k"], keys["v"], keys.get("r"), mask, dropout, self.training, need_weights or need_phrases)
+        args = (q, keys["k"], keys["v"], keys.get("r"), mask, dropout, self.training, need_weights or need_phrase_attention)
         if _exporting():
             context, probs = fine2d_attention(*args, scale=self.scale, score_weight=self.score_weight)
         else:
@@ -153,7 +153,7 @@ class Fine2dAttention(AttentionModule):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """One decoding step: x (N, 1, D) -> output (N, 1, D), α averaged (N, H, 1, S), new state.
 
@@ -171,7 +171,7 @@ class Fine2dAttention(AttentionModule):
         dropout = self.dropout if self.training else 0.0
         context, probs = fine2d_attention(
             q, new_state["k"], new_state["v"], new_state.get("r"), mask, dropout, self.training,
-            need_weights or need_phrases, self.scale, self.score_weight,
+            need_weights or need_phrase_attention, self.scale, self.score_weight,
         )  # (N, H, 1, dh), (N, H, 1, S)
         return AttentionOut(self.out_proj(merge_heads(context)), probs, state=new_state)
 

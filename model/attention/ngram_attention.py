@@ -113,12 +113,12 @@ class NgramAttention(AttentionModule):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) for cross-attention, else x itself.
 
         Returns the output (B, T, D) and, when asked, token-level probabilities (B, H, T, S) (each
-        n-gram's weight shared by its tokens); with need_phrases also the phrase table
+        n-gram's weight shared by its tokens); with need_phrase_attention also the phrase table
         (B, H, T, n_max, S): [.., n-1, j] = weight of the source n-gram starting at j of length n.
         """
         if memory is None:  # self-attention: queries, keys and values from one convolution
@@ -129,7 +129,7 @@ class NgramAttention(AttentionModule):
         k, v = self._keys_values(source_outs)
         return self._attend(
             self._queries(q_out), k, v, t_len=x.shape[1], key_padding_mask=key_padding_mask, causal=causal,
-            need_weights=need_weights, need_phrases=need_phrases, bigram_keep=self._bigram_keep(x, key_padding_mask),
+            need_weights=need_weights, need_phrase_attention=need_phrase_attention, bigram_keep=self._bigram_keep(x, key_padding_mask),
         )
 
     def _bigram_keep(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
@@ -174,10 +174,10 @@ class NgramAttention(AttentionModule):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """One decoding step: x (N, 1, D) -> output (N, 1, D), probabilities (N, H, 1, S), the phrase
-        table (N, H, 1, n_max, S) when need_phrases, new state."""
+        table (N, H, 1, n_max, S) when need_phrase_attention, new state."""
         if self.site == "cross":
             k, v = state["k"], state["v"]
             new_state = dict(state)
@@ -200,9 +200,9 @@ class NgramAttention(AttentionModule):
             new_state["bigram_gate"] = torch.ones_like(keep)
         attended = self._attend(
             self._queries(q_out), k, v, t_len=1, key_padding_mask=key_padding_mask, causal=False,
-            need_weights=need_weights, need_phrases=need_phrases, bigram_keep=keep,
+            need_weights=need_weights, need_phrase_attention=need_phrase_attention, bigram_keep=keep,
         )
-        return AttentionOut(attended.out, attended.probs, attended.phrases, new_state)
+        return AttentionOut(attended.out, attended.probs, attended.phrase_attention, new_state)
 
     # -- shared machinery -----------------------------------------------------------------
     def _query_parts(self) -> list[list[nn.Module]]:
@@ -251,14 +251,14 @@ class NgramAttention(AttentionModule):
 
     def _attend(
         self, queries, k: torch.Tensor, v: torch.Tensor, *, t_len: int, key_padding_mask: torch.Tensor | None,
-        causal: bool, need_weights: bool, need_phrases: bool, bigram_keep: torch.Tensor | None,
+        causal: bool, need_weights: bool, need_phrase_attention: bool, bigram_keep: torch.Tensor | None,
     ) -> AttentionOut:
         """Attention of every head group over its n-grams, then the output (or strided merge) projection.
 
         queries as `_queries` gives them, keys (B, H, S, …) and n-gram values (B, H, S, G, dh);
         t_len target positions; bigram_keep (B|1, T) for the interleaved structure: 1 where the
         bigram query of position t exists, 0 where its slot is zero (None: all exist).
-        need_phrases (the table) implies need_weights.
+        need_phrase_attention (the table) implies need_weights.
 
         Heterogeneous heads ("Phrase-Based Attentions" §3.2.2; "Enhancing Attention with Explicit
         Phrasal Alignments" eq. 7-12): the logits for every size are concatenated before ONE
@@ -267,7 +267,7 @@ class NgramAttention(AttentionModule):
         Interleaved (§3.3, eq. 9-17): queries (B, H, 2T, ·) hold a bigram and a unigram row per
         position, merged after attention by the strided convolution.
         """
-        need_weights = need_weights or need_phrases
+        need_weights = need_weights or need_phrase_attention
         s_len = k.shape[2]
         dropout = self.dropout if self.training else 0.0
         hidden, may_be_empty = self._all_heads_mask(t_len, s_len, key_padding_mask, causal, k.device)
@@ -295,11 +295,11 @@ class NgramAttention(AttentionModule):
                     head += group.heads
                     clipped = self.source_keys and self.padded_edge  # windows before 0 hold their real tokens
                     probs.append(spread_to_tokens(own, group.ngrams, clipped))
-                    if need_phrases:
+                    if need_phrase_attention:
                         phrases.append(phrase_table(own, group.ngrams, self.spec.n_max, clipped))
         context = merge_heads(context)  # (B, Tq, D)
         probs_out = torch.cat(probs, dim=1) if need_weights else None  # (B, H, Tq, S)
-        phrases_out = torch.cat(phrases, dim=1) if need_phrases else None  # (B, H, Tq, n_max, S)
+        phrases_out = torch.cat(phrases, dim=1) if need_phrase_attention else None  # (B, H, Tq, n_max, S)
         if not self.spec.interleaved:
             return AttentionOut(self.out_proj(context), probs_out, phrases_out)
         b, d = context.shape[0], self.d_model

@@ -49,7 +49,7 @@ class VanillaAttention(AttentionModule):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """x (B, T, D) queries; memory (B, S, D) keys/values for cross-attention, else x itself.
 
@@ -59,7 +59,7 @@ class VanillaAttention(AttentionModule):
         q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, dh)
         k = split_heads(self.k_proj(source), self.n_heads)  # (B, H, S, dh)
         v = split_heads(self.v_proj(source), self.n_heads)  # (B, H, S, dh)
-        return self._attend(q, k, v, key_padding_mask, causal, need_weights or need_phrases)
+        return self._attend(q, k, v, key_padding_mask, causal, need_weights or need_phrase_attention)
 
     def init_state(self, memory: torch.Tensor | None, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
         """Decoding state of this site: projected memory for cross-attention, an empty cache for self."""
@@ -83,7 +83,7 @@ class VanillaAttention(AttentionModule):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """One decoding step: x (N, 1, D) -> output (N, 1, D), probabilities (N, H, 1, S), new state."""
         q = split_heads(self.q_proj(x), self.n_heads)  # (N, H, 1, dh)
@@ -93,7 +93,7 @@ class VanillaAttention(AttentionModule):
             k = torch.cat([state["k"], split_heads(self.k_proj(x), self.n_heads)], dim=2)  # (N, H, t+1, dh)
             v = torch.cat([state["v"], split_heads(self.v_proj(x), self.n_heads)], dim=2)  # (N, H, t+1, dh)
             new_state = {"k": k, "v": v}
-        attended = self._attend(q, k, v, key_padding_mask, False, need_weights or need_phrases)
+        attended = self._attend(q, k, v, key_padding_mask, False, need_weights or need_phrase_attention)
         return AttentionOut(attended.out, attended.probs, state=new_state)
 
     # -- token-level protocol (model/biases reads it): logits and value mixing as separate steps --

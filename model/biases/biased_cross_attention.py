@@ -70,7 +70,7 @@ class BiasedCrossAttention(AttentionModule):
         key_padding_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """x (B, T, D) target rows, memory (B, S, D) -> output (B, T, D), biased probabilities (B, H, T, S)."""
         kv = self.inner.init_state(memory, memory.shape[0], memory.device, memory.dtype)
@@ -82,7 +82,7 @@ class BiasedCrossAttention(AttentionModule):
         else:
             history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
             probs = self._biased_probs(logits, hidden, history, lengths)
-        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None)
+        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrase_attention else None)
 
     def init_state(self, memory: torch.Tensor, batch_size: int, device: torch.device, dtype: torch.dtype) -> State:
         state = dict(self.inner.init_state(memory, batch_size, device, dtype))
@@ -101,7 +101,7 @@ class BiasedCrossAttention(AttentionModule):
         *,
         key_padding_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-        need_phrases: bool = False,
+        need_phrase_attention: bool = False,
     ) -> AttentionOut:
         """One step: x (N, 1, D) -> output (N, 1, D), biased probabilities (N, H, 1, S), new state."""
         bias_keys = set(STATE_KEYS.values())
@@ -114,7 +114,7 @@ class BiasedCrossAttention(AttentionModule):
         attended = probs if self.recurrent else masked_softmax(logits, hidden, may_be_empty=True)  # (N, H, 1, S)
         new_state = dict(kv)
         new_state.update(next_state(state, attended, self.signals))
-        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrases else None, state=new_state)
+        return AttentionOut(self.inner.mix(probs, kv), probs if need_weights or need_phrase_attention else None, state=new_state)
 
     def bias(self, history: History, lengths: torch.Tensor, source_len: int,
              reads: frozenset[str] | None = None) -> torch.Tensor | None:

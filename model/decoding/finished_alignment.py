@@ -26,7 +26,7 @@ def layer_features(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) 
     memory = model.encode(src)
     x = model.target_embedding(tgt_in)  # (B, T, D)
     for layer in model.decoder_layers[: model.supervised_alignment.layer_index + 1]:
-        x = layer(x, memory.states, memory.pad_mask, phrase_memory=memory.phrases,
+        x = layer(x, memory.states, memory.pad_mask, phrase_representations=memory.phrase_representations,
                   phrase_chunks=memory.phrase_chunks).out
     return memory, x
 

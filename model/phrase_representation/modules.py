@@ -123,23 +123,23 @@ class PhraseCrossAttention(nn.Module):
             return torch.eye(self.representations)[-1]
         return transparent_weights(self.mix_logits)
 
-    def mixed(self, phrase_memory: torch.Tensor) -> torch.Tensor:
-        """phrase_memory (B, K, S, D) -> (B, S, D): the transparent mix, or the last encoder layer's."""
+    def mixed(self, phrase_representations: torch.Tensor) -> torch.Tensor:
+        """phrase_representations (B, K, S, D) -> (B, S, D): the transparent mix, or the last encoder layer's."""
         if self.mix_logits is None:
-            return phrase_memory[:, -1]  # (B, S, D)
-        return transparent_mix(phrase_memory, self.mix_logits)
+            return phrase_representations[:, -1]  # (B, S, D)
+        return transparent_mix(phrase_representations, self.mix_logits)
 
     def forward(
-        self, x: torch.Tensor, phrase_memory: torch.Tensor, phrase_mask: torch.Tensor, need_weights: bool
+        self, x: torch.Tensor, phrase_representations: torch.Tensor, phrase_mask: torch.Tensor, need_weights: bool
     ) -> AttentionOut:
         """x (B, T, D) -> update (B, T, D) and, when asked, attention over chunk starts (B, H, T, S)."""
         h = self.norm(x)
-        attended = self.attention(h, self.mixed(phrase_memory), key_padding_mask=phrase_mask, need_weights=need_weights)
+        attended = self.attention(h, self.mixed(phrase_representations), key_padding_mask=phrase_mask, need_weights=need_weights)
         return self._combined(h, attended)
 
-    def init_state(self, phrase_memory: torch.Tensor) -> State:
+    def init_state(self, phrase_representations: torch.Tensor) -> State:
         """The mixed phrases projected once per source: {"k", "v"} (N, H, S, dh)."""
-        mixed = self.mixed(phrase_memory)
+        mixed = self.mixed(phrase_representations)
         return self.attention.init_state(mixed, mixed.shape[0], mixed.device, mixed.dtype)
 
     def step(
@@ -153,7 +153,7 @@ class PhraseCrossAttention(nn.Module):
     def _combined(self, h: torch.Tensor, attended: AttentionOut) -> AttentionOut:
         if self.merge is None:
             return attended
-        return AttentionOut(self.merge(h, attended.out), attended.probs, attended.phrases, attended.state)
+        return AttentionOut(self.merge(h, attended.out), attended.probs, attended.phrase_attention, attended.state)
 
 
 def encoder_poolings(config: Any) -> nn.ModuleList | None:

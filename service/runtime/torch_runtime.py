@@ -17,7 +17,7 @@ from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
 from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
 from model.decoding.static_decoding import StaticGenerator
-from model.layers import has_phrases
+from model.layers import has_phrase_attention
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
 from service.runtime.cpu_allocator import retain_freed_memory
@@ -50,7 +50,7 @@ def use_static_decoding(setting: str, device: torch.device) -> bool:
 def has_native_phrases(model: Transformer) -> bool:
     """Whether the alignment layer attends to source phrases (n-grams or chunks) itself."""
     layer = model.decoder_layers[model.config.alignment_layer_index]
-    return has_phrases(layer.cross_attention) or model.config.phrase_representation is not None
+    return has_phrase_attention(layer.cross_attention) or model.config.phrase_representation is not None
 
 
 class TorchRuntime(TranslationRuntime):

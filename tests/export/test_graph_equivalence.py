@@ -69,7 +69,7 @@ def test_every_step_equals_eager_decode_step(target, config_id, tmp_path_factory
             # After step 1: rows (2, 0, 0) (a duplicate, a drop); after step 3: one row.
             reorders = {1: torch.tensor([2, 0, 0]), 3: torch.tensor([1])}
             for step in range(5):
-                out = model.decode_step(tokens, eager, need_phrases=True)
+                out = model.decode_step(tokens, eager, need_phrase_attention=True)
                 eager = out.state
                 got = backend.step(tokens, state, need_phrases=True)
                 state = got.state

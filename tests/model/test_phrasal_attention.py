@@ -154,8 +154,8 @@ def test_module_equals_the_equations_written_as_loops(kind, structure, site):
         pad[1, -2:] = True  # the second sentence is 2 rows shorter
     with torch.no_grad():
         got = m(x, memory, key_padding_mask=pad if site != "decoder_self" else None,
-                causal=site == "decoder_self", need_weights=True, need_phrases=True)
-        out, probs, phrases = got.out, got.probs, got.phrases
+                causal=site == "decoder_self", need_weights=True, need_phrase_attention=True)
+        out, probs, phrases = got.out, got.probs, got.phrase_attention
         for b in range(2):
             length = int((~pad[b]).sum())
             rows = length if site == "encoder_self" else x.shape[1]
@@ -264,8 +264,8 @@ def test_a_source_shorter_than_n_softmaxes_over_the_other_sizes(kind):
     x = torch.randn(1, 2, D)
     memory = torch.randn(1, 4, D, requires_grad=True)
     pad = torch.tensor([[False, False, True, True]])  # 2 real tokens: no trigram exists
-    got = m(x, memory, key_padding_mask=pad, need_weights=True, need_phrases=True)
-    out, probs, phrases = got.out, got.probs, got.phrases
+    got = m(x, memory, key_padding_mask=pad, need_weights=True, need_phrase_attention=True)
+    out, probs, phrases = got.out, got.probs, got.phrase_attention
     assert torch.isfinite(out).all()
     assert phrases[..., 2, :].abs().max().item() == 0.0
     assert_close_for(phrases.sum((-1, -2)), torch.ones(1, H, 2), ops=TINY_MODEL_OPS)
@@ -312,7 +312,7 @@ def test_a_source_of_eos_alone_decodes_with_phrases(kind):
     state = model.init_state(model.encode(torch.tensor([[2]])))
     tokens = torch.tensor([1])
     for _ in range(3):
-        out = model.decode_step(tokens, state, need_phrases=True)
+        out = model.decode_step(tokens, state, need_phrase_attention=True)
         assert out.phrase_attention.tolist() == [[[1.0], [0.0], [0.0]]] and out.attention.tolist() == [[1.0]]
         state, tokens = out.state, out.log_probs.argmax(-1)
 
@@ -352,7 +352,7 @@ def test_the_queryk_module_scales_each_ngram_by_its_own_width():
         m.k_proj.weight.copy_(torch.eye(2))
         m.k_proj.bias.zero_()
     memory = torch.tensor([[[2.0, 0.0], [0.0, 2.0]]])
-    phrases = m(torch.zeros(1, 1, 2), memory, need_weights=True, need_phrases=True).phrases
+    phrases = m(torch.zeros(1, 1, 2), memory, need_weights=True, need_phrase_attention=True).phrase_attention
     # Scores: unigrams 2/√(1·2) and 0; bigram (k_0, k_1) 2/√(2·2); no bigram starts at 1.
     e = torch.exp(torch.tensor([math.sqrt(2), 0.0, 1.0]))
     expected = torch.stack([e[0], e[1], e[2], torch.tensor(0.0)]).view(2, 2) / e.sum()  # [n-1, start]
@@ -391,11 +391,11 @@ def test_a_one_token_source_through_a_bigram_head_gives_the_left_padded_window(k
         value.bias.copy_(torch.tensor([0.5, -0.5]))
         m.out_proj.weight.copy_(torch.eye(2))
     memory = torch.tensor([[[1.0, 1.0]]])
-    got = m(torch.zeros(1, 1, 2), memory, key_padding_mask=torch.tensor([[False]]), need_weights=True, need_phrases=True)
+    got = m(torch.zeros(1, 1, 2), memory, key_padding_mask=torch.tensor([[False]]), need_weights=True, need_phrase_attention=True)
     assert got.out.view(2).tolist() == [3.5, 6.5]
     # The padded window is the phrase of its one real token: all weight on the token, on the phrase (start 0, length 1).
     assert got.probs.view(-1).tolist() == [1.0]
-    assert got.phrases.view(2, 1).tolist() == [[1.0], [0.0]]
+    assert got.phrase_attention.view(2, 1).tolist() == [[1.0], [0.0]]
     # Edge "inside" (the earlier rule): the bigram does not exist, the head sees nothing and outputs zeros.
     inside = one_head(kind, "homogeneous", "cross", "inside")
     inside.load_state_dict(m.state_dict())

@@ -5,7 +5,7 @@ import torch
 
 from model.config import AttentionConfig
 from model.decoding.generate import SearchOptions, generate
-from model.layers import has_phrases
+from model.layers import has_phrase_attention
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
 from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
@@ -124,7 +124,7 @@ def test_generate_returns_phrase_attention_that_matches_the_full_pass():
 
 def test_vanilla_reports_its_token_attention_as_unigram_phrases():
     model = tiny_model()
-    assert not has_phrases(model.decoder_layers[-1].cross_attention)
+    assert not has_phrase_attention(model.decoder_layers[-1].cross_attention)
     full = model(SRC, TGT_IN, need_attention=True)
     assert torch.equal(full.phrase_attention, full.attention.unsqueeze(2))
     options = SearchOptions(beam_size=2, max_length_offset=2, return_attention=True, return_phrase_attention=True)

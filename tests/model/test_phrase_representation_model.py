@@ -122,9 +122,9 @@ def test_the_transparent_mix_of_a_decoder_layer_is_a_softmax_over_encoder_layers
         phrase_attention.mix_logits.copy_(torch.log(torch.tensor([1.0, 2.0, 5.0])))
     assert_close_for(phrase_attention.mix_weights(), torch.tensor([0.125, 0.25, 0.625]), ops=HAND_FORMULA_OPS)
     memory = model.encode(SRC)
-    assert memory.phrases.shape[1] == model.config.encoder_layers + 1
-    expected = 0.125 * memory.phrases[:, 0] + 0.25 * memory.phrases[:, 1] + 0.625 * memory.phrases[:, 2]
-    assert_close_for(phrase_attention.mixed(memory.phrases), expected, ops=TINY_MODEL_OPS)
+    assert memory.phrase_representations.shape[1] == model.config.encoder_layers + 1
+    expected = 0.125 * memory.phrase_representations[:, 0] + 0.25 * memory.phrase_representations[:, 1] + 0.625 * memory.phrase_representations[:, 2]
+    assert_close_for(phrase_attention.mixed(memory.phrase_representations), expected, ops=TINY_MODEL_OPS)
 
 
 def test_memory_and_state_reorder_follow_rows():
@@ -132,7 +132,7 @@ def test_memory_and_state_reorder_follow_rows():
     memory = model.encode(SRC)
     index = torch.tensor([2, 0, 1])
     moved = memory.reorder(index)
-    assert torch.equal(moved.phrases, memory.phrases[index]) and torch.equal(moved.phrase_chunks, memory.phrase_chunks[index])
+    assert torch.equal(moved.phrase_representations, memory.phrase_representations[index]) and torch.equal(moved.phrase_chunks, memory.phrase_chunks[index])
     state = model.init_state(memory)
     state = model.decode_step(TGT_IN[:, 0], state).state
     log_probs = model.decode_step(torch.tensor([20, 21, 22]), state.reorder(index)).log_probs
@@ -191,13 +191,13 @@ def test_a_decoder_layers_phrase_sublayer_is_eq_7_and_8_in_plain_arithmetic(case
     memory = model.encode(SRC)
     x = torch.randn(3, 5, model.config.d_model)
     mask = memory.phrase_chunks.eq(0)
-    got = sublayer(x, memory.phrases, mask, need_weights=False).out
+    got = sublayer(x, memory.phrase_representations, mask, need_weights=False).out
     h = F.layer_norm(x, (x.shape[-1],), sublayer.norm.weight, sublayer.norm.bias, sublayer.norm.eps)
     if case == "not-transparent":
-        mixed = memory.phrases[:, -1]  # the last encoder layer's phrases alone
+        mixed = memory.phrase_representations[:, -1]  # the last encoder layer's phrases alone
     else:
         w = torch.exp(sublayer.mix_logits) / torch.exp(sublayer.mix_logits).sum()
-        mixed = sum(w[k] * memory.phrases[:, k] for k in range(memory.phrases.shape[1]))
+        mixed = sum(w[k] * memory.phrase_representations[:, k] for k in range(memory.phrase_representations.shape[1]))
     context = _attention_by_hand(sublayer.attention, h, mixed, mask)  # eq. 7
     if case == "adaptation":
         expected = context
