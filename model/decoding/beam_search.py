@@ -13,9 +13,7 @@ from typing import Protocol
 import torch
 
 from model.decoding.length_penalty import FORMS, form_problem, length_normaliser
-from model.decoding.top_candidates import top_candidates
-
-_NEG_INF = float("-inf")
+from model.decoding.selection import NEG_INF, candidate_count, candidates, select
 
 
 # Per-row values the search follows along the beam parents: one tensor (N, ...) or several by name.
@@ -152,8 +150,8 @@ def beam_search(
     max_len_host = max_lengths.tolist()
     live = list(range(batch_size))  # sentence id of each live group of K rows, in row order
     tokens = torch.full((batch_size * K,), bos_id, dtype=torch.long, device=max_lengths.device)
-    scores = hist = attn_hist = not_eos = None
-    # A decoder that ranks its own logits (RankingDecoder) replaces the masking and top_candidates below.
+    scores = hist = attn_hist = None
+    # A decoder that ranks its own logits (RankingDecoder) gives the candidates itself (selection.candidates otherwise).
     ranked = getattr(decoder, "candidates", None)
     step = 0
     while True:
@@ -168,37 +166,27 @@ def beam_search(
         device = log_probs.device
         if scores is None:
             dtype = torch.promote_types(log_probs.dtype, torch.float32)  # never accumulate in half precision
-            scores = torch.full((n, K), _NEG_INF, dtype=dtype, device=device)
+            scores = torch.full((n, K), NEG_INF, dtype=dtype, device=device)
             scores[:, 0] = 0.0
             hist = torch.empty((n, K, 0), dtype=torch.long, device=device)
-            not_eos = torch.arange(V, device=device) != eos_id  # (V,)
             if return_attention:
                 attn_hist = _map_rows(lambda a: a.new_empty((n, K, 0, *a.shape[1:])), attn)  # (n, K, t, S…)
 
-        # Sentences at their max length may only end: every non-EOS token gets -inf. Which ones
-        # are is known on the host, and usually none is, so the (n·K, V) log-probs are only
-        # copied and masked at a sentence's last step.
+        # Sentences at their max length may only end (selection.only_eos). Which ones are is known
+        # on the host, and usually none is, so the (n·K, V) log-probs are only copied and masked
+        # at a sentence's last step.
         at_limit = [gi for gi, s in enumerate(live) if max_len_host[s] <= step]
-        C = min(2 * K, K * V)
         if ranked is not None:
-            top_scores, top_idx = ranked(log_probs, scores, C, at_limit)
+            values, index = ranked(log_probs, scores, candidate_count(K, V), at_limit)
         else:
-            lp = log_probs.to(scores.dtype)
+            limit_mask = None
             if at_limit:
-                rows = (torch.tensor(at_limit, dtype=torch.long, device=device).unsqueeze(1) * K
-                        + torch.arange(K, device=device)).view(-1)
-                lp = lp.index_put((rows,), lp[rows].masked_fill(not_eos, _NEG_INF))
-            top_scores, top_idx = top_candidates(scores, lp, C)  # (n, C), best first
-        parent = top_idx // V  # (n, C) beam each candidate extends
-        tok = top_idx % V
-        is_eos = tok == eos_id
-        final = is_eos[:, :K] & (top_scores[:, :K] > _NEG_INF)  # fairseq: EOS counts only within the first K
-        # The K best non-EOS candidates, in rank order: a stable sort puts them first. At most K of the
-        # 2K are EOS (one per beam), so EOS is only kept when V is tiny; it is then dead (-inf).
-        keep = is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :K]  # (n, K)
-        next_scores = top_scores.gather(1, keep).masked_fill(is_eos.gather(1, keep), _NEG_INF)
-        next_tokens = tok.gather(1, keep)
-        next_parent = parent.gather(1, keep)
+                limit_mask = torch.zeros(n, dtype=torch.bool, device=device)
+                limit_mask[at_limit] = True
+            values, index = candidates(scores, log_probs, eos_id, limit_mask)
+        chosen = select(values, index, V, eos_id, K)
+        top_scores, parent, final = chosen.scores, chosen.parent, chosen.finished
+        next_scores, next_tokens, next_parent = chosen.next_scores, chosen.next_tokens, chosen.next_parent
 
         fin = final.nonzero()  # (F, 2): group, rank; row-major = per sentence, best first
         if fin.numel():
@@ -216,7 +204,7 @@ def beam_search(
                     last = _map_rows(lambda h: h[i], fin_last) if fin_last is not None else None
                     hyps.append(Hypothesis(toks, lp / normaliser, lp, att, last))
 
-        alive = (next_scores[:, 0] > _NEG_INF).tolist()  # best continuation first, so column 0 decides
+        alive = (next_scores[:, 0] > NEG_INF).tolist()  # best continuation first, so column 0 decides
         kept = [
             gi
             for gi, (s, a) in enumerate(zip(live, alive))

@@ -1,9 +1,10 @@
 """Beam search with fixed shapes and no host synchronisation per step (model/decoding/static_decoding.py).
 
-The same search as `model.decoding.beam_search.beam_search` (its docstring states the rules: 2K
-candidates per sentence by one topk, EOS finishes a hypothesis only within the first K, at most
-K finished per sentence, a sentence stops when it has K, no live beam, or reached its max
-length; score = log_prob / lp(len), model/decoding/length_penalty.py), written so that every step is a fixed set of
+The same search as `model.decoding.beam_search.beam_search` (its docstring states the rules; each
+step's choice is the one function `model.decoding.selection.select_step`: 2K candidates per
+sentence by one topk, EOS finishes a hypothesis only within the first K; at most K finished per
+sentence, a sentence stops when it has K, no live beam, or reached its max length; score =
+log_prob / lp(len), model/decoding/length_penalty.py), written so that every step is a fixed set of
 device ops on preallocated tensors:
 
 - no sentence leaves the batch within a step: a finished sentence turns inactive and its beams'
@@ -23,8 +24,7 @@ import torch
 
 from model.decoding.beam_search import Hypothesis
 from model.decoding.length_penalty import length_normaliser
-
-_NEG_INF = float("-inf")
+from model.decoding.selection import NEG_INF, select_step
 
 
 class StaticSearch:
@@ -50,7 +50,6 @@ class StaticSearch:
         self.chosen = torch.zeros(steps, batch, beam, dtype=torch.long, device=device)  # token that made beam k
         self.parents = torch.zeros(steps, batch, beam, dtype=torch.long, device=device)  # its parent beam
         self.rows = {name: torch.zeros(steps, batch * beam, *shape, device=device) for name, shape in rows.items()}
-        self.not_eos = torch.arange(vocab, device=device) != eos_id  # (V,)
         self.group_start = torch.arange(batch, device=device).unsqueeze(1) * beam  # (B, 1) first row of a sentence
         self.rank = torch.arange(beam, device=device)  # (K,)
         self.sink = torch.full((batch, beam), beam, dtype=torch.long, device=device)  # (B, K) slot K
@@ -61,7 +60,7 @@ class StaticSearch:
         """A new batch of the same shape, written into the same tensors (CUDA graphs read them)."""
         self.max_lengths.copy_(max_lengths)
         self.active.copy_(live)
-        self.scores.fill_(_NEG_INF)
+        self.scores.fill_(NEG_INF)
         self.scores[:, 0].masked_fill_(live, 0.0)
         self.n_finished.zero_()
         self.all_done.zero_()
@@ -81,28 +80,20 @@ class StaticSearch:
         for name, recorded in self.rows.items():
             recorded[:steps_done].copy_(source.rows[name][:steps_done].index_select(1, rows))
         self.active[real:] = False
-        self.scores[real:] = _NEG_INF
+        self.scores[real:] = NEG_INF
         self.all_done.copy_(~self.active.any())
 
     def advance(self, t: int, log_probs: torch.Tensor, rows: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Step t: log_probs (B·K, V) float32 of the current rows, their attention rows by name.
         Updates the state in place; returns the next tokens (B·K,) and the parent rows (B·K,)
         that the decoder state must be reordered by."""
-        B, K, V = self.B, self.K, self.V
+        K = self.K
         for name, recorded in self.rows.items():
             recorded[t].copy_(rows[name])
-        # Sentences at their max length may only end: every non-EOS token gets -inf.
-        forced = (self.max_lengths <= t)[:, None, None] & self.not_eos  # (B, 1, V)
-        cand = (self.scores.unsqueeze(2) + log_probs.view(B, K, V)).masked_fill(forced, _NEG_INF)  # (B, K, V)
-        top_scores, top_idx = cand.view(B, K * V).topk(min(2 * K, K * V), dim=1)  # (B, C), best first
-        parent = top_idx // V
-        token = top_idx % V
-        is_eos = token == self.eos_id
-        final = is_eos[:, :K] & (top_scores[:, :K] > _NEG_INF) & self.active.unsqueeze(1)  # (B, K)
-        keep = is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :K]  # (B, K) the K best non-EOS
-        next_scores = top_scores.gather(1, keep).masked_fill(is_eos.gather(1, keep), _NEG_INF)
-        next_tokens = token.gather(1, keep)
-        next_parent = parent.gather(1, keep)
+        chosen = select_step(self.scores, log_probs, self.eos_id, self.max_lengths <= t)
+        top_scores, parent, next_scores = chosen.scores, chosen.parent, chosen.next_scores
+        next_tokens, next_parent = chosen.next_tokens, chosen.next_parent
+        final = chosen.finished & self.active.unsqueeze(1)  # (B, K)
 
         # The finals of a step take the free slots in rank order; those beyond K go to the sink.
         slot = self.n_finished.unsqueeze(1) + final.long().cumsum(1) - 1  # (B, K)
@@ -113,8 +104,8 @@ class StaticSearch:
         self.finished_log_prob.scatter_(1, slot, top_scores[:, :K])
         self.n_finished.add_(taken.sum(1))
 
-        self.active &= (next_scores[:, 0] > _NEG_INF) & (self.n_finished < K) & (self.max_lengths > t)
-        self.scores.copy_(torch.where(self.active.unsqueeze(1), next_scores, _NEG_INF))
+        self.active &= (next_scores[:, 0] > NEG_INF) & (self.n_finished < K) & (self.max_lengths > t)
+        self.scores.copy_(torch.where(self.active.unsqueeze(1), next_scores, NEG_INF))
         self.chosen[t].copy_(next_tokens)
         self.parents[t].copy_(next_parent)
         self.all_done.copy_(~self.active.any())
