@@ -17,6 +17,7 @@ import argparse
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -61,7 +62,7 @@ def main() -> None:
         batches = [source_batch(loaded.tokenizer, texts[i : i + batch_size], device) for i in range(0, len(texts), batch_size)]
         reference = None
         for mode, static in modes.items():
-            decode = (lambda src: generate(loaded.model, src, options)) if static is None else (lambda src: static.generate(src, options))
+            decode = partial(generate, loaded.model if static is None else static, options=options)
             found = [decode(src) for src in batches]  # the warm-up pass
             tokens = [[h.tokens for h in nbest] for result in found for nbest in result]
             reference = tokens if reference is None else reference

@@ -27,11 +27,12 @@ The mapping keeps the two searches equal where it matters:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import torch
 
 from model.decoding.beam_search import Hypothesis
 from model.decoding.length_penalty import ct2_problem
-from model.decoding.generate import PhrasalHypothesis, SearchOptions
+from model.decoding.generate import SearchCancelled, SearchOptions, source_ids
 from model.text.tokenizer import Tokenizer
 from export.exported_dir import ExportedDir
 from export.ct2_target import vocabulary
@@ -80,15 +81,29 @@ class Ct2Runner:
         )
         return [torch.tensor(output.attention[0][0], dtype=torch.float32) for output in outputs]
 
-    def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
-        """Sources are piece ids without EOS (CTranslate2 adds it); n-best hypotheses per source."""
+    def search(self, src: torch.Tensor, options: SearchOptions,
+               should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+        """`model.decoding.generate.generate(self, src, ...)`: a padded batch of pieces + EOS."""
+        return self.generate(source_ids(src, self.config.pad_id, self.config.eos_id), options, should_stop)
+
+    def generate(self, sources: list[list[int]], options: SearchOptions,
+                 should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+        """Sources are piece ids without EOS (CTranslate2 adds it); n-best hypotheses per source.
+        should_stop is asked before the call, and by a greedy search (beam 1) at every step, where
+        CTranslate2 offers a callback; a beam search runs to its end once called."""
         why = ct2_problem(options.length_penalty_form)
         if why is not None:  # never rank with the other formula
             raise ValueError(why)
         with_attention = options.return_attention or options.return_phrase_attention
+        if should_stop is not None and should_stop():
+            raise SearchCancelled()
         if not sources:
             return []
         batch = [[self.pieces[i] for i in ids] for ids in sources]
+        def stop(_step) -> bool:  # True stops CTranslate2's batch
+            return bool(should_stop())
+
+        stop_greedy = stop if should_stop is not None and options.beam_size == 1 else None
         outputs = self.translator.translate_batch(
             batch,
             beam_size=options.beam_size,
@@ -101,7 +116,10 @@ class Ct2Runner:
             suppress_sequences=self._suppress,
             return_scores=True,
             return_attention=with_attention,
+            callback=stop_greedy,
         )
+        if stop_greedy is not None and should_stop():
+            raise SearchCancelled()  # the outputs may be cut short
         first_rows = self._first_attention_rows(batch) if with_attention and len(batch) > 1 else None
         return [self._hypotheses(output, len(ids), options, first_rows[slot] if first_rows else None)
                 for slot, (ids, output) in enumerate(zip(sources, outputs))]
@@ -124,7 +142,7 @@ class Ct2Runner:
             ids = [self.ids[t] for t in tokens]
             if phrases:
                 kept = attention if options.return_attention else None
-                hypotheses.append(PhrasalHypothesis(ids, score, log_prob, kept, phrase_attention=attention.unsqueeze(1)))  # (T, 1, S)
+                hypotheses.append(Hypothesis(ids, score, log_prob, kept, phrase_attention=attention.unsqueeze(1)))  # (T, 1, S)
             else:
                 hypotheses.append(Hypothesis(ids, score, log_prob, attention))
         return hypotheses

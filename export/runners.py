@@ -6,6 +6,7 @@ verified is what is served. ONNX and TorchScript exports run the shared beam sea
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -21,8 +22,10 @@ class Runner(Protocol):
     has_phrase_attention: bool  # can return the phrase attention (SearchOptions.return_phrase_attention)
     native_phrases: bool  # that phrase attention is the model's own (n-grams, chunks), not its token attention
 
-    def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
-        """Sources are piece ids without EOS; n-best hypotheses per source, best first."""
+    def generate(self, sources: list[list[int]], options: SearchOptions,
+                 should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+        """Sources are piece ids without EOS; n-best hypotheses per source, best first; raises
+        SearchCancelled once should_stop() is true (asked between decoding steps)."""
         ...
 
 
@@ -36,8 +39,9 @@ class StepRunner:
         self.has_phrase_attention = backend.has_phrase_attention
         self.native_phrases = exported.layout.phrase_attention == PHRASES_OUTPUT
 
-    def generate(self, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
-        return generate_ids(self.backend, sources, options)
+    def generate(self, sources: list[list[int]], options: SearchOptions,
+                 should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+        return generate_ids(self.backend, sources, options, should_stop)
 
 
 def torchscript_device(exported: ExportedDir, device: str) -> str:

@@ -53,6 +53,12 @@ class Hypothesis:
     # The row(s) of the step that predicted EOS, i.e. the step that READ the last token: shift-att
     # (align token k with the step that reads it) needs rows 1.. of `attention` and this one.
     final_attention: Rows | None = None
+    # (len(tokens), n_max, S) when asked for: [t, n-1, j] = weight of the source n-gram starting at
+    # j with length n (`model.alignments.attention_phrases.phrase_links` reads it).
+    phrase_attention: torch.Tensor | None = None
+    # (len(tokens) + 1, S) when asked for: the supervised alignment head's row of every step, the EOS
+    # step last, so that row k + 1 is the step that reads token k (model/supervised_alignment.py).
+    supervised_attention: torch.Tensor | None = None
 
 
 def _map_rows(fn, rows: Rows) -> Rows:

@@ -5,7 +5,7 @@ non-causal self-attention over the target, or the distance from the diagonal, wh
 target's length) has no row at a decoding step. Its rows come once the search is over: every
 hypothesis is forced through the model, ``model(src, [BOS] + tokens)``, and row k + 1 of the head's
 output is the one that reads token k, exactly as the step-wise head's rows are laid out
-(`model.decoding.generate.PhrasalHypothesis.supervised_attention`). Costs one batched pass of all n-best
+(`model.decoding.beam_search.Hypothesis.supervised_attention`). Costs one batched pass of all n-best
 hypotheses through the encoder and the decoder up to the head's layer (results/alignment.md);
 the layers above it and the output projection are skipped, since nothing reads them.
 """

@@ -35,7 +35,7 @@ class SearchOptions:
     max_length_ratio: float = defaults.MAX_LENGTH_RATIO
     max_length_offset: int = defaults.MAX_LENGTH_OFFSET
     return_attention: bool = False
-    # Also return each hypothesis' phrase attention (see PhrasalHypothesis).
+    # Also return each hypothesis' phrase attention (Hypothesis.phrase_attention).
     return_phrase_attention: bool = False
     # Also return each hypothesis' supervised alignment head rows (the model must have the head).
     return_supervised_attention: bool = False
@@ -43,17 +43,6 @@ class SearchOptions:
 
 class SearchCancelled(Exception):
     """``should_stop()`` turned true between two decoding steps; the search was abandoned."""
-
-
-@dataclass
-class PhrasalHypothesis(Hypothesis):
-    """A hypothesis with its phrase attention (len(tokens), n_max, S): [t, n-1, j] = weight of the
-    source n-gram starting at j with length n (`model.alignments.attention_phrases.phrase_links` reads it)."""
-
-    phrase_attention: torch.Tensor | None = None
-    # (len(tokens) + 1, S): the supervised alignment head's row of every step, the EOS step last, so
-    # that row k + 1 is the step that reads token k (model/supervised_alignment.py).
-    supervised_attention: torch.Tensor | None = None
 
 
 class StepBackend(Protocol):
@@ -71,6 +60,19 @@ class StepBackend(Protocol):
         """tokens (N,) -> `StepOut`: log-probs (N, V) float32, attention (N, S) or None, with
         need_phrases the phrase attention (N, n_max, S), the new state. A backend that can give
         the supervised alignment head's row also takes need_supervised (the eager Transformer)."""
+        ...
+
+
+class WholeSearch(Protocol):
+    """A backend that runs the whole search itself: static-state decoding (one StaticGenerator,
+    model/decoding/static_decoding.py, eager steps or CUDA graphs) and CTranslate2
+    (export/ct2_runner.py). `generate` hands it the batch."""
+
+    config: ModelConfig
+
+    def search(self, src: torch.Tensor, options: SearchOptions,
+               should_stop: Callable[[], bool] | None = None) -> list[list["Hypothesis"]]:
+        """What `generate(backend, src, options, should_stop)` returns."""
         ...
 
 
@@ -155,17 +157,25 @@ def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: i
 
 @torch.inference_mode()
 def generate(
-    backend: StepBackend | Transformer,
+    backend: StepBackend | WholeSearch | Transformer,
     src: torch.Tensor,
     options: SearchOptions = SearchOptions(),
     should_stop: Callable[[], bool] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Beam search over a padded source batch (B, S); returns each sentence's n-best hypotheses
-    (PhrasalHypothesis when options.return_phrase_attention). A Transformer runs eagerly.
-    ``should_stop`` is asked before every decoding step; once true the search raises
-    ``SearchCancelled``."""
+    """The one decoding entry point: beam search over a padded source batch (B, S) (pieces + EOS);
+    returns each sentence's n-best hypotheses (with their phrase / supervised rows when asked for).
+
+    backend: a Transformer (run eagerly), any `StepBackend` (the C kernels, ONNX Runtime and
+    TorchScript graphs: this module's search, model/decoding/beam_search.py), or a `WholeSearch`
+    (static state with or without CUDA graphs, CTranslate2), all choosing each step by
+    model/decoding/selection.py (CTranslate2 by its own C++ rules, export/ct2_runner.py).
+    ``should_stop`` is asked before every decoding step (CTranslate2: before its one call, and at
+    every step of a greedy search); once true the search raises ``SearchCancelled``."""
     if isinstance(backend, Transformer):
         backend = TransformerBackend(backend)
+    whole = getattr(backend, "search", None)
+    if whole is not None:
+        return whole(src, options, should_stop)
     if options.return_attention and not backend.has_attention:
         raise ValueError("this export returns no attention, so it cannot give alignments")
     phrases = options.return_phrase_attention
@@ -204,12 +214,12 @@ def rows_after_search(backend: StepBackend, options: SearchOptions) -> bool:
     return options.return_supervised_attention and isinstance(model, Transformer) and needs_forced_pass(model)
 
 
-def with_named_rows(found: list[list[Hypothesis]], tokens: bool, supervised: bool) -> list[list[PhrasalHypothesis]]:
+def with_named_rows(found: list[list[Hypothesis]], tokens: bool, supervised: bool) -> list[list[Hypothesis]]:
     """Hypotheses whose rows the search recorded by name ({"attention", "phrase_attention",
-    "supervised_attention"}) as PhrasalHypothesis; the token rows only when `tokens`."""
+    "supervised_attention"}) as Hypothesis with named fields; the token rows only when `tokens`."""
     return [
         [
-            PhrasalHypothesis(
+            Hypothesis(
                 h.tokens, h.score, h.log_prob, h.attention["attention"] if tokens else None,
                 h.final_attention["attention"] if tokens else None,
                 phrase_attention=h.attention.get("phrase_attention"),
@@ -227,13 +237,24 @@ def with_finished_rows(backend: StepBackend, src: torch.Tensor,
                         found: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
     """Each hypothesis with its supervised rows from one forced pass (model/decoding/finished_alignment.py)."""
     rows = finished_rows(backend.model, src, found)
-    return [[PhrasalHypothesis(h.tokens, h.score, h.log_prob, h.attention, h.final_attention,
-                               phrase_attention=getattr(h, "phrase_attention", None), supervised_attention=r)
+    return [[Hypothesis(h.tokens, h.score, h.log_prob, h.attention, h.final_attention,
+                               phrase_attention=h.phrase_attention, supervised_attention=r)
              for h, r in zip(nbest, sentence_rows)]
             for nbest, sentence_rows in zip(found, rows)]
 
 
-def generate_ids(backend: StepBackend | Transformer, sources: list[list[int]], options: SearchOptions) -> list[list[Hypothesis]]:
-    """Sources are piece ids without EOS; the model reads pieces + EOS, right-padded."""
+def generate_ids(backend: StepBackend | WholeSearch | Transformer, sources: list[list[int]], options: SearchOptions,
+                 should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+    """`generate` on piece ids without EOS; the model reads pieces + EOS, right-padded."""
     config = backend.config
-    return generate(backend, pad_sources([ids + [config.eos_id] for ids in sources], config.pad_id), options)
+    return generate(backend, pad_sources([ids + [config.eos_id] for ids in sources], config.pad_id), options, should_stop)
+
+
+def source_ids(src: torch.Tensor, pad_id: int, eos_id: int) -> list[list[int]]:
+    """A padded batch (B, S) of pieces + EOS back to piece ids without EOS (generate_ids' input)."""
+    rows = src.tolist()
+    out = []
+    for row in rows:
+        ids = [i for i in row if i != pad_id]
+        out.append(ids[:-1] if ids and ids[-1] == eos_id else ids)
+    return out

@@ -51,12 +51,16 @@ def pad_to_bucket(src: torch.Tensor, bucket: Bucket, pad_id: int, eos_id: int) -
     return out
 
 
+class StaticStateUnsupported(ValueError):
+    """A model whose decoder state static decoding cannot preallocate; the eager search serves it."""
+
+
 def grown(before: torch.Tensor, after: torch.Tensor) -> bool:
     """Whether a state tensor is a cache that a step extended by one row along dim 2."""
     if before.shape == after.shape:
         return False
     if before.dim() < 3 or after.shape[2] != before.shape[2] + 1 or before.shape[:2] + before.shape[3:] != after.shape[:2] + after.shape[3:]:
-        raise ValueError(f"a decoder state tensor changed shape {tuple(before.shape)} -> {tuple(after.shape)}; "
+        raise StaticStateUnsupported(f"a decoder state tensor changed shape {tuple(before.shape)} -> {tuple(after.shape)}; "
                          "static decoding knows fixed tensors and caches that grow by one row along dim 2")
     return True
 
@@ -172,7 +176,7 @@ def eager_runner(decoder: StaticDecoder, t: int) -> None:
 
 
 class StaticGenerator:
-    """`generate` over static state: one `StaticDecoder` per bucket, kept across calls.
+    """The search over static state: one `StaticDecoder` per bucket, kept across calls.
 
     runner runs a decoder's step t (`eager_runner`, or a CUDA-graph runner from
     model/decoding/cuda_graph_step.py); check_every: steps between two reads of the all_done flag.
@@ -188,10 +192,10 @@ class StaticGenerator:
         # A bucket's buffers serve one batch at a time: callers on several threads take turns.
         self.lock = threading.Lock()
 
-    def generate(self, src: torch.Tensor, options: SearchOptions = SearchOptions(),
-                 should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
-        """What `model.decoding.generate.generate(backend, src, options, should_stop)` returns, computed on
-        a bucket's static state."""
+    def search(self, src: torch.Tensor, options: SearchOptions = SearchOptions(),
+               should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+        """What `model.decoding.generate.generate(self.backend, src, options, should_stop)` returns,
+        computed on a bucket's static state (`generate(self, ...)` calls this: a WholeSearch)."""
         forced = rows_after_search(self.backend, options)
         if forced:
             options = replace(options, return_supervised_attention=False)

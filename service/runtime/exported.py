@@ -12,11 +12,13 @@ eager's), otherwise extracted from the word alignment — exactly as TorchRuntim
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
+from model.decoding.generate import SearchCancelled
 from model.text.tokenizer import Tokenizer
-from service.runtime.base import (DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
+from service.runtime.base import (BatchCancelled, DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
                                   check_alignment_method)
 from service.runtime.text_codec import translate_texts
 
@@ -67,6 +69,18 @@ class ExportedRuntime(TranslationRuntime):
         return translate_texts(
             self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate, self.runner.native_phrases
         )
+
+    def translate_until(
+        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+    ) -> list[list[Translation]]:
+        """Stops between decoding steps once ``cancelled()`` (``BatchCancelled``); CTranslate2
+        only before its call, or between the steps of a greedy search (export/ct2_runner.py)."""
+        self.check_options(options)
+        try:
+            return translate_texts(self.tokenizer, texts, options, self.max_source_tokens,
+                                   partial(self.runner.generate, should_stop=cancelled), self.runner.native_phrases)
+        except SearchCancelled:
+            raise BatchCancelled() from None
 
 
 def load_exported_runtime(path: Path, device: str, backend: str) -> ExportedRuntime:

@@ -1,4 +1,5 @@
-"""The PyTorch backend: eager model, our beam search, alignments from cross-attention."""
+"""The PyTorch backend: our beam search (eager, C kernels on the CPU, static state with CUDA graphs on
+CUDA), alignments from cross-attention."""
 from __future__ import annotations
 
 import logging
@@ -16,7 +17,7 @@ from model.decoding.cuda_graph_step import step_runner
 from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
 from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
-from model.decoding.static_decoding import StaticGenerator
+from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupported
 from model.layers import has_phrase_attention
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
@@ -37,9 +38,11 @@ def resolve_device(name: str) -> torch.device:
 
 
 # Devices on which static decoding is measured at least as fast as the eager search: what
-# STATIC_DECODING=auto takes. CPU is not (results/static_decode_cpu.md); CUDA is unmeasured
-# (benchmarks/static_decode_speed.py --device cuda decides; then add "cuda").
-STATIC_BY_DEFAULT: frozenset[str] = frozenset()
+# STATIC_DECODING=auto takes. CUDA, its steps replayed as CUDA graphs: an outside run on an H100
+# (issue 30; fp16, beam 5, benchmarks/static_decode_speed.py --device cuda) measured 84.6 against
+# 21-22 sentences/s at batch 1 and 2,829 against 989-1,046 at batch 128, identical hypotheses. Not
+# the CPU (results/static_decode_cpu.md), where the C kernels decode.
+STATIC_BY_DEFAULT: frozenset[str] = frozenset({"cuda"})
 
 
 def use_static_decoding(setting: str, device: torch.device) -> bool:
@@ -139,20 +142,33 @@ class TorchRuntime(TranslationRuntime):
         except SearchCancelled:
             raise BatchCancelled() from None
 
-    def _generate(
-        self, source_ids: list[list[int]], search: SearchOptions, should_stop: Callable[[], bool] | None = None
-    ) -> list[list[Hypothesis]]:
-        tokenizer = self.loaded.tokenizer
-        src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
+    def search_backend(self, search: SearchOptions) -> StaticGenerator | KernelBackend | Transformer:
+        """What decodes a batch with these options: the static search where it is on, else the C
+        kernels where they can give what is asked, else the eager model."""
         if self.static is not None:
-            return self.static.generate(src, search, should_stop)
+            return self.static
         # The kernels give token attention only: phrase tables, and supervised rows read at each
         # step, come from the eager step; a head that reads the finished target is run after the
         # search on either (model/decoding/finished_alignment.py).
         step_rows = search.return_supervised_attention and not needs_forced_pass(self.model)
         if self.kernels is not None and not (search.return_phrase_attention or step_rows):
-            return generate(self.kernels, src, search, should_stop)
-        return generate(self.model, src, search, should_stop)
+            return self.kernels
+        return self.model
+
+    def _generate(
+        self, source_ids: list[list[int]], search: SearchOptions, should_stop: Callable[[], bool] | None = None
+    ) -> list[list[Hypothesis]]:
+        tokenizer = self.loaded.tokenizer
+        src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
+        backend = self.search_backend(search)
+        try:
+            return generate(backend, src, search, should_stop)
+        except StaticStateUnsupported as problem:
+            # Found on the first batch, before any hypothesis: the eager search from now on.
+            log.warning("static decoding cannot serve %s-%s, decoding eagerly from now on: %s",
+                        self.source_lang, self.target_lang, problem)
+            self.static = None
+            return generate(self.search_backend(search), src, search, should_stop)
 
 
 def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str,

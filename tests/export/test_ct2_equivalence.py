@@ -52,3 +52,27 @@ def test_ct2_refuses_the_gnmt_length_penalty(tmp_path_factory, tiny_spm):
     with pytest.raises(ValueError, match=r"^length_penalty_form 'gnmt' is not offered by CTranslate2, whose beam search "
                                          r"only normalises by \|y\|\^length_penalty \(length_penalty_form 'power'\)$"):
         runner.generate([[5, 6]], options)
+
+
+def test_the_one_entry_point_runs_ctranslate2_with_cancellation(tmp_path_factory, tiny_spm):
+    from model.decoding.generate import SearchCancelled
+
+    loaded = load_model_dir(model_dir(tmp_path_factory, tiny_spm))
+    runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
+    ids = loaded.tokenizer.encode_batch(sentences(6))
+    src = pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id)
+    options = SearchOptions(beam_size=3, n_best=2)
+    by_entry = generate(runner, src, options)
+    by_ids = runner.generate(ids, options)
+    assert [[(h.tokens, h.score) for h in n] for n in by_entry] == [[(h.tokens, h.score) for h in n] for n in by_ids]
+    with pytest.raises(SearchCancelled):  # a beam search: asked before its one call
+        generate(runner, src, options, should_stop=lambda: True)
+    asked = []
+
+    def third_step() -> bool:
+        asked.append(1)
+        return len(asked) >= 3
+
+    with pytest.raises(SearchCancelled):  # greedy: asked at every step through CTranslate2's callback
+        generate(runner, src, SearchOptions(beam_size=1, max_length_offset=50), should_stop=third_step)
+    assert len(asked) >= 3

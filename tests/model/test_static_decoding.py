@@ -103,7 +103,7 @@ def test_static_search_equals_eager_search(name, beam):
     model = family_model(name, seed=3)
     options = options_for(model, beam)
     expected = generate(model, SRC, options)
-    assert_same_hypotheses(expected, StaticGenerator(model).generate(SRC, options))
+    assert_same_hypotheses(expected, generate(StaticGenerator(model), SRC, options))
 
 
 @pytest.mark.parametrize("beam", [1, 5])
@@ -117,7 +117,7 @@ def test_a_batch_that_fills_its_bucket_is_bit_for_bit_the_eager_search(name, bea
     options = options_for(model, beam)
     src = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 2]])  # (1, 8): the bucket (1, 8, ·) exactly
     static = StaticGenerator(model, batch_sizes=(1,))
-    assert_same_hypotheses(generate(model, src, options), static.generate(src, options), ops=0)
+    assert_same_hypotheses(generate(model, src, options), generate(static, src, options), ops=0)
 
 
 @pytest.mark.parametrize("form", ["power", "gnmt"])
@@ -126,7 +126,7 @@ def test_static_search_ranks_with_the_eager_length_penalty(form):
     model = family_model("vanilla", seed=3)
     options = dataclasses.replace(options_for(model, 5), length_penalty=0.6, length_penalty_form=form)
     expected = generate(model, SRC, options)
-    got = StaticGenerator(model).generate(SRC, options)
+    got = generate(StaticGenerator(model), SRC, options)
     assert_same_hypotheses(expected, got)
     h = got[0][0]
     lp = (len(h.tokens) + 1) ** 0.6 if form == "power" else ((5 + len(h.tokens) + 1) / 6) ** 0.6
@@ -140,12 +140,12 @@ def test_a_bucket_serves_batch_after_batch():
     model = family_model("queryk-interleaved", seed=5)
     options = options_for(model, 4)
     static = StaticGenerator(model)
-    first = static.generate(SRC, options)
+    first = generate(static, SRC, options)
     assert sorted(key[0].batch for key in static.decoders) == [1, 2, 4]
     buffers = {key: {name: t.data_ptr() for name, t in d.buffers.items()} for key, d in static.decoders.items()}
     other = torch.tensor([[12, 13, 14, 15, 16, 17, 2], [18, 2, 0, 0, 0, 0, 0], [19, 20, 2, 0, 0, 0, 0]])
-    assert_same_hypotheses(generate(model, other, options), static.generate(other, options))
-    assert_same_hypotheses(first, static.generate(SRC, options))
+    assert_same_hypotheses(generate(model, other, options), generate(static, other, options))
+    assert_same_hypotheses(first, generate(static, SRC, options))
     assert {key: {name: t.data_ptr() for name, t in d.buffers.items()} for key, d in static.decoders.items()} == buffers
 
 
@@ -153,13 +153,13 @@ def test_a_bucket_serves_batch_after_batch():
 def test_checking_for_the_end_less_often_changes_nothing(check_every):
     model = family_model("vanilla", seed=4)
     options = SearchOptions(beam_size=3, n_best=2, max_length_offset=6, return_attention=True)
-    assert_same_hypotheses(generate(model, SRC, options), StaticGenerator(model, check_every=check_every).generate(SRC, options))
+    assert_same_hypotheses(generate(model, SRC, options), generate(StaticGenerator(model, check_every=check_every), SRC, options))
 
 
 def test_without_attention_no_rows_come_back():
     model = family_model("vanilla", seed=4)
     options = SearchOptions(beam_size=2, n_best=2, max_length_offset=3)
-    got = StaticGenerator(model).generate(SRC, options)
+    got = generate(StaticGenerator(model), SRC, options)
     assert all(h.attention is None and h.final_attention is None for nbest in got for h in nbest)
     assert_same_hypotheses(generate(model, SRC, options), got)
 
@@ -173,7 +173,7 @@ def test_should_stop_cancels_between_steps():
         return len(calls) == 3
 
     with pytest.raises(SearchCancelled):
-        StaticGenerator(model).generate(SRC, SearchOptions(beam_size=2, max_length_offset=10), stop_on_third_ask)
+        generate(StaticGenerator(model), SRC, SearchOptions(beam_size=2, max_length_offset=10), stop_on_third_ask)
     assert len(calls) == 3
 
 
@@ -199,7 +199,7 @@ def test_bad_search_options_are_refused_as_the_eager_search_refuses_them():
         with pytest.raises(ValueError) as eager:
             generate(model, SRC, options)
         with pytest.raises(ValueError, match=f"^{eager.value}$".replace("(", r"\(").replace(")", r"\)")):
-            StaticGenerator(model).generate(SRC, options)
+            generate(StaticGenerator(model), SRC, options)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -208,14 +208,14 @@ def test_half_precision_runs_in_the_models_dtype(dtype):
     model = family_model("queryk-heterogeneous-1-2-3", seed=3).to(dtype)
     options = options_for(model, 4)
     static = StaticGenerator(model)
-    got = static.generate(SRC, options)
+    got = generate(static, SRC, options)
     assert {t.dtype for name, t in next(iter(static.decoders.values())).buffers.items()
             if t.is_floating_point()} == {dtype}
     assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in generate(model, SRC, options)]
 
 
 def test_empty_batch():
-    assert StaticGenerator(family_model("vanilla")).generate(torch.zeros(0, 3, dtype=torch.long)) == []
+    assert generate(StaticGenerator(family_model("vanilla")), torch.zeros(0, 3, dtype=torch.long)) == []
 
 
 def test_the_runner_is_eager_off_cuda():
@@ -244,5 +244,5 @@ def test_cuda_graph_replay_equals_eager_search(name):
         expected = generate(model, src, options)
         for _ in range(3):  # capture, then replay twice
             # cuBLAS may choose its kernels by row count too: the same float32 reassociation bound.
-            assert_same_hypotheses(expected, static.generate(src, options))
+            assert_same_hypotheses(expected, generate(static, src, options))
     assert all(graphs for graphs in runner.graphs.values())  # every capture succeeded

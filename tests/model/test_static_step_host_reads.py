@@ -7,6 +7,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from model.decoding.generate import generate
 from model.decoding.static_decoding import StaticGenerator
 from tests.model.test_static_decoding import FAMILIES, SRC, family_model, options_for
 
@@ -74,7 +75,7 @@ def stepped_decoder(name: str, beam: int):
     model = family_model(name, seed=3)
     options = options_for(model, beam)
     static = StaticGenerator(model)
-    static.generate(SRC, options)
+    generate(static, SRC, options)
     return next(iter(static.decoders.values()))
 
 
@@ -91,7 +92,7 @@ def test_a_static_step_does_not_synchronise_cuda(name):
     model = family_model(name, seed=3).cuda()
     options = options_for(model, 3)
     static = StaticGenerator(model)
-    static.generate(SRC.cuda(), options)
+    generate(static, SRC.cuda(), options)
     decoder = next(iter(static.decoders.values()))
     torch.cuda.set_sync_debug_mode("error")
     try:

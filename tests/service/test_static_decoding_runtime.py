@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_the_setting_by_device():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert [use_static_decoding(s, cpu) for s in ("on", "off", "auto")] == [True, False, False]
-    assert [use_static_decoding(s, cuda) for s in ("on", "off")] == [True, False]
+    # auto: on for CUDA (CUDA graphs, measured faster there), off for the CPU (the C kernels decode).
+    assert [use_static_decoding(s, cuda) for s in ("on", "off", "auto")] == [True, False, True]
     assert Settings(static_decoding="on").static_decoding == "on"
     with pytest.raises(ValueError, match="static_decoding"):
         Settings(static_decoding="sometimes")
@@ -46,13 +47,13 @@ def test_the_service_answers_the_same_with_the_setting_on(tmp_path, tiny_spm, mo
     from tests.service.support import serving
 
     calls = []
-    static_generate = StaticGenerator.generate
+    static_search = StaticGenerator.search
 
     def counted(self, *args, **kwargs):
         calls.append(1)
-        return static_generate(self, *args, **kwargs)
+        return static_search(self, *args, **kwargs)
 
-    monkeypatch.setattr(StaticGenerator, "generate", counted)
+    monkeypatch.setattr(StaticGenerator, "search", counted)
 
     path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
     body = {"text": ["Two dogs play in the snow.", "A man rides a bicycle."], "source": "en", "target": "de",
@@ -71,3 +72,46 @@ def test_the_service_answers_the_same_with_the_setting_on(tmp_path, tiny_spm, mo
     texts = [[[h["text"] for h in nbest] for nbest in answer] for answer in answers]
     assert texts[0] == texts[1]
     assert [[h["alignment"]["pharaoh"] for h in n] for n in answers[0]] == [[h["alignment"]["pharaoh"] for h in n] for n in answers[1]]
+
+
+TEXTS = ["Two dogs play in the snow.", "A man rides a bicycle down a long road.", "Hi."]
+
+
+def test_a_batch_nobody_waits_for_stops_on_the_static_path(tmp_path, tiny_spm):
+    from service.runtime.base import BatchCancelled
+
+    path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
+    static = TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True)
+    asked = []
+
+    def cancelled() -> bool:  # the batcher's "nobody waits": true from the third decoding step on
+        asked.append(1)
+        return len(asked) >= 3
+
+    with pytest.raises(BatchCancelled):
+        static.translate_until(TEXTS, DecodeOptions(beam_size=3, max_length_offset=20), cancelled)
+    assert len(asked) == 3  # asked between steps, and not again once it said so
+    # The runtime serves the next batch as before.
+    answer = static.translate_until(TEXTS, DecodeOptions(beam_size=3, max_length_offset=4), lambda: False)
+    assert [[t.text for t in n] for n in answer] == [[t.text for t in n] for n in static.translate(TEXTS, DecodeOptions(beam_size=3, max_length_offset=4))]
+
+
+def test_a_model_static_decoding_cannot_hold_falls_back_to_eager_with_the_reason(tmp_path, tiny_spm, monkeypatch, caplog):
+    import model.decoding.static_decoding as static_decoding
+
+    def refuse(before, after):
+        raise static_decoding.StaticStateUnsupported("a decoder state tensor changed shape (2, 3) -> (2, 4)")
+
+    monkeypatch.setattr(static_decoding, "grown", refuse)
+    path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
+    eager = TorchRuntime(load_model_dir(path), torch.device("cpu"))
+    static = TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True)
+    options = DecodeOptions(beam_size=3, n_best=2, alignment="token", max_length_offset=4)
+    with caplog.at_level("WARNING", logger="service.runtime.torch"):
+        got = static.translate(TEXTS, options)
+    assert [r.getMessage() for r in caplog.records] == [
+        "static decoding cannot serve en-de, decoding eagerly from now on: "
+        "a decoder state tensor changed shape (2, 3) -> (2, 4)"]
+    assert static.static is None
+    want = eager.translate(TEXTS, options)
+    assert [[(t.text, t.score) for t in n] for n in got] == [[(t.text, t.score) for t in n] for n in want]
