@@ -23,9 +23,11 @@ Engines (CPU): torch (eager float32), torch-kernels (float32 through the C decod
 model/decoding/kernel_backend.py: what the service runs by default on the CPU), torch-int8
 (model/quantization.py, eager), torch-int8-kernels (int8 through the kernels: the service's
 PHRASAL_CPU_QUANTIZATION=int8), torch-int8-layers (eager int8 with the output projection left
-float32: what quantising it buys), torchscript, onnx, onnx-int8 (ONNX
-Runtime quantisation, export/onnx_quantize.py), ct2, ct2-int8. On CUDA: torch, torch-fp16,
-torchscript-fp16, onnx-fp16, ct2-fp16, ct2-int8-fp16. Exports are made by our exporter without
+float32: what quantising it buys), torch-static (static-state decoding, eager steps), torchscript,
+onnx, onnx-int8 (ONNX Runtime quantisation, export/onnx_quantize.py), ct2, ct2-int8. On CUDA:
+torch, torch-fp16, torch-graphs and torch-fp16-graphs (static-state decoding with CUDA graphs: what
+the service runs on CUDA), torchscript-fp16, onnx-fp16, ct2-fp16, ct2-int8-fp16. CTranslate2 gets
+one `translate_batch` per batch (export/ct2_runner.py). Exports are made by our exporter without
 its verification (the agreement column is this benchmark's check) into --work-dir.
 """
 from __future__ import annotations
@@ -60,7 +62,10 @@ class Engine:
     backend: str  # torch | torchscript | onnx | ct2
     precision: str  # float32 | float16 | int8 (ct2: its quantization name)
     threads: int | None = None  # None: --threads
-    decoder: str = "eager"  # torch only: "kernels" decodes through the C kernels (model/decoding/kernel_backend.py)
+    # torch only: "kernels" decodes through the C kernels (model/decoding/kernel_backend.py), "static"
+    # on preallocated state with its steps replayed as CUDA graphs on CUDA, eager steps on the CPU
+    # (model/decoding/static_decoding.py, cuda_graph_step.py): what the service runs on CUDA.
+    decoder: str = "eager"
 
 
 CPU_ENGINES = (
@@ -69,6 +74,7 @@ CPU_ENGINES = (
     Engine("torch-int8", "torch", "int8"),
     Engine("torch-int8-kernels", "torch", "int8", decoder="kernels"),
     Engine("torch-int8-layers", "torch", "int8-layers"),  # the output projection left float32
+    Engine("torch-static", "torch", "float32", decoder="static"),
     Engine("torchscript", "torchscript", "float32"),
     Engine("onnx", "onnx", "float32"),
     Engine("onnx-int8", "onnx", "int8"),
@@ -78,6 +84,8 @@ CPU_ENGINES = (
 CUDA_ENGINES = (
     Engine("torch", "torch", "float32"),
     Engine("torch-fp16", "torch", "float16"),
+    Engine("torch-graphs", "torch", "float32", decoder="static"),
+    Engine("torch-fp16-graphs", "torch", "float16", decoder="static"),
     Engine("torchscript-fp16", "torchscript", "float16"),
     Engine("onnx-fp16", "onnx", "float16"),
     Engine("ct2-fp16", "ct2", "float16"),
@@ -316,6 +324,11 @@ def load_translate(job: dict[str, Any]):
             from model.decoding.kernel_backend import KernelBackend
 
             model = KernelBackend(model)
+        elif engine.decoder == "static":
+            from model.decoding.cuda_graph_step import step_runner
+            from model.decoding.static_decoding import StaticGenerator
+
+            model = StaticGenerator(model, step_runner(torch_device))
         config = loaded.config
 
         def translate(sources: list[list[int]], beam: int) -> list[list[int]]:
@@ -362,6 +375,7 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
     tokenizer = Tokenizer(Path(job["model_dir"]) / TOKENIZER_FILE)
     ids = tokenizer.encode_batch(job["sources"])
     translate = load_translate(job)
+    engine = Engine(**job["engine"])
 
     def sync() -> None:
         if cuda:
@@ -371,7 +385,11 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
     for beam in job["beams"]:
         for batch in job["batches"]:
             chunks = [ids[i : i + batch] for i in range(0, len(ids), batch)]
-            translate(chunks[0], beam)  # warm-up: kernels, allocator, ORT's first run
+            # Warm-up: kernels, allocator, ORT's first run. Static decoding captures one CUDA graph per
+            # (bucket, step) once in a process's life, so it sees every chunk first, as a server
+            # that has run a while has.
+            for chunk in chunks if engine.decoder == "static" else chunks[:1]:
+                translate(chunk, beam)
             outputs, calls = [], []
             sync()
             began, cpu_began = time.perf_counter(), time.process_time()

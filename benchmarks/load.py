@@ -52,6 +52,7 @@ from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own f
 from benchmarks.simulated_latency import BatchLatency  # noqa: E402
 SENTENCES = REPO / "data" / "multi30k" / "test_2016_flickr.en.gz"
 BATCHING_OFF = {"PHRASAL_MAX_BATCH_SENTENCES": "1", "PHRASAL_MAX_WAIT_MS": "0"}
+LABEL = "as configured"
 
 
 @dataclass
@@ -237,6 +238,7 @@ def markdown(levels: list[Level], args, argv: list[str]) -> str:
         f"## Load: {args.texts_per_request} text(s) per request, device {args.device} ({when})",
         "",
         f"Machine: {machine(args.device)}.  ",
+        *([f"Configuration: {args.label}.  "] if args.serve and args.label != LABEL else []),
         *([f"Runtime: simulated, no model: the fake runtime sleeps per batch as long as the curve "
            f"{args.simulate_latency_text} (batch size:ms) says, holding no GIL; what is measured is the serving stack.  "]
           if args.simulate_latency else []),
@@ -304,7 +306,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--url", help="a running server, e.g. http://127.0.0.1:8000")
     target.add_argument("--serve", action="store_true", help="start the server here, batching on and off")
-    parser.add_argument("--label", default="as configured", help="--url: what to call this configuration")
+    parser.add_argument("--label", default=LABEL, help="what to call this configuration (--serve: a line above the table)")
     parser.add_argument("--batching", choices=["on", "off", "both"], default="both", help="--serve: which runs")
     parser.add_argument("--model-dir", default="models/en-de", help="--serve: the model directory")
     parser.add_argument("--device", default="cpu", help="--serve: PHRASAL_DEVICE; names the results file")

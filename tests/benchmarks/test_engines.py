@@ -11,7 +11,7 @@ from benchmarks.host import cpu_name
 from tests.conftest import DATA
 from tests.export.fixtures import model_dir
 
-ENGINES = ["torch", "torch-kernels", "torch-int8", "ct2", "ct2-int8", "ct2@2"]
+ENGINES = ["torch", "torch-kernels", "torch-static", "torch-int8", "ct2", "ct2-int8", "ct2@2"]
 
 
 def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
@@ -47,6 +47,7 @@ def test_table_fields_are_consistent(tmp_path, tmp_path_factory, tiny_spm):
             assert by[("torch", beam, batch)]["agreement"] == 1.0
             # The kernels compute the eager step up to rounding: this model's searches do not move.
             assert by[("torch-kernels", beam, batch)]["agreement"] == 1.0
+            assert by[("torch-static", beam, batch)]["agreement"] == 1.0  # the same search on static state
             assert by[("ct2-int8", beam, batch)]["ratio_to_ct2"] == by[("ct2-int8", beam, batch)]["cpu_ratio_to_ct2"] == 1.0
     for batch in (1, 4):
         # CTranslate2 float32 runs its own search and kernels; this tiny model was made so that the
@@ -69,7 +70,7 @@ def test_unknown_engines_and_sizes_are_refused(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--engines", "torch,tensorrt", "--results", "-"])
     assert exit_.value.code == 2
-    assert "unknown engine(s) tensorrt for cpu; known: torch, torch-kernels, torch-int8, torch-int8-kernels, torch-int8-layers, torchscript, onnx, onnx-int8, ct2, ct2-int8" in capsys.readouterr().err
+    assert "unknown engine(s) tensorrt for cpu; known: torch, torch-kernels, torch-int8, torch-int8-kernels, torch-int8-layers, torch-static, torchscript, onnx, onnx-int8, ct2, ct2-int8" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--engines", "torch@0", "--results", "-"])
     assert "unknown engine(s) torch@0 for cpu" in capsys.readouterr().err

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 30's GPU measurements in one command (about 5 minutes on an H100): every step under its own
+# `timeout`, results written to $OUT as they come, so a step that runs out of time costs only itself.
+#
+#   1. setup: the carried wheels (.whl/, made here by `python benchmarks/gpu/wheels.py`) where the
+#      image lacks fastapi / pydantic / uvicorn / CTranslate2; CTranslate2 4.8 is built against
+#      CUDA 12's cuBLAS, the image has CUDA 13's: libcublas(Lt).so.12 links to the .so.13 ones.
+#   2. the engine grid (benchmarks/engines.py): eager torch fp32/fp16, static + CUDA graphs fp32/fp16
+#      (what the service runs on CUDA), CTranslate2 float16 with one translate_batch per batch;
+#      beam 5, batch 1/32/128; agreement with eager fp32 (fp32 graphs must be 1.000).
+#   3. load through HTTP (benchmarks/load.py): throughput and p50/p99 at 1, 16, 64, 256 clients, the
+#      torch backend (static decoding + CUDA graphs, the CUDA default) and the ct2 backend (float16).
+#   4. the CUDA tests: static + graph replay equals the eager search for every family, no step
+#      synchronises (tests/model/test_static_decoding.py, test_static_step_host_reads.py).
+#
+# On the device machine (from the repository root, .whl carried):
+#   bash benchmarks/gpu/serving.sh
+# A CPU dry run at tiny scale (checks the plumbing, not the numbers; CPU engines instead):
+#   DEVICE=cpu SENTENCES=8 CLIENTS=1,2 DURATION=1 OUT=/tmp/serving-dry PYTHON=.venv/bin/python bash benchmarks/gpu/serving.sh
+set -u
+DEVICE=${DEVICE:-cuda}
+SENTENCES=${SENTENCES:-256}
+CLIENTS=${CLIENTS:-1,16,64,256}
+DURATION=${DURATION:-8}
+PYTHON=${PYTHON:-python3}
+OUT=${OUT:-results/gpu-serving}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+WORK=$(mktemp -d /tmp/serving-XXXXXX)
+export PYTHONUNBUFFERED=1
+step() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+
+step "setup on $DEVICE"
+if ! "$PYTHON" -c "import fastapi, pydantic_settings, uvicorn, ctranslate2" 2>/dev/null; then
+  timeout 90 "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >>"$LOG" 2>&1 || step "wheel install FAILED"
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+if [ "$DEVICE" = cuda ]; then
+  mkdir -p /tmp/cublas12
+  for lib in libcublas libcublasLt; do
+    found=$(find /usr/local /opt /usr/lib -name "$lib.so.13" 2>/dev/null | head -1)
+    [ -n "$found" ] && ln -sf "$found" "/tmp/cublas12/$lib.so.12" && echo "$lib.so.12 -> $found" >>"$LOG"
+  done
+  export LD_LIBRARY_PATH=/tmp/cublas12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1
+  ENGINES=torch,torch-fp16,torch-graphs,torch-fp16-graphs,ct2-fp16
+else
+  ENGINES=torch,torch-static,ct2
+fi
+"$PYTHON" -c "import torch, ctranslate2; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), \
+'ctranslate2', ctranslate2.__version__, 'ct2 cuda devices', ctranslate2.get_cuda_device_count())" >>"$LOG" 2>&1
+
+step "engine grid: $ENGINES"
+timeout 170 "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$ENGINES" \
+  --sentences "$SENTENCES" --beams 5 --batch-sizes 1,32,128 --work-dir "$WORK/engines" \
+  --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_$DEVICE.json" >>"$LOG" 2>&1 || step "engine grid FAILED or timed out ($?)"
+
+step "load: torch backend (static decoding, CUDA graphs on CUDA)"
+timeout 100 "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
+  --server-env PHRASAL_STATIC_DECODING=on --clients "$CLIENTS" --duration "$DURATION" --warmup 3 \
+  --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 || step "torch load FAILED or timed out ($?)"
+
+step "load: ct2 backend (float16)"
+timeout 60 "$PYTHON" -m export ct2 models/en-de "$WORK/ct2-float16" --quantization float16 --device "$DEVICE" \
+  --verify-sentences 100 >>"$LOG" 2>&1 || step "ct2 export FAILED ($?)"
+timeout 100 "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
+  --server-env PHRASAL_BACKEND=ct2 --server-env "PHRASAL_EXPORT_DIRS=[\"$WORK/ct2-float16\"]" \
+  --clients "$CLIENTS" --duration "$DURATION" --warmup 3 --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 \
+  || step "ct2 load FAILED or timed out ($?)"
+
+if [ "$DEVICE" = cuda ]; then
+  step "CUDA tests"
+  timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider tests/model/test_static_decoding.py \
+    tests/model/test_static_step_host_reads.py -k "cuda" >"$OUT/tests.txt" 2>&1 || step "CUDA tests FAILED or timed out ($?)"
+fi
+step "done"
+rm -rf "$WORK"
