@@ -16,7 +16,7 @@
 # On the device machine (from the repository root, .whl carried):
 #   bash benchmarks/gpu/serving.sh
 # A CPU dry run at tiny scale (checks the plumbing, not the numbers; CPU engines instead):
-#   DEVICE=cpu SENTENCES=8 CLIENTS=1,2 DURATION=1 OUT=/tmp/serving-dry PYTHON=.venv/bin/python bash benchmarks/gpu/serving.sh
+#   DEVICE=cpu SENTENCES=8 CLIENTS=1,2 DURATION=1 TIMEOUT_SCALE=4 OUT=/tmp/serving-dry PYTHON=.venv/bin/python bash benchmarks/gpu/serving.sh
 set -u
 DEVICE=${DEVICE:-cuda}
 SENTENCES=${SENTENCES:-256}
@@ -24,6 +24,9 @@ CLIENTS=${CLIENTS:-1,16,64,256}
 DURATION=${DURATION:-8}
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-results/gpu-serving}
+# Multiplies every step's time limit (the limits fit an H100; a CPU dry run needs more).
+SCALE=${TIMEOUT_SCALE:-1}
+t() { echo $(( $1 * SCALE )); }
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 WORK=$(mktemp -d /tmp/serving-XXXXXX)
@@ -32,7 +35,7 @@ step() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 
 step "setup on $DEVICE"
 if ! "$PYTHON" -c "import fastapi, pydantic_settings, uvicorn, ctranslate2" 2>/dev/null; then
-  timeout 90 "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  timeout $(t 90) "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl >>"$LOG" 2>&1 || step "wheel install FAILED"
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
@@ -52,26 +55,26 @@ fi
 'ctranslate2', ctranslate2.__version__, 'ct2 cuda devices', ctranslate2.get_cuda_device_count())" >>"$LOG" 2>&1
 
 step "engine grid: $ENGINES"
-timeout 170 "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$ENGINES" \
+timeout $(t 170) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$ENGINES" \
   --sentences "$SENTENCES" --beams 5 --batch-sizes 1,32,128 --work-dir "$WORK/engines" \
   --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_$DEVICE.json" >>"$LOG" 2>&1 || step "engine grid FAILED or timed out ($?)"
 
 step "load: torch backend (static decoding, CUDA graphs on CUDA)"
-timeout 100 "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
+timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
   --server-env PHRASAL_STATIC_DECODING=on --clients "$CLIENTS" --duration "$DURATION" --warmup 3 \
   --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 || step "torch load FAILED or timed out ($?)"
 
 step "load: ct2 backend (float16)"
-timeout 60 "$PYTHON" -m export ct2 models/en-de "$WORK/ct2-float16" --quantization float16 --device "$DEVICE" \
+timeout $(t 60) "$PYTHON" -m export ct2 models/en-de "$WORK/ct2-float16" --quantization float16 --device "$DEVICE" \
   --verify-sentences 100 >>"$LOG" 2>&1 || step "ct2 export FAILED ($?)"
-timeout 100 "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
+timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
   --server-env PHRASAL_BACKEND=ct2 --server-env "PHRASAL_EXPORT_DIRS=[\"$WORK/ct2-float16\"]" \
   --clients "$CLIENTS" --duration "$DURATION" --warmup 3 --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 \
   || step "ct2 load FAILED or timed out ($?)"
 
 if [ "$DEVICE" = cuda ]; then
   step "CUDA tests"
-  timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider tests/model/test_static_decoding.py \
+  timeout $(t 150) "$PYTHON" -m pytest -q -p no:cacheprovider tests/model/test_static_decoding.py \
     tests/model/test_static_step_host_reads.py -k "cuda" >"$OUT/tests.txt" 2>&1 || step "CUDA tests FAILED or timed out ($?)"
 fi
 step "done"
