@@ -218,7 +218,13 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     params = [p for group in groups.values() for p in group]
     # Adam with decoupled weight decay (AdamW); weight_decay = 0 is plain Adam.
     optimizer = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, eps=recipe.adam_eps,
-                                  weight_decay=recipe.weight_decay, fused=dev.type == "cuda")
+                                  weight_decay=recipe.weight_decay, **optimizer_kernels(recipe, dev))
+    if recipe.compile:
+        if not isinstance(objective, DirectionalObjective):
+            raise RecipeError([f"compile: {objective.kind} training is not compiled (directional training only)"],
+                              "--recipe")
+        # dynamic: one graph for the batch shapes' family rather than one per (B, S, T) bucket.
+        objective.forward_module = torch.compile(objective.forward_module, dynamic=True)
     scheduler = inverse_sqrt_schedule(optimizer, recipe.warmup)
     step, epoch, batch_in_epoch = 0, 1, 0
 
@@ -341,6 +347,14 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     if last_validated != step:
         validate_on_main(objective, group, step, epoch)
     return step
+
+
+def optimizer_kernels(recipe: TrainingRecipe, device: torch.device) -> dict[str, bool]:
+    """AdamW's implementation arguments for `recipe.optimizer_implementation` on `device`."""
+    choice = recipe.optimizer_implementation
+    if choice == "auto":
+        return {"fused": device.type == "cuda"}
+    return {"fused": True} if choice == "fused" else {"fused": False, "foreach": True}
 
 
 def validate_on_main(objective: Objective, group: ProcessGroup, step: int, epoch: int) -> None:

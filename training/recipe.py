@@ -70,6 +70,12 @@ class TrainingRecipe:
     clip_norm: float = 1.0              # 0 disables clipping
     seed: int = 1
     amp: str = "bf16"                   # "bf16": bf16 autocast on CUDA (never on CPU); "off"
+    # Speed levers that leave the arithmetic as it is (up to float rounding): how AdamW updates the
+    # parameters ("auto": one fused kernel on CUDA, torch's default elsewhere; "fused"; "foreach":
+    # one multi-tensor kernel per operation), and whether the model's forward pass in training runs
+    # through torch.compile (fewer, fused kernels; compiled once per batch shape family).
+    optimizer_implementation: str = "auto"
+    compile: bool = False
     # Logging, validation, checkpoints, export.
     log_interval: int = 50
     val_interval: int = 1000            # updates between validations (also run at the end)
@@ -181,7 +187,8 @@ _POSITIVE_INT = {"max_len", "spm_vocab_size", "max_tokens", "accumulate", "max_u
 _FLOAT_FIELDS = ("spm_character_coverage", "adam_eps", "weight_decay", "label_smoothing", "clip_norm",
                  "decode_max_len_a", "decode_length_penalty")
 _STR_FIELDS = ("name", "data_dir", "train_split", "valid_split", "source_lang", "target_lang")
-_BOOL_FIELDS = ("spm_byte_fallback", "val_every_epoch", "export_fp16")
+_BOOL_FIELDS = ("spm_byte_fallback", "val_every_epoch", "export_fp16", "compile")
+OPTIMIZER_IMPLEMENTATIONS = ("auto", "fused", "foreach")
 
 
 def _is_int(v: Any) -> bool:
@@ -225,6 +232,9 @@ def _problems(d: Mapping[str, Any]) -> list[str]:
     if get("decode_length_penalty_form") not in LENGTH_PENALTY_FORMS:
         problems.append(f"decode_length_penalty_form must be one of {', '.join(LENGTH_PENALTY_FORMS)}, "
                         f"got {get('decode_length_penalty_form')!r}")
+    if get("optimizer_implementation") not in OPTIMIZER_IMPLEMENTATIONS:
+        problems.append(f"optimizer_implementation must be one of {', '.join(OPTIMIZER_IMPLEMENTATIONS)}, "
+                        f"got {get('optimizer_implementation')!r}")
     if get("amp") not in ("bf16", "off"):
         problems.append(f"amp must be 'bf16' or 'off', got {get('amp')!r}")
     if not _is_number(get("lr")) or get("lr") <= 0:

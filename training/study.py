@@ -3,6 +3,7 @@
     python -m training.study studies/en-de.json                    # train what is missing, score, report
     python -m training.study studies/en-de.json --time-limit 540   # one short GPU slot; rerun to continue
     python -m training.study studies/en-de.json --report-only      # the table from what is there
+    python -m training.study studies/en-de-part1.json --tiny       # dry run at toy size on the CPU
 
 Each (recipe, seed) trains into OUT/NAME/seedK with `python -m training train` (or train-symmetric)
 as a child process, `parallel` at a time (small models are kernel-launch bound, so several share
@@ -11,26 +12,36 @@ it names, same seed, with `train --init`; it waits until that model exists, and 
 when that run fails. A run stopped by the time limit is killed; its checkpoints (every
 `checkpoint_interval` updates, written atomically) are where the next invocation resumes it with
 `--resume`, which restores the optimiser, schedule, data order and RNG. A finished run is scored
-once with `training.evaluate` (cached in OUT/NAME/seedK/eval/). The report (OUT/study.md and
-OUT/study.json) is written at the end of every invocation, so a partial study reports what it has;
-study_report.py says what is in it.
+once with `training.evaluate` (cached in OUT/NAME/seedK/eval/), `parallel` jobs at a time, and
+with `evaluate.alignment` its alignments with `training.study_alignment`. Training stops
+`score_reserve_s` before the time limit so that scoring fits in it too. With `mps` and several
+runs on a CUDA device, the CUDA MPS control daemon runs for the invocation (its kernels from
+different processes then share the GPU at once instead of in time slices) and is stopped after.
+The report (OUT/NAME.md and OUT/NAME.json, NAME the study's) is written at the end of every invocation, so a
+partial study reports what it has; study_report.py says what is in it.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from training.study_spec import RunSpec, StudyError, StudySpec, has_checkpoints, is_trained, load_study, run_dir
+from training.study_spec import (RunSpec, StudyError, StudySpec, has_checkpoints, is_trained, load_study, run_dir,
+                                 tiny)
 
 PROG = "phrasal-study"
+MPS_CONTROL = "/usr/local/nvidia/bin/nvidia-cuda-mps-control"
 # Seconds a stopped child gets to exit before it is killed outright.
 STOP_GRACE_S = 30.0
 POLL_S = 0.5
@@ -196,7 +207,74 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
         tmp.write_text(done.stdout, encoding="utf-8")
         tmp.replace(result)  # a result file is whole or absent: an interrupted score is redone
         scored.append(split)
+    alignment = directory / "eval" / "alignment.json"
+    if spec.evaluate.alignment and not alignment.is_file() and (deadline is None or clock() < deadline):
+        command = [sys.executable, "-m", "training.study_alignment", "--model-dir", str(model_dir),
+                   "--data-dir", str(spec.evaluate.data_dir), "--device", spec.device, "--out", str(alignment)]
+        if spec.evaluate.limit is not None:
+            command += ["--limit", str(spec.evaluate.limit)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            raise StudyError([f"aligning with {model_dir} failed: {last}"], str(directory))
+        scored.append("alignment")
     return scored
+
+
+def score_jobs(spec: StudySpec, *, deadline: float | None, say: Callable[[str], None] = lambda line: None) -> list[str]:
+    """Score every trained job, `spec.parallel` at a time (each a child process); returns the
+    problems of the jobs whose scoring failed (the others are scored all the same)."""
+    trained = [(run, seed) for run, seed in spec.jobs() if is_trained(spec, run, seed)]
+
+    def score(job: tuple[RunSpec, int]) -> str | None:
+        run, seed = job
+        try:
+            for split in evaluate_job(spec, run, seed, deadline=deadline):
+                say(f"scored {run.name} seed {seed} on {split}")
+        except StudyError as error:
+            say(str(error))
+            return str(error)
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, spec.parallel)) as pool:
+        return [problem for problem in pool.map(score, trained) if problem is not None]
+
+
+@contextlib.contextmanager
+def mps_daemon(spec: StudySpec, *, control: str = MPS_CONTROL, say: Callable[[str], None] = lambda line: None):
+    """The CUDA MPS control daemon for the invocation, when asked for (`mps`), several runs share
+    a CUDA device and the control program exists; its pipe and log directories are private to
+    the invocation (the children inherit them through the environment). Stopped on the way out,
+    however the invocation ends."""
+    wanted = spec.mps and spec.parallel > 1 and spec.device != "cpu"
+    if not wanted or not Path(control).is_file():
+        if wanted:
+            say(f"mps: {control} not found; runs share the GPU in time slices")
+        yield False
+        return
+    directory = Path(tempfile.mkdtemp(prefix="phrasal-mps-"))
+    names = {"CUDA_MPS_PIPE_DIRECTORY": directory / "pipe", "CUDA_MPS_LOG_DIRECTORY": directory / "log"}
+    saved = {name: os.environ.get(name) for name in names}
+    for name, path in names.items():
+        path.mkdir()
+        os.environ[name] = str(path)
+    started = subprocess.run([control, "-d"], capture_output=True, text=True)
+    if started.returncode != 0:
+        say(f"mps: the daemon did not start (exit {started.returncode}); runs share the GPU in time slices")
+    else:
+        say("mps: daemon started")
+    try:
+        yield started.returncode == 0
+    finally:
+        if started.returncode == 0:
+            subprocess.run([control], input="quit\n", capture_output=True, text=True)
+            say("mps: daemon stopped")
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def run_study(spec: StudySpec, *, time_limit_s: float | None = None, report_only: bool = False,
@@ -205,15 +283,19 @@ def run_study(spec: StudySpec, *, time_limit_s: float | None = None, report_only
 
     limit = time_limit_s if time_limit_s is not None else spec.time_limit_s
     deadline = time.monotonic() + limit if limit is not None else None
+    # Training gives way to scoring `score_reserve_s` before the end (no more than half the slot).
+    train_deadline = deadline - min(spec.score_reserve_s, limit / 2) if deadline is not None else None
     spec.out.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
+    problems: list[str] = []
     if not report_only:
-        outcomes = train_jobs(spec, deadline=deadline, say=say)
-        for run, seed in spec.jobs():
-            if is_trained(spec, run, seed):
-                for split in evaluate_job(spec, run, seed, deadline=deadline):
-                    say(f"scored {run.name} seed {seed} on {split}")
-    return write_report(spec, outcomes)
+        with mps_daemon(spec, say=say):
+            outcomes = train_jobs(spec, deadline=train_deadline, say=say)
+            problems = score_jobs(spec, deadline=deadline, say=say)
+    report = write_report(spec, outcomes)
+    if problems:
+        raise StudyError(problems + [f"the report of what was scored is in {report}"], spec.name)
+    return report
 
 
 class _Parser(argparse.ArgumentParser):
@@ -228,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, help="runs side by side (overrides the study's)")
     p.add_argument("--device", help="auto, cpu or cuda (overrides the study's)")
     p.add_argument("--report-only", action="store_true", help="train and score nothing; write the table")
+    p.add_argument("--tiny", action="store_true",
+                   help="a dry run at toy size on the CPU into OUT-tiny (training.study_spec.TINY_SET)")
     return p
 
 
@@ -235,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         spec = load_study(args.study)
+        if args.tiny:
+            spec = tiny(spec)
         if args.parallel is not None:
             if args.parallel < 1:
                 raise StudyError(["--parallel must be >= 1"], PROG)

@@ -6,7 +6,10 @@ split BLEU cased detokenised (13a), BLEU lowercased (13a) and chrF2. Per run: me
 standard deviation over the scored seeds, and the paired bootstrap p-value against the baseline
 (sacreBLEU's paired bootstrap resampling on lowercased BLEU, each seed against the baseline's
 run of the same seed, or its first scored seed; the largest p over seeds is reported, so
-"p < 0.05" holds for every seed).
+"p < 0.05" holds for every seed). With alignments scored (eval/alignment.json,
+training.study_alignment): the gold AER of each system's own best alignment method and its AER
+against eflomal's links in domain, mean ± standard deviation over seeds. Columns are data
+(METRICS, ALIGNMENT): a new per-split metric or alignment figure is one entry there.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from training.data import read_lines, split_path
 from training.study_spec import StudySpec, has_checkpoints, is_trained, run_dir
 
 METRICS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF2"}
+# Figures of eval/alignment.json shown per run (lower is better for both).
+ALIGNMENT = {"gold_aer": "gold AER", "agreement_aer": "AER vs eflomal"}
 
 
 def _read_log(directory: Path) -> list[dict[str, Any]]:
@@ -60,9 +65,17 @@ def scores(directory: Path, splits: tuple[str, ...]) -> dict[str, dict[str, floa
     return found
 
 
-def mean_std(values: list[float]) -> tuple[float, float | None]:
+def alignment_figures(directory: Path) -> dict[str, Any]:
+    path = directory / "eval" / "alignment.json"
+    if not path.is_file():
+        return {}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    return {"method": report["method"], **{key: report.get(key) for key in ALIGNMENT}}
+
+
+def mean_std(values: list[float], digits: int = 2) -> tuple[float, float | None]:
     mean = statistics.fmean(values)
-    return round(mean, 2), (round(statistics.stdev(values), 2) if len(values) > 1 else None)
+    return round(mean, digits), (round(statistics.stdev(values), digits) if len(values) > 1 else None)
 
 
 def paired_bootstrap_p(baseline: list[str], system: list[str], references: list[str], samples: int) -> float:
@@ -86,7 +99,8 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
             status = "trained" if is_trained(spec, run, seed) else (
                 "partial" if has_checkpoints(directory) else "not started")
         rows.append({"run": run.name, "seed": seed, "recipe": str(run.recipe), "status": status,
-                     **training_figures(directory), "scores": scores(directory, splits)})
+                     **training_figures(directory), "scores": scores(directory, splits),
+                     "alignment": alignment_figures(directory)})
 
     baseline_name = spec.evaluate.baseline
     references = {}
@@ -126,9 +140,23 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
             ps = [r["p_vs_baseline"][split] for r in scored if split in r["p_vs_baseline"]]
             if ps:
                 entry[split]["max_p_vs_baseline"] = max(ps)
+        for key in ALIGNMENT:
+            values = [r["alignment"][key] for r in mine if r["alignment"].get(key) is not None]
+            if values:
+                entry.setdefault("alignment", {})[key] = mean_std(values, 3)
+        methods = sorted({r["alignment"]["method"] for r in mine if r["alignment"]})
+        if methods:
+            entry.setdefault("alignment", {})["methods"] = methods
         summary.append(entry)
     return {"study": spec.name, "splits": list(splits), "beam": spec.evaluate.beam, "baseline": baseline_name,
-            "summary": summary, "runs": rows}
+            "length_penalty": _length_penalty(spec), "summary": summary, "runs": rows}
+
+
+def _length_penalty(spec: StudySpec) -> str:
+    alpha, form = spec.evaluate.length_penalty, spec.evaluate.length_penalty_form
+    if alpha is None and form is None:
+        return "each recipe's own"
+    return f"{form or 'the recipe form'} α={alpha if alpha is not None else 'the recipe α'} for every system"
 
 
 def _run(spec: StudySpec, name: str):
@@ -140,21 +168,22 @@ def _target_lang(spec: StudySpec, row: dict[str, Any]) -> str:
     return json.loads(manifest.read_text(encoding="utf-8"))["target_lang"]
 
 
-def _cell(value: tuple[float, float | None]) -> str:
+def _cell(value: tuple[float, float | None], digits: int = 2) -> str:
     mean, std = value
-    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+    return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def render_markdown(report: dict[str, Any]) -> str:
     splits = report["splits"]
     lines = [f"# Study {report['study']}", "",
-             f"Beam {report['beam']}; BLEU = sacreBLEU 13a (cased detokenised, and lowercased), chrF2; "
+             f"Beam {report['beam']}, length penalty {report.get('length_penalty', 'each recipe’s own')}; BLEU = sacreBLEU 13a (cased detokenised, and lowercased), chrF2; "
              "mean ± standard deviation over scored seeds; p = paired bootstrap (lowercased BLEU) against "
              f"the baseline `{report['baseline']}`, the largest over seeds (it says whether the difference is "
              "significant; the BLEU columns say which way).", ""]
     header = ["run", "seeds scored / planned", "parameters"]
     for split in splits:
         header += [f"{split} {label}" for label in METRICS.values()] + [f"{split} p"]
+    header += list(ALIGNMENT.values()) + ["alignment method"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for entry in report["summary"]:
         scored = max((entry[s]["seeds"] for s in splits if s in entry), default=0)
@@ -163,6 +192,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             block = entry.get(split)
             cells += [_cell(tuple(block[key])) if block else "—" for key in METRICS]
             cells.append(f"{block['max_p_vs_baseline']:.4f}" if block and "max_p_vs_baseline" in block else "—")
+        alignment = entry.get("alignment", {})
+        cells += [_cell(tuple(alignment[key]), 3) if key in alignment else "—" for key in ALIGNMENT]
+        cells.append(", ".join(alignment.get("methods", [])) or "—")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Runs", "", "| run | seed | status | updates | wall s | tokens/s | "
               + " | ".join(f"{s} BLEU lc" for s in splits) + " |", "|" + "---|" * (6 + len(splits))]
@@ -178,7 +210,8 @@ def render_markdown(report: dict[str, Any]) -> str:
 def write_report(spec: StudySpec, outcomes) -> Path:
     statuses = {(o.run, o.seed): o.status for o in outcomes}
     report = collect(spec, statuses)
-    (spec.out / "study.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    path = spec.out / "study.md"
+    # Named after the study: the parts of one study and the whole share one output directory.
+    (spec.out / f"{spec.name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    path = spec.out / f"{spec.name}.md"
     path.write_text(render_markdown(report), encoding="utf-8")
     return path

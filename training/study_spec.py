@@ -25,22 +25,28 @@ the job waits until that one is trained, and every seed of the run must be a see
 `evaluate.length_penalty` / `evaluate.length_penalty_form` score every run with one length
 penalty (decoding held fixed across systems); left out, each model decodes as its own recipe says
 (`decode_length_penalty[_form]`: the phrasal recipes GNMT 0.6, the baseline |y|^1).
+`evaluate.alignment: true` also scores each model's alignments (training.study_alignment: gold AER
+with its own best method, and agreement with eflomal in domain).
+`mps: true` starts the CUDA MPS daemon while several runs share the GPU (training.study);
+`score_reserve_s` stops training that many seconds before the time limit, so that what trained
+is also scored within it.
 Relative paths are read from the directory the runner is started in.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from model.decoding.length_penalty import FORMS
 
 COMMANDS = ("train", "train-symmetric")
-_STUDY_KEYS = {"name", "out", "parallel", "time_limit_s", "seeds", "device", "set", "evaluate", "runs"}
+_STUDY_KEYS = {"name", "out", "parallel", "time_limit_s", "seeds", "device", "set", "evaluate", "runs", "mps",
+               "score_reserve_s"}
 _RUN_KEYS = {"name", "recipe", "seeds", "set", "args", "command", "model", "init"}
 _EVALUATE_KEYS = {"splits", "beam", "baseline", "data_dir", "bootstrap_samples", "batch_size", "limit", "length_penalty",
-                  "length_penalty_form"}
+                  "length_penalty_form", "alignment"}
 
 
 class StudyError(ValueError):
@@ -74,6 +80,7 @@ class EvaluateSpec:
     # decodes as its own recipe says (the papers' systems as their papers decode them).
     length_penalty: float | None = None
     length_penalty_form: str | None = None
+    alignment: bool = False  # also score alignments (training.study_alignment)
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,8 @@ class StudySpec:
     parallel: int = 1
     time_limit_s: float | None = None
     device: str = "auto"
+    mps: bool = False  # the CUDA MPS daemon while runs share the GPU
+    score_reserve_s: float = 0.0  # training stops this long before the time limit
 
     def jobs(self) -> list[tuple[RunSpec, int]]:
         """Every (run, seed) in the order the study file gives them: seed-major, so that a study cut
@@ -130,6 +139,15 @@ def parse_study(data: Any, source: str = "study") -> StudySpec:
     device = data.get("device", "auto")
     if not isinstance(device, str):
         problems.append("device must be auto, cpu or cuda")
+    mps = data.get("mps", False)
+    if not isinstance(mps, bool):
+        problems.append("mps must be true or false")
+    reserve = data.get("score_reserve_s", 0)
+    if not isinstance(reserve, (int, float)) or isinstance(reserve, bool) or reserve < 0:
+        problems.append("score_reserve_s must be a number of seconds >= 0")
+        reserve = 0
+    elif isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0 and reserve >= limit:
+        problems.append(f"score_reserve_s ({reserve}) must be less than time_limit_s ({limit})")
     common_set = data.get("set", {})
     if not isinstance(common_set, dict):
         problems.append("set must be an object of recipe keys")
@@ -191,7 +209,7 @@ def parse_study(data: Any, source: str = "study") -> StudySpec:
     if problems:
         raise StudyError(problems, source)
     return StudySpec(name, Path(out), tuple(runs), evaluate, parallel,
-                     float(limit) if limit is not None else None, device)
+                     float(limit) if limit is not None else None, device, mps, float(reserve))
 
 
 def _init_problems(runs: list[RunSpec]) -> list[str]:
@@ -257,7 +275,11 @@ def _parse_evaluate(raw: Any, names: list[str], problems: list[str]) -> Evaluate
     form = raw.get("length_penalty_form")
     if form is not None and form not in FORMS:
         problems.append(f"evaluate.length_penalty_form must be one of {', '.join(FORMS)}, got {form!r}")
-    return EvaluateSpec(tuple(splits), beam, baseline, Path(data_dir), samples, batch_size, limit, penalty, form)
+    alignment = raw.get("alignment", False)
+    if not isinstance(alignment, bool):
+        problems.append("evaluate.alignment must be true or false")
+    return EvaluateSpec(tuple(splits), beam, baseline, Path(data_dir), samples, batch_size, limit, penalty, form,
+                        alignment)
 
 
 def load_study(path: str | Path) -> StudySpec:
@@ -269,6 +291,22 @@ def load_study(path: str | Path) -> StudySpec:
     except json.JSONDecodeError as error:
         raise StudyError([f"not valid JSON: {error.msg} (line {error.lineno})"], str(path)) from None
     return parse_study(data, str(path))
+
+
+# A dry run of a study at toy size, on the CPU (`python -m training.study STUDY --tiny`): every
+# code path of the real one (training, resume, init, scoring, alignment, the report) in minutes.
+TINY_SET = {"max_updates": 4, "warmup": 2, "train_limit": 300, "valid_limit": 20, "val_bleu_sentences": 4,
+            "val_interval": 4, "log_interval": 2, "checkpoint_interval": 2, "keep_last": 2, "average_last": 2,
+            "spm_vocab_size": 400, "max_tokens": 1024, "export_fp16": False}
+TINY_EVALUATE_LIMIT = 8
+
+
+def tiny(spec: StudySpec) -> StudySpec:
+    """The study at toy size in OUT-tiny, on the CPU, two jobs at a time; same runs, seeds and inits."""
+    runs = tuple(replace(run, overrides={**run.overrides, **TINY_SET}) for run in spec.runs)
+    evaluate = replace(spec.evaluate, limit=TINY_EVALUATE_LIMIT, bootstrap_samples=20)
+    return replace(spec, out=spec.out.with_name(spec.out.name + "-tiny"), runs=runs, evaluate=evaluate,
+                   device="cpu", mps=False, parallel=min(spec.parallel, 2))
 
 
 def run_dir(spec: StudySpec, run: RunSpec, seed: int) -> Path:

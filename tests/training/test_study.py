@@ -32,15 +32,20 @@ def spec_for(tmp_path, **changes):
 
 def test_every_problem_of_a_study_file_is_reported_at_once(tmp_path):
     with pytest.raises(StudyError) as error:
-        parse_study({"name": "", "out": "x", "parallel": 0, "colour": 1, "seeds": [1, 1],
-                     "evaluate": {"baseline": "nope", "beam": 0, "length_penalty": -1, "length_penalty_form": "exp"},
+        parse_study({"name": "", "out": "x", "parallel": 0, "colour": 1, "seeds": [1, 1], "mps": "yes",
+                     "time_limit_s": 60, "score_reserve_s": 60,
+                     "evaluate": {"baseline": "nope", "beam": 0, "length_penalty": -1, "length_penalty_form": "exp",
+                                  "alignment": 1},
                      "runs": [{"name": "a", "recipe": str(tmp_path / "missing.json")},
                               {"name": "a", "recipe": SMOKE, "command": "fly"},
                               {"name": "b", "recipe": SMOKE, "command": "train-symmetric"}]}, "study.json")
     assert error.value.problems == [
-        "unknown key 'colour' (known: device, evaluate, name, out, parallel, runs, seeds, set, time_limit_s)",
+        "unknown key 'colour' (known: device, evaluate, mps, name, out, parallel, runs, score_reserve_s, seeds, set, "
+        "time_limit_s)",
         "name must be a non-empty string",
         "parallel must be a positive integer",
+        "mps must be true or false",
+        "score_reserve_s (60) must be less than time_limit_s (60)",
         "seeds repeat a seed",
         f"runs[0].recipe: {tmp_path / 'missing.json'} does not exist",
         "runs[1].command must be one of train, train-symmetric",
@@ -50,6 +55,7 @@ def test_every_problem_of_a_study_file_is_reported_at_once(tmp_path):
         "evaluate.baseline 'nope' is not a run name (a, a, b)",
         "evaluate.length_penalty must be a number >= 0",
         "evaluate.length_penalty_form must be one of power, gnmt, got 'exp'",
+        "evaluate.alignment must be true or false",
     ]
 
 
@@ -265,8 +271,18 @@ def test_the_table_means_deviations_and_bootstrap_p_from_run_directories(tmp_pat
     assert expected_p < 0.05 and other["test_2016_flickr"]["max_p_vs_baseline"] == expected_p
     assert "p_vs_baseline" not in base["test_2016_flickr"] and "max_p_vs_baseline" not in base["test_2016_flickr"]
     markdown = render_markdown(report)
-    assert f"| other | 1 / 1 | 2,000 | 40.00 | 41.00 | 60.00 | {expected_p:.4f} |" in markdown
+    assert f"| other | 1 / 1 | 2,000 | 40.00 | 41.00 | 60.00 | {expected_p:.4f} | — | — | — |" in markdown
     assert "| base | 2 / 2 | 1,000 | 31.50 ± 2.12 | 32.50 ± 2.12 | 51.50 ± 2.12 | — |" in markdown
+
+    # Alignment figures, where scored: mean ± deviation of each over the seeds, the methods named.
+    for seed, gold, agreement, method in ((1, 0.6, 0.3, "layer 0 shift, argmax"), (2, 0.5, None, "layer 2, argmax")):
+        (out / "base" / f"seed{seed}" / "eval" / "alignment.json").write_text(json.dumps(
+            {"method": method, "gold_aer": gold, "agreement_aer": agreement}))
+    base = collect(spec, {})["summary"][0]
+    assert base["alignment"] == {"gold_aer": (0.55, round(statistics.stdev([0.6, 0.5]), 3)), "agreement_aer": (0.3, None),
+                                 "methods": ["layer 0 shift, argmax", "layer 2, argmax"]}
+    assert ("| 0.550 ± 0.071 | 0.300 | layer 0 shift, argmax, layer 2, argmax |"
+            in render_markdown(collect(spec, {})))
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -292,13 +308,13 @@ def test_a_real_study_trains_scores_and_reports_and_a_rerun_redoes_nothing(tmp_p
     scores = json.loads((run / "eval" / "test_2016_flickr.json").read_text())
     assert scores["sentences"] == 6 and scores["beam"] == 1
     assert len((run / "eval" / "test_2016_flickr.hyp").read_text().splitlines()) == 6
-    report = json.loads((tmp_path / "out" / "study.json").read_text())
+    report = json.loads((tmp_path / "out" / "smoke.json").read_text())
     assert report["runs"][0]["status"] == "trained" and report["runs"][0]["updates"] == 4
     assert report["summary"][0]["test_2016_flickr"]["bleu"] == [scores["bleu"]["score"], None]
     stamp = (run / "eval" / "test_2016_flickr.json").stat().st_mtime_ns
     assert study_main([str(study)]) == 0
     assert (run / "eval" / "test_2016_flickr.json").stat().st_mtime_ns == stamp
-    assert json.loads((tmp_path / "out" / "study.json").read_text())["runs"][0]["status"] == "trained"
+    assert json.loads((tmp_path / "out" / "smoke.json").read_text())["runs"][0]["status"] == "trained"
 
 
 def test_a_bad_study_file_is_exit_2_and_one_line(tmp_path, capsys):
@@ -328,4 +344,105 @@ def test_the_en_de_study_resolves_every_run_and_matches_the_baseline_to_the_phra
         sizes[run.name] = sum(p.numel() for p in Transformer(config).parameters())
     assert sizes["baseline"] == 2_605_568
     assert abs(sizes["baseline-matched"] / sizes["queryk-heterogeneous-1-2-3"] - 1) < 0.01
-    assert [run.name for run in spec.runs if len(run.seeds) == 3] == ["baseline", "baseline-matched"]
+    assert [run.name for run in spec.runs if len(run.seeds) == 3] == [
+        "baseline", "baseline-matched", "queryk-heterogeneous-1-2-3", "queryk-interleaved"]
+    # One decoding for every system in the main table (the papers' GNMT 0.6), alignments scored.
+    assert (spec.evaluate.length_penalty, spec.evaluate.length_penalty_form, spec.evaluate.alignment) == (0.6, "gnmt", True)
+    # Every fine-tuning run has a control: the same recipe and parent without the added term.
+    finetunes = {run.name: run for run in spec.runs if run.init is not None}
+    assert sorted(finetunes) == ["align-global-fertility-pre", "align-global-fertility-pre-control",
+                                 "global-fertility-pre", "global-fertility-pre-control"]
+    for name in ("global-fertility-pre", "align-global-fertility-pre"):
+        run, control = finetunes[name], finetunes[f"{name}-control"]
+        assert (control.recipe, control.init) == (run.recipe, run.init)
+        assert control.overrides == {**run.overrides, "model.global_fertility": None, "name": control.overrides["name"]}
+    assert finetunes["align-global-fertility-pre"].overrides["model.alignment_biases"] == spec.run("biases-all").overrides.get(
+        "model.alignment_biases", load_recipe(REPO / spec.run("biases-all").recipe).model["alignment_biases"])
+
+
+def test_the_study_parts_cover_every_job_of_the_study_once_and_fit_a_slot():
+    """studies/en-de-partN.json: the runs of studies/en-de.json (same recipe, overrides, init), every
+    job in exactly one part (part 5 lists the parents of its fine-tuning runs, trained in parts 1
+    and 4 and carried), each part with a time limit under the device's 10 minutes that leaves room
+    for scoring, and the same output directory, so that studies/en-de.json reports all parts."""
+    from training.study_spec import load_study
+
+    full = load_study(REPO / "studies" / "en-de.json")
+    owner: dict[tuple[str, int], int] = {}
+    for number in range(1, 6):
+        part = load_study(REPO / "studies" / f"en-de-part{number}.json")
+        assert (part.out, part.evaluate.splits, part.evaluate.length_penalty) == (
+            full.out, full.evaluate.splits, full.evaluate.length_penalty)
+        assert part.time_limit_s + 60 <= 600 and part.score_reserve_s >= 60 and part.mps
+        for run in part.runs:
+            same = full.run(run.name)
+            assert (run.recipe, run.overrides, run.init, run.command, run.model) == (
+                same.recipe, same.overrides, same.init, same.command, same.model)
+            assert set(run.seeds) <= set(same.seeds)
+            for seed in run.seeds:
+                if number == 5 and run.name in ("baseline", "biases-all"):
+                    continue  # the parents, carried
+                assert (run.name, seed) not in owner
+                owner[(run.name, seed)] = number
+    assert set(owner) == {(run.name, seed) for run, seed in full.jobs()}
+    assert owner[("baseline", 1)] == 1 and owner[("biases-all", 1)] == 4
+
+
+def test_the_mps_daemon_runs_for_a_shared_cuda_invocation_and_is_stopped_after(tmp_path):
+    """A stand-in control program records its arguments, stdin and the pipe directory it was given;
+    the daemon is started with -d, stopped with "quit" even when the invocation fails, and the
+    environment is as before afterwards."""
+    import os
+
+    record = tmp_path / "calls"
+    control = tmp_path / "mps-control"
+    control.write_text(f"#!/bin/sh\nprintf '%s|%s|' \"$*\" \"$CUDA_MPS_PIPE_DIRECTORY\" >> {record}\n"
+                       f"cat >> {record}\necho >> {record}\n")
+    control.chmod(0o755)
+    spec = spec_for(tmp_path, mps=True, device="cuda")
+    before = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    with pytest.raises(RuntimeError):
+        with study_module.mps_daemon(spec, control=str(control)) as running:
+            assert running is True
+            pipe = os.environ["CUDA_MPS_PIPE_DIRECTORY"]
+            raise RuntimeError("a failed invocation")
+    lines = record.read_text().splitlines()
+    assert lines == [f"-d|{pipe}|", f"|{pipe}|quit", ""]  # "quit" and its newline on stdin
+    assert os.environ.get("CUDA_MPS_PIPE_DIRECTORY") == before and not Path(pipe).exists()
+    for changes in ({"mps": False, "device": "cuda"}, {"mps": True, "device": "cpu"}, {"mps": True, "parallel": 1}):
+        with study_module.mps_daemon(spec_for(tmp_path, **changes), control=str(control)) as running:
+            assert running is False
+    with study_module.mps_daemon(spec, control=str(tmp_path / "absent")) as running:
+        assert running is False
+    assert len(record.read_text().splitlines()) == 3  # nothing started or stopped since
+
+
+def test_the_bundle_holds_the_light_files_and_the_parents_models(tmp_path):
+    import tarfile
+
+    from training.study_bundle import bundle
+
+    spec = parse_study({"name": "s", "out": str(tmp_path / "out"), "seeds": [1],
+                        "runs": [{"name": "base", "recipe": SMOKE}, {"name": "tuned", "recipe": SMOKE, "init": "base"},
+                                 {"name": "other", "recipe": SMOKE}]}, "study.json")
+    for name in ("base", "tuned", "other"):
+        run = tmp_path / "out" / name / "seed1"
+        for path in ("recipe.json", "log.jsonl", "train.out", "spm.model", "checkpoints/checkpoint_100.pt",
+                     "model/manifest.json", "model/config.json", "model/model.safetensors", "model/spm.model",
+                     "eval/test_2016_flickr.json", "eval/test_2016_flickr.hyp", "eval/alignment.json"):
+            (run / path).parent.mkdir(parents=True, exist_ok=True)
+            (run / path).write_text(path)
+    (tmp_path / "out" / "s.md").write_text("table")
+    written = bundle(spec, tmp_path / "back", "part9")
+    assert [p.name for p in written] == ["part9-results.tar.gz", "part9-parents.tar.gz"]
+    with tarfile.open(written[0]) as archive:
+        results = sorted(archive.getnames())
+    with tarfile.open(written[1]) as archive:
+        parents = sorted(m.name for m in archive.getmembers() if m.isfile())
+    out = str(tmp_path / "out").lstrip("/")
+    light = ["eval/alignment.json", "eval/test_2016_flickr.hyp", "eval/test_2016_flickr.json", "log.jsonl",
+             "model/config.json", "model/manifest.json", "recipe.json", "train.out"]
+    assert results == sorted([f"{out}/s.md"] + [f"{out}/{name}/seed1/{path}" for name in ("base", "tuned", "other")
+                                                 for path in light])
+    assert parents == [f"{out}/base/seed1/model/{path}" for path in
+                       ("config.json", "manifest.json", "model.safetensors", "spm.model")]

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One part of the En-De study in one lent GPU slot: train, score, align, pack what comes back.
+#
+#   bash studies/gpu/part1.sh                     # on the device (device tool: carry [".whl"])
+#   STUDY_TINY=1 OUT=/tmp/out bash studies/gpu/part1.sh   # the dry run at toy size on a CPU
+#
+# Reads studies/en-de-partN.json (its time_limit_s, 540 s, is the runner's --time-limit: training
+# stops score_reserve_s before it, scoring fits in the rest). Writes under $OUT, as it goes (every
+# 60 s) and at the end: partN-results.tar.gz (logs, scores, hypotheses, alignment reports: what is
+# committed), partN-parents.tar.gz (the model directories that later parts fine-tune, if any),
+# partN.log (this script's output) and partN.md (the part's table). studies/gpu/README.md says what
+# to do with them.
+set -uo pipefail
+part=${1:?usage: run-part.sh N}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+out=${OUT:-$repo/runs/gpu-out}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+tiny=()
+[ "${STUDY_TINY:-0}" = 1 ] && tiny=(--tiny)
+study=studies/en-de-part$part.json
+export PYTHONUNBUFFERED=1
+exec > >(tee -a "$out/part$part.log") 2>&1
+echo "== part $part: $(date -u +%FT%TZ) ${tiny[*]}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+
+# What the device lacks: rapidfuzz (model/alignments/cognates.py), carried as a wheel in .whl/.
+if ! "$py" -c "import rapidfuzz" 2>/dev/null; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/rapidfuzz-*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+"$py" -c "import torch, sentencepiece, sacrebleu, safetensors, tqdm, rapidfuzz
+print('python packages there; torch', torch.__version__, 'cuda', torch.cuda.is_available())" || exit 3
+
+# A fine-tuning run starts from a model of an earlier part (in these parts, every parent is trained
+# in an earlier one), carried here: refuse to retrain it, which would also overwrite its results.
+"$py" - "$study" "${tiny[@]}" <<'PY' || exit 4
+import sys
+from training.study_spec import is_trained, load_study, tiny
+spec = load_study(sys.argv[1])
+spec = tiny(spec) if "--tiny" in sys.argv[2:] else spec
+parents = {run.init for run in spec.runs if run.init}
+carried = [f"{name} seed {seed}" for name in sorted(parents) for seed in spec.run(name).seeds
+           if not is_trained(spec, spec.run(name), seed)]
+if carried:
+    sys.exit(f"the parents {', '.join(carried)} are not in {spec.out}: unpack the earlier parts' *-parents.tar.gz "
+             "and carry them (studies/gpu/README.md)")
+PY
+
+pack() {
+    "$py" -m training.study_bundle studies/en-de.json "${tiny[@]}" --into "$out" --name "part$part" >/dev/null
+}
+(while sleep 60; do pack; done) &
+packer=$!
+# STUDY_TIME_LIMIT: another limit than the part's (a dry run on a slow, shared CPU needs more).
+limit=${STUDY_TIME_LIMIT:-$("$py" -c "import json; print(int(json.load(open('$study'))['time_limit_s']))")}
+# The runner stops itself at its limit; timeout is the backstop (a hung child, a hung scorer).
+timeout --kill-after=15 $((limit + 30)) "$py" -m training.study "$study" "${tiny[@]}" --time-limit "$limit"
+rc=$?
+kill "$packer" 2>/dev/null
+wait "$packer" 2>/dev/null
+"$py" -m training.study "$study" "${tiny[@]}" --report-only >/dev/null   # the part's table, also when cut short
+pack
+name=$("$py" -c "import json; print(json.load(open('$study'))['name'])")
+dir=$("$py" -c "
+import sys; from training.study_spec import load_study, tiny
+spec = load_study('$study'); print((tiny(spec) if '${tiny[*]}' else spec).out)")
+cp "$dir/$name.md" "$out/part$part.md" 2>/dev/null
+echo "== part $part: runner exit $rc, $(date -u +%FT%TZ)"
+ls -l "$out"
+exit $rc

@@ -1,0 +1,57 @@
+"""The training speed levers keep the numbers: AdamW's implementations give the loss curve of the
+default within a tenth of the seed-to-seed spread over 40 updates (benchmarks/training_levers.py runs the same
+comparison for longer and for torch.compile), and the recipe refuses an unknown implementation."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from training.loop import optimizer_kernels
+from training.recipe import RecipeError, TrainingRecipe
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _levers():
+    spec = importlib.util.spec_from_file_location("training_levers", REPO / "benchmarks" / "training_levers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_optimizer_implementations_map_to_adamws_arguments():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert optimizer_kernels(TrainingRecipe(), cpu) == {"fused": False}
+    assert optimizer_kernels(TrainingRecipe(), cuda) == {"fused": True}
+    assert optimizer_kernels(TrainingRecipe(optimizer_implementation="fused"), cpu) == {"fused": True}
+    assert optimizer_kernels(TrainingRecipe(optimizer_implementation="foreach"), cuda) == {"fused": False, "foreach": True}
+    with pytest.raises(RecipeError) as error:
+        TrainingRecipe.from_dict({"optimizer_implementation": "apex", "compile": "yes"})
+    assert error.value.problems == ["compile must be true or false, got 'yes'",
+                                    "optimizer_implementation must be one of auto, fused, foreach, got 'apex'"]
+
+
+UPDATES = 40
+
+
+@pytest.fixture(scope="module")
+def curves():
+    """The reference loss curve (AdamW's default on the CPU) and another seed's: what noise is."""
+    levers = _levers()
+    return levers, levers.loss_curve({}, "cpu", UPDATES), levers.loss_curve({"seed": 2}, "cpu", UPDATES)
+
+
+@pytest.mark.parametrize("implementation", ["fused", "foreach"])
+def test_the_optimizer_implementations_keep_the_loss_curve_within_noise(curves, implementation):
+    levers, reference, other_seed = curves
+    changed = levers.loss_curve({"optimizer_implementation": implementation}, "cpu", UPDATES)
+    assert len(reference) == len(changed) == UPDATES // 10
+    # The first interval differs by float rounding only; the whole curve stays far inside what
+    # another seed changes (the drift of rounding differences, not a different trajectory).
+    assert abs(reference[0] - changed[0]) <= 1e-4 * reference[0]
+    seed_spread = max(abs(a - b) for a, b in zip(reference, other_seed))
+    assert seed_spread > 0.01
+    assert max(abs(a - b) for a, b in zip(reference, changed)) <= seed_spread / 10
