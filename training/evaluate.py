@@ -9,7 +9,10 @@ The length penalty (α and its form, model/decoding/length_penalty.py) is the on
 the shared default |y|^1; --length-penalty / --length-penalty-form override it.
 
 Scores, each printed with its sacreBLEU signature: BLEU cased on detokenised text (13a), BLEU
-lowercased (sacreBLEU lowercase=True, the convention of the published Multi30k anchors), chrF.
+lowercased (sacreBLEU lowercase=True, the convention of the published Multi30k anchors), chrF;
+and placeholders kept: of the source sentences holding printf, {name} or ${VAR} placeholders, the
+percentage whose translation holds the same multiset (training/corpus/clean.py `placeholders`;
+the raw model's output, without the service's protection), null when no source has one.
 """
 from __future__ import annotations
 
@@ -72,6 +75,17 @@ def length_penalty_of(manifest: dict[str, Any], alpha: float | None, form: str |
     return alpha, form
 
 
+def placeholder_survival(sources: Sequence[str], hyps: Sequence[str]) -> dict[str, Any]:
+    """Of the sources with placeholders, the percentage whose hypothesis has the same ones."""
+    from training.corpus.clean import placeholders
+
+    wanted = [(placeholders(s), h) for s, h in zip(sources, hyps)]
+    wanted = [(found, h) for found, h in wanted if found]
+    kept = sum(placeholders(h) == found for found, h in wanted)
+    return {"score": round(100 * kept / len(wanted), 2) if wanted else None, "sentences": len(wanted),
+            "signature": "placeholders|printf-brace-shell|multiset"}
+
+
 LABELS = {"bleu": "BLEU cased detok 13a", "bleu_lowercase": "BLEU lowercased 13a", "chrf": "chrF2"}
 
 
@@ -121,6 +135,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     }
     if refs is not None:
         report.update(score(hyps, refs))
+    report["placeholders"] = placeholder_survival(src, hyps)
     if args.json:
         print(json.dumps(report, indent=2))
     elif refs is not None:
@@ -128,6 +143,9 @@ def run(argv: Sequence[str] | None = None) -> int:
               f"beam {args.beam}, length penalty {form} α={alpha}, {seconds:.1f}s on {device}")
         for key, label in LABELS.items():
             print(f"{label:22s} = {report[key]['score']:6.2f}  {report[key]['signature']}")
+        kept = report["placeholders"]
+        if kept["score"] is not None:
+            print(f"{'placeholders kept':22s} = {kept['score']:6.2f}  ({kept['sentences']} sentences with placeholders)")
     return 0
 
 

@@ -105,6 +105,11 @@ def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog, alignment_l
     r = recipe
     train_src, train_tgt = read_parallel(r.data_dir, r.train_split, r.source_lang, r.target_lang, r.train_limit)
     valid_src, valid_tgt = read_parallel(r.data_dir, r.valid_split, r.source_lang, r.target_lang, r.valid_limit)
+    if r.train_mix and alignment_labels:
+        raise RecipeError(["train_mix: the alignment labels cover train_split only; leave train_mix out"])
+    for mix in r.train_mix:
+        mix_src, mix_tgt = read_parallel(mix["data_dir"], mix["split"], r.source_lang, r.target_lang)
+        train_src, train_tgt = train_src + mix_src * mix["copies"], train_tgt + mix_tgt * mix["copies"]
     spm_path = run_dir / SPM_FILE
     if not spm_path.exists():
         started = time.perf_counter()

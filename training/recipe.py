@@ -40,6 +40,10 @@ class TrainingRecipe:
     source_lang: str = "en"
     target_lang: str = "de"
     train_limit: int | None = None      # first N training pairs only (smoke runs)
+    # More training data after train_split: [{"data_dir": "data/multi30k", "split": "train", "copies": 2}]
+    # (each entry's pairs `copies` times: a small corpus is not drowned by a large one). The
+    # SentencePiece model is trained on all of it; valid_split stays data_dir's.
+    train_mix: list[dict[str, Any]] = field(default_factory=list)
     valid_limit: int | None = None      # first N validation pairs for the validation loss
     max_len: int = 128                  # pairs with a side longer than this many pieces are dropped
     # SentencePiece: one joint cased model over source + target training text.
@@ -248,12 +252,33 @@ def _problems(d: Mapping[str, Any]) -> list[str]:
     if _is_int(get("max_len")) and _is_int(get("max_tokens")) and get("max_tokens") < get("max_len") + 1:
         problems.append(f"max_tokens ({get('max_tokens')}) must be at least max_len + 1 ({get('max_len') + 1})")
     problems += _symmetric_problems(get("symmetric"))
+    problems += _train_mix_problems(get("train_mix"))
     trainable = get("trainable")
     if trainable is not None and not (isinstance(trainable, list) and trainable
                                       and all(isinstance(p, str) and p for p in trainable)):
         problems.append(f"trainable must be null or a non-empty list of parameter name prefixes, got {trainable!r}")
     if get("source_lang") == get("target_lang"):
         problems.append(f"source_lang and target_lang must differ, got {get('source_lang')!r} twice")
+    return problems
+
+
+TRAIN_MIX_KEYS = ("data_dir", "split", "copies")
+
+
+def _train_mix_problems(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return [f"train_mix must be a list of {{\"data_dir\", \"split\", \"copies\"}} objects, got {value!r}"]
+    problems = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or set(item) != set(TRAIN_MIX_KEYS):
+            problems.append(f"train_mix[{i}] must be an object with exactly the keys {', '.join(TRAIN_MIX_KEYS)}, "
+                            f"got {item!r}")
+            continue
+        for key in ("data_dir", "split"):
+            if not isinstance(item[key], str) or not item[key]:
+                problems.append(f"train_mix[{i}].{key} must be a non-empty string, got {item[key]!r}")
+        if not _is_int(item["copies"]) or item["copies"] < 1:
+            problems.append(f"train_mix[{i}].copies must be a positive integer, got {item['copies']!r}")
     return problems
 
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from training.study_spec import (RunSpec, StudyError, StudySpec, has_checkpoints, is_trained, load_study, run_dir,
-                                 tiny)
+from training.study_spec import (RunSpec, StudyError, StudySpec, eval_file, has_checkpoints, is_trained, load_study,
+                                 run_dir, tiny)
 
 PROG = "phrasal-study"
 MPS_CONTROL = "/usr/local/nvidia/bin/nvidia-cuda-mps-control"
@@ -183,15 +183,16 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
     model_dir = directory / run.model
     scored = []
     for split in spec.evaluate.splits:
-        result = directory / "eval" / f"{split}.json"
+        result = eval_file(directory, split, ".json")
         if result.is_file():
             continue
         if deadline is not None and clock() >= deadline:
             break
         result.parent.mkdir(parents=True, exist_ok=True)
         hyps = result.with_suffix(".hyp")
-        command = [sys.executable, "-m", "training.evaluate", "--model-dir", str(model_dir), "--split", split,
-                   "--data-dir", str(spec.evaluate.data_dir), "--beam", str(spec.evaluate.beam),
+        data_dir, name = spec.evaluate.locate(split)
+        command = [sys.executable, "-m", "training.evaluate", "--model-dir", str(model_dir), "--split", name,
+                   "--data-dir", str(data_dir), "--beam", str(spec.evaluate.beam),
                    "--batch-size", str(spec.evaluate.batch_size), "--device", spec.device, "--out", str(hyps), "--json"]
         if spec.evaluate.limit is not None:
             command += ["--limit", str(spec.evaluate.limit)]

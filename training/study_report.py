@@ -2,7 +2,9 @@
 
 Per run and seed: status, updates done, parameters, wall time (training sessions only, from the
 log's first to last event of each session), tokens/s (target tokens over training time), and per
-split BLEU cased detokenised (13a), BLEU lowercased (13a) and chrF2. Per run: mean ± sample
+split BLEU cased detokenised (13a), BLEU lowercased (13a), chrF2 and placeholders kept (the share of
+the source sentences with placeholders whose translation holds the same ones, training/evaluate.py;
+"—" on a split without any). Per run: mean ± sample
 standard deviation over the scored seeds, and the paired bootstrap p-value against the baseline
 (sacreBLEU's paired bootstrap resampling on lowercased BLEU, each seed against the baseline's
 run of the same seed, or its first scored seed; the largest p over seeds is reported, so
@@ -19,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from training.data import read_lines, split_path
-from training.study_spec import StudySpec, has_checkpoints, is_trained, run_dir
+from training.study_spec import StudySpec, eval_file, has_checkpoints, is_trained, run_dir
 
-METRICS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF2"}
+METRICS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF2", "placeholders": "placeholders kept %"}
 # Figures of eval/alignment.json shown per run (lower is better for both).
 ALIGNMENT = {"gold_aer": "gold AER", "agreement_aer": "AER vs eflomal"}
 
@@ -58,10 +60,11 @@ def training_figures(directory: Path) -> dict[str, Any]:
 def scores(directory: Path, splits: tuple[str, ...]) -> dict[str, dict[str, float]]:
     found = {}
     for split in splits:
-        path = directory / "eval" / f"{split}.json"
+        path = eval_file(directory, split, ".json")
         if path.is_file():
             report = json.loads(path.read_text(encoding="utf-8"))
-            found[split] = {key: report[key]["score"] for key in METRICS}
+            # None: a split without placeholders, or a score written before the metric existed
+            found[split] = {key: report.get(key, {}).get("score") for key in METRICS}
     return found
 
 
@@ -73,7 +76,10 @@ def alignment_figures(directory: Path) -> dict[str, Any]:
     return {"method": report["method"], **{key: report.get(key) for key in ALIGNMENT}}
 
 
-def mean_std(values: list[float], digits: int = 2) -> tuple[float, float | None]:
+def mean_std(values: list[float | None], digits: int = 2) -> tuple[float, float | None] | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
     mean = statistics.fmean(values)
     return round(mean, digits), (round(statistics.stdev(values), digits) if len(values) > 1 else None)
 
@@ -107,10 +113,10 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
     for split in splits:
         for row in rows:
             if split in row["scores"] and split not in references:
-                path = split_path(spec.evaluate.data_dir, split, _target_lang(spec, row))
+                path = split_path(*spec.evaluate.locate(split), _target_lang(spec, row))
                 references[split] = read_lines(path, spec.evaluate.limit)
-    hyps = {(row["run"], row["seed"], split): read_lines(run_dir(spec, _run(spec, row["run"]), row["seed"])
-                                                         / "eval" / f"{split}.hyp")
+    hyps = {(row["run"], row["seed"], split): read_lines(eval_file(run_dir(spec, _run(spec, row["run"]), row["seed"]),
+                                                                   split, ".hyp"))
             for row in rows for split in row["scores"]}
     for row in rows:
         row["p_vs_baseline"] = {}
@@ -190,7 +196,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         cells = [entry["run"], f"{scored} / {entry['seeds']}", f"{entry['parameters']:,}" if entry["parameters"] else "—"]
         for split in splits:
             block = entry.get(split)
-            cells += [_cell(tuple(block[key])) if block else "—" for key in METRICS]
+            cells += [_cell(tuple(block[key])) if block and block[key] is not None else "—" for key in METRICS]
             cells.append(f"{block['max_p_vs_baseline']:.4f}" if block and "max_p_vs_baseline" in block else "—")
         alignment = entry.get("alignment", {})
         cells += [_cell(tuple(alignment[key]), 3) if key in alignment else "—" for key in ALIGNMENT]

@@ -82,6 +82,13 @@ class EvaluateSpec:
     length_penalty_form: str | None = None
     alignment: bool = False  # also score alignments (training.study_alignment)
 
+    def locate(self, split: str) -> tuple[Path, str]:
+        """(data directory, split name): a split written as a path (`data/debian_catalogs/test`, a
+        second domain) names its own directory; a bare name is one of `data_dir`'s."""
+        if "/" in split:
+            return Path(split).parent, Path(split).name
+        return self.data_dir, split
+
 
 @dataclass(frozen=True)
 class StudySpec:
@@ -315,6 +322,13 @@ def run_dir(spec: StudySpec, run: RunSpec, seed: int) -> Path:
 
 def is_trained(spec: StudySpec, run: RunSpec, seed: int) -> bool:
     return (run_dir(spec, run, seed) / run.model / "manifest.json").is_file()
+
+
+def eval_file(directory: Path, split: str, suffix: str) -> Path:
+    """Where a run's score (".json") or hypotheses (".hyp") on a split are kept: eval/SPLIT.json, a
+    split written as a path flattened into one name (data/debian_catalogs/test:
+    eval/data.debian_catalogs.test.json)."""
+    return directory / "eval" / (split.strip("/").replace("/", ".") + suffix)
 
 
 def has_checkpoints(directory: Path) -> bool:

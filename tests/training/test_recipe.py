@@ -54,3 +54,34 @@ def test_overrides(tmp_path):
     with pytest.raises(RecipeError, match="must be KEY=VALUE"):
         load_recipe(path, ["lr"])
     assert TrainingRecipe.from_dict(recipe.to_dict()) == recipe
+
+
+def test_train_mix_entries_are_checked_and_their_pairs_follow_the_main_split_copies_times(tmp_path):
+    import gzip
+
+    from training.loop import RunLog, prepare_data
+
+    with pytest.raises(RecipeError) as info:
+        TrainingRecipe.from_dict({"train_mix": [{"data_dir": "d", "split": "", "copies": 0}, {"data_dir": "d"}]})
+    assert info.value.problems == [
+        "train_mix[0].split must be a non-empty string, got ''",
+        "train_mix[0].copies must be a positive integer, got 0",
+        "train_mix[1] must be an object with exactly the keys data_dir, split, copies, got {'data_dir': 'd'}",
+    ]
+    main, extra = tmp_path / "main", tmp_path / "extra"
+    for directory, split, lines in ((main, "train", ["a b", "c d", "e f"]), (main, "val", ["a b"]),
+                                    (extra, "train", ["g h", "i j"])):
+        directory.mkdir(exist_ok=True)
+        for lang in ("en", "de"):
+            (directory / f"{split}.{lang}.gz").write_bytes(gzip.compress("".join(f"{line} {lang}\n" for line in lines)
+                                                                         .encode()))
+    recipe = TrainingRecipe.from_dict({"data_dir": str(main), "spm_vocab_size": 20, "val_bleu_sentences": 0,
+                                       "train_mix": [{"data_dir": str(extra), "split": "train", "copies": 2}]})
+    log = RunLog(tmp_path / "log.jsonl", echo=False)
+    data = prepare_data(recipe, tmp_path, log)
+    decode = data.tokenizer.decode
+    assert [decode(ids) for ids in data.train.src] == ["a b en", "c d en", "e f en"] + ["g h en", "i j en"] * 2
+    assert [decode(ids) for ids in data.train.tgt] == ["a b de", "c d de", "e f de"] + ["g h de", "i j de"] * 2
+    assert len(data.valid) == 1
+    with pytest.raises(RecipeError, match="alignment labels cover train_split only"):
+        prepare_data(recipe, tmp_path, log, alignment_labels=True)
