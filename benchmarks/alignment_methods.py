@@ -23,7 +23,7 @@ import torch
 
 from model.model_dir import load_model_dir
 from model.alignments.bidirectional import bidirectional_alignment
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 from service.runtime.torch_runtime import TorchRuntime
 from host import cpu_name  # benchmarks/host.py: the script's own folder is on sys.path
 
@@ -51,11 +51,11 @@ def main() -> None:
     runtime = TorchRuntime(load_model_dir(args.model_dir), torch.device("cpu"))
     batches = [texts[k : k + args.batch_size] for k in range(0, len(texts), args.batch_size)]
 
-    def run(options: DecodeOptions):
+    def run(options: DecodingOptions):
         return [h for batch in batches for nbest in runtime.translate(batch, options) for h in nbest]
 
-    runs = [("none", DecodeOptions(beam_size=args.beam))]
-    runs += [(method, DecodeOptions(beam_size=args.beam, alignment="token", alignment_method=method))
+    runs = [("none", DecodingOptions(beam_size=args.beam))]
+    runs += [(method, DecodingOptions(beam_size=args.beam, alignment="token", alignment_method=method))
              for method in runtime.alignment_methods]
     run(runs[0][1])  # warm-up
     rows = []
@@ -64,11 +64,11 @@ def main() -> None:
         rows.append((name, wall, cpu))
     if args.reverse_model_dir:
         reverse = TorchRuntime(load_model_dir(args.reverse_model_dir), torch.device("cpu"))
-        hypotheses = run(DecodeOptions(beam_size=args.beam))
+        hypotheses = run(DecodingOptions(beam_size=args.beam))
         pairs = [(h.text, text) for h, text in zip(hypotheses, texts)]
         wall, cpu = timed(lambda: reverse.force_align(pairs, reverse.default_alignment_method))
         rows.append(("bidirectional: the reverse forced pass alone", wall, cpu))
-        forward_options = DecodeOptions(beam_size=args.beam, alignment="token",
+        forward_options = DecodingOptions(beam_size=args.beam, alignment="token",
                                         alignment_method=runtime.default_alignment_method)
 
         def bidirectional() -> None:
@@ -78,7 +78,7 @@ def main() -> None:
 
         wall, cpu = timed(bidirectional)
         rows.append(("bidirectional, whole (search, reverse pass, combination with the cognate prior)", wall, cpu))
-    given = [(text, h.text) for h, text in zip(run(DecodeOptions(beam_size=args.beam)), texts)]
+    given = [(text, h.text) for h, text in zip(run(DecodingOptions(beam_size=args.beam)), texts)]
     wall, cpu = timed(lambda: runtime.force_align(given, runtime.default_alignment_method))
     rows.append((f"/align, {runtime.default_alignment_method} (forced pass of given translations, no search)", wall, cpu))
     if args.reverse_model_dir:

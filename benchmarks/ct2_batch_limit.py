@@ -47,12 +47,13 @@ def share(a: list[list[int]], b: list[list[int]]) -> float:
 
 def compare(model_dir: Path, export_dir: Path, sentences: list[str], beam: int, batch: int) -> dict[str, Any]:
     from export.runners import open_runner
-    from model.decoding.generate import SearchOptions, generate, pad_sources
+    from model.decoding.generate import generate, pad_sources
+    from model.decoding.options import DecodingOptions
     from model.model_dir import load_model_dir
 
     loaded = load_model_dir(model_dir)
     runner = open_runner(export_dir)
-    options = SearchOptions(beam_size=beam, n_best=1)
+    options = DecodingOptions(beam_size=beam, n_best=1)
     ids = loaded.tokenizer.encode_batch(sentences)
     config = loaded.config
     whole, exact, eager = [], [], []

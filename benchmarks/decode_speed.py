@@ -43,7 +43,8 @@ from host import cpu_name  # benchmarks/host.py: the script's own folder is on s
 from model.decoding import defaults as decoding_defaults
 from model.model_dir import load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
-from model.decoding.generate import SearchDecoder, SearchOptions, TransformerBackend, generate, source_batch
+from model.decoding.generate import SearchDecoder, TransformerBackend, generate, source_batch
+from model.decoding.options import DecodingOptions
 from model.decoding.kernel_backend import KernelBackend
 from model.decoder_state import DecoderState
 from service.runtime.cpu_allocator import retain_freed_memory
@@ -87,7 +88,7 @@ def main() -> None:
 
         decoder = KernelBackend(loaded.model)
     texts = read_sentences(args.split, args.sentences)
-    options = SearchOptions(beam_size=args.beam)
+    options = DecodingOptions(beam_size=args.beam)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     print(f"device {device} ({name}), dtype {dtype}, torch {torch.__version__}, beam {args.beam}, {len(texts)} sentences, "
           f"{torch.get_num_threads()} threads, allocator {args.allocator}, {args.decoder} decoder")
@@ -178,7 +179,7 @@ class PhaseClock:
         return f"{1000 * self.seconds:.0f} ms: " + ", ".join(parts) + f", search and rest {1000 * rest:.0f} ms; {self.faults} page faults"
 
 
-def time_mixed_batches(loaded, texts: list[str], options: SearchOptions, device: torch.device, args) -> None:
+def time_mixed_batches(loaded, texts: list[str], options: DecodingOptions, device: torch.device, args) -> None:
     """The same batches of random sizes (and so random lengths) twice after one warm-up batch."""
     rng = random.Random(0)
     sizes = [rng.choice([1, 2, 3, 5, 8, 13, 21, 34, 55, 64]) for _ in range(args.mixed_batches)]
@@ -196,7 +197,7 @@ def time_mixed_batches(loaded, texts: list[str], options: SearchOptions, device:
               f"{sum(times):8.0f} ms in all, median {statistics.median(times):6.1f} ms, max {max(times):7.1f} ms")
 
 
-def count_reorder_bytes(loaded, texts: list[str], options: SearchOptions, device: torch.device) -> None:
+def count_reorder_bytes(loaded, texts: list[str], options: DecodingOptions, device: torch.device) -> None:
     """Bytes copied by the beam reorders of one batch (`DecoderState.reorder`, counted around it),
     beside what copying every state tensor at every reorder would move; "per sentence": the
     tensors that `DecoderState.sentence` names (projected memory, masks, phrase memory)."""

@@ -304,7 +304,8 @@ def load_translate(job: dict[str, Any]):
     """`translate(list of piece-id lists, beam) -> list of top token-id lists` for the job's engine."""
     import torch
 
-    from model.decoding.generate import SearchOptions, generate, pad_sources
+    from model.decoding.generate import generate, pad_sources
+    from model.decoding.options import DecodingOptions
 
     engine = Engine(**job["engine"])
     device = job["device"]
@@ -333,7 +334,7 @@ def load_translate(job: dict[str, Any]):
 
         def translate(sources: list[list[int]], beam: int) -> list[list[int]]:
             src = pad_sources([ids + [config.eos_id] for ids in sources], config.pad_id, torch_device)
-            return [h[0].tokens for h in generate(model, src, SearchOptions(beam_size=beam, n_best=1))]
+            return [h[0].tokens for h in generate(model, src, DecodingOptions(beam_size=beam, n_best=1))]
 
         return translate
     from export.runners import open_runner
@@ -341,7 +342,7 @@ def load_translate(job: dict[str, Any]):
     runner = open_runner(job["export_dir"], device=device, threads=job["threads"])
 
     def translate(sources: list[list[int]], beam: int) -> list[list[int]]:
-        return [h[0].tokens for h in runner.generate(sources, SearchOptions(beam_size=beam, n_best=1))]
+        return [h[0].tokens for h in runner.generate(sources, DecodingOptions(beam_size=beam, n_best=1))]
 
     return translate
 

@@ -86,12 +86,12 @@ def measure(args: argparse.Namespace) -> str:
 
     from service.glossary import GlossaryEntry, occurrences
     from service.protection.placement import prepare, restore
-    from service.runtime.base import DecodeOptions
+    from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
 
     items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
     runtime = load_runtime(RuntimeSpec("torch", args.model_dir, "cpu"))
-    options = DecodeOptions(alignment="token", alignment_method=runtime.default_alignment_method)
+    options = DecodingOptions(alignment="token", alignment_method=runtime.default_alignment_method)
     started = time.perf_counter()
     plain: list[str] = []
     enforced: dict[str, list[str]] = {"replace": [], "protect": []}

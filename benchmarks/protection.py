@@ -149,7 +149,7 @@ def measure(args: argparse.Namespace) -> str:
     from fastapi.testclient import TestClient
 
     from service.app import create_app
-    from service.runtime.base import DecodeOptions
+    from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
     from service.settings import Settings
 
@@ -171,7 +171,7 @@ def measure(args: argparse.Namespace) -> str:
             return out
 
         def raw(texts: list[str]) -> list[str]:
-            return [nbest[0].text for nbest in runtimes[0].translate(texts, DecodeOptions())]
+            return [nbest[0].text for nbest in runtimes[0].translate(texts, DecodingOptions())]
 
         started = time.perf_counter()
         rows = []

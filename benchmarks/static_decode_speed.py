@@ -30,7 +30,8 @@ from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own f
 from model.model_dir import load_model_dir  # noqa: E402
 from model.attention.kernels import avoid_per_shape_attention_plans  # noqa: E402
 from model.decoding.cuda_graph_step import CudaGraphRunner  # noqa: E402
-from model.decoding.generate import SearchOptions, generate, source_batch  # noqa: E402
+from model.decoding.generate import generate, source_batch  # noqa: E402
+from model.decoding.options import DecodingOptions  # noqa: E402
 from model.decoding.static_decoding import StaticGenerator, eager_runner  # noqa: E402
 
 
@@ -47,7 +48,7 @@ def main() -> None:
     dtype = getattr(torch, args.dtype)
     loaded = load_model_dir(args.model_dir, device=device, dtype=dtype)
     texts = read_sentences(args.split, args.sentences)
-    options = SearchOptions(beam_size=args.beam)
+    options = DecodingOptions(beam_size=args.beam)
     machine = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     header = (f"{machine}, {args.model_dir}, {args.dtype}, torch {torch.__version__}, beam {args.beam}, "
               f"{len(texts)} sentences of {args.split}, {torch.get_num_threads()} CPU threads, "

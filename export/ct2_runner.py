@@ -32,7 +32,8 @@ import torch
 
 from model.decoding.beam_search import Hypothesis
 from model.decoding.length_penalty import ct2_problem
-from model.decoding.generate import SearchCancelled, SearchOptions, source_ids
+from model.decoding.generate import SearchCancelled, source_ids
+from model.decoding.options import DecodingOptions
 from model.text.tokenizer import Tokenizer
 from export.exported_dir import ExportedDir
 from export.ct2_target import vocabulary
@@ -62,7 +63,7 @@ class Ct2Runner:
         self.ids = {piece: i for i, piece in enumerate(self.pieces)}
         self._suppress = [[self.pieces[self.config.pad_id]], [self.pieces[self.config.bos_id]]]
 
-    def limit(self, n_pieces: int, options: SearchOptions) -> int:
+    def limit(self, n_pieces: int, options: DecodingOptions) -> int:
         """Our max hypothesis length (EOS excluded) for a source of n_pieces pieces + EOS."""
         allowed = math.ceil((n_pieces + 1) * options.max_length_ratio) + options.max_length_offset
         return max(1, min(allowed, self.config.max_positions - 1))
@@ -81,12 +82,12 @@ class Ct2Runner:
         )
         return [torch.tensor(output.attention[0][0], dtype=torch.float32) for output in outputs]
 
-    def search(self, src: torch.Tensor, options: SearchOptions,
+    def search(self, src: torch.Tensor, options: DecodingOptions,
                should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         """`model.decoding.generate.generate(self, src, ...)`: a padded batch of pieces + EOS."""
         return self.generate(source_ids(src, self.config.pad_id, self.config.eos_id), options, should_stop)
 
-    def generate(self, sources: list[list[int]], options: SearchOptions,
+    def generate(self, sources: list[list[int]], options: DecodingOptions,
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         """Sources are piece ids without EOS (CTranslate2 adds it); n-best hypotheses per source.
         should_stop is asked before the call, and by a greedy search (beam 1) at every step, where
@@ -124,7 +125,7 @@ class Ct2Runner:
         return [self._hypotheses(output, len(ids), options, first_rows[slot] if first_rows else None)
                 for slot, (ids, output) in enumerate(zip(sources, outputs))]
 
-    def _hypotheses(self, output, n_source: int, options: SearchOptions,
+    def _hypotheses(self, output, n_source: int, options: DecodingOptions,
                     first_row: torch.Tensor | None) -> list[Hypothesis]:
         """One source's n-best from CTranslate2's result, rows (T, S) over its n_source pieces."""
         phrases = options.return_phrase_attention

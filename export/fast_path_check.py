@@ -22,7 +22,8 @@ import torch
 from export.errors import ExportError
 from export.verify import BLEU_VS_EAGER, Thresholds, read_verify_set, verify
 from model.decoding import defaults as decoding_defaults
-from model.decoding.generate import SearchOptions, generate_ids
+from model.decoding.generate import generate_ids
+from model.decoding.options import DecodingOptions
 from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
 from model.errors import ArtifactError
 from model.model_dir import WEIGHTS_FILE, LoadedModel, load_model_dir
@@ -77,7 +78,7 @@ class EagerRunner:
     def __init__(self, model):
         self.model = model
 
-    def generate(self, sources: list[list[int]], options: SearchOptions):
+    def generate(self, sources: list[list[int]], options: DecodingOptions):
         return generate_ids(self.model, sources, options)
 
 

@@ -1,4 +1,4 @@
-"""One way to run any exported directory: `open_runner(path).generate(source_ids, SearchOptions)`.
+"""One way to run any exported directory: `open_runner(path).generate(source_ids, options)`.
 
 Used by the exporter's verification and by the service's backends alike, so that what was
 verified is what is served. ONNX and TorchScript exports run the shared beam search
@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Protocol
 
 from model.decoding.beam_search import Hypothesis
-from model.decoding.generate import SearchOptions, StepBackend, generate_ids
+from model.decoding.generate import StepBackend, generate_ids
+from model.decoding.options import DecodingOptions
 from export.exported_dir import ExportedDir, read_export_dir
 from export.layout import PHRASES_OUTPUT
 
@@ -19,10 +20,10 @@ from export.layout import PHRASES_OUTPUT
 class Runner(Protocol):
     exported: ExportedDir
     has_attention: bool  # can return attention rows, hence token alignments
-    has_phrase_attention: bool  # can return the phrase attention (SearchOptions.return_phrase_attention)
+    has_phrase_attention: bool  # can return the phrase attention (DecodingOptions.return_phrase_attention)
     native_phrases: bool  # that phrase attention is the model's own (n-grams, chunks), not its token attention
 
-    def generate(self, sources: list[list[int]], options: SearchOptions,
+    def generate(self, sources: list[list[int]], options: DecodingOptions,
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         """Sources are piece ids without EOS; n-best hypotheses per source, best first; raises
         SearchCancelled once should_stop() is true (asked between decoding steps)."""
@@ -39,7 +40,7 @@ class StepRunner:
         self.has_phrase_attention = backend.has_phrase_attention
         self.native_phrases = exported.layout.phrase_attention == PHRASES_OUTPUT
 
-    def generate(self, sources: list[list[int]], options: SearchOptions,
+    def generate(self, sources: list[list[int]], options: DecodingOptions,
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         return generate_ids(self.backend, sources, options, should_stop)
 

@@ -48,7 +48,8 @@ import torch
 
 from model.decoding import defaults as decoding_defaults
 from model.model_dir import LoadedModel
-from model.decoding.generate import SearchOptions, generate, pad_sources
+from model.decoding.generate import generate, pad_sources
+from model.decoding.options import DecodingOptions
 from export.errors import ExportError
 from export.runners import Runner
 
@@ -125,8 +126,8 @@ def read_verify_set(data_dir: Path, split: str, source_lang: str, target_lang: s
     )
 
 
-def search_options(beam_size: int) -> SearchOptions:
-    return SearchOptions(beam_size=beam_size, n_best=1)
+def search_options(beam_size: int) -> DecodingOptions:
+    return DecodingOptions(beam_size=beam_size, n_best=1)
 
 
 def on_device_of(model: torch.nn.Module, src: torch.Tensor) -> torch.Tensor:

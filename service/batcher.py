@@ -41,7 +41,7 @@ from service.errors import NotReady, QueueFull, TranslationFailed
 from service.metrics import Metrics
 from service.runtime.base import (
     BatchCancelled,
-    DecodeOptions,
+    DecodingOptions,
     RuntimeUnavailable,
     TextRejected,
     Translation,
@@ -68,7 +68,7 @@ class TextRefused(Exception):
 class Job:
     """One request's texts for one runtime. ``future`` resolves to one n-best list per text."""
 
-    def __init__(self, texts: Sequence[str], options: DecodeOptions, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, texts: Sequence[str], options: DecodingOptions, loop: asyncio.AbstractEventLoop) -> None:
         self.options = options
         self.results: list[list[Translation] | None] = [None] * len(texts)
         self.remaining = len(texts)
@@ -165,7 +165,7 @@ class MicroBatcher:
         self.limits = limits
         self.metrics = metrics
         self.pair = runtime.pair
-        self._pending: dict[DecodeOptions, list[_Item]] = {}  # per options, oldest first
+        self._pending: dict[DecodingOptions, list[_Item]] = {}  # per options, oldest first
         self._queued = 0
         self._seq = itertools.count()
         self._arrived = asyncio.Event()
@@ -216,7 +216,7 @@ class MicroBatcher:
         """Texts waiting for a worker (not those in a running batch)."""
         return self._queued
 
-    def submit(self, texts: Sequence[str], tokens: Sequence[int], options: DecodeOptions) -> Job:
+    def submit(self, texts: Sequence[str], tokens: Sequence[int], options: DecodingOptions) -> Job:
         """Queue ``texts`` (non-empty, with their source token counts) at once, or raise
         ``QueueFull`` at once: a request never waits for room."""
         if self._closed:
@@ -274,7 +274,7 @@ class MicroBatcher:
                 for item in items:
                     item.job.fail(TranslationFailed())
 
-    async def _next_batch(self) -> tuple[DecodeOptions, list[_Item]]:
+    async def _next_batch(self) -> tuple[DecodingOptions, list[_Item]]:
         limits = self.limits
         waited = False
         while True:
@@ -308,7 +308,7 @@ class MicroBatcher:
         elif self._skip_waits:
             self._skip_waits -= 1
 
-    def _take(self, options: DecodeOptions) -> list[_Item]:
+    def _take(self, options: DecodingOptions) -> list[_Item]:
         """The oldest waiting text, plus the waiting texts closest to it in length that fit."""
         limits = self.limits
         waiting = self._pending.pop(options)
@@ -329,7 +329,7 @@ class MicroBatcher:
         self._set_queued(self._queued - len(batch))
         return batch
 
-    async def _run(self, thread: _WorkerThread, options: DecodeOptions, items: list[_Item]) -> None:
+    async def _run(self, thread: _WorkerThread, options: DecodingOptions, items: list[_Item]) -> None:
         now = time.perf_counter()
         for item in items:
             item.job.started = True
@@ -383,7 +383,7 @@ class MicroBatcher:
             return
 
     def _compute(
-        self, texts: list[str], options: DecodeOptions, jobs: list[Job]
+        self, texts: list[str], options: DecodingOptions, jobs: list[Job]
     ) -> tuple[list[list[Translation]], float, int]:
         """Runs in the worker thread: the model call (given up once no job waits for it), its
         contract check, and the token count."""

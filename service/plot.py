@@ -82,11 +82,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--text is empty")
     if args.out.suffix.lower() != ".png":
         raise UsageError(f"--out must name a .png file, got {args.out}")
-    from service.runtime.base import DecodeOptions
+    from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
 
     runtime = load_runtime(RuntimeSpec("torch", args.model_dir, args.device))
-    options = DecodeOptions(beam_size=args.beam or DecodeOptions().beam_size, alignment="phrase")
+    options = DecodingOptions(beam_size=args.beam or DecodingOptions().beam_size, alignment="phrase")
     (best, *_), = runtime.translate([args.text], options)
     draw(best.alignment, best.phrases, args.out, f"{args.text}\n→ {best.text}")
     print(args.out)

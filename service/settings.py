@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.runtime.base import DecodeOptions, ct2_problem
+from service.runtime.base import DecodingOptions, ct2_problem
 
 # The request schema's hard bound on beam_size; the default below must respect it.
 MAX_BEAM_SIZE = 16
@@ -21,7 +21,7 @@ MAX_BEAM_SIZE = 16
 _KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_API_KEY_CHARS = 16
 # The decoding defaults of every entry point (model/decoding/defaults.py).
-_DECODING = DecodeOptions()
+_DECODING = DecodingOptions()
 
 
 class Settings(BaseSettings):

@@ -21,7 +21,7 @@ from service.errors import DeadlineExceeded, QueueTimeout, RequestError, Unsuppo
 from service.metrics import Metrics
 from service.runtime.base import (
     AlignmentMode,
-    DecodeOptions,
+    DecodingOptions,
     PhraseMap,
     TokenAlignment,
     Translation,
@@ -137,11 +137,11 @@ class Translator:
         return runtime.default_alignment_method
 
     def options(self, beam_size: int | None, n_best: int, alignment: AlignmentMode,
-                alignment_method: str = "attention") -> DecodeOptions:
+                alignment_method: str = "attention") -> DecodingOptions:
         settings = self._settings
         # An omitted beam is the server default, widened so that the n_best asked for exist.
         beam = beam_size if beam_size is not None else max(settings.default_beam_size, n_best)
-        return DecodeOptions(
+        return DecodingOptions(
             beam_size=beam,
             n_best=n_best,
             alignment=alignment,
@@ -318,7 +318,7 @@ class Translator:
                     kind="too_many_tokens",
                 )
 
-    def _check_cost(self, tokens: list[int], options: DecodeOptions) -> None:
+    def _check_cost(self, tokens: list[int], options: DecodingOptions) -> None:
         """The cost budget: source tokens x beam_size, summed over the texts. A search's work
         grows with the beams it carries and the steps it takes (about as many as the source has
         tokens), so a request over the budget could not finish inside the deadline on the
@@ -340,7 +340,7 @@ class Translator:
         runtime: TranslationRuntime,
         batch: list[str],
         tokens: list[int],
-        options: DecodeOptions,
+        options: DecodingOptions,
         deadline: float,
         todo: list[int],
         single: bool,

@@ -26,7 +26,7 @@ from model.alignments.word_alignment import WORD_BOUNDARY, token_alignment
 from model.alignments.phrase_pairs import PhraseMap, extracted_phrase_pairs
 from service.runtime.base import (
     BatchCancelled,
-    DecodeOptions,
+    DecodingOptions,
     TextRejected,
     Translation,
     TranslationRuntime,
@@ -87,7 +87,7 @@ class FakeRuntime(TranslationRuntime):
         self.delay_s = delay_s
         self.gate = gate
         self.entered = threading.Semaphore(0)
-        self.calls: list[tuple[list[str], DecodeOptions]] = []
+        self.calls: list[tuple[list[str], DecodingOptions]] = []
         self.warmups = 0
         self.cancelled = 0  # calls given up because nobody waited for them
         self.closed = False
@@ -107,7 +107,7 @@ class FakeRuntime(TranslationRuntime):
         return self.delay_s
 
     def translate_until(
-        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+        self, texts: Sequence[str], options: DecodingOptions, cancelled: Callable[[], bool]
     ) -> list[list[Translation]]:
         """``translate`` (a subclass's too), its delay given up once ``cancelled()``."""
         self._local.cancelled = cancelled
@@ -116,7 +116,7 @@ class FakeRuntime(TranslationRuntime):
         finally:
             self._local.cancelled = None
 
-    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+    def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         # The delay is slept in slices, like decoding steps, so that a cancellation stops it.
         cancelled = getattr(self._local, "cancelled", None)
         with self._lock:
@@ -146,7 +146,7 @@ class FakeRuntime(TranslationRuntime):
                 )
         return [self._translate_one(text, options) for text in texts]
 
-    def _translate_one(self, text: str, options: DecodeOptions) -> list[Translation]:
+    def _translate_one(self, text: str, options: DecodingOptions) -> list[Translation]:
         words = _WORD.findall(text)
         reverse = list(range(len(words)))[::-1]
         results = []

@@ -178,10 +178,11 @@ def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2,
     scores and attention of beam search over FullPassDecoder: the decoding state, and its
     reordering with the beam, change nothing."""
     from model.decoding.beam_search import beam_search
-    from model.decoding.generate import SearchOptions, generate, max_lengths
+    from model.decoding.generate import generate, max_lengths
+    from model.decoding.options import DecodingOptions
 
-    options = SearchOptions(
-        beam_size=beam, n_best=beam, max_length_ratio=1.0, max_length_offset=max_length_offset, return_attention=True
+    options = DecodingOptions(
+        beam_size=beam, n_best=beam, max_length_ratio=1.0, max_length_offset=max_length_offset, alignment="token"
     )
     cached = generate(model, src, options)
     with torch.inference_mode():

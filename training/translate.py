@@ -13,7 +13,8 @@ from typing import Sequence
 import torch
 
 from model.decoding import defaults
-from model.decoding.generate import SearchOptions, generate, source_batch
+from model.decoding.generate import generate, source_batch
+from model.decoding.options import DecodingOptions
 from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 
@@ -41,7 +42,7 @@ def translate_batch(model: Transformer, tokenizer: Tokenizer, texts: Sequence[st
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    options = SearchOptions(beam_size=beam, n_best=1, length_penalty=length_penalty, length_penalty_form=length_penalty_form,
+    options = DecodingOptions(beam_size=beam, n_best=1, length_penalty=length_penalty, length_penalty_form=length_penalty_form,
                             max_length_ratio=max_length_ratio, max_length_offset=max_length_offset)
     lengths = [len(ids) for ids in tokenizer.encode_batch(list(texts))]
     order = sorted(range(len(texts)), key=lambda i: lengths[i])

@@ -8,37 +8,18 @@ following each hypothesis' attention rows (token and phrase attention, kept apar
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
 import torch
 
-from model.decoding import defaults
 from model.decoding.beam_search import Hypothesis, beam_search
 from model.config import ModelConfig
 from model.decoding.finished_alignment import finished_rows, needs_forced_pass
+from model.decoding.options import DecodingOptions
 from model.decoder_state import DecoderState
 from model.text.tokenizer import Tokenizer
 from model.transformer import StepOut, Transformer
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    beam_size: int = defaults.BEAM_SIZE
-    n_best: int = defaults.N_BEST
-    # score = log P / lp(len): len**length_penalty ("power") or ((5 + len)/6)**length_penalty
-    # ("gnmt"), by length_penalty_form (model/decoding/length_penalty.py)
-    length_penalty: float = defaults.LENGTH_PENALTY
-    length_penalty_form: str = defaults.LENGTH_PENALTY_FORM
-    # The most tokens a hypothesis may have, EOS not counted: ceil(ratio * source tokens) + offset.
-    max_length_ratio: float = defaults.MAX_LENGTH_RATIO
-    max_length_offset: int = defaults.MAX_LENGTH_OFFSET
-    return_attention: bool = False
-    # Also return each hypothesis' phrase attention (Hypothesis.phrase_attention).
-    return_phrase_attention: bool = False
-    # Also return each hypothesis' supervised alignment head rows (the model must have the head).
-    return_supervised_attention: bool = False
 
 
 class SearchCancelled(Exception):
@@ -70,7 +51,7 @@ class WholeSearch(Protocol):
 
     config: ModelConfig
 
-    def search(self, src: torch.Tensor, options: SearchOptions,
+    def search(self, src: torch.Tensor, options: DecodingOptions,
                should_stop: Callable[[], bool] | None = None) -> list[list["Hypothesis"]]:
         """What `generate(backend, src, options, should_stop)` returns."""
         ...
@@ -149,7 +130,7 @@ def pad_sources(sequences: list[list[int]], pad_id: int, device: torch.device | 
     return batch.to(device)
 
 
-def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: int) -> torch.Tensor:
+def max_lengths(src: torch.Tensor, pad_id: int, options: DecodingOptions, limit: int) -> torch.Tensor:
     lengths = src.ne(pad_id).sum(dim=1).float()  # (B,)
     allowed = torch.ceil(lengths * options.max_length_ratio).long() + options.max_length_offset
     return allowed.clamp(min=1, max=limit)
@@ -159,7 +140,7 @@ def max_lengths(src: torch.Tensor, pad_id: int, options: SearchOptions, limit: i
 def generate(
     backend: StepBackend | WholeSearch | Transformer,
     src: torch.Tensor,
-    options: SearchOptions = SearchOptions(),
+    options: DecodingOptions = DecodingOptions(),
     should_stop: Callable[[], bool] | None = None,
 ) -> list[list[Hypothesis]]:
     """The one decoding entry point: beam search over a padded source batch (B, S) (pieces + EOS);
@@ -206,7 +187,7 @@ def generate(
     return with_finished_rows(backend, src, result) if forced else result
 
 
-def rows_after_search(backend: StepBackend, options: SearchOptions) -> bool:
+def rows_after_search(backend: StepBackend, options: DecodingOptions) -> bool:
     """Whether the supervised rows asked for come from one forced pass after the search: a head
     that reads the whole target has no row at a decoding step (model/decoding/finished_alignment.py).
     Any backend over an eager Transformer (`.model`: this module's and the C-kernel one) can run it."""
@@ -243,7 +224,7 @@ def with_finished_rows(backend: StepBackend, src: torch.Tensor,
             for nbest, sentence_rows in zip(found, rows)]
 
 
-def generate_ids(backend: StepBackend | WholeSearch | Transformer, sources: list[list[int]], options: SearchOptions,
+def generate_ids(backend: StepBackend | WholeSearch | Transformer, sources: list[list[int]], options: DecodingOptions,
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
     """`generate` on piece ids without EOS; the model reads pieces + EOS, right-padded."""
     config = backend.config

@@ -31,8 +31,9 @@ from dataclasses import replace
 import torch
 
 from model.decoding.beam_search import Hypothesis, _validate as validate_search
-from model.decoding.generate import (SearchCancelled, SearchOptions, StepBackend, TransformerBackend,
+from model.decoding.generate import (SearchCancelled, StepBackend, TransformerBackend,
                                     max_lengths, rows_after_search, with_finished_rows, with_named_rows)
+from model.decoding.options import DecodingOptions
 from model.decoder_state import DecoderState
 from model.decoding.static_buckets import BATCH_SIZES, Bucket, choose_bucket, round_up
 from model.decoding.static_search import StaticSearch
@@ -74,7 +75,7 @@ class StaticDecoder:
     by the surviving beams into the buffers.
     """
 
-    def __init__(self, backend: StepBackend, bucket: Bucket, options: SearchOptions):
+    def __init__(self, backend: StepBackend, bucket: Bucket, options: DecodingOptions):
         self.backend = backend
         self.bucket = bucket
         self.phrases = options.return_phrase_attention
@@ -192,19 +193,19 @@ class StaticGenerator:
         # A bucket's buffers serve one batch at a time: callers on several threads take turns.
         self.lock = threading.Lock()
 
-    def search(self, src: torch.Tensor, options: SearchOptions = SearchOptions(),
+    def search(self, src: torch.Tensor, options: DecodingOptions = DecodingOptions(),
                should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
         """What `model.decoding.generate.generate(self.backend, src, options, should_stop)` returns,
         computed on a bucket's static state (`generate(self, ...)` calls this: a WholeSearch)."""
         forced = rows_after_search(self.backend, options)
         if forced:
-            options = replace(options, return_supervised_attention=False)
+            options = options.without_step_supervised_rows()
         with self.lock:
             found = self._generate(src, options, should_stop)
         return with_finished_rows(self.backend, src, found) if forced else found
 
     @torch.inference_mode()
-    def _generate(self, src: torch.Tensor, options: SearchOptions,
+    def _generate(self, src: torch.Tensor, options: DecodingOptions,
                   should_stop: Callable[[], bool] | None) -> list[list[Hypothesis]]:
         backend, config = self.backend, self.backend.config
         if options.return_attention and not backend.has_attention:
@@ -257,14 +258,14 @@ class StaticGenerator:
             self.runner(decoder, t)
         return self._results(where, width, options)
 
-    def _decoder(self, bucket: Bucket, options: SearchOptions) -> StaticDecoder:
+    def _decoder(self, bucket: Bucket, options: DecodingOptions) -> StaticDecoder:
         key = (bucket, options.beam_size, options.return_attention, options.return_phrase_attention,
                options.return_supervised_attention)
         if key not in self.decoders:
             self.decoders[key] = StaticDecoder(self.backend, bucket, options)
         return self.decoders[key]
 
-    def _shrink(self, decoder: StaticDecoder, active: list[int], steps_done: int, options: SearchOptions,
+    def _shrink(self, decoder: StaticDecoder, active: list[int], steps_done: int, options: DecodingOptions,
                 where: list, ids: list[int]) -> StaticDecoder:
         """The decoder of the smallest bucket that holds the active positions (`decoder` itself
         when that is its own), carrying them on; `where` and `ids` follow them."""
@@ -285,7 +286,7 @@ class StaticGenerator:
         return target
 
     @staticmethod
-    def _recorded_rows(options: SearchOptions, rows: dict[str, torch.Tensor]) -> list[str]:
+    def _recorded_rows(options: DecodingOptions, rows: dict[str, torch.Tensor]) -> list[str]:
         names = []
         if options.return_attention or options.return_phrase_attention or options.return_supervised_attention:
             names.append("attention")
@@ -296,7 +297,7 @@ class StaticGenerator:
         return [name for name in names if name in rows]
 
     @staticmethod
-    def _results(where: list[tuple[StaticSearch, int]], width: int, options: SearchOptions) -> list[list[Hypothesis]]:
+    def _results(where: list[tuple[StaticSearch, int]], width: int, options: DecodingOptions) -> list[list[Hypothesis]]:
         """The hypotheses as `generate` gives them, each sentence's from the search it ended in;
         attention cut back to the batch's own width."""
         source = (slice(0, width),)

@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
-from model.decoding import defaults
-from model.decoding.length_penalty import FORMS as LENGTH_PENALTY_FORMS, ct2_problem, form_problem
+from model.decoding.length_penalty import ct2_problem
+from model.decoding.options import AlignmentMethod, AlignmentMode, DecodingOptions
 from model.alignments.word_alignment import TokenAlignment, Word
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
@@ -28,7 +28,7 @@ __all__ = [
     "AlignmentMethod",
     "AlignmentMode",
     "BatchCancelled",
-    "DecodeOptions",
+    "DecodingOptions",
     "ModelLoadFailed",
     "PhraseMap",
     "PhrasePair",
@@ -46,57 +46,6 @@ __all__ = [
     "normalise_language_code",
     "bidirectional_alignment",
 ]
-
-# "phrase": the token map and the phrase map (which is built from it, or from phrase attention).
-AlignmentMode = Literal["none", "token", "phrase"]
-# Where a word alignment comes from (docs/alignment.md): "attention" the alignment layer's heads
-# averaged at the step that predicts each word; "shift" the same attention at the step that reads
-# it (shift-att); "supervised" the supervised alignment head (model/supervised_alignment.py) at the
-# step that reads it; "bidirectional" the forward links symmetrised with the reverse model's forced
-# alignment (the Translator does it, when both directions of the pair are served).
-AlignmentMethod = Literal["attention", "shift", "supervised", "bidirectional"]
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """How to decode one batch. Validated here so that every backend can trust it.
-
-    max_length_ratio / max_length_offset: a hypothesis may have at most
-    ``ceil(max_length_ratio * source_pieces) + max_length_offset`` target pieces (EOS excluded).
-    length_penalty: score = log_prob / lp(len), len counting EOS (docs/design.md §6), lp = len ** length_penalty
-    for length_penalty_form "power", ((5 + len) / 6) ** length_penalty for "gnmt" (model/decoding/length_penalty.py);
-    0 ranks by raw log-prob.
-    """
-
-    beam_size: int = defaults.BEAM_SIZE
-    n_best: int = defaults.N_BEST
-    alignment: AlignmentMode = "none"
-    alignment_method: AlignmentMethod = "attention"
-    max_length_ratio: float = defaults.MAX_LENGTH_RATIO
-    max_length_offset: int = defaults.MAX_LENGTH_OFFSET
-    length_penalty: float = defaults.LENGTH_PENALTY
-    length_penalty_form: str = defaults.LENGTH_PENALTY_FORM
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.beam_size < 1:
-            problems.append(f"beam_size must be >= 1, got {self.beam_size}")
-        if not 1 <= self.n_best <= max(self.beam_size, 1):
-            problems.append(f"n_best must be in 1..beam_size ({self.beam_size}), got {self.n_best}")
-        if self.alignment not in get_args(AlignmentMode):
-            problems.append(f"alignment must be one of {get_args(AlignmentMode)}, got {self.alignment!r}")
-        if self.alignment_method not in get_args(AlignmentMethod):
-            problems.append(f"alignment_method must be one of {get_args(AlignmentMethod)}, got {self.alignment_method!r}")
-        if self.max_length_ratio <= 0:
-            problems.append(f"max_length_ratio must be > 0, got {self.max_length_ratio}")
-        if self.max_length_offset < 0:
-            problems.append(f"max_length_offset must be >= 0, got {self.max_length_offset}")
-        if self.length_penalty < 0:
-            problems.append(f"length_penalty must be >= 0, got {self.length_penalty}")
-        if self.length_penalty_form not in LENGTH_PENALTY_FORMS:
-            problems.append(form_problem(self.length_penalty_form))
-        if problems:
-            raise ValueError("invalid DecodeOptions: " + "; ".join(problems))
 
 
 class TextRejected(ValueError):
@@ -158,13 +107,13 @@ class RuntimeProblem:
 
     phase: Literal["stalled", "restarting", "failed"]
     reason: str
-def check_alignment_method(runtime: TranslationRuntime, options: DecodeOptions) -> None:
+def check_alignment_method(runtime: TranslationRuntime, options: DecodingOptions) -> None:
     """UnsupportedOption naming "alignment_method" when the runtime cannot give the asked method."""
-    if options.alignment == "none" or options.alignment_method in runtime.alignment_methods:
+    if options.alignment == "none" or options.method in runtime.alignment_methods:
         return
     raise UnsupportedOption(
         "alignment_method",
-        f"{options.alignment_method!r} is not offered by the {runtime.backend} model serving {runtime.pair}; "
+        f"{options.method!r} is not offered by the {runtime.backend} model serving {runtime.pair}; "
         f"it offers: {', '.join(runtime.alignment_methods)}",
     )
 
@@ -201,7 +150,7 @@ class TranslationRuntime(ABC):
         return f"{self.source_lang}-{self.target_lang}"
 
     @abstractmethod
-    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+    def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         """Translate a batch.
 
         texts: strings with something visible (``has_visible_text``; the service answers the
@@ -213,7 +162,7 @@ class TranslationRuntime(ABC):
         """
 
     def translate_until(
-        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+        self, texts: Sequence[str], options: DecodingOptions, cancelled: Callable[[], bool]
     ) -> list[list[Translation]]:
         """``translate``, giving up with ``BatchCancelled`` once ``cancelled()`` is true (the
         service calls this one). Backends that can stop a search between steps override it; by
@@ -235,7 +184,7 @@ class TranslationRuntime(ABC):
     alignment_methods: tuple[str, ...] = ("attention",)
     default_alignment_method: str = "attention"
 
-    def check_options(self, options: DecodeOptions) -> None:
+    def check_options(self, options: DecodingOptions) -> None:
         """Raise ``UnsupportedOption`` for an option this backend lacks; this base checks the
         alignment method against ``alignment_methods``."""
         check_alignment_method(self, options)
@@ -263,7 +212,7 @@ class TranslationRuntime(ABC):
         """Run once after loading, before the service reports healthy, so that the first user
         request does not pay for lazy initialisation (allocator, kernels, JIT). Backends with a
         cheaper or more thorough warm-up override it."""
-        self.translate(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment="phrase"))
+        self.translate(["Hello world."], DecodingOptions(beam_size=2, n_best=1, alignment="phrase"))
 
     def close(self) -> None:
         """Release resources at shutdown (default: nothing to release)."""

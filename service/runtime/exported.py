@@ -18,7 +18,7 @@ from pathlib import Path
 
 from model.decoding.generate import SearchCancelled
 from model.text.tokenizer import Tokenizer
-from service.runtime.base import (BatchCancelled, DecodeOptions, Translation, TranslationRuntime, UnsupportedOption,
+from service.runtime.base import (BatchCancelled, DecodingOptions, Translation, TranslationRuntime, UnsupportedOption,
                                   check_alignment_method)
 from service.runtime.text_codec import translate_texts
 
@@ -40,7 +40,7 @@ class ExportedRuntime(TranslationRuntime):
         self.alignment_methods = ("attention",) if backend == "ct2" else ("attention", "shift")
         self.default_alignment_method = "attention"
 
-    def check_options(self, options: DecodeOptions) -> None:
+    def check_options(self, options: DecodingOptions) -> None:
         check_alignment_method(self, options)
         if options.alignment != "none" and not self.runner.has_attention:
             raise UnsupportedOption(
@@ -62,16 +62,16 @@ class ExportedRuntime(TranslationRuntime):
 
     def warmup(self) -> None:
         alignment = "none" if not self.runner.has_attention else "phrase" if self.runner.has_phrase_attention else "token"
-        self.translate(["Hello world."], DecodeOptions(beam_size=2, n_best=1, alignment=alignment))
+        self.translate(["Hello world."], DecodingOptions(beam_size=2, n_best=1, alignment=alignment))
 
-    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+    def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         self.check_options(options)
         return translate_texts(
             self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate, self.runner.native_phrases
         )
 
     def translate_until(
-        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+        self, texts: Sequence[str], options: DecodingOptions, cancelled: Callable[[], bool]
     ) -> list[list[Translation]]:
         """Stops between decoding steps once ``cancelled()`` (``BatchCancelled``); CTranslate2
         only before its call, or between the steps of a greedy search (export/ct2_runner.py)."""

@@ -57,7 +57,7 @@ from typing import Any, get_args
 from service.runtime.base import (
     AlignmentMode,
     BatchCancelled,
-    DecodeOptions,
+    DecodingOptions,
     ModelLoadFailed,
     RuntimeProblem,
     RuntimeUnavailable,
@@ -366,11 +366,11 @@ class ProcessRuntime(TranslationRuntime):
 
     # -- TranslationRuntime ----------------------------------------------------------------
 
-    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+    def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         return self._call("translate", (list(texts), options))
 
     def translate_until(
-        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+        self, texts: Sequence[str], options: DecodingOptions, cancelled: Callable[[], bool]
     ) -> list[list[Translation]]:
         return self._call("translate", (list(texts), options), cancelled)
 
@@ -401,7 +401,7 @@ class ProcessRuntime(TranslationRuntime):
     def restarts(self) -> int | None:
         return self._restarts
 
-    def check_options(self, options: DecodeOptions) -> None:
+    def check_options(self, options: DecodingOptions) -> None:
         check_alignment_method(self, options)
         refused = self._unsupported.get(options.alignment)
         if refused is not None:
@@ -487,7 +487,7 @@ def _describe(runtime: TranslationRuntime) -> dict[str, Any]:
     unsupported = {}
     for mode in get_args(AlignmentMode):
         try:
-            runtime.check_options(DecodeOptions(alignment=mode))
+            runtime.check_options(DecodingOptions(alignment=mode))
         except UnsupportedOption as exc:
             unsupported[mode] = (exc.field, exc.reason)
     tokenizer = getattr(runtime, "tokenizer", None)

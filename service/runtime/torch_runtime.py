@@ -15,12 +15,13 @@ from model.attention.kernels import avoid_per_shape_attention_plans
 from model.decoding.beam_search import Hypothesis
 from model.decoding.cuda_graph_step import step_runner
 from model.decoding.finished_alignment import needs_forced_pass
-from model.decoding.generate import SearchCancelled, SearchOptions, generate, pad_sources
+from model.decoding.generate import SearchCancelled, generate, pad_sources
+from model.decoding.options import METHOD_ROWS, DecodingOptions
 from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
 from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupported
 from model.layers import has_phrase_attention
 from model.transformer import Transformer
-from service.runtime.base import BatchCancelled, DecodeOptions, Translation, TranslationRuntime
+from service.runtime.base import BatchCancelled, Translation, TranslationRuntime
 from service.runtime.cpu_allocator import retain_freed_memory
 from service.runtime.text_codec import translate_texts
 
@@ -98,7 +99,7 @@ class TorchRuntime(TranslationRuntime):
     def memory_bytes(self) -> int | None:
         return int(torch.cuda.memory_reserved(self.device)) if self.device.type == "cuda" else None
 
-    def translate(self, texts: Sequence[str], options: DecodeOptions) -> list[list[Translation]]:
+    def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         return translate_texts(
             self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases,
             self.link_threshold,
@@ -106,8 +107,10 @@ class TorchRuntime(TranslationRuntime):
 
     @torch.inference_mode()
     def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
-        """Each target forced through the model: rows by `method` as for search (text_codec.alignment_rows)."""
+        """Each target forced through the model: rows by `method` as for search (`METHOD_ROWS`)."""
         tokenizer, c = self.loaded.tokenizer, self.model.config
+        rows = METHOD_ROWS[method]
+        supervised = rows.name == "supervised_attention"
         out: list[TokenAlignment] = []
         for source_text, target_text in pairs:
             source_ids, source_pieces, source_spans = tokenizer.encode_with_offsets(source_text)
@@ -116,21 +119,16 @@ class TorchRuntime(TranslationRuntime):
             tgt_in = torch.tensor([[c.bos_id, *target_ids]], device=self.device)  # (1, T+1)
             result = self.model(src, tgt_in, need_attention=True)
             n_t, n_s = len(target_ids), len(source_ids)
-            if method == "attention":
-                rows = result.attention[0, :n_t, :n_s]
-            elif method == "shift":
-                rows = result.attention[0, 1 : n_t + 1, :n_s]
-            else:
-                rows = result.supervised_attention[0, 1 : n_t + 1, :n_s]
+            steps = getattr(result, rows.name)[0]  # (T + 1, S + 1): one row per step, the EOS step's last
             out.append(token_alignment(
                 source_text=source_text, source_pieces=source_pieces, source_spans=source_spans,
                 target_text=target_text, target_pieces=target_pieces, target_spans=target_spans,
-                attention=rows.float().cpu(), symmetric=method == "supervised",
-                link_threshold=self.link_threshold if method == "supervised" else 0.0))
+                attention=steps[rows.offset: rows.offset + n_t, :n_s].float().cpu(), symmetric=supervised,
+                link_threshold=self.link_threshold if supervised else 0.0))
         return out
 
     def translate_until(
-        self, texts: Sequence[str], options: DecodeOptions, cancelled: Callable[[], bool]
+        self, texts: Sequence[str], options: DecodingOptions, cancelled: Callable[[], bool]
     ) -> list[list[Translation]]:
         """Stops between decoding steps once ``cancelled()`` (``BatchCancelled``)."""
         generate_until = partial(self._generate, should_stop=cancelled)
@@ -142,7 +140,7 @@ class TorchRuntime(TranslationRuntime):
         except SearchCancelled:
             raise BatchCancelled() from None
 
-    def search_backend(self, search: SearchOptions) -> StaticGenerator | KernelBackend | Transformer:
+    def search_backend(self, search: DecodingOptions) -> StaticGenerator | KernelBackend | Transformer:
         """What decodes a batch with these options: the static search where it is on, else the C
         kernels where they can give what is asked, else the eager model."""
         if self.static is not None:
@@ -156,7 +154,7 @@ class TorchRuntime(TranslationRuntime):
         return self.model
 
     def _generate(
-        self, source_ids: list[list[int]], search: SearchOptions, should_stop: Callable[[], bool] | None = None
+        self, source_ids: list[list[int]], search: DecodingOptions, should_stop: Callable[[], bool] | None = None
     ) -> list[list[Hypothesis]]:
         tokenizer = self.loaded.tokenizer
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)

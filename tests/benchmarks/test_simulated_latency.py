@@ -4,7 +4,7 @@ import pytest
 
 from benchmarks import simulated_server
 from benchmarks.simulated_latency import BatchLatency, SimulatedRuntime
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 from testing import fake_runtime
 
 H100 = BatchLatency.parse("1:71.4,8:110.4,64:150.7")  # results/decode_cuda.md, ms per batch
@@ -50,6 +50,6 @@ def test_the_simulated_runtime_sleeps_by_the_curve_for_its_batch_size(monkeypatc
     slept = []
     monkeypatch.setattr(fake_runtime.time, "sleep", slept.append)
     runtime = SimulatedRuntime("en", "de", H100)
-    assert runtime.translate(["a b"] * 8, DecodeOptions()) == fake_runtime.FakeRuntime().translate(["a b"] * 8, DecodeOptions())
-    runtime.translate(["a b"], DecodeOptions())
+    assert runtime.translate(["a b"] * 8, DecodingOptions()) == fake_runtime.FakeRuntime().translate(["a b"] * 8, DecodingOptions())
+    runtime.translate(["a b"], DecodingOptions())
     assert slept == [pytest.approx(0.1104), pytest.approx(0.0714)]

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from model.model_dir import load_model_dir
-from model.decoding.generate import SearchOptions, generate, pad_sources
+from model.decoding.generate import generate, pad_sources
+from model.decoding.options import DecodingOptions
 from export.ct2_target import build_ct2
 from export.runners import open_runner
 from tests.export.fixtures import exported, model_dir, sentences
@@ -17,7 +18,7 @@ def test_ct2_float32_top_hypotheses_equal_eager(length_penalty, tmp_path_factory
     loaded = load_model_dir(model_dir(tmp_path_factory, tiny_spm))
     runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
     ids = loaded.tokenizer.encode_batch(sentences(12))
-    options = SearchOptions(beam_size=4, n_best=1, length_penalty=length_penalty, return_attention=True,
+    options = DecodingOptions(beam_size=4, n_best=1, length_penalty=length_penalty, alignment="phrase",
                             return_phrase_attention=True)
     eager = generate(loaded.model, pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id), options)
     got = runner.generate(ids, options)
@@ -48,7 +49,7 @@ def test_int8_conversion_leaves_the_eager_model_untouched(tmp_path, tmp_path_fac
 def test_ct2_refuses_the_gnmt_length_penalty(tmp_path_factory, tiny_spm):
     # CTranslate2 only normalises by |y|^α: asked for ((5+|y|)/6)^α it must refuse, never rank with the other formula.
     runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
-    options = SearchOptions(beam_size=2, n_best=1, length_penalty=0.6, length_penalty_form="gnmt")
+    options = DecodingOptions(beam_size=2, n_best=1, length_penalty=0.6, length_penalty_form="gnmt")
     with pytest.raises(ValueError, match=r"^length_penalty_form 'gnmt' is not offered by CTranslate2, whose beam search "
                                          r"only normalises by \|y\|\^length_penalty \(length_penalty_form 'power'\)$"):
         runner.generate([[5, 6]], options)
@@ -61,7 +62,7 @@ def test_the_one_entry_point_runs_ctranslate2_with_cancellation(tmp_path_factory
     runner = open_runner(exported(tmp_path_factory, tiny_spm, "ct2", quantization="float32"))
     ids = loaded.tokenizer.encode_batch(sentences(6))
     src = pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id)
-    options = SearchOptions(beam_size=3, n_best=2)
+    options = DecodingOptions(beam_size=3, n_best=2)
     by_entry = generate(runner, src, options)
     by_ids = runner.generate(ids, options)
     assert [[(h.tokens, h.score) for h in n] for n in by_entry] == [[(h.tokens, h.score) for h in n] for n in by_ids]
@@ -74,5 +75,5 @@ def test_the_one_entry_point_runs_ctranslate2_with_cancellation(tmp_path_factory
         return len(asked) >= 3
 
     with pytest.raises(SearchCancelled):  # greedy: asked at every step through CTranslate2's callback
-        generate(runner, src, SearchOptions(beam_size=1, max_length_offset=50), should_stop=third_step)
+        generate(runner, src, DecodingOptions(beam_size=1, max_length_offset=50), should_stop=third_step)
     assert len(asked) >= 3

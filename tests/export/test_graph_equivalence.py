@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from model.model_dir import load_model_dir
-from model.decoding.generate import SearchOptions, generate, pad_sources
+from model.decoding.generate import generate, pad_sources
+from model.decoding.options import DecodingOptions
 from export.layout import PHRASES_FROM_TOKENS, PHRASES_OUTPUT
 from export.runners import open_runner
 from model.phrase_representation.functional import MAX_CHUNK
@@ -93,8 +94,8 @@ def test_beam_search_gives_the_same_hypotheses(target, config_id, tmp_path_facto
     runner = open_runner(exported(tmp_path_factory, tiny_spm, target, config_id))
     assert runner.has_phrase_attention
     ids = loaded.tokenizer.encode_batch(sentences(8))
-    options = SearchOptions(beam_size=3, n_best=3, max_length_ratio=1.5, max_length_offset=10,
-                            return_attention=True, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=3, n_best=3, max_length_ratio=1.5, max_length_offset=10,
+                            alignment="phrase", return_phrase_attention=True)
     eager = generate(loaded.model, pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id), options)
     got = runner.generate(ids, options)
     assert [[h.tokens for h in nbest] for nbest in got] == [[h.tokens for h in nbest] for nbest in eager]
@@ -114,7 +115,7 @@ def test_phrase_attention_alone_equals_eager(target, tmp_path_factory, tiny_spm)
     loaded = load_model_dir(model_dir(tmp_path_factory, tiny_spm, "queryk-heterogeneous-1-2-3"))
     runner = open_runner(exported(tmp_path_factory, tiny_spm, target, "queryk-heterogeneous-1-2-3"))
     ids = loaded.tokenizer.encode_batch(sentences(4))
-    options = SearchOptions(beam_size=2, n_best=2, max_length_offset=10, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=2, n_best=2, max_length_offset=10, alignment="phrase", return_phrase_attention=True)
     eager = generate(loaded.model, pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id), options)
     got = runner.generate(ids, options)
     for nbest_got, nbest_eager in zip(got, eager):
@@ -152,7 +153,7 @@ def test_float16_queryk_graphs_run_and_follow_eager_float16(target, tmp_path_fac
     runner = open_runner(exported(tmp_path_factory, tiny_spm, target, "queryk-heterogeneous-1-2-3", dtype="float16"))
     half = copy.deepcopy(loaded.model).half()
     ids = loaded.tokenizer.encode_batch(sentences(6))
-    options = SearchOptions(beam_size=2, n_best=1, max_length_offset=10)
+    options = DecodingOptions(beam_size=2, n_best=1, max_length_offset=10)
     eager = generate(half, pad_sources([s + [loaded.config.eos_id] for s in ids], loaded.config.pad_id), options)
     got = runner.generate(ids, options)
     assert [nbest[0].tokens for nbest in got] == [nbest[0].tokens for nbest in eager]

@@ -121,9 +121,9 @@ def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory
     assert runtime.precision == "int8"
     assert runtime.model.output_projection.weight().dtype == torch.qint8
     # Served like float32, word alignments and phrase maps included.
-    from service.runtime.base import DecodeOptions
+    from service.runtime.base import DecodingOptions
 
-    (translation,) = runtime.translate(["Two dogs play in the snow."], DecodeOptions(beam_size=2, n_best=2, alignment="phrase"))
+    (translation,) = runtime.translate(["Two dogs play in the snow."], DecodingOptions(beam_size=2, n_best=2, alignment="phrase"))
     assert len(translation) == 2 and all(t.alignment is not None and t.phrases is not None for t in translation)
     assert Settings().cpu_quantization == "none"  # float32 unless asked: int8 changes some translations
     with pytest.raises(ValueError) as error:

@@ -10,7 +10,7 @@ import pytest
 
 from export.int8_check import main as int8_main
 from export.kernels_check import RECORD_FILE, main
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 from service.runtime.factory import RuntimeSpec, load_runtime
 from tests.export.fixtures import model_dir
 
@@ -30,7 +30,7 @@ def test_float32_runs_on_the_kernels_once_verified(tmp_path, tmp_path_factory, t
     assert (runtime.decoder, runtime.kernels) == ("eager", None)
     assert (f"decoding {path} eagerly: {path / RECORD_FILE} not found (run python -m export.kernels_check {path})"
             in caplog.text)
-    eager = runtime.translate(["Two dogs play in the snow.", "A man."], DecodeOptions(beam_size=3, n_best=2))
+    eager = runtime.translate(["Two dogs play in the snow.", "A man."], DecodingOptions(beam_size=3, n_best=2))
 
     assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith(
@@ -39,10 +39,10 @@ def test_float32_runs_on_the_kernels_once_verified(tmp_path, tmp_path_factory, t
     assert (record["passed"], record["decoder"], record["precision"]) == (True, "kernels", "float32")
     runtime = load_runtime(spec)
     assert runtime.decoder == "kernels"
-    got = runtime.translate(["Two dogs play in the snow.", "A man."], DecodeOptions(beam_size=3, n_best=2))
+    got = runtime.translate(["Two dogs play in the snow.", "A man."], DecodingOptions(beam_size=3, n_best=2))
     assert [[t.text for t in n] for n in got] == [[t.text for t in n] for n in eager]
     # Phrase maps need the eager step's phrase table: those searches run eagerly, and still answer.
-    (phrased,) = runtime.translate(["Two dogs play in the snow."], DecodeOptions(beam_size=2, alignment="phrase"))
+    (phrased,) = runtime.translate(["Two dogs play in the snow."], DecodingOptions(beam_size=2, alignment="phrase"))
     assert phrased[0].phrases is not None
     assert load_runtime(RuntimeSpec("torch", path, "cpu", cpu_kernels="off")).decoder == "eager"
 

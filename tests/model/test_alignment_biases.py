@@ -7,7 +7,8 @@ import torch
 
 from model.biases.biased_cross_attention import BiasedCrossAttention
 from model.config import AttentionConfig
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import DecodingOptions
 from tests.helpers import (
     assert_cached_search_equals_uncached,
     assert_incremental_equals_full_pass,
@@ -133,7 +134,7 @@ def test_gradients_reach_every_parameter(randomized, biases):
 def test_generate_agrees_with_the_full_pass(source, biases):
     model = biased_model(biases, seed=6)
     src = torch.tensor([source])
-    options = SearchOptions(beam_size=3, n_best=2, max_length_ratio=1.0, max_length_offset=4, return_attention=True)
+    options = DecodingOptions(beam_size=3, n_best=2, max_length_ratio=1.0, max_length_offset=4, alignment="token")
     hypotheses = generate(model, src, options)[0]
     assert len(hypotheses) == 2
     for h in hypotheses:
@@ -151,7 +152,7 @@ def test_the_phrase_view_of_a_biased_model_is_its_token_attention():
     model = biased_model(ALL, seed=7)
     full = model(SRC, TGT_IN, need_attention=True)
     assert torch.equal(full.phrase_attention, full.attention.unsqueeze(2))
-    options = SearchOptions(beam_size=2, max_length_offset=2, return_attention=True, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=2, max_length_offset=2, alignment="phrase", return_phrase_attention=True)
     for nbest in generate(model, SRC, options):
         assert torch.equal(nbest[0].phrase_attention, nbest[0].attention.unsqueeze(1))
 

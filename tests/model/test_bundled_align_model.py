@@ -5,7 +5,8 @@ from pathlib import Path
 import torch
 
 from model.model_dir import load_model_dir
-from model.decoding.generate import SearchOptions, generate, source_batch
+from model.decoding.generate import generate, source_batch
+from model.decoding.options import DecodingOptions
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -18,7 +19,7 @@ def test_the_align_model_is_the_bundled_model_plus_its_head():
                                             for w in ("bias", "weight")]
     assert all(torch.equal(own[name], tensor) for name, tensor in base.items())
     texts = ["Two dogs are playing in the snow.", "A man in a blue shirt is standing on a ladder."]
-    options = SearchOptions(beam_size=3)
+    options = DecodingOptions(beam_size=3)
     with torch.inference_mode():
         outputs = [[h.tokens for nbest in generate(m.model.eval(), source_batch(m.tokenizer, texts), options) for h in nbest]
                    for m in (plain, aligned)]
@@ -37,6 +38,7 @@ def test_the_served_align_model_is_the_bundled_model_plus_its_diagonal_head():
     texts = ["Two dogs are playing in the snow.", "A man in a blue shirt is standing on a ladder."]
     with torch.inference_mode():
         found = [generate(m.model.eval(), source_batch(m.tokenizer, texts),
-                          SearchOptions(beam_size=3, return_supervised_attention=m is aligned)) for m in (plain, aligned)]
+                          DecodingOptions(beam_size=3, alignment="token" if m is aligned else "none",
+                                          alignment_method="supervised")) for m in (plain, aligned)]
     assert [h.tokens for nbest in found[0] for h in nbest] == [h.tokens for nbest in found[1] for h in nbest]
     assert all(h.supervised_attention is not None for nbest in found[1] for h in nbest)

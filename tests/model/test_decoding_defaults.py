@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 
 from model.decoding import defaults as decoding_defaults
-from model.decoding.generate import SearchOptions
-from service.runtime.base import DecodeOptions
+from model.decoding.options import DecodingOptions
+from service.runtime.base import DecodingOptions
 from service.settings import Settings
 from training.evaluate import build_parser, length_penalty_of
 from training.recipe import TrainingRecipe
@@ -30,7 +30,7 @@ def test_the_defaults_are_the_documented_values():
 
 
 def test_search_and_service_options_start_from_them():
-    search, decode = SearchOptions(), DecodeOptions()
+    search, decode = DecodingOptions(), DecodingOptions()
     for name, value in EXPECTED.items():
         assert getattr(search, name) == value, name
         assert getattr(decode, name) == value, name

@@ -13,7 +13,8 @@ from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
 from model.config import AttentionConfig
 from model.errors import ConfigError
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import DecodingOptions
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_config, tiny_model
 from tests.helpers import HAND_FORMULA_OPS, TINY_MODEL_OPS, assert_close_for
 
@@ -341,7 +342,7 @@ def test_gradients_reach_every_parameter():
 @pytest.mark.parametrize("src", [[7] * 69 + [2], [2], [7, 2]], ids=["70-tokens", "eos-only", "one-word"])
 def test_long_and_one_token_sources_translate(src):
     model = model_for("cross+queryk-self", seed=2)
-    options = SearchOptions(beam_size=3, n_best=2, max_length_ratio=0.5, max_length_offset=4, return_attention=True)
+    options = DecodingOptions(beam_size=3, n_best=2, max_length_ratio=0.5, max_length_offset=4, alignment="token")
     (nbest,) = generate(model, torch.tensor([src]), options)
     assert len(nbest) == 2
     for h in nbest:

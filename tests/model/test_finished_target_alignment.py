@@ -11,7 +11,8 @@ import torch
 
 from model.config import ModelConfig
 from model.errors import ConfigError
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import DecodingOptions
 from model.supervised_alignment import diagonal_distance, full_self_attention, head_averaged_attention
 from model.transformer import Transformer
 from tests.helpers import tiny_config
@@ -113,9 +114,9 @@ def test_a_step_cannot_give_the_rows_and_generate_forces_the_finished_hypotheses
     state = model.init_state(model.encode(SRC))
     with pytest.raises(ValueError, match="reads the whole target"):
         model.decode_step(torch.tensor([1, 1]), state, need_supervised=True)
-    found = generate(model, SRC, SearchOptions(beam_size=2, n_best=2, return_attention=True,
-                                               return_supervised_attention=True, max_length_offset=3))
-    plain = generate(model, SRC, SearchOptions(beam_size=2, n_best=2, return_attention=True, max_length_offset=3))
+    found = generate(model, SRC, DecodingOptions(beam_size=2, n_best=2, alignment="token",
+                                               alignment_method="supervised", max_length_offset=3))
+    plain = generate(model, SRC, DecodingOptions(beam_size=2, n_best=2, alignment="token", max_length_offset=3))
     for b, nbest in enumerate(found):
         assert [h.tokens for h in nbest] == [h.tokens for h in plain[b]]
         for h, p in zip(nbest, plain[b]):

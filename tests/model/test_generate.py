@@ -1,7 +1,8 @@
 """Beam search over the incremental decoder equals beam search over full recomputation."""
 import torch
 
-from model.decoding.generate import SearchOptions, generate, max_lengths
+from model.decoding.generate import generate, max_lengths
+from model.decoding.options import DecodingOptions
 from tests.helpers import assert_cached_search_equals_uncached, tiny_model
 from tests.helpers import TINY_MODEL_OPS, assert_close_for
 
@@ -15,7 +16,7 @@ def test_cached_search_equals_uncached_search():
 
 def test_a_padded_sentence_translates_as_it_does_alone():
     model = tiny_model(seed=4)
-    options = SearchOptions(beam_size=4, n_best=2, max_length_offset=4)
+    options = DecodingOptions(beam_size=4, n_best=2, max_length_offset=4)
     batched = generate(model, SRC, options)
     for row in range(SRC.shape[0]):
         length = int(SRC[row].ne(0).sum())
@@ -25,6 +26,6 @@ def test_a_padded_sentence_translates_as_it_does_alone():
 
 
 def test_max_lengths_follow_the_source_length():
-    options = SearchOptions(max_length_ratio=1.5, max_length_offset=2)
+    options = DecodingOptions(max_length_ratio=1.5, max_length_offset=2)
     assert max_lengths(SRC, 0, options, limit=100).tolist() == [10, 7, 5]
     assert max_lengths(SRC, 0, options, limit=6).tolist() == [6, 6, 5]

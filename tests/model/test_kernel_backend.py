@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from model.config import AttentionConfig
-from model.decoding.generate import SearchOptions, TransformerBackend, generate, source_batch
+from model.decoding.generate import TransformerBackend, generate, source_batch
+from model.decoding.options import DecodingOptions
 from model.decoding.kernel_backend import KernelBackend, kernel_decoding_problem
 from model.model_dir import load_model_dir
 from tests.bundled.expectations import MODEL_DIR
@@ -54,7 +55,7 @@ def test_bundled_model_steps_equal_the_eager_steps(bundled):
 
 def test_bundled_searches_give_the_eager_hypotheses(bundled):
     src = source_batch(bundled.tokenizer, read_lines("test_2016_flickr", "en", 48))
-    options = SearchOptions(n_best=2, return_attention=True)
+    options = DecodingOptions(n_best=2, alignment="token")
     eager = generate(bundled.model, src, options)
     for backend in (KernelBackend(bundled.model), KernelBackend(bundled.model, ranks_logits=False)):
         got = generate(backend, src, options)
@@ -70,7 +71,7 @@ def test_bundled_searches_give_the_eager_hypotheses(bundled):
 def test_a_search_at_its_length_limit_ends_every_hypothesis():
     model = tiny_model(4)
     src = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
-    options = SearchOptions(max_length_ratio=0.0, max_length_offset=2, n_best=3)
+    options = DecodingOptions(max_length_ratio=0.0, max_length_offset=2, n_best=3)
     want = generate(model, src, options)
     got = generate(KernelBackend(model), src, options)
     assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in want]
@@ -94,7 +95,7 @@ def test_phrase_attention_is_refused_by_the_search():
     model = tiny_model(0)
     src = torch.tensor([[5, 6, 2]])
     with pytest.raises(ValueError, match="this export returns no phrase attention"):
-        generate(KernelBackend(model), src, SearchOptions(return_phrase_attention=True))
+        generate(KernelBackend(model), src, DecodingOptions(alignment="phrase", return_phrase_attention=True))
 
 
 def test_fused_projections_give_the_separate_ones():
@@ -120,7 +121,7 @@ def test_one_sentence_searches_like_many():
     # One sentence: the first step's per-sentence rows are a strided view of one element.
     model = tiny_model(6)
     src = torch.tensor([[5, 6, 7, 8, 2]])
-    options = SearchOptions(beam_size=2, n_best=2)
+    options = DecodingOptions(beam_size=2, n_best=2)
     want = generate(model, src, options)
     got = generate(KernelBackend(model), src, options)
     assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in want]
@@ -150,7 +151,7 @@ def test_a_head_that_reads_the_finished_target_runs_after_a_kernel_search():
     model = tiny_model(8, supervised_alignment={"layer": 0, "head": "added", "weight": 1.0, "heads": 2,
                                                 "self_attention": True, "diagonal": True})
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
-    options = SearchOptions(beam_size=3, n_best=2, return_supervised_attention=True)
+    options = DecodingOptions(beam_size=3, n_best=2, alignment="token", alignment_method="supervised")
     want = generate(model, src, options)
     got = generate(KernelBackend(model), src, options)
     for nbest, expected in zip(got, want):

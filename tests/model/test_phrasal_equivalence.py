@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from model.config import AttentionConfig
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import DecodingOptions
 from model.layers import has_phrase_attention
 from tests.helpers import assert_cached_search_equals_uncached, assert_incremental_equals_full_pass, assert_padding_changes_nothing, tiny_model
 from tests.helpers import TINY_MODEL_OPS, assert_close_for
@@ -97,7 +98,7 @@ def test_every_site_phrasal_at_once(kind, name):
 @pytest.mark.parametrize("name", ["homogeneous-1-2-3", "heterogeneous-1-2-3", "interleaved"])
 def test_a_padded_sentence_translates_as_it_does_alone(kind, name):
     model = all_sites_model(kind, name, seed=4)
-    options = SearchOptions(beam_size=3, n_best=2, max_length_offset=3, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=3, n_best=2, max_length_offset=3, alignment="phrase", return_phrase_attention=True)
     batched = generate(model, SRC, options)
     for row in range(SRC.shape[0]):
         length = int(SRC[row].ne(0).sum())
@@ -110,7 +111,7 @@ def test_a_padded_sentence_translates_as_it_does_alone(kind, name):
 
 def test_generate_returns_phrase_attention_that_matches_the_full_pass():
     model = all_sites_model("queryk", "heterogeneous-1-2-3", seed=5)
-    options = SearchOptions(beam_size=2, n_best=2, max_length_offset=3, return_attention=True, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=2, n_best=2, max_length_offset=3, alignment="phrase", return_phrase_attention=True)
     hypotheses = generate(model, SRC, options)
     for row, nbest in enumerate(hypotheses):
         for h in nbest:
@@ -127,6 +128,6 @@ def test_vanilla_reports_its_token_attention_as_unigram_phrases():
     assert not has_phrase_attention(model.decoder_layers[-1].cross_attention)
     full = model(SRC, TGT_IN, need_attention=True)
     assert torch.equal(full.phrase_attention, full.attention.unsqueeze(2))
-    options = SearchOptions(beam_size=2, max_length_offset=2, return_attention=True, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=2, max_length_offset=2, alignment="phrase", return_phrase_attention=True)
     for nbest in generate(model, SRC, options):
         assert torch.equal(nbest[0].phrase_attention, nbest[0].attention.unsqueeze(1))

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 
 from model.attention.registry import attention_class, known_attention_kinds
 from model.config import AttentionConfig
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import DecodingOptions
 from model.alignments.attention_phrases import phrase_links
 from tests.helpers import (assert_cached_search_equals_uncached, assert_incremental_equals_full_pass,
                            assert_padding_changes_nothing, chunk_spans, tiny_model)
@@ -146,8 +147,8 @@ def test_a_long_and_a_one_token_source_translate(case):
     model = model_for(case, seed=2)
     torch.manual_seed(0)
     long = torch.cat([torch.randint(3, 500, (1, 69)), torch.tensor([[2]])], dim=1)  # 70 tokens
-    options = SearchOptions(beam_size=2, n_best=2, max_length_ratio=0.2, max_length_offset=3,
-                            return_attention=True, return_phrase_attention=True)
+    options = DecodingOptions(beam_size=2, n_best=2, max_length_ratio=0.2, max_length_offset=3,
+                            alignment="phrase", return_phrase_attention=True)
     alone = {}
     for src in (long, torch.tensor([[2]]), torch.tensor([[7, 2]])):
         (hypotheses,) = generate(model, src, options)

@@ -7,7 +7,8 @@ import torch
 from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from model.attention.vanilla import VanillaAttention
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import DecodingOptions
 from model.layers import FeedForward
 from model.quantization import quantize_int8
 from tests.export.fixtures import MODEL_CONFIGS
@@ -67,5 +68,5 @@ def test_every_model_family_quantises_and_decodes(config_id):
         exact = torch.log_softmax(model(src, tgt_in).logits, -1)
         approx = torch.log_softmax(quantised(src, tgt_in).logits, -1)
     assert (exact - approx).abs().max().item() < 0.25
-    found = generate(quantised, src, SearchOptions(beam_size=2, max_length_offset=3))
+    found = generate(quantised, src, DecodingOptions(beam_size=2, max_length_offset=3))
     assert len(found) == 2 and all(len(nbest) == 1 and len(nbest[0].tokens) <= 12 for nbest in found)

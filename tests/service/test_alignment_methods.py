@@ -11,10 +11,10 @@ from model.alignments.word_alignment import TokenAlignment, Word, token_alignmen
 from model.model_dir import save_model_dir
 from model.decoding.beam_search import Hypothesis
 from model.alignments.bidirectional import agreement_matrix, bidirectional_alignment
-from model.decoding.generate import SearchOptions, generate
+from model.decoding.generate import generate
+from model.decoding.options import METHOD_ROWS, DecodingOptions
 from service.app import create_app
-from service.runtime.base import DecodeOptions
-from service.runtime.text_codec import alignment_rows, search_options
+from service.runtime.text_codec import alignment_rows
 from service.runtime.torch_runtime import TorchRuntime
 from service.settings import Settings
 from tests.helpers import tiny_model
@@ -37,18 +37,18 @@ def _hypothesis() -> Hypothesis:
 
 
 def test_attention_rows_are_the_steps_that_predict_each_token():
-    assert _close(alignment_rows(_hypothesis(), "attention", 2), [[0.7, 0.2], [0.1, 0.8]])
+    assert _close(alignment_rows(_hypothesis(), METHOD_ROWS["attention"], 2), [[0.7, 0.2], [0.1, 0.8]])
 
 
 def test_shift_rows_are_the_steps_that_read_each_token():
     # token 0 is read by step 1, token 1 by the EOS step.
-    assert _close(alignment_rows(_hypothesis(), "shift", 2), [[0.1, 0.8], [0.6, 0.3]])
+    assert _close(alignment_rows(_hypothesis(), METHOD_ROWS["shift"], 2), [[0.1, 0.8], [0.6, 0.3]])
 
 
 def test_supervised_rows_skip_the_step_that_read_bos():
     hypothesis = _hypothesis()
     hypothesis.supervised_attention = torch.tensor([[0.5, 0.5, 0.0], [0.9, 0.1, 0.0], [0.2, 0.8, 0.0]])
-    assert _close(alignment_rows(hypothesis, "supervised", 2), [[0.9, 0.1], [0.2, 0.8]])
+    assert _close(alignment_rows(hypothesis, METHOD_ROWS["supervised"], 2), [[0.9, 0.1], [0.2, 0.8]])
 
 
 # -- bidirectional symmetrisation -----------------------------------------------------------------
@@ -116,14 +116,14 @@ def _expected(path, method):
     from model.model_dir import load_model_dir
 
     runtime = TorchRuntime(load_model_dir(path), torch.device("cpu"))
-    options = DecodeOptions(beam_size=2, alignment="token", alignment_method=method, max_length_offset=4)
+    options = DecodingOptions(beam_size=2, alignment="token", alignment_method=method, max_length_offset=4)
     ids, pieces, spans = runtime.tokenizer.encode_with_offsets(SOURCE)
     src = torch.tensor([[*ids, runtime.tokenizer.eos_id]])
-    best = generate(runtime.model, src, search_options(options))[0][0]
+    best = generate(runtime.model, src, options)[0][0]
     text, target_pieces, target_spans = runtime.tokenizer.decode_with_offsets(best.tokens)
     return token_alignment(source_text=SOURCE, source_pieces=pieces, source_spans=spans, target_text=text,
                            target_pieces=target_pieces, target_spans=target_spans,
-                           attention=alignment_rows(best, method, len(pieces)),
+                           attention=alignment_rows(best, METHOD_ROWS[method], len(pieces)),
                            symmetric=method == "supervised").pharaoh
 
 
@@ -154,10 +154,10 @@ def test_a_head_that_reads_the_whole_target_serves_the_forced_pass_links(tmp_pat
     path = save_model_dir(tmp_path / "en-de", _randomised(tiny_model(supervised_alignment=FULL_HEAD)), tiny_spm,
                           source_lang="en", target_lang="de")
     runtime = TorchRuntime(load_model_dir(path), torch.device("cpu"))
-    options = DecodeOptions(beam_size=2, alignment="token", alignment_method="supervised", max_length_offset=4)
+    options = DecodingOptions(beam_size=2, alignment="token", alignment_method="supervised", max_length_offset=4)
     ids, pieces, spans = runtime.tokenizer.encode_with_offsets(SOURCE)
     src = torch.tensor([[*ids, runtime.tokenizer.eos_id]])
-    best = generate(runtime.model, src, search_options(DecodeOptions(beam_size=2, max_length_offset=4)))[0][0]
+    best = generate(runtime.model, src, DecodingOptions(beam_size=2, max_length_offset=4))[0][0]
     # The rows by hand: the finished hypothesis forced through the model; row k + 1 reads token k.
     with torch.no_grad():
         rows = runtime.model(src, torch.tensor([[1, *best.tokens]])).supervised_attention[0, 1:, : len(pieces)]
@@ -214,7 +214,7 @@ def test_bidirectional_symmetrises_with_the_reverse_model(tmp_path, tiny_spm, he
     assert both["text"] == forward["text"]
     forward_runtime = TorchRuntime(load_model_dir(head_dir), torch.device("cpu"))
     reverse_runtime = TorchRuntime(load_model_dir(reverse_dir), torch.device("cpu"))
-    options = DecodeOptions(beam_size=2, alignment="token", alignment_method="supervised", max_length_offset=4)
+    options = DecodingOptions(beam_size=2, alignment="token", alignment_method="supervised", max_length_offset=4)
     mine = forward_runtime.translate([SOURCE], options)[0][0].alignment
     theirs = reverse_runtime.force_align([(forward["text"], SOURCE)], "attention")[0]
     assert both["alignment"]["pharaoh"] == bidirectional_alignment(mine, theirs).pharaoh

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
 from service.batcher import BatchLimits, MicroBatcher
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 from service.settings import Settings
 from testing.fake_runtime import FakeRuntime
 from tests.service.support import Background, queued, serving, wait_until
@@ -74,13 +74,14 @@ def test_concurrent_requests_get_what_they_get_alone_in_shared_batches_by_option
     assert [r.status_code for r in responses] == [200] * 6
     assert [r.json() for r in responses[1:]] == alone(bodies)
 
-    default = DecodeOptions(beam_size=5, n_best=1)
+    # The Translator names the alignment method the runtime gives (the fake's: "attention").
+    default = DecodingOptions(beam_size=5, n_best=1, alignment_method="attention")
     # One call per options, oldest group first; in a call the oldest text leads and the others
     # follow by closeness in length (fake pieces: 3, then 2, 1 and 10).
     assert [(texts, options) for texts, options in runtime.calls[1:]] == [
         (["a b c", "d e", "s", "long sentence of seven words here ok"], default),
-        (["x y z w v u", "m n"], DecodeOptions(beam_size=3, n_best=2)),
-        (["p q", "r s t"], DecodeOptions(beam_size=5, n_best=1, alignment="token")),
+        (["x y z w v u", "m n"], DecodingOptions(beam_size=3, n_best=2, alignment_method="attention")),
+        (["p q", "r s t"], DecodingOptions(beam_size=5, n_best=1, alignment="token", alignment_method="attention")),
     ]
 
 
@@ -210,10 +211,10 @@ def test_an_idle_worker_waits_for_company_until_the_batch_is_full():
         batcher = MicroBatcher(runtime, BatchLimits(max_sentences=2, max_wait_s=60.0))
         batcher.start()
         try:
-            first = batcher.submit(["a b"], [2], DecodeOptions())
+            first = batcher.submit(["a b"], [2], DecodingOptions())
             await asyncio.sleep(0.05)
             calls_while_alone = len(runtime.calls)  # the worker waits: max_wait_s is a minute
-            second = batcher.submit(["c"], [1], DecodeOptions())
+            second = batcher.submit(["c"], [1], DecodingOptions())
             results = await asyncio.wait_for(asyncio.gather(first.future, second.future), 10)
         finally:
             await batcher.stop()
@@ -250,9 +251,9 @@ def test_a_lone_client_stops_paying_the_wait_and_overlapping_clients_turn_it_bac
         skips = []
         try:
             for texts in (["a"], ["b"]):  # one client at a time: the first waits in vain
-                await asyncio.wait_for(batcher.submit(texts, [1], DecodeOptions()).future, 10)
+                await asyncio.wait_for(batcher.submit(texts, [1], DecodingOptions()).future, 10)
                 skips.append(batcher._skip_waits)
-            both = [batcher.submit([t], [1], DecodeOptions()) for t in ("c", "d")]  # overlapping
+            both = [batcher.submit([t], [1], DecodingOptions()) for t in ("c", "d")]  # overlapping
             await asyncio.wait_for(asyncio.gather(*(job.future for job in both)), 10)
             skips.append(batcher._skip_waits)
         finally:

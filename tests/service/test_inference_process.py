@@ -13,7 +13,7 @@ import pytest
 
 from model.model_dir import save_model_dir
 from service.app import create_app, process_options
-from service.runtime.base import DecodeOptions, TextRejected
+from service.runtime.base import DecodingOptions, TextRejected
 from service.runtime.factory import RuntimeSpec, load_runtime
 from service.runtime.inference_process import (
     InferenceProcessDied,
@@ -59,7 +59,7 @@ def pair(model_dir):
 def test_child_translates_exactly_like_the_in_process_runtime(pair):
     local, remote = pair
     assert (remote.pair, remote.backend) == ("en-de", "torch")
-    for options in (DecodeOptions(beam_size=3, n_best=2, alignment="token"), DecodeOptions(beam_size=1)):
+    for options in (DecodingOptions(beam_size=3, n_best=2, alignment="token"), DecodingOptions(beam_size=1)):
         assert remote.translate(TEXTS, options) == local.translate(TEXTS, options)
     assert remote.count_tokens(TEXTS) == local.count_tokens(TEXTS)
     assert remote.memory_bytes() is None  # CPU: no device memory to report
@@ -69,9 +69,9 @@ def test_child_rejects_a_text_with_the_runtimes_own_reason(pair):
     local, remote = pair
     too_long = " ".join(["dog"] * 400)
     with pytest.raises(TextRejected) as in_process:
-        local.translate(["A man.", too_long], DecodeOptions())
+        local.translate(["A man.", too_long], DecodingOptions())
     with pytest.raises(TextRejected) as in_child:
-        remote.translate(["A man.", too_long], DecodeOptions())
+        remote.translate(["A man.", too_long], DecodingOptions())
     assert in_process.value.index == 1
     assert (in_child.value.index, in_child.value.reason) == (in_process.value.index, in_process.value.reason)
 
@@ -81,7 +81,7 @@ def test_a_killed_child_is_replaced_and_the_batch_retried(pair):
     before = remote._process.pid
     os.kill(before, signal.SIGKILL)
     remote._process.join(10)
-    options = DecodeOptions(beam_size=2)
+    options = DecodingOptions(beam_size=2)
     assert remote.translate(TEXTS, options) == local.translate(TEXTS, options)
     assert remote._process.pid != before and remote._process.is_alive()
 
@@ -116,7 +116,7 @@ def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(model_d
 
         def translate() -> None:
             try:
-                runtime.translate(TEXTS, DecodeOptions())
+                runtime.translate(TEXTS, DecodingOptions())
             except InferenceProcessDied as exc:
                 outcome.append(str(exc))
 
@@ -138,7 +138,7 @@ def test_close_kills_a_child_busy_with_a_batch_instead_of_waiting_for_it(model_d
 def test_a_child_runs_whatever_runtime_its_loader_builds():
     (remote,) = load_process_runtimes([partial(FakeRuntime, "en", "fr")], NO_WARMUP)
     try:
-        options = DecodeOptions(beam_size=2, n_best=2, alignment="phrase")
+        options = DecodingOptions(beam_size=2, n_best=2, alignment="phrase")
         assert (remote.pair, remote.backend) == ("en-fr", "fake")
         assert remote.translate(TEXTS, options) == FakeRuntime("en", "fr").translate(TEXTS, options)
     finally:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from service.app import create_app
-from service.runtime.base import DecodeOptions, TextRejected
+from service.runtime.base import DecodingOptions, TextRejected
 from service.runtime.text_codec import translate_texts
 from service.settings import MAX_BEAM_SIZE, Settings
 from testing.fake_runtime import FakeRuntime
@@ -89,9 +89,9 @@ def test_the_real_codec_refuses_one_token_past_the_model_limit(tiny_spm):
         seen.append(source_ids)
         return [[Hypothesis(tokens=[], score=-1.0, log_prob=-1.0, attention=None)] for _ in source_ids]
 
-    assert translate_texts(tokenizer, [text], DecodeOptions(), n, generate)[0][0].score == -1.0
+    assert translate_texts(tokenizer, [text], DecodingOptions(), n, generate)[0][0].score == -1.0
     with pytest.raises(TextRejected) as info:
-        translate_texts(tokenizer, ["", text], DecodeOptions(), n - 1, generate)
+        translate_texts(tokenizer, ["", text], DecodingOptions(), n - 1, generate)
     assert (info.value.index, info.value.reason) == (1, f"has {n} source tokens; this model reads at most {n - 1}")
     assert len(seen) == 1  # the refused batch never reached the model
 

@@ -5,7 +5,7 @@ so n distinct hypotheses come back wherever the beam found them."""
 from __future__ import annotations
 
 from model.decoding.beam_search import Hypothesis
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 from service.runtime.text_codec import translate_texts
 
 # Token sequences and their detokenised texts: (5,) and (6, 7) both read "a dog".
@@ -20,7 +20,7 @@ class StubTokenizer:
         return TEXTS[tuple(tokens)]
 
 
-def run(options: DecodeOptions, hypotheses: list[Hypothesis]):
+def run(options: DecodingOptions, hypotheses: list[Hypothesis]):
     searches = []
 
     def generate(source_ids, search):
@@ -41,16 +41,16 @@ HYPOTHESES = [
 
 
 def test_a_repeated_text_is_dropped_and_the_next_distinct_one_takes_its_place():
-    kept, search = run(DecodeOptions(beam_size=5, n_best=3), HYPOTHESES)
+    kept, search = run(DecodingOptions(beam_size=5, n_best=3), HYPOTHESES)
     assert search.n_best == 5  # the whole beam, not n_best
     assert kept == [("a dog", -0.1), ("the dog", -0.3), ("a cat", -0.4)]
 
 
 def test_fewer_come_back_only_when_the_beam_holds_fewer_distinct_texts():
-    kept, _ = run(DecodeOptions(beam_size=2, n_best=2), HYPOTHESES)
+    kept, _ = run(DecodingOptions(beam_size=2, n_best=2), HYPOTHESES)
     assert kept == [("a dog", -0.1)]
 
 
 def test_one_best_asks_the_search_for_one():
-    kept, search = run(DecodeOptions(beam_size=5, n_best=1), HYPOTHESES)
+    kept, search = run(DecodingOptions(beam_size=5, n_best=1), HYPOTHESES)
     assert (search.n_best, kept) == (1, [("a dog", -0.1)])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from model.model_dir import load_model_dir, save_model_dir
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 from service.runtime.torch_runtime import TorchRuntime, use_static_decoding
 from service.settings import Settings
 from tests.helpers import tiny_model
@@ -31,7 +31,7 @@ def test_static_runtime_translates_as_the_eager_one(tmp_path, tiny_spm):
     static = TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True)
     assert eager.static is None and static.static is not None
     texts = ["Two dogs play in the snow.", "A man rides a bicycle down a long road.", "Hi."]
-    options = DecodeOptions(beam_size=3, n_best=2, alignment="token", max_length_offset=4)
+    options = DecodingOptions(beam_size=3, n_best=2, alignment="token", max_length_offset=4)
     want, got = eager.translate(texts, options), static.translate(texts, options)
     assert [[t.text for t in n] for n in got] == [[t.text for t in n] for n in want]
     assert [[t.alignment.pharaoh for t in n] for n in got] == [[t.alignment.pharaoh for t in n] for n in want]
@@ -89,11 +89,11 @@ def test_a_batch_nobody_waits_for_stops_on_the_static_path(tmp_path, tiny_spm):
         return len(asked) >= 3
 
     with pytest.raises(BatchCancelled):
-        static.translate_until(TEXTS, DecodeOptions(beam_size=3, max_length_offset=20), cancelled)
+        static.translate_until(TEXTS, DecodingOptions(beam_size=3, max_length_offset=20), cancelled)
     assert len(asked) == 3  # asked between steps, and not again once it said so
     # The runtime serves the next batch as before.
-    answer = static.translate_until(TEXTS, DecodeOptions(beam_size=3, max_length_offset=4), lambda: False)
-    assert [[t.text for t in n] for n in answer] == [[t.text for t in n] for n in static.translate(TEXTS, DecodeOptions(beam_size=3, max_length_offset=4))]
+    answer = static.translate_until(TEXTS, DecodingOptions(beam_size=3, max_length_offset=4), lambda: False)
+    assert [[t.text for t in n] for n in answer] == [[t.text for t in n] for n in static.translate(TEXTS, DecodingOptions(beam_size=3, max_length_offset=4))]
 
 
 def test_a_model_static_decoding_cannot_hold_falls_back_to_eager_with_the_reason(tmp_path, tiny_spm, monkeypatch, caplog):
@@ -106,7 +106,7 @@ def test_a_model_static_decoding_cannot_hold_falls_back_to_eager_with_the_reason
     path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
     eager = TorchRuntime(load_model_dir(path), torch.device("cpu"))
     static = TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True)
-    options = DecodeOptions(beam_size=3, n_best=2, alignment="token", max_length_offset=4)
+    options = DecodingOptions(beam_size=3, n_best=2, alignment="token", max_length_offset=4)
     with caplog.at_level("WARNING", logger="service.runtime.torch"):
         got = static.translate(TEXTS, options)
     assert [r.getMessage() for r in caplog.records] == [

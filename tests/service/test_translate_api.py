@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from service.runtime.base import DecodeOptions
+from service.runtime.base import DecodingOptions
 
 
 def test_one_text_exact_response(translate):
@@ -34,7 +34,8 @@ def test_n_best_lists_hypotheses_best_first(translate, runtime):
             {"text": "RED BLUE GREEN", "score": -1.5},
         ]
     ]
-    assert runtime.calls[0][1] == DecodeOptions(beam_size=4, n_best=3, alignment="none")
+    # The method the server chose: the fake runtime's own.
+    assert runtime.calls[0][1] == DecodingOptions(beam_size=4, n_best=3, alignment="none", alignment_method="attention")
 
 
 def test_omitted_beam_is_the_server_default_widened_to_n_best(translate, runtime):
@@ -42,8 +43,8 @@ def test_omitted_beam_is_the_server_default_widened_to_n_best(translate, runtime
     assert translate(text="a", n_best=7).status_code == 200
     assert [call[1].beam_size for call in runtime.calls] == [5, 7]
     # The decoding limits come from the settings.
-    assert runtime.calls[0][1] == DecodeOptions(
-        beam_size=5, n_best=1, max_length_ratio=1.5, max_length_offset=10, length_penalty=1.0
+    assert runtime.calls[0][1] == DecodingOptions(
+        beam_size=5, n_best=1, max_length_ratio=1.5, max_length_offset=10, length_penalty=1.0, alignment_method="attention"
     )
 
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from service.errors import RequestError, UnsupportedPair
-from service.runtime.base import DecodeOptions, PhraseMap, TokenAlignment, Translation
+from service.runtime.base import DecodingOptions, PhraseMap, TokenAlignment, Translation
 from service.settings import Settings
 from service.translator import Translator
 from testing.fake_runtime import FakeRuntime
@@ -68,9 +68,9 @@ def test_the_batchers_get_the_settings_batch_limits():
 def test_decode_options_come_from_the_settings_and_an_omitted_beam_is_widened_to_n_best():
     translator = Translator([FakeRuntime()], settings(default_beam_size=4, max_length_ratio=2.5, max_length_offset=3,
                                                       length_penalty=0.5, length_penalty_form="gnmt"))
-    assert translator.options(None, 1, "token") == DecodeOptions(
-        beam_size=4, n_best=1, alignment="token", max_length_ratio=2.5, max_length_offset=3, length_penalty=0.5,
-        length_penalty_form="gnmt",
+    assert translator.options(None, 1, "token") == DecodingOptions(
+        beam_size=4, n_best=1, alignment="token", alignment_method="attention", max_length_ratio=2.5,
+        max_length_offset=3, length_penalty=0.5, length_penalty_form="gnmt",
     )
     assert translator.options(None, 6, "none").beam_size == 6
     assert translator.options(2, 2, "none").beam_size == 2
@@ -87,8 +87,8 @@ def test_defaults_one_hypothesis_per_text_and_errors_name_the_list_item():
 
     results, error = served(go, [runtime])
     assert [[(t.text, t.score) for t in nbest] for nbest in results] == [[("B A", -0.5)], [("C", -0.5)]]
-    assert runtime.calls[0][1] == DecodeOptions(beam_size=5, n_best=1, alignment="none", max_length_ratio=1.5,
-                                                max_length_offset=10, length_penalty=1.0)
+    assert runtime.calls[0][1] == DecodingOptions(beam_size=5, n_best=1, alignment="none", alignment_method="attention",
+                                                  max_length_ratio=1.5, max_length_offset=10, length_penalty=1.0)
     assert (error.loc, error.message) == (("body", "text", 1), "at most 40 characters per text, got 41")
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from model.model_dir import load_model_dir, save_model_dir
-from model.decoding.generate import SearchOptions, generate, source_batch
+from model.decoding.generate import generate, source_batch
+from model.decoding.options import DecodingOptions
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training import symmetric
@@ -170,7 +171,7 @@ def test_each_direction_is_a_servable_model_dir(cli_run):
             assert torch.equal(tensor, averaged[f"{part}.{key}"]), key
         texts = ["A dog runs.", "Ein Hund läuft."]
         hyps = translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, max_length_ratio=0.5, max_length_offset=2)
-        options = SearchOptions(beam_size=2, n_best=1, max_length_ratio=0.5, max_length_offset=2)
+        options = DecodingOptions(beam_size=2, n_best=1, max_length_ratio=0.5, max_length_offset=2)
         for text, hyp in zip(texts, hyps, strict=True):
             (best,) = generate(loaded.model, source_batch(loaded.tokenizer, [text], torch.device("cpu")), options)
             assert hyp == loaded.tokenizer.decode(best[0].tokens)

@@ -15,7 +15,8 @@ from training.cli import main as train_main
 from training.evaluate import main as eval_main
 from training.loop import train
 from training.recipe import load_recipe
-from model.decoding.generate import SearchOptions, generate, source_batch
+from model.decoding.generate import generate, source_batch
+from model.decoding.options import DecodingOptions
 from training.translate import translate_batch
 from tests.training.support import read_log
 
@@ -66,7 +67,7 @@ def test_smoke_model_dir_loads_and_translates(smoke_run):
     hyps = translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, batch_size=1)
     assert hyps == translate_batch(loaded.model, loaded.tokenizer, texts, beam=2, batch_size=8)
     # Each text's translation is its own best hypothesis, whatever order the batches ran in.
-    options = SearchOptions(beam_size=2, n_best=1)  # translate_batch's length limit: the defaults
+    options = DecodingOptions(beam_size=2, n_best=1)  # translate_batch's length limit: the defaults
     for text, hyp in zip(texts, hyps):
         (best,) = generate(loaded.model, source_batch(loaded.tokenizer, [text], torch.device("cpu")), options)
         assert hyp == loaded.tokenizer.decode(best[0].tokens)
