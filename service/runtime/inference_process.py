@@ -27,9 +27,11 @@ Watchdog (``ProcessOptions``): a model call still unanswered ``request_timeout_s
 after it was sent is stuck (a stopped or hung child): nobody waits for its answer any more, so
 the child is killed and a new one started. Past ``request_timeout_s`` the runtime already
 reports itself "stalled" (/health/ready 503), so that the load balancer stops sending while it
-lasts. A child idle for ``grace_s`` is pinged (when no batch holds the pipe) and replaced the
-same way when it does not answer within that time, or is gone: a stopped or dead child is found
-before a request runs into it.
+lasts. A child that exits is replaced at once: the watchdog waits on its process sentinel, and
+``health`` reports "restarting" (/health/ready 503) from the moment it is gone until the new child
+serves. A child idle for ``grace_s`` is pinged (when no batch holds the pipe) and replaced the
+same way when it does not answer within that time: a stopped child is found before a request
+runs into it.
 
 A new child that fails to load (its model directory gone, say) is not retried per request: the
 runtime reports "failed" with the child's reason, batches are refused at once (503 with
@@ -51,7 +53,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait as wait_for_ready
 from typing import Any, get_args
 
 from service.runtime.base import (
@@ -286,18 +288,31 @@ class ProcessRuntime(TranslationRuntime):
                 return
 
     def _watch(self) -> None:
-        """Ping the child whenever the pipe is free, every ``grace_s``: a child that does
-        not answer within that time is killed and replaced, one that is gone is replaced."""
+        """Replace a child that is gone as soon as it is gone (its process sentinel wakes this
+        thread), and ping it whenever the pipe is free, every ``grace_s``: a child that does not
+        answer within that time is killed and replaced."""
         interval = self._options.grace_s
-        while not self._closed.wait(interval):
-            if time.monotonic() - self._last_exchange < interval:
+        while not self._closed.is_set():
+            process = self._process
+            if process is None:  # between two children
+                self._closed.wait(_POLL_S)
+                continue
+            died = bool(wait_for_ready([process.sentinel], timeout=interval))
+            if self._closed.is_set():
+                return
+            if not died and time.monotonic() - self._last_exchange < interval:
                 continue  # it answered lately
             if self._failure is not None or not self._lock.acquire(blocking=False):
-                continue  # a batch holds the pipe (its own wait watches the child), or a retry is due
+                # A batch holds the pipe (its own wait sees the child go), or a retry is due.
+                if died:
+                    self._closed.wait(_POLL_S)
+                continue
             try:
-                if self._closing or self._failure is not None:
+                if self._closing or self._failure is not None or process is not self._process:
                     continue
                 try:
+                    if died:
+                        raise self._died()
                     if self._loaded:
                         self._batch += 1
                         self._exchange(("ping", self._batch), None, interval)
@@ -387,6 +402,9 @@ class ProcessRuntime(TranslationRuntime):
             return RuntimeProblem("failed", self._unavailable().reason)
         if self._restarting:
             return RuntimeProblem("restarting", f"the inference process for {self.pair} is restarting")
+        process = self._process
+        if process is not None and not process.is_alive():  # gone; the watchdog is replacing it
+            return RuntimeProblem("restarting", f"the inference process for {self.pair} exited and is being replaced")
         started = self._call_started
         if started is not None and not self._restarting:
             waited = time.monotonic() - started

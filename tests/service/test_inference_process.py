@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -78,9 +79,10 @@ def test_child_rejects_a_text_with_the_runtimes_own_reason(pair):
 
 def test_a_killed_child_is_replaced_and_the_batch_retried(pair):
     local, remote = pair
-    before = remote._process.pid
+    child = remote._process
+    before = child.pid
     os.kill(before, signal.SIGKILL)
-    remote._process.join(10)
+    child.join(10)
     options = DecodingOptions(beam_size=2)
     assert remote.translate(TEXTS, options) == local.translate(TEXTS, options)
     assert remote._process.pid != before and remote._process.is_alive()
@@ -170,3 +172,34 @@ def test_a_load_failure_in_the_child_is_shown_once_prefixed(tmp_path, settings):
             "pairs": [],
             "reason": f"model load failed: ArtifactError: {broken}: missing manifest.json",
         }
+
+
+def gated_fake_runtime(gate: Path, loads: Path) -> FakeRuntime:
+    """A child's loader: a FakeRuntime; every load after the first waits until the file ``gate``
+    exists, so that a test can look at the service while a replacement child is loading."""
+    count = len(loads.read_text()) if loads.exists() else 0
+    loads.write_text("x" * (count + 1))
+    if count:
+        wait_until(gate.exists, timeout=60, what="the test to open the gate")
+    return FakeRuntime("en", "de")
+
+
+def test_readiness_is_503_from_an_idle_childs_death_until_its_replacement_serves(tmp_path):
+    gate, loads = tmp_path / "gate", tmp_path / "loads"
+    factory = lambda settings: load_process_runtimes([partial(gated_fake_runtime, gate, loads)], NO_WARMUP)  # noqa: E731
+    app = create_app(Settings(warmup=False), runtime_factory=factory)
+    with serving(app) as client:
+        assert client.get("/health/ready").status_code == 200
+        (runtime,) = app.state.lifecycle.translator.runtimes
+        child = runtime._process
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(10)  # gone for certain; idle, so only readiness can tell
+        answer = client.get("/health/ready")
+        assert answer.status_code == 503
+        assert answer.json()["phase"] == "restarting"
+        assert answer.json()["reason"].startswith("the inference process for en-de ")
+        gate.touch()
+        wait_until(lambda: client.get("/health/ready").status_code == 200, timeout=120, what="the replacement child")
+        assert runtime.restarts() == 1 and runtime._process.pid != child.pid
+        response = client.post("/translate", json={"text": "a b", "source": "en", "target": "de"})
+        assert response.status_code == 200, response.text
