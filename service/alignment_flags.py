@@ -26,6 +26,16 @@ class Flag:
     confidence: float
 
 
+@dataclass(frozen=True)
+class AlignmentFlags:
+    omissions: list[Flag]   # source words
+    insertions: list[Flag]  # target words
+
+
+def alignment_flags(alignment: TokenAlignment) -> AlignmentFlags:
+    return AlignmentFlags(possible_omissions(alignment), possible_insertions(alignment))
+
+
 def possible_omissions(alignment: TokenAlignment) -> list[Flag]:
     linked = {s for s, _ in alignment.hard}
     heaviest = [0.0] * len(alignment.source_words)

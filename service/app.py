@@ -22,15 +22,16 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.http.admission import AdmissionMiddleware
+from service.http.auth import ApiKeyMiddleware, TokenBucket
 from service.http.body_guard import BodyGuardMiddleware
-from service.errors import install_error_handlers
+from service.http.errors import install_error_handlers
+from service.http.request_metrics import MetricsMiddleware
 from service.lifecycle import Lifecycle
-from service.metrics import Metrics, MetricsMiddleware
+from service.metrics import Metrics
 from service.routes import router
 from service.runtime.base import TranslationRuntime
 from service.runtime.factory import RuntimeSpec, load_runtime
 from service.runtime.inference_process import ProcessOptions, load_process_runtimes
-from service.security import ApiKeyMiddleware, TokenBucket
 from service.settings import Settings
 
 log = logging.getLogger("service")

@@ -1,44 +1,23 @@
-"""Errors the service raises and how they reach a client.
-
-Every error body is ``{"message": "<one readable line>", "detail": [{field, loc, msg, type}]}``.
-A client error names the field at fault; a server error says only that it failed — the cause
-and stack trace go to the server log, never to the client (docs/design.md §3.10).
+"""The errors of translating: what a request asked that cannot be served, and why the server
+turned one away. They name request fields, never HTTP: the web layer (service/http/errors.py)
+gives each its status and body.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Sequence
-from typing import Any
-
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
-
-from service.metrics import MALFORMED_STATUS
-from service.schemas import ErrorDetail, ErrorResponse
-
-log = logging.getLogger("service")
-
-Loc = tuple[str | int, ...]
-
-# A 422 answers with at most this many problems, and quotes at most this many characters of any
-# field name the client made up, so that the answer (built on the event loop, while every other
-# request waits) stays small whatever the body holds: a 1 MiB body can name 80,000 unknown keys,
-# or one key of 1 MB.
-MAX_DETAILS = 10
-MAX_QUOTED_CHARS = 64
 
 
 class RequestError(Exception):
-    """A request that is well-formed but that this server cannot serve (limits, pair): 422."""
+    """A request that is well-formed but that this server cannot serve as asked (limits, pair, an
+    option the model lacks): the client's to change. ``field``: the request field at fault;
+    ``index``: which item of it, for a list of texts (None for the field as a whole); ``kind``:
+    a stable machine-readable name of the problem."""
 
-    def __init__(self, loc: Loc, message: str, kind: str = "value_error") -> None:
+    def __init__(self, field: str, message: str, index: int | None = None, kind: str = "value_error") -> None:
         super().__init__(message)
-        self.loc = loc
+        self.field = field
+        self.index = index
         self.message = message
         self.kind = kind
 
@@ -48,34 +27,20 @@ class UnsupportedPair(RequestError):
         sources = {pair.split("-", 1)[0] for pair in served}
         field = "target" if source in sources else "source"
         super().__init__(
-            ("body", field),
+            field,
             f"language pair {source}-{target} is not served; served pairs: {', '.join(served)}",
             kind="unsupported_pair",
         )
 
 
 class TranslationFailed(Exception):
-    """The runtime failed; the cause is logged where this is raised: 500."""
-
-
-class BodyRejected(HTTPException):
-    """The body guard's 408/413 raised while the app reads the body. A FastAPI HTTPException
-    because FastAPI lets those through its body parsing (anything else becomes its 400)."""
-
-    def __init__(self, status: int, reason: str, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(status_code=status, detail=message, headers=headers)
-        self.reason = reason
-
-
-class ClientDisconnected(Exception):
-    """The client went away while its request waited; nobody reads the answer (499)."""
+    """The runtime failed; the cause is logged where this is raised, and the client told only that."""
 
 
 class Rejected(Exception):
-    """A request the server turns away whole (503, 504): the client may retry it, elsewhere or
-    later. ``reason`` is a metric label, from a fixed set."""
+    """A request the server turns away whole: the client may retry it, elsewhere or later (after
+    ``retry_after`` seconds where given). ``reason`` is a metric label, from a fixed set."""
 
-    status = 503
     reason = "unavailable"
 
     def __init__(self, message: str, retry_after: int | None = None) -> None:
@@ -85,7 +50,7 @@ class Rejected(Exception):
 
 
 class NotReady(Rejected):
-    """Models are not loaded (loading, failed to load, or shut down): 503."""
+    """Models are not loaded (loading, failed to load, or shut down)."""
 
     reason = "not_ready"
 
@@ -94,7 +59,7 @@ class NotReady(Rejected):
 
 
 class CutOff(Rejected):
-    """The drain timeout expired while this request was still being served: 503."""
+    """The drain timeout expired while this request was still being served."""
 
     reason = "drain_timeout"
 
@@ -107,155 +72,13 @@ class QueueFull(Rejected):
 
 
 class QueueTimeout(Rejected):
-    """The deadline passed before any of the request's texts reached a worker: 503 (the server
-    was too busy; nothing was computed)."""
+    """The deadline passed before any of the request's texts reached a worker (the server was too
+    busy; nothing was computed)."""
 
     reason = "deadline_in_queue"
 
 
 class DeadlineExceeded(Rejected):
-    """The deadline passed while the model was computing: 504."""
+    """The deadline passed while the model was computing (the only rejection after work began)."""
 
-    status = 504
     reason = "deadline_in_compute"
-
-
-def _quoted(part: str | int) -> str | int:
-    if isinstance(part, str) and len(part) > MAX_QUOTED_CHARS:
-        return part[:MAX_QUOTED_CHARS] + "..."
-    return part
-
-
-def _field(loc: Sequence[Any], kind: str) -> str:
-    # loc starts with where FastAPI found the value ("body"); clients think in field names.
-    parts = list(loc[1:]) if loc and loc[0] in ("body", "query", "path") else list(loc)
-    if kind == "json_invalid" or not parts:
-        return "body"
-    return ".".join(str(_quoted(p)) for p in parts)
-
-
-def _error_json(content: Any) -> bytes:
-    # ASCII: an error may quote what the client sent (a field name, a language code), and a lone
-    # surrogate in it must come back escaped, not crash the encoder into a 500.
-    return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-class ErrorJSONResponse(JSONResponse):
-    def render(self, content: Any) -> bytes:
-        return _error_json(content)
-
-
-def error_body(message: str) -> bytes:
-    """An error body without field details, byte for byte as the app renders one: for the answers
-    the HTTP protocol writes itself, below the app (service/http/header_deadline.py, service/http/protocol.py)."""
-    return _error_json({"message": message, "detail": []})
-
-
-def error_response(
-    status: int, details: list[ErrorDetail], message: str | None = None, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    if message is None:
-        message = "; ".join(f"{d.field}: {d.msg}" for d in details)
-    body = ErrorResponse(message=message, detail=details)
-    return ErrorJSONResponse(status_code=status, content=body.model_dump(), headers=headers)
-
-
-def _count(request: Request, reason: str) -> None:
-    metrics = getattr(request.app.state, "metrics", None)
-    if metrics is not None:
-        metrics.rejected(reason)
-
-
-async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    errors = exc.errors()
-    syntax = next((err for err in errors if err.get("type") == "json_invalid"), None)
-    if syntax is not None:
-        # Not JSON at all: the body is bad (400, like undecodable bytes), not a field (422).
-        _count(request, "bad_body")
-        return error_response(400, [], _json_syntax_message(syntax))
-    details = [
-        ErrorDetail(
-            field=_field(err.get("loc", ()), err.get("type", "")),
-            loc=[p if isinstance(p, int) else _quoted(str(p)) for p in err.get("loc", ())],
-            msg=err.get("msg", "invalid value"),
-            type=err.get("type", "value_error"),
-        )
-        for err in errors[:MAX_DETAILS]
-    ]
-    message = "; ".join(f"{d.field}: {d.msg}" for d in details)
-    if len(errors) > MAX_DETAILS:
-        message += f"; and {len(errors) - MAX_DETAILS} more problems"
-    _count(request, "invalid_request")
-    return error_response(422, details, message)
-
-
-async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
-    detail = ErrorDetail(field=_field(exc.loc, exc.kind), loc=list(exc.loc), msg=exc.message, type=exc.kind)
-    _count(request, "invalid_request")
-    return error_response(422, [detail])
-
-
-async def _translation_failed(request: Request, exc: TranslationFailed) -> JSONResponse:
-    return error_response(500, [], "internal error: the translation failed (logged on the server)")
-
-
-async def _rejected(request: Request, exc: Rejected) -> JSONResponse:
-    _count(request, exc.reason)
-    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
-    return error_response(exc.status, [], exc.message, headers)
-
-
-# FastAPI's own 400, for a body json.loads could not take (invalid UTF-8, nesting too deep).
-_FASTAPI_BODY_ERROR = "There was an error parsing the body"
-
-
-async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    # 404, 405, 400 and the body guard's 408/413: the same body shape as every other error.
-    message = exc.detail if isinstance(exc.detail, str) else "request refused"
-    if isinstance(exc, BodyRejected):
-        _count(request, exc.reason)
-    elif exc.status_code == 400 and isinstance(exc.__cause__, ClientDisconnect):
-        # FastAPI's 400 for a client that left half-way through its body: nobody reads an
-        # answer, and the body was not bad.
-        return await _client_disconnected(request, ClientDisconnected())
-    elif exc.status_code == 400:
-        _count(request, "bad_body")
-        if message == _FASTAPI_BODY_ERROR:
-            message = _unparseable(exc.__cause__)
-    return error_response(exc.status_code, [], message, dict(exc.headers) if exc.headers else None)
-
-
-def _json_syntax_message(error: dict[str, Any]) -> str:
-    loc = error.get("loc", ())
-    where = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
-    reason = (error.get("ctx") or {}).get("error")
-    return f"body: not parseable as JSON ({reason}{where})" if reason else f"body: not parseable as JSON (syntax error{where})"
-
-
-def _unparseable(cause: BaseException | None) -> str:
-    """The message of FastAPI's 400 for a body ``json.loads`` raised ``cause`` on."""
-    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
-        # Python parses at most 4300 digits into an int (sys.get_int_max_str_digits).
-        return "body: not parseable as JSON (a number has too many digits)"
-    return "body: not parseable as JSON (invalid UTF-8, or nested too deep)"
-
-
-async def _client_disconnected(request: Request, exc: ClientDisconnected) -> Response:
-    if MALFORMED_STATUS not in request.scope:  # else the protocol answered it (and it is counted so)
-        _count(request, "client_disconnected")
-    return Response(status_code=499)
-
-
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, [], "internal error (logged on the server)")
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(RequestError, _request_error)
-    app.add_exception_handler(TranslationFailed, _translation_failed)
-    app.add_exception_handler(Rejected, _rejected)
-    app.add_exception_handler(ClientDisconnected, _client_disconnected)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)

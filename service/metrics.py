@@ -8,13 +8,11 @@ rejection reasons below. Nothing a client sends becomes a label, and API keys ne
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Translation latency spans milliseconds (short text, warm model) to tens of seconds (long batch
 # on CPU); the default buckets stop at 10 s.
@@ -25,7 +23,7 @@ TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 UNMATCHED_ROUTE = "unmatched"
 # Scope key the HTTP protocol sets on a request it answered itself because its body's framing was
 # malformed (service/http/protocol.py): the status the client got. The app's own answer went
-# nowhere, so MetricsMiddleware counts the request with this status instead.
+# nowhere, so the request metrics (service/http/request_metrics.py) count the request with this status instead.
 MALFORMED_STATUS = "phrasal.malformed_status"
 
 # Why a request was turned away; pre-declared so that every series exists from the first scrape.
@@ -167,49 +165,3 @@ class _RestartCounter(Collector):
         for pair, read in sorted(self.reads.items()):
             family.add_metric([pair], float(read() or 0))
         yield family
-
-
-class MetricsMiddleware:
-    """Times every HTTP request, as pure ASGI and outermost, so that it sees the final status of
-    every response: error handlers' and other middlewares' included.
-
-    The route label is known before the app runs, so that requests refused by a middleware
-    (401, 413, 429) carry their route too. Every route of this service is a static path, so the
-    label is the path itself when it is one of ``paths`` (a route with path parameters would
-    need its template here); any other path is "unmatched", so that a scanner cannot blow up the
-    number of series.
-    """
-
-    def __init__(self, app: ASGIApp, metrics: Metrics, paths: Iterable[str]) -> None:
-        self.app = app
-        self.metrics = metrics
-        self.paths = frozenset(paths)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        route = scope["path"] if scope["path"] in self.paths else UNMATCHED_ROUTE
-        status = 500  # what the client gets if the app raises before responding
-
-        async def send_and_record_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        if MALFORMED_STATUS in scope:  # answered by the protocol before the app could start
-            self.metrics.malformed(scope[MALFORMED_STATUS], route)
-            return
-        gauge = self.metrics.in_flight.labels(route=route)
-        gauge.inc()
-        try:
-            await self.app(scope, receive, send_and_record_status)
-        finally:
-            gauge.dec()
-            seconds = time.perf_counter() - start
-            if MALFORMED_STATUS in scope:  # the body broke while the app waited for it
-                self.metrics.malformed(scope[MALFORMED_STATUS], route, seconds)
-            else:
-                self.metrics.observe(route, status, seconds)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
 from service.protection.placeholders import find_placeholders
@@ -19,14 +20,13 @@ from service.protection.placement import PreparedText, original_word, output_wor
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
-def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str], single: bool) -> list[PreparedText]:
+def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str]) -> list[PreparedText]:
     prepared = []
     for index, text in enumerate(texts):
         try:
             prepared.append(prepare(text, fmt, terms))
         except MarkupError as error:
-            loc = ("body", "text") if single else ("body", "text", index)
-            raise RequestError(loc, f"malformed {fmt}: {error}", kind="malformed_markup") from None
+            raise RequestError("text", f"malformed {fmt}: {error}", index, kind="malformed_markup") from None
     return prepared
 
 
@@ -39,7 +39,17 @@ def alignment_needed(prepared: Sequence[PreparedText], requested: AlignmentMode)
 
 def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translation]],
           requested: AlignmentMode) -> list[list[Served]]:
-    return [[_serve_one(p, t, requested) for t in nbest] for p, nbest in zip(prepared, results)]
+    """Each translation with what was taken out put back, and its alignment's flags when the
+    client asked for an alignment."""
+    served = [[_serve_one(p, t, requested) for t in nbest] for p, nbest in zip(prepared, results)]
+    if requested == "none":
+        return served
+    return [[_flagged(s) for s in nbest] for nbest in served]
+
+
+def _flagged(served: Served) -> Served:
+    alignment = served.translation.alignment
+    return replace(served, flags=alignment_flags(alignment)) if alignment is not None else served
 
 
 def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode) -> Served:

@@ -1,4 +1,4 @@
-"""HTTP routes: transport only — parse, delegate to the Translator, serialise."""
+"""HTTP routes: transport only — parse, one call of the Translator, render."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from service.errors import ClientDisconnected, CutOff
+from service.errors import CutOff
+from service.http.errors import ONE_TEXT, ClientDisconnected
+from service.http.page_policy import page_policy
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
-from service.protected_translation import alignment_needed, prepare_texts, serve
 from service.schemas import (
     AlignmentOut,
     AlignRequest,
@@ -107,21 +108,11 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
 async def translate(
     body: TranslateRequest, request: Request, translator: Translator = Depends(get_translator)
 ) -> TranslateResponse | Response:
-    single = isinstance(body.text, str)
-    translator.check_limits(body.texts, single)  # on the texts as sent, before anything is taken out
-    prepared = prepare_texts(body.texts, body.format, body.do_not_translate, single)
-    work = translator.translate(
-        [p.model_text for p in prepared],
-        body.source,
-        body.target,
-        beam_size=body.beam_size,
-        n_best=body.n_best,
-        alignment=alignment_needed(prepared, body.alignment),
-        alignment_method=body.alignment_method,
-        single=single,
-    )
+    setattr(request.state, ONE_TEXT, isinstance(body.text, str))
+    work = translator.translate(body.texts, body.source, body.target, body.decoding_options(translator.defaults),
+                                body.format, body.do_not_translate)
     try:
-        results = serve(prepared, await unless_disconnected(request, work), body.alignment)
+        results = await unless_disconnected(request, work)
         if _answer_cost(results, body.alignment) <= _RENDER_INLINE_COST:
             return TranslateResponse.from_results(body.source, body.target, body.texts, results)
         # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) is built in a
@@ -142,11 +133,11 @@ async def align(
     body: AlignRequest, request: Request, translator: Translator = Depends(get_translator)
 ) -> AlignResponse:
     """Word alignments of translations the client already has: each forced through the model."""
-    work = translator.align(body.texts, body.translations, body.source, body.target,
-                            alignment_method=body.alignment_method, single=isinstance(body.text, str))
+    setattr(request.state, ONE_TEXT, isinstance(body.text, str))
+    work = translator.align(body.texts, body.translations, body.source, body.target, body.alignment_method)
     method, alignments = await unless_disconnected(request, work)
     return AlignResponse(source=body.source, target=body.target, alignment_method=method,
-                         alignments=[AlignmentOut.from_alignment(alignment) for alignment in alignments])
+                         alignments=[AlignmentOut.from_alignment(alignment, flags) for alignment, flags in alignments])
 
 
 # Characters of hypothesis text, weighted up when alignments come with them, below which the
@@ -196,11 +187,12 @@ async def live() -> LiveResponse:
 @router.get("/", include_in_schema=False)
 async def page() -> Response:
     """The page: type a text, see its translations and hover a word to see where it came from."""
-    return Response(content=_PAGE, media_type="text/html; charset=utf-8")
+    return Response(content=_PAGE, media_type="text/html; charset=utf-8", headers=_PAGE_HEADERS)
 
 
 # service/static/index.html: one self-contained file, no build step.
 _PAGE = (Path(__file__).parent / "static" / "index.html").read_bytes()
+_PAGE_HEADERS = {"Content-Security-Policy": page_policy(_PAGE.decode("utf-8")), "X-Content-Type-Options": "nosniff"}
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -2,19 +2,22 @@
 
 Request checks that need no server state live here (types, bounds, n_best <= beam_size) so that
 FastAPI reports them as 422 with the field in ``loc``; checks that need settings or the loaded
-models (text limits, language pair) live in ``service.translator``.
+models (text limits, language pair) live in ``service.translator``. A request's decoding fields
+become one ``DecodingOptions`` here (``TranslateRequest.decoding_options``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from service.alignment_flags import possible_insertions, possible_omissions
+from service.alignment_flags import AlignmentFlags
 from service.protection.placement import Placed
-from service.runtime.base import PhraseMap, TokenAlignment, Translation, Word
+from service.runtime.base import (AlignmentMethod, AlignmentMode, DecodingOptions, PhraseMap, TokenAlignment, Word,
+                                  n_best_problem)
 from service.served import Served
 from service.settings import MAX_BEAM_SIZE
 
@@ -61,7 +64,6 @@ def _text_shape(value: Any) -> Any:
     return value
 
 
-AlignmentMethod = Literal["attention", "shift", "supervised", "bidirectional"]
 ALIGNMENT_METHOD_HELP = (
     'Where the word alignment comes from: "attention" (the step that predicts each word), "shift" (the step '
     'that reads it), "supervised" (the model\'s supervised alignment head), "bidirectional" (symmetrised '
@@ -103,7 +105,7 @@ class TranslateRequest(BaseModel):
         description="Beam width; omitted: the server default (5), raised to n_best if smaller.",
     )
     n_best: int = Field(default=1, ge=1, le=MAX_BEAM_SIZE, description="Hypotheses per text, <= beam_size.")
-    alignment: Literal["none", "token", "phrase"] = Field(
+    alignment: AlignmentMode = Field(
         default="none",
         description='"token": word alignments for every hypothesis; "phrase": those and the phrase map.',
     )
@@ -135,13 +137,20 @@ class TranslateRequest(BaseModel):
     @classmethod
     def _n_best_within_beam(cls, value: int, info: ValidationInfo) -> int:
         beam_size = info.data.get("beam_size")
-        if beam_size is not None and value > beam_size:
+        if beam_size is not None and n_best_problem(value, beam_size) is not None:
             raise PydanticCustomError(
                 "n_best_above_beam_size",
                 "must not exceed beam_size ({beam_size}), got {n_best}",
                 {"n_best": value, "beam_size": beam_size},
             )
         return value
+
+    def decoding_options(self, defaults: DecodingOptions) -> DecodingOptions:
+        """``defaults`` (the server's) with this request's fields; an omitted beam is the default,
+        widened so that the n_best asked for exist."""
+        beam_size = self.beam_size if self.beam_size is not None else max(defaults.beam_size, self.n_best)
+        return replace(defaults, beam_size=beam_size, n_best=self.n_best, alignment=self.alignment,
+                       alignment_method=self.alignment_method)
 
     @property
     def texts(self) -> list[str]:
@@ -236,15 +245,15 @@ class AlignmentOut(BaseModel):
     )
 
     @classmethod
-    def from_alignment(cls, alignment: TokenAlignment) -> AlignmentOut:
+    def from_alignment(cls, alignment: TokenAlignment, flags: AlignmentFlags) -> AlignmentOut:
         return cls(
             source_words=[WordOut(text=w.text, start=w.start, end=w.end) for w in alignment.source_words],
             target_words=[WordOut(text=w.text, start=w.start, end=w.end) for w in alignment.target_words],
             # Six decimals: more is float noise to a reader, and sums stay within 1e-5 of 1.
             links=[[LinkOut(source=i, weight=round(w, 6)) for i, w in row] for row in alignment.links],
             pharaoh=alignment.pharaoh,
-            possible_omissions=[FlagOut(word=f.word, confidence=f.confidence) for f in possible_omissions(alignment)],
-            possible_insertions=[FlagOut(word=f.word, confidence=f.confidence) for f in possible_insertions(alignment)],
+            possible_omissions=[FlagOut(word=f.word, confidence=f.confidence) for f in flags.omissions],
+            possible_insertions=[FlagOut(word=f.word, confidence=f.confidence) for f in flags.insertions],
         )
 
 
@@ -319,13 +328,14 @@ class HypothesisOut(BaseModel):
     )
 
     @classmethod
-    def from_translation(cls, translation: Translation, source: str, placed: list[Placed] | None = None) -> HypothesisOut:
+    def from_served(cls, served: Served, source: str) -> HypothesisOut:
+        translation, placed, flags = served.translation, served.placed, served.flags
         alignment, phrases = translation.alignment, translation.phrases
         return cls(
             text=translation.text,
             protected=[ProtectedOut.of(p) for p in placed] if placed else None,
             score=translation.score,
-            alignment=AlignmentOut.from_alignment(alignment) if alignment is not None else None,
+            alignment=AlignmentOut.from_alignment(alignment, flags) if alignment is not None and flags is not None else None,
             phrases=(
                 PhraseMapOut.from_map(phrases, alignment, source, translation.text)
                 if phrases is not None and alignment is not None
@@ -349,7 +359,7 @@ class TranslateResponse(BaseModel):
             source=source,
             target=target,
             translations=[
-                [HypothesisOut.from_translation(s.translation, text, s.placed) for s in nbest]
+                [HypothesisOut.from_served(served, text) for served in nbest]
                 for text, nbest in zip(texts, results)
             ],
         )

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.runtime.base import DecodingOptions, ct2_problem
+from service.runtime.base import AlignmentMethod, DecodingOptions, ct2_problem
 
 # The request schema's hard bound on beam_size; the default below must respect it.
 MAX_BEAM_SIZE = 16
@@ -79,7 +79,7 @@ class Settings(BaseSettings):
     # Where word alignments come from when a request names no "alignment_method": "auto" = the best
     # measured method: "bidirectional" where both directions of a pair are served with a supervised
     # head, else each model's own (the supervised head where the model has one, else attention).
-    alignment_method: Literal["auto", "attention", "shift", "supervised", "bidirectional"] = "auto"
+    alignment_method: Literal["auto"] | AlignmentMethod = "auto"
 
     # Threads that run batches, per language pair. One is right for one GPU (see
     # service/batcher.py): a second would only interleave kernels and double activation memory.
@@ -191,3 +191,14 @@ class Settings(BaseSettings):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def decoding(self) -> DecodingOptions:
+        """The decoding options of a request that sets none: every request starts from these."""
+        return DecodingOptions(
+            beam_size=self.default_beam_size,
+            max_length_ratio=self.max_length_ratio,
+            max_length_offset=self.max_length_offset,
+            length_penalty=self.length_penalty,
+            length_penalty_form=self.length_penalty_form,
+        )

@@ -1,6 +1,7 @@
 """What a translate request means, apart from HTTP: pick the runtime for the pair, apply the
-server's limits and defaults, answer texts with nothing visible directly, queue the rest on that pair's
-``MicroBatcher`` and wait for them within the request's deadline.
+server's limits, take out what must not be translated (service/protected_translation.py), answer
+texts with nothing visible directly, queue the rest on that pair's ``MicroBatcher``, wait for them
+within the request's deadline, and put back what was taken out.
 
 Runtimes are synchronous (torch and friends release the GIL in their kernels); they run in the
 batchers' worker threads and never block the event loop.
@@ -16,11 +17,14 @@ from dataclasses import replace
 
 import anyio.to_thread
 
+from service.alignment_flags import AlignmentFlags, alignment_flags
 from service.batcher import BatchLimits, MicroBatcher, TextRefused
 from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
 from service.metrics import Metrics
+from service.protected_translation import alignment_needed, prepare_texts, serve
+from service.protection.markup import TextFormat
 from service.runtime.base import (
-    AlignmentMode,
+    AlignmentMethod,
     DecodingOptions,
     PhraseMap,
     TokenAlignment,
@@ -31,6 +35,7 @@ from service.runtime.base import (
     normalise_language_code,
     bidirectional_alignment,
 )
+from service.served import Served
 from service.settings import Settings
 
 log = logging.getLogger("service")
@@ -109,16 +114,18 @@ class Translator:
             raise UnsupportedPair(source, target, self.pairs)
         return runtime
 
-    def check_limits(self, texts: Sequence[str], single: bool, field: str = "text") -> None:
+    @property
+    def defaults(self) -> DecodingOptions:
+        """The server's decoding options, which a request's own override (service/settings.py)."""
+        return self._settings.decoding
+
+    def check_limits(self, texts: Sequence[str], field: str = "text") -> None:
         limits = self._settings
         if len(texts) > limits.max_segments:
-            raise RequestError(
-                ("body", field), f"at most {limits.max_segments} texts per request, got {len(texts)}"
-            )
+            raise RequestError(field, f"at most {limits.max_segments} texts per request, got {len(texts)}")
         for index, text in enumerate(texts):
             if len(text) > limits.max_chars:
-                raise RequestError(_loc(index, single, field),
-                                   f"at most {limits.max_chars} characters per text, got {len(text)}")
+                raise RequestError(field, f"at most {limits.max_chars} characters per text, got {len(text)}", index)
 
     def alignment_method(self, runtime: TranslationRuntime, asked: str | None) -> str:
         """The request's method, else the server setting, else ("auto") the best measured one:
@@ -136,51 +143,39 @@ class Translator:
             return "bidirectional"
         return runtime.default_alignment_method
 
-    def options(self, beam_size: int | None, n_best: int, alignment: AlignmentMode,
-                alignment_method: str = "attention") -> DecodingOptions:
-        settings = self._settings
-        # An omitted beam is the server default, widened so that the n_best asked for exist.
-        beam = beam_size if beam_size is not None else max(settings.default_beam_size, n_best)
-        return DecodingOptions(
-            beam_size=beam,
-            n_best=n_best,
-            alignment=alignment,
-            alignment_method=alignment_method,
-            max_length_ratio=settings.max_length_ratio,
-            max_length_offset=settings.max_length_offset,
-            length_penalty=settings.length_penalty,
-            length_penalty_form=settings.length_penalty_form,
-        )
-
     async def translate(
         self,
         texts: Sequence[str],
         source: str,
         target: str,
-        *,
-        beam_size: int | None = None,
-        n_best: int = 1,
-        alignment: AlignmentMode = "none",
-        alignment_method: str | None = None,
-        single: bool = False,
-    ) -> list[list[Translation]]:
-        """One n-best list per text, in order. ``single``: the client sent one string, not a
-        list (only changes how errors name the field). Raises ``RequestError`` (422),
-        ``QueueFull`` / ``QueueTimeout`` (503), ``DeadlineExceeded`` (504), ``TranslationFailed``
-        (500)."""
-        deadline = time.perf_counter() + self._settings.request_timeout_s
+        options: DecodingOptions | None = None,
+        fmt: TextFormat = "text",
+        terms: Sequence[str] = (),
+    ) -> list[list[Served]]:
+        """One n-best list per text, in order. ``options``: the server's ``defaults`` unless
+        given; an alignment_method of None is the server's choice (``alignment_method``).
+        ``fmt`` and ``terms``: how to read the texts, and what to keep untranslated
+        (service/protection). Raises ``RequestError``, ``QueueFull`` / ``QueueTimeout``,
+        ``DeadlineExceeded``, ``TranslationFailed``."""
+        options = options if options is not None else self.defaults
+        self.check_limits(texts)  # on the texts as sent, before anything is taken out
+        prepared = prepare_texts(texts, fmt, terms)
         runtime = self.runtime_for(source, target)
-        self.check_limits(texts, single)
-        method = self.alignment_method(runtime, alignment_method)
+        asked = options.alignment
+        options = replace(options, alignment=alignment_needed(prepared, asked))
+        translations = await self._translate(runtime, [p.model_text for p in prepared], options)
+        return serve(prepared, translations, asked)
+
+    async def _translate(self, runtime: TranslationRuntime, texts: list[str],
+                         options: DecodingOptions) -> list[list[Translation]]:
+        deadline = time.perf_counter() + self._settings.request_timeout_s
+        method = self.alignment_method(runtime, options.alignment_method)
         reverse = None
-        if alignment != "none" and method == "bidirectional":
+        if options.alignment != "none" and method == "bidirectional":
             reverse = self._reverse_runtime(runtime)
             method = runtime.default_alignment_method  # the forward half; the reverse half is added below
-        options = self.options(beam_size, n_best, alignment, method)
-        try:
-            runtime.check_options(options)
-        except UnsupportedOption as exc:
-            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+        options = replace(options, alignment_method=method)
+        _check_options(runtime, options)
 
         results: list[list[Translation] | None] = [None] * len(texts)
         todo = []
@@ -197,9 +192,9 @@ class Translator:
         if todo:
             batch = [texts[index] for index in todo]
             tokens = await self._count(runtime, batch)
-            self._check_tokens(tokens, todo, single)
+            self._check_tokens(tokens, todo)
             self._check_cost(tokens, options)
-            for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo, single)):
+            for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo)):
                 results[index] = nbest
         if reverse is not None:
             results = await self._symmetrised(reverse, texts, results)  # type: ignore[arg-type]
@@ -214,7 +209,7 @@ class Translator:
         reverse = self._served_reverse(runtime)
         if reverse is None:
             raise RequestError(
-                ("body", "alignment_method"),
+                "alignment_method",
                 f"'bidirectional' needs the reverse pair {runtime.target_lang}-{runtime.source_lang} served "
                 f"(served: {', '.join(self.pairs)}); {runtime.pair} offers: {', '.join(runtime.alignment_methods)}",
                 kind="unsupported_option",
@@ -229,7 +224,7 @@ class Translator:
         try:
             aligned = await anyio.to_thread.run_sync(reverse.force_align, pairs, reverse.default_alignment_method)
         except UnsupportedOption as exc:
-            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+            raise _unsupported(exc) from exc
         backward = iter(aligned)
         out = []
         for nbest in results:
@@ -242,30 +237,25 @@ class Translator:
         translations: Sequence[str],
         source: str,
         target: str,
-        *,
-        alignment_method: str | None = None,
-        single: bool = False,
-    ) -> tuple[str, list[TokenAlignment]]:
+        alignment_method: AlignmentMethod | None = None,
+    ) -> tuple[str, list[tuple[TokenAlignment, AlignmentFlags]]]:
         """Word alignments of given translations (a reference, a post-edit, another system's
         output): each translation forced through the model, no search. Returns the method used and
-        one alignment per pair. Raises ``RequestError`` (422) for the limits, the pair or a method
-        the model cannot give."""
+        one alignment per pair, with its flags. Raises ``RequestError`` for the limits, the pair or
+        a method the model cannot give."""
         runtime = self.runtime_for(source, target)
-        self.check_limits(texts, single)
-        self.check_limits(translations, single, "translation")
+        self.check_limits(texts)
+        self.check_limits(translations, "translation")
         method = self.alignment_method(runtime, alignment_method)
         reverse = self._reverse_runtime(runtime) if method == "bidirectional" else None
         forward_method = runtime.default_alignment_method if reverse is not None else method
-        options = self.options(1, 1, "token", forward_method)
-        try:
-            runtime.check_options(options)
-        except UnsupportedOption as exc:
-            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+        options = DecodingOptions(beam_size=1, n_best=1, alignment="token", alignment_method=forward_method)
+        _check_options(runtime, options)
         tokens = 0
         for model in (runtime,) if reverse is None else (runtime, reverse):
             for field, side in (("text", texts), ("translation", translations)):
                 counts = await self._count(model, list(side))
-                self._check_tokens(counts, list(range(len(side))), single, self._forced_token_limit(model), field)
+                self._check_tokens(counts, list(range(len(side))), self._forced_token_limit(model), field)
                 tokens += sum(counts) if model is runtime else 0
         # A forced pass costs what a search of beam 1 over both sides would.
         self._check_cost([tokens], options)
@@ -278,15 +268,15 @@ class Translator:
                                retry_after=self._settings.retry_after_s) from None
         try:
             aligned = await anyio.to_thread.run_sync(runtime.force_align, pairs, forward_method)
-            if reverse is None:
-                return method, aligned
-            swapped = [(translation, text) for text, translation in pairs]
-            backward = await anyio.to_thread.run_sync(reverse.force_align, swapped, reverse.default_alignment_method)
+            if reverse is not None:
+                swapped = [(translation, text) for text, translation in pairs]
+                backward = await anyio.to_thread.run_sync(reverse.force_align, swapped, reverse.default_alignment_method)
+                aligned = [_combined(f, b) for f, b in zip(aligned, backward)]
         except UnsupportedOption as exc:
-            raise RequestError(("body", exc.field), exc.reason, kind="unsupported_option") from exc
+            raise _unsupported(exc) from exc
         finally:
             self._forced_slots.release()
-        return method, [_combined(f, b) for f, b in zip(aligned, backward)]
+        return method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
 
     def _forced_token_limit(self, runtime: TranslationRuntime) -> int | None:
         """Tokens a side of a forced pair may have: the server's max_source_tokens and what the
@@ -302,7 +292,7 @@ class Translator:
             counts = await anyio.to_thread.run_sync(runtime.count_tokens, batch)
         return [int(count) for count in counts]
 
-    def _check_tokens(self, tokens: list[int], todo: list[int], single: bool, limit: int | None = None,
+    def _check_tokens(self, tokens: list[int], todo: list[int], limit: int | None = None,
                       field: str | None = None) -> None:
         """`limit`: the server's max_source_tokens unless given; `field`: a forced pair's side
         ("text" or "translation"), whose tokens are not only source tokens."""
@@ -312,11 +302,8 @@ class Translator:
         for count, index in zip(tokens, todo):
             if count > limit:
                 kind = "source tokens" if field is None else "tokens"
-                raise RequestError(
-                    _loc(index, single, field or "text"),
-                    f"has {count} {kind}; at most {limit} per text (max_source_tokens)",
-                    kind="too_many_tokens",
-                )
+                raise RequestError(field or "text", f"has {count} {kind}; at most {limit} per text (max_source_tokens)",
+                                   index, kind="too_many_tokens")
 
     def _check_cost(self, tokens: list[int], options: DecodingOptions) -> None:
         """The cost budget: source tokens x beam_size, summed over the texts. A search's work
@@ -329,7 +316,7 @@ class Translator:
         cost = sum(tokens) * options.beam_size
         if cost > budget:
             raise RequestError(
-                ("body", "text"),
+                "text",
                 f"this request would cost {cost} ({sum(tokens)} source tokens x beam_size {options.beam_size}); "
                 f"the budget is {budget} per request (max_request_cost): send fewer or shorter texts, or a smaller beam_size",
                 kind="over_budget",
@@ -343,7 +330,6 @@ class Translator:
         options: DecodingOptions,
         deadline: float,
         todo: list[int],
-        single: bool,
     ) -> list[list[Translation]]:
         batcher = self._batchers[(runtime.source_lang, runtime.target_lang)]
         job = batcher.submit(batch, tokens, options)  # QueueFull at once when there is no room
@@ -359,13 +345,20 @@ class Translator:
                 retry_after=self._settings.retry_after_s,
             ) from None
         except TextRefused as exc:
-            raise RequestError(_loc(todo[exc.slot], single), exc.reason, kind="text_rejected") from exc
+            raise RequestError("text", exc.reason, todo[exc.slot], kind="text_rejected") from exc
         finally:
             batcher.drop(job)  # a no-op once the job is done; on cancellation it frees the queue
 
 
-def _loc(index: int, single: bool, field: str = "text") -> tuple[str | int, ...]:
-    return ("body", field) if single else ("body", field, index)
+def _check_options(runtime: TranslationRuntime, options: DecodingOptions) -> None:
+    try:
+        runtime.check_options(options)
+    except UnsupportedOption as exc:
+        raise _unsupported(exc) from exc
+
+
+def _unsupported(exc: UnsupportedOption) -> RequestError:
+    return RequestError(exc.field, exc.reason, kind="unsupported_option")
 
 
 def _combined(forward: TokenAlignment, backward: TokenAlignment) -> TokenAlignment:

@@ -9,7 +9,7 @@ Two forms, named by the option `length_penalty_form` (α is `length_penalty`; |y
   setups that the phrase-based attention papers build on.
 
 CTranslate2's C++ search has only the power form: a CTranslate2 backend refuses "gnmt" rather
-than rank with the other formula (export/ct2_runner.py, service/runtime/ct2_runtime.py).
+than rank with the other formula (export/ct2_runner.py, service/settings.py).
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.errors import error_response
+from service.http.errors import error_response
 from service.metrics import Metrics
 
 EXEMPT_PATHS = frozenset({"/health", "/health/live", "/health/ready", "/metrics"})

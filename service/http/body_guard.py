@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import BodyRejected, CutOff, error_response
+from service.errors import CutOff
+from service.http.errors import BodyRejected, error_response
 from service.metrics import Metrics
 
 _CLOSE = {"Connection": "close"}

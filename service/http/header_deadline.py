@@ -17,7 +17,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from service.errors import error_body
+from service.http.errors import error_body
 
 
 def header_deadline_protocol(timeout_s: float, on_timeout: Callable[[], None]) -> type[H11Protocol]:

@@ -33,7 +33,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from service.errors import error_body
+from service.http.errors import error_body
 from service.http.header_deadline import header_deadline_protocol
 from service.metrics import MALFORMED_STATUS
 

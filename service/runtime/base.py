@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from model.decoding.length_penalty import ct2_problem
-from model.decoding.options import AlignmentMethod, AlignmentMode, DecodingOptions
+from model.decoding.options import AlignmentMethod, AlignmentMode, DecodingOptions, n_best_problem
 from model.alignments.word_alignment import TokenAlignment, Word
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
@@ -43,6 +43,7 @@ __all__ = [
     "Word",
     "has_visible_text",
     "load_abandoned",
+    "n_best_problem",
     "normalise_language_code",
     "bidirectional_alignment",
 ]

@@ -1,8 +1,8 @@
 """A runtime over any exported model (ONNX, TorchScript, CTranslate2), engine-free itself.
 
-The backend files (onnx_runtime.py, torchscript_runtime.py, ct2_runtime.py) open the export
-with ``export.runners.open_runner`` — the same runner the exporter verified against eager
-PyTorch — and hand it here; this class does what TorchRuntime does around the model: pieces
+The runtime factory (service/runtime/factory.py) opens the export with
+``export.runners.open_runner`` — the same runner the exporter verified against eager PyTorch — and
+hands it here; this class does what TorchRuntime does around the model: pieces
 with character offsets, the source-length limit, n-best texts and scores, word alignments
 through ``model.alignments.word_alignment.token_alignment`` from the attention rows the runner returns, and
 phrase maps: from the model's own phrase attention when the export outputs it (phrasal

@@ -1,20 +1,28 @@
-"""Load the runtime that serves one directory. ``RuntimeSpec.backend`` names the module whose
-``load_runtime(path, device)`` builds it; engines are imported only for the backend chosen, so
-this file imports none."""
+"""Load the runtime that serves one directory, by backend. Engines are imported only for the
+backend chosen (inside the loaders), so this file imports none.
+
+- "torch": a model directory, decoded eagerly, through the C kernels or on static state
+  (service/runtime/torch_runtime.py).
+- "onnx", "torchscript": an export's encoder and decoder-step graphs (ONNX Runtime sessions, or
+  traced modules loaded with torch.jit.load) driven by the same beam search as "torch"
+  (model/decoding/beam_search.py), the decoder state reordered outside the graphs
+  (export/onnx_runner.py, export/torchscript_runner.py, export/step_search.py).
+- "ct2": CTranslate2's own C++ beam search with our options mapped onto it (beam size, n-best,
+  length penalty with the same normalisation; one `translate_batch` per batch, whose length
+  limit is the batch's longest per-sentence one); token alignments from the attention it
+  returns (export/ct2_runner.py).
+
+The three export backends share one runtime class (service/runtime/exported.py).
+"""
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from service.runtime.base import TranslationRuntime
 
-BACKEND_MODULES = {
-    "torch": "service.runtime.torch_runtime",
-    "onnx": "service.runtime.onnx_runtime",
-    "torchscript": "service.runtime.torchscript_runtime",
-    "ct2": "service.runtime.ct2_runtime",
-}
+EXPORT_BACKENDS = ("onnx", "torchscript", "ct2")
+BACKENDS = ("torch", *EXPORT_BACKENDS)
 
 
 @dataclass(frozen=True)
@@ -34,9 +42,13 @@ class RuntimeSpec:
 
 
 def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
-    module = BACKEND_MODULES.get(spec.backend)
-    if module is None:
-        raise ValueError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKEND_MODULES)}")
-    options = {"static_decoding": spec.static_decoding, "cpu_quantization": spec.cpu_quantization,
-               "cpu_kernels": spec.cpu_kernels} if spec.backend == "torch" else {}
-    return importlib.import_module(module).load_runtime(spec.path, spec.device, **options)
+    if spec.backend == "torch":
+        from service.runtime.torch_runtime import load_runtime as load_torch_runtime
+
+        return load_torch_runtime(spec.path, spec.device, static_decoding=spec.static_decoding,
+                                  cpu_quantization=spec.cpu_quantization, cpu_kernels=spec.cpu_kernels)
+    if spec.backend in EXPORT_BACKENDS:
+        from service.runtime.exported import load_exported_runtime
+
+        return load_exported_runtime(spec.path, spec.device, spec.backend)
+    raise ValueError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKENDS)}")

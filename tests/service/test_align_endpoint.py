@@ -9,6 +9,7 @@ import torch
 
 from model.alignments.bidirectional import bidirectional_alignment
 from model.model_dir import load_model_dir, save_model_dir
+from service.alignment_flags import alignment_flags
 from service.app import create_app
 from service.runtime.torch_runtime import TorchRuntime
 from service.schemas import AlignmentOut
@@ -51,7 +52,7 @@ def _forced(path, pairs, method):
 
 
 def _out(alignments):
-    return [AlignmentOut.from_alignment(a).model_dump() for a in alignments]
+    return [AlignmentOut.from_alignment(a, alignment_flags(a)).model_dump() for a in alignments]
 
 
 def test_each_method_is_the_runtimes_forced_alignment(client, model_dirs):

@@ -9,7 +9,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from service.app import create_app
-from service.security import KeyRing, TokenBucket
+from service.http.auth import KeyRing, TokenBucket
 from service.settings import Settings
 from testing.fake_runtime import FakeRuntime
 from tests.service.support import serving

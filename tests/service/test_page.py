@@ -69,8 +69,10 @@ def highlighted(page) -> list[list[str]]:
 
 def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(base_url, browser):
     page = browser.new_page(viewport={"width": 1100, "height": 700})
+    refused = []  # what the page's Content-Security-Policy blocked: nothing it needs
+    page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
     page.goto(base_url + "/")
-    page.wait_for_function("document.querySelectorAll('#pair option').length > 0")
+    page.wait_for_selector("#pair option", state="attached")  # no string evaluation: the page's policy forbids eval
     assert page.eval_on_selector_all("#pair option", "els => els.map(e => e.textContent)") == ["en-de"]
     page.fill("#text", "Two dogs play in the snow.")
     page.click("#go")
@@ -83,6 +85,7 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
     # Phrase pairs colour the words they hold; the heat map has a row per target word.
     assert page.eval_on_selector_all(".w", "els => els.filter(e => e.style.borderBottomColor).length") > 0
     assert page.eval_on_selector_all(".heat tr", "rows => rows.length") == 1 + 5
+    assert refused == []
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
     page.close()
@@ -91,7 +94,7 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
 def test_the_page_shows_placeholders_and_errors(base_url, browser):
     page = browser.new_page()
     page.goto(base_url + "/")
-    page.wait_for_function("document.querySelectorAll('#pair option').length > 0")
+    page.wait_for_selector("#pair option", state="attached")  # no string evaluation: the page's policy forbids eval
     page.fill("#text", "A {animal} runs in the snow.")
     page.click("#go")
     page.wait_for_selector(".hyp ul.protected li")

@@ -10,7 +10,7 @@ from tests.helpers import imported_packages
 SERVICE = Path(__file__).resolve().parents[2] / "service"
 ENGINES = {"torch", "sentencepiece", "onnxruntime", "onnx", "ctranslate2"}
 NEVER = {"training", "export"}
-BACKENDS = {"torch_runtime.py", "onnx_runtime.py", "ct2_runtime.py"}
+BACKENDS = {"torch_runtime.py"}
 
 
 def test_service_outside_runtime_imports_no_engine_and_no_model():
@@ -33,3 +33,22 @@ def test_only_backend_files_in_runtime():
     for path in (SERVICE / "runtime").glob("*.py"):
         if path.name not in BACKENDS:
             assert imported_packages(path) & ENGINES == set(), path.name
+
+
+# The web layer: the routes, the app factory, the server and service/http/ (middleware, errors).
+WEB_FILES = {"routes.py", "app.py", "server.py"}
+WEB_PACKAGES = {"fastapi", "starlette", "uvicorn"}
+
+
+def test_only_the_web_layer_imports_fastapi_starlette_or_uvicorn():
+    files = [p for p in SERVICE.rglob("*.py")
+             if p.relative_to(SERVICE).parts[0] != "http" and str(p.relative_to(SERVICE)) not in WEB_FILES]
+    assert {"translator.py", "errors.py", "lifecycle.py", "batcher.py"} <= {p.name for p in files}
+    offenders = {str(p.relative_to(SERVICE)): sorted(imported_packages(p) & WEB_PACKAGES) for p in files}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_web_layer_check_sees_a_fastapi_import(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from starlette.requests import Request\n")
+    assert imported_packages(sample) & WEB_PACKAGES == {"starlette"}

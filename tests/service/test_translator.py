@@ -4,11 +4,14 @@ defaults it applies, the answers it gives without a model call, and the batchers
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from service.errors import RequestError, UnsupportedPair
 from service.runtime.base import DecodingOptions, PhraseMap, TokenAlignment, Translation
+from service.schemas import TranslateRequest
+from service.served import Served
 from service.settings import Settings
 from service.translator import Translator
 from testing.fake_runtime import FakeRuntime
@@ -51,8 +54,8 @@ def test_pairs_runtimes_and_lookup():
     assert translator.queued == 0
     with pytest.raises(UnsupportedPair) as info:
         translator.runtime_for("fr", "de")
-    assert (info.value.loc, info.value.message) == (
-        ("body", "source"), "language pair fr-de is not served; served pairs: de-en, en-de, en-fr"
+    assert (info.value.field, info.value.index, info.value.message) == (
+        "source", None, "language pair fr-de is not served; served pairs: de-en, en-de, en-fr"
     )
 
 
@@ -65,15 +68,21 @@ def test_the_batchers_get_the_settings_batch_limits():
             limits.retry_after_s) == (8, 300, 0.25, 9, 2, 3)
 
 
-def test_decode_options_come_from_the_settings_and_an_omitted_beam_is_widened_to_n_best():
+def test_decoding_options_come_from_the_settings_and_an_omitted_beam_is_widened_to_n_best():
     translator = Translator([FakeRuntime()], settings(default_beam_size=4, max_length_ratio=2.5, max_length_offset=3,
                                                       length_penalty=0.5, length_penalty_form="gnmt"))
-    assert translator.options(None, 1, "token") == DecodingOptions(
-        beam_size=4, n_best=1, alignment="token", alignment_method="attention", max_length_ratio=2.5,
-        max_length_offset=3, length_penalty=0.5, length_penalty_form="gnmt",
+
+    def built(**fields) -> DecodingOptions:
+        request = TranslateRequest(text="a", source="en", target="de", **fields)
+        return request.decoding_options(translator.defaults)
+
+    assert built(alignment="token") == DecodingOptions(
+        beam_size=4, n_best=1, alignment="token", max_length_ratio=2.5, max_length_offset=3, length_penalty=0.5,
+        length_penalty_form="gnmt",
     )
-    assert translator.options(None, 6, "none").beam_size == 6
-    assert translator.options(2, 2, "none").beam_size == 2
+    assert built(n_best=6).beam_size == 6
+    assert built(beam_size=2, n_best=2).beam_size == 2
+    assert built(alignment_method="shift").alignment_method == "shift"
 
 
 def test_defaults_one_hypothesis_per_text_and_errors_name_the_list_item():
@@ -86,17 +95,19 @@ def test_defaults_one_hypothesis_per_text_and_errors_name_the_list_item():
         return results, info.value
 
     results, error = served(go, [runtime])
-    assert [[(t.text, t.score) for t in nbest] for nbest in results] == [[("B A", -0.5)], [("C", -0.5)]]
+    assert [[(s.translation.text, s.translation.score) for s in nbest] for nbest in results] == [[("B A", -0.5)], [("C", -0.5)]]
     assert runtime.calls[0][1] == DecodingOptions(beam_size=5, n_best=1, alignment="none", alignment_method="attention",
                                                   max_length_ratio=1.5, max_length_offset=10, length_penalty=1.0)
-    assert (error.loc, error.message) == (("body", "text", 1), "at most 40 characters per text, got 41")
+    assert (error.field, error.index, error.message) == ("text", 1, "at most 40 characters per text, got 41")
 
 
 def test_empty_texts_are_answered_without_the_model_in_every_alignment_mode():
     runtime = FakeRuntime()
 
     async def go(translator):
-        return [await translator.translate(["", " ", "a b"], "en", "de", alignment=mode) for mode in ("none", "token", "phrase")]
+        return [[[s.translation for s in nbest] for nbest in
+                 await translator.translate(["", " ", "a b"], "en", "de", replace(translator.defaults, alignment=mode))]
+                for mode in ("none", "token", "phrase")]
 
     none, token, phrase = served(go, [runtime])
     assert none[:2] == [[Translation(text="", score=0.0)]] * 2
@@ -110,7 +121,7 @@ def test_empty_texts_are_answered_without_the_model_in_every_alignment_mode():
 def test_an_empty_request_of_blank_texts_never_calls_the_model():
     runtime = FakeRuntime()
     results = served(lambda t: t.translate(["", "  "], "en", "de"), [runtime])
-    assert results == [[Translation(text="", score=0.0)]] * 2 and runtime.calls == []
+    assert results == [[Served(Translation(text="", score=0.0), [])]] * 2 and runtime.calls == []
 
 
 def test_a_translation_still_computing_at_the_deadline_is_a_deadline_exceeded():
@@ -156,7 +167,7 @@ def test_forced_alignments_beyond_the_worker_threads_wait_and_time_out_as_a_503(
                 await asyncio.wait_for(translator.align(["c"], ["z"], "en", "de"), 10)
         finally:
             gate.set()
-        method, [alignment] = await first
+        method, [(alignment, _)] = await first
         return refused.value, method, alignment.pharaoh
 
     refused, method, pharaoh = served(two_at_once, [runtime], worker_threads=1, request_timeout_s=0.2)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.errors import error_response
+from service.http.errors import error_response
 from service.metrics import Metrics
 
 # The health checks stay open: load balancers and orchestrators probe without credentials. So does
