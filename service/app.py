@@ -22,10 +22,14 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.http.admission import AdmissionMiddleware
-from service.http.auth import ApiKeyMiddleware, TokenBucket
+from service.http.auth import ApiKeyMiddleware, KeyRing, TokenBucket
 from service.http.body_guard import BodyGuardMiddleware
 from service.http.errors import install_error_handlers
+from service.http.glossaries import router as glossaries_router
+from service.http.libretranslate import KeyCheck
+from service.http.libretranslate import router as libretranslate_router
 from service.http.request_metrics import MetricsMiddleware
+from service.glossary_store import GlossaryStore
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
 from service.routes import router
@@ -92,6 +96,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
             yield
         finally:
             await lifecycle.shutdown()
+            app.state.glossaries.close()
 
     app = FastAPI(
         title="phrasal",
@@ -102,6 +107,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.lifecycle = lifecycle
+    app.state.glossaries = GlossaryStore(settings.glossary_db)
     install_error_handlers(app)
     # add_middleware puts each one outside the ones before it: innermost first.
     app.add_middleware(
@@ -109,13 +115,15 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         max_bytes=settings.max_body_bytes,
         timeout_s=settings.body_timeout_s,
         metrics=metrics,
-        routes=body_routes(router),
+        routes=body_routes(router) | body_routes(glossaries_router),
+        form_routes=body_routes(libretranslate_router),
         stopping=lambda: lifecycle.stopping,
     )
     if settings.api_keys:
         buckets = None
         if settings.rate_limit_per_s is not None:
             buckets = TokenBucket(settings.rate_limit_per_s, settings.rate_limit_burst)
+        app.state.api_keys = KeyCheck(KeyRing(settings.api_keys), buckets, metrics)
         app.add_middleware(
             ApiKeyMiddleware, keys=settings.api_keys, header=settings.api_key_header, metrics=metrics, buckets=buckets
         )
@@ -132,7 +140,9 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
             AdmissionMiddleware, limit=settings.max_connections, retry_after_s=settings.retry_after_s, metrics=metrics
         )
     docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url} - {None}
-    paths = {route.path for route in router.routes} | docs
+    routers = (router, glossaries_router, libretranslate_router)
+    paths = {route.path for r in routers for route in r.routes} | docs
     app.add_middleware(MetricsMiddleware, metrics=metrics, paths=paths)
-    app.include_router(router)
+    for r in routers:
+        app.include_router(r)
     return app

@@ -78,43 +78,54 @@ def checked_entries(entries: Iterable[GlossaryEntry], field: str = "entries") ->
 
 
 class GlossaryStore:
+    """Opened on first use: a server (or a test) that never touches a glossary creates no file."""
+
     def __init__(self, path: Path | str) -> None:
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self.path = str(path)
+        self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        with self._lock:
-            self._db.execute("PRAGMA foreign_keys = ON")
-            if str(path) != ":memory:":
-                self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.executescript(_SCHEMA)
+
+    def _connection(self) -> sqlite3.Connection:
+        # Called with the lock held.
+        if self._db is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA foreign_keys = ON")
+            if self.path != ":memory:":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.executescript(_SCHEMA)
+            self._db = db
+        return self._db
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def create(self, name: str, source: str, target: str, entries: Sequence[GlossaryEntry]) -> StoredGlossary:
         glossary = StoredGlossary(uuid.uuid4().hex, name, source, target,
                                   datetime.now(timezone.utc).isoformat(timespec="seconds"), checked_entries(entries))
         with self._lock:
-            self._db.execute("BEGIN")
+            db = self._connection()
+            db.execute("BEGIN")
             try:
-                self._db.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)",
-                                 (glossary.id, name, source, target, glossary.created))
-                self._db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
-                                     [(glossary.id, k, e.source, e.target) for k, e in enumerate(glossary.entries)])
-                self._db.execute("COMMIT")
+                db.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)", (glossary.id, name, source, target, glossary.created))
+                db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
+                               [(glossary.id, k, e.source, e.target) for k, e in enumerate(glossary.entries)])
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
         return glossary
 
     def list(self) -> list[StoredGlossary]:
         """Every glossary with its entries, oldest first."""
         with self._lock:
-            heads = self._db.execute("SELECT id, name, source, target, created FROM glossaries "
+            heads = self._connection().execute("SELECT id, name, source, target, created FROM glossaries "
                                      "ORDER BY created, rowid").fetchall()
-            rows = self._db.execute("SELECT glossary_id, source, target FROM entries ORDER BY glossary_id, position").fetchall()
+            rows = self._connection().execute("SELECT glossary_id, source, target FROM entries ORDER BY glossary_id, position").fetchall()
         entries: dict[str, list[GlossaryEntry]] = {}
         for glossary_id, source, target in rows:
             entries.setdefault(glossary_id, []).append(GlossaryEntry(source, target))
@@ -122,15 +133,15 @@ class GlossaryStore:
 
     def get(self, glossary_id: str) -> StoredGlossary | None:
         with self._lock:
-            head = self._db.execute("SELECT id, name, source, target, created FROM glossaries WHERE id = ?",
+            head = self._connection().execute("SELECT id, name, source, target, created FROM glossaries WHERE id = ?",
                                     (glossary_id,)).fetchone()
             if head is None:
                 return None
-            rows = self._db.execute("SELECT source, target FROM entries WHERE glossary_id = ? ORDER BY position",
+            rows = self._connection().execute("SELECT source, target FROM entries WHERE glossary_id = ? ORDER BY position",
                                     (glossary_id,)).fetchall()
         return StoredGlossary(*head, tuple(GlossaryEntry(*row) for row in rows))
 
     def delete(self, glossary_id: str) -> bool:
         """Whether there was such a glossary."""
         with self._lock:
-            return self._db.execute("DELETE FROM glossaries WHERE id = ?", (glossary_id,)).rowcount > 0
+            return self._connection().execute("DELETE FROM glossaries WHERE id = ?", (glossary_id,)).rowcount > 0

@@ -15,16 +15,18 @@ from dataclasses import replace
 from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
-from service.protection.placeholders import find_placeholders
+from service.glossary import GlossaryEntry
+from service.protection.placeholders import PLACEHOLDER_STYLES, find_placeholders
 from service.protection.placement import PreparedText, original_word, output_word, prepare, restore
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
-def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str]) -> list[PreparedText]:
+def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str],
+                  glossary: Sequence[GlossaryEntry] = (), styles: Sequence[str] = PLACEHOLDER_STYLES) -> list[PreparedText]:
     prepared = []
     for index, text in enumerate(texts):
         try:
-            prepared.append(prepare(text, fmt, terms))
+            prepared.append(prepare(text, fmt, terms, styles, glossary))
         except MarkupError as error:
             raise RequestError("text", f"malformed {fmt}: {error}", index, kind="malformed_markup") from None
     return prepared
@@ -34,7 +36,7 @@ def alignment_needed(prepared: Sequence[PreparedText], requested: AlignmentMode)
     """Putting things back needs the word alignment even when the client did not ask for it."""
     if requested != "none":
         return requested
-    return "token" if any(p.protected or p.markup.tags for p in prepared) else "none"
+    return "token" if any(p.protected or p.markup.tags or p.term_matches for p in prepared) else "none"
 
 
 def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translation]],
@@ -58,10 +60,11 @@ def _serve_one(prepared: PreparedText, translation: Translation, requested: Alig
     alignment = translation.alignment or TokenAlignment.empty()
     restored = restore(prepared, translation.text, alignment)
     if requested == "none":
-        return Served(Translation(restored.text, translation.score), restored.placed)
+        return Served(Translation(restored.text, translation.score), restored.placed, restored.removed, restored.glossary)
     readdressed = replace(
         alignment,
         source_words=[original_word(w, prepared) for w in alignment.source_words],
         target_words=[output_word(w, restored) for w in alignment.target_words],
     )
-    return Served(replace(translation, text=restored.text, alignment=readdressed), restored.placed)
+    return Served(replace(translation, text=restored.text, alignment=readdressed), restored.placed, restored.removed,
+                  restored.glossary)

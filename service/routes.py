@@ -26,6 +26,7 @@ from service.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from service.http.glossaries import request_glossary
 from service.served import Served
 from service.translator import Translator
 
@@ -109,16 +110,17 @@ async def translate(
     body: TranslateRequest, request: Request, translator: Translator = Depends(get_translator)
 ) -> TranslateResponse | Response:
     setattr(request.state, ONE_TEXT, isinstance(body.text, str))
-    work = translator.translate(body.texts, body.source, body.target, body.decoding_options(translator.defaults),
-                                body.format, body.do_not_translate)
+    glossary = request_glossary(request, body.glossary)
+    work = translator.translate_any(body.texts, body.source, body.target, body.decoding_options(translator.defaults),
+                                    body.format, body.do_not_translate, glossary, body.styles)
     try:
-        results = await unless_disconnected(request, work)
+        source, detected, results = await unless_disconnected(request, work)
         if _answer_cost(results, body.alignment) <= _RENDER_INLINE_COST:
-            return TranslateResponse.from_results(body.source, body.target, body.texts, results)
+            return TranslateResponse.from_results(source, body.target, body.texts, results, detected)
         # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) is built in a
         # thread: on the event loop it would stall every other request and the health checks for
         # as long as it takes; beside a thread the loop still gets the GIL every few milliseconds.
-        payload = await anyio.to_thread.run_sync(_render, body, results)
+        payload = await anyio.to_thread.run_sync(_render, body, source, results, detected)
     except asyncio.CancelledError:
         # uvicorn cancels what is still in flight when the drain timeout expires: say so (and
         # when to retry) instead of leaving the client a bare 500 or a cut connection.
@@ -150,9 +152,9 @@ def _answer_cost(results: list[list[Served]], alignment: str) -> int:
     return chars if alignment == "none" else chars * 20
 
 
-def _render(body: TranslateRequest, results: list[list[Served]]) -> bytes:
+def _render(body: TranslateRequest, source: str, results: list[list[Served]], detected) -> bytes:
     """What FastAPI would send for the route's response_model (exclude_none), as bytes."""
-    response = TranslateResponse.from_results(body.source, body.target, body.texts, results)
+    response = TranslateResponse.from_results(source, body.target, body.texts, results, detected)
     return response.model_dump_json(exclude_none=True).encode()
 
 

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from service.alignment_flags import AlignmentFlags
+from service.glossary_schemas import GLOSSARY_RULES, EntryIn, TermReportOut
+from service.protection.placeholders import PLACEHOLDER_STYLES
 from service.protection.placement import Placed
 from service.runtime.base import (AlignmentMethod, AlignmentMode, DecodingOptions, PhraseMap, TokenAlignment, Word,
                                   n_best_problem)
@@ -77,6 +79,7 @@ def _normalised_code(value: Any) -> Any:
     """A language code as requests may write it ("EN ", "De") in the form the pairs are named in."""
     return value.strip().lower() if isinstance(value, str) else value
 
+PlaceholderStyle = Literal[PLACEHOLDER_STYLES]  # type: ignore[valid-type]
 # Do-not-translate terms per request, and characters per term.
 MAX_TERMS = 64
 MAX_TERM_CHARS = 100
@@ -96,7 +99,8 @@ class TranslateRequest(BaseModel):
     )
 
     text: str | list[str] = Field(description="One text, or a list of texts translated in order.")
-    source: LanguageCode = Field(description='Source language code, e.g. "en".')
+    source: LanguageCode = Field(description='Source language code, e.g. "en", or "auto": the served language '
+                                 "detected in the texts (the answer's detected field says which).")
     target: LanguageCode = Field(description='Target language code, e.g. "de".')
     beam_size: int | None = Field(
         default=None,
@@ -122,6 +126,16 @@ class TranslateRequest(BaseModel):
         "ICU ({n, plural, ...}), ${VAR} and HTML entities in plain text are always kept.",
     )
     alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
+    glossary: list[EntryIn] | Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
+        default=None,
+        description="Terms whose translation is prescribed: a list of {source, target}, or a stored glossary's id "
+        "(POST /glossaries). " + GLOSSARY_RULES + " Every hypothesis then carries a compliance report, glossary.",
+    )
+    placeholders: Literal["auto", "off"] | list[PlaceholderStyle] = Field(
+        default="auto",
+        description='Which placeholder styles are kept: "auto" (all), "off" (none; do_not_translate and glossary terms '
+        "still apply), or a list of styles.",
+    )
 
     @field_validator("text", mode="before")
     @classmethod
@@ -132,6 +146,12 @@ class TranslateRequest(BaseModel):
     @classmethod
     def _language_code(cls, value: Any) -> Any:
         return _normalised_code(value)
+
+    @property
+    def styles(self) -> tuple[str, ...]:
+        if self.placeholders == "auto":
+            return PLACEHOLDER_STYLES
+        return () if self.placeholders == "off" else tuple(self.placeholders)
 
     @field_validator("n_best")
     @classmethod
@@ -278,6 +298,17 @@ class ProtectedOut(BaseModel):
                    target=SpanOut(start=placed.target_start, end=placed.target_end), placement=placed.placement)
 
 
+class RemovedOut(BaseModel):
+    kind: str = Field(description="The placeholder style it looked like.")
+    text: str
+    at: int = Field(description="Where it was, as a character offset into the translation.")
+
+
+class DetectedOut(BaseModel):
+    language: str = Field(description="The served language detected in the texts.")
+    confidence: float = Field(description="The detector's probability among the served languages, 0..1.")
+
+
 class PhraseSideOut(BaseModel):
     words: list[int] = Field(description="[first, last + 1): indices into source_words or target_words.")
     start: int = Field(description="Character offset of the span's first character.")
@@ -326,6 +357,13 @@ class HypothesisOut(BaseModel):
     protected: list[ProtectedOut] | None = Field(
         default=None, description="Placeholders, terms and tags put back, each exactly once; present when the text had any."
     )
+    removed: list[RemovedOut] | None = Field(
+        default=None, description="Placeholder-like text the model wrote that the source did not have, taken out; "
+        "present when there was any."
+    )
+    glossary: list[TermReportOut] | None = Field(
+        default=None, description="The glossary's terms found in the text: the compliance report; present with a glossary."
+    )
 
     @classmethod
     def from_served(cls, served: Served, source: str) -> HypothesisOut:
@@ -341,27 +379,28 @@ class HypothesisOut(BaseModel):
                 if phrases is not None and alignment is not None
                 else None
             ),
+            removed=[RemovedOut(kind=r.kind, text=r.text, at=r.at) for r in served.removed] or None,
+            glossary=[TermReportOut.of(report) for report in served.glossary] or None,
         )
 
 
 class TranslateResponse(BaseModel):
-    source: str
+    source: str = Field(description='The source language: the request\'s, or the one detected for "auto".')
     target: str
+    detected: DetectedOut | None = Field(default=None, description='Present when source was "auto".')
     translations: list[list[HypothesisOut]] = Field(
         description="One n-best list per input text, in input order (a single text gives one list)."
     )
 
     @classmethod
     def from_results(
-        cls, source: str, target: str, texts: list[str], results: list[list[Served]]
+        cls, source: str, target: str, texts: list[str], results: list[list[Served]], detected=None
     ) -> TranslateResponse:
         return cls(
             source=source,
             target=target,
-            translations=[
-                [HypothesisOut.from_served(served, text) for served in nbest]
-                for text, nbest in zip(texts, results)
-            ],
+            detected=DetectedOut(language=detected.language, confidence=round(detected.confidence, 6)) if detected else None,
+            translations=[[HypothesisOut.from_served(s, text) for s in nbest] for text, nbest in zip(texts, results)],
         )
 
 

@@ -2,10 +2,11 @@
 layer renders it)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from service.alignment_flags import AlignmentFlags
-from service.protection.placement import Placed
+from service.glossary import TermReport
+from service.protection.placement import Placed, Removed
 from service.runtime.base import Translation
 
 
@@ -17,3 +18,5 @@ class Served:
     translation: Translation
     placed: list[Placed]
     flags: AlignmentFlags | None = None
+    removed: list[Removed] = field(default_factory=list)      # placeholder-like text the model made up
+    glossary: list[TermReport] = field(default_factory=list)  # the request glossary's terms found in the text

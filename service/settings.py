@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(20, ge=1, description="Token-bucket size per key.")
     cors_origins: list[str] = Field(default_factory=list, description="Empty: no CORS headers at all.")
 
+    # --- Stored glossaries (/glossaries).
+    glossary_db: Path = Field(
+        Path("glossaries.sqlite3"),
+        description="The SQLite file that holds the stored glossaries (created on first use; relative to the "
+        "working directory); ':memory:' keeps them for the process only.",
+    )
+
     # --- Lifecycle.
     drain_timeout_s: float = Field(30.0, ge=0, description="After SIGTERM, time left to in-flight requests.")
 

@@ -20,9 +20,12 @@ import anyio.to_thread
 from service.alignment_flags import AlignmentFlags, alignment_flags
 from service.batcher import BatchLimits, MicroBatcher, TextRefused
 from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
+from service.glossary import GlossaryEntry
+from service.language_detection import Detection, LanguageDetector
 from service.metrics import Metrics
 from service.protected_translation import alignment_needed, prepare_texts, serve
 from service.protection.markup import TextFormat
+from service.protection.placeholders import PLACEHOLDER_STYLES
 from service.runtime.base import (
     AlignmentMethod,
     DecodingOptions,
@@ -86,6 +89,7 @@ class Translator:
         # once, as the batchers' workers bound the searches, so that a flood of them queues here
         # (and times out as a 503) instead of taking every thread beside the searches.
         self._forced_slots = asyncio.Semaphore(settings.worker_threads)
+        self._detector: LanguageDetector | None = None
 
     def start(self) -> None:
         """Start the batchers' workers (from the serving event loop)."""
@@ -107,6 +111,30 @@ class Translator:
     @property
     def queued(self) -> int:
         return sum(batcher.queued for batcher in self._batchers.values())
+
+    @property
+    def detector(self) -> LanguageDetector:
+        """Source-language detection among the served source languages (built on first use)."""
+        if self._detector is None:
+            self._detector = LanguageDetector(sorted({runtime.source_lang for runtime in self._runtimes.values()}))
+        return self._detector
+
+    def detect(self, text: str) -> list[Detection]:
+        """The served source languages `text` may be in, likeliest first."""
+        return self.detector.rank(text)
+
+    def resolve_source(self, texts: Sequence[str], source: str, target: str) -> tuple[str, Detection | None]:
+        """`source`, or for "auto" the served source language detected in the texts (all together)."""
+        if source != "auto":
+            return source, None
+        detection = self.detector.detect(" ".join(texts))
+        if detection is None:
+            raise RequestError("source", "auto: no served source language can be detected; name one",
+                               kind="undetectable_language")
+        if detection.language == target:
+            raise RequestError("source", f"auto: the texts are in {detection.language}, the target "
+                               "language; choose another target", kind="source_is_target")
+        return detection.language, detection
 
     def runtime_for(self, source: str, target: str) -> TranslationRuntime:
         runtime = self._runtimes.get((source, target))
@@ -151,20 +179,39 @@ class Translator:
         options: DecodingOptions | None = None,
         fmt: TextFormat = "text",
         terms: Sequence[str] = (),
+        glossary: Sequence[GlossaryEntry] = (),
+        styles: Sequence[str] = PLACEHOLDER_STYLES,
     ) -> list[list[Served]]:
         """One n-best list per text, in order. ``options``: the server's ``defaults`` unless
         given; an alignment_method of None is the server's choice (``alignment_method``).
-        ``fmt`` and ``terms``: how to read the texts, and what to keep untranslated
-        (service/protection). Raises ``RequestError``, ``QueueFull`` / ``QueueTimeout``,
-        ``DeadlineExceeded``, ``TranslationFailed``."""
+        ``fmt``, ``terms``, ``glossary`` and ``styles``: how to read the texts, what to keep
+        untranslated, which translations to require, which placeholder styles to keep
+        (service/protection, service/glossary.py). Raises ``RequestError``, ``QueueFull`` /
+        ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
-        prepared = prepare_texts(texts, fmt, terms)
+        prepared = prepare_texts(texts, fmt, terms, glossary, styles)
         runtime = self.runtime_for(source, target)
         asked = options.alignment
         options = replace(options, alignment=alignment_needed(prepared, asked))
         translations = await self._translate(runtime, [p.model_text for p in prepared], options)
         return serve(prepared, translations, asked)
+
+    async def translate_any(
+        self,
+        texts: Sequence[str],
+        source: str,
+        target: str,
+        options: DecodingOptions | None = None,
+        fmt: TextFormat = "text",
+        terms: Sequence[str] = (),
+        glossary: Sequence[GlossaryEntry] = (),
+        styles: Sequence[str] = PLACEHOLDER_STYLES,
+    ) -> tuple[str, Detection | None, list[list[Served]]]:
+        """``translate`` from ``source`` or, for "auto", from the served language detected in the
+        texts: the source used, the detection (None unless "auto") and the n-best lists."""
+        source, detected = self.resolve_source(texts, source, target)
+        return source, detected, await self.translate(texts, source, target, options, fmt, terms, glossary, styles)
 
     async def _translate(self, runtime: TranslationRuntime, texts: list[str],
                          options: DecodingOptions) -> list[list[Translation]]:

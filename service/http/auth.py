@@ -26,6 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from service.http.errors import error_response
 from service.metrics import Metrics
 
+LIBRETRANSLATE_PREFIX = "/libretranslate"
+
 # The health checks stay open: load balancers and orchestrators probe without credentials. So does
 # the page (static, no data): it asks the user for a key and sends it with each translation.
 OPEN_PATHS = frozenset({"/", "/health", "/health/live", "/health/ready"})
@@ -99,7 +101,10 @@ class ApiKeyMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # CORS preflights (OPTIONS) carry no credentials by design; the CORS middleware outside
         # this one answers them.
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
+        # LibreTranslate's clients send their key as a parameter: its routes check it themselves
+        # (service/http/libretranslate.py), with this middleware's keys and buckets.
+        if (scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS"
+                or scope["path"].startswith(LIBRETRANSLATE_PREFIX + "/")):
             await self.app(scope, receive, send)
             return
         presented = _presented_key(scope, self.header)

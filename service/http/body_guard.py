@@ -1,7 +1,9 @@
 """Request bodies are checked as they arrive, before anything parses them.
 
 - The content type of a request to a route that takes a body (POST /translate) must be JSON, and the body not compressed: 415 otherwise (a gzip
-  body would otherwise reach the JSON parser and be refused as "invalid UTF-8").
+  body would otherwise reach the JSON parser and be refused as "invalid UTF-8"). The routes of
+  LibreTranslate's API (``form_routes``) also take form-urlencoded bodies and none at all, as its
+  clients send them.
 - ``Content-Length`` above ``max_body_bytes``: 413 at once, without reading a byte.
 - A body sent without a length (chunked) or longer than it said: counted as it streams, 413
   as soon as the count passes the limit; nothing larger is ever buffered.
@@ -43,6 +45,10 @@ def _is_json(content_type: str) -> bool:
     return subtype == "json" or subtype.endswith("+json")
 
 
+def _is_form(content_type: str) -> bool:
+    return content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded"
+
+
 class BodyGuardMiddleware:
     def __init__(
         self,
@@ -52,6 +58,7 @@ class BodyGuardMiddleware:
         timeout_s: float,
         metrics: Metrics,
         routes: Iterable[tuple[str, str]],
+        form_routes: Iterable[tuple[str, str]] = (),
         stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         """``routes``: the (method, path) pairs that take a body; any other request passes
@@ -59,7 +66,8 @@ class BodyGuardMiddleware:
         path lacks) before its content type matters. ``stopping()``: the server is shutting
         down (a cancelled body read is then the drain timeout, answered 503)."""
         self.app = app
-        self.routes = frozenset(routes)
+        self.form_routes = frozenset(form_routes)
+        self.routes = frozenset(routes) | self.form_routes
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
         self.metrics = metrics
@@ -70,7 +78,7 @@ class BodyGuardMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {name: value for name, value in scope["headers"]}
-        refusal = self._check_headers(headers)
+        refusal = self._check_headers(headers, (scope["method"], scope["path"]) in self.form_routes)
         if refusal is not None:
             status, reason, message = refusal
             self.metrics.rejected(reason)
@@ -78,9 +86,11 @@ class BodyGuardMiddleware:
             return
         await self.app(scope, self._guarded(receive), send)
 
-    def _check_headers(self, headers: dict[bytes, bytes]) -> tuple[int, str, str] | None:
+    def _check_headers(self, headers: dict[bytes, bytes], form: bool) -> tuple[int, str, str] | None:
         content_type = headers.get(b"content-type", b"").decode("latin-1")
-        if not _is_json(content_type):
+        if form and (not content_type or _is_form(content_type)):
+            pass
+        elif not _is_json(content_type):
             shown = content_type[:60] or "none"
             return 415, "unsupported_media_type", f"body: content type must be application/json, got {shown}"
         encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip().lower()

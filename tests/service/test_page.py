@@ -72,12 +72,17 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
     refused = []  # what the page's Content-Security-Policy blocked: nothing it needs
     page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
     page.goto(base_url + "/")
-    page.wait_for_selector("#pair option", state="attached")  # no string evaluation: the page's policy forbids eval
-    assert page.eval_on_selector_all("#pair option", "els => els.map(e => e.textContent)") == ["en-de"]
+    page.wait_for_selector("#target option", state="attached")  # no string evaluation: the page's policy forbids eval
+    # The source is detected unless the reader names it.
+    assert page.eval_on_selector_all("#source option", "els => els.map(e => e.textContent)") == [
+        "detect language", "English (en)"]
+    assert page.eval_on_selector_all("#target option", "els => els.map(e => e.textContent)") == ["German (de)"]
+    assert page.input_value("#source") == "auto"
     page.fill("#text", "Two dogs play in the snow.")
     page.click("#go")
     page.wait_for_selector('.hyp .w[data-side="target"]')
     assert page.inner_text(".hyp .output") == "Zwei Hunde spielen im Schnee."
+    assert page.inner_text("#status") == "detected English (en), confidence 100 %"
     page.click('.w[data-side="target"][data-index="1"]')
     assert highlighted(page) == [["source", "dogs"], ["target", "Hunde"]]
     page.click('.w[data-side="source"][data-index="5"]')
@@ -94,7 +99,7 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
 def test_the_page_shows_placeholders_and_errors(base_url, browser):
     page = browser.new_page()
     page.goto(base_url + "/")
-    page.wait_for_selector("#pair option", state="attached")  # no string evaluation: the page's policy forbids eval
+    page.wait_for_selector("#target option", state="attached")  # no string evaluation: the page's policy forbids eval
     page.fill("#text", "A {animal} runs in the snow.")
     page.click("#go")
     page.wait_for_selector(".hyp ul.protected li")
@@ -106,4 +111,19 @@ def test_the_page_shows_placeholders_and_errors(base_url, browser):
     page.wait_for_selector("#status.error")
     assert page.inner_text("#status") == (
         "422: text: malformed xml: '&' at character 5 starts no entity (write &amp; for a literal '&')")
+    page.close()
+
+
+def test_the_page_sends_a_glossary_and_shows_its_report(base_url, browser):
+    page = browser.new_page()
+    page.goto(base_url + "/")
+    page.wait_for_selector("#target option", state="attached")
+    page.fill("#text", "Two dogs play in the snow.")
+    page.fill("#glossary", "dogs = Köter\ncats = Katzen")
+    page.click("#go")
+    page.wait_for_selector(".hyp ul.glossary li")
+    assert page.inner_text(".hyp .output") == "Zwei Köter spielen im Schnee."
+    # Only the terms the text holds are reported.
+    assert page.eval_on_selector_all(".hyp ul.glossary li", "els => els.map(e => e.textContent)") == [
+        "glossary dogs → Köter: kept at characters 5–10 (replaced)"]
     page.close()

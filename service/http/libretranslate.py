@@ -1,0 +1,298 @@
+"""LibreTranslate's API, so that the tools translators already use work unchanged.
+
+Base URL to give a LibreTranslate client: ``http://HOST:PORT/libretranslate/`` (Weblate's
+LibreTranslate machinery, `libretranslatepy`'s ``LibreTranslateAPI(url)``, `deep-translator`'s
+``LibreTranslator(custom_url=...)``). Under it, as LibreTranslate answers them:
+
+- ``POST translate``: ``q`` (a string or, in JSON, a list), ``source`` (a code or ``auto``),
+  ``target``, ``format`` (``text`` | ``html``), ``alternatives`` (how many more translations),
+  ``api_key``; answers ``translatedText`` (a string or a list), ``alternatives`` when asked for,
+  ``detectedLanguage`` for ``auto`` (per text, for a list). Two fields of this service's own:
+  ``glossary`` (a stored glossary's id, or in JSON an object of source term -> target term) and
+  ``placeholders`` (as in /translate); with a glossary the answer also holds ``glossary``, the
+  compliance report per term.
+- ``POST detect``: ``q``; answers the served languages, likeliest first, with a confidence 0-100.
+- ``GET languages``: each served source language with its ``targets``.
+- ``GET frontend/settings``: what LibreTranslate's own web page reads.
+
+Parameters come as the clients send them: a JSON body, a form-urlencoded body, or the query
+string (deep-translator). Errors are ``{"error": "..."}``: 400 for a bad request (LibreTranslate's
+own messages where it has one), 403 for a missing or wrong ``api_key`` when keys are configured,
+429 when the key's rate limit or the server's queue says slow down (with Retry-After), 500 when
+the translation failed.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from urllib.parse import parse_qs
+
+import logging
+from dataclasses import dataclass, replace
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from service.errors import Rejected, RequestError, TranslationFailed, UnsupportedPair
+from service.glossary import GlossaryEntry
+from service.glossary_schemas import TermReportOut
+from service.glossary_store import GlossaryInvalid, checked_entries
+from service.http.glossaries import glossary_store
+from service.language_detection import Detection
+from service.language_names import language_name
+from service.protection.placeholders import PLACEHOLDER_STYLES
+from service.runtime.base import Translation
+from service.served import Served
+from service.translator import Translator
+from service.metrics import Metrics
+from service.http.auth import LIBRETRANSLATE_PREFIX, KeyRing, TokenBucket
+from service.settings import MAX_BEAM_SIZE
+
+log = logging.getLogger("service")
+
+router = APIRouter(prefix=LIBRETRANSLATE_PREFIX, tags=["LibreTranslate"])
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """The server's API keys and rate limits, for the routes that read the key from a parameter."""
+
+    ring: KeyRing
+    buckets: TokenBucket | None
+    metrics: Metrics
+
+
+class LibreError(Exception):
+    """An answer LibreTranslate's way: ``{"error": message}`` with its status."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+def _error(error: LibreError) -> JSONResponse:
+    return JSONResponse({"error": error.message}, status_code=error.status, headers=error.headers)
+
+
+async def _params(request: Request) -> dict[str, Any]:
+    """The request's parameters: the query string, then the body's (JSON or form-urlencoded)."""
+    params: dict[str, Any] = dict(request.query_params)
+    body = await request.body()
+    if not body.strip():
+        return params
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            form = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError:
+            raise LibreError(400, "Invalid request: the body is not UTF-8") from None
+        params.update({key: values[0] if len(values) == 1 else values for key, values in form.items()})
+        return params
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise LibreError(400, "Invalid JSON format") from None
+    if not isinstance(data, dict):
+        raise LibreError(400, "Invalid JSON format")
+    params.update(data)
+    return params
+
+
+def _required(params: dict[str, Any], name: str) -> Any:
+    value = params.get(name)
+    if value is None or value == "" or value == []:
+        raise LibreError(400, f"Invalid request: missing {name} parameter")
+    return value
+
+
+def _texts(q: Any) -> tuple[list[str], bool]:
+    if isinstance(q, str):
+        return [q], True
+    if isinstance(q, list) and all(isinstance(item, str) for item in q):
+        return list(q), False
+    raise LibreError(400, "Invalid request: q must be a string or a list of strings")
+
+
+def _alternatives(value: Any) -> int:
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise LibreError(400, "Invalid request: alternatives parameter is not a number") from None
+    if isinstance(value, float) or not 0 <= count < MAX_BEAM_SIZE:
+        raise LibreError(400, f"Invalid request: alternatives must be a whole number from 0 to {MAX_BEAM_SIZE - 1}")
+    return count
+
+
+def _glossary(request: Request, value: Any) -> list[GlossaryEntry]:
+    """A stored glossary's id, or (JSON) an object of source term -> target term."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, dict):
+        try:
+            return list(checked_entries([GlossaryEntry(str(k), str(v)) for k, v in value.items()], "glossary"))
+        except GlossaryInvalid as error:
+            raise LibreError(400, f"Invalid request: {error}") from None
+    if not isinstance(value, str):
+        raise LibreError(400, "Invalid request: glossary must be a stored glossary's id or an object of terms")
+    stored = glossary_store(request).get(value)
+    if stored is None:
+        raise LibreError(400, f"Invalid request: no glossary {value[:64]!r}")
+    return list(stored.entries)
+
+
+def _authorise(request: Request, api_key: Any) -> None:
+    """LibreTranslate clients send their key as the api_key parameter: checked against the same
+    keys and rate limits as the header (service/http/auth.py), answered LibreTranslate's way."""
+    guard: KeyCheck | None = getattr(request.app.state, "api_keys", None)
+    if guard is None:
+        return
+    name = guard.ring.identify(api_key.encode("utf-8")) if isinstance(api_key, str) and api_key else None
+    if name is None:
+        guard.metrics.rejected("unauthorized")
+        raise LibreError(403, "Invalid API key")
+    if guard.buckets is not None:
+        wait = guard.buckets.take(name)
+        if wait > 0:
+            guard.metrics.rejected("rate_limited")
+            retry = max(1, math.ceil(wait))
+            raise LibreError(429, f"Slowdown: rate limit of {guard.buckets.rate:g} requests/s exceeded; retry in {retry} s",
+                             {"Retry-After": str(retry)})
+
+
+def _detected(detection: Detection) -> dict[str, Any]:
+    # LibreTranslate's confidence is a percentage.
+    return {"language": detection.language, "confidence": round(detection.confidence * 100, 1)}
+
+
+async def _translate_group(translator: Translator, texts: list[str], source: str, target: str, fmt: str,
+                           n_best: int, glossary: list[GlossaryEntry], styles: tuple[str, ...]) -> list[list[Served]]:
+    defaults = translator.defaults
+    options = replace(defaults, n_best=n_best, beam_size=max(defaults.beam_size, n_best), alignment="none")
+    return await translator.translate(texts, source, target, options, fmt, (), glossary, styles)
+
+
+@router.post("/translate")
+async def translate(request: Request) -> JSONResponse:
+    params: dict[str, Any] = {}
+    try:
+        params = await _params(request)
+        texts, single = _texts(_required(params, "q"))
+        source = str(_required(params, "source")).strip().lower()
+        target = str(_required(params, "target")).strip().lower()
+        fmt = params.get("format") or "text"
+        if fmt not in ("text", "html"):
+            raise LibreError(400, f"{fmt} format is not supported")
+        alternatives = _alternatives(params.get("alternatives", 0))
+        _authorise(request, params.get("api_key"))
+        translator = request.app.state.lifecycle.translator_or_raise()
+        glossary = _glossary(request, params.get("glossary"))
+        styles = _styles(params.get("placeholders"))
+        # source "auto": each text in the language detected for it, as LibreTranslate does; a text
+        # already in the target language comes back as it is.
+        detections = [translator.detector.detect(text) for text in texts] if source == "auto" else []
+        if source == "auto" and any(d is None for d in detections):
+            raise LibreError(400, "Invalid request: no served source language can be detected")
+        languages = [d.language for d in detections] if detections else [source] * len(texts)
+        served: list[list[Served] | None] = [None] * len(texts)
+        for language in dict.fromkeys(languages):
+            indices = [k for k, lang in enumerate(languages) if lang == language]
+            if language == target and source == "auto":
+                for k in indices:
+                    served[k] = [Served(Translation(texts[k], 0.0), [])]
+                continue
+            group = await _translate_group(translator, [texts[k] for k in indices], language, target, fmt,
+                                           alternatives + 1, glossary, styles)
+            for k, nbest in zip(indices, group):
+                served[k] = nbest
+    except LibreError as error:
+        return _error(error)
+    except Exception as error:  # noqa: BLE001 - every failure answers LibreTranslate's way
+        return _error(_libre_error(error, params))
+    body: dict[str, Any] = {}
+    translated = [nbest[0].translation.text for nbest in served]
+    body["translatedText"] = translated[0] if single else translated
+    if alternatives:
+        others = [[s.translation.text for s in nbest[1:]] for nbest in served]
+        body["alternatives"] = others[0] if single else others
+    if detections:
+        detected = [_detected(d) for d in detections]
+        body["detectedLanguage"] = detected[0] if single else detected
+    if glossary:
+        reports = [[TermReportOut.of(r).model_dump() for r in nbest[0].glossary] for nbest in served]
+        body["glossary"] = reports[0] if single else reports
+    return JSONResponse(body)
+
+
+def _styles(value: Any) -> tuple[str, ...]:
+    """This service's `placeholders` parameter: "auto" (or absent), "off", or styles comma-separated."""
+    if value in (None, "", "auto"):
+        return PLACEHOLDER_STYLES
+    if value == "off":
+        return ()
+    styles = value if isinstance(value, list) else str(value).split(",")
+    unknown = [s for s in styles if s not in PLACEHOLDER_STYLES]
+    if unknown:
+        raise LibreError(400, f"Invalid request: placeholders: unknown style {unknown[0]!r}; styles: "
+                         + ", ".join(PLACEHOLDER_STYLES))
+    return tuple(styles)
+
+
+def _libre_error(error: Exception, params: dict[str, Any]) -> LibreError:
+    """A domain error (service/errors.py) as LibreTranslate would answer it."""
+    if isinstance(error, UnsupportedPair):
+        return LibreError(400, f"{params.get(error.field, '')} is not supported")
+    if isinstance(error, RequestError):
+        where = "q" if error.field == "text" else error.field
+        where += f".{error.index}" if error.index is not None else ""
+        return LibreError(400, f"Invalid request: {where}: {error.message}")
+    if isinstance(error, Rejected):
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+        return LibreError(429, f"Slowdown: {error.message}", headers)
+    if not isinstance(error, TranslationFailed):
+        log.exception("LibreTranslate request failed")
+    return LibreError(500, "Translation failed; details are in the server log")
+
+
+@router.post("/detect")
+async def detect(request: Request) -> JSONResponse:
+    try:
+        params = await _params(request)
+        texts, _ = _texts(_required(params, "q"))
+        _authorise(request, params.get("api_key"))
+        translator = request.app.state.lifecycle.translator_or_raise()
+        ranked = translator.detect(" ".join(texts))
+    except LibreError as error:
+        return _error(error)
+    except Exception as error:  # noqa: BLE001
+        return _error(_libre_error(error, {}))
+    return JSONResponse([_detected(d) for d in ranked])
+
+
+def _served(request: Request) -> list[tuple[str, str]]:
+    translator = request.app.state.lifecycle.translator
+    return [tuple(pair.split("-", 1)) for pair in translator.pairs] if translator is not None else []
+
+
+@router.get("/languages")
+async def languages(request: Request) -> JSONResponse:
+    """Each served source language with the languages it translates into (LibreTranslate's form)."""
+    targets: dict[str, list[str]] = {}
+    for source, target in _served(request):
+        targets.setdefault(source, []).append(target)
+    return JSONResponse([{"code": code, "name": language_name(code), "targets": sorted(targets[code])}
+                         for code in sorted(targets)])
+
+
+@router.get("/frontend/settings")
+async def frontend_settings(request: Request) -> JSONResponse:
+    settings = request.app.state.settings
+    pairs = _served(request)
+    target = pairs[0][1] if pairs else "en"
+    keys = bool(settings.api_keys)
+    return JSONResponse({
+        "charLimit": settings.max_chars, "frontendTimeout": 500, "apiKeys": keys, "keyRequired": keys,
+        "suggestions": False, "filesTranslation": False, "supportedFilesFormat": [],
+        "language": {"source": {"code": "auto", "name": "Auto Detect"},
+                     "target": {"code": target, "name": language_name(target)}},
+    })
