@@ -9,8 +9,25 @@ from service.errors import RequestError
 from service.glossary import GlossaryEntry
 from service.glossary_schemas import EntryIn, GlossaryCreate, GlossaryList, GlossaryOut
 from service.glossary_store import GlossaryInvalid, GlossaryStore, checked_entries
+from service.schemas import ErrorResponse
 
 router = APIRouter(tags=["glossaries"])
+
+
+def _error(description: str) -> dict:
+    return {"model": ErrorResponse, "description": description}
+
+
+_ERRORS = {
+    400: _error("The body is not parseable JSON."),
+    401: _error("API keys are on and the request has no valid one."),
+    408: _error("The body did not arrive within body_timeout_s."),
+    413: _error("The body is larger than max_body_bytes."),
+    415: _error("The content type is not application/json."),
+    422: _error("Invalid glossary; the message names the entry and what is wrong."),
+    429: _error("The API key's rate limit is exhausted; see Retry-After."),
+}
+_NOT_FOUND = {401: _ERRORS[401], 404: _error("No stored glossary has this id."), 429: _ERRORS[429]}
 
 
 def glossary_store(request: Request) -> GlossaryStore:
@@ -36,7 +53,7 @@ def _not_found(glossary_id: str) -> HTTPException:
     return HTTPException(status_code=404, detail=f"no stored glossary has the id {glossary_id[:64]!r}")
 
 
-@router.post("/glossaries", status_code=201, response_model=GlossaryOut)
+@router.post("/glossaries", status_code=201, response_model=GlossaryOut, responses=_ERRORS)
 async def create_glossary(body: GlossaryCreate, request: Request) -> GlossaryOut:
     """Store a glossary; it survives restarts (the glossary_db setting names its file)."""
     try:
@@ -47,12 +64,12 @@ async def create_glossary(body: GlossaryCreate, request: Request) -> GlossaryOut
     return GlossaryOut.of(stored)
 
 
-@router.get("/glossaries", response_model=GlossaryList)
+@router.get("/glossaries", response_model=GlossaryList, responses={401: _ERRORS[401], 429: _ERRORS[429]})
 async def list_glossaries(request: Request) -> GlossaryList:
     return GlossaryList(glossaries=[GlossaryOut.of(g) for g in glossary_store(request).list()])
 
 
-@router.get("/glossaries/{glossary_id}", response_model=GlossaryOut, responses={404: {"description": "No such glossary."}})
+@router.get("/glossaries/{glossary_id}", response_model=GlossaryOut, responses=_NOT_FOUND)
 async def get_glossary(glossary_id: str, request: Request) -> GlossaryOut:
     stored = glossary_store(request).get(glossary_id)
     if stored is None:
@@ -60,7 +77,7 @@ async def get_glossary(glossary_id: str, request: Request) -> GlossaryOut:
     return GlossaryOut.of(stored)
 
 
-@router.delete("/glossaries/{glossary_id}", status_code=204, responses={404: {"description": "No such glossary."}})
+@router.delete("/glossaries/{glossary_id}", status_code=204, responses=_NOT_FOUND)
 async def delete_glossary(glossary_id: str, request: Request) -> Response:
     if not glossary_store(request).delete(glossary_id):
         raise _not_found(glossary_id)

@@ -51,7 +51,8 @@ from service.settings import MAX_BEAM_SIZE
 
 log = logging.getLogger("service")
 
-router = APIRouter(prefix=LIBRETRANSLATE_PREFIX, tags=["LibreTranslate"])
+# Out of this service's OpenAPI schema: its shapes are LibreTranslate's (the module docstring).
+router = APIRouter(prefix=LIBRETRANSLATE_PREFIX, include_in_schema=False)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The LibreTranslate-compatible API (service/http/libretranslate.py) and stored glossaries, driven
 as their users drive them: the real client packages (`libretranslatepy`, `deep-translator`'s
-LibreTranslator) against a real server process (`python -m tests.service.fake_server`: the
+LibreTranslator) against a real server process (`python -m testing.fake_server`: the
 service with the test fake runtime, which translates "two dogs play" as "PLAY DOGS TWO", each
 target word aligned to its source word), and a glossary database that outlives a restart."""
 from __future__ import annotations

@@ -27,7 +27,8 @@ from service.settings import Settings  # noqa: E402
 from testing.fake_runtime import FakeRuntime  # noqa: E402
 from tests.service.support import serving  # noqa: E402
 
-APP = create_app(Settings(max_segments=8, max_chars=200), runtime_factory=lambda s: [FakeRuntime("en", "de")])
+APP = create_app(Settings(max_segments=8, max_chars=200, glossary_db=":memory:"),
+                 runtime_factory=lambda s: [FakeRuntime("en", "de")])
 SCHEMA = schemathesis.openapi.from_dict(APP.openapi())
 OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -41,7 +42,8 @@ def client():
 
 def test_the_schema_lists_the_operations():
     assert sorted(op.label for op in OPERATIONS) == [
-        "GET /health", "GET /health/live", "GET /health/ready", "POST /align", "POST /translate"
+        "DELETE /glossaries/{glossary_id}", "GET /glossaries", "GET /glossaries/{glossary_id}", "GET /health",
+        "GET /health/live", "GET /health/ready", "POST /align", "POST /glossaries", "POST /translate"
     ]
 
 
@@ -53,7 +55,8 @@ CASES = [(op, GenerationMode.POSITIVE) for op in OPERATIONS] + [
 
 
 def test_negative_mode_covers_every_operation_with_inputs():
-    assert sorted(op.label for op, mode in CASES if mode is GenerationMode.NEGATIVE) == ["POST /align", "POST /translate"]
+    assert sorted(op.label for op, mode in CASES if mode is GenerationMode.NEGATIVE) == [
+        "POST /align", "POST /glossaries", "POST /translate"]
 
 
 @pytest.mark.parametrize(("operation", "mode"), CASES, ids=[f"{op.label}-{mode.value}" for op, mode in CASES])
