@@ -60,11 +60,12 @@ def _serve_one(prepared: PreparedText, translation: Translation, requested: Alig
     alignment = translation.alignment or TokenAlignment.empty()
     restored = restore(prepared, translation.text, alignment)
     if requested == "none":
-        return Served(Translation(restored.text, translation.score), restored.placed, restored.removed, restored.glossary)
+        return Served(Translation(restored.text, translation.score), restored.placed, removed=restored.removed,
+                      glossary=restored.glossary)
     readdressed = replace(
         alignment,
         source_words=[original_word(w, prepared) for w in alignment.source_words],
         target_words=[output_word(w, restored) for w in alignment.target_words],
     )
-    return Served(replace(translation, text=restored.text, alignment=readdressed), restored.placed, restored.removed,
-                  restored.glossary)
+    return Served(replace(translation, text=restored.text, alignment=readdressed), restored.placed,
+                  removed=restored.removed, glossary=restored.glossary)
