@@ -197,21 +197,13 @@ class Translator:
         translations = await self._translate(runtime, [p.model_text for p in prepared], options)
         return serve(prepared, translations, asked)
 
-    async def translate_any(
-        self,
-        texts: Sequence[str],
-        source: str,
-        target: str,
-        options: DecodingOptions | None = None,
-        fmt: TextFormat = "text",
-        terms: Sequence[str] = (),
-        glossary: Sequence[GlossaryEntry] = (),
-        styles: Sequence[str] = PLACEHOLDER_STYLES,
-    ) -> tuple[str, Detection | None, list[list[Served]]]:
-        """``translate`` from ``source`` or, for "auto", from the served language detected in the
-        texts: the source used, the detection (None unless "auto") and the n-best lists."""
+    async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest, **options
+                            ) -> tuple[str, Detection | None, list[list[Served]]]:
+        """``translate`` (the same arguments) from ``source`` or, for "auto", from the served language
+        detected in the texts: the source used, the detection (None unless "auto") and the n-best
+        lists."""
         source, detected = self.resolve_source(texts, source, target)
-        return source, detected, await self.translate(texts, source, target, options, fmt, terms, glossary, styles)
+        return source, detected, await self.translate(texts, source, target, *rest, **options)
 
     async def _translate(self, runtime: TranslationRuntime, texts: list[str],
                          options: DecodingOptions) -> list[list[Translation]]:
