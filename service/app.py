@@ -28,6 +28,7 @@ from service.http.errors import install_error_handlers
 from service.http.glossaries import router as glossaries_router
 from service.http.libretranslate import KeyCheck
 from service.http.libretranslate import router as libretranslate_router
+from service.http.openapi import install_served_openapi
 from service.http.request_metrics import MetricsMiddleware
 from service.glossary_store import GlossaryStore
 from service.lifecycle import Lifecycle
@@ -109,6 +110,11 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     app.state.lifecycle = lifecycle
     app.state.glossaries = GlossaryStore(settings.glossary_db)
     install_error_handlers(app)
+    install_served_openapi(
+        app,
+        lambda: [(r.source_lang, r.target_lang) for r in lifecycle.translator.runtimes] if lifecycle.translator else [],
+        settings.max_segments, settings.max_chars,
+    )
     # add_middleware puts each one outside the ones before it: innermost first.
     app.add_middleware(
         BodyGuardMiddleware,

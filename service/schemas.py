@@ -94,7 +94,13 @@ class TranslateRequest(BaseModel):
         # No coercion: "5" or 5.0 for beam_size, or NaN anywhere, is a 422, not a guess.
         strict=True,
         json_schema_extra={
-            "examples": [{"text": "A man rides a bike.", "source": "en", "target": "de", "alignment": "token"}]
+            "examples": [{"text": "A man rides a bike.", "source": "en", "target": "de", "alignment": "token"}],
+            # n_best <= beam_size as JSON Schema can say it: beam_size omitted or null (the server
+            # widens its default beam to n_best), or each beam_size with n_best at most it.
+            "anyOf": [{"properties": {"beam_size": {"type": "null"}}}] + [
+                {"properties": {"beam_size": {"const": beam}, "n_best": {"maximum": beam}}}
+                for beam in range(1, MAX_BEAM_SIZE + 1)
+            ],
         },
     )
 
