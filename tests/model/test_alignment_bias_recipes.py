@@ -43,4 +43,10 @@ def test_every_bias_run_of_the_study_names_its_form():
         ("biases-all", "fertility"): "recurrent",
         ("biases-all-parallel", "markov"): "parallel",
         ("biases-all-parallel", "fertility"): "parallel",
+        ("align-global-fertility-pre", "markov"): "recurrent",
+        ("align-global-fertility-pre", "fertility"): "recurrent",
+        ("align-global-fertility-pre-control", "markov"): "recurrent",
+        ("align-global-fertility-pre-control", "fertility"): "recurrent",
+        ("align-symmetric", "markov"): "recurrent",
+        ("align-symmetric", "fertility"): "recurrent",
     }

@@ -26,4 +26,6 @@ def test_head_routes_stay_out_of_the_schema(client):
         "/health/ready": ["get"],
         "/health": ["get"],
         "/health/live": ["get"],
+        "/glossaries": ["get", "post"],
+        "/glossaries/{glossary_id}": ["delete", "get"],
     }
