@@ -30,7 +30,7 @@ from model.attention.fine2d import Fine2dAttention  # noqa: E402
 from model.attention.fine2d_functional import fine2d_mlp_scores, fine2d_scores  # noqa: E402
 from model.attention.functional import split_heads  # noqa: E402
 from model.attention.vanilla import VanillaAttention  # noqa: E402
-from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+from host import append_report, cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 
 RECIPE = REPO / "recipes" / "fine2d-cross-tiny-en-de.json"
 RESULTS = REPO / "results" / "fine2d_temperature.md"
@@ -101,11 +101,8 @@ def main() -> None:
     ])
     print(text)
     if not args.no_write:
-        if not RESULTS.exists():
-            RESULTS.write_text("# How sharp a fresh fine2d layer is (benchmarks/fine2d_temperature.py)\n\n"
-                               "Written by `python benchmarks/fine2d_temperature.py`; newest last.\n")
-        with RESULTS.open("a") as handle:
-            handle.write(text)
+        append_report(RESULTS, "How sharp a fresh fine2d layer is (benchmarks/fine2d_temperature.py)",
+                      "python benchmarks/fine2d_temperature.py", text)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from host import cpu_name  # noqa: E402
+from host import append_report, cpu_name  # noqa: E402
 
 DATA = REPO / "data" / "glossary_eval" / "multi30k_test2016.jsonl"
 TOKENS = re.compile(r"\w+|[^\w\s]")  # as the training alignment tokenised (its .json)
@@ -143,12 +143,8 @@ def main() -> int:
         return 0
     report = measure(args)
     print(report)
-    if not args.results.exists():
-        args.results.write_text("# Glossaries: compliance and BLEU with and without them\n\n"
-                                "Written by `python benchmarks/glossary.py` (the test set and what is measured: its "
-                                "docstring); newest last.\n", encoding="utf-8")
-    with open(args.results, "a", encoding="utf-8") as handle:
-        handle.write("\n" + report)
+    append_report(args.results, "Glossaries: compliance and BLEU with and without them",
+                  "python benchmarks/glossary.py", report)
     return 0
 
 

@@ -14,3 +14,13 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def append_report(path: Path, title: str, command: str, report: str) -> None:
+    """Append one run's report to a results file, newest last; a new file gets the title and says
+    which command writes it (so a reader of results/ can rerun it)."""
+    if not path.exists():
+        path.write_text(f"# {title}\n\nWritten by `{command}` (what it measures: its docstring); newest last.\n",
+                        encoding="utf-8")
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n" + report.lstrip("\n"))

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from host import cpu_name  # noqa: E402
+from host import append_report, cpu_name  # noqa: E402
 
 from service.language_detection import LanguageDetector  # noqa: E402
 
@@ -77,12 +77,8 @@ def main() -> int:
         "| language | test set | sentences | served only | all 97 | served only, first 3 words | all 97, first 3 words |",
         "|---|---|---:|---:|---:|---:|---:|", *rows]) + "\n"
     print(report)
-    if not args.results.exists():
-        args.results.write_text("# Source-language detection on the Multi30k test sets\n\n"
-                                "Written by `python benchmarks/language_detection.py` (what it measures: its "
-                                "docstring); newest last.\n", encoding="utf-8")
-    with open(args.results, "a", encoding="utf-8") as handle:
-        handle.write("\n" + report)
+    append_report(args.results, "Source-language detection on the Multi30k test sets",
+                  "python benchmarks/language_detection.py", report)
     return 0
 
 

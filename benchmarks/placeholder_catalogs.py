@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+from host import append_report, cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 
 DATA = REPO / "data" / "protection_eval" / "debian_unseen.jsonl"
 PACKAGES = ["bison", "cpio", "gawk", "kbd", "m4", "make", "man-db", "psmisc", "sharutils", "sudo", "xz-utils"]
@@ -142,12 +142,8 @@ def main() -> int:
         return 0
     report = measure(args)
     print(report)
-    if not args.results.exists():
-        args.results.write_text("# Placeholders in UI messages from catalogs the service never saw\n\n"
-                                "Written by `python benchmarks/placeholder_catalogs.py` (the set and how it was built: "
-                                "its docstring); newest last.\n", encoding="utf-8")
-    with open(args.results, "a", encoding="utf-8") as handle:
-        handle.write("\n" + report)
+    append_report(args.results, "Placeholders in UI messages from catalogs the service never saw",
+                  "python benchmarks/placeholder_catalogs.py", report)
     return 0
 
 

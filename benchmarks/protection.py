@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from service.protection.markup import MarkupError, read_markup  # noqa: E402
 from service.protection.placeholders import find_protected  # noqa: E402
-from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+from host import append_report, cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 
 DATA = REPO / "data" / "protection_eval"
 PACKAGES = ["apt", "coreutils", "dpkg", "git", "gnupg2", "tar", "wget"]
@@ -253,11 +253,7 @@ def main() -> int:
         return 0
     report = measure(args)
     print(report)
-    if not args.results.exists():
-        args.results.write_text("# Placeholders and tags through /translate\n\n"
-                                "Written by `python benchmarks/protection.py`; newest last.\n\n", encoding="utf-8")
-    with open(args.results, "a", encoding="utf-8") as handle:
-        handle.write("\n" + report)
+    append_report(args.results, "Placeholders and tags through /translate", "python benchmarks/protection.py", report)
     return 0
 
 
