@@ -30,6 +30,7 @@ from service.http.libretranslate import KeyCheck
 from service.http.libretranslate import router as libretranslate_router
 from service.http.openapi import install_served_openapi
 from service.http.request_metrics import MetricsMiddleware
+from service.catalog import ServedModel, read_card
 from service.glossary_store import GlossaryStore
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
@@ -41,24 +42,28 @@ from service.settings import Settings
 
 log = logging.getLogger("service")
 
-RuntimeFactory = Callable[[Settings], Sequence[TranslationRuntime]]
+RuntimeFactory = Callable[[Settings], Sequence[ServedModel | TranslationRuntime]]
 
 
-def load_default_runtimes(settings: Settings) -> Sequence[TranslationRuntime]:
+def load_default_runtimes(settings: Settings) -> Sequence[ServedModel]:
     """One runtime per served directory, by the backend ``settings.backend`` names
     (service/runtime/factory.py imports its engine only then, so that the service and its tests
-    import without any); each in a child process of its own when ``settings.inference_process``."""
+    import without any); each in a child process of its own when ``settings.inference_process``;
+    each with its card (service/catalog.py), read first: a malformed card fails before any load."""
     if settings.backend != "torch" and not settings.export_dirs:
         raise ValueError(
             f"backend {settings.backend!r} serves exported models: set export_dirs "
             f"(e.g. PHRASAL_EXPORT_DIRS='[\"exports/en-de-{settings.backend}\"]', written by phrasal-export)"
         )
-    paths = settings.model_dirs if settings.backend == "torch" else settings.export_dirs
+    paths = settings.served_dirs
+    cards = [read_card(path, settings.model_domains) for path in paths]
     specs = [RuntimeSpec(settings.backend, path, settings.device, static_decoding=settings.static_decoding,
                          cpu_quantization=settings.cpu_quantization, cpu_kernels=settings.cpu_kernels) for path in paths]
     if not settings.inference_process:
-        return [load_runtime(spec) for spec in specs]
-    return load_process_runtimes([partial(load_runtime, spec) for spec in specs], process_options(settings))
+        runtimes = [load_runtime(spec) for spec in specs]
+    else:
+        runtimes = load_process_runtimes([partial(load_runtime, spec) for spec in specs], process_options(settings))
+    return [ServedModel(card, runtime) for card, runtime in zip(cards, runtimes)]
 
 
 def process_options(settings: Settings) -> ProcessOptions:
@@ -82,8 +87,8 @@ def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
 
 
 def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None) -> FastAPI:
-    """Build the app. ``runtime_factory(settings)`` returns one runtime per language pair; it
-    runs at startup, in a worker thread. Default: ``load_default_runtimes`` (the backend the
+    """Build the app. ``runtime_factory(settings)`` returns the models served (``ServedModel``s,
+    or bare runtimes, each then named after its pair); it runs at startup, in a worker thread. Default: ``load_default_runtimes`` (the backend the
     settings name)."""
     settings = settings if settings is not None else Settings()
     factory = runtime_factory if runtime_factory is not None else load_default_runtimes
@@ -112,7 +117,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     install_error_handlers(app)
     install_served_openapi(
         app,
-        lambda: [(r.source_lang, r.target_lang) for r in lifecycle.translator.runtimes] if lifecycle.translator else [],
+        lambda: [(m.key, m.name) for m in lifecycle.translator.models] if lifecycle.translator else [],
         settings.max_segments, settings.max_chars,
     )
     # add_middleware puts each one outside the ones before it: innermost first.

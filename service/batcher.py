@@ -160,11 +160,16 @@ class BatchLimits:
 
 
 class MicroBatcher:
-    def __init__(self, runtime: TranslationRuntime, limits: BatchLimits, metrics: Metrics | None = None) -> None:
+    def __init__(self, runtime: TranslationRuntime, limits: BatchLimits, metrics: Metrics | None = None,
+                 model: str | None = None) -> None:
+        """``model``: the served model's name (service/catalog.py), a metric label beside the pair;
+        None: the pair's name."""
         self.runtime = runtime
         self.limits = limits
         self.metrics = metrics
         self.pair = runtime.pair
+        self.model = model if model is not None else self.pair
+        self._labels = {"pair": self.pair, "model": self.model}
         self._pending: dict[DecodingOptions, list[_Item]] = {}  # per options, oldest first
         self._queued = 0
         self._seq = itertools.count()
@@ -178,9 +183,9 @@ class MicroBatcher:
 
     def start(self) -> None:
         """Start the workers; call from the event loop that will submit."""
-        self._threads = [_WorkerThread(f"phrasal-{self.pair}-{i}") for i in range(self.limits.workers)]
+        self._threads = [_WorkerThread(f"phrasal-{self.model}-{i}") for i in range(self.limits.workers)]
         self._workers = [
-            asyncio.create_task(self._work(thread), name=f"batcher-{self.pair}-{i}")
+            asyncio.create_task(self._work(thread), name=f"batcher-{self.model}-{i}")
             for i, thread in enumerate(self._threads)
         ]
 
@@ -223,7 +228,7 @@ class MicroBatcher:
             raise NotReady("the server is shutting down", retry_after=1)
         if self._queued + len(texts) > self.limits.max_queue:
             raise QueueFull(
-                f"server busy: {self._queued} texts queued for {self.pair} (limit {self.limits.max_queue}); retry later",
+                f"server busy: {self._queued} texts queued for {self.model} (limit {self.limits.max_queue}); retry later",
                 retry_after=self.limits.retry_after_s,
             )
         job = Job(texts, options, asyncio.get_running_loop())
@@ -256,7 +261,7 @@ class MicroBatcher:
     def _set_queued(self, value: int) -> None:
         self._queued = value
         if self.metrics is not None:
-            self.metrics.queue_depth.labels(pair=self.pair).set(value)
+            self.metrics.queue_depth.labels(**self._labels).set(value)
 
     # -- the worker side -------------------------------------------------------------------
 
@@ -334,7 +339,7 @@ class MicroBatcher:
         for item in items:
             item.job.started = True
             if self.metrics is not None:
-                self.metrics.queue_seconds.labels(pair=self.pair).observe(now - item.enqueued)
+                self.metrics.queue_seconds.labels(**self._labels).observe(now - item.enqueued)
         while True:
             items = [item for item in items if not item.job.done]  # dropped meanwhile
             if not items:
@@ -349,7 +354,7 @@ class MicroBatcher:
                     self.pair, len(items), f" ({exc})" if str(exc) else "",
                 )
                 if self.metrics is not None:
-                    self.metrics.cancelled_batches.labels(pair=self.pair).inc()
+                    self.metrics.cancelled_batches.labels(**self._labels).inc()
                 for item in items:
                     item.job.fail(TranslationFailed())  # a no-op: every job is done already
                 return
@@ -405,14 +410,14 @@ class MicroBatcher:
         metrics = self.metrics
         if metrics is None:
             return
-        pair = self.pair
+        labels = self._labels
         longest = max(item.tokens for item in items)
-        metrics.compute_seconds.labels(pair=pair, backend=self.runtime.backend).observe(seconds)
-        metrics.batch_size.labels(pair=pair).observe(len(items))
-        metrics.batch_tokens.labels(pair=pair).observe(longest * len(items))
-        metrics.segments.labels(pair=pair).inc(len(items))
-        metrics.source_tokens.labels(pair=pair).inc(sum(item.tokens for item in items))
-        metrics.generated_tokens.labels(pair=pair).inc(generated)
+        metrics.compute_seconds.labels(**labels, backend=self.runtime.backend).observe(seconds)
+        metrics.batch_size.labels(**labels).observe(len(items))
+        metrics.batch_tokens.labels(**labels).observe(longest * len(items))
+        metrics.segments.labels(**labels).inc(len(items))
+        metrics.source_tokens.labels(**labels).inc(sum(item.tokens for item in items))
+        metrics.generated_tokens.labels(**labels).inc(generated)
 
 
 class _ContractBroken(Exception):

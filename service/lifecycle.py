@@ -23,6 +23,7 @@ from typing import Literal
 
 import anyio.to_thread
 
+from service.catalog import ServedModel
 from service.errors import NotReady
 from service.metrics import Metrics
 from service.runtime.base import ModelLoadFailed, RuntimeProblem, TranslationRuntime, load_abandoned
@@ -34,7 +35,7 @@ log = logging.getLogger("service")
 Phase = Literal["loading", "warming", "ready", "failed", "draining", "stopped"]
 # What /health/ready reports: the lifecycle's phase, or a ready service's troubled runtime's.
 HealthPhase = Literal["loading", "warming", "ready", "stalled", "restarting", "failed", "draining", "stopped"]
-RuntimeFactory = Callable[[Settings], Sequence[TranslationRuntime]]
+RuntimeFactory = Callable[[Settings], Sequence[ServedModel | TranslationRuntime]]
 
 _REASONS: dict[str, str] = {
     "loading": "loading models",
@@ -46,7 +47,8 @@ _REASONS: dict[str, str] = {
 
 def close_all(runtimes: Sequence[object]) -> None:
     # Also called on a rejected runtime list, whose items may not be runtimes at all.
-    for runtime in runtimes:
+    for item in runtimes:
+        runtime = item.runtime if isinstance(item, ServedModel) else item
         close = getattr(runtime, "close", None)
         if not callable(close):
             continue
@@ -64,7 +66,7 @@ class Lifecycle:
         self.phase: Phase = "loading"
         self.failure: str | None = None
         self.translator: Translator | None = None
-        self._runtimes: list[TranslationRuntime] = []
+        self._runtimes: list[ServedModel | TranslationRuntime] = []
         self._loader: asyncio.Task[None] | None = None
         self._abandon_load = threading.Event()  # SIGTERM during the load
         metrics.ready.set_function(lambda: 1.0 if self.ready else 0.0)
@@ -136,7 +138,7 @@ class Lifecycle:
             translator = Translator(runtimes, settings, self.metrics)
             if settings.warmup:
                 # A SIGTERM during the load has set "draining": that stop stands (no warm-up).
-                for runtime in runtimes:
+                for runtime in translator.runtimes:
                     if self.phase not in ("loading", "warming"):
                         break
                     self.phase = "warming"
@@ -167,14 +169,15 @@ class Lifecycle:
             self._runtimes = []
             return
         translator.start()
-        for runtime in runtimes:
+        for model in translator.models:
+            runtime = model.runtime
             if runtime.memory_bytes() is not None:
-                self.metrics.watch_memory(runtime.pair, runtime.backend, runtime.memory_bytes)
+                self.metrics.watch_memory(model.pair, model.name, runtime.backend, runtime.memory_bytes)
             if runtime.restarts() is not None:
-                self.metrics.watch_restarts(runtime.pair, runtime.restarts)
+                self.metrics.watch_restarts(model.pair, model.name, runtime.restarts)
         self.translator = translator
         self.phase = "ready"
-        log.info("ready: serving %s", ", ".join(f"{r.pair} ({r.backend})" for r in translator.runtimes))
+        log.info("ready: serving %s", ", ".join(f"{m.pair} {m.name} ({m.runtime.backend})" for m in translator.models))
 
     def begin_drain(self) -> None:
         """SIGTERM: report not ready; uvicorn stops accepting connections and lets the requests

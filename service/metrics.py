@@ -2,7 +2,7 @@
 
 Each app owns its CollectorRegistry, so several apps in one process (tests, or two servers)
 never share or collide on metrics. Every label comes from a bounded set: route templates (not raw
-paths), status codes, language pairs and backends of the loaded runtimes, and the fixed
+paths), status codes, language pairs, names and backends of the loaded models, and the fixed
 rejection reasons below. Nothing a client sends becomes a label, and API keys never do.
 """
 
@@ -66,42 +66,42 @@ class Metrics:
         )
         self.queue_seconds = Histogram(
             "phrasal_queue_duration_seconds",
-            "Time a text waited for a worker (per text), by language pair.",
-            labelnames=("pair",),
+            "Time a text waited for a worker (per text), by language pair and model.",
+            labelnames=("pair", "model"),
             buckets=QUEUE_BUCKETS,
             registry=registry,
         )
         self.compute_seconds = Histogram(
             "phrasal_compute_duration_seconds",
-            "Time one batch spent in the runtime, by language pair and backend.",
-            labelnames=("pair", "backend"),
+            "Time one batch spent in the runtime, by language pair, model and backend.",
+            labelnames=("pair", "model", "backend"),
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
         self.batch_size = Histogram(
-            "phrasal_batch_size", "Texts per model call.", labelnames=("pair",), buckets=SIZE_BUCKETS, registry=registry
+            "phrasal_batch_size", "Texts per model call.", labelnames=("pair", "model"), buckets=SIZE_BUCKETS, registry=registry
         )
         self.batch_tokens = Histogram(
             "phrasal_batch_tokens",
             "Padded source tokens per model call (texts x longest text).",
-            labelnames=("pair",),
+            labelnames=("pair", "model"),
             buckets=TOKEN_BUCKETS,
             registry=registry,
         )
         self.segments = Counter(
-            "phrasal_translated_segments", "Texts translated by a model.", labelnames=("pair",), registry=registry
+            "phrasal_translated_segments", "Texts translated by a model.", labelnames=("pair", "model"), registry=registry
         )
         self.source_tokens = Counter(
-            "phrasal_source_tokens", "Source tokens read by a model.", labelnames=("pair",), registry=registry
+            "phrasal_source_tokens", "Source tokens read by a model.", labelnames=("pair", "model"), registry=registry
         )
         self.generated_tokens = Counter(
             "phrasal_generated_tokens",
             "Target tokens of the best hypotheses returned (what clients read).",
-            labelnames=("pair",),
+            labelnames=("pair", "model"),
             registry=registry,
         )
         self.queue_depth = Gauge(
-            "phrasal_queue_depth", "Texts waiting for a worker.", labelnames=("pair",), registry=registry
+            "phrasal_queue_depth", "Texts waiting for a worker.", labelnames=("pair", "model"), registry=registry
         )
         self.rejections = Counter(
             "phrasal_rejections", "Requests turned away, by reason.", labelnames=("reason",), registry=registry
@@ -111,7 +111,7 @@ class Metrics:
         self.cancelled_batches = Counter(
             "phrasal_cancelled_batches",
             "Model calls stopped before their end because no request waited for them any more.",
-            labelnames=("pair",),
+            labelnames=("pair", "model"),
             registry=registry,
         )
         self.ready = Gauge("phrasal_ready", "1 when /health/ready answers 200.", registry=registry)
@@ -120,7 +120,7 @@ class Metrics:
         self.device_memory = Gauge(
             "phrasal_device_memory_bytes",
             "Accelerator memory held by a runtime's device (CUDA only).",
-            labelnames=("pair", "backend"),
+            labelnames=("pair", "model", "backend"),
             registry=registry,
         )
 
@@ -137,31 +137,31 @@ class Metrics:
         self.rejected("bad_request")
         self.observe(route, status, seconds)
 
-    def watch_restarts(self, pair: str, read: Callable[[], int | None]) -> None:
-        """Export ``read()`` as the inference-process restart count of ``pair`` at every scrape."""
-        self._restarts.reads[pair] = read
+    def watch_restarts(self, pair: str, model: str, read: Callable[[], int | None]) -> None:
+        """Export ``read()`` as the inference-process restart count of ``model`` (serving ``pair``) at every scrape."""
+        self._restarts.reads[(pair, model)] = read
 
-    def watch_memory(self, pair: str, backend: str, read: Callable[[], int | None]) -> None:
+    def watch_memory(self, pair: str, model: str, backend: str, read: Callable[[], int | None]) -> None:
         """Export ``read()`` at every scrape; call only for a runtime whose ``read()`` is not None."""
-        self.device_memory.labels(pair=pair, backend=backend).set_function(lambda: float(read() or 0))
+        self.device_memory.labels(pair=pair, model=model, backend=backend).set_function(lambda: float(read() or 0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
 
 class _RestartCounter(Collector):
-    """``phrasal_inference_restarts_total{pair}``: a counter the runtimes keep themselves (a child
+    """``phrasal_inference_restarts_total{pair, model}``: a counter the runtimes keep themselves (a child
     process is restarted from a worker thread or a background retry), read at every scrape."""
 
     def __init__(self) -> None:
-        self.reads: dict[str, Callable[[], int | None]] = {}
+        self.reads: dict[tuple[str, str], Callable[[], int | None]] = {}
 
     def collect(self) -> Iterable[CounterMetricFamily]:
         family = CounterMetricFamily(
             "phrasal_inference_restarts",
             "Starts of an inference process after its first (after a crash, a watchdog kill, or a failed restart).",
-            labels=["pair"],
+            labels=["pair", "model"],
         )
-        for pair, read in sorted(self.reads.items()):
-            family.add_metric([pair], float(read() or 0))
+        for (pair, model), read in sorted(self.reads.items()):
+            family.add_metric([pair, model], float(read() or 0))
         yield family

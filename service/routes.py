@@ -23,12 +23,14 @@ from service.schemas import (
     ErrorResponse,
     HealthResponse,
     LiveResponse,
+    ModelOut,
+    ModelsResponse,
     TranslateRequest,
     TranslateResponse,
 )
 from service.http.glossaries import request_glossary
 from service.served import Served
-from service.translator import Translator
+from service.translator import Answer, Translator
 
 router = APIRouter()
 T = TypeVar("T")
@@ -112,15 +114,16 @@ async def translate(
     setattr(request.state, ONE_TEXT, isinstance(body.text, str))
     glossary = request_glossary(request, body.glossary)
     work = translator.translate_any(body.texts, body.source, body.target, body.decoding_options(translator.defaults),
-                                    body.format, body.do_not_translate, glossary, body.styles)
+                                    body.format, body.do_not_translate, glossary, body.styles, model=body.model)
     try:
-        source, detected, results = await unless_disconnected(request, work)
-        if _answer_cost(results, body.alignment) <= _RENDER_INLINE_COST:
-            return TranslateResponse.from_results(source, body.target, body.texts, results, detected)
+        answer = await unless_disconnected(request, work)
+        if _answer_cost(answer.results, body.alignment) <= _RENDER_INLINE_COST:
+            return TranslateResponse.from_results(answer.source, body.target, answer.model, body.texts,
+                                                  answer.results, answer.detected)
         # A large answer (64 texts x 16-best with phrase maps is 15 MB of JSON) is built in a
         # thread: on the event loop it would stall every other request and the health checks for
         # as long as it takes; beside a thread the loop still gets the GIL every few milliseconds.
-        payload = await anyio.to_thread.run_sync(_render, body, source, results, detected)
+        payload = await anyio.to_thread.run_sync(_render, body, answer)
     except asyncio.CancelledError:
         # uvicorn cancels what is still in flight when the drain timeout expires: say so (and
         # when to retry) instead of leaving the client a bare 500 or a cut connection.
@@ -136,9 +139,9 @@ async def align(
 ) -> AlignResponse:
     """Word alignments of translations the client already has: each forced through the model."""
     setattr(request.state, ONE_TEXT, isinstance(body.text, str))
-    work = translator.align(body.texts, body.translations, body.source, body.target, body.alignment_method)
-    method, alignments = await unless_disconnected(request, work)
-    return AlignResponse(source=body.source, target=body.target, alignment_method=method,
+    work = translator.align(body.texts, body.translations, body.source, body.target, body.alignment_method, body.model)
+    model, method, alignments = await unless_disconnected(request, work)
+    return AlignResponse(source=body.source, target=body.target, model=model, alignment_method=method,
                          alignments=[AlignmentOut.from_alignment(alignment, flags) for alignment, flags in alignments])
 
 
@@ -152,9 +155,10 @@ def _answer_cost(results: list[list[Served]], alignment: str) -> int:
     return chars if alignment == "none" else chars * 20
 
 
-def _render(body: TranslateRequest, source: str, results: list[list[Served]], detected) -> bytes:
+def _render(body: TranslateRequest, answer: Answer) -> bytes:
     """What FastAPI would send for the route's response_model (exclude_none), as bytes."""
-    response = TranslateResponse.from_results(source, body.target, body.texts, results, detected)
+    response = TranslateResponse.from_results(answer.source, body.target, answer.model, body.texts, answer.results,
+                                              answer.detected)
     return response.model_dump_json(exclude_none=True).encode()
 
 
@@ -165,6 +169,13 @@ def _health(lifecycle: Lifecycle) -> JSONResponse:
         return JSONResponse(content={"status": "ok", "phase": "ready", "pairs": translator.pairs})
     body = {"status": "unavailable", "phase": phase, "pairs": [], "reason": reason}
     return JSONResponse(status_code=503, content=body)
+
+
+@router.get("/models", response_model=ModelsResponse, responses={503: _ERRORS[503]})
+async def models(translator: Translator = Depends(get_translator)) -> ModelsResponse:
+    """The models served: per model its name (what a request's "model" names), pair, domain, measured
+    scores, whether it is its pair's default, and its kind."""
+    return ModelsResponse(models=[ModelOut.of(model, translator.is_default(model)) for model in translator.models])
 
 
 @router.get("/health/ready", response_model=HealthResponse, responses={503: {"model": HealthResponse}})

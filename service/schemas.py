@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from service.alignment_flags import AlignmentFlags
+from service.catalog import MODEL_NAME, ServedModel
 from service.glossary_schemas import GLOSSARY_RULES, EntryIn, TermReportOut
 from service.protection.placeholders import PLACEHOLDER_STYLES
 from service.protection.placement import Placed
@@ -73,6 +74,9 @@ ALIGNMENT_METHOD_HELP = (
     "model cannot give is a 422 listing those it can."
 )
 LanguageCode = Annotated[str, Field(min_length=1, max_length=16, pattern=LANGUAGE_CODE)]
+ModelName = Annotated[str, Field(min_length=1, max_length=64, pattern=MODEL_NAME.pattern)]
+MODEL_HELP = ("Which of the pair's models translates (GET /models lists them); omitted or null: the pair's "
+              "default. A name the pair is not served by is a 422 listing those it is.")
 
 
 def _normalised_code(value: Any) -> Any:
@@ -142,6 +146,7 @@ class TranslateRequest(BaseModel):
         description='Which placeholder styles are kept: "auto" (all), "off" (none; do_not_translate and glossary terms '
         "still apply), or a list of styles.",
     )
+    model: ModelName | None = Field(default=None, description=MODEL_HELP)
 
     @field_validator("text", mode="before")
     @classmethod
@@ -204,6 +209,7 @@ class AlignRequest(BaseModel):
     source: LanguageCode = Field(description='Source language code, e.g. "en".')
     target: LanguageCode = Field(description='Target language code, e.g. "de".')
     alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
+    model: ModelName | None = Field(default=None, description=MODEL_HELP)
 
     @field_validator("text", mode="before")
     @classmethod
@@ -390,9 +396,13 @@ class HypothesisOut(BaseModel):
         )
 
 
+MODEL_ANSWERED = "The model that answered: the request's, or the pair's default."
+
+
 class TranslateResponse(BaseModel):
     source: str = Field(description='The source language: the request\'s, or the one detected for "auto".')
     target: str
+    model: str = Field(description=MODEL_ANSWERED)
     detected: DetectedOut | None = Field(default=None, description='Present when source was "auto".')
     translations: list[list[HypothesisOut]] = Field(
         description="One n-best list per input text, in input order (a single text gives one list)."
@@ -400,11 +410,12 @@ class TranslateResponse(BaseModel):
 
     @classmethod
     def from_results(
-        cls, source: str, target: str, texts: list[str], results: list[list[Served]], detected=None
+        cls, source: str, target: str, model: str, texts: list[str], results: list[list[Served]], detected=None
     ) -> TranslateResponse:
         return cls(
             source=source,
             target=target,
+            model=model,
             detected=DetectedOut(language=detected.language, confidence=round(detected.confidence, 6)) if detected else None,
             translations=[[HypothesisOut.from_served(s, text) for s in nbest] for text, nbest in zip(texts, results)],
         )
@@ -413,8 +424,35 @@ class TranslateResponse(BaseModel):
 class AlignResponse(BaseModel):
     source: str
     target: str
+    model: str = Field(description=MODEL_ANSWERED)
     alignment_method: AlignmentMethod = Field(description="The method used: the request's, or the server default's.")
     alignments: list[AlignmentOut] = Field(description="One per (text, translation) pair, in order.")
+
+
+class ModelOut(BaseModel):
+    name: str = Field(description='What a request\'s "model" names: the model directory\'s name.')
+    pair: str = Field(description='The language pair it serves, e.g. "en-de".')
+    source: str
+    target: str
+    domain: str = Field(description='The text it was made for, e.g. "captions", "software"; "general" when unstated.')
+    scores: dict[str, dict[str, float | None]] | None = Field(
+        description="Measured scores per test set and metric (e.g. test_2016_flickr: bleu), from the model directory's "
+        "model_card.json; null when none was measured."
+    )
+    default: bool = Field(description="Whether it answers its pair when a request names no model.")
+    kind: str | None = Field(description='Its family from its config: the attention kinds it uses ("vanilla" when '
+                             'plain) and "+align" for a supervised alignment head; null when unknown.')
+    backend: str = Field(description='The engine that runs it, e.g. "torch", "onnx".')
+
+    @classmethod
+    def of(cls, model: ServedModel, default: bool) -> ModelOut:
+        card, runtime = model.card, model.runtime
+        return cls(name=card.name, pair=runtime.pair, source=runtime.source_lang, target=runtime.target_lang,
+                   domain=card.domain, scores=card.scores, default=default, kind=card.kind, backend=runtime.backend)
+
+
+class ModelsResponse(BaseModel):
+    models: list[ModelOut] = Field(description="Every served model, in the order the settings list them.")
 
 
 class HealthResponse(BaseModel):

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.catalog import MODEL_NAME
 from service.runtime.base import AlignmentMethod, DecodingOptions, ct2_problem
 
 # The request schema's hard bound on beam_size; the default below must respect it.
@@ -20,6 +21,7 @@ MAX_BEAM_SIZE = 16
 # API key names become log fields and metric labels: short and plain.
 _KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_API_KEY_CHARS = 16
+_PAIR = re.compile(r"^[a-z0-9_]+(-[a-z0-9_]+)*-[a-z0-9_]+$")
 # The decoding defaults of every entry point (model/decoding/defaults.py).
 _DECODING = DecodingOptions()
 
@@ -38,8 +40,14 @@ class Settings(BaseSettings):
     model_dirs: list[Path] = Field(
         default_factory=lambda: [Path("models/en-de-align2"), Path("models/de-en-align")],
         min_length=1,
-        description="One model directory per language pair served.",
+        description="The model directories served: one or more per language pair; a model's name is its directory's name.",
     )
+    # The model that answers a pair when a request names none, by pair ("en-de": a model's name);
+    # a pair left out is answered by its first model in model_dirs (export_dirs).
+    default_models: dict[str, str] = Field(default_factory=dict)
+    # A model's domain where its directory's model_card.json states none, by model name
+    # (service/catalog.py); neither: "general".
+    model_domains: dict[str, str] = Field(default_factory=dict)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     # Static-state decoding (model/decoding/static_decoding.py; with CUDA graphs on CUDA) or the
     # eager search, for backend "torch". "auto": the one measured fastest for the device
@@ -166,6 +174,38 @@ class Settings(BaseSettings):
             if path in seen:
                 raise ValueError(f"model_dirs lists {path} twice")
             seen.add(path)
+        return self
+
+    @property
+    def served_dirs(self) -> list[Path]:
+        """The directories served: model_dirs for backend torch, export_dirs for the others."""
+        return self.model_dirs if self.backend == "torch" else self.export_dirs
+
+    @model_validator(mode="after")
+    def _named_models(self) -> Settings:
+        # Checked here, before any model loads, so that a typo stops `python -m service` with one
+        # line; whether a default serves its pair needs the manifests (service/catalog.py).
+        field = "model_dirs" if self.backend == "torch" else "export_dirs"
+        names: dict[str, Path] = {}
+        problems = []
+        for path in self.served_dirs:
+            if not MODEL_NAME.match(path.name):
+                problems.append(f"{field}: the model name {path.name!r} (the directory's name) must match {MODEL_NAME.pattern}")
+            elif path.name in names:
+                problems.append(f"{field}: two models are named {path.name!r} ({names[path.name]} and {path}); "
+                                "a model's name is its directory's name")
+            names.setdefault(path.name, path)
+        listed = ", ".join(names) or "none"
+        for pair, name in self.default_models.items():
+            if not _PAIR.match(pair):
+                problems.append(f"default_models: {pair!r} is not a language pair like 'en-de'")
+            if name not in names:
+                problems.append(f"default_models: {pair} names {name!r}, which is not served ({field}: {listed})")
+        for name in self.model_domains:
+            if name not in names:
+                problems.append(f"model_domains: {name!r} is not served ({field}: {listed})")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")

@@ -1,7 +1,8 @@
-"""What a translate request means, apart from HTTP: pick the runtime for the pair, apply the
-server's limits, take out what must not be translated (service/protected_translation.py), answer
-texts with nothing visible directly, queue the rest on that pair's ``MicroBatcher``, wait for them
-within the request's deadline, and put back what was taken out.
+"""What a translate request means, apart from HTTP: pick the model for the pair (the one the
+request names, else the pair's default: service/catalog.py), apply the server's limits, take out
+what must not be translated (service/protected_translation.py), answer texts with nothing visible
+directly, queue the rest on that model's ``MicroBatcher``, wait for them within the request's
+deadline, and put back what was taken out.
 
 Runtimes are synchronous (torch and friends release the GIL in their kernels); they run in the
 batchers' worker threads and never block the event loop.
@@ -14,11 +15,13 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import anyio.to_thread
 
 from service.alignment_flags import AlignmentFlags, alignment_flags
 from service.batcher import BatchLimits, MicroBatcher, TextRefused
+from service.catalog import ServedModel, as_served_model, default_models
 from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
 from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
@@ -48,16 +51,27 @@ log = logging.getLogger("service")
 _COUNT_INLINE_CHARS = 8192
 
 
+class Answer(NamedTuple):
+    """What ``translate_any`` answers: the source language used, its detection (None unless
+    "auto"), the name of the model that translated, and one n-best list per text."""
+
+    source: str
+    detected: Detection | None
+    model: str
+    results: list[list[Served]]
+
+
 class Translator:
-    def __init__(self, runtimes: Sequence[TranslationRuntime], settings: Settings, metrics: Metrics | None = None) -> None:
-        if not runtimes:
+    def __init__(self, models: Sequence[ServedModel | TranslationRuntime], settings: Settings,
+                 metrics: Metrics | None = None) -> None:
+        """``models``: what is served, several per pair if need be; a bare runtime is a model named
+        after its pair (service/catalog.py ``as_served_model``)."""
+        if not models:
             raise ValueError("no runtime loaded: nothing to serve")
-        by_pair: dict[tuple[str, str], TranslationRuntime] = {}
-        for runtime in runtimes:
-            if not isinstance(runtime, TranslationRuntime):
-                raise TypeError(
-                    f"{type(runtime).__name__} is not a service.runtime.base.TranslationRuntime"
-                )
+        by_name: dict[str, ServedModel] = {}
+        for item in models:
+            model = as_served_model(item, settings.model_domains)
+            runtime = model.runtime
             for side, code in (("source", runtime.source_lang), ("target", runtime.target_lang)):
                 # Requests name codes in this form (service/schemas.py): another form is a pair
                 # that would be reported ready and that no request could reach.
@@ -70,11 +84,11 @@ class Translator:
                         f"the {runtime.backend} runtime for {runtime.pair!r}: {side} language {code!r} must be "
                         f"written {normal!r}"
                     )
-            key = (runtime.source_lang, runtime.target_lang)
-            if key in by_pair:
-                raise ValueError(f"two runtimes serve {runtime.pair}")
-            by_pair[key] = runtime
-        self._runtimes = by_pair
+            if model.name in by_name:
+                raise ValueError(f"two models are named {model.name!r}")
+            by_name[model.name] = model
+        self._models = by_name
+        self._defaults = default_models(list(by_name.values()), settings.default_models)
         self._settings = settings
         limits = BatchLimits(
             max_sentences=settings.max_batch_sentences,
@@ -84,7 +98,7 @@ class Translator:
             workers=settings.worker_threads,
             retry_after_s=settings.retry_after_s,
         )
-        self._batchers = {key: MicroBatcher(runtime, limits, metrics) for key, runtime in by_pair.items()}
+        self._batchers = {name: MicroBatcher(model.runtime, limits, metrics, model=name) for name, model in by_name.items()}
         # Forced alignments (/align) do not go through the batchers; this bounds how many run at
         # once, as the batchers' workers bound the searches, so that a flood of them queues here
         # (and times out as a 503) instead of taking every thread beside the searches.
@@ -102,11 +116,19 @@ class Translator:
 
     @property
     def runtimes(self) -> list[TranslationRuntime]:
-        return list(self._runtimes.values())
+        return [model.runtime for model in self._models.values()]
+
+    @property
+    def models(self) -> list[ServedModel]:
+        """Every served model, in the order served."""
+        return list(self._models.values())
+
+    def is_default(self, model: ServedModel) -> bool:
+        return self._defaults[model.key] is model
 
     @property
     def pairs(self) -> list[str]:
-        return sorted(runtime.pair for runtime in self._runtimes.values())
+        return sorted({model.pair for model in self._models.values()})
 
     @property
     def queued(self) -> int:
@@ -116,7 +138,7 @@ class Translator:
     def detector(self) -> LanguageDetector:
         """Source-language detection among the served source languages (built on first use)."""
         if self._detector is None:
-            self._detector = LanguageDetector(sorted({runtime.source_lang for runtime in self._runtimes.values()}))
+            self._detector = LanguageDetector(sorted({source for source, _ in self._defaults}))
         return self._detector
 
     def detect(self, text: str) -> list[Detection]:
@@ -136,11 +158,27 @@ class Translator:
                                "language; choose another target", kind="source_is_target")
         return detection.language, detection
 
-    def runtime_for(self, source: str, target: str) -> TranslationRuntime:
-        runtime = self._runtimes.get((source, target))
-        if runtime is None:
+    def model_for(self, source: str, target: str, name: str | None = None) -> ServedModel:
+        """The model named ``name`` (None: the pair's default); a RequestError naming "model"
+        when no model of that name serves the pair."""
+        default = self._defaults.get((source, target))
+        if default is None:
             raise UnsupportedPair(source, target, self.pairs)
-        return runtime
+        if name is None:
+            return default
+        model = self._models.get(name)
+        if model is not None and model.key == (source, target):
+            return model
+        offered = ", ".join(m.name + (" (default)" if m is default else "") for m in self._models.values()
+                            if m.key == default.key)
+        if model is None:
+            raise RequestError("model", f"no model named {name!r} is served; {default.pair} is served by: {offered}",
+                               kind="unknown_model")
+        raise RequestError("model", f"{name!r} serves {model.pair}, not {default.pair}; {default.pair} is served by: "
+                           f"{offered}", kind="model_of_another_pair")
+
+    def runtime_for(self, source: str, target: str) -> TranslationRuntime:
+        return self.model_for(source, target).runtime
 
     @property
     def defaults(self) -> DecodingOptions:
@@ -181,32 +219,36 @@ class Translator:
         terms: Sequence[str] = (),
         glossary: Sequence[GlossaryEntry] = (),
         styles: Sequence[str] = PLACEHOLDER_STYLES,
+        model: str | None = None,
     ) -> list[list[Served]]:
         """One n-best list per text, in order. ``options``: the server's ``defaults`` unless
         given; an alignment_method of None is the server's choice (``alignment_method``).
         ``fmt``, ``terms``, ``glossary`` and ``styles``: how to read the texts, what to keep
         untranslated, which translations to require, which placeholder styles to keep
-        (service/protection, service/glossary.py). Raises ``RequestError``, ``QueueFull`` /
+        (service/protection, service/glossary.py); ``model``: which of the pair's models
+        translates (None: its default). Raises ``RequestError``, ``QueueFull`` /
         ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
         prepared = prepare_texts(texts, fmt, terms, glossary, styles)
-        runtime = self.runtime_for(source, target)
+        chosen = self.model_for(source, target, model)
         asked = options.alignment
         options = replace(options, alignment=alignment_needed(prepared, asked))
-        translations = await self._translate(runtime, [p.model_text for p in prepared], options)
+        translations = await self._translate(chosen, [p.model_text for p in prepared], options)
         return serve(prepared, translations, asked)
 
-    async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest, **options
-                            ) -> tuple[str, Detection | None, list[list[Served]]]:
+    async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest,
+                            model: str | None = None, **options) -> Answer:
         """``translate`` (the same arguments) from ``source`` or, for "auto", from the served language
-        detected in the texts: the source used, the detection (None unless "auto") and the n-best
-        lists."""
+        detected in the texts."""
         source, detected = self.resolve_source(texts, source, target)
-        return source, detected, await self.translate(texts, source, target, *rest, **options)
+        results = await self.translate(texts, source, target, *rest, model=model, **options)
+        # After translate: its checks of the pair and the name have passed.
+        return Answer(source, detected, self.model_for(source, target, model).name, results)
 
-    async def _translate(self, runtime: TranslationRuntime, texts: list[str],
+    async def _translate(self, model: ServedModel, texts: list[str],
                          options: DecodingOptions) -> list[list[Translation]]:
+        runtime = model.runtime
         deadline = time.perf_counter() + self._settings.request_timeout_s
         method = self.alignment_method(runtime, options.alignment_method)
         reverse = None
@@ -233,15 +275,16 @@ class Translator:
             tokens = await self._count(runtime, batch)
             self._check_tokens(tokens, todo)
             self._check_cost(tokens, options)
-            for index, nbest in zip(todo, await self._queue(runtime, batch, tokens, options, deadline, todo)):
+            for index, nbest in zip(todo, await self._queue(model, batch, tokens, options, deadline, todo)):
                 results[index] = nbest
         if reverse is not None:
             results = await self._symmetrised(reverse, texts, results)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def _served_reverse(self, runtime: TranslationRuntime) -> TranslationRuntime | None:
-        """The runtime of the other direction of `runtime`'s pair, or None when it is not served."""
-        return self._runtimes.get((runtime.target_lang, runtime.source_lang))
+        """The runtime of the other direction's default model, or None when that pair is not served."""
+        reverse = self._defaults.get((runtime.target_lang, runtime.source_lang))
+        return reverse.runtime if reverse is not None else None
 
     def _reverse_runtime(self, runtime: TranslationRuntime) -> TranslationRuntime:
         """The runtime of the other direction, for "bidirectional"; a 422 naming the field when not served."""
@@ -277,12 +320,15 @@ class Translator:
         source: str,
         target: str,
         alignment_method: AlignmentMethod | None = None,
-    ) -> tuple[str, list[tuple[TokenAlignment, AlignmentFlags]]]:
+        model: str | None = None,
+    ) -> tuple[str, str, list[tuple[TokenAlignment, AlignmentFlags]]]:
         """Word alignments of given translations (a reference, a post-edit, another system's
-        output): each translation forced through the model, no search. Returns the method used and
-        one alignment per pair, with its flags. Raises ``RequestError`` for the limits, the pair or
-        a method the model cannot give."""
-        runtime = self.runtime_for(source, target)
+        output): each translation forced through the model (``model``, else the pair's default), no
+        search. Returns the model's name, the method used and one alignment per pair, with its
+        flags. Raises ``RequestError`` for the limits, the pair, the model or a method the model
+        cannot give."""
+        chosen = self.model_for(source, target, model)
+        runtime = chosen.runtime
         self.check_limits(texts)
         self.check_limits(translations, "translation")
         method = self.alignment_method(runtime, alignment_method)
@@ -291,11 +337,11 @@ class Translator:
         options = DecodingOptions(beam_size=1, n_best=1, alignment="token", alignment_method=forward_method)
         _check_options(runtime, options)
         tokens = 0
-        for model in (runtime,) if reverse is None else (runtime, reverse):
+        for aligner in (runtime,) if reverse is None else (runtime, reverse):
             for field, side in (("text", texts), ("translation", translations)):
-                counts = await self._count(model, list(side))
-                self._check_tokens(counts, list(range(len(side))), self._forced_token_limit(model), field)
-                tokens += sum(counts) if model is runtime else 0
+                counts = await self._count(aligner, list(side))
+                self._check_tokens(counts, list(range(len(side))), self._forced_token_limit(aligner), field)
+                tokens += sum(counts) if aligner is runtime else 0
         # A forced pass costs what a search of beam 1 over both sides would.
         self._check_cost([tokens], options)
         pairs = list(zip(texts, translations))
@@ -315,7 +361,7 @@ class Translator:
             raise _unsupported(exc) from exc
         finally:
             self._forced_slots.release()
-        return method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
+        return chosen.name, method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
 
     def _forced_token_limit(self, runtime: TranslationRuntime) -> int | None:
         """Tokens a side of a forced pair may have: the server's max_source_tokens and what the
@@ -363,14 +409,14 @@ class Translator:
 
     async def _queue(
         self,
-        runtime: TranslationRuntime,
+        model: ServedModel,
         batch: list[str],
         tokens: list[int],
         options: DecodingOptions,
         deadline: float,
         todo: list[int],
     ) -> list[list[Translation]]:
-        batcher = self._batchers[(runtime.source_lang, runtime.target_lang)]
+        batcher = self._batchers[model.name]
         job = batcher.submit(batch, tokens, options)  # QueueFull at once when there is no room
         try:
             # shield: a timeout must not cancel the job's future before drop() looks at it.

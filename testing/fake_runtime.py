@@ -24,6 +24,7 @@ from pathlib import Path
 
 from model.alignments.word_alignment import WORD_BOUNDARY, token_alignment
 from model.alignments.phrase_pairs import PhraseMap, extracted_phrase_pairs
+from service.catalog import ServedModel, read_card
 from service.runtime.base import (
     BatchCancelled,
     DecodingOptions,
@@ -205,7 +206,9 @@ def pair_of(path: Path) -> tuple[str, str]:
     return source or "en", rest.partition("-")[0] or "de"
 
 
-def fake_runtimes(settings, **options) -> list[FakeRuntime]:
-    """A runtime factory for ``create_app``: one FakeRuntime per ``settings.model_dirs`` entry,
-    its pair read from the directory's name, no model read."""
-    return [FakeRuntime(*pair_of(path), **options) for path in settings.model_dirs]
+def fake_runtimes(settings, **options) -> list[ServedModel]:
+    """A runtime factory for ``create_app``: one FakeRuntime per ``settings.model_dirs`` entry, its
+    pair read from the directory's name, served under that name with the directory's card (a
+    model_card.json there, the model_domains setting), no model read."""
+    return [ServedModel(read_card(path, settings.model_domains), FakeRuntime(*pair_of(path), **options))
+            for path in settings.model_dirs]

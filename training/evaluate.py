@@ -3,6 +3,7 @@
     python -m training.evaluate --model-dir models/en-de --split test_2016_flickr --beam 5
     python -m training.evaluate --model-dir models/en-de --src in.en --ref in.de --out hyps.de --json
     python -m training.evaluate --model-dir models/en-de --src in.en            # hypotheses to stdout
+    python -m training.evaluate --model-dir models/en-de --split test_2016_flickr --record test_2016_flickr
 
 The length penalty (α and its form, model/decoding/length_penalty.py) is the one the model's recipe names
 (`decode_length_penalty`, `decode_length_penalty_form` in the manifest's training recipe), else
@@ -13,6 +14,9 @@ lowercased (sacreBLEU lowercase=True, the convention of the published Multi30k a
 and placeholders kept: of the source sentences holding printf, {name} or ${VAR} placeholders, the
 percentage whose translation holds the same multiset (training/corpus/clean.py `placeholders`;
 the raw model's output, without the service's protection), null when no source has one.
+
+--record NAME merges the scores into the model directory's model_card.json under scores.NAME:
+what the service lists for the model (GET /models, service/catalog.py).
 """
 from __future__ import annotations
 
@@ -49,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--out", type=Path, help="write the hypotheses here, one a line")
     p.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    p.add_argument("--record", metavar="NAME",
+                   help="merge the scores into MODEL_DIR/model_card.json as test set NAME (what the service lists)")
     return p
 
 
@@ -97,6 +103,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--length-penalty must be >= 0, got {args.length_penalty}")
     if args.ref is not None and args.src is None:
         raise UsageError("--ref needs --src")
+    if args.record is not None and args.split is None and args.ref is None:
+        raise UsageError("--record needs references: --split, or --src with --ref")
+    if args.record is not None and args.limit is not None:
+        raise UsageError("--record keeps a whole test set's scores: leave --limit out")
 
     import torch
 
@@ -136,6 +146,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     if refs is not None:
         report.update(score(hyps, refs))
     report["placeholders"] = placeholder_survival(src, hyps)
+    if args.record is not None:
+        from service.catalog import record_scores
+
+        record_scores(args.model_dir, args.record, {key: report[key]["score"] for key in (*LABELS, "placeholders")})
     if args.json:
         print(json.dumps(report, indent=2))
     elif refs is not None:

@@ -1,5 +1,5 @@
 """The OpenAPI schema with the rules that depend on what this server serves: the language pairs
-(known once the models have loaded) and the text limits of its settings, so that a request the
+and the names of the models of each (known once the models have loaded) and the text limits of its settings, so that a request the
 schema allows is one the server can take (other than the token limits, which need the
 tokenizer, and what the server is busy with).
 """
@@ -16,11 +16,17 @@ _TEXT_FIELDS = {"TranslateRequest": ("text",), "AlignRequest": ("text", "transla
 
 
 Pair = tuple[str, str]  # (source, target) language codes
+Model = tuple[Pair, str]  # a served model: its pair and its name
 
 
-def with_served_rules(schema: dict[str, Any], pairs: Sequence[Pair], max_segments: int, max_chars: int) -> dict[str, Any]:
-    """A copy of ``schema`` whose request bodies allow only the ``pairs`` served (none listed
-    while nothing is loaded) and at most ``max_segments`` texts of ``max_chars`` characters."""
+def with_served_rules(schema: dict[str, Any], models: Sequence[Model], max_segments: int, max_chars: int) -> dict[str, Any]:
+    """A copy of ``schema`` whose request bodies allow only the pairs of the ``models`` served
+    (none listed while nothing is loaded), for each pair only its models' names in "model", and at
+    most ``max_segments`` texts of ``max_chars`` characters."""
+    names: dict[Pair, list[str]] = {}
+    for pair, name in models:
+        names.setdefault(pair, []).append(name)
+    pairs = list(names)
     schema = copy.deepcopy(schema)
     bodies = schema.get("components", {}).get("schemas", {})
     for name, fields in _TEXT_FIELDS.items():
@@ -35,21 +41,24 @@ def with_served_rules(schema: dict[str, Any], pairs: Sequence[Pair], max_segment
                     shape["maxItems"] = max_segments
                     shape["items"]["maxLength"] = max_chars
         if pairs:
-            served = [{"properties": {"source": {"const": source}, "target": {"const": target}}}
+            # "model" absent or null: the pair's default; else one of the pair's models.
+            served = [{"properties": {"source": {"const": source}, "target": {"const": target},
+                                      "model": {"anyOf": [{"enum": names[(source, target)]}, {"type": "null"}]}}}
                       for source, target in pairs]
             body.setdefault("allOf", []).append({"anyOf": served})
-            body["description"] = (body.get("description", "") + f"\n\nServed pairs: {', '.join(f'{s}-{t}' for s, t in pairs)}.").strip()
+            listed = "; ".join(f"{s}-{t} (models: {', '.join(names[(s, t)])})" for s, t in pairs)
+            body["description"] = (body.get("description", "") + f"\n\nServed pairs: {listed}.").strip()
     return schema
 
 
-def install_served_openapi(app: FastAPI, pairs: Callable[[], Sequence[Pair]], max_segments: int, max_chars: int) -> None:
-    """Serve /openapi.json with the served rules (``pairs()`` is asked at each request: the
+def install_served_openapi(app: FastAPI, models: Callable[[], Sequence[Model]], max_segments: int, max_chars: int) -> None:
+    """Serve /openapi.json with the served rules (``models()`` is asked at each request: the
     models load after the server starts)."""
     base = app.openapi
-    cache: dict[tuple[Pair, ...], dict[str, Any]] = {}
+    cache: dict[tuple[Model, ...], dict[str, Any]] = {}
 
     def openapi() -> dict[str, Any]:
-        key = tuple(pairs())
+        key = tuple(models())
         if key not in cache:
             cache.clear()
             cache[key] = with_served_rules(base(), key, max_segments, max_chars)

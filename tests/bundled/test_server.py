@@ -126,15 +126,15 @@ def test_metrics_count_one_request_exactly(server):
     case = EXPECTED["cases"][0]  # two texts, one request
     texts = case["request"]["text"]
     tokenizer = Tokenizer(MODEL_DIR / "spm.model")
-    pair, backend = ("pair", "en-de"), ("backend", "torch")
+    pair, model, backend = ("pair", "en-de"), ("model", MODEL_DIR.name), ("backend", "torch")
     counters = {
         ("phrasal_request_duration_seconds_count", frozenset({("route", "/translate"), ("status", "200")})): 1,
-        ("phrasal_translated_segments_total", frozenset({pair})): len(texts),
-        ("phrasal_source_tokens_total", frozenset({pair})): sum(map(len, tokenizer.encode_batch(texts))),
-        ("phrasal_generated_tokens_total", frozenset({pair})):
+        ("phrasal_translated_segments_total", frozenset({pair, model})): len(texts),
+        ("phrasal_source_tokens_total", frozenset({pair, model})): sum(map(len, tokenizer.encode_batch(texts))),
+        ("phrasal_generated_tokens_total", frozenset({pair, model})):
             sum(len(ids) for ids in tokenizer.encode_batch([nbest[0]["text"] for nbest in case["translations"]])),
         # One batch (both texts of the request), computed by the torch backend, not a fake.
-        ("phrasal_compute_duration_seconds_count", frozenset({pair, backend})): 1,
+        ("phrasal_compute_duration_seconds_count", frozenset({pair, model, backend})): 1,
         ("phrasal_rejections_total", frozenset({("reason", "invalid_request")})): 0,
     }
     before = scrape(server.port)

@@ -43,7 +43,7 @@ def test_warmup_can_be_switched_off(runtime):
 @pytest.mark.parametrize(
     ("runtimes", "reason"),
     [
-        ([FakeRuntime("en", "de"), FakeRuntime("en", "de")], "ValueError: two runtimes serve en-de"),
+        ([FakeRuntime("en", "de"), FakeRuntime("en", "de")], "ValueError: two models are named 'en-de'"),
         ([], "ValueError: no runtime loaded: nothing to serve"),
         ([object()], "TypeError: object is not a service.runtime.base.TranslationRuntime"),
     ],

@@ -52,7 +52,7 @@ def test_a_batch_nobody_waits_for_is_stopped_and_the_next_one_runs():
         )
         wait_until(lambda: runtime.cancelled == 1, timeout=30, what="the batch to stop")
         text = client.get("/metrics").text
-        assert 'phrasal_cancelled_batches_total{pair="en-de"} 1.0' in text
+        assert 'phrasal_cancelled_batches_total{model="en-de",pair="en-de"} 1.0' in text
 
 
 def test_real_server_refuses_an_over_budget_request_and_stops_an_abandoned_batch():
@@ -71,7 +71,7 @@ def test_real_server_refuses_an_over_budget_request_and_stops_an_abandoned_batch
 
         def cancelled() -> bool:
             metrics = request(server.port, "GET", "/metrics")[1]
-            return 'phrasal_cancelled_batches_total{pair="en-de"} 1.0' in metrics
+            return 'phrasal_cancelled_batches_total{model="en-de-align2",pair="en-de"} 1.0' in metrics
 
         wait_until(cancelled, timeout=30, what="the abandoned batch to stop")
         server.process.send_signal(signal.SIGTERM)

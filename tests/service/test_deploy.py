@@ -159,11 +159,11 @@ def exported_sample_names() -> set[str]:
     metrics.observe("/translate", 200, 0.1)
     metrics.in_flight.labels(route="/translate")
     for histogram in (metrics.queue_seconds, metrics.batch_size, metrics.batch_tokens):
-        histogram.labels(pair="en-de").observe(1)
-    metrics.compute_seconds.labels(pair="en-de", backend="torch").observe(1)
+        histogram.labels(pair="en-de", model="en-de").observe(1)
+    metrics.compute_seconds.labels(pair="en-de", model="en-de", backend="torch").observe(1)
     for family in (metrics.segments, metrics.source_tokens, metrics.generated_tokens, metrics.queue_depth):
-        family.labels(pair="en-de")
-    metrics.device_memory.labels(pair="en-de", backend="torch").set(1)
+        family.labels(pair="en-de", model="en-de")
+    metrics.device_memory.labels(pair="en-de", model="en-de", backend="torch").set(1)
     return {sample.name for family in metrics.registry.collect() for sample in family.samples}
 
 

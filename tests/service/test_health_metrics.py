@@ -115,7 +115,9 @@ def test_metrics_exposition_matches_the_requests_made(settings):
                         ("/health/ready", "200"): 1}
     # Model work: 3 texts in the model (the empty one never went), in batches of what arrived.
     calls = len(runtime.calls)
-    assert value(fams, "phrasal_translated_segments", "phrasal_translated_segments_total", pair="en-de") == 3
+    # The bare runtime is a model named after its pair.
+    assert value(fams, "phrasal_translated_segments", "phrasal_translated_segments_total", pair="en-de",
+                 model="en-de") == 3
     assert value(fams, "phrasal_source_tokens", "phrasal_source_tokens_total", pair="en-de") == 5 + 2 + 4
     # Best hypotheses: "WORLD BIG HELLO" (5 pieces), "B A" (2), "THREE TWO ONE" (4).
     assert value(fams, "phrasal_generated_tokens", "phrasal_generated_tokens_total", pair="en-de") == 5 + 2 + 4
@@ -137,7 +139,7 @@ def test_metrics_exposition_matches_the_requests_made(settings):
     assert sum(rejections.values()) == 2
     # Labels only from bounded sets.
     names = {name for fam in fams.values() for s in fam.samples for name in s.labels}
-    assert names <= {"route", "status", "pair", "backend", "reason", "le"}
+    assert names <= {"route", "status", "pair", "model", "backend", "reason", "le"}
 
 
 def test_no_device_memory_series_on_cpu(client):

@@ -49,7 +49,7 @@ def health(server: Server) -> tuple[int, dict]:
 def restarts(server: Server) -> float:
     _, text = request(server.port, "GET", "/metrics")
     for line in text.splitlines():
-        if line.startswith('phrasal_inference_restarts_total{pair="en-de"}'):
+        if line.startswith('phrasal_inference_restarts_total{model="en-de",pair="en-de"}'):
             return float(line.split()[-1])
     raise AssertionError("no phrasal_inference_restarts_total for en-de")
 

@@ -1,5 +1,5 @@
 """The OpenAPI schema states the rules the server enforces on a request body (n_best <=
-beam_size, the served pairs, the number and length of texts), so that a body is schema-valid
+beam_size, the served pairs and each pair's models, the number and length of texts), so that a body is schema-valid
 exactly when the server takes it: each body below is checked against the served schema and sent.
 """
 from __future__ import annotations
@@ -9,13 +9,15 @@ import pytest
 jsonschema_rs = pytest.importorskip("jsonschema_rs")  # schemathesis' validator
 
 from service.app import create_app  # noqa: E402
+from service.catalog import ModelCard, ServedModel  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from testing.fake_runtime import FakeRuntime  # noqa: E402
 from tests.service.support import serving  # noqa: E402
 
 BASE = {"text": "a b", "source": "en", "target": "de"}
 # (body, whether the server takes it), by hand from the rules: max_segments=3, max_chars=10,
-# pairs en-de and de-en, beam_size in 1..16, n_best <= beam_size (an omitted beam widens to it).
+# pairs en-de (models en-de-captions, the default, and en-de-software) and de-en (one model, named
+# after its pair), beam_size in 1..16, n_best <= beam_size (an omitted beam widens to it).
 BODIES = [
     ({}, True),
     ({"beam_size": 3, "n_best": 3}, True),
@@ -32,13 +34,24 @@ BODIES = [
     ({"text": "x" * 10}, True),
     ({"text": "x" * 11}, False),
     ({"text": ["ok", "x" * 11]}, False),
+    ({"model": "en-de-software"}, True),
+    ({"model": "en-de-captions"}, True),
+    ({"model": None}, True),
+    ({"model": "en-de-legal"}, False),
+    ({"model": "de-en"}, False),
+    ({"model": "en de"}, False),
+    ({"source": "de", "target": "en", "model": "de-en"}, True),
+    ({"source": "de", "target": "en", "model": "en-de-software"}, False),
 ]
 
 
 @pytest.fixture(scope="module")
 def client():
     settings = Settings(max_segments=3, max_chars=10, warmup=False)
-    app = create_app(settings, runtime_factory=lambda s: [FakeRuntime("en", "de"), FakeRuntime("de", "en")])
+    models = [ServedModel(ModelCard("en-de-captions"), FakeRuntime("en", "de")),
+              ServedModel(ModelCard("en-de-software", domain="software"), FakeRuntime("en", "de")),
+              FakeRuntime("de", "en")]
+    app = create_app(settings, runtime_factory=lambda s: models)
     with serving(app) as test_client:
         yield test_client
 
@@ -61,6 +74,9 @@ def test_align_bodies_name_the_served_pairs_and_text_limits(client):
     assert validator.is_valid({"text": "a", "translation": "b", "source": "de", "target": "en"})
     assert not validator.is_valid({"text": "a", "translation": "b", "source": "en", "target": "fr"})
     assert not validator.is_valid({"text": "a", "translation": "x" * 11, "source": "en", "target": "de"})
+    assert validator.is_valid({"text": "a", "translation": "b", "source": "en", "target": "de", "model": "en-de-software"})
+    assert not validator.is_valid({"text": "a", "translation": "b", "source": "de", "target": "en",
+                                   "model": "en-de-software"})
 
 
 def test_before_the_models_load_no_pair_is_stated():

@@ -3,7 +3,9 @@ server on the bundled model: load it, translate, click a word, see its counterpa
 A screenshot is kept under build/test-artifacts/ for a person to look at."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import threading
 import time
@@ -32,8 +34,14 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def base_url():
-    settings = Settings(model_dirs=[REPO / "models" / "en-de"], device="cpu", inference_process=False, warmup=False)
+def base_url(tmp_path_factory):
+    # A second En->De model beside the default: a test-only copy of models/en-de-align under another
+    # name and domain (no software model is trained yet; none is shipped).
+    second = tmp_path_factory.mktemp("models") / "en-de-software"
+    shutil.copytree(REPO / "models" / "en-de-align", second)
+    (second / "model_card.json").write_text(json.dumps({"domain": "software"}))
+    settings = Settings(model_dirs=[REPO / "models" / "en-de", second], device="cpu", inference_process=False,
+                        warmup=False)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -93,6 +101,27 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
     assert refused == []
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
+    page.close()
+
+
+def test_the_page_offers_the_models_of_the_chosen_pair_and_says_which_answered(base_url, browser):
+    page = browser.new_page()
+    refused = []
+    page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
+    page.goto(base_url + "/")
+    page.wait_for_selector("#target option", state="attached")
+    # With "detect language" the pair is known only once the text is read: its default answers.
+    assert page.eval_on_selector_all("#model option", "els => els.map(e => e.textContent)") == ["the pair's default"]
+    page.select_option("#source", "en")
+    assert page.eval_on_selector_all("#model option", "els => els.map(e => [e.value, e.textContent])") == [
+        ["en-de", "en-de (general; not measured), default"], ["en-de-software", "en-de-software (software; not measured)"]]
+    assert page.input_value("#model") == "en-de"
+    page.select_option("#model", "en-de-software")
+    page.fill("#text", "Two dogs play in the snow.")
+    page.click("#go")
+    page.wait_for_selector(".hyp .meta")
+    assert page.inner_text(".hyp .meta").endswith(", model en-de-software")
+    assert refused == []
     page.close()
 
 

@@ -61,12 +61,12 @@ def test_readiness_reports_a_runtime_problem_and_recovers(settings):
         assert metric(client, "phrasal_ready ") == 1
 
 
-def test_restarts_are_exported_per_pair(settings):
+def test_restarts_are_exported_per_model(settings):
     runtime = Troubled()
     with serving(create_app(settings, runtime_factory=lambda s: [runtime])) as client:
-        assert metric(client, 'phrasal_inference_restarts_total{pair="en-de"}') == 0
+        assert metric(client, 'phrasal_inference_restarts_total{model="en-de",pair="en-de"}') == 0
         runtime.restart_count = 3
-        assert metric(client, 'phrasal_inference_restarts_total{pair="en-de"}') == 3
+        assert metric(client, 'phrasal_inference_restarts_total{model="en-de",pair="en-de"}') == 3
 
 
 def test_a_runtime_refusing_batches_is_a_503_with_its_reason_and_retry_after(settings):

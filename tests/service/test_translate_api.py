@@ -12,6 +12,7 @@ def test_one_text_exact_response(translate):
     assert response.json() == {
         "source": "en",
         "target": "de",
+        "model": "en-de",  # the fixture's bare runtime, named after its pair
         "translations": [[{"text": "DOG SMALL A", "score": -0.5}]],
     }
 

@@ -36,12 +36,12 @@ def served(coroutine_of, runtimes=None, **overrides):
     return asyncio.run(main())
 
 
-def test_it_refuses_no_runtime_a_foreign_object_and_two_runtimes_for_one_pair():
+def test_it_refuses_no_runtime_a_foreign_object_and_two_models_of_one_name():
     with pytest.raises(ValueError, match="^no runtime loaded: nothing to serve$"):
         Translator([], settings())
     with pytest.raises(TypeError, match=r"^str is not a service.runtime.base.TranslationRuntime$"):
         Translator(["en-de"], settings())
-    with pytest.raises(ValueError, match="^two runtimes serve en-de$"):
+    with pytest.raises(ValueError, match="^two models are named 'en-de'$"):
         Translator([FakeRuntime("en", "de"), FakeRuntime("en", "de")], settings())
 
 
@@ -167,7 +167,7 @@ def test_forced_alignments_beyond_the_worker_threads_wait_and_time_out_as_a_503(
                 await asyncio.wait_for(translator.align(["c"], ["z"], "en", "de"), 10)
         finally:
             gate.set()
-        method, [(alignment, _)] = await first
+        _, method, [(alignment, _)] = await first
         return refused.value, method, alignment.pharaoh
 
     refused, method, pharaoh = served(two_at_once, [runtime], worker_threads=1, request_timeout_s=0.2)

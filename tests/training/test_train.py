@@ -2,6 +2,7 @@
 model dir comes out, a resumed run continues exactly where an uninterrupted one would be, and the
 CLIs turn bad input into exit code 2 and one line."""
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +115,28 @@ def test_average_subcommand_and_evaluate_cli(smoke_run, tmp_path, capsys):
                       "--length-penalty", "0.6", "--length-penalty-form", "gnmt"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["length_penalty"], report["length_penalty_form"]) == (0.6, "gnmt")
+
+
+def test_evaluate_records_the_scores_in_the_model_card_the_service_reads(smoke_run, tmp_path, capsys):
+    from service.catalog import read_card
+
+    run_dir, result = smoke_run
+    model_dir = tmp_path / "en-de-smoke"
+    shutil.copytree(result.model_dir, model_dir)
+    (model_dir / "model_card.json").write_text('{"domain": "captions"}')
+    src, ref = tmp_path / "src.en", tmp_path / "ref.de"
+    src.write_text("A man is riding a bike.\nTwo dogs play in the snow.\n")
+    ref.write_text("Ein Mann fährt Fahrrad.\nZwei Hunde spielen im Schnee.\n")
+    for name in ("first", "second"):
+        assert eval_main(["--model-dir", str(model_dir), "--src", str(src), "--ref", str(ref), "--beam", "2",
+                          "--device", "cpu", "--json", "--record", name]) == 0
+        report = json.loads(capsys.readouterr().out)
+    recorded = {key: report[key]["score"] for key in ("bleu", "bleu_lowercase", "chrf", "placeholders")}
+    assert recorded["placeholders"] is None  # no source has a placeholder: not measured, not 0 or 100
+    card = read_card(model_dir)
+    assert (card.domain, card.scores) == ("captions", {"first": recorded, "second": recorded})
+    assert eval_main(["--model-dir", str(model_dir), "--src", str(src), "--record", "x"]) == 2
+    assert capsys.readouterr().err == "phrasal-eval: error: --record needs references: --split, or --src with --ref\n"
 
 
 @pytest.mark.parametrize("argv, message", [
