@@ -177,7 +177,7 @@ class Lifecycle:
                 self.metrics.watch_restarts(model.pair, model.name, runtime.restarts)
         self.translator = translator
         self.phase = "ready"
-        log.info("ready: serving %s", ", ".join(f"{m.pair} {m.name} ({m.runtime.backend})" for m in translator.models))
+        log.info("ready: serving %s", ", ".join(f"{m.pair} as {m.name} ({m.runtime.backend})" for m in translator.models))
 
     def begin_drain(self) -> None:
         """SIGTERM: report not ready; uvicorn stops accepting connections and lets the requests

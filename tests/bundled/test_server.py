@@ -92,7 +92,7 @@ def server(tmp_path_factory):
     yield server
     code, log = server.terminate()
     assert code == 0, log
-    assert "ready: serving en-de (torch)" in log
+    assert "ready: serving en-de as en-de (torch)" in log
     assert "Traceback" not in log
 
 
@@ -183,5 +183,5 @@ def test_sigterm_answers_every_request_in_flight_with_its_translation_and_exits_
     assert [answer[0] if isinstance(answer, tuple) else answer for answer in answers] == [200] * 8, answers
     assert [json.loads(body)["translations"] for _, body in answers] == [within(case["translations"])] * 8
     assert "draining: no new connections; finishing the requests in flight" in log
-    assert "ready: serving en-de (torch)" in log
+    assert "ready: serving en-de as en-de (torch)" in log
     assert "Traceback" not in log
