@@ -4,10 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
-# The model directories served (space-separated), one or more per language pair: En->De and De->En,
-# so that the bidirectional word alignment is on offer (docs/alignment.md). A second model of a pair
-# is served beside the first, which stays the pair's default unless PHRASAL_DEFAULT_MODELS says
-# otherwise (docs/operations.md, "Several models per pair").
+# One model directory per language pair served (space-separated): En->De and De->En, so that the
+# bidirectional word alignment is on offer (docs/alignment.md).
 MODEL_DIRS ?= models/en-de-align2 models/de-en-align
 comma := ,
 empty :=
