@@ -48,7 +48,8 @@ def test_the_named_model_answers_and_without_a_name_the_default(second_dir):
     assert chosen["translations"] == within(expected_second)
     assert [h["text"] for h in chosen["translations"][0]] == [h["text"] for h in default["translations"][0]]
     assert chosen["translations"][0][0]["alignment"]["links"] != default["translations"][0][0]["alignment"]["links"]
+    bundled = json.loads((MODEL_DIR / "model_card.json").read_text())
     assert [(m["name"], m["domain"], m["scores"], m["default"], m["kind"]) for m in models] == [
-        ("en-de", "general", None, True, "vanilla"),
+        ("en-de", bundled["domain"], bundled["scores"], True, "vanilla"),
         ("en-de-software", "software", CARD["scores"], False, "vanilla+align"),
     ]

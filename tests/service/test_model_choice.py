@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from collections.abc import Sequence
 
 import pytest
@@ -154,11 +155,15 @@ def test_the_models_route_is_503_until_the_models_load(model_dirs):
             "en-de-captions", "en-de-software", "de-en-captions"]
 
 
-def test_the_kind_is_read_from_the_config():
+def test_the_kind_is_read_from_the_config_and_the_domain_and_scores_from_the_card(tmp_path):
     assert model_kind("models/en-de") == "vanilla"
     assert model_kind("models/en-de-align2") == "vanilla+align"
-    assert read_card("models/de-en-align") == ModelCard(name="de-en-align", domain="general", scores=None,
-                                                        kind="vanilla+align")
+    card = json.loads(Path("models/de-en-align/model_card.json").read_text())
+    assert read_card("models/de-en-align") == ModelCard(name="de-en-align", domain=card["domain"],
+                                                        scores=card["scores"], kind="vanilla+align")
+    # Without a card: the domain setting, else "general", and no scores (never made up).
+    assert read_card(tmp_path / "en-de-x", {"en-de-x": "legal"}) == ModelCard(name="en-de-x", domain="legal")
+    assert read_card(tmp_path / "en-de-y").domain == "general"
 
 
 def test_a_malformed_model_card_is_an_error_naming_the_file_and_the_key(tmp_path):

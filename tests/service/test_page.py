@@ -113,8 +113,11 @@ def test_the_page_offers_the_models_of_the_chosen_pair_and_says_which_answered(b
     # With "detect language" the pair is known only once the text is read: its default answers.
     assert page.eval_on_selector_all("#model option", "els => els.map(e => e.textContent)") == ["the pair's default"]
     page.select_option("#source", "en")
+    # The bundled model's card (models/en-de/model_card.json); the copy's card states no scores.
+    scores = json.loads((REPO / "models" / "en-de" / "model_card.json").read_text())["scores"]
+    measured = ", ".join(f"BLEU {s['bleu']} on {name}" for name, s in scores.items())
     assert page.eval_on_selector_all("#model option", "els => els.map(e => [e.value, e.textContent])") == [
-        ["en-de", "en-de (general; not measured), default"], ["en-de-software", "en-de-software (software; not measured)"]]
+        ["en-de", f"en-de (captions; {measured}), default"], ["en-de-software", "en-de-software (software; not measured)"]]
     assert page.input_value("#model") == "en-de"
     page.select_option("#model", "en-de-software")
     page.fill("#text", "Two dogs play in the snow.")
