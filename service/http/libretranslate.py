@@ -10,7 +10,8 @@ LibreTranslate machinery, `libretranslatepy`'s ``LibreTranslateAPI(url)``, `deep
   ``detectedLanguage`` for ``auto`` (per text, for a list). Two fields of this service's own:
   ``glossary`` (a stored glossary's id, or in JSON an object of source term -> target term) and
   ``placeholders`` (as in /translate); with a glossary the answer also holds ``glossary``, the
-  compliance report per term.
+  compliance report per term. A third, ``model``, names which of the pair's models translates (as
+  in /translate; absent: the pair's default).
 - ``POST detect``: ``q``; answers the served languages, likeliest first, with a confidence 0-100.
 - ``GET languages``: each served source language with its ``targets``.
 - ``GET frontend/settings``: what LibreTranslate's own web page reads.
@@ -167,10 +168,11 @@ def _detected(detection: Detection) -> dict[str, Any]:
 
 
 async def _translate_group(translator: Translator, texts: list[str], source: str, target: str, fmt: str,
-                           n_best: int, glossary: list[GlossaryEntry], styles: tuple[str, ...]) -> list[list[Served]]:
+                           n_best: int, glossary: list[GlossaryEntry], styles: tuple[str, ...],
+                           model: str | None) -> list[list[Served]]:
     defaults = translator.defaults
     options = replace(defaults, n_best=n_best, beam_size=max(defaults.beam_size, n_best), alignment="none")
-    return await translator.translate(texts, source, target, options, fmt, (), glossary, styles)
+    return await translator.translate(texts, source, target, options, fmt, (), glossary, styles, model)
 
 
 @router.post("/translate")
@@ -189,6 +191,7 @@ async def translate(request: Request) -> JSONResponse:
         translator = request.app.state.lifecycle.translator_or_raise()
         glossary = _glossary(request, params.get("glossary"))
         styles = _styles(params.get("placeholders"))
+        model = str(params["model"]) if params.get("model") not in (None, "") else None
         # source "auto": each text in the language detected for it, as LibreTranslate does; a text
         # already in the target language comes back as it is.
         detections = [translator.detector.detect(text) for text in texts] if source == "auto" else []
@@ -203,7 +206,7 @@ async def translate(request: Request) -> JSONResponse:
                     served[k] = [Served(Translation(texts[k], 0.0), [])]
                 continue
             group = await _translate_group(translator, [texts[k] for k in indices], language, target, fmt,
-                                           alternatives + 1, glossary, styles)
+                                           alternatives + 1, glossary, styles, model)
             for k, nbest in zip(indices, group):
                 served[k] = nbest
     except LibreError as error:

@@ -231,3 +231,17 @@ def test_model_work_is_counted_per_model(model_dirs):
         text = client.get("/metrics").text
     assert 'phrasal_translated_segments_total{model="en-de-software",pair="en-de"} 1.0' in text
     assert 'phrasal_translated_segments_total{model="en-de-captions",pair="en-de"} 2.0' in text
+
+
+def test_the_libretranslate_api_takes_the_model_as_an_extra_parameter(model_dirs):
+    with serving(app_for(model_dirs)) as client:
+        def libre(**params):
+            return client.post("/libretranslate/translate", json={"q": "a small dog", "source": "en", "target": "de",
+                                                                  **params})
+
+        assert libre().json() == {"translatedText": "DOG SMALL A"}
+        assert libre(model="en-de-software").json() == {"translatedText": "dog small a"}
+        refused = libre(model="de-en-captions")
+        assert (refused.status_code, refused.json()) == (400, {"error": (
+            "Invalid request: model: 'de-en-captions' serves de-en, not en-de; en-de is served by: "
+            "en-de-captions (default), en-de-software")})
