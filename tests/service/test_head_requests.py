@@ -23,6 +23,7 @@ def test_head_routes_stay_out_of_the_schema(client):
     assert {path: sorted(operations) for path, operations in paths.items()} == {
         "/translate": ["post"],
         "/align": ["post"],
+        "/models": ["get"],
         "/health/ready": ["get"],
         "/health": ["get"],
         "/health/live": ["get"],
