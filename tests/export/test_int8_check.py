@@ -132,5 +132,5 @@ def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory
             "(python -m export onnx MODEL_DIR OUT --dtype int8)") in str(error.value)
     from service.app import load_default_runtimes
 
-    (served,) = load_default_runtimes(Settings(model_dirs=[path], device="cpu", cpu_quantization="int8", inference_process=False))
-    assert served.precision == "int8"  # the setting reaches the runtime
+    (model,) = load_default_runtimes(Settings(model_dirs=[path], device="cpu", cpu_quantization="int8", inference_process=False))
+    assert model.runtime.precision == "int8"  # the setting reaches the runtime

@@ -130,8 +130,9 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_exits_0():
     assert code == 0
     # One batch at a time, half a second each: the last one finished well after the signal.
     assert [results[k] for k in range(3)] == [
-        (200, json.dumps({"source": "en", "target": "de", "translations": [[{"text": f"HERE WORD{k}", "score": -0.5}]]},
-                         separators=(",", ":")))
+        # The fake server's default model directories: models/en-de-align2 answers en-de.
+        (200, json.dumps({"source": "en", "target": "de", "model": "en-de-align2",
+                          "translations": [[{"text": f"HERE WORD{k}", "score": -0.5}]]}, separators=(",", ":")))
         for k in range(3)
     ]
     assert "draining: no new connections; finishing the requests in flight" in log

@@ -106,8 +106,9 @@ def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_
     gate, entered, calls = threading.Event(), threading.Semaphore(0), []
 
     def gated_factory(s):
-        runtimes = load_default_runtimes(s)
-        translate = runtimes[0].translate_until  # what the batcher calls
+        models = load_default_runtimes(s)
+        runtime = models[0].runtime
+        translate = runtime.translate_until  # what the batcher calls
 
         def gated(texts, options, cancelled):  # hold the worker on the first call while the others queue
             calls.append(list(texts))
@@ -115,8 +116,8 @@ def test_torch_requests_batched_together_get_what_they_get_alone(tmp_path, tiny_
             gate.wait()
             return translate(texts, options, cancelled)
 
-        runtimes[0].translate_until = gated
-        return runtimes
+        runtime.translate_until = gated
+        return models
 
     app = create_app(settings, runtime_factory=gated_factory)
     with serving(app) as client:
