@@ -51,7 +51,7 @@ def ct2_device(device: str) -> str:
 class Ct2Runner:
     has_attention = True
     has_phrase_attention = True  # the token attention as 1-grams (see the module doc)
-    native_phrases = False
+    is_phrasal = False
 
     def __init__(self, exported: ExportedDir, device: str = "cpu", threads: int = 0):
         import ctranslate2

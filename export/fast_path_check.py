@@ -73,7 +73,7 @@ class EagerRunner:
 
     has_attention = True
     has_phrase_attention = True
-    native_phrases = False
+    is_phrasal = False
 
     def __init__(self, model):
         self.model = model

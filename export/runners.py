@@ -21,7 +21,7 @@ class Runner(Protocol):
     exported: ExportedDir
     has_attention: bool  # can return attention rows, hence token alignments
     has_phrase_attention: bool  # can return the phrase attention (DecodingOptions.return_phrase_attention)
-    native_phrases: bool  # that phrase attention is the model's own (n-grams, chunks), not its token attention
+    is_phrasal: bool  # that phrase attention is the model's own (n-grams, chunks), not its token attention
 
     def generate(self, sources: list[list[int]], options: DecodingOptions,
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
@@ -38,7 +38,7 @@ class StepRunner:
         self.backend = backend
         self.has_attention = backend.has_attention
         self.has_phrase_attention = backend.has_phrase_attention
-        self.native_phrases = exported.layout.phrase_attention == PHRASES_OUTPUT
+        self.is_phrasal = exported.layout.phrase_attention == PHRASES_OUTPUT
 
     def generate(self, sources: list[list[int]], options: DecodingOptions,
                  should_stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:

@@ -47,7 +47,7 @@ def alignment_matrix(alignment) -> list[list[float]]:
     return weights
 
 
-def draw(alignment, phrases, out: Path, title: str) -> None:
+def draw(alignment, phrase_map, out: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on a server
@@ -62,7 +62,7 @@ def draw(alignment, phrases, out: Path, title: str) -> None:
     ax.set_yticks(range(rows), [w.text for w in alignment.target_words])
     for s, t in alignment.hard:
         ax.plot(s, t, marker="o", markersize=3, color="black")
-    for pair in phrases.pairs if phrases is not None else []:
+    for pair in phrase_map.pairs if phrase_map is not None else []:
         (s0, s1), (t0, t1) = pair.source, pair.target
         ax.add_patch(Rectangle((s0 - 0.5, t0 - 0.5), s1 - s0, t1 - t0, fill=False, edgecolor="crimson", linewidth=1.5))
     ax.set_xlabel("source")
@@ -88,7 +88,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     runtime = load_runtime(RuntimeSpec("torch", args.model_dir, args.device))
     options = DecodingOptions(beam_size=args.beam or DecodingOptions().beam_size, alignment="phrase")
     (best, *_), = runtime.translate([args.text], options)
-    draw(best.alignment, best.phrases, args.out, f"{args.text}\n→ {best.text}")
+    draw(best.alignment, best.phrase_map, args.out, f"{args.text}\n→ {best.text}")
     print(args.out)
     return 0
 

@@ -380,15 +380,15 @@ class HypothesisOut(BaseModel):
     @classmethod
     def from_served(cls, served: Served, source: str) -> HypothesisOut:
         translation, placed, flags = served.translation, served.placed, served.flags
-        alignment, phrases = translation.alignment, translation.phrases
+        alignment, phrase_map = translation.alignment, translation.phrase_map
         return cls(
             text=translation.text,
             protected=[ProtectedOut.of(p) for p in placed] if placed else None,
             score=translation.score,
             alignment=AlignmentOut.from_alignment(alignment, flags) if alignment is not None and flags is not None else None,
             phrases=(
-                PhraseMapOut.from_map(phrases, alignment, source, translation.text)
-                if phrases is not None and alignment is not None
+                PhraseMapOut.from_map(phrase_map, alignment, source, translation.text)
+                if phrase_map is not None and alignment is not None
                 else None
             ),
             removed=[RemovedOut(kind=r.kind, text=r.text, at=r.at) for r in served.removed] or None,

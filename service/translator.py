@@ -268,8 +268,8 @@ class Translator:
                 # combining characters: model/text/invisible.py): answer without a model call, which
                 # would invent a sentence for it.
                 empty = TokenAlignment.empty() if options.alignment != "none" else None
-                no_phrases = PhraseMap("extracted", []) if options.alignment == "phrase" else None
-                results[index] = [Translation(text="", score=0.0, alignment=empty, phrases=no_phrases)]
+                empty_map = PhraseMap("extracted", []) if options.alignment == "phrase" else None
+                results[index] = [Translation(text="", score=0.0, alignment=empty, phrase_map=empty_map)]
         if todo:
             batch = [texts[index] for index in todo]
             tokens = await self._count(runtime, batch)

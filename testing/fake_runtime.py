@@ -155,12 +155,12 @@ class FakeRuntime(TranslationRuntime):
             order = reverse[k:] + reverse[:k]  # target word j translates source word order[j]
             target = " ".join(words[i].upper() for i in order)
             alignment = None
-            phrases = None
+            phrase_map = None
             if options.alignment != "none":
                 alignment = self._align(text, target, order)
             if options.alignment == "phrase":
-                phrases = PhraseMap("extracted", extracted_phrase_pairs(alignment))
-            results.append(Translation(text=target, score=-0.5 * (k + 1), alignment=alignment, phrases=phrases))
+                phrase_map = PhraseMap("extracted", extracted_phrase_pairs(alignment))
+            results.append(Translation(text=target, score=-0.5 * (k + 1), alignment=alignment, phrase_map=phrase_map))
         return results
 
     def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list:

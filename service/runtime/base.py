@@ -128,7 +128,7 @@ class Translation:
     text: str
     score: float
     alignment: TokenAlignment | None = None
-    phrases: PhraseMap | None = None
+    phrase_map: PhraseMap | None = None
 
 
 class TranslationRuntime(ABC):

@@ -67,7 +67,7 @@ class ExportedRuntime(TranslationRuntime):
     def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         self.check_options(options)
         return translate_texts(
-            self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate, self.runner.native_phrases
+            self.tokenizer, texts, options, self.max_source_tokens, self.runner.generate, self.runner.is_phrasal
         )
 
     def translate_until(
@@ -78,7 +78,7 @@ class ExportedRuntime(TranslationRuntime):
         self.check_options(options)
         try:
             return translate_texts(self.tokenizer, texts, options, self.max_source_tokens,
-                                   partial(self.runner.generate, should_stop=cancelled), self.runner.native_phrases)
+                                   partial(self.runner.generate, should_stop=cancelled), self.runner.is_phrasal)
         except SearchCancelled:
             raise BatchCancelled() from None
 

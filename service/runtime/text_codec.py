@@ -4,7 +4,7 @@ A backend only turns source ids into n-best hypotheses; this module does what su
 pieces with character offsets when alignments are asked for, the source-length limit, the
 search's options, detokenised n-best texts with scores (distinct texts: DecodingOptions.every_finished), word
 alignments from attention rows, and
-phrase maps: from the model's phrase attention where it has its own phrases (`native_phrases`),
+phrase maps: from the model's phrase attention where it is a phrasal model (`is_phrasal`),
 otherwise by consistent extraction from the word alignment (model/alignments/phrase_pairs.py).
 """
 from __future__ import annotations
@@ -29,14 +29,14 @@ def translate_texts(
     options: DecodingOptions,
     max_source_tokens: int,
     generate: Callable[[list[list[int]], DecodingOptions], list[list[Hypothesis]]],
-    native_phrases: bool = False,
+    is_phrasal: bool = False,
     link_threshold: float = 0.0,
 ) -> list[list[Translation]]:
     """Encode `texts`, refuse any over `max_source_tokens` pieces (EOS not counted), run
     `generate(source_ids, options)` (with every finished hypothesis kept and, where the model has
     its own, the phrase attention) and turn its hypotheses into translations.
 
-    native_phrases: the model attends to source phrases itself (phrasal cross-attention, phrase
+    is_phrasal: the model attends to source phrases itself (phrasal cross-attention, phrase
     representations), so `generate` can return each hypothesis' phrase attention. link_threshold: the
     supervised head's hard-link threshold (model.alignments.symmetrisation.matrix_links)."""
     with_alignment = options.alignment != "none"
@@ -50,14 +50,14 @@ def translate_texts(
         if len(ids) > max_source_tokens:
             raise TextRejected(index, f"has {len(ids)} source tokens; this model reads at most {max_source_tokens}")
     results = []
-    search = replace(options.every_finished(), return_phrase_attention=native_phrases and options.alignment == "phrase")
-    phrases = options.alignment == "phrase"
+    search = replace(options.every_finished(), return_phrase_attention=is_phrasal and options.alignment == "phrase")
+    with_phrase_map = options.alignment == "phrase"
     for index, hypotheses in enumerate(generate(source_ids, search)):
         kept = _distinct(tokenizer, hypotheses, options.n_best)
         if encoded is None:
             results.append([Translation(text, h.score) for text, h in kept])
         else:
-            results.append([_aligned(tokenizer, texts[index], encoded[index], h, phrases, options.method_rows,
+            results.append([_aligned(tokenizer, texts[index], encoded[index], h, with_phrase_map, options.method_rows,
                                      link_threshold) for _, h in kept])
     return results
 
@@ -92,7 +92,7 @@ def alignment_rows(hypothesis: Hypothesis, rows: MethodRows, n_source: int) -> l
 
 
 def _aligned(
-    tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, phrases: bool,
+    tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, with_phrase_map: bool,
     rows: MethodRows, link_threshold: float = 0.0,
 ) -> Translation:
     text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
@@ -107,7 +107,7 @@ def _aligned(
     supervised = rows.name == "supervised_attention"
     alignment = token_alignment(attention=attention, symmetric=supervised,
                                 link_threshold=link_threshold if supervised else 0.0, **sides)
-    phrase_map = _phrase_map(alignment, hypothesis, len(source_pieces), sides) if phrases else None
+    phrase_map = _phrase_map(alignment, hypothesis, len(source_pieces), sides) if with_phrase_map else None
     return Translation(text, hypothesis.score, alignment, phrase_map)
 
 

@@ -51,8 +51,8 @@ def use_static_decoding(setting: str, device: torch.device) -> bool:
     return setting == "on" or (setting == "auto" and device.type in STATIC_BY_DEFAULT)
 
 
-def has_native_phrases(model: Transformer) -> bool:
-    """Whether the alignment layer attends to source phrases (n-grams or chunks) itself."""
+def is_phrasal(model: Transformer) -> bool:
+    """Whether the model is phrasal: its alignment layer attends to source phrases (n-grams or chunks) itself."""
     layer = model.decoder_layers[model.config.alignment_layer_index]
     return has_phrase_attention(layer.cross_attention) or model.config.phrase_representation is not None
 
@@ -77,7 +77,7 @@ class TorchRuntime(TranslationRuntime):
         # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
         self.max_source_tokens = loaded.config.max_positions - 2
         # Phrase maps come from the model's own phrase attention when it has one.
-        self.native_phrases = has_native_phrases(self.model)
+        self.is_phrasal = is_phrasal(self.model)
         has_head = self.model.supervised_alignment is not None
         self.alignment_methods = ("attention", "shift", "supervised") if has_head else ("attention", "shift")
         self.default_alignment_method = "supervised" if has_head else "attention"
@@ -89,8 +89,8 @@ class TorchRuntime(TranslationRuntime):
         self.kernels: KernelBackend | None = None
 
     @property
-    def decoder(self) -> str:
-        """The decoder the searches run on where they can: KERNELS or EAGER."""
+    def step_backend(self) -> str:
+        """The step backend the searches run on where they can: KERNELS or EAGER."""
         return KERNELS if self.kernels is not None else EAGER
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -101,7 +101,7 @@ class TorchRuntime(TranslationRuntime):
 
     def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
         return translate_texts(
-            self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.native_phrases,
+            self.loaded.tokenizer, texts, options, self.max_source_tokens, self._generate, self.is_phrasal,
             self.link_threshold,
         )
 
@@ -134,7 +134,7 @@ class TorchRuntime(TranslationRuntime):
         generate_until = partial(self._generate, should_stop=cancelled)
         try:
             return translate_texts(
-                self.loaded.tokenizer, texts, options, self.max_source_tokens, generate_until, self.native_phrases,
+                self.loaded.tokenizer, texts, options, self.max_source_tokens, generate_until, self.is_phrasal,
                 self.link_threshold,
             )
         except SearchCancelled:
@@ -221,6 +221,6 @@ def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto"
     if eager_why:
         log.warning(eager_why)
     runtime.kernels = kernels
-    log.info("loaded %s (%s-%s) on %s in %s, %s decoder", path, loaded.source_lang, loaded.target_lang, resolved,
-             runtime.precision, runtime.decoder)
+    log.info("loaded %s (%s-%s) on %s in %s, %s step backend", path, loaded.source_lang, loaded.target_lang, resolved,
+             runtime.precision, runtime.step_backend)
     return runtime

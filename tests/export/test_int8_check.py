@@ -124,7 +124,7 @@ def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory
     from service.runtime.base import DecodingOptions
 
     (translation,) = runtime.translate(["Two dogs play in the snow."], DecodingOptions(beam_size=2, n_best=2, alignment="phrase"))
-    assert len(translation) == 2 and all(t.alignment is not None and t.phrases is not None for t in translation)
+    assert len(translation) == 2 and all(t.alignment is not None and t.phrase_map is not None for t in translation)
     assert Settings().cpu_quantization == "none"  # float32 unless asked: int8 changes some translations
     with pytest.raises(ValueError) as error:
         Settings(backend="onnx", export_dirs=[path], cpu_quantization="int8")

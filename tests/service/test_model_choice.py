@@ -32,7 +32,7 @@ class LowerCasing(FakeRuntime):
     """The fake translation lower-cased: another model of the same pair, with its own output."""
 
     def translate(self, texts: Sequence[str], options: DecodingOptions) -> list[list[Translation]]:
-        return [[Translation(h.text.lower(), h.score, h.alignment, h.phrases) for h in nbest]
+        return [[Translation(h.text.lower(), h.score, h.alignment, h.phrase_map) for h in nbest]
                 for nbest in super().translate(texts, options)]
 
 

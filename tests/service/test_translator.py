@@ -113,9 +113,9 @@ def test_empty_texts_are_answered_without_the_model_in_every_alignment_mode():
     assert none[:2] == [[Translation(text="", score=0.0)]] * 2
     assert token[:2] == [[Translation(text="", score=0.0, alignment=TokenAlignment.empty())]] * 2
     assert phrase[:2] == [[Translation(text="", score=0.0, alignment=TokenAlignment.empty(),
-                                       phrases=PhraseMap("extracted", []))]] * 2
+                                       phrase_map=PhraseMap("extracted", []))]] * 2
     assert [texts for texts, _ in runtime.calls] == [["a b"]] * 3  # only the non-empty text reached the model
-    assert phrase[2][0].phrases.origin == "extracted" and token[2][0].phrases is None
+    assert phrase[2][0].phrase_map.origin == "extracted" and token[2][0].phrase_map is None
 
 
 def test_an_empty_request_of_blank_texts_never_calls_the_model():
