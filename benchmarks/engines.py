@@ -326,10 +326,10 @@ def load_translate(job: dict[str, Any]):
 
             model = KernelBackend(model)
         elif engine.decoder == "static":
-            from model.decoding.cuda_graph_step import step_runner
+            from model.decoding.cuda_graph_step import static_step_runner
             from model.decoding.static_decoding import StaticGenerator
 
-            model = StaticGenerator(model, step_runner(torch_device))
+            model = StaticGenerator(model, static_step_runner(torch_device))
         config = loaded.config
 
         def translate(sources: list[list[int]], beam: int) -> list[list[int]]:

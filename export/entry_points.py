@@ -43,11 +43,11 @@ class DecoderStepEntry(nn.Module):
         self.model = model
         self.names = list(layout.names)
         self.has_attention = layout.has_attention
-        self.phrases = layout.phrase_attention == PHRASES_OUTPUT
+        self.need_phrase_attention = layout.phrase_attention == PHRASES_OUTPUT
 
     def forward(self, tokens: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model.decode_step(tokens, DecoderState(dict(zip(self.names, state))), need_phrase_attention=self.phrases)
-        if self.phrases:
+        out = self.model.decode_step(tokens, DecoderState(dict(zip(self.names, state))), need_phrase_attention=self.need_phrase_attention)
+        if self.need_phrase_attention:
             head: tuple[torch.Tensor, ...] = (out.log_probs, out.attention, out.phrase_attention)
         else:
             head = (out.log_probs, out.attention) if self.has_attention else (out.log_probs,)

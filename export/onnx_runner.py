@@ -7,7 +7,7 @@ import torch
 from export.exported_dir import ExportedDir
 from export.entry_points import SOURCE, TOKENS, step_head_names
 from export.onnx_target import ENCODER_FILE, STEP_FILE
-from export.step_search import has_phrase_attention, initial_state, step_out
+from export.graph_backend import has_phrase_attention, initial_state, step_out
 from model.decoder_state import DecoderState
 from model.transformer import StepOut
 
@@ -47,8 +47,8 @@ class OnnxBackend:
         outputs = self.encoder.run(self._encoder_outputs, {SOURCE: src.cpu().numpy()})
         return initial_state([torch.from_numpy(a) for a in outputs], self.layout)
 
-    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrase_attention: bool = False) -> StepOut:
         feed = {TOKENS: tokens.cpu().numpy()}
         feed.update({key: state.tensors[name].numpy() for key, name in zip(self._state_inputs, self.layout.names)})
         outputs = [torch.from_numpy(a) for a in self.decoder.run(self._step_outputs, feed)]
-        return step_out(outputs[: len(self._head)], outputs[len(self._head):], state, self.layout, need_phrases)
+        return step_out(outputs[: len(self._head)], outputs[len(self._head):], state, self.layout, need_phrase_attention)

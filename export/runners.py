@@ -30,7 +30,7 @@ class Runner(Protocol):
         ...
 
 
-class StepRunner:
+class GraphExportRunner:
     """A graph export (ONNX, TorchScript) driven by the same beam search as eager PyTorch."""
 
     def __init__(self, exported: ExportedDir, backend: StepBackend):
@@ -62,11 +62,11 @@ def open_runner(source: str | Path | ExportedDir, device: str = "cpu", target: s
     if exported.target == "onnx":
         from export.onnx_runner import OnnxBackend
 
-        return StepRunner(exported, OnnxBackend(exported, device, threads))
+        return GraphExportRunner(exported, OnnxBackend(exported, device, threads))
     if exported.target == "torchscript":
         from export.torchscript_runner import TorchScriptBackend
 
-        return StepRunner(exported, TorchScriptBackend(exported, torchscript_device(exported, device)))
+        return GraphExportRunner(exported, TorchScriptBackend(exported, torchscript_device(exported, device)))
     if exported.target == "ct2":
         from export.ct2_runner import Ct2Runner
 

@@ -8,7 +8,7 @@ import torch
 from export.exported_dir import ExportedDir
 from model.attention.kernels import avoid_per_shape_attention_plans
 from export.entry_points import step_head_names
-from export.step_search import has_phrase_attention, initial_state, step_out
+from export.graph_backend import has_phrase_attention, initial_state, step_out
 from model.decoder_state import DecoderState
 from model.transformer import StepOut
 from export.torchscript_target import ENCODER_FILE, STEP_FILE
@@ -33,9 +33,9 @@ class TorchScriptBackend:
         with torch.inference_mode(), torch.jit.optimized_execution(False):
             return initial_state(list(self.encoder(src.to(self.device))), self.layout)
 
-    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrase_attention: bool = False) -> StepOut:
         # The profiling executor re-specialises the graph for every new cache length; without it
         # the trace runs as recorded (measured faster on CPU, and the same numbers).
         with torch.inference_mode(), torch.jit.optimized_execution(False):
             outputs = self.decoder(tokens.to(self.device), *[state.tensors[name] for name in self.layout.names])
-        return step_out(list(outputs[: self._heads]), list(outputs[self._heads:]), state, self.layout, need_phrases)
+        return step_out(list(outputs[: self._heads]), list(outputs[self._heads:]), state, self.layout, need_phrase_attention)

@@ -19,13 +19,13 @@ import weakref
 
 import torch
 
-from model.decoding.static_decoding import StaticDecoder, StepRunner, eager_runner
+from model.decoding.static_decoding import StaticDecoder, StaticStepRunner, eager_runner
 
 log = logging.getLogger("model.cuda_graph_step")
 
 
 class CudaGraphRunner:
-    """A `StepRunner` that captures each (decoder, t) once and replays it afterwards."""
+    """A `StaticStepRunner` that captures each (decoder, t) once and replays it afterwards."""
 
     def __init__(self) -> None:
         # Per decoder (one per bucket), its graphs by step; None once a capture failed (then eager).
@@ -61,6 +61,6 @@ class CudaGraphRunner:
         graphs[t] = graph
 
 
-def step_runner(device: torch.device, cuda_graphs: bool = True) -> StepRunner:
+def static_step_runner(device: torch.device, cuda_graphs: bool = True) -> StaticStepRunner:
     """The runner for a device: CUDA graphs on CUDA when asked, else the same step run eagerly."""
     return CudaGraphRunner() if device.type == "cuda" and cuda_graphs else eager_runner

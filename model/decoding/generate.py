@@ -37,9 +37,9 @@ class StepBackend(Protocol):
         """src (B, S) int64 -> the decoder's initial state, one row per sentence."""
         ...
 
-    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False) -> StepOut:
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrase_attention: bool = False) -> StepOut:
         """tokens (N,) -> `StepOut`: log-probs (N, V) float32, attention (N, S) or None, with
-        need_phrases the phrase attention (N, n_max, S), the new state. A backend that can give
+        need_phrase_attention the phrase attention (N, n_max, S), the new state. A backend that can give
         the supervised alignment head's row also takes need_supervised (the eager Transformer)."""
         ...
 
@@ -70,22 +70,22 @@ class TransformerBackend:
     def encode(self, src: torch.Tensor) -> DecoderState:
         return self.model.init_state(self.model.encode(src))
 
-    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrases: bool = False,
+    def step(self, tokens: torch.Tensor, state: DecoderState, need_phrase_attention: bool = False,
              need_supervised: bool = False) -> StepOut:
-        return self.model.decode_step(tokens, state, need_phrases, need_supervised)
+        return self.model.decode_step(tokens, state, need_phrase_attention, need_supervised)
 
 
 class SearchDecoder:
     """`model.decoding.beam_search.IncrementalDecoder` over a StepBackend: the state lives here, the search
     sees log-probs and, when asked, the attention rows to follow: the token attention (N, S), or
-    with phrases or the supervised head {"attention": (N, S), "phrase_attention": (N, n_max, S),
+    with phrase attention or the supervised head {"attention": (N, S), "phrase_attention": (N, n_max, S),
     "supervised_attention": (N, S)} (those asked for)."""
 
-    def __init__(self, backend: StepBackend, state: DecoderState, phrases: bool = False,
+    def __init__(self, backend: StepBackend, state: DecoderState, need_phrase_attention: bool = False,
                  should_stop: Callable[[], bool] | None = None, supervised: bool = False):
         self.backend = backend
         self.state = state
-        self.phrases = phrases
+        self.need_phrase_attention = need_phrase_attention
         self.should_stop = should_stop
         self.supervised = supervised
         self._never = [backend.config.pad_id, backend.config.bos_id]
@@ -96,18 +96,18 @@ class SearchDecoder:
         if self.should_stop is not None and self.should_stop():
             raise SearchCancelled()
         if self.supervised:
-            out = self.backend.step(tokens, self.state, self.phrases, need_supervised=True)
+            out = self.backend.step(tokens, self.state, self.need_phrase_attention, need_supervised=True)
         else:
-            out = self.backend.step(tokens, self.state, self.phrases)
+            out = self.backend.step(tokens, self.state, self.need_phrase_attention)
         self.state = out.state
         log_probs = out.log_probs
         if self.candidates is None:
             # Padding and BOS are inputs only: never generate them.
             log_probs[:, self._never] = float("-inf")
-        if not self.phrases and not self.supervised:
+        if not self.need_phrase_attention and not self.supervised:
             return log_probs, out.attention
         rows = {"attention": out.attention}
-        if self.phrases:
+        if self.need_phrase_attention:
             rows["phrase_attention"] = out.phrase_attention
         if self.supervised:
             rows["supervised_attention"] = out.supervised_attention
@@ -159,31 +159,31 @@ def generate(
         return whole(src, options, should_stop)
     if options.return_attention and not backend.has_attention:
         raise ValueError("this export returns no attention, so it cannot give alignments")
-    phrases = options.return_phrase_attention
-    if phrases and not backend.has_phrase_attention:
+    need_phrase_attention = options.return_phrase_attention
+    if need_phrase_attention and not backend.has_phrase_attention:
         raise ValueError("this export returns no phrase attention, so it cannot give phrase alignments")
     config = backend.config
-    k = options.beam_size
     forced = rows_after_search(backend, options)
     supervised = options.return_supervised_attention and not forced
     # The initial state is row-wise in the source, so expanding it equals encoding every beam's copy.
-    decoder = SearchDecoder(backend, backend.encode(src).expand(k), phrases=phrases, should_stop=should_stop,
+    decoder = SearchDecoder(backend, backend.encode(src).expand(options.beam_size),
+                            need_phrase_attention=need_phrase_attention, should_stop=should_stop,
                             supervised=supervised)
     # Positions beyond the sinusoid table cannot be embedded; the last one is kept for EOS.
     limit = config.max_positions - 1
     found = beam_search(
         decoder,
         batch_size=src.shape[0],
-        beam_size=k,
+        beam_size=options.beam_size,
         bos_id=config.bos_id,
         eos_id=config.eos_id,
         max_lengths=max_lengths(src, config.pad_id, options, limit),
         n_best=options.n_best,
         length_penalty=options.length_penalty,
         length_penalty_form=options.length_penalty_form,
-        return_attention=options.return_attention or phrases or supervised,
+        return_attention=options.return_attention or need_phrase_attention or supervised,
     )
-    result = with_named_rows(found, options.return_attention, supervised) if phrases or supervised else found
+    result = with_named_rows(found, options.return_attention, supervised) if need_phrase_attention or supervised else found
     return with_finished_rows(backend, src, result) if forced else result
 
 

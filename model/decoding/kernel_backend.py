@@ -302,8 +302,8 @@ class KernelBackend:
         )
 
     @torch.inference_mode()
-    def step(self, tokens: torch.Tensor, state: PagedState, need_phrases: bool = False) -> StepOut:
-        if need_phrases:
+    def step(self, tokens: torch.Tensor, state: PagedState, need_phrase_attention: bool = False) -> StepOut:
+        if need_phrase_attention:
             raise ValueError("the kernel backend gives no phrase attention")
         config = self.config
         n, t = tokens.shape[0], state.step

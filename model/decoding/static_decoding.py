@@ -78,7 +78,7 @@ class StaticDecoder:
     def __init__(self, backend: StepBackend, bucket: Bucket, options: DecodingOptions):
         self.backend = backend
         self.bucket = bucket
-        self.phrases = options.return_phrase_attention
+        self.need_phrase_attention = options.return_phrase_attention
         self.supervised = options.return_supervised_attention
         self.never: torch.Tensor | None = None  # (2,) PAD and BOS, on the device (no host data in a step)
         self.buffers: dict[str, torch.Tensor] | None = None
@@ -93,9 +93,9 @@ class StaticDecoder:
         """One eager step, as `model.decoding.generate.SearchDecoder` takes it: log-probs with PAD and BOS
         never generated, and the attention rows by name."""
         if self.supervised:
-            out = self.backend.step(tokens, state, self.phrases, need_supervised=True)
+            out = self.backend.step(tokens, state, self.need_phrase_attention, need_supervised=True)
         else:
-            out = self.backend.step(tokens, state, self.phrases)
+            out = self.backend.step(tokens, state, self.need_phrase_attention)
         log_probs = out.log_probs
         if self.never is None:
             config = self.backend.config
@@ -104,7 +104,7 @@ class StaticDecoder:
         rows = {}
         if out.attention is not None:
             rows["attention"] = out.attention
-        if self.phrases:
+        if self.need_phrase_attention:
             rows["phrase_attention"] = out.phrase_attention
         if self.supervised:
             rows["supervised_attention"] = out.supervised_attention
@@ -169,7 +169,7 @@ class StaticDecoder:
                 target.copy_(new.index_select(0, parent_rows))
 
 
-StepRunner = Callable[[StaticDecoder, int], None]
+StaticStepRunner = Callable[[StaticDecoder, int], None]
 
 
 def eager_runner(decoder: StaticDecoder, t: int) -> None:
@@ -183,7 +183,7 @@ class StaticGenerator:
     model/decoding/cuda_graph_step.py); check_every: steps between two reads of the all_done flag.
     """
 
-    def __init__(self, backend: StepBackend | Transformer, runner: StepRunner = eager_runner,
+    def __init__(self, backend: StepBackend | Transformer, runner: StaticStepRunner = eager_runner,
                  check_every: int = FINISHED_CHECK_EVERY, **bucket_ladders):
         self.backend = TransformerBackend(backend) if isinstance(backend, Transformer) else backend
         self.runner = runner
@@ -309,8 +309,8 @@ class StaticGenerator:
                                                         options.length_penalty, options.length_penalty_form,
                                                         cut)):
                 found[b] = nbest
-        phrases, supervised = options.return_phrase_attention, options.return_supervised_attention
-        if not phrases and not supervised:
+        need_phrase_attention, supervised = options.return_phrase_attention, options.return_supervised_attention
+        if not need_phrase_attention and not supervised:
             if options.return_attention:
                 for nbest in found:
                     for h in nbest:

@@ -6,7 +6,7 @@ backend chosen (inside the loaders), so this file imports none.
 - "onnx", "torchscript": an export's encoder and decoder-step graphs (ONNX Runtime sessions, or
   traced modules loaded with torch.jit.load) driven by the same beam search as "torch"
   (model/decoding/beam_search.py), the decoder state reordered outside the graphs
-  (export/onnx_runner.py, export/torchscript_runner.py, export/step_search.py).
+  (export/onnx_runner.py, export/torchscript_runner.py, export/graph_backend.py).
 - "ct2": CTranslate2's own C++ beam search with our options mapped onto it (beam size, n-best,
   length penalty with the same normalisation; one `translate_batch` per batch, whose length
   limit is the batch's longest per-sentence one); token alignments from the attention it

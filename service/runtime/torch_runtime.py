@@ -13,7 +13,7 @@ from model.alignments.word_alignment import TokenAlignment, token_alignment
 from model.model_dir import LoadedModel, load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
 from model.decoding.beam_search import Hypothesis
-from model.decoding.cuda_graph_step import step_runner
+from model.decoding.cuda_graph_step import static_step_runner
 from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import SearchCancelled, generate, pad_sources
 from model.decoding.options import METHOD_ROWS, DecodingOptions
@@ -82,7 +82,7 @@ class TorchRuntime(TranslationRuntime):
         self.alignment_methods = ("attention", "shift", "supervised") if has_head else ("attention", "shift")
         self.default_alignment_method = "supervised" if has_head else "attention"
         # Preallocated state per bucket, kept for the runtime's life (CUDA graphs read it).
-        self.static = StaticGenerator(self.model, step_runner(device)) if static_decoding else None
+        self.static = StaticGenerator(self.model, static_step_runner(device)) if static_decoding else None
         self.link_threshold = self.model.supervised_alignment.link_threshold if has_head else 0.0
         # The C-kernel backend over `model` (`kernel_backend`), for the searches it can run;
         # load_runtime sets it once the model's verification record has been read.

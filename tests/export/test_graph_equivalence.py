@@ -72,7 +72,7 @@ def test_every_step_equals_eager_decode_step(target, config_id, tmp_path_factory
             for step in range(5):
                 out = model.decode_step(tokens, eager, need_phrase_attention=True)
                 eager = out.state
-                got = backend.step(tokens, state, need_phrases=True)
+                got = backend.step(tokens, state, need_phrase_attention=True)
                 state = got.state
                 assert _close(got.log_probs, out.log_probs) < ATOL, step
                 assert _close(got.attention, out.attention) < ATOL, step

@@ -219,12 +219,12 @@ def test_empty_batch():
 
 
 def test_the_runner_is_eager_off_cuda():
-    from model.decoding.cuda_graph_step import CudaGraphRunner, step_runner
+    from model.decoding.cuda_graph_step import CudaGraphRunner, static_step_runner
     from model.decoding.static_decoding import eager_runner
 
-    assert step_runner(torch.device("cpu")) is eager_runner
-    assert step_runner(torch.device("cuda"), cuda_graphs=False) is eager_runner
-    assert isinstance(step_runner(torch.device("cuda")), CudaGraphRunner)
+    assert static_step_runner(torch.device("cpu")) is eager_runner
+    assert static_step_runner(torch.device("cuda"), cuda_graphs=False) is eager_runner
+    assert isinstance(static_step_runner(torch.device("cuda")), CudaGraphRunner)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")

@@ -27,7 +27,7 @@ def initial_state(outputs: list[torch.Tensor], layout: StateLayout) -> DecoderSt
     return DecoderState(dict(zip(layout.names, outputs)), frozenset(layout.sentence))
 
 
-def step_out(head: list[Any], outputs: list[torch.Tensor], state: DecoderState, layout: StateLayout, need_phrases: bool) -> StepOut:
+def step_out(head: list[Any], outputs: list[torch.Tensor], state: DecoderState, layout: StateLayout, need_phrase_attention: bool) -> StepOut:
     """The graph's head outputs (log_probs [, attention [, phrase_attention]]) and state outputs,
     in layout order, after a step from `state`. The per-sentence tensors come back unchanged, so
     the runner keeps its own (the ones its reorders keep apart, model/decoder_state.py)."""
@@ -35,9 +35,9 @@ def step_out(head: list[Any], outputs: list[torch.Tensor], state: DecoderState, 
     new_state = DecoderState(tensors, state.sentence, state.beam_size)
     log_probs = torch.as_tensor(head[0])
     attention = torch.as_tensor(head[1]) if len(head) > 1 else None
-    phrases = None
-    if need_phrases and layout.phrase_attention == PHRASES_OUTPUT:
-        phrases = torch.as_tensor(head[2])  # (N, n_max, S)
-    elif need_phrases:
-        phrases = attention.unsqueeze(1)  # (N, 1, S): the token attention as 1-grams (DecoderLayer)
-    return StepOut(log_probs, attention, phrases, new_state)
+    phrase_attention = None
+    if need_phrase_attention and layout.phrase_attention == PHRASES_OUTPUT:
+        phrase_attention = torch.as_tensor(head[2])  # (N, n_max, S)
+    elif need_phrase_attention:
+        phrase_attention = attention.unsqueeze(1)  # (N, 1, S): the token attention as 1-grams (DecoderLayer)
+    return StepOut(log_probs, attention, phrase_attention, new_state)
