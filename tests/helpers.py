@@ -187,10 +187,10 @@ def assert_cached_search_equals_uncached(model, src, max_length_offset: int = 2,
     cached = generate(model, src, options)
     with torch.inference_mode():
         uncached = beam_search(
-            FullPassDecoder(model, src.repeat_interleave(beam, 0)), batch_size=src.shape[0], beam_size=beam,
+            FullPassDecoder(model, src.repeat_interleave(beam, 0)), options, batch_size=src.shape[0],
             bos_id=model.config.bos_id, eos_id=model.config.eos_id,
             max_lengths=max_lengths(src, model.config.pad_id, options, model.config.max_positions - 1),
-            n_best=beam, return_attention=True,
+            return_attention=True,
         )
     for a_list, b_list in zip(cached, uncached, strict=True):
         assert [a.tokens for a in a_list] == [b.tokens for b in b_list]

@@ -12,7 +12,8 @@ from typing import Protocol
 
 import torch
 
-from model.decoding.length_penalty import FORMS, form_problem, length_normaliser
+from model.decoding.length_penalty import length_normaliser
+from model.decoding.options import DecodingOptions
 from model.decoding.selection import NEG_INF, candidate_count, candidates, select
 
 
@@ -81,11 +82,9 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _validate(batch_size: int, beam_size: int, n_best: int, max_lengths: torch.Tensor) -> None:
-    if not _is_int(beam_size) or beam_size < 1:
-        raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
-    if not _is_int(n_best) or not 1 <= n_best <= beam_size:
-        raise ValueError(f"n_best must be an integer with 1 <= n_best <= beam_size ({beam_size}), got {n_best!r}")
+def validate_batch(batch_size: int, max_lengths: torch.Tensor) -> None:
+    """The batch's own arguments; the search's options (beam size, n-best, length penalty) are a
+    `DecodingOptions`, which checked them when it was made."""
     if not _is_int(batch_size) or batch_size < 0:
         raise ValueError(f"batch_size must be an integer >= 0, got {batch_size!r}")
     if not isinstance(max_lengths, torch.Tensor) or tuple(max_lengths.shape) != (batch_size,):
@@ -99,20 +98,19 @@ def _validate(batch_size: int, beam_size: int, n_best: int, max_lengths: torch.T
 
 def beam_search(
     decoder: IncrementalDecoder,
+    options: DecodingOptions,
     *,
     batch_size: int,
-    beam_size: int,
     bos_id: int,
     eos_id: int,
     max_lengths: torch.Tensor,
-    n_best: int = 1,
-    length_penalty: float = 1.0,
     return_attention: bool = False,
-    length_penalty_form: str = "power",
 ) -> list[list[Hypothesis]]:
-    """Beam search for `batch_size` sentences with `beam_size` beams each, batched as rows.
+    """Beam search for `batch_size` sentences with K = `options.beam_size` beams each, batched
+    as rows; of the options it reads beam_size, n_best, length_penalty and length_penalty_form
+    (max_lengths, per sentence, comes from the caller: `model.decoding.generate.max_lengths`).
 
-    Rows start as batch_size*beam_size, sentence-major (row b*K+k), all fed `bos_id`; on the
+    Rows start as batch_size*K, sentence-major (row b*K+k), all fed `bos_id`; on the
     first step only beam 0 of each sentence is live (the others start at -inf) so the K beams
     do not duplicate one hypothesis.
 
@@ -129,7 +127,7 @@ def beam_search(
     for "gnmt" (Wu et al. 2016 eq. 14); length_penalty=0 ranks by raw log-prob. The penalty is
     applied only when a hypothesis finishes; the search itself ranks candidates by raw log-prob.
 
-    Stopping: a sentence is done when it has beam_size finished hypotheses (later EOS candidates
+    Stopping: a sentence is done when it has K finished hypotheses (later EOS candidates
     of that step are ignored), when it has no live beam left, or after the step at which it
     reaches its max length: at step t == max_lengths[b] only EOS is allowed, so hypotheses hold
     at most max_lengths[b] tokens besides EOS. Rows of done sentences are dropped through
@@ -143,15 +141,13 @@ def beam_search(
     several per-row tensors by name); otherwise attention is None and nothing is kept.
 
     The BOS tokens of the first step are made on max_lengths.device; after that every tensor
-    lives on the device of the log-probs the decoder returns. beam_size=1 is greedy (argmax)
+    lives on the device of the log-probs the decoder returns. K = 1 is greedy (argmax)
     decoding.
     """
-    _validate(batch_size, beam_size, n_best, max_lengths)
-    if length_penalty_form not in FORMS:
-        raise ValueError(form_problem(length_penalty_form))
+    validate_batch(batch_size, max_lengths)
     if batch_size == 0:
         return []
-    K = beam_size
+    K = options.beam_size
     finished: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
     max_len_host = max_lengths.tolist()
     live = list(range(batch_size))  # sentence id of each live group of K rows, in row order
@@ -201,7 +197,7 @@ def beam_search(
             fin_attn = _map_rows(lambda h: h[g, p].cpu(), attn_hist) if return_attention else None  # (F, t, S…)
             # (F, S…): the EOS step's rows
             fin_last = _map_rows(lambda a: a.view(n, K, *a.shape[1:])[g, p].cpu(), attn) if return_attention else None
-            normaliser = length_normaliser(step + 1, length_penalty, length_penalty_form)  # len counts EOS
+            normaliser = length_normaliser(step + 1, options.length_penalty, options.length_penalty_form)  # len counts EOS
             rows = zip(g.tolist(), hist[g, p].tolist(), top_scores[g, r].tolist())
             for i, (gi, toks, lp) in enumerate(rows):
                 hyps = finished[live[gi]]
@@ -233,4 +229,4 @@ def beam_search(
         step += 1
 
     # sorted() is stable: equal scores keep finishing order.
-    return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
+    return [sorted(hyps, key=lambda h: -h.score)[:options.n_best] for hyps in finished]

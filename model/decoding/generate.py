@@ -173,14 +173,11 @@ def generate(
     limit = config.max_positions - 1
     found = beam_search(
         decoder,
+        options,
         batch_size=src.shape[0],
-        beam_size=options.beam_size,
         bos_id=config.bos_id,
         eos_id=config.eos_id,
         max_lengths=max_lengths(src, config.pad_id, options, limit),
-        n_best=options.n_best,
-        length_penalty=options.length_penalty,
-        length_penalty_form=options.length_penalty_form,
         return_attention=options.return_attention or need_phrase_attention or supervised,
     )
     result = with_named_rows(found, options.return_attention, supervised) if need_phrase_attention or supervised else found

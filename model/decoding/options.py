@@ -44,6 +44,10 @@ METHOD_ROWS: dict[str, MethodRows] = {
 }
 
 
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def n_best_problem(n_best: int, beam_size: int) -> str | None:
     """Why ``n_best`` cannot be served with ``beam_size`` (None when it can): a search finishes at
     most beam_size hypotheses per text."""
@@ -81,10 +85,11 @@ class DecodingOptions:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.beam_size < 1:
-            problems.append(f"beam_size must be >= 1, got {self.beam_size}")
-        n_best = n_best_problem(self.n_best, self.beam_size)
-        if n_best is not None:
+        if not _is_integer(self.beam_size) or self.beam_size < 1:
+            problems.append(f"beam_size must be an integer >= 1, got {self.beam_size!r}")
+        if not _is_integer(self.n_best):
+            problems.append(f"n_best must be an integer, got {self.n_best!r}")
+        elif (n_best := n_best_problem(self.n_best, self.beam_size)) is not None:
             problems.append(n_best)
         if self.alignment not in ALIGNMENT_MODES:
             problems.append(f"alignment must be one of {ALIGNMENT_MODES}, got {self.alignment!r}")

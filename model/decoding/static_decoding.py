@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import torch
 
-from model.decoding.beam_search import Hypothesis, _validate as validate_search
+from model.decoding.beam_search import Hypothesis, validate_batch
 from model.decoding.generate import (SearchCancelled, StepBackend, TransformerBackend,
                                     max_lengths, rows_after_search, with_finished_rows, with_named_rows)
 from model.decoding.options import DecodingOptions
@@ -214,7 +214,7 @@ class StaticGenerator:
             raise ValueError("this export returns no phrase attention, so it cannot give phrase alignments")
         batch, width = src.shape
         limits = max_lengths(src, config.pad_id, options, config.max_positions - 1)  # (B,)
-        validate_search(batch, options.beam_size, options.n_best, limits)  # the eager search's errors
+        validate_batch(batch, limits)  # the eager search's errors
         if batch == 0:
             return []
         longest = int(limits.max())

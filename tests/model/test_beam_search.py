@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from model.decoding.beam_search import beam_search
+from model.decoding.options import DecodingOptions
 from tests.helpers import assert_close_for
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
@@ -104,9 +105,17 @@ class ScriptedDecoder:
         self.rows = [self.rows[i] for i in index.tolist()]
 
 
+def search(decoder, *, beam_size, n_best=1, length_penalty=1.0, length_penalty_form="power", **batch):
+    """beam_search with its options given field by field; these defaults (not the service's) are
+    the ones the tables below were computed with."""
+    options = DecodingOptions(beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
+                              length_penalty_form=length_penalty_form)
+    return beam_search(decoder, options, **batch)
+
+
 def run(tables, max_lengths, beam_size, attn_size=None, dtype=torch.float32, **kwargs):
     decoder = ScriptedDecoder(tables, beam_size, attn_size, dtype)
-    out = beam_search(
+    out = search(
         decoder,
         batch_size=len(tables),
         beam_size=beam_size,
@@ -201,7 +210,7 @@ def test_the_gnmt_length_penalty_changes_the_winner():
 
 
 def test_an_unknown_length_penalty_form_is_refused():
-    with pytest.raises(ValueError, match=r"^length_penalty_form must be one of power, gnmt, got 'average'$"):
+    with pytest.raises(ValueError, match=r"^invalid DecodingOptions: length_penalty_form must be one of power, gnmt, got 'average'$"):
         run([T6], [3], beam_size=2, length_penalty_form="average")
 
 
@@ -368,14 +377,26 @@ def test_empty_batch():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("fields", "message"),
     [
         ({"beam_size": 0}, "beam_size must be an integer >= 1, got 0"),
         ({"beam_size": True}, "beam_size must be an integer >= 1, got True"),
         ({"beam_size": 2.0}, "beam_size must be an integer >= 1, got 2.0"),
-        ({"beam_size": 2, "n_best": 1.0}, "n_best must be an integer with 1 <= n_best <= beam_size (2), got 1.0"),
-        ({"beam_size": 2, "n_best": 0}, "n_best must be an integer with 1 <= n_best <= beam_size (2), got 0"),
-        ({"beam_size": 2, "n_best": 3}, "n_best must be an integer with 1 <= n_best <= beam_size (2), got 3"),
+        ({"beam_size": 2, "n_best": 1.0}, "n_best must be an integer, got 1.0"),
+        ({"beam_size": 2, "n_best": 0}, "n_best must be in 1..beam_size (2), got 0"),
+        ({"beam_size": 2, "n_best": 3}, "n_best must be in 1..beam_size (2), got 3"),
+    ],
+)
+def test_the_search_options_are_checked_by_their_type(fields, message):
+    # The search reads a DecodingOptions, so what it cannot run is refused when the options are made.
+    with pytest.raises(ValueError) as info:
+        DecodingOptions(**fields)
+    assert str(info.value) == "invalid DecodingOptions: " + message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
         ({"batch_size": -1}, "batch_size must be an integer >= 0, got -1"),
         ({"max_lengths": torch.tensor([3])}, "max_lengths must be a tensor of shape (batch_size,) = (2,), got (1,)"),
         ({"max_lengths": torch.tensor([3.0, 2.0])}, "max_lengths must be an integer tensor, got torch.float32"),
@@ -386,7 +407,7 @@ def test_invalid_arguments(kwargs, message):
     args = {"batch_size": 2, "beam_size": 2, "bos_id": BOS, "eos_id": EOS, "max_lengths": torch.tensor([3, 3])}
     args.update(kwargs)
     with pytest.raises(ValueError) as info:
-        beam_search(ScriptedDecoder([T1, T1], 2), **args)
+        search(ScriptedDecoder([T1, T1], 2), **args)
     assert str(info.value) == message
 
 
@@ -409,8 +430,8 @@ def test_named_rows_follow_the_beam_parents_like_one_tensor():
     tables = [T1, T2, T1, T4]
     common = dict(batch_size=4, beam_size=2, bos_id=BOS, eos_id=EOS, max_lengths=torch.tensor([3, 5, 0, 4]),
                   n_best=2, length_penalty=0.0, return_attention=True)
-    plain = beam_search(ScriptedDecoder(tables, 2, 5), **common)
-    named = beam_search(NamedRowsDecoder(tables, 2, 5), **common)
+    plain = search(ScriptedDecoder(tables, 2, 5), **common)
+    named = search(NamedRowsDecoder(tables, 2, 5), **common)
     assert [[h.tokens for h in hyps] for hyps in named] == [[h.tokens for h in hyps] for hyps in plain]
     for hyps in named:
         for h in hyps:
@@ -427,7 +448,7 @@ def test_return_attention_needs_every_named_row():
 
     with pytest.raises(ValueError, match=r"return_attention=True needs decoder.step to return attention \(2, S\), got "
                                          r"\{'tokens': \(2, 5\), 'phrases': None\}"):
-        beam_search(Missing([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
+        search(Missing([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
                     max_lengths=torch.tensor([3]), return_attention=True)
 
 
@@ -439,7 +460,7 @@ def test_a_named_row_without_a_source_axis_is_refused():
 
     with pytest.raises(ValueError, match=r"return_attention=True needs decoder.step to return attention \(2, S\), got "
                                          r"\{'tokens': \(2, 5\), 'per_row': \(2,\)\}"):
-        beam_search(FlatNamed([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
+        search(FlatNamed([T1], 2, 5), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
                     max_lengths=torch.tensor([3]), return_attention=True)
 
 
@@ -450,7 +471,7 @@ def test_log_probs_with_the_wrong_number_of_rows_are_refused():
             return log_probs[:-1], attn
 
     with pytest.raises(ValueError) as info:
-        beam_search(ShortDecoder([T1], 2), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS, max_lengths=torch.tensor([3]))
+        search(ShortDecoder([T1], 2), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS, max_lengths=torch.tensor([3]))
     assert str(info.value) == "decoder.step returned log_probs of shape (1, 5), expected (2, V)"
 
 
@@ -461,7 +482,7 @@ def test_attention_with_the_wrong_shape_is_refused():
             return log_probs, attn[None]  # (1, N, S): one dimension too many
 
     with pytest.raises(ValueError) as info:
-        beam_search(FlatAttention([T1], 2, attn_size=4), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
+        search(FlatAttention([T1], 2, attn_size=4), batch_size=1, beam_size=2, bos_id=BOS, eos_id=EOS,
                     max_lengths=torch.tensor([3]), return_attention=True)
     assert str(info.value) == "return_attention=True needs decoder.step to return attention (2, S), got (1, 2, 4)"
 
@@ -480,7 +501,7 @@ def test_a_vocabulary_of_eos_alone_ends_every_sentence_at_once():
             raise AssertionError("no beam survives the first step")
 
     decoder = OnlyEos()
-    (hyps,) = beam_search(decoder, batch_size=1, beam_size=3, bos_id=0, eos_id=0, max_lengths=torch.tensor([4]), n_best=3)
+    (hyps,) = search(decoder, batch_size=1, beam_size=3, bos_id=0, eos_id=0, max_lengths=torch.tensor([4]), n_best=3)
     assert [(h.tokens, h.score, h.log_prob) for h in hyps] == [([], 0.0, 0.0)]
     assert decoder.steps == 1
 

@@ -198,7 +198,7 @@ def test_bad_search_options_are_refused_before_any_search():
     # The options type checks its own rules, so neither search can be handed these.
     with pytest.raises(ValueError, match=r"n_best must be in 1..beam_size \(2\), got 3"):
         DecodingOptions(beam_size=2, n_best=3)
-    with pytest.raises(ValueError, match="beam_size must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="beam_size must be an integer >= 1, got 0"):
         DecodingOptions(beam_size=0)
 
 

@@ -13,7 +13,7 @@ def test_decode_options_report_every_problem_at_once():
     message = str(info.value)
     for fragment in ("n_best must be in 1..beam_size (2), got 3", "alignment must be one of", "max_length_ratio", "max_length_offset"):
         assert fragment in message
-    with pytest.raises(ValueError, match="beam_size must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="beam_size must be an integer >= 1, got 0"):
         DecodingOptions(beam_size=0)
 
 
