@@ -84,7 +84,7 @@ class StaticDecoder:
         self.buffers: dict[str, torch.Tensor] | None = None
         self.growing: frozenset[str] = frozenset()
         self.sentence: frozenset[str] = frozenset()
-        self.beam = options.beam_size
+        self.beam_size = options.beam_size
         self.tokens: torch.Tensor | None = None  # (N,) the tokens step t reads
         self.search: StaticSearch | None = None
 
@@ -130,13 +130,13 @@ class StaticDecoder:
         `steps_done` steps: their rows of every buffer and of the search; the rest is padding."""
         if self.buffers is None:
             self.growing, self.sentence = source.growing, source.sentence
-            self.buffers = {name: torch.zeros((self.bucket.batch * self.beam, *buf.shape[1:]), dtype=buf.dtype,
+            self.buffers = {name: torch.zeros((self.bucket.batch * self.beam_size, *buf.shape[1:]), dtype=buf.dtype,
                                               device=buf.device) for name, buf in source.buffers.items()}
-            self.tokens = torch.empty(self.bucket.batch * self.beam, dtype=torch.long, device=source.tokens.device)
+            self.tokens = torch.empty(self.bucket.batch * self.beam_size, dtype=torch.long, device=source.tokens.device)
             self.never = source.never
         padded = sentences + [sentences[0]] * (self.bucket.batch - len(sentences))
         picked = torch.tensor(padded, device=source.tokens.device)  # (B',)
-        rows = (picked.unsqueeze(1) * self.beam + torch.arange(self.beam, device=picked.device)).flatten()  # (B'·K,)
+        rows = (picked.unsqueeze(1) * self.beam_size + torch.arange(self.beam_size, device=picked.device)).flatten()  # (B'·K,)
         for name, buf in self.buffers.items():
             part = (lambda t: t[:, :, :steps_done]) if name in self.growing else (lambda t: t)
             part(buf).copy_(part(source.buffers[name]).index_select(0, rows))
@@ -146,7 +146,7 @@ class StaticDecoder:
     def run_step(self, t: int) -> None:
         """Step t >= 1 on the buffers only (what a CUDA graph captures): no host reads."""
         view = {name: buf[:, :, :t] if name in self.growing else buf for name, buf in self.buffers.items()}
-        log_probs, rows, out = self.step(self.tokens, DecoderState(view, self.sentence, self.beam))
+        log_probs, rows, out = self.step(self.tokens, DecoderState(view, self.sentence, self.beam_size))
         self.commit(t, log_probs, rows, out.state.tensors)
 
     def commit(self, t: int, log_probs: torch.Tensor, rows: dict[str, torch.Tensor], new_state: dict[str, torch.Tensor]) -> None:
@@ -220,13 +220,12 @@ class StaticGenerator:
         longest = int(limits.max())
         bucket = choose_bucket(batch, width, longest, position_limit=config.max_positions, **self.bucket_ladders)
         padded = pad_to_bucket(src, bucket, config.pad_id, config.eos_id)  # (Bb, Sb)
-        k = options.beam_size
         decoder = self._decoder(bucket, options)
 
         if should_stop is not None and should_stop():
             raise SearchCancelled()
-        state0 = backend.encode(padded).expand(k)
-        rows_n = bucket.batch * k
+        state0 = backend.encode(padded).expand(options.beam_size)
+        rows_n = bucket.batch * options.beam_size
         tokens = torch.full((rows_n,), config.bos_id, dtype=torch.long, device=padded.device)
         log_probs, rows, out0 = decoder.step(tokens, state0)
         decoder.allocate(state0, out0)
@@ -238,7 +237,7 @@ class StaticGenerator:
         recorded = self._recorded_rows(options, rows)
         if decoder.search is None:
             shapes = {name: tuple(rows[name].shape[1:]) for name in recorded}  # (S,) or (n_max, S)
-            decoder.search = StaticSearch(bucket.batch, k, bucket.target, log_probs.shape[1], config.eos_id,
+            decoder.search = StaticSearch(bucket.batch, options.beam_size, bucket.target, log_probs.shape[1], config.eos_id,
                                           limits_b, live, shapes)
         else:
             decoder.search.reset(limits_b, live)
