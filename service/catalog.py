@@ -1,50 +1,18 @@
-"""The models served: per model its name, language pair, domain, scores and kind, and which model
-answers a pair when a request names none (docs/operations.md, "Several models per pair").
-
-A model's name is its directory's name. Its domain and scores come from the directory's
-``model_card.json`` when it has one (``phrasal-eval --record`` writes the scores; the domain is
-written by hand or by training), else the domain from the ``model_domains`` setting, else
-"general"; scores stay null when nothing was measured. Its kind is read from its config.json: the
-attention kinds it uses ("vanilla" when every site is vanilla) and "+align" for a supervised
-alignment head.
+"""The models served: per model its card (name, domain, scores, kind: model/model_card.py) and
+runtime, and which model answers a pair when a request names none (docs/operations.md, "Several
+models per pair").
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from model.model_card import DEFAULT_DOMAIN, ModelCard
 from service.runtime.base import TranslationRuntime
 
-CARD_FILE = "model_card.json"
 # Names become metric labels and request values: short and plain.
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-DEFAULT_DOMAIN = "general"
-_ATTENTION_SITES = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
-
-# Per test set (e.g. "test_2016_flickr"), per metric (e.g. "bleu"): the score, null if not measured.
-Scores = dict[str, dict[str, float | None]]
-
-
-class _CardFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    domain: str | None = Field(default=None, min_length=1, max_length=64)
-    scores: Scores = Field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ModelCard:
-    """What the service says about a model, known before it loads."""
-
-    name: str
-    domain: str = DEFAULT_DOMAIN
-    scores: Scores | None = None  # None: never measured (no model card, or one without scores)
-    kind: str | None = None  # None: no config.json to read it from (a bare runtime, some exports)
 
 
 @dataclass(frozen=True)
@@ -63,46 +31,6 @@ class ServedModel:
     @property
     def key(self) -> tuple[str, str]:
         return self.runtime.source_lang, self.runtime.target_lang
-
-
-def read_card(path: Path, domains: Mapping[str, str] = {}) -> ModelCard:
-    """The card of the model in directory ``path``: its name, domain, scores and kind. A missing
-    model_card.json or config.json leaves what they would say at its default; a malformed one is a
-    ValueError naming the file."""
-    path = Path(path)
-    name = path.name
-    domain, scores = domains.get(name, DEFAULT_DOMAIN), None
-    card_path = path / CARD_FILE
-    if card_path.is_file():
-        try:
-            card = _CardFile.model_validate_json(card_path.read_bytes())
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "the file"
-            raise ValueError(f"{card_path}: {where}: {first['msg']}") from None
-        if card.domain is not None:
-            domain = card.domain
-        scores = card.scores or None
-    return ModelCard(name=name, domain=domain, scores=scores, kind=model_kind(path))
-
-
-def model_kind(path: Path) -> str | None:
-    """The family a model directory's config.json describes, e.g. "vanilla", "vanilla+align",
-    "queryk"; None without a readable config.json."""
-    try:
-        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(config, dict):
-        return None
-    kinds = []
-    for site in _ATTENTION_SITES:
-        attention = config.get(site)
-        kind = attention.get("kind") if isinstance(attention, dict) else attention
-        if isinstance(kind, str) and kind != "vanilla" and kind not in kinds:
-            kinds.append(kind)
-    family = "+".join(kinds) or "vanilla"
-    return family + "+align" if config.get("supervised_alignment") else family
 
 
 def as_served_model(item: ServedModel | TranslationRuntime, domains: Mapping[str, str] = {}) -> ServedModel:
@@ -134,15 +62,3 @@ def default_models(models: Sequence[ServedModel], chosen: Mapping[str, str]) -> 
     if problems:
         raise ValueError("; ".join(problems))
     return defaults
-
-
-def record_scores(path: Path, test_set: str, scores: Mapping[str, float | None]) -> Path:
-    """Merge one test set's ``scores`` into the model_card.json of model directory ``path`` (made
-    if missing; its domain and other test sets kept): what ``phrasal-eval --record`` writes."""
-    card_path = Path(path) / CARD_FILE
-    card = read_card(path)  # a malformed card stops here, before it is overwritten
-    current = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
-    current["scores"] = {**(card.scores or {}), test_set: dict(scores)}
-    _CardFile.model_validate(current)
-    card_path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return card_path

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from model.alignments.word_alignment import WORD_BOUNDARY, token_alignment
 from model.alignments.phrase_pairs import PhraseMap, extracted_phrase_pairs
-from service.catalog import ServedModel, read_card
+from model.model_card import read_card
+from service.catalog import ServedModel
 from service.runtime.base import (
     BatchCancelled,
     DecodingOptions,

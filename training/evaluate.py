@@ -147,7 +147,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         report.update(score(hyps, refs))
     report["placeholders"] = placeholder_survival(src, hyps)
     if args.record is not None:
-        from service.catalog import record_scores
+        from model.model_card import record_scores
 
         record_scores(args.model_dir, args.record, {key: report[key]["score"] for key in (*LABELS, "placeholders")})
     if args.json:

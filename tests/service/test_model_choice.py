@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from service.__main__ import main
 from service.app import create_app
-from service.catalog import ModelCard, ServedModel, model_kind, read_card
+from model.model_card import ModelCard, model_kind, read_card
+from service.catalog import ServedModel
 from service.runtime.base import DecodingOptions, RuntimeProblem, Translation
 from service.settings import Settings
 from testing.fake_runtime import FakeRuntime, fake_runtimes

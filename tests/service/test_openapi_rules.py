@@ -9,7 +9,8 @@ import pytest
 jsonschema_rs = pytest.importorskip("jsonschema_rs")  # schemathesis' validator
 
 from service.app import create_app  # noqa: E402
-from service.catalog import ModelCard, ServedModel  # noqa: E402
+from model.model_card import ModelCard  # noqa: E402
+from service.catalog import ServedModel  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from testing.fake_runtime import FakeRuntime  # noqa: E402
 from tests.service.support import serving  # noqa: E402

@@ -118,7 +118,7 @@ def test_average_subcommand_and_evaluate_cli(smoke_run, tmp_path, capsys):
 
 
 def test_evaluate_records_the_scores_in_the_model_card_the_service_reads(smoke_run, tmp_path, capsys):
-    from service.catalog import read_card
+    from model.model_card import read_card
 
     run_dir, result = smoke_run
     model_dir = tmp_path / "en-de-smoke"
