@@ -4,8 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
-# One model directory per language pair served (space-separated): En->De and De->En, so that the
-# bidirectional word alignment is on offer (docs/alignment.md).
+# The model directories served (space-separated): En->De and De->En, so that the bidirectional
+# word alignment is on offer (docs/alignment.md). A pair may have several models (a request picks
+# one by "model"; the first listed answers otherwise): docs/operations.md, "Several models per pair".
 MODEL_DIRS ?= models/en-de-align2 models/de-en-align
 comma := ,
 empty :=
