@@ -30,7 +30,7 @@ from service.http.libretranslate import KeyCheck
 from service.http.libretranslate import router as libretranslate_router
 from service.http.openapi import install_served_openapi
 from service.http.request_metrics import MetricsMiddleware
-from model.model_card import read_card
+from service.runtime.cards import read_card
 from service.catalog import ServedModel
 from service.glossary_store import GlossaryStore
 from service.lifecycle import Lifecycle

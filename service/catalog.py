@@ -1,6 +1,6 @@
-"""The models served: per model its card (name, domain, scores, kind: model/model_card.py) and
-runtime, and which model answers a pair when a request names none (docs/operations.md, "Several
-models per pair").
+"""The models served: per model its card (name, domain, scores, kind: model/model_card.py, read
+through service/runtime/cards.py) and runtime, and which model answers a pair when a request names
+none (docs/operations.md, "Several models per pair").
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from model.model_card import DEFAULT_DOMAIN, ModelCard
+from service.runtime.cards import DEFAULT_DOMAIN, ModelCard
 from service.runtime.base import TranslationRuntime
 
 # Names become metric labels and request values: short and plain.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from model.alignments.word_alignment import WORD_BOUNDARY, token_alignment
 from model.alignments.phrase_pairs import PhraseMap, extracted_phrase_pairs
-from model.model_card import read_card
+from service.runtime.cards import read_card
 from service.catalog import ServedModel
 from service.runtime.base import (
     BatchCancelled,
