@@ -107,6 +107,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--record needs references: --split, or --src with --ref")
     if args.record is not None and args.limit is not None:
         raise UsageError("--record keeps a whole test set's scores: leave --limit out")
+    if args.record is not None:
+        from model.model_card import read_card
+
+        try:  # a card that cannot take the scores stops here, before the test set is decoded
+            read_card(args.model_dir)
+        except ValueError as error:
+            raise UsageError(f"--record: {error}") from None
 
     import torch
 

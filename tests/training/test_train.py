@@ -137,6 +137,13 @@ def test_evaluate_records_the_scores_in_the_model_card_the_service_reads(smoke_r
     assert (card.domain, card.scores) == ("captions", {"first": recorded, "second": recorded})
     assert eval_main(["--model-dir", str(model_dir), "--src", str(src), "--record", "x"]) == 2
     assert capsys.readouterr().err == "phrasal-eval: error: --record needs references: --split, or --src with --ref\n"
+    # A malformed card is one line and exit 2 before anything is decoded, and stays as it was.
+    (model_dir / "model_card.json").write_text('{"domain": "captions", "bleu": 40}')
+    assert eval_main(["--model-dir", str(model_dir), "--src", str(src), "--ref", str(ref), "--device", "cpu",
+                      "--record", "third"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"phrasal-eval: error: --record: {model_dir / 'model_card.json'}: bleu: ") and err.count("\n") == 1
+    assert (model_dir / "model_card.json").read_text() == '{"domain": "captions", "bleu": 40}'
 
 
 @pytest.mark.parametrize("argv, message", [
