@@ -176,6 +176,22 @@ def _next_ready(spec: StudySpec, waiting: list[tuple[RunSpec, int]], running: di
     return None
 
 
+def evaluate_command(spec: StudySpec, model_dir: Path, split: str, hyps: Path) -> list[str]:
+    """`training.evaluate` of one model on one split as the study scores every system (its beam,
+    its one length penalty), the report in JSON on stdout and the hypotheses into `hyps`."""
+    data_dir, name = spec.evaluate.locate(split)
+    command = [sys.executable, "-m", "training.evaluate", "--model-dir", str(model_dir), "--split", name,
+               "--data-dir", str(data_dir), "--beam", str(spec.evaluate.beam),
+               "--batch-size", str(spec.evaluate.batch_size), "--device", spec.device, "--out", str(hyps), "--json"]
+    if spec.evaluate.limit is not None:
+        command += ["--limit", str(spec.evaluate.limit)]
+    if spec.evaluate.length_penalty is not None:
+        command += ["--length-penalty", str(spec.evaluate.length_penalty)]
+    if spec.evaluate.length_penalty_form is not None:
+        command += ["--length-penalty-form", spec.evaluate.length_penalty_form]
+    return command
+
+
 def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | None,
                  clock: Callable[[], float] = time.monotonic) -> list[str]:
     """Score a trained job on every split not scored yet; returns the splits scored now."""
@@ -190,17 +206,7 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
             break
         result.parent.mkdir(parents=True, exist_ok=True)
         hyps = result.with_suffix(".hyp")
-        data_dir, name = spec.evaluate.locate(split)
-        command = [sys.executable, "-m", "training.evaluate", "--model-dir", str(model_dir), "--split", name,
-                   "--data-dir", str(data_dir), "--beam", str(spec.evaluate.beam),
-                   "--batch-size", str(spec.evaluate.batch_size), "--device", spec.device, "--out", str(hyps), "--json"]
-        if spec.evaluate.limit is not None:
-            command += ["--limit", str(spec.evaluate.limit)]
-        if spec.evaluate.length_penalty is not None:
-            command += ["--length-penalty", str(spec.evaluate.length_penalty)]
-        if spec.evaluate.length_penalty_form is not None:
-            command += ["--length-penalty-form", spec.evaluate.length_penalty_form]
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(evaluate_command(spec, model_dir, split, hyps), capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             raise StudyError([f"scoring {model_dir} on {split} failed: {last}"], str(directory))

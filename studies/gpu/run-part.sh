@@ -8,8 +8,9 @@
 # stops score_reserve_s before it, scoring fits in the rest). Writes under $OUT, as it goes (every
 # 60 s) and at the end: partN-results.tar.gz (logs, scores, hypotheses, alignment reports: what is
 # committed), partN-parents.tar.gz (the model directories that later parts fine-tune, if any),
-# partN.log (this script's output) and partN.md (the part's table). studies/gpu/README.md says what
-# to do with them.
+# partN.log (this script's output), partN.md (the part's table) and, when the limit stopped runs,
+# partN-partial.md (training/study_partial.py: those runs scored where they stopped).
+# studies/gpu/README.md says what to do with them.
 set -uo pipefail
 part=${1:?usage: run-part.sh N}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,8 @@ tiny=()
 [ "${STUDY_TINY:-0}" = 1 ] && tiny=(--tiny)
 study=studies/en-de-part$part.json
 export PYTHONUNBUFFERED=1
+# Eight trainings share 16 host cores: two threads each, not sixteen each fighting over them.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 exec > >(tee -a "$out/part$part.log") 2>&1
 echo "== part $part: $(date -u +%FT%TZ) ${tiny[*]}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
@@ -58,6 +61,12 @@ limit=${STUDY_TIME_LIMIT:-$("$py" -c "import json; print(int(json.load(open('$st
 # The runner stops itself at its limit; timeout is the backstop (a hung child, a hung scorer).
 timeout --kill-after=15 $((limit + 30)) "$py" -m training.study "$study" "${tiny[@]}" --time-limit "$limit"
 rc=$?
+# Runs the limit stopped would come back as nothing (their checkpoints stay on the device): score them
+# where they stopped, in what is left of the command's 600 s (SLOT_S), the pack at the end included.
+left=$(( ${SLOT_S:-590} - SECONDS - 20 ))
+if [ "$left" -gt 30 ]; then
+    timeout --kill-after=5 "$left" "$py" -m training.study_partial "$study" "${tiny[@]}" --time-limit $((left - 30))
+fi
 kill "$packer" 2>/dev/null
 wait "$packer" 2>/dev/null
 "$py" -m training.study "$study" "${tiny[@]}" --report-only >/dev/null   # the part's table, also when cut short
@@ -67,6 +76,7 @@ dir=$("$py" -c "
 import sys; from training.study_spec import load_study, tiny
 spec = load_study('$study'); print((tiny(spec) if '${tiny[*]}' else spec).out)")
 cp "$dir/$name.md" "$out/part$part.md" 2>/dev/null
+cp "$dir/$name-partial.md" "$out/part$part-partial.md" 2>/dev/null
 echo "== part $part: runner exit $rc, $(date -u +%FT%TZ)"
 ls -l "$out"
 exit $rc
