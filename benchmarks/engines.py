@@ -269,8 +269,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                 answer = run_worker({"engine": dataclasses.asdict(engine), "model_dir": str(model_dir),
                                      "export_dir": str(export) if export else None, "device": args.device,
                                      "threads": threads, "sources": data.sources, "beams": beams, "batches": batches})
-                runs += [{"size": size, "engine": engine.name, "threads": threads, **r, "peak_mib": answer["peak_mib"]}
-                         for r in answer["runs"]]
+                mine = [{"size": size, "engine": engine.name, "threads": threads, **r, "peak_mib": answer["peak_mib"]}
+                        for r in answer["runs"]]
+                # Each engine's raw runs as they come: a run cut short (a GPU slot's limit) keeps those done.
+                for run in mine:
+                    print("run " + json.dumps({k: v for k, v in run.items() if k != "outputs"}), file=sys.stderr,
+                          flush=True)
+                runs += mine
     finally:
         if scratch is not None:
             scratch.cleanup()

@@ -15,6 +15,8 @@
 #
 # On the device machine (from the repository root, .whl carried):
 #   bash benchmarks/gpu/serving.sh
+# A shorter slot: STEPS names the steps to run (default grid,load,tests), ENGINES and BATCH_SIZES
+# narrow the grid, e.g. STEPS=grid,tests ENGINES=torch-fp16,torch-fp16-graphs,ct2-fp16 BATCH_SIZES=32,128.
 # A CPU dry run at tiny scale (checks the plumbing, not the numbers; CPU engines instead):
 #   DEVICE=cpu SENTENCES=8 CLIENTS=1,2 DURATION=1 TIMEOUT_SCALE=4 OUT=/tmp/serving-dry PYTHON=.venv/bin/python bash benchmarks/gpu/serving.sh
 set -u
@@ -26,6 +28,9 @@ PYTHON=${PYTHON:-python3}
 OUT=${OUT:-results/gpu-serving}
 # Multiplies every step's time limit (the limits fit an H100; a CPU dry run needs more).
 SCALE=${TIMEOUT_SCALE:-1}
+STEPS=${STEPS:-grid,load,tests}
+BATCH_SIZES=${BATCH_SIZES:-1,32,128}
+wants() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 t() { echo $(( $1 * SCALE )); }
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
@@ -47,32 +52,36 @@ if [ "$DEVICE" = cuda ]; then
   done
   export LD_LIBRARY_PATH=/tmp/cublas12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1
-  ENGINES=torch,torch-fp16,torch-graphs,torch-fp16-graphs,ct2-fp16
+  ENGINES=${ENGINES:-torch,torch-fp16,torch-graphs,torch-fp16-graphs,ct2-fp16}
 else
-  ENGINES=torch,torch-static,ct2
+  ENGINES=${ENGINES:-torch,torch-static,ct2}
 fi
 "$PYTHON" -c "import torch, ctranslate2; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), \
 'ctranslate2', ctranslate2.__version__, 'ct2 cuda devices', ctranslate2.get_cuda_device_count())" >>"$LOG" 2>&1
 
-step "engine grid: $ENGINES"
-timeout $(t 170) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$ENGINES" \
-  --sentences "$SENTENCES" --beams 5 --batch-sizes 1,32,128 --work-dir "$WORK/engines" \
-  --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_$DEVICE.json" >>"$LOG" 2>&1 || step "engine grid FAILED or timed out ($?)"
+if wants grid; then
+  step "engine grid: $ENGINES"
+  timeout $(t 170) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$ENGINES" \
+    --sentences "$SENTENCES" --beams 5 --batch-sizes "$BATCH_SIZES" --work-dir "$WORK/engines" \
+    --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_$DEVICE.json" >>"$LOG" 2>&1 || step "engine grid FAILED or timed out ($?)"
+fi
 
-step "load: torch backend (static decoding, CUDA graphs on CUDA)"
-timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
-  --server-env PHRASAL_STATIC_DECODING=on --clients "$CLIENTS" --duration "$DURATION" --warmup 3 \
-  --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 || step "torch load FAILED or timed out ($?)"
+if wants load; then
+  step "load: torch backend (static decoding, CUDA graphs on CUDA)"
+  timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
+    --server-env PHRASAL_STATIC_DECODING=on --clients "$CLIENTS" --duration "$DURATION" --warmup 3 \
+    --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 || step "torch load FAILED or timed out ($?)"
 
-step "load: ct2 backend (float16)"
-timeout $(t 60) "$PYTHON" -m export ct2 models/en-de "$WORK/ct2-float16" --quantization float16 --device "$DEVICE" \
-  --verify-sentences 100 >>"$LOG" 2>&1 || step "ct2 export FAILED ($?)"
-timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
-  --server-env PHRASAL_BACKEND=ct2 --server-env "PHRASAL_EXPORT_DIRS=[\"$WORK/ct2-float16\"]" \
-  --clients "$CLIENTS" --duration "$DURATION" --warmup 3 --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 \
-  || step "ct2 load FAILED or timed out ($?)"
+  step "load: ct2 backend (float16)"
+  timeout $(t 60) "$PYTHON" -m export ct2 models/en-de "$WORK/ct2-float16" --quantization float16 --device "$DEVICE" \
+    --verify-sentences 100 >>"$LOG" 2>&1 || step "ct2 export FAILED ($?)"
+  timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
+    --server-env PHRASAL_BACKEND=ct2 --server-env "PHRASAL_EXPORT_DIRS=[\"$WORK/ct2-float16\"]" \
+    --clients "$CLIENTS" --duration "$DURATION" --warmup 3 --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 \
+    || step "ct2 load FAILED or timed out ($?)"
+fi
 
-if [ "$DEVICE" = cuda ]; then
+if [ "$DEVICE" = cuda ] && wants tests; then
   step "CUDA tests"
   timeout $(t 150) "$PYTHON" -m pytest -q -p no:cacheprovider tests/model/test_static_decoding.py \
     tests/model/test_static_step_host_reads.py -k "cuda" >"$OUT/tests.txt" 2>&1 || step "CUDA tests FAILED or timed out ($?)"
