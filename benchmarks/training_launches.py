@@ -37,14 +37,15 @@ RECIPES = {
 IMPLEMENTATIONS = {"plain": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
 
 
-def count_step(recipe_file: str, implementation: str, tokens: int, seed: int) -> dict[str, int]:
+def count_step(recipe_file: str, implementation: str, tokens: int, seed: int,
+               model_overrides: dict | None = None) -> dict[str, int]:
     import torch
 
     from model.config import ModelConfig
     from model.transformer import Transformer
     from training.losses import label_smoothed_loss
 
-    model_keys = json.loads((REPO / "recipes" / recipe_file).read_text())["model"]
+    model_keys = {**json.loads((REPO / "recipes" / recipe_file).read_text())["model"], **(model_overrides or {})}
     config = ModelConfig.from_dict({**model_keys, "dropout": 0.0, "vocab_size": VOCAB, "pad_id": 0, "bos_id": 1,
                                     "eos_id": 2})
     torch.manual_seed(seed)
@@ -78,12 +79,55 @@ def count_step(recipe_file: str, implementation: str, tokens: int, seed: int) ->
     return counts
 
 
+# Part 1 of the En-De study on an H100 (2026-11-27, 8 trainings under CUDA MPS, log.jsonl of each run):
+# the baseline (516 launches a step with fused AdamW) took 46.3 ms an update, QueryK heterogeneous
+# 1-2-3 (864) 64.3 ms. A line through the two: ms = FIXED_MS + MS_PER_LAUNCH x launches.
+CALIBRATION = ((516, 46.3), (864, 64.3))
+MS_PER_LAUNCH = (CALIBRATION[1][1] - CALIBRATION[0][1]) / (CALIBRATION[1][0] - CALIBRATION[0][0])
+FIXED_MS = CALIBRATION[0][1] - MS_PER_LAUNCH * CALIBRATION[0][0]
+
+
+def study_costs(study: Path, tokens: int, seed: int) -> list[dict]:
+    """Every run of a study: fused-AdamW launches a step and the update time that part 1's line
+    gives for it among 8 runs sharing an H100 (symmetric runs: both directions' models)."""
+    from training.study_spec import load_study
+
+    rows = []
+    for run in load_study(study).runs:
+        overrides = {key.split(".", 1)[1]: value for key, value in run.overrides.items() if key.startswith("model.")}
+        recipe = json.loads(run.recipe.read_text())
+        counts = count_step(str(run.recipe.resolve().relative_to(REPO / "recipes")), "fused", tokens, seed, overrides)
+        launches = counts["total"] * (2 if run.command == "train-symmetric" else 1)
+        ms = FIXED_MS + MS_PER_LAUNCH * launches
+        rows.append({"run": run.name, "launches": launches, "ms": round(ms, 1), "updates": recipe["max_updates"],
+                     "seconds": round(ms * recipe["max_updates"] / 1000)})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, default=2048, help="source tokens in the batch")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=REPO / "results" / "training_launches_cpu.md")
+    p.add_argument("--study", type=Path, help="instead: every run of this study, fused AdamW, with the update time "
+                                              "part 1's calibration predicts (a slot's plan)")
     args = p.parse_args()
+    if args.study is not None:
+        rows = study_costs(args.study, args.tokens, args.seed)
+        lines = ["# Launches per training step of every study run, and the slot time they predict", "",
+                 f"Command: `OMP_NUM_THREADS=1 python benchmarks/training_launches.py --study {args.study} "
+                 f"--tokens {args.tokens} --out {args.out}`", "",
+                 "Fused AdamW (what CUDA runs). ms/update: the line through part 1's two measured systems among 8 "
+                 f"trainings sharing an H100 under MPS ({CALIBRATION[0][0]} launches: {CALIBRATION[0][1]} ms, "
+                 f"{CALIBRATION[1][0]}: {CALIBRATION[1][1]} ms), so {FIXED_MS:.1f} ms + {MS_PER_LAUNCH:.4f} ms a launch: "
+                 "a prediction for a full slot of 8, not a measurement. Symmetric runs count both directions.", "",
+                 "| run | launches a step | predicted ms/update | updates | predicted training s |",
+                 "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['run']} | {r['launches']} | {r['ms']} | {r['updates']} | {r['seconds']} |" for r in rows]
+        args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(args.out)
+        return 0
     rows = []
     for name, recipe in RECIPES.items():
         for implementation in IMPLEMENTATIONS:

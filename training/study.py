@@ -81,6 +81,19 @@ def train_command(spec: StudySpec, run: RunSpec, seed: int) -> list[str]:
     return command + list(run.args)
 
 
+def set_aside_stopped_log(directory: Path) -> Path | None:
+    """A job that starts from scratch where an earlier slot stopped it (its checkpoints stayed on
+    that device) keeps the old log as log.stopped-N.jsonl: the report reads log.jsonl as one run's
+    updates, time and tokens/s."""
+    log = directory / "log.jsonl"
+    if not log.is_file():
+        return None
+    number = 1
+    while (directory / f"log.stopped-{number}.jsonl").exists():
+        number += 1
+    return log.rename(directory / f"log.stopped-{number}.jsonl")
+
+
 def launch_child(command: list[str], log_path: Path) -> Child:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
@@ -137,6 +150,8 @@ def train_jobs(spec: StudySpec, *, deadline: float | None, launch: Launch = laun
             run, seed = job
             waiting.remove(job)
             command = train_command(spec, run, seed)
+            if "--resume" not in command:
+                set_aside_stopped_log(run_dir(spec, run, seed))
             running[(run.name, seed)] = (run, launch(command, run_dir(spec, run, seed) / "train.out"))
             outcomes[(run.name, seed)].status = "running"
             say(f"started {run.name} seed {seed}" + (" (resumed)" if "--resume" in command else ""))

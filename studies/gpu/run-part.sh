@@ -36,16 +36,20 @@ fi
 "$py" -c "import torch, sentencepiece, sacrebleu, safetensors, tqdm, rapidfuzz
 print('python packages there; torch', torch.__version__, 'cuda', torch.cuda.is_available())" || exit 3
 
-# A fine-tuning run starts from a model of an earlier part (in these parts, every parent is trained
-# in an earlier one), carried here: refuse to retrain it, which would also overwrite its results.
-"$py" - "$study" "${tiny[@]}" <<'PY' || exit 4
+# A fine-tuning run may start from a model trained in an earlier part, carried here (or committed):
+# refuse to retrain it, which would also overwrite its results. A parent this part trains is fine.
+"$py" - "$study" "$part" "${tiny[@]}" <<'PY' || exit 4
 import sys
+from pathlib import Path
 from training.study_spec import is_trained, load_study, tiny
-spec = load_study(sys.argv[1])
-spec = tiny(spec) if "--tiny" in sys.argv[2:] else spec
+here = sys.argv[1]
+shrink = (lambda spec: tiny(spec)) if "--tiny" in sys.argv[3:] else (lambda spec: spec)
+spec = shrink(load_study(here))
+earlier = {(run.name, seed) for number in range(1, int(sys.argv[2]))
+           for run, seed in shrink(load_study(Path(here).with_name(f"en-de-part{number}.json"))).jobs()}
 parents = {run.init for run in spec.runs if run.init}
 carried = [f"{name} seed {seed}" for name in sorted(parents) for seed in spec.run(name).seeds
-           if not is_trained(spec, spec.run(name), seed)]
+           if (name, seed) in earlier and not is_trained(spec, spec.run(name), seed)]
 if carried:
     sys.exit(f"the parents {', '.join(carried)} are not in {spec.out}: unpack the earlier parts' *-parents.tar.gz "
              "and carry them (studies/gpu/README.md)")

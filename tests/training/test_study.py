@@ -363,14 +363,14 @@ def test_the_en_de_study_resolves_every_run_and_matches_the_baseline_to_the_phra
 
 def test_the_study_parts_cover_every_job_of_the_study_once_and_fit_a_slot():
     """studies/en-de-partN.json: the runs of studies/en-de.json (same recipe, overrides, init), every
-    job in exactly one part (part 5 lists the parents of its fine-tuning runs, trained in parts 1
-    and 4 and carried), each part with a time limit under the device's 10 minutes that leaves room
+    job in exactly one part (part 5 lists the parent of its fine-tuning runs, trained in part 1;
+    part 8 trains its own), each part with a time limit under the device's 10 minutes that leaves room
     for scoring, and the same output directory, so that studies/en-de.json reports all parts."""
     from training.study_spec import load_study
 
     full = load_study(REPO / "studies" / "en-de.json")
     owner: dict[tuple[str, int], int] = {}
-    for number in range(1, 6):
+    for number in range(1, 9):
         part = load_study(REPO / "studies" / f"en-de-part{number}.json")
         assert (part.out, part.evaluate.splits, part.evaluate.length_penalty) == (
             full.out, full.evaluate.splits, full.evaluate.length_penalty)
@@ -381,12 +381,12 @@ def test_the_study_parts_cover_every_job_of_the_study_once_and_fit_a_slot():
                 same.recipe, same.overrides, same.init, same.command, same.model)
             assert set(run.seeds) <= set(same.seeds)
             for seed in run.seeds:
-                if number == 5 and run.name in ("baseline", "biases-all"):
-                    continue  # the parents, carried
+                if number == 5 and run.name == "baseline":
+                    continue  # the parent, trained in part 1 and committed
                 assert (run.name, seed) not in owner
                 owner[(run.name, seed)] = number
     assert set(owner) == {(run.name, seed) for run, seed in full.jobs()}
-    assert owner[("baseline", 1)] == 1 and owner[("biases-all", 1)] == 4
+    assert owner[("baseline", 1)] == 1 and owner[("biases-all", 1)] == 8
 
 
 def test_the_mps_daemon_runs_for_a_shared_cuda_invocation_and_is_stopped_after(tmp_path):
@@ -447,3 +447,28 @@ def test_the_bundle_holds_the_light_files_and_the_parents_models(tmp_path):
                                                  for path in light])
     assert parents == [f"{out}/base/seed1/model/{path}" for path in
                        ("config.json", "manifest.json", "model.safetensors", "spm.model")]
+
+
+def test_a_job_started_again_from_scratch_sets_the_stopped_runs_log_aside(tmp_path):
+    """A run stopped in an earlier slot comes back as its log without checkpoints: the next start
+    trains from scratch and its log.jsonl must hold that run alone; a job with checkpoints resumes
+    and keeps appending to its log."""
+    from training.study import set_aside_stopped_log
+
+    spec = spec_for(tmp_path, parallel=1, runs=[{"name": "base", "recipe": SMOKE, "seeds": [1, 2]}])
+    fresh, resumed = tmp_path / "out" / "base" / "seed1", tmp_path / "out" / "base" / "seed2"
+    for directory in (fresh, resumed):
+        directory.mkdir(parents=True)
+        (directory / "log.jsonl").write_text('{"event": "start"}\n')
+    (fresh / "log.stopped-1.jsonl").write_text("older\n")
+    (resumed / "checkpoints").mkdir()
+    (resumed / "checkpoints" / "checkpoint_100.pt").write_bytes(b"")
+
+    def launch(command, log_path):
+        return ScriptedChild(0, 1, tmp_path / "never")
+
+    train_jobs(spec, deadline=None, launch=launch, sleep=lambda s: None)
+    assert sorted(p.name for p in fresh.iterdir()) == ["log.stopped-1.jsonl", "log.stopped-2.jsonl"]
+    assert (fresh / "log.stopped-2.jsonl").read_text() == '{"event": "start"}\n'
+    assert (resumed / "log.jsonl").is_file() and not (resumed / "log.stopped-1.jsonl").exists()
+    assert set_aside_stopped_log(tmp_path / "nowhere") is None
