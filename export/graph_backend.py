@@ -32,7 +32,7 @@ def step_out(head: list[Any], outputs: list[torch.Tensor], state: DecoderState, 
     in layout order, after a step from `state`. The per-sentence tensors come back unchanged, so
     the runner keeps its own (the ones its reorders keep apart, model/decoder_state.py)."""
     tensors = {name: state.tensors[name] if name in state.sentence else t for name, t in zip(layout.names, outputs)}
-    new_state = DecoderState(tensors, state.sentence, state.beam_size)
+    new_state = DecoderState(tensors, state.sentence, state.rows_per_sentence)
     log_probs = torch.as_tensor(head[0])
     attention = torch.as_tensor(head[1]) if len(head) > 1 else None
     phrase_attention = None

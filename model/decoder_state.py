@@ -33,7 +33,7 @@ class DecoderState:
     """Everything incremental decoding needs between steps, keyed by flat names.
 
     The flat names (e.g. "layers.0.self.k") are also the named inputs and outputs of exported
-    decoder-step graphs; every tensor has N rows first, sentence-major in groups of `beam_size`
+    decoder-step graphs; every tensor has N rows first, sentence-major in groups of `rows_per_sentence`
     rows (row b·K + k is beam k of sentence b). "position" (N,) int64 counts the tokens decoded.
 
     `sentence` names the per-sentence tensors: computed once from the source (the
@@ -47,23 +47,23 @@ class DecoderState:
 
     tensors: dict[str, torch.Tensor]
     sentence: frozenset[str] = frozenset()
-    beam_size: int = 1
+    rows_per_sentence: int = 1
 
-    def expand(self, beam_size: int) -> "DecoderState":
-        """B rows -> B·beam_size rows, sentence-major: every row repeated beam_size times."""
-        rows = torch.arange(self.rows(), device=self.device()).repeat_interleave(beam_size)  # (B*K,)
-        return DecoderState({name: t.index_select(0, rows) for name, t in self.tensors.items()}, self.sentence, beam_size)
+    def expand(self, rows_per_sentence: int) -> "DecoderState":
+        """B rows -> B·rows_per_sentence rows, sentence-major: every row repeated rows_per_sentence times."""
+        rows = torch.arange(self.rows(), device=self.device()).repeat_interleave(rows_per_sentence)  # (B*K,)
+        return DecoderState({name: t.index_select(0, rows) for name, t in self.tensors.items()}, self.sentence, rows_per_sentence)
 
     def reorder(self, index: torch.Tensor) -> "DecoderState":
         """Keep rows `index` (N',) of the N rows, in that order (beam search's parent rows)."""
-        rows = sentence_rows(index, self.beam_size, self.rows())
+        rows = sentence_rows(index, self.rows_per_sentence, self.rows())
         return DecoderState(
             {
                 name: t.index_select(0, index) if name not in self.sentence else t if rows is None else t.index_select(0, rows)
                 for name, t in self.tensors.items()
             },
             self.sentence,
-            self.beam_size,
+            self.rows_per_sentence,
         )
 
     def layer(self, prefix: str) -> dict[str, torch.Tensor]:
@@ -77,14 +77,14 @@ class DecoderState:
         return next(iter(self.tensors.values())).device
 
 
-def sentence_rows(index: torch.Tensor, beam_size: int, rows: int) -> torch.Tensor | None:
-    """The rows to take of a per-sentence tensor (rows equal within each group of beam_size) when
+def sentence_rows(index: torch.Tensor, rows_per_sentence: int, rows: int) -> torch.Tensor | None:
+    """The rows to take of a per-sentence tensor (rows equal within each group of rows_per_sentence) when
     the state is reordered by `index`; None when it stays as it is.
 
-    Where every new group of beam_size rows comes from one old group (what beam search does),
+    Where every new group of rows_per_sentence rows comes from one old group (what beam search does),
     that group's rows, in order; otherwise `index` itself, which is always right.
     """
-    k = beam_size
+    k = rows_per_sentence
     if k > 1 and index.numel() % k == 0:
         groups = index[::k] // k  # (N'/K,) the old group of each new group
         if torch.equal(index // k, groups.repeat_interleave(k)):

@@ -220,7 +220,7 @@ class Transformer(nn.Module):
         logits = self._logits(self.decoder_norm(x)).squeeze(1)  # (N, V)
         probs = aligned.probs.squeeze(2)  # (N, H, S)
         phrases = head_average(aligned.phrase_attention).squeeze(1).float() if need_phrase_attention else None  # (N, n_max, S)
-        new_state = DecoderState(new_tensors, state.sentence, state.beam_size)
+        new_state = DecoderState(new_tensors, state.sentence, state.rows_per_sentence)
         return StepOut(F.log_softmax(logits.float(), dim=-1), head_average(probs).float(), phrases, new_state, probs,
                        supervised_attention)
 

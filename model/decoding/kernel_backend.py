@@ -104,12 +104,12 @@ class PagedState:
     memory_k: tuple[torch.Tensor, ...]
     memory_v: tuple[torch.Tensor, ...]
     keep: torch.Tensor
-    beam_size: int = 1
+    rows_per_sentence: int = 1
 
-    def expand(self, beam_size: int) -> "PagedState":
-        """B rows -> B·beam_size rows, every row repeated beam_size times."""
-        rows = torch.arange(self.rows()).repeat_interleave(beam_size)
-        return replace(self.reorder(rows), beam_size=beam_size)
+    def expand(self, rows_per_sentence: int) -> "PagedState":
+        """B rows -> B·rows_per_sentence rows, every row repeated rows_per_sentence times."""
+        rows = torch.arange(self.rows()).repeat_interleave(rows_per_sentence)
+        return replace(self.reorder(rows), rows_per_sentence=rows_per_sentence)
 
     def reorder(self, index: torch.Tensor) -> "PagedState":
         """Keep rows `index` (N',) of the N rows, in that order."""
@@ -309,7 +309,7 @@ class KernelBackend:
         n, t = tokens.shape[0], state.step
         if t >= config.max_positions:
             raise ValueError(f"cannot decode past {config.max_positions} positions")
-        k = state.beam_size
+        k = state.rows_per_sentence
         rows = torch.arange(n, dtype=torch.int32)
         if t == 0 and k > 1 and torch.equal(state.sentence, state.sentence[::k].repeat_interleave(k)):
             # The first step reads only BOS: every beam of a sentence computes the same row, so it
