@@ -37,11 +37,13 @@ $(VENV)/.system-packages: tools/system-packages.sh
 	@mkdir -p $(VENV) && touch $@
 
 # Two pytest workers (pytest-xdist), each taking whole files (--dist loadfile), so that a file's
-# session-cached models and exports are made once: 2 cores run the suite in about 10 minutes
-# instead of 14. TEST_WORKERS=0 runs it in one process.
+# session-cached models and exports are made once, and one torch thread each: with torch's default
+# (a thread per core) two workers ran four spinning OpenMP threads on two cores, 24 CPU-minutes for
+# 13; with one, 14 CPU-minutes for under 8 (the suite alone, 2 cores). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
+TEST_THREADS ?= 1
 test: install $(VENV)/.system-packages
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+	OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # Not part of `make test` (tens of minutes on 2 cores): planted bugs and generated mutants of the
 # core files against their tests; writes results/mutation.md (tools/mutation.py --help).
