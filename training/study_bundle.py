@@ -10,6 +10,10 @@ packs its output directory into two archives:
   starts from (`init`), when this slot trained them, so that a later part can fine-tune them
   (the developer unpacks it and carries those paths to the next slot). Absent when there are none.
 
+- DIR/NAME-model-RUN.tar.gz (with --models-of PART and --models N): the model directory of the
+  lowest trained seed of each of the part's runs, one archive each (about 6 MB: a returned file may
+  have 16 MiB), at most N, in the part's order; the systems a later session benchmarks or ships.
+
 Members are paths relative to the working directory, as the study names them (OUT/RUN/seedK/...):
 `tar xzf NAME-results.tar.gz` in the repository root puts them back. Each archive is written to
 a temporary name and renamed, so a slot cut short leaves the previous whole archive.
@@ -83,12 +87,29 @@ def bundle(spec: StudySpec, into: Path, name: str) -> list[Path]:
     return written
 
 
+def part_models(spec: StudySpec, part: StudySpec, most: int) -> list[tuple[str, Path]]:
+    """(run name, model directory) of the lowest trained seed of each of the part's runs, at most
+    `most`, skipping the parents (they travel in the parents archive)."""
+    parents = set(parent_models(spec))
+    found = []
+    for run in part.runs:
+        trained = [seed for seed in sorted(run.seeds) if is_trained(spec, spec.run(run.name), seed)]
+        if not trained:
+            continue
+        directory = run_dir(spec, spec.run(run.name), trained[0]) / spec.run(run.name).model
+        if directory not in parents and (directory / "model.safetensors").is_file():
+            found.append((run.name, directory))
+    return found[:most]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description="Pack a study's results (and its fine-tuning parents) into archives.")
     p.add_argument("study", type=Path, help="the full study (studies/en-de.json): its runs say what to pack")
     p.add_argument("--into", type=Path, required=True, help="directory the archives are written to")
     p.add_argument("--name", required=True, help="archive name prefix, e.g. part1")
     p.add_argument("--tiny", action="store_true", help="the study's dry run (`training.study --tiny`, OUT-tiny)")
+    p.add_argument("--models-of", type=Path, metavar="PART", help="a part of the study: also pack its runs' models")
+    p.add_argument("--models", type=int, default=0, metavar="N", help="with --models-of: at most N model archives")
     return p
 
 
@@ -98,8 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.name or "/" in args.name:
             raise UsageError("--name must be a plain file name prefix")
         spec = load_study(args.study)
-        for path in bundle(tiny(spec) if args.tiny else spec, args.into, args.name):
+        spec = tiny(spec) if args.tiny else spec
+        for path in bundle(spec, args.into, args.name):
             print(path)
+        if args.models_of is not None and args.models > 0:
+            part = load_study(args.models_of)
+            for name, directory in part_models(spec, tiny(part) if args.tiny else part, args.models):
+                archive = args.into / f"{args.name}-model-{name}.tar.gz"
+                write_archive(archive, [directory])
+                print(archive)
     except (UsageError, StudyError, OSError) as error:
         print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2

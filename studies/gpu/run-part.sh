@@ -55,8 +55,11 @@ if carried:
              "and carry them (studies/gpu/README.md)")
 PY
 
+# A returned folder holds at most 8 files: results, parents, log, table, partial table, and up to
+# three of the part's trained models (one per run, its lowest seed) for benchmarks and shipping.
 pack() {
-    "$py" -m training.study_bundle studies/en-de.json "${tiny[@]}" --into "$out" --name "part$part" >/dev/null
+    "$py" -m training.study_bundle studies/en-de.json "${tiny[@]}" --into "$out" --name "part$part" \
+        --models-of "$study" --models 3 >/dev/null
 }
 (while sleep 60; do pack; done) &
 packer=$!

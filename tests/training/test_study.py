@@ -472,3 +472,28 @@ def test_a_job_started_again_from_scratch_sets_the_stopped_runs_log_aside(tmp_pa
     assert (fresh / "log.stopped-2.jsonl").read_text() == '{"event": "start"}\n'
     assert (resumed / "log.jsonl").is_file() and not (resumed / "log.stopped-1.jsonl").exists()
     assert set_aside_stopped_log(tmp_path / "nowhere") is None
+
+
+def test_the_parts_models_come_back_one_archive_each_lowest_trained_seed_parents_left_out(tmp_path):
+    from training.study_bundle import main as bundle_main, part_models
+
+    full = {"name": "s", "out": str(tmp_path / "out"), "seeds": [1, 2],
+            "runs": [{"name": "base", "recipe": SMOKE}, {"name": "tuned", "recipe": SMOKE, "init": "base"},
+                     {"name": "other", "recipe": SMOKE}, {"name": "late", "recipe": SMOKE}]}
+    (tmp_path / "s.json").write_text(json.dumps(full))
+    (tmp_path / "part.json").write_text(json.dumps(full))
+    trained = [("base", 1), ("tuned", 2), ("other", 1), ("other", 2), ("late", 2)]
+    for name, seed in trained:
+        model = tmp_path / "out" / name / f"seed{seed}" / "model"
+        model.mkdir(parents=True)
+        for file in ("manifest.json", "model.safetensors"):
+            (model / file).write_text(file)
+    spec = part = parse_study(full, "s.json")
+    out = tmp_path / "out"
+    # base: a parent (in the parents archive); tuned: its seed 2 (seed 1 untrained); late: cut by the cap
+    assert part_models(spec, part, 2) == [("tuned", out / "tuned" / "seed2" / "model"),
+                                          ("other", out / "other" / "seed1" / "model")]
+    assert bundle_main([str(tmp_path / "s.json"), "--into", str(tmp_path / "back"), "--name", "p2",
+                        "--models-of", str(tmp_path / "part.json"), "--models", "3"]) == 0
+    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == [
+        "p2-model-late.tar.gz", "p2-model-other.tar.gz", "p2-model-tuned.tar.gz", "p2-parents.tar.gz", "p2-results.tar.gz"]
