@@ -191,6 +191,11 @@ def _next_ready(spec: StudySpec, waiting: list[tuple[RunSpec, int]], running: di
     return None
 
 
+def last_error(done: subprocess.CompletedProcess) -> str:
+    """A failed child's last stderr line (its one-line error), or its exit code when it said nothing."""
+    return (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+
+
 def evaluate_command(spec: StudySpec, model_dir: Path, split: str, hyps: Path) -> list[str]:
     """`training.evaluate` of one model on one split as the study scores every system (its beam,
     its one length penalty), the report in JSON on stdout and the hypotheses into `hyps`."""
@@ -223,8 +228,7 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
         hyps = result.with_suffix(".hyp")
         done = subprocess.run(evaluate_command(spec, model_dir, split, hyps), capture_output=True, text=True)
         if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            raise StudyError([f"scoring {model_dir} on {split} failed: {last}"], str(directory))
+            raise StudyError([f"scoring {model_dir} on {split} failed: {last_error(done)}"], str(directory))
         tmp = result.with_suffix(".json.tmp")
         tmp.write_text(done.stdout, encoding="utf-8")
         tmp.replace(result)  # a result file is whole or absent: an interrupted score is redone
@@ -237,8 +241,7 @@ def evaluate_job(spec: StudySpec, run: RunSpec, seed: int, *, deadline: float | 
             command += ["--limit", str(spec.evaluate.limit)]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            raise StudyError([f"aligning with {model_dir} failed: {last}"], str(directory))
+            raise StudyError([f"aligning with {model_dir} failed: {last_error(done)}"], str(directory))
         scored.append("alignment")
     return scored
 

@@ -126,7 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             part = load_study(args.models_of)
             for name, directory in part_models(spec, tiny(part) if args.tiny else part, args.models):
                 archive = args.into / f"{args.name}-model-{name}.tar.gz"
-                write_archive(archive, [directory])
+                # A slot packs every minute; a finished model does not change, so it is packed once.
+                if not archive.is_file() or archive.stat().st_mtime < (directory / "manifest.json").stat().st_mtime:
+                    write_archive(archive, [directory])
                 print(archive)
     except (UsageError, StudyError, OSError) as error:
         print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from training import checkpoints as ckpt
-from training.study import evaluate_command
+from training.study import evaluate_command, last_error
 from training.study_report import mean_std
 from training.study_spec import (RunSpec, StudyError, StudySpec, eval_file, has_checkpoints, is_trained, load_study,
                                  run_dir, tiny)
@@ -40,31 +40,32 @@ def stopped_jobs(spec: StudySpec) -> list[tuple[RunSpec, int]]:
             if run.command == "train" and not is_trained(spec, run, seed) and has_checkpoints(run_dir(spec, run, seed))]
 
 
-def averaged_count(directory: Path) -> int:
-    """How many checkpoints the run's recipe averages for its model, at most as many as it has."""
+def averaged_count(directory: Path, checkpoints: int) -> int:
+    """How many checkpoints the run's recipe averages for its model, at most the `checkpoints` it has."""
     recipe = json.loads((directory / "recipe.json").read_text(encoding="utf-8"))
-    return max(1, min(int(recipe.get("average_last", 1)), len(ckpt.list_checkpoints(directory / "checkpoints"))))
+    return max(1, min(int(recipe.get("average_last", 1)), checkpoints))
 
 
 def score_stopped(spec: StudySpec, run: RunSpec, seed: int) -> dict:
     """Average the stopped run's newest checkpoints and score them on the study's first split."""
     directory = run_dir(spec, run, seed)
-    updates = max(ckpt.checkpoint_step(path) for path in ckpt.list_checkpoints(directory / "checkpoints"))
+    checkpoints = ckpt.list_checkpoints(directory / "checkpoints")  # oldest first
+    updates = ckpt.checkpoint_step(checkpoints[-1])
     model_dir = directory / PARTIAL / "model"
     split = spec.evaluate.splits[0]
     result = eval_file(directory / PARTIAL, split, ".json")
     row = {"run": run.name, "seed": seed, "updates": updates, "bleu": None}
     average = [sys.executable, "-m", "training", "average", "--run", str(directory),
-               "--last", str(averaged_count(directory)), "--out", str(model_dir), "--fp16"]
+               "--last", str(averaged_count(directory, len(checkpoints))), "--out", str(model_dir), "--fp16"]
     done = subprocess.run(average, capture_output=True, text=True)
     if done.returncode != 0:
-        row["problem"] = (done.stderr.strip().splitlines() or [f"average: exit {done.returncode}"])[-1]
+        row["problem"] = last_error(done)
         return row
     result.parent.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(evaluate_command(spec, model_dir, split, result.with_suffix(".hyp")),
                           capture_output=True, text=True)
     if done.returncode != 0:
-        row["problem"] = (done.stderr.strip().splitlines() or [f"evaluate: exit {done.returncode}"])[-1]
+        row["problem"] = last_error(done)
         return row
     result.write_text(done.stdout, encoding="utf-8")
     row["bleu"] = json.loads(done.stdout)["bleu"]["score"]

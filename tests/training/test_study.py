@@ -497,3 +497,14 @@ def test_the_parts_models_come_back_one_archive_each_lowest_trained_seed_parents
                         "--models-of", str(tmp_path / "part.json"), "--models", "3"]) == 0
     assert sorted(p.name for p in (tmp_path / "back").iterdir()) == [
         "p2-model-late.tar.gz", "p2-model-other.tar.gz", "p2-model-tuned.tar.gz", "p2-parents.tar.gz", "p2-results.tar.gz"]
+    # Packed again a minute later: a model archive is rewritten only when its model is newer.
+    import os
+
+    archive = tmp_path / "back" / "p2-model-other.tar.gz"
+    os.utime(archive, (1_000_000, 1_000_000))
+    os.utime(out / "other" / "seed1" / "model" / "manifest.json", (500_000, 500_000))
+    again = [str(tmp_path / "s.json"), "--into", str(tmp_path / "back"), "--name", "p2",
+             "--models-of", str(tmp_path / "part.json"), "--models", "3"]
+    assert bundle_main(again) == 0 and archive.stat().st_mtime == 1_000_000
+    os.utime(out / "other" / "seed1" / "model" / "manifest.json", (2_000_000, 2_000_000))
+    assert bundle_main(again) == 0 and archive.stat().st_mtime > 2_000_000
