@@ -87,6 +87,25 @@ MS_PER_LAUNCH = (CALIBRATION[1][1] - CALIBRATION[0][1]) / (CALIBRATION[1][0] - C
 FIXED_MS = CALIBRATION[0][1] - MS_PER_LAUNCH * CALIBRATION[0][0]
 
 
+def count_bias_kernel() -> None:
+    """Count the recurrent-bias kernels (model/biases/recurrence_kernel.py, what CUDA runs) instead of
+    the PyTorch step loop: each Triton launch counts once. The kernels do not run (Triton's CPU
+    interpreter takes minutes for one batch): a count depends on the shapes, not on the values."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    from model.biases import recurrence_kernel
+
+    def counted(kernel, grid, *args, **meta):
+        mode = _get_current_dispatch_mode()
+        if mode is not None:
+            mode.count += 1
+            mode.calls += 1
+
+    recurrence_kernel.wanted = lambda logits: True
+    recurrence_kernel._kernels = lambda: ("forward", "backward")  # no Triton needed to count
+    recurrence_kernel.launch = counted
+
+
 def study_costs(study: Path, tokens: int, seed: int) -> list[dict]:
     """Every run of a study: fused-AdamW launches a step and the update time that part 1's line
     gives for it among 8 runs sharing an H100 (symmetric runs: both directions' models)."""
@@ -112,16 +131,24 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=REPO / "results" / "training_launches_cpu.md")
     p.add_argument("--study", type=Path, help="instead: every run of this study, fused AdamW, with the update time "
                                               "part 1's calibration predicts (a slot's plan)")
+    p.add_argument("--bias-kernel", action="store_true",
+                   help="count the recurrent alignment biases through their CUDA kernels (one launch a pass "
+                        "and direction) instead of the PyTorch step loop the CPU runs")
     args = p.parse_args()
+    kernel_flag = " --bias-kernel" if args.bias_kernel else ""
+    if args.bias_kernel:
+        count_bias_kernel()
     if args.study is not None:
         rows = study_costs(args.study, args.tokens, args.seed)
         lines = ["# Launches per training step of every study run, and the slot time they predict", "",
                  f"Command: `OMP_NUM_THREADS=1 python benchmarks/training_launches.py --study {args.study} "
-                 f"--tokens {args.tokens} --out {args.out}`", "",
+                 f"--tokens {args.tokens}{kernel_flag} --out {args.out}`", "",
                  "Fused AdamW (what CUDA runs). ms/update: the line through part 1's two measured systems among 8 "
                  f"trainings sharing an H100 under MPS ({CALIBRATION[0][0]} launches: {CALIBRATION[0][1]} ms, "
                  f"{CALIBRATION[1][0]}: {CALIBRATION[1][1]} ms), so {FIXED_MS:.1f} ms + {MS_PER_LAUNCH:.4f} ms a launch: "
-                 "a prediction for a full slot of 8, not a measurement. Symmetric runs count both directions.", "",
+                 "a prediction for a full slot of 8, not a measurement. Symmetric runs count both directions."
+                 + (" Recurrent alignment biases through their CUDA kernels (model/biases/recurrence_kernel.py, "
+                    "one launch a pass and direction), not the CPU's step loop." if args.bias_kernel else ""), "",
                  "| run | launches a step | predicted ms/update | updates | predicted training s |",
                  "|---|---:|---:|---:|---:|"]
         lines += [f"| {r['run']} | {r['launches']} | {r['ms']} | {r['updates']} | {r['seconds']} |" for r in rows]
@@ -135,7 +162,7 @@ def main() -> int:
             rows.append((name, implementation, counts))
             print(name, implementation, counts, flush=True)
     lines = ["# Kernel launches per training step (operators dispatched, counted on the CPU)", "",
-             f"Command: `OMP_NUM_THREADS=1 python benchmarks/training_launches.py --tokens {args.tokens} --seed {args.seed}`",
+             f"Command: `OMP_NUM_THREADS=1 python benchmarks/training_launches.py --tokens {args.tokens} --seed {args.seed}{kernel_flag}`",
              "", "One step of each recipe's model on one random batch (benchmarks/attention_variants.py "
              "`random_batch`), the second step (the first creates AdamW's state); aten operators that compute, views excluded. The counts are exact and the same on "
              "any machine; on a GPU each is a kernel launch.", "",

@@ -34,9 +34,10 @@ from model.attention.contract import AttentionModule, AttentionOut
 from model.attention.functional import masked_softmax
 from model.biases.history import STATE_KEYS, History, full_history, initial_state, next_state, step_history
 from model.biases.options import bias_form
+from model.biases import recurrence_kernel
 from model.biases.recurrence import recurrent_probs
 from model.biases.registry import bias_class
-from model.biases.window_bias import banded_sum, window_band
+from model.biases.window_bias import WindowBias, banded_sum, window_band
 
 State = dict[str, torch.Tensor]
 
@@ -78,7 +79,7 @@ class BiasedCrossAttention(AttentionModule):
         hidden = padding(key_padding_mask)
         lengths = source_lengths(key_padding_mask, logits.shape[0], logits.shape[3], logits.device)  # (B,)
         if self.recurrent:
-            probs = self._recurrent_probs(logits, hidden, lengths)
+            probs = self._recurrent_probs(logits, key_padding_mask, lengths)
         else:
             history = full_history(masked_softmax(logits, hidden, may_be_empty=True), self.signals)
             probs = self._biased_probs(logits, hidden, history, lengths)
@@ -128,13 +129,19 @@ class BiasedCrossAttention(AttentionModule):
             total = value if total is None else total + value
         return total
 
-    def _recurrent_probs(self, logits: torch.Tensor, hidden: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
+    def _recurrent_probs(self, logits: torch.Tensor, key_padding_mask: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
         """The recurrent form over a whole target (`model.biases.recurrence`): the terms that read no
-        attention (position) are computed for every row at once, the others step by step."""
+        attention (position) are computed for every row at once, the others step by step (on CUDA
+        in one kernel, `model.biases.recurrence_kernel`)."""
+        hidden = padding(key_padding_mask)
         source_len = logits.shape[3]
         positions = torch.arange(logits.shape[2], device=logits.device).unsqueeze(0)  # (1, T)
         static = self.bias(History(position=positions), lengths, source_len, frozenset({"position"}))  # (B, H, T, S)
         carried = self.signals - {"position"}
+        weights = self._kernel_weights()
+        if weights is not None and recurrence_kernel.wanted(logits):
+            biased = logits if static is None else logits + static
+            return recurrence_kernel.recurrent_softmax(biased, key_padding_mask, weights.get("previous"), weights.get("coverage"))
         # The window weights as band matrices once per pass, not once per step; summed in the
         # order of `bias`, so that a step adds exactly what a decoding step adds.
         bands = {name: window_band(term.weight, source_len) for name, term in self.biases.items() if term.reads in carried}
@@ -149,6 +156,18 @@ class BiasedCrossAttention(AttentionModule):
             return masked_softmax(row + total, hidden, may_be_empty=True)
 
         return recurrent_probs(logits, carried, biased_step)
+
+    def _kernel_weights(self) -> dict[str, torch.Tensor] | None:
+        """The window weights by the signal they read, when the one-kernel recurrence can run these
+        terms (at most one window term per carried signal); None otherwise."""
+        weights: dict[str, torch.Tensor] = {}
+        for term in self.biases.values():
+            if term.reads == "position":
+                continue
+            if not isinstance(term, WindowBias) or term.reads in weights:
+                return None
+            weights[term.reads] = term.weight
+        return weights
 
     def _biased_probs(
         self, logits: torch.Tensor, hidden: torch.Tensor | None, history: History, lengths: torch.Tensor
