@@ -25,7 +25,7 @@ run `StaticDecoder.run_step(t)`, a function of the buffers only, which is what g
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import torch
@@ -256,6 +256,23 @@ class StaticGenerator:
                 raise SearchCancelled()
             self.runner(decoder, t)
         return self._results(where, width, options)
+
+    def warm(self, batch_sizes: Sequence[int], source_widths: Sequence[int], options: DecodingOptions,
+             device: torch.device) -> int:
+        """Decode one made-up batch of every (batch size, source width), so that the buckets real
+        traffic lands in have their buffers, and on CUDA their step graphs, before the first request:
+        a bucket's first batch otherwise pays a capture per step (the suspected cause of the p99 of
+        2-3x CTranslate2's with 16-64 clients on an H100, results/load_cuda.md; to be measured). The
+        made-up sources are ordinary tokens, so their searches end where a real one would, and the
+        steps after that are captured when a batch first reaches them. Returns the buckets held."""
+        config = self.backend.config
+        first = max(config.pad_id, config.bos_id, config.eos_id) + 1
+        for width in source_widths:
+            for batch in batch_sizes:
+                body = first + (torch.arange(batch * (width - 1)) * 7919) % (config.vocab_size - first)
+                src = torch.cat([body.view(batch, width - 1), torch.full((batch, 1), config.eos_id)], dim=1)
+                self.search(src.to(device), options)
+        return len(self.decoders)
 
     def _decoder(self, bucket: Bucket, options: DecodingOptions) -> StaticDecoder:
         key = (bucket, options.beam_size, options.return_attention, options.return_phrase_attention,

@@ -3,6 +3,7 @@ CUDA), alignments from cross-attention."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -18,7 +19,8 @@ from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import SearchCancelled, generate, pad_sources
 from model.decoding.options import METHOD_ROWS, DecodingOptions
 from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
-from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupported
+from model.decoding.static_buckets import BATCH_SIZES, SOURCE_WIDTHS
+from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupported, eager_runner
 from model.layers import has_phrase_attention
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, Translation, TranslationRuntime
@@ -44,6 +46,8 @@ def resolve_device(name: str) -> torch.device:
 # 21-22 sentences/s at batch 1 and 2,829 against 989-1,046 at batch 128, identical hypotheses. Not
 # the CPU (results/static_decode_cpu.md), where the C kernels decode.
 STATIC_BY_DEFAULT: frozenset[str] = frozenset({"cuda"})
+# Source widths (pieces, EOS included) whose buckets warm-up decodes once with static decoding on.
+WARM_SOURCE_WIDTH = 64
 
 
 def use_static_decoding(setting: str, device: torch.device) -> bool:
@@ -95,6 +99,24 @@ class TorchRuntime(TranslationRuntime):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
+
+    def warmup(self) -> None:
+        super().warmup()
+        if self.static is not None and self.static.runner is not eager_runner:
+            # Steps captured per bucket (CUDA graphs): the buckets of the default request (beam 5,
+            # no alignment) for batches up to the batcher's default 64 texts and sources up to 64
+            # pieces, most of what traffic meets, are captured now rather than under load.
+            started = time.perf_counter()
+            widths = [width for width in SOURCE_WIDTHS if width <= WARM_SOURCE_WIDTH]
+            try:
+                held = self.static.warm(BATCH_SIZES, widths, DecodingOptions(), self.device)
+            except StaticStateUnsupported as problem:
+                log.warning("static decoding cannot serve %s-%s, decoding eagerly from now on: %s",
+                            self.source_lang, self.target_lang, problem)
+                self.static = None
+                return
+            log.info("static decoding for %s-%s: %d buckets warmed in %.1f s", self.source_lang, self.target_lang,
+                     held, time.perf_counter() - started)
 
     def memory_bytes(self) -> int | None:
         return int(torch.cuda.memory_reserved(self.device)) if self.device.type == "cuda" else None

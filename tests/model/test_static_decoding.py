@@ -246,3 +246,21 @@ def test_cuda_graph_replay_equals_eager_search(name):
             # cuBLAS may choose its kernels by row count too: the same float32 reassociation bound.
             assert_same_hypotheses(expected, generate(static, src, options))
     assert all(graphs for graphs in runner.graphs.values())  # every capture succeeded
+
+
+def test_warming_makes_every_bucket_asked_for_and_changes_no_result():
+    """`warm` decodes one made-up batch per (batch size, source width): afterwards those buckets
+    (and the smaller ones their searches shrank into) hold their buffers, and a real batch decodes
+    as on a fresh generator, in buffers that stay where they were."""
+    model = family_model("vanilla", seed=6)
+    options = options_for(model, 3)
+    warmed = StaticGenerator(model)
+    held = warmed.warm([1, 2, 4], [8, 16], options, torch.device("cpu"))
+    buckets = {(key[0].batch, key[0].source) for key in warmed.decoders}
+    assert held == len(warmed.decoders)
+    assert {(b, w) for b in (1, 2, 4) for w in (8, 16)} <= buckets
+    assert all(key[1:] == (3, True, False, False) for key in warmed.decoders)  # the options given
+    buffers = {key: {name: t.data_ptr() for name, t in d.buffers.items()} for key, d in warmed.decoders.items()}
+    assert_same_hypotheses(generate(StaticGenerator(model), SRC, options), generate(warmed, SRC, options), ops=0)
+    assert {key: {name: t.data_ptr() for name, t in d.buffers.items()}
+            for key, d in warmed.decoders.items() if key in buffers} == buffers

@@ -115,3 +115,29 @@ def test_a_model_static_decoding_cannot_hold_falls_back_to_eager_with_the_reason
     assert static.static is None
     want = eager.translate(TEXTS, options)
     assert [[(t.text, t.score) for t in n] for n in got] == [[(t.text, t.score) for t in n] for n in want]
+
+
+def test_warmup_warms_the_buckets_where_steps_are_captured(tmp_path, tiny_spm, monkeypatch):
+    """With a capturing runner (CUDA graphs; here a stand-in that counts and runs the step) the
+    runtime's warm-up decodes every batch size of the ladder at every source width up to
+    WARM_SOURCE_WIDTH with the default options; with the eager runner (the CPU) it does not."""
+    from model.decoding import static_decoding
+    from service.runtime import torch_runtime
+
+    monkeypatch.setattr(torch_runtime, "BATCH_SIZES", (1, 2))
+    monkeypatch.setattr(torch_runtime, "WARM_SOURCE_WIDTH", 16)
+    path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
+    steps = []
+
+    def capturing(decoder, t):
+        steps.append(t)
+        static_decoding.eager_runner(decoder, t)
+
+    runtimes = [TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True) for _ in range(2)]
+    runtimes[0].static.runner = capturing
+    for runtime in runtimes:
+        runtime.warmup()
+    default = DecodingOptions()
+    warmed = {(key[0].batch, key[0].source) for key in runtimes[0].static.decoders if key[1] == default.beam_size}
+    assert {(b, w) for b in (1, 2) for w in (8, 16)} <= warmed and steps
+    assert all(key[1] != default.beam_size for key in runtimes[1].static.decoders)  # only the base warm-up's
