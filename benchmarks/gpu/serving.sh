@@ -10,12 +10,14 @@
 #      beam 5, batch 1/32/128; agreement with eager fp32 (fp32 graphs must be 1.000).
 #   3. load through HTTP (benchmarks/load.py): throughput and p50/p99 at 1, 16, 64, 256 clients, the
 #      torch backend (static decoding + CUDA graphs, the CUDA default) and the ct2 backend (float16).
-#   4. the CUDA tests: static + graph replay equals the eager search for every family, no step
+#   4. QueryK heterogeneous 1-2-3 against vanilla in our engine (graphs, fp16), random weights at the
+#      bundled size (benchmarks/engines.py --sizes random,queryk-random): results/variants_cuda.md.
+#   5. the CUDA tests: static + graph replay equals the eager search for every family, no step
 #      synchronises (tests/model/test_static_decoding.py, test_static_step_host_reads.py).
 #
 # On the device machine (from the repository root, .whl carried):
 #   bash benchmarks/gpu/serving.sh
-# A shorter slot: STEPS names the steps to run (default grid,load,tests), ENGINES and BATCH_SIZES
+# A shorter slot: STEPS names the steps to run (default grid,variants,load,tests), ENGINES and BATCH_SIZES
 # narrow the grid, e.g. STEPS=grid,tests ENGINES=torch-fp16,torch-fp16-graphs,ct2-fp16 BATCH_SIZES=32,128.
 # A CPU dry run at tiny scale (checks the plumbing, not the numbers; CPU engines instead):
 #   DEVICE=cpu SENTENCES=8 CLIENTS=1,2 DURATION=1 TIMEOUT_SCALE=4 OUT=/tmp/serving-dry PYTHON=.venv/bin/python bash benchmarks/gpu/serving.sh
@@ -28,7 +30,8 @@ PYTHON=${PYTHON:-python3}
 OUT=${OUT:-results/gpu-serving}
 # Multiplies every step's time limit (the limits fit an H100; a CPU dry run needs more).
 SCALE=${TIMEOUT_SCALE:-1}
-STEPS=${STEPS:-grid,load,tests}
+STEPS=${STEPS:-grid,variants,load,tests}
+VARIANT_SENTENCES=${VARIANT_SENTENCES:-64}
 BATCH_SIZES=${BATCH_SIZES:-1,32,128}
 wants() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 t() { echo $(( $1 * SCALE )); }
@@ -53,8 +56,10 @@ if [ "$DEVICE" = cuda ]; then
   export LD_LIBRARY_PATH=/tmp/cublas12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1
   ENGINES=${ENGINES:-torch,torch-fp16,torch-graphs,torch-fp16-graphs,ct2-fp16}
+  VARIANT_ENGINES=${VARIANT_ENGINES:-torch-fp16-graphs}
 else
   ENGINES=${ENGINES:-torch,torch-static,ct2}
+  VARIANT_ENGINES=${VARIANT_ENGINES:-torch-static}
 fi
 "$PYTHON" -c "import torch, ctranslate2; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), \
 'ctranslate2', ctranslate2.__version__, 'ct2 cuda devices', ctranslate2.get_cuda_device_count())" >>"$LOG" 2>&1
@@ -66,9 +71,20 @@ if wants grid; then
     --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_$DEVICE.json" >>"$LOG" 2>&1 || step "engine grid FAILED or timed out ($?)"
 fi
 
+if wants variants; then
+  # QueryK heterogeneous 1-2-3 against vanilla in our engine (target: <= 1.5x the time): both with
+  # random weights at the bundled size, so that both decode every sentence to its length limit.
+  step "QueryK against vanilla: $VARIANT_ENGINES"
+  timeout $(t 120) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes random,queryk-random \
+    --engines "$VARIANT_ENGINES" --sentences "$VARIANT_SENTENCES" --beams 5 --batch-sizes "$BATCH_SIZES" \
+    --work-dir "$WORK/variants" --results "$OUT/variants_$DEVICE.md" >>"$LOG" 2>&1 \
+    || step "QueryK against vanilla FAILED or timed out ($?)"
+fi
+
 if wants load; then
   step "load: torch backend (static decoding, CUDA graphs on CUDA)"
-  timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
+  # 130 s: start-up now warms every batch size and source width up to 64 (captures their graphs).
+  timeout $(t 130) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
     --server-env PHRASAL_STATIC_DECODING=on --clients "$CLIENTS" --duration "$DURATION" --warmup 3 \
     --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 || step "torch load FAILED or timed out ($?)"
 
