@@ -157,7 +157,9 @@ def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor
         return lambda x: F.linear(x, weight, bias)
     if type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8:
         packed = module._packed_params._packed_params
-        operator = torch.ops.quantized.linear_relu_dynamic if relu else torch.ops.quantized.linear_dynamic
+        # The overload itself, not its packet: the packet's call checks every argument for script
+        # objects in Python first (~17 µs a call, 3 % of an int8 search by cProfile).
+        operator = (torch.ops.quantized.linear_relu_dynamic if relu else torch.ops.quantized.linear_dynamic).default
         if module.version is None or module.version < 4:
             return lambda x: operator(x, packed)
         return lambda x: operator(x, packed, reduce_range=True)
