@@ -36,6 +36,15 @@ fi
 "$py" -c "import torch, sentencepiece, sacrebleu, safetensors, tqdm, rapidfuzz
 print('python packages there; torch', torch.__version__, 'cuda', torch.cuda.is_available())" || exit 3
 
+# Parts 8 and 9 (the recurrent biases) fit a slot only through the Triton kernel: where it cannot
+# run (no Triton, or it fails its check against the step loop) stop now rather than spend the slot.
+if [ "${NEEDS_BIAS_KERNEL:-0}" = 1 ] && [ -z "${tiny[*]}" ]; then
+    "$py" -c "import sys, torch; from model.biases import recurrence_kernel as k
+ok = torch.cuda.is_available() and k.available() and k.verified(torch.device('cuda'))
+print('recurrent-bias kernel:', f'checked on {torch.cuda.get_device_name()}' if ok else 'NOT usable here, so the part would not fit its slot')
+sys.exit(0 if ok else 1)" || exit 5
+fi
+
 # A fine-tuning run may start from a model trained in an earlier part, carried here (or committed):
 # refuse to retrain it, which would also overwrite its results. A parent this part trains is fine.
 "$py" - "$study" "$part" "${tiny[@]}" <<'PY' || exit 4
