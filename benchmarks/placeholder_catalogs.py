@@ -2,6 +2,9 @@
 
     python benchmarks/placeholder_catalogs.py --build   # apt-get download the packages, write the set
     python benchmarks/placeholder_catalogs.py           # measure; appends to results/placeholder_catalogs.md
+    python benchmarks/placeholder_catalogs.py --split data/debian_catalogs/test --model-dir models/en-de-software
+                                                        # the software corpus' test split (packages the
+                                                        # software model never saw: its placeholder target)
 
 The set (data/protection_eval/debian_unseen.jsonl, built once by --build and committed): English UI
 messages and their German translations from the gettext catalogs (`usr/share/locale/de/LC_MESSAGES/
@@ -27,6 +30,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import struct
 import subprocess
 import sys
@@ -85,6 +89,25 @@ def build() -> None:
     print(f"{len(messages)} messages from {len({m['catalog'] for m in messages})} catalogs in {DATA}")
 
 
+def split_items(split: Path) -> list[dict]:
+    """The pairs of a corpus split (SPLIT.en.gz, SPLIT.de.gz, SPLIT.origin.gz: package and catalog,
+    as training/corpus writes them) whose English holds a placeholder by REFERENCE that the German
+    reference holds alike: the same selection as the built set, without its per-catalog sample."""
+    import gzip
+
+    def lines(suffix: str) -> list[str]:
+        with gzip.open(f"{split}.{suffix}.gz", "rt", encoding="utf-8") as handle:
+            return handle.read().splitlines()
+
+    items = []
+    for source, target, origin in zip(lines("en"), lines("de"), lines("origin")):
+        wanted = sorted(REFERENCE.findall(source))
+        if wanted and wanted == sorted(REFERENCE.findall(target)):
+            package, catalog = origin.split("\t")
+            items.append({"package": package, "catalog": catalog, "source": source, "reference": target})
+    return items
+
+
 def kept(source: str, output: str) -> bool:
     return collections.Counter(REFERENCE.findall(source)) == collections.Counter(REFERENCE.findall(output))
 
@@ -95,7 +118,10 @@ def measure(args: argparse.Namespace) -> str:
     from service.app import create_app
     from service.settings import Settings
 
-    items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if args.split is not None:
+        items = split_items(args.split)
+    else:
+        items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
     model_dirs = [args.model_dir] + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
     app = create_app(Settings(model_dirs=model_dirs, device="cpu", inference_process=False, warmup=False))
     started = time.perf_counter()
@@ -118,7 +144,7 @@ def measure(args: argparse.Namespace) -> str:
     total = sum(map(sum, by_package.values()))
     lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
              f"torch backend on CPU, {' + '.join(path.name for path in model_dirs)}", "",
-             f"Command: `python benchmarks/placeholder_catalogs.py` ({seconds:.0f} s).", "",
+             f"Command: `{args.command}` ({seconds:.0f} s).", "",
              f"**{total}/{len(items)} = {total / len(items):.2%}** of the messages keep exactly their placeholders.", "",
              "| package | messages | kept exactly |", "|---|---:|---:|"]
     lines += [f"| {package} | {len(oks)} | {sum(oks) / len(oks):.1%} |" for package, oks in sorted(by_package.items())]
@@ -136,7 +162,11 @@ def main() -> int:
     parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2", help="default: what make serve serves")
     parser.add_argument("--reverse-model-dir", default=str(REPO / "models" / "de-en-align"),
                         help="served beside it, as make serve does; '' for none")
+    parser.add_argument("--split", type=Path, default=None,
+                        help="instead of the built set: every pair with placeholders of a software-corpus split, "
+                             "e.g. data/debian_catalogs/test (packages the software model never saw)")
     args = parser.parse_args()
+    args.command = "python benchmarks/placeholder_catalogs.py " + shlex.join(sys.argv[1:])
     if args.build:
         build()
         return 0
