@@ -1,5 +1,5 @@
 """README.md's /translate and /align examples are what the bundled models answer: each curl command's body is
-sent to the service serving its default models (models/en-de-align2 and models/de-en-align, as `make serve` does), and every value the README prints (texts, scores,
+sent to the service serving its default models (models/en-de-align2, models/en-de-software and models/de-en-align, as `make serve` does), and every value the README prints (texts, scores,
 words and offsets, link weights, the Pharaoh string, phrase pairs) must be in the answer. A
 README that drifts from the model, or a model that drifts from the README, fails here.
 

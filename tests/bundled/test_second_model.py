@@ -1,7 +1,7 @@
 """Two real models of one pair served together: models/en-de (the default, listed first) and a
 second En→De model under another name and domain, a test-only copy of models/en-de-align (other
-weights) in tmp_path with a model card saying "software". No software model is trained yet
-(issue 31): the copy stands in for one, it is never shipped.
+weights) in tmp_path with a model card saying "software": a second model whose answers are known
+exactly (tests/bundled/test_software_model.py checks the shipped software model).
 
 Without "model" the default answers, exactly as the pins of models/en-de say; with
 "model": "en-de-software" the copy answers, exactly as models/en-de-align does when served alone.

@@ -1,0 +1,73 @@
+"""The bundled software model (models/en-de-software: recipes/transformer-tiny-software-en-de-cpu.json,
+trained on the CPU on data/debian_catalogs with Multi30k mixed in) served beside the caption model
+as `make serve` serves them: the caption model stays the En->De default, a request naming
+"en-de-software" gets the software model, /models lists both with their cards, and the answers
+and the BLEU of a slice of the software test split (packages no model saw in training) are the
+ones measured with this code on CPU at beam 5. When the model is replaced on purpose, measure
+again and update the pins here (and results/model_cards.md, RESULTS.md)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.bundled.expectations import BLEU_TOLERANCE, FLOAT_ATOL, REPO, isolated_settings, served, translations
+
+MODEL_DIR = REPO / "models" / "en-de-software"
+CAPTIONS = REPO / "models" / "en-de-align2"
+SOFTWARE = {"source": "en", "target": "de", "model": "en-de-software"}
+SLICE = 200  # the first sentences of data/debian_catalogs/test
+BLEU_PIN = {"bleu": 36.42, "chrf": 60.95}  # the whole split: 30.85 / 52.56 (model_card.json)
+PINNED = {
+    "texts": ["Datei %s konnte nicht geöffnet werden", "Ausgewählte Elemente löschen?",
+              "<b>Warnung:</b> Die Festplatte ist fast voll."],
+    "scores": [-0.2581081, -0.39573, -0.3430955],
+}
+MESSAGES = ["Could not open file %s", "Delete the selected items?", "<b>Warning:</b> the disk is almost full."]
+
+
+@pytest.fixture(scope="module")
+def client():
+    settings = isolated_settings(model_dirs=[CAPTIONS, MODEL_DIR], device="cpu", backend="torch",
+                                 inference_process=False)
+    with served(settings) as test_client:
+        yield test_client
+
+
+def test_the_caption_model_stays_the_default_and_the_models_route_lists_both(client):
+    models = {m["name"]: m for m in client.get("/models").json()["models"]}
+    card = json.loads((MODEL_DIR / "model_card.json").read_text())
+    assert models["en-de-software"]["domain"] == "software" == card["domain"]
+    assert models["en-de-software"]["scores"] == card["scores"]
+    assert (models["en-de-align2"]["default"], models["en-de-software"]["default"]) == (True, False)
+    answer = client.post("/translate", json={"text": MESSAGES[0], "source": "en", "target": "de"}).json()
+    assert answer["model"] == "en-de-align2"
+
+
+def test_pinned_ui_messages(client):
+    answer = client.post("/translate", json={"text": MESSAGES, **SOFTWARE})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["model"] == "en-de-software"
+    best = [nbest[0] for nbest in answer.json()["translations"]]
+    assert [h["text"] for h in best] == PINNED["texts"]
+    assert [h["score"] for h in best] == pytest.approx(PINNED["scores"], abs=FLOAT_ATOL)
+    assert "%s" in best[0]["text"]
+    assert best[2]["text"].startswith("<b>") and best[2]["text"].count("</b>") == 1
+
+
+def test_scores_of_the_software_slice(client):
+    import gzip
+
+    from training.evaluate import score
+
+    def lines(lang):
+        with gzip.open(REPO / "data" / "debian_catalogs" / f"test.{lang}.gz", "rt", encoding="utf-8") as handle:
+            return handle.read().splitlines()[:SLICE]
+
+    sources, references = lines("en"), lines("de")
+    hypotheses = []
+    for start in range(0, SLICE, 50):
+        hypotheses += [n[0]["text"] for n in translations(client, {"text": sources[start:start + 50], **SOFTWARE})]
+    scores = score(hypotheses, references)
+    measured = {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"]}
+    assert measured == pytest.approx(BLEU_PIN, abs=BLEU_TOLERANCE)
