@@ -76,4 +76,4 @@ def test_unknown_engines_and_sizes_are_refused(capsys):
     assert "unknown engine(s) torch@0 for cpu" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--sizes", "large", "--results", "-"])
-    assert "--sizes takes bundled and/or base, got 'large'" in capsys.readouterr().err
+    assert "--sizes takes bundled, base, random, queryk-random; got 'large'" in capsys.readouterr().err
