@@ -35,9 +35,9 @@ from model.attention.functional import masked_softmax
 from model.biases.history import STATE_KEYS, History, full_history, initial_state, next_state, step_history
 from model.biases.options import bias_form
 from model.biases import recurrence_kernel
-from model.biases.recurrence import recurrent_probs
+from model.biases.recurrence import window_probs
 from model.biases.registry import bias_class
-from model.biases.window_bias import WindowBias, banded_sum, window_band
+from model.biases.window_bias import WindowBias, window_band
 
 State = dict[str, torch.Tensor]
 
@@ -144,18 +144,9 @@ class BiasedCrossAttention(AttentionModule):
             return recurrence_kernel.recurrent_softmax(biased, key_padding_mask, weights.get("previous"), weights.get("coverage"))
         # The window weights as band matrices once per pass, not once per step; summed in the
         # order of `bias`, so that a step adds exactly what a decoding step adds.
-        bands = {name: window_band(term.weight, source_len) for name, term in self.biases.items() if term.reads in carried}
-
-        def biased_step(row: torch.Tensor, history: History, t: int) -> torch.Tensor:
-            total = None
-            for name, band in bands.items():
-                value = banded_sum(getattr(history, self.biases[name].reads), band)  # (B, H, 1, S)
-                total = value if total is None else total + value
-            if static is not None:
-                total = total + static[:, :, t : t + 1]
-            return masked_softmax(row + total, hidden, may_be_empty=True)
-
-        return recurrent_probs(logits, carried, biased_step)
+        windows = [(term.reads, window_band(term.weight, source_len)) for term in self.biases.values()
+                   if term.reads in carried]
+        return window_probs(logits, hidden, windows, static)
 
     def _kernel_weights(self) -> dict[str, torch.Tensor] | None:
         """The window weights by the signal they read, when the one-kernel recurrence can run these

@@ -14,11 +14,13 @@ through the target steps, as in the paper's RNN).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
+from model.attention.functional import masked_softmax
 from model.biases.history import History, State, initial_state, next_state, step_history
+from model.biases.window_bias import banded_sum
 
 # (logits (B, H, 1, S) fp32, history of one step, the step t) -> biased probabilities (B, H, 1, S)
 BiasedStep = Callable[[torch.Tensor, History, int], torch.Tensor]
@@ -37,3 +39,23 @@ def recurrent_probs(logits: torch.Tensor, signals: frozenset[str], biased_step: 
     if not rows:
         return logits.new_zeros(logits.shape)
     return torch.cat(rows, dim=2)  # (B, H, T, S)
+
+
+def window_probs(logits: torch.Tensor, hidden: torch.Tensor | None, windows: Sequence[tuple[str, torch.Tensor]],
+                 static: torch.Tensor | None = None) -> torch.Tensor:
+    """The recurrence with window terms (Markov, local fertility): logits (B, H, T, S) fp32 -> the
+    biased probabilities (B, H, T, S). windows: per term the signal it reads ("previous",
+    "coverage") and its weights as a band matrix (H, S, S) (`window_band`), summed in this order;
+    static (B, H, T, S) | None: the terms that read no attention (position), added after them;
+    hidden (B|1, 1, 1, S) True at padding."""
+
+    def biased_step(row: torch.Tensor, history: History, t: int) -> torch.Tensor:
+        total = None
+        for reads, band in windows:
+            value = banded_sum(getattr(history, reads), band)  # (B, H, 1, S)
+            total = value if total is None else total + value
+        if static is not None:
+            total = total + static[:, :, t : t + 1]
+        return masked_softmax(row + total, hidden, may_be_empty=True)
+
+    return recurrent_probs(logits, frozenset(reads for reads, _ in windows), biased_step)

@@ -205,22 +205,12 @@ def loop_softmax(logits: torch.Tensor, hidden: torch.Tensor | None, w_prev: torc
                  w_cov: torch.Tensor | None) -> torch.Tensor:
     """The same recurrence as PyTorch's step loop (`BiasedCrossAttention` without the kernel, the
     fertility term summed first): what the kernels are checked against."""
-    from model.attention.functional import masked_softmax
-    from model.biases.recurrence import recurrent_probs
-    from model.biases.window_bias import banded_sum, window_band
+    from model.biases.recurrence import window_probs
+    from model.biases.window_bias import window_band
 
-    signals = frozenset(name for name, w in (("previous", w_prev), ("coverage", w_cov)) if w is not None)
     s = logits.shape[-1]
-    bands = [(reads, window_band(w, s)) for reads, w in (("coverage", w_cov), ("previous", w_prev)) if w is not None]
-    mask = None if hidden is None else hidden[:, None, None, :]
-
-    def step(row, history, t):
-        total = torch.zeros_like(row)
-        for reads, band in bands:
-            total = total + banded_sum(getattr(history, reads), band)
-        return masked_softmax(row + total, mask, may_be_empty=True)
-
-    return recurrent_probs(logits, signals, step)
+    windows = [(reads, window_band(w, s)) for reads, w in (("coverage", w_cov), ("previous", w_prev)) if w is not None]
+    return window_probs(logits, None if hidden is None else hidden[:, None, None, :], windows)
 
 
 @functools.lru_cache(maxsize=None)

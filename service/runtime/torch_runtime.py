@@ -111,9 +111,7 @@ class TorchRuntime(TranslationRuntime):
             try:
                 held = self.static.warm(BATCH_SIZES, widths, DecodingOptions(), self.device)
             except StaticStateUnsupported as problem:
-                log.warning("static decoding cannot serve %s-%s, decoding eagerly from now on: %s",
-                            self.source_lang, self.target_lang, problem)
-                self.static = None
+                self._decode_eagerly(problem)
                 return
             log.info("static decoding for %s-%s: %d buckets warmed in %.1f s", self.source_lang, self.target_lang,
                      held, time.perf_counter() - started)
@@ -185,10 +183,13 @@ class TorchRuntime(TranslationRuntime):
             return generate(backend, src, search, should_stop)
         except StaticStateUnsupported as problem:
             # Found on the first batch, before any hypothesis: the eager search from now on.
-            log.warning("static decoding cannot serve %s-%s, decoding eagerly from now on: %s",
-                        self.source_lang, self.target_lang, problem)
-            self.static = None
+            self._decode_eagerly(problem)
             return generate(self.search_backend(search), src, search, should_stop)
+
+    def _decode_eagerly(self, problem: StaticStateUnsupported) -> None:
+        log.warning("static decoding cannot serve %s-%s, decoding eagerly from now on: %s",
+                    self.source_lang, self.target_lang, problem)
+        self.static = None
 
 
 def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str,

@@ -126,3 +126,4 @@ def test_off_switch_and_cpu_keep_the_loop(monkeypatch):
     monkeypatch.delenv(recurrence_kernel.ENV)
     assert recurrence_kernel.available()
     assert not recurrence_kernel.wanted(torch.zeros(1, 1, 1, 1))  # CPU tensors: the loop
+
