@@ -217,7 +217,14 @@ def loop_softmax(logits: torch.Tensor, hidden: torch.Tensor | None, w_prev: torc
 def verified(device: torch.device) -> bool:
     """The kernels compile and agree with the loop (values and gradients) on a small random problem on
     this device: checked once per process, so that a Triton this code was not tried with falls back
-    to the loop (with a log line) instead of failing or training on wrong gradients."""
+    to the loop (with a log line) instead of failing or training on wrong gradients. The first
+    full pass may come under no_grad or inference_mode (validation, forced alignment) or autocast:
+    the check runs with gradients and in float32 whatever the caller's mode."""
+    with torch.inference_mode(False), torch.enable_grad(), torch.autocast(device.type, enabled=False):
+        return _check(device)
+
+
+def _check(device: torch.device) -> bool:
     generator = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 2, 7, 6, generator=generator).to(device)
     hidden = torch.tensor([[False] * 6, [False] * 4 + [True] * 2, [True] * 6], device=device)

@@ -127,3 +127,14 @@ def test_off_switch_and_cpu_keep_the_loop(monkeypatch):
     assert recurrence_kernel.available()
     assert not recurrence_kernel.wanted(torch.zeros(1, 1, 1, 1))  # CPU tensors: the loop
 
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_the_check_holds_when_the_first_pass_takes_no_gradients(mode):
+    """The first full pass of a process may be a validation or a forced alignment: the check still
+    compares gradients, instead of failing on the caller's mode and switching the kernels off."""
+    recurrence_kernel.verified.cache_clear()
+    try:
+        with getattr(torch, mode)():
+            assert recurrence_kernel.verified(torch.device("cpu"))
+    finally:
+        recurrence_kernel.verified.cache_clear()
