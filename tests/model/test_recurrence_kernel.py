@@ -138,3 +138,21 @@ def test_the_check_holds_when_the_first_pass_takes_no_gradients(mode):
             assert recurrence_kernel.verified(torch.device("cpu"))
     finally:
         recurrence_kernel.verified.cache_clear()
+
+
+def test_the_kernel_follows_the_papers_recurrence_by_hand():
+    """Cohn et al. §3.2–§3.3 with zero content logits, computed in plain Python lists
+    (tests/model/test_alignment_bias_features.py `hand_recurrence`): α_t = softmax(ξ₁(α_{t-1}) +
+    ξ₂(Σ_{t'<t} α_{t'})), for a 5-token source and a 3-token one padded to 5."""
+    from tests.model.test_alignment_bias_features import FERTILITY_W, MARKOV_W, hand_recurrence
+
+    heads, steps = 2, 4
+    w_prev = torch.tensor(MARKOV_W).expand(heads, 3).contiguous()
+    w_cov = torch.tensor(FERTILITY_W).expand(heads, 3).contiguous()
+    hidden = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    probs = recurrence_kernel.recurrent_softmax(torch.zeros(2, heads, steps, 5), hidden, w_prev, w_cov)
+    for t in range(steps):
+        long = torch.tensor(hand_recurrence(5, steps, MARKOV_W, FERTILITY_W)[t])
+        short = torch.tensor(hand_recurrence(3, steps, MARKOV_W, FERTILITY_W)[t] + [0.0, 0.0])
+        torch.testing.assert_close(probs[0, :, t], long.expand(heads, 5), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(probs[1, :, t], short.expand(heads, 5), rtol=1e-5, atol=1e-6)
