@@ -117,6 +117,31 @@ def test_fused_projections_give_the_separate_ones():
             assert torch.equal(bare_linear(site.out_proj)(x), site.out_proj(x))
 
 
+def test_bare_int8_linear_is_the_module_bit_for_bit_with_and_without_relu_and_reduced_range():
+    # bare_linear calls the int8 operator from TorchScript with the reduce_range the module's own
+    # forward passes (version 4 on: reduced); a wrong flag or operator changes the integers.
+    import copy
+
+    import torch.nn.functional as F
+
+    from model.decoding.kernel_backend import bare_linear
+    from model.quantization import quantize_int8
+
+    model = quantize_int8(tiny_model(7))
+    up = model.decoder_layers[0].ffn.up
+    x = torch.randn(11, model.config.d_model) * 3
+    for version in (up.version, 3):
+        module = copy.deepcopy(up)
+        module.version = version
+        with torch.inference_mode():
+            assert torch.equal(bare_linear(module)(x), module(x))
+            assert torch.equal(bare_linear(module, relu=True)(x), F.relu(module(x)))
+    with torch.inference_mode():
+        module = copy.deepcopy(up)
+        module.version = 3
+        assert not torch.equal(bare_linear(module)(x), up(x))  # the flag matters for these inputs
+
+
 def test_one_sentence_searches_like_many():
     # One sentence: the first step's per-sentence rows are a strided view of one element.
     model = tiny_model(6)
