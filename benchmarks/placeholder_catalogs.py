@@ -16,9 +16,11 @@ letters or more, at least one placeholder, and its German translation has the sa
 (the translator's own check that they are placeholders); at most 100 per catalog, a seeded sample.
 
 The placeholders a message must keep are read by `REFERENCE` below, written apart from the
-service's detector and broader than it: any `%` with flags (the space flag included), width,
-precision and a length modifier before any letter, `%%`, any `{...}` without spaces, `${VAR}` and
-entities. A message counts as kept when its output holds exactly the source's placeholders by that
+service's detector and broader than it: a `%` with, in printf's order, an argument number, flags
+(the space flag included), width, precision and a length modifier before any letter; `%%`; Qt's
+`%1` (a `%` and digits); any `{...}` without spaces; `${VAR}` and entities. (Until 2026-11-27 it
+took flags, width and precision in any order, so "%1 was invited" held a placeholder "%1 w" that
+an output "%1 wurde" keeps and "%1 In diesem Raum" does not; Qt's `%1` alone it did not read.) A message counts as kept when its output holds exactly the source's placeholders by that
 reading, each as many times: none lost, none changed, none added.
 """
 from __future__ import annotations
@@ -41,13 +43,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from host import append_report, cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+from benchmarks.host import append_report, cpu_name  # noqa: E402
 
 DATA = REPO / "data" / "protection_eval" / "debian_unseen.jsonl"
 PACKAGES = ["bison", "cpio", "gawk", "kbd", "m4", "make", "man-db", "psmisc", "sharutils", "sudo", "xz-utils"]
 PER_CATALOG = 100
-REFERENCE = re.compile(r"%[-+ 0#'I*.$\d]*(?:hh|ll|[hlLqjzZt])?[A-Za-z%]|\$\{\w+\}|\{[^{}\s]*\}"
-                       r"|&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]\w*);")
+REFERENCE = re.compile(r"%L?\d+(?![\d$A-Za-z]|\.\d)|%(?:\d+\$)?[-+ 0#'I]*(?:\d+|\*(?:\d+\$)?)?(?:\.(?:\d+|\*(?:\d+\$)?))?(?:hh|ll|[hlLqjzZt])?[A-Za-z%]"
+                       r"|\$\{\w+\}|\{[^{}\s]*\}|&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]\w*);")
 
 
 def read_mo(data: bytes) -> dict[str, str]:

@@ -13,7 +13,11 @@ Styles, in the order they are matched (an earlier style wins where matches overl
 - "python": `%(name)s`, `%(count)5.2f`.
 - "brace": `{name}`, `{0}`, `{}`, `{user.name}`, `{items[0]}`, `{name!r:>10}`, `{0:.2f}` (Python
   str.format, .NET, i18next-style names) and the escaped `{{0}}` / `{{ name }}` as one literal
-  whole (format strings print it as "{0}"; Jinja and Handlebars read it as a variable).
+  whole (format strings print it as "{0}"; Jinja and Handlebars read it as a variable); and any
+  other braces around text without whitespace: a command line's alternatives `{-V|--version}`,
+  `QUIRKS={metacity|compiz|mutter}`, shell brace expansion `{a,b}`, code `'{...}'`. These are
+  literal syntax: the model can only break them (it dropped a dash of `--version` and renamed
+  `metacity` in net-tools' and onboard's messages, results/placeholder_catalogs.md).
 - "qt": Qt's `%1`..`%99` and `%L1` (a `%` and digits followed by no conversion letter, `$` or
   precision).
 - "printf": C/POSIX printf and strftime conversions: a `%`, an optional argument number `1$`,
@@ -41,7 +45,7 @@ PYTHON = re.compile(r"%\([^()\s]{1,64}\)[-+ 0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[A-Z
 RUBY = re.compile(r"%\{[A-Za-z_][A-Za-z0-9_]*\}|%<[A-Za-z_][A-Za-z0-9_]*>[-+0#]*\d*(?:\.\d+)?[A-Za-z]")
 BRACE = re.compile(
     r"\{\{\s*[A-Za-z0-9_.]*\s*\}\}"  # escaped, or a template variable: one literal whole
-    r"|(?<!\{)\{(?:[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+|\[[A-Za-z0-9_]*\])*)?(?:![rsa])?(?::[^{}\s]*)?\}(?!\})")
+    r"|(?<!\{)\{[^{}\s]*\}(?!\})")  # a format field, `{name!r:>10}`, or literal syntax, `{-V|--version}`
 SHELL = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 ICU_START = re.compile(

@@ -34,6 +34,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("Tom &amp; Jerry&nbsp;&#8212;&#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
                                              ("entity", "&#x2014;")]),
     ("${HOME}/x", [("shell", "${HOME}")]),
+    # Literal syntax in braces (net-tools, onboard, bison): kept whole; braces around prose are not.
+    ("route {-V|--version} QUIRKS={metacity|compiz|mutter} '{...}' cp x.{c,h} {with spaces}",
+     [("brace", "{-V|--version}"), ("brace", "{metacity|compiz|mutter}"), ("brace", "{...}"), ("brace", "{c,h}")]),
     # Prose: a percent sign before a space, a digit or the end is no conversion.
     ("100% sure, 50 % off, 30%.", []),
 ])
