@@ -18,7 +18,8 @@ docs/operations.md ("CPU decoding kernels").
 """
 from __future__ import annotations
 
-import warnings
+import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -63,18 +64,22 @@ def kernel_decoding_problem(model: Transformer) -> str | None:
     return None
 
 
-@dataclass
 class _Cache:
     """One layer's paged self-attention cache: the columns, and their addresses for the kernel."""
 
-    k_columns: torch.Tensor  # (max_positions,) int64 addresses
-    v_columns: torch.Tensor
-    keep_alive: list[torch.Tensor]  # the column tensors themselves
+    def __init__(self, max_positions: int):
+        self.k_columns = torch.zeros(max_positions, dtype=torch.long)  # (max_positions,) int64 addresses
+        self.v_columns = torch.zeros(max_positions, dtype=torch.long)
+        self.keep_alive: list[torch.Tensor] = []  # the column tensors themselves
+        # Written through memoryviews: a tensor's item assignment costs microseconds, and a step
+        # writes two addresses per layer.
+        self._k = memoryview(self.k_columns.numpy())
+        self._v = memoryview(self.v_columns.numpy())
 
-    def append(self, step: int, written: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Step `step`'s column: keys `k` and values `v`, views of `written` (kept alive here)."""
-        self.k_columns[step] = k.data_ptr()
-        self.v_columns[step] = v.data_ptr()
+    def append(self, step: int, written: torch.Tensor, k_address: int, v_address: int) -> None:
+        """Step `step`'s column: keys and values at these addresses, inside `written` (kept alive here)."""
+        self._k[step] = k_address
+        self._v[step] = v_address
         self.keep_alive.append(written)
 
 
@@ -159,38 +164,23 @@ def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor
     if type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8:
         packed = module._packed_params._packed_params
         reduce_range = module.version is not None and module.version >= 4  # as the module's forward passes it
-        call = _int8_linear()
-        return lambda x: call(x, packed, relu, reduce_range)
+        operator = (torch.ops.quantized.linear_relu_dynamic if relu else torch.ops.quantized.linear_dynamic).default
+        # The overload's C++ function itself (its Python __call__ only forwards), called where
+        # `no_torch_function` holds (the backend's steps): see there.
+        call = getattr(operator, "_op", operator)
+        return lambda x: call(x, packed, reduce_range)
     return (lambda x: F.relu(module(x))) if relu else module
 
 
-_scripted_int8_linear = None
-
-
-def _int8_linear():
-    """The int8 operator called from TorchScript. Called from Python, each call of the operator
-    looks up `__torch_function__` on its packed-weights argument, a script object, which answers
-    by throwing and catching a C++ exception: ~30 µs a call of ~45 µs for the few rows of one
-    sentence (perf on the development CPU), some 25 calls a decoding step. Scripted once per
-    process, on first use."""
-    global _scripted_int8_linear
-    if _scripted_int8_linear is None:
-        try:
-            with warnings.catch_warnings():
-                # torch 2.13 deprecates torch.jit.script for whole models; this one function only
-                # skips Python's argument handling, and the plain call below is the same numbers.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                _scripted_int8_linear = torch.jit.script(_int8_linear_source)
-        except Exception:  # a torch without TorchScript: the operator called from Python
-            _scripted_int8_linear = _int8_linear_source
-    return _scripted_int8_linear
-
-
-def _int8_linear_source(x: torch.Tensor, packed: torch.classes.quantized.LinearPackedParamsBase, relu: bool,
-                        reduce_range: bool) -> torch.Tensor:
-    if relu:
-        return torch.ops.quantized.linear_relu_dynamic(x, packed, reduce_range)
-    return torch.ops.quantized.linear_dynamic(x, packed, reduce_range)
+def no_torch_function():
+    """A context in which tensor subclasses' __torch_function__ is not looked for. Each call of the
+    int8 operator looks for it on every argument, and on the packed weights, a script object, the
+    lookup fails by throwing and catching a C++ exception: ~30 µs of a ~45 µs call at one
+    sentence's rows (perf and gdb on the development CPU), some 25 calls a decoding step. The
+    backend's tensors are plain tensors, so nothing else changes. (torch's private switch, which
+    torch.Tensor.__torch_function__ itself uses; without it, the same calls, slower.)"""
+    switch = getattr(torch._C, "DisableTorchFunctionSubclass", None)
+    return switch() if switch is not None else contextlib.nullcontext()
 
 
 # From this many rows up, the int8 output projection runs on oneDNN's packing of its weights: on
@@ -246,6 +236,14 @@ def _layer_linears(layer: nn.Module) -> _LayerLinears:
     )
 
 
+def _norm_arguments(norm: nn.LayerNorm) -> tuple[int, int, float]:
+    """A layer norm as phrasal_add_layer_norm reads it: weight and bias addresses, eps (checked once)."""
+    for name, tensor in (("weight", norm.weight), ("bias", norm.bias)):
+        if tensor is None or tensor.dtype != torch.float32 or not tensor.is_contiguous() or tensor.device.type != "cpu":
+            raise ValueError(f"the kernels need a layer norm {name} in contiguous float32 on the CPU")
+    return norm.weight.data_ptr(), norm.bias.data_ptr(), float(norm.eps)
+
+
 def _add_norm(x: torch.Tensor, y: torch.Tensor | None, norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor]:
     return ops.add_layer_norm(x, y, norm.weight, norm.bias, norm.eps)
 
@@ -279,6 +277,14 @@ class KernelBackend:
             self.encoder_linears = [_layer_linears(layer) for layer in model.encoder_layers]
         self.output = output_function(model)
         self._banned: dict[tuple[int, ...], torch.Tensor] = {}
+        self._lib = library()
+        self._attention_scale = 1.0 / math.sqrt(self.config.d_model // self.config.n_heads)
+        embedding = model.target_embedding
+        self._target_table, self._target_scale, self._positions = embedding.tokens.weight, embedding.scale, embedding.positions
+        # The decoder's layer norms in the order a step applies them: each layer's self, cross and
+        # feed-forward norm, then the final one.
+        norms = [norm for layer in model.decoder_layers for norm in (layer.self_norm, layer.cross_norm, layer.ffn_norm)]
+        self._norms = [_norm_arguments(norm) for norm in norms + [model.decoder_norm]]
 
     def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int, at_limit: list[int],
                    never: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -315,11 +321,14 @@ class KernelBackend:
 
     @torch.inference_mode()
     def encode(self, src: torch.Tensor) -> PagedState:
+        with no_torch_function():
+            return self._encode_state(src)
+
+    def _encode_state(self, src: torch.Tensor) -> PagedState:
         memory = self.model.encode(src) if self.encoder_linears is None else self._encode(src)
         layers = self.model.decoder_layers
         batch = src.shape[0]
-        caches = tuple(_Cache(torch.zeros(self.config.max_positions, dtype=torch.long),
-                              torch.zeros(self.config.max_positions, dtype=torch.long), []) for _ in layers)
+        caches = tuple(_Cache(self.config.max_positions) for _ in layers)
         return PagedState(
             step=0,
             table=torch.empty(batch, 0, dtype=torch.int32),
@@ -334,6 +343,10 @@ class KernelBackend:
     def step(self, tokens: torch.Tensor, state: PagedState, need_phrase_attention: bool = False) -> StepOut:
         if need_phrase_attention:
             raise ValueError("the kernel backend gives no phrase attention")
+        with no_torch_function():
+            return self._step(tokens, state)
+
+    def _step(self, tokens: torch.Tensor, state: PagedState) -> StepOut:
         config = self.config
         n, t = tokens.shape[0], state.step
         if t >= config.max_positions:
@@ -365,26 +378,60 @@ class KernelBackend:
                 state: PagedState) -> tuple[torch.Tensor, torch.Tensor]:
         """The decoder on `tokens` (M,) at step state.step, row m reading memory row sentence[m]
         and cache rows table[m]; appends this step's cache column. Returns the logits (M, V) float32
-        and the alignment layer's attention, heads averaged (M, S)."""
-        model, config = self.model, self.config
+        and the alignment layer's attention, heads averaged (M, S).
+
+        The kernels are called here directly, not through `ops`: at one sentence's few rows a
+        step's cost was mostly Python around them (checks, views, ~30 µs a kernel call by cProfile),
+        and every tensor they read is made here or in `encode`, contiguous float32 (int32 table and
+        rows, uint8 mask), in the shapes `ops` checks; tests/model/test_kernel_backend.py compares
+        this path with `ops` and with the eager step."""
+        config, lib = self.config, self._lib
         t, heads, d = state.step, config.n_heads, config.d_model
-        layers = model.decoder_layers
-        # Every residual sum goes with the layer norm after it (ops.add_layer_norm): x is the
+        m, head_size, scale = tokens.shape[0], d // config.n_heads, self._attention_scale
+        steps, table_stride = table.shape[1], table.stride(0)
+        # The target embedding as TokenEmbedding computes it (same operations, same order).
+        x = torch.embedding(self._target_table, tokens).mul_(self._target_scale).add_(self._positions[t])
+        # Every residual sum goes with the layer norm after it (phrasal_add_layer_norm): x is the
         # residual stream, h its normalised copy that the next sub-layer reads.
-        x, h = _add_norm(model.target_embedding(tokens.unsqueeze(1), t).squeeze(1), None, layers[0].self_norm)
+        x, h = self._add_norm(x, None, self._norms[0])
         attention = None
-        for index, (layer, linear) in enumerate(zip(layers, self.linears)):
+        bytes_d = 4 * d  # float32
+        for index, linear in enumerate(self.linears):
+            self_norm, cross_norm, ffn_norm = self._norms[3 * index: 3 * index + 3]
+            after = self._norms[3 * index + 3]
             qkv = linear.qkv(h)  # (M, 3D); its keys and values are this step's column
             cache = state.caches[index]
-            cache.append(t, qkv, qkv[:, d:], qkv[:, 2 * d:])
-            context = ops.self_attention(qkv[:, :d], cache.k_columns, cache.v_columns, qkv.stride(0), table, heads)
-            x, h = _add_norm(x, linear.self_out(context), layer.cross_norm)
+            address = qkv.data_ptr()
+            cache.append(t, qkv, address + bytes_d, address + 2 * bytes_d)
+            context = torch.empty(m, d)
+            if lib.phrasal_self_attention(address, 3 * d, cache.k_columns.data_ptr(), cache.v_columns.data_ptr(),
+                                          3 * d, table.data_ptr(), table_stride, m, heads, steps, head_size, scale,
+                                          context.data_ptr(), d):
+                raise ValueError(f"self-attention over {steps} steps with head size {head_size} exceeds the kernel's limits")
+            x, h = self._add_norm(x, linear.self_out(context), cross_norm)
+            q = linear.cross_q(h)
+            memory_k, memory_v = state.memory_k[index], state.memory_v[index]
+            length = memory_k.shape[1]
             aligned = index == config.alignment_layer_index
-            context, layer_attention = ops.cross_attention(linear.cross_q(h), state.memory_k[index],
-                                                           state.memory_v[index], sentence, state.keep, heads, aligned)
+            context = torch.empty(m, d)
+            layer_attention = torch.empty(m, length) if aligned else None
+            if lib.phrasal_cross_attention(q.data_ptr(), d, memory_k.data_ptr(), memory_v.data_ptr(), d, length * d,
+                                           sentence.data_ptr(), state.keep.data_ptr(), state.keep.stride(0), m, heads,
+                                           length, head_size, scale, context.data_ptr(), d,
+                                           layer_attention.data_ptr() if aligned else None):
+                raise ValueError(f"cross-attention over {length} positions with head size {head_size} exceeds the kernel's limits")
             if aligned:
                 attention = layer_attention
-            x, h = _add_norm(x, linear.cross_out(context), layer.ffn_norm)
-            after = layers[index + 1].self_norm if index + 1 < len(layers) else model.decoder_norm
-            x, h = _add_norm(x, linear.down(linear.up_relu(h)), after)  # the feed-forward (dropout off)
+            x, h = self._add_norm(x, linear.cross_out(context), ffn_norm)
+            x, h = self._add_norm(x, linear.down(linear.up_relu(h)), after)  # the feed-forward (dropout off)
         return self.output(h).float(), attention
+
+    def _add_norm(self, x: torch.Tensor, y: torch.Tensor | None,
+                  norm: tuple[int, int, float]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(x + y, layer_norm(x + y)) for contiguous (M, D) x and y (y None: (x, layer_norm(x)));
+        `norm` the layer norm's weight and bias addresses and eps (`_norm_arguments`)."""
+        total = torch.empty_like(x) if y is not None else x
+        normalised = torch.empty_like(x)
+        self._lib.phrasal_add_layer_norm(x.data_ptr(), y.data_ptr() if y is not None else None, x.shape[0], x.shape[1],
+                                         norm[0], norm[1], norm[2], total.data_ptr(), normalised.data_ptr())
+        return total, normalised

@@ -201,3 +201,64 @@ def test_the_int8_output_projection_gives_the_same_logits_on_either_packing():
             torch.testing.assert_close(project(x), want, atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(copy(x), want, atol=1e-5, rtol=1e-5)
     assert torch.backends.quantized.engine != "onednn"  # the process-wide engine is left as it was
+
+
+def _ops_layers(backend, tokens, sentence, table, state):
+    """The decoder step as the checked `model.cpu_kernels.ops` calls compute it: what the
+    backend's direct kernel calls must give bit for bit (the same kernels on the same inputs)."""
+    from model.cpu_kernels import ops
+
+    model, config = backend.model, backend.config
+    t, heads, d = state.step, config.n_heads, config.d_model
+    layers = model.decoder_layers
+
+    def add_norm(x, y, norm):
+        return ops.add_layer_norm(x, y, norm.weight, norm.bias, norm.eps)
+
+    x, h = add_norm(model.target_embedding(tokens.unsqueeze(1), t).squeeze(1), None, layers[0].self_norm)
+    attention = None
+    for index, (layer, linear) in enumerate(zip(layers, backend.linears)):
+        qkv = linear.qkv(h)
+        cache = state.caches[index]
+        cache.append(t, qkv, qkv[:, d:].data_ptr(), qkv[:, 2 * d:].data_ptr())
+        context = ops.self_attention(qkv[:, :d], cache.k_columns, cache.v_columns, qkv.stride(0), table, heads)
+        x, h = add_norm(x, linear.self_out(context), layer.cross_norm)
+        aligned = index == config.alignment_layer_index
+        context, layer_attention = ops.cross_attention(linear.cross_q(h), state.memory_k[index], state.memory_v[index],
+                                                       sentence, state.keep, heads, aligned)
+        if aligned:
+            attention = layer_attention
+        x, h = add_norm(x, linear.cross_out(context), layer.ffn_norm)
+        after = layers[index + 1].self_norm if index + 1 < len(layers) else model.decoder_norm
+        x, h = add_norm(x, linear.down(linear.up_relu(h)), after)
+    return backend.output(h).float(), attention
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_direct_kernel_calls_equal_the_checked_ops_bit_for_bit(int8):
+    from dataclasses import replace
+
+    from model.quantization import quantize_int8
+
+    model = tiny_model(8)
+    backend = KernelBackend(quantize_int8(model) if int8 else model)
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    ours, theirs = backend.encode(src).expand(3), backend.encode(src).expand(3)
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(4, model.config.vocab_size, (6,), generator=generator)
+    for step in range(4):
+        rows = torch.arange(tokens.shape[0], dtype=torch.int32)
+        table = torch.cat([ours.table, rows.unsqueeze(1)], dim=1)
+        with torch.inference_mode():
+            logits, attention = backend._layers(tokens, ours.sentence, table, ours)
+            want_logits, want_attention = _ops_layers(backend, tokens, theirs.sentence, table, theirs)
+        assert torch.equal(logits, want_logits), f"step {step}"
+        assert torch.equal(attention, want_attention), f"step {step}"
+        # Reorder as a search does; at step 2 the second sentence leaves.
+        if tokens.shape[0] == 3:
+            index = torch.tensor([2, 0, 0])
+        else:
+            index = torch.tensor([0, 0, 2, 4, 3, 3]) if step != 2 else torch.tensor([1, 1, 0])
+        ours = replace(ours, step=step + 1, table=table).reorder(index)
+        theirs = replace(theirs, step=step + 1, table=table).reorder(index)
+        tokens = logits.argmax(dim=1)[index]
