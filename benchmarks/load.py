@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
-from host import cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+from benchmarks.host import cpu_name  # noqa: E402
 from benchmarks.simulated_latency import BatchLatency  # noqa: E402
 SENTENCES = REPO / "data" / "multi30k" / "test_2016_flickr.en.gz"
 BATCHING_OFF = {"PHRASAL_MAX_BATCH_SENTENCES": "1", "PHRASAL_MAX_WAIT_MS": "0"}
