@@ -56,6 +56,7 @@ __attribute__((always_inline)) static inline void self_attention_body(
     float scale, float *out, int64_t out_stride) {
   float s[MAX_KEYS];
   float acc[MAX_HEAD_DIM];
+  float wide[MAX_KEYS]; /* every head's output of one row */
   const float *k_rows[MAX_KEYS], *v_rows[MAX_KEYS];
   for (int64_t n = 0; n < n_rows; ++n) {
     const int32_t *rows = table + n * table_stride;
@@ -64,8 +65,28 @@ __attribute__((always_inline)) static inline void self_attention_body(
       k_rows[t] = (const float *)(intptr_t)k_cols[t] + rows[t] * col_stride;
       v_rows[t] = (const float *)(intptr_t)v_cols[t] + rows[t] * col_stride;
     }
+    const float *qn = q + n * q_stride;
+    if (n_heads * steps <= MAX_KEYS && n_heads * dh <= MAX_KEYS) {
+      /* Steps outer, heads inner: each cached row is read once for all heads, and the heads'
+       * dot products are independent work for the core. Per head the sums are the same as
+       * below, in the same order, so the results are bit for bit those of the per-head loop. */
+      for (int64_t t = 0; t < steps; ++t)
+        for (int64_t h = 0; h < n_heads; ++h) s[h * steps + t] = dot(qn + h * dh, k_rows[t] + h * dh, dh) * scale;
+      for (int64_t h = 0; h < n_heads; ++h) softmax_in_place(s + h * steps, steps);
+      for (int64_t e = 0; e < n_heads * dh; ++e) wide[e] = 0.f;
+      for (int64_t t = 0; t < steps; ++t)
+        for (int64_t h = 0; h < n_heads; ++h) {
+          const float *vv = v_rows[t] + h * dh;
+          const float p = s[h * steps + t];
+          float *a = wide + h * dh;
+#pragma omp simd
+          for (int64_t d = 0; d < dh; ++d) a[d] += p * vv[d];
+        }
+      memcpy(out + n * out_stride, wide, n_heads * dh * sizeof(float));
+      continue;
+    }
     for (int64_t h = 0; h < n_heads; ++h) {
-      const float *qq = q + n * q_stride + h * dh;
+      const float *qq = qn + h * dh;
       for (int64_t t = 0; t < steps; ++t) s[t] = dot(qq, k_rows[t] + h * dh, dh) * scale;
       softmax_in_place(s, steps);
       for (int64_t d = 0; d < dh; ++d) acc[d] = 0.f;

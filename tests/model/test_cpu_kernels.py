@@ -26,13 +26,15 @@ def test_the_kernels_build_here():
     assert cpu_kernels.library() is not None, cpu_kernels.unavailable()
 
 
-@pytest.mark.parametrize("head_dim", [32, 64, 24])
-def test_self_attention_over_a_paged_cache_equals_softmax_attention(head_dim):
+# 1,400 steps of 3 heads: more scores than the kernel's steps-outer loop holds (MAX_KEYS), so the
+# per-head loop runs; the others take the steps-outer loop (the same sums, decoding.c).
+@pytest.mark.parametrize("head_dim, steps", [(32, 5), (64, 5), (24, 5), (32, 1400)])
+def test_self_attention_over_a_paged_cache_equals_softmax_attention(head_dim, steps):
     torch.manual_seed(0)
-    heads, rows, steps = 3, 6, 5
+    heads, rows = 3, 6
     d = heads * head_dim
     # Step s wrote rows_at[s] rows; row n's key at step s is row table[n, s] of that column.
-    rows_at = [9, 8, 8, 7, 6]
+    rows_at = [9, 8, 8, 7, 6] if steps == 5 else torch.randint(6, 10, (steps,)).tolist()
     keys = [torch.randn(r, d) for r in rows_at]
     values = [torch.randn(r, d) for r in rows_at]
     table = torch.stack([torch.randint(0, r, (rows,)) for r in rows_at], dim=1).to(torch.int32)
