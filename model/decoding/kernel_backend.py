@@ -236,12 +236,13 @@ def _layer_linears(layer: nn.Module) -> _LayerLinears:
     )
 
 
-def _norm_arguments(norm: nn.LayerNorm) -> tuple[int, int, float]:
-    """A layer norm as phrasal_add_layer_norm reads it: weight and bias addresses, eps (checked once)."""
+def _norm_arguments(norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """A layer norm as phrasal_add_layer_norm reads it: weight, bias, eps (checked once; the
+    addresses are read at each call, so a model whose parameters are replaced stays safe)."""
     for name, tensor in (("weight", norm.weight), ("bias", norm.bias)):
         if tensor is None or tensor.dtype != torch.float32 or not tensor.is_contiguous() or tensor.device.type != "cpu":
             raise ValueError(f"the kernels need a layer norm {name} in contiguous float32 on the CPU")
-    return norm.weight.data_ptr(), norm.bias.data_ptr(), float(norm.eps)
+    return norm.weight, norm.bias, float(norm.eps)
 
 
 def _add_norm(x: torch.Tensor, y: torch.Tensor | None, norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor]:
@@ -397,7 +398,7 @@ class KernelBackend:
         attention = None
         bytes_d = 4 * d  # float32
         for index, linear in enumerate(self.linears):
-            self_norm, cross_norm, ffn_norm = self._norms[3 * index: 3 * index + 3]
+            cross_norm, ffn_norm = self._norms[3 * index + 1: 3 * index + 3]
             after = self._norms[3 * index + 3]
             qkv = linear.qkv(h)  # (M, 3D); its keys and values are this step's column
             cache = state.caches[index]
@@ -427,11 +428,12 @@ class KernelBackend:
         return self.output(h).float(), attention
 
     def _add_norm(self, x: torch.Tensor, y: torch.Tensor | None,
-                  norm: tuple[int, int, float]) -> tuple[torch.Tensor, torch.Tensor]:
+                  norm: tuple[torch.Tensor, torch.Tensor, float]) -> tuple[torch.Tensor, torch.Tensor]:
         """(x + y, layer_norm(x + y)) for contiguous (M, D) x and y (y None: (x, layer_norm(x)));
-        `norm` the layer norm's weight and bias addresses and eps (`_norm_arguments`)."""
+        `norm` the layer norm's weight, bias and eps (`_norm_arguments`)."""
         total = torch.empty_like(x) if y is not None else x
         normalised = torch.empty_like(x)
         self._lib.phrasal_add_layer_norm(x.data_ptr(), y.data_ptr() if y is not None else None, x.shape[0], x.shape[1],
-                                         norm[0], norm[1], norm[2], total.data_ptr(), normalised.data_ptr())
+                                         norm[0].data_ptr(), norm[1].data_ptr(), norm[2], total.data_ptr(),
+                                         normalised.data_ptr())
         return total, normalised
