@@ -18,7 +18,6 @@ docs/operations.md ("CPU decoding kernels").
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -165,22 +164,11 @@ def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor
         packed = module._packed_params._packed_params
         reduce_range = module.version is not None and module.version >= 4  # as the module's forward passes it
         operator = (torch.ops.quantized.linear_relu_dynamic if relu else torch.ops.quantized.linear_dynamic).default
-        # The overload's C++ function itself (its Python __call__ only forwards), called where
-        # `no_torch_function` holds (the backend's steps): see there.
+        # The overload's C++ function itself (its Python __call__ only forwards); `generate` decodes
+        # inside model.decoding.generate.no_torch_function, which spares it an exception a call.
         call = getattr(operator, "_op", operator)
         return lambda x: call(x, packed, reduce_range)
     return (lambda x: F.relu(module(x))) if relu else module
-
-
-def no_torch_function():
-    """A context in which tensor subclasses' __torch_function__ is not looked for. Each call of the
-    int8 operator looks for it on every argument, and on the packed weights, a script object, the
-    lookup fails by throwing and catching a C++ exception: ~30 µs of a ~45 µs call at one
-    sentence's rows (perf and gdb on the development CPU), some 25 calls a decoding step. The
-    backend's tensors are plain tensors, so nothing else changes. (torch's private switch, which
-    torch.Tensor.__torch_function__ itself uses; without it, the same calls, slower.)"""
-    switch = getattr(torch._C, "DisableTorchFunctionSubclass", None)
-    return switch() if switch is not None else contextlib.nullcontext()
 
 
 # From this many rows up, the int8 output projection runs on oneDNN's packing of its weights: on
@@ -322,10 +310,6 @@ class KernelBackend:
 
     @torch.inference_mode()
     def encode(self, src: torch.Tensor) -> PagedState:
-        with no_torch_function():
-            return self._encode_state(src)
-
-    def _encode_state(self, src: torch.Tensor) -> PagedState:
         memory = self.model.encode(src) if self.encoder_linears is None else self._encode(src)
         layers = self.model.decoder_layers
         batch = src.shape[0]
@@ -344,10 +328,6 @@ class KernelBackend:
     def step(self, tokens: torch.Tensor, state: PagedState, need_phrase_attention: bool = False) -> StepOut:
         if need_phrase_attention:
             raise ValueError("the kernel backend gives no phrase attention")
-        with no_torch_function():
-            return self._step(tokens, state)
-
-    def _step(self, tokens: torch.Tensor, state: PagedState) -> StepOut:
         config = self.config
         n, t = tokens.shape[0], state.step
         if t >= config.max_positions:

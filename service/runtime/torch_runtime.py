@@ -18,8 +18,7 @@ from model.decoding.cuda_graph_step import static_step_runner
 from model.decoding.finished_alignment import needs_forced_pass
 from model.decoding.generate import SearchCancelled, generate, pad_sources
 from model.decoding.options import METHOD_ROWS, DecodingOptions
-from model.decoding.kernel_backend import (EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem,
-                                          no_torch_function)
+from model.decoding.kernel_backend import EAGER, KERNELS, KernelBackend, decoder_for, kernel_decoding_problem
 from model.decoding.static_buckets import BATCH_SIZES, SOURCE_WIDTHS
 from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupported, eager_runner
 from model.layers import has_phrase_attention
@@ -180,15 +179,12 @@ class TorchRuntime(TranslationRuntime):
         tokenizer = self.loaded.tokenizer
         src = pad_sources([ids + [tokenizer.eos_id] for ids in source_ids], tokenizer.pad_id, self.device)
         backend = self.search_backend(search)
-        # The eager model's int8 layers (CPU) cost a C++ exception a call outside this context
-        # (model/decoding/kernel_backend.py, no_torch_function); the runtime's tensors are plain.
-        with no_torch_function():
-            try:
-                return generate(backend, src, search, should_stop)
-            except StaticStateUnsupported as problem:
-                # Found on the first batch, before any hypothesis: the eager search from now on.
-                self._decode_eagerly(problem)
-                return generate(self.search_backend(search), src, search, should_stop)
+        try:
+            return generate(backend, src, search, should_stop)
+        except StaticStateUnsupported as problem:
+            # Found on the first batch, before any hypothesis: the eager search from now on.
+            self._decode_eagerly(problem)
+            return generate(self.search_backend(search), src, search, should_stop)
 
     def _decode_eagerly(self, problem: StaticStateUnsupported) -> None:
         log.warning("static decoding cannot serve %s-%s, decoding eagerly from now on: %s",

@@ -262,3 +262,20 @@ def test_direct_kernel_calls_equal_the_checked_ops_bit_for_bit(int8):
         ours = replace(ours, step=step + 1, table=table).reorder(index)
         theirs = replace(theirs, step=step + 1, table=table).reorder(index)
         tokens = logits.argmax(dim=1)[index]
+
+
+def test_searches_run_with_subclass_torch_functions_off():
+    # Outside that switch each int8 operator call throws and catches a C++ exception
+    # (model/decoding/generate.py, no_torch_function): a search must step inside it, on any backend.
+    from model.quantization import quantize_int8
+
+    seen = []
+
+    class Watched(KernelBackend):
+        def step(self, tokens, state, need_phrase_attention=False):
+            seen.append(torch._C._is_torch_function_enabled())
+            return super().step(tokens, state, need_phrase_attention)
+
+    generate(Watched(quantize_int8(tiny_model(10))), torch.tensor([[5, 6, 7, 2]]), DecodingOptions(beam_size=2))
+    assert seen and not any(seen)
+    assert torch._C._is_torch_function_enabled()  # and the switch is back on after it
