@@ -10,7 +10,8 @@ norms, linear layers, float32 or int8-quantised), but keeps its own state:
 - the cross-attention's projected memory once per sentence (B rows, not B·K): each beam row
   reads its sentence's row, so sentences leaving the batch cost nothing either.
 
-Attention runs in `ops.self_attention` / `ops.cross_attention` (one query per row). Their sums
+Attention runs in decoding.c's `phrasal_self_attention` / `phrasal_cross_attention` (one query
+per row; called directly, `ops` has their checked forms). Their sums
 run in another order than PyTorch's kernels, so a step equals the eager step up to float
 rounding, not bit for bit (tests/model/test_kernel_backend.py bounds the difference and
 compares whole searches); which serving paths use it, and how that is verified, is in
@@ -233,10 +234,6 @@ def _norm_arguments(norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor, flo
     return norm.weight, norm.bias, float(norm.eps)
 
 
-def _add_norm(x: torch.Tensor, y: torch.Tensor | None, norm: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor]:
-    return ops.add_layer_norm(x, y, norm.weight, norm.bias, norm.eps)
-
-
 class KernelBackend:
     """The vanilla Transformer `model` (float32 or int8-quantised, on the CPU) as a step backend
     (model/decoding/generate.py) whose attention runs in the C kernels. Gives the alignment
@@ -299,13 +296,14 @@ class KernelBackend:
         heads = config.n_heads
         mask = attention_mask(pad_mask, length, length, False, src.device)
         layers = model.encoder_layers
-        x, h = _add_norm(x.reshape(b * length, d), None, layers[0].self_norm)
+        # Once a batch, so each norm is checked at each call (`_norm_arguments`); the step keeps them.
+        x, h = self._add_norm(x.reshape(b * length, d), None, _norm_arguments(layers[0].self_norm))
         for index, (layer, linear) in enumerate(zip(layers, self.encoder_linears)):
             q, k, v = linear.qkv(h).view(b, length, 3, heads, d // heads).permute(2, 0, 3, 1, 4)  # (B, H, S, dh) each
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b * length, d)
-            x, h = _add_norm(x, linear.self_out(context), layer.ffn_norm)
+            x, h = self._add_norm(x, linear.self_out(context), _norm_arguments(layer.ffn_norm))
             after = layers[index + 1].self_norm if index + 1 < len(layers) else model.encoder_norm
-            x, h = _add_norm(x, linear.down(linear.up_relu(h)), after)
+            x, h = self._add_norm(x, linear.down(linear.up_relu(h)), _norm_arguments(after))
         return Memory(h.view(b, length, d), pad_mask)
 
     @torch.inference_mode()
