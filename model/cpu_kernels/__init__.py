@@ -31,6 +31,7 @@ SIGNATURES = {
     "phrasal_self_attention": [_P, _I, _P, _P, _I, _P, _I, _I, _I, _I, _I, _F, _P, _I],
     "phrasal_cross_attention": [_P, _I, _P, _P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _F, _P, _I, _P],
     "phrasal_beam_candidates": [_P, _I, _P, _I, _I, _I, _P, _P, _I, _I, _P, _P],
+    "phrasal_select": [_P, _P, _I, _I, _I, _I, _I, _P, _P, _P, _P, _P, _P],
     "phrasal_add_layer_norm": [_P, _P, _I, _I, _P, _P, _F, _P, _P],
 }
 

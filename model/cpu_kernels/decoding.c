@@ -278,6 +278,39 @@ int phrasal_beam_candidates(const float *logits, int64_t row_stride, const float
   return 0;
 }
 
+/* One step's choice from its candidates: model/decoding/selection.py's `select`, which defines it
+ * (tests/model/test_selection.py checks this against it), in one call instead of a dozen tensor
+ * operations a step. Per sentence i, values[i] (count, best first) and flat indices k·vocab + v:
+ * parent and token of every candidate; finished[r] (r < beams) when candidate r is EOS and not
+ * -inf; the next beams are the first `beams` non-EOS candidates in rank order, then, when fewer,
+ * the EOS candidates in rank order with score -inf. */
+int phrasal_select(const float *values, const int64_t *index, int64_t n_sentences, int64_t count, int64_t vocab,
+                   int64_t eos_id, int64_t beams, int64_t *parent, int64_t *token, uint8_t *finished,
+                   float *next_scores, int64_t *next_tokens, int64_t *next_parent) {
+  if (beams < 1 || count < beams || vocab < 1) return 1;
+  for (int64_t i = 0; i < n_sentences; ++i) {
+    const float *value = values + i * count;
+    const int64_t *flat = index + i * count;
+    int64_t *p = parent + i * count, *t = token + i * count;
+    for (int64_t r = 0; r < count; ++r) {
+      p[r] = flat[r] / vocab;
+      t[r] = flat[r] % vocab;
+    }
+    for (int64_t r = 0; r < beams; ++r) finished[i * beams + r] = t[r] == eos_id && value[r] > -INFINITY;
+    int64_t kept = 0;
+    for (int pass = 0; pass < 2 && kept < beams; ++pass)  /* non-EOS first, then EOS */
+      for (int64_t r = 0; r < count && kept < beams; ++r) {
+        const int is_eos = t[r] == eos_id;
+        if (is_eos != pass) continue;
+        next_scores[i * beams + kept] = is_eos ? -INFINITY : value[r];
+        next_tokens[i * beams + kept] = t[r];
+        next_parent[i * beams + kept] = p[r];
+        ++kept;
+      }
+  }
+  return 0;
+}
+
 /* The residual sum and the layer norm after it, in one pass over the rows: sum = x + y (written
  * to `sum`, unless y is NULL: then the norm of x alone), norm = (sum - mean) / sqrt(var + eps) ·
  * weight + bias, with the biased variance, as torch.nn.LayerNorm. A decoding step has one such

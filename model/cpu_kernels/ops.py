@@ -130,3 +130,23 @@ def add_layer_norm(x: torch.Tensor, y: torch.Tensor | None, weight: torch.Tensor
     _lib().phrasal_add_layer_norm(x.data_ptr(), y.data_ptr() if y is not None else None, n, d, weight.data_ptr(),
                                   bias.data_ptr(), eps, total.data_ptr(), norm.data_ptr())
     return total, norm
+
+
+def select(values: torch.Tensor, index: torch.Tensor, vocab: int, eos_id: int, beams: int) -> tuple[torch.Tensor, ...]:
+    """`model.decoding.selection.select` in one kernel call: its Selection's fields in order (scores,
+    parent, token, finished, next_scores, next_tokens, next_parent), the same tensors bit for bit;
+    values (n, C) float32 best first and index (n, C) int64 flat k·V + v, both contiguous."""
+    _check(values, torch.float32, "values")
+    _check(index, torch.int64, "index")
+    n, count = values.shape
+    if tuple(index.shape) != (n, count) or not values.is_contiguous() or not index.is_contiguous():
+        raise ValueError(f"select: values {tuple(values.shape)} and index {tuple(index.shape)} must be contiguous and alike")
+    parent, token = torch.empty(n, count, dtype=torch.long), torch.empty(n, count, dtype=torch.long)
+    finished = torch.empty(n, beams, dtype=torch.bool)
+    next_scores = torch.empty(n, beams)
+    next_tokens, next_parent = torch.empty(n, beams, dtype=torch.long), torch.empty(n, beams, dtype=torch.long)
+    if _lib().phrasal_select(values.data_ptr(), index.data_ptr(), n, count, vocab, eos_id, beams, parent.data_ptr(),
+                             token.data_ptr(), finished.data_ptr(), next_scores.data_ptr(), next_tokens.data_ptr(),
+                             next_parent.data_ptr()):
+        raise ValueError(f"cannot select {beams} beams from {count} candidates over {vocab} tokens")
+    return values, parent, token, finished, next_scores, next_tokens, next_parent

@@ -71,6 +71,15 @@ def _zip_rows(fn, a: Rows, b: Rows) -> Rows:
     return {name: fn(t, b[name]) for name, t in a.items()} if isinstance(a, dict) else fn(a, b)
 
 
+def _follow(history: torch.Tensor, kept: torch.Tensor | None, parent: torch.Tensor) -> torch.Tensor:
+    """history (n, K, ...) of the current beams -> (n', K, ...) of the next: row [g, k] is
+    history[kept[g], parent[g, k]] (kept None: every group, in order)."""
+    if kept is not None:
+        history = history.index_select(0, kept)
+    index = parent.view(*parent.shape, *([1] * (history.dim() - 2))).expand(-1, -1, *history.shape[2:])
+    return history.gather(1, index)
+
+
 def _rows_ok(rows: Rows | None, n: int) -> bool:
     """One (n, S) tensor, or named tensors (n, ...) of rank 2 or more."""
     if rows is None or isinstance(rows, torch.Tensor):
@@ -155,6 +164,9 @@ def beam_search(
     scores = hist = attn_hist = None
     # A decoder that ranks its own logits (RankingDecoder) gives the candidates itself (selection.candidates otherwise).
     ranked = getattr(decoder, "candidates", None)
+    # A decoder may also choose in its own code (the C kernels'); selection.select defines the choice.
+    choose = getattr(decoder, "select", None) or select
+    every_group = None  # (n, 1): the first row of each of the n groups, made again when n changes
     step = 0
     while True:
         log_probs, attn = decoder.step(tokens)
@@ -186,7 +198,7 @@ def beam_search(
                 limit_mask = torch.zeros(n, dtype=torch.bool, device=device)
                 limit_mask[at_limit] = True
             values, index = candidates(scores, log_probs, eos_id, limit_mask)
-        chosen = select(values, index, V, eos_id, K)
+        chosen = choose(values, index, V, eos_id, K)
         top_scores, parent, final = chosen.scores, chosen.parent, chosen.finished
         next_scores, next_tokens, next_parent = chosen.next_scores, chosen.next_tokens, chosen.next_parent
 
@@ -214,17 +226,23 @@ def beam_search(
         ]
         if not kept:
             break
-        kg = torch.tensor(kept, dtype=torch.long, device=device)
-        src = next_parent[kg]  # (n', K) parent beam of every surviving beam
-        decoder.reorder((kg.unsqueeze(1) * K + src).view(-1))  # (n'*K,) rows of the current step
-        hist = torch.cat([hist[kg.unsqueeze(1), src], next_tokens[kg].unsqueeze(2)], dim=2)  # (n', K, t+1)
+        if len(kept) == n:  # no group leaves (most steps): kept is 0..n-1, nothing to index by it
+            kg, src, scores, tokens = None, next_parent, next_scores, next_tokens
+            if every_group is None or every_group.shape[0] != n:
+                every_group = torch.arange(0, n * K, K, dtype=torch.long, device=device).unsqueeze(1)
+            first_rows = every_group
+        else:
+            kg = torch.tensor(kept, dtype=torch.long, device=device)
+            src, scores, tokens = next_parent[kg], next_scores[kg], next_tokens[kg]  # (n', K) each
+            first_rows = kg.unsqueeze(1) * K  # (n', 1)
+        decoder.reorder((first_rows + src).view(-1))  # (n'*K,) rows of the current step
+        hist = torch.cat([_follow(hist, kg, src), tokens.unsqueeze(2)], dim=2)  # (n', K, t+1)
         if return_attention:
             attn_hist = _zip_rows(
-                lambda h, a: torch.cat([h[kg.unsqueeze(1), src], a.view(n, K, *a.shape[1:])[kg.unsqueeze(1), src].unsqueeze(2)], dim=2),
+                lambda h, a: torch.cat([_follow(h, kg, src), _follow(a.view(n, K, 1, *a.shape[1:]), kg, src)], dim=2),
                 attn_hist, attn,
             )  # (n', K, t+1, S…)
-        scores = next_scores[kg]
-        tokens = next_tokens[kg].view(-1)
+        tokens = tokens.view(-1)
         live = [live[gi] for gi in kept]
         step += 1
 

@@ -91,7 +91,10 @@ class SearchDecoder:
         self.supervised = supervised
         self._never = [backend.config.pad_id, backend.config.bos_id]
         # A backend whose steps give logits ranks them itself (beam_search.RankingDecoder).
-        self.candidates = partial(backend.candidates, never=self._never) if getattr(backend, "ranks_logits", False) else None
+        ranks = getattr(backend, "ranks_logits", False)
+        self.candidates = partial(backend.candidates, never=self._never) if ranks else None
+        # Its selection (the C kernels': model.decoding.selection.select in one call), where it has one.
+        self.select = getattr(backend, "select", None) if ranks else None
 
     def step(self, tokens: torch.Tensor):
         if self.should_stop is not None and self.should_stop():

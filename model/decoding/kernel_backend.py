@@ -33,6 +33,7 @@ from model.attention.vanilla import VanillaAttention
 from model.cpu_kernels import library, unavailable
 from model.cpu_kernels import ops
 from model.decoder_state import Memory
+from model.decoding.selection import Selection
 from model.transformer import StepOut, Transformer
 
 
@@ -285,6 +286,10 @@ class KernelBackend:
             eos_only = torch.zeros(scores.shape[0], dtype=torch.uint8)
             eos_only[at_limit] = 1
         return ops.beam_candidates(logits, scores.float(), banned, eos_only, self.config.eos_id, count)
+
+    def select(self, values: torch.Tensor, index: torch.Tensor, vocab: int, eos_id: int, beam: int) -> Selection:
+        """model.decoding.selection.select on `candidates`' output, in one kernel call (bit for bit)."""
+        return Selection(*ops.select(values, index, vocab, eos_id, beam))
 
     def _encode(self, src: torch.Tensor) -> Memory:
         """`Transformer.encode` with the bare and fused linear layers and the residual + layer norm

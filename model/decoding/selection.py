@@ -1,6 +1,7 @@
 """One beam search step's choice, the same for every search: the eager loop
 (model/decoding/beam_search.py), the fixed-shape one (model/decoding/static_search.py) and the C
-kernels (model/cpu_kernels, whose `beam_candidates` replaces `candidates` below).
+kernels (model/cpu_kernels, whose `beam_candidates` replaces `candidates` below and whose
+`phrasal_select` computes `select` in one call: tests/model/test_selection.py holds both to these).
 
 Per sentence of K beams over V tokens, from the beams' cumulative log-probs (n, K) and the
 step's log-probs (n·K, V):

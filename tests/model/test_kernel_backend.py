@@ -279,3 +279,22 @@ def test_searches_run_with_subclass_torch_functions_off():
     generate(Watched(quantize_int8(tiny_model(10))), torch.tensor([[5, 6, 7, 2]]), DecodingOptions(beam_size=2))
     assert seen and not any(seen)
     assert torch._C._is_torch_function_enabled()  # and the switch is back on after it
+
+
+def test_a_kernel_search_chooses_in_the_kernels_select():
+    # The search takes the ranking decoder's own select (model/decoding/beam_search.py `choose`) at
+    # every step; its equality with selection.select is tests/model/test_selection.py's.
+    steps, chosen = [], []
+
+    class Watched(KernelBackend):
+        def step(self, tokens, state, need_phrase_attention=False):
+            steps.append(tokens.shape[0])
+            return super().step(tokens, state, need_phrase_attention)
+
+        def select(self, values, index, vocab, eos_id, beam):
+            chosen.append(values.shape[0] * beam)
+            return super().select(values, index, vocab, eos_id, beam)
+
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
+    generate(Watched(tiny_model(3)), src, DecodingOptions(beam_size=3))
+    assert chosen == steps and len(steps) > 1

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from model.decoding.selection import candidate_count, candidates, select, select_step
+from model.decoding.selection import Selection, candidate_count, candidates, select, select_step
 
 NEG = float("-inf")
 EOS = 1
@@ -120,3 +120,44 @@ def test_candidates_take_the_search_dtype():
     scores = torch.zeros(1, 1, dtype=torch.float64)
     values, _ = candidates(scores, torch.tensor([[-0.5, -1.0, -2.0]], dtype=torch.float16), EOS)
     assert values.dtype == torch.float64 and values.tolist() == [[-0.5, -1.0]]
+
+
+FIELDS = ("scores", "parent", "token", "finished", "next_scores", "next_tokens", "next_parent")
+
+
+def test_the_c_kernels_select_is_select_bit_for_bit():
+    """ops.select (the kernel backend's choice, one C call) against `select`, which defines it: random
+    steps over tiny vocabularies, where EOS candidates fill in as dead beams, -inf candidates and ties."""
+    from model.cpu_kernels import ops
+
+    generator = torch.Generator().manual_seed(11)
+    for _ in range(400):
+        n, K, V = (int(torch.randint(1, high, (), generator=generator)) for high in (5, 6, 7))
+        count = candidate_count(K, V)
+        values = torch.randint(-4, 1, (n, count), generator=generator).float()  # ties on purpose
+        values[torch.rand(n, count, generator=generator) < 0.2] = NEG
+        values = values.sort(dim=1, descending=True).values
+        index = torch.randint(0, K * V, (n, count), generator=generator)
+        eos = int(torch.randint(0, V, (), generator=generator))
+        want, got = select(values, index, V, eos, K), Selection(*ops.select(values, index, V, eos, K))
+        for field in FIELDS:
+            a, b = getattr(want, field), getattr(got, field)
+            assert a.dtype == b.dtype and torch.equal(a, b), (field, a, b)
+
+
+def test_the_c_kernels_select_by_hand():
+    from model.cpu_kernels import ops
+
+    # V = 3, EOS = 1, K = 2; ranks: (beam 1, EOS), (beam 0, 2), (beam 0, EOS), (beam 1, 0).
+    values = torch.tensor([[-1.0, -1.5, -2.0, -2.5]])
+    index = torch.tensor([[4, 2, 1, 3]])
+    chosen = Selection(*ops.select(values, index, 3, 1, 2))
+    assert chosen.parent.tolist() == [[1, 0, 0, 1]] and chosen.token.tolist() == [[1, 2, 1, 0]]
+    assert chosen.finished.tolist() == [[True, False]]
+    assert chosen.next_scores.tolist() == [[-1.5, -2.5]]
+    assert chosen.next_tokens.tolist() == [[2, 0]] and chosen.next_parent.tolist() == [[0, 1]]
+    # Only EOS candidates left: they fill in, in rank order, dead.
+    chosen = Selection(*ops.select(torch.tensor([[-1.0, -2.0]]), torch.tensor([[1, 4]]), 3, 1, 2))
+    assert chosen.next_scores.tolist() == [[NEG, NEG]] and chosen.next_parent.tolist() == [[0, 1]]
+    with pytest.raises(ValueError, match="cannot select 3 beams from 2 candidates"):
+        ops.select(torch.tensor([[-1.0, -2.0]]), torch.tensor([[1, 4]]), 3, 1, 3)
