@@ -4,13 +4,17 @@ a target for (the service >= 1.0x CTranslate2 int8, one thread, whole batches, s
     python benchmarks/service_vs_ct2.py                 # 3 rounds; appends to results/service_vs_ct2_cpu.md
     python benchmarks/service_vs_ct2.py --rounds 5 --quantization none
 
-One round is CTranslate2 int8 through `benchmarks/engines.py` (one thread, one `translate_batch`
-per batch of 32, beam 5, test_2016_flickr) and then the service through `benchmarks/load.py --serve`
-(one client sending 32 of the same sentences a request, beam 5, `OMP_NUM_THREADS=1`), each in its
-own processes. On a shared 2-core machine either engine's speed moves by 10-20 % from one minute to
-the next, more than the difference measured here, so a single pair decides nothing: each round's
-ratio is the service against the mean of the CTranslate2 runs just before and after it, and the
-table gives every run, the median ratio and the range.
+One round is the service through `benchmarks/load.py --serve` (one client sending 32 of the same
+sentences a request, beam 5, `OMP_NUM_THREADS=1`), then our engine alone (`benchmarks/engines.py`
+torch-int8-kernels: the service's decoder, called directly with whole batches of 32, one thread),
+then CTranslate2 int8 through `benchmarks/engines.py` (one thread, one `translate_batch` per batch
+of 32, beam 5, test_2016_flickr), each in its own processes; a CTranslate2 run also comes first. On
+a shared 2-core machine either engine's speed moves by 10-20 % from one minute to the next, more
+than the difference measured here, so a single pair decides nothing: each round's ratios are the
+service's and our engine's speed against the mean of the CTranslate2 runs just before and after
+them, and the table gives every run, the median ratios and their ranges. The two ratios apart say
+what the engine gives and what the service around it (HTTP, the request path, the inference
+process) costs.
 """
 from __future__ import annotations
 
@@ -31,13 +35,27 @@ from benchmarks import engines, load  # noqa: E402
 from benchmarks.host import cpu_name  # noqa: E402
 
 
-def ct2_speed(model_dir: str, work_dir: str, sentences: int) -> float:
-    """CTranslate2 int8's sentences/s, one thread, beam 5, batches of 32."""
+def engine_speed(engine: str, model_dir: str, work_dir: str, sentences: int) -> float:
+    """An engine of benchmarks/engines.py's sentences/s: one thread, beam 5, batches of 32."""
     with tempfile.TemporaryDirectory() as folder:
-        rows = engines.main(["--model-dir", model_dir, "--sizes", "bundled", "--engines", "ct2-int8", "--beams", "5",
+        rows = engines.main(["--model-dir", model_dir, "--sizes", "bundled", "--engines", engine, "--beams", "5",
                              "--batch-sizes", "32", "--sentences", str(sentences), "--work-dir", work_dir,
                              "--results", f"{folder}/engines.md", "--json", f"{folder}/rows.json"])
     return float(rows[0]["sentences_per_s"])
+
+
+def ct2_speed(model_dir: str, work_dir: str, sentences: int) -> float:
+    """CTranslate2 int8's sentences/s, one thread, beam 5, batches of 32."""
+    return engine_speed("ct2-int8", model_dir, work_dir, sentences)
+
+
+# The decoder the service runs for each PHRASAL_CPU_QUANTIZATION, as an engine of benchmarks/engines.py.
+SERVICE_ENGINE = {"int8": "torch-int8-kernels", "none": "torch-kernels"}
+
+
+def ours_speed(model_dir: str, work_dir: str, sentences: int, quantization: str = "int8") -> float:
+    """The service's decoder through the C kernels, called directly, the same way."""
+    return engine_speed(SERVICE_ENGINE[quantization], model_dir, work_dir, sentences)
 
 
 def service_speed(model_dir: str, quantization: str, duration: float) -> float:
@@ -72,19 +90,26 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         work_dir = args.work_dir or scratch
         ct2 = [ct2_speed(args.model_dir, work_dir, args.sentences)]
-        service = []
+        service, ours = [], []
         for _ in range(args.rounds):
             service.append(service_speed(args.model_dir, args.quantization, args.duration))
+            ours.append(ours_speed(args.model_dir, work_dir, args.sentences, args.quantization))
             ct2.append(ct2_speed(args.model_dir, work_dir, args.sentences))
-    ratios = [s / ((before + after) / 2) for s, before, after in zip(service, ct2, ct2[1:])]
+    around = [(before + after) / 2 for before, after in zip(ct2, ct2[1:])]
+    ratios = [s / c for s, c in zip(service, around)]
+    engine_ratios = [o / c for o, c in zip(ours, around)]
     lines = [f"## {started}: {cpu_name()}, {os.cpu_count()} logical CPUs", "", f"    {command}", "",
              f"Service: {args.model_dir}, PHRASAL_CPU_QUANTIZATION={args.quantization}, one client, 32 texts a request, "
              f"beam 5, {args.duration:.0f} s a round. CTranslate2: int8, one thread, batches of 32, beam 5, "
              f"{args.sentences} test_2016_flickr sentences.", "",
-             "| round | CTranslate2 before (sent/s) | service (segments/s) | CTranslate2 after | × CTranslate2 |",
-             "|---:|---:|---:|---:|---:|"]
-    lines += [f"| {i + 1} | {ct2[i]:.1f} | {s:.1f} | {ct2[i + 1]:.1f} | {r:.2f} |" for i, (s, r) in enumerate(zip(service, ratios))]
-    lines += ["", f"**Median {statistics.median(ratios):.2f}× CTranslate2 int8** (range {min(ratios):.2f}–{max(ratios):.2f}).", ""]
+             "| round | CTranslate2 before (sent/s) | service (segments/s) | our engine (sent/s) | CTranslate2 after "
+             "| service × CTranslate2 | engine × CTranslate2 |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {i + 1} | {ct2[i]:.1f} | {s:.1f} | {o:.1f} | {ct2[i + 1]:.1f} | {r:.2f} | {e:.2f} |"
+              for i, (s, o, r, e) in enumerate(zip(service, ours, ratios, engine_ratios))]
+    lines += ["", f"**Service: median {statistics.median(ratios):.2f}× CTranslate2 int8** (range "
+              f"{min(ratios):.2f}–{max(ratios):.2f}); our engine alone ({SERVICE_ENGINE[args.quantization]}): median "
+              f"{statistics.median(engine_ratios):.2f}× (range {min(engine_ratios):.2f}–{max(engine_ratios):.2f}).", ""]
     report = "\n".join(lines)
     new = not args.out.exists()
     with args.out.open("a", encoding="utf-8") as handle:
@@ -92,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             handle.write("# The service against CTranslate2 int8 on the CPU (benchmarks/service_vs_ct2.py)\n\n")
         handle.write(report + "\n")
     print(report)
-    print(json.dumps({"service": service, "ct2": ct2, "ratios": ratios}))
+    print(json.dumps({"service": service, "ours": ours, "ct2": ct2, "ratios": ratios, "engine_ratios": engine_ratios}))
     return 0
 
 
