@@ -9,8 +9,9 @@ the rest are the waiting texts closest to it in length, so little of the batch i
 
 An idle worker that finds a batch not yet full waits up to ``max_wait_s`` after the oldest
 text arrived for others to join; a busy worker makes texts wait anyway, so under load batches
-fill up by themselves and the wait costs nothing. When a wait brings nobody (one client at a
-time), the next idle batches skip it, so a lone client does not pay ``max_wait_s`` per request.
+fill up by themselves and the wait costs nothing. When a wait brings no other request (one client
+at a time, with one text or many a request), the next idle batches skip it, so a lone client does
+not pay ``max_wait_s`` per request.
 
 Workers per runtime (``worker_threads``): one is right for one GPU. A GPU runs one batch's kernels
 at a time anyway; a second thread would only interleave two batches' kernels (neither finishes
@@ -293,7 +294,7 @@ class MicroBatcher:
             wait = items[0].enqueued + limits.max_wait_s - time.perf_counter()
             if full or wait <= 0 or (self._skip_waits and not waited):
                 batch = self._take(options)
-                self._adapt(len(batch), waited)
+                self._adapt(len({id(item.job) for item in batch}), waited)
                 return options, batch
             waited = True
             self._arrived.clear()
@@ -302,11 +303,12 @@ class MicroBatcher:
             except asyncio.TimeoutError:  # not the builtin before Python 3.11
                 pass
 
-    def _adapt(self, size: int, waited: bool) -> None:
+    def _adapt(self, requests: int, waited: bool) -> None:
         """Waiting for company pays only when company comes. After a wait in which nobody joined
-        (one client at a time, say), the next ``_SKIPS_AFTER_LONELY_WAIT`` idle batches start at
-        once; a batch of more than one text (concurrent clients) turns waiting back on."""
-        if size > 1:
+        (one client at a time, say, with one text or many a request), the next
+        ``_SKIPS_AFTER_LONELY_WAIT`` idle batches start at once; a batch with the texts of more than
+        one request (concurrent clients) turns waiting back on."""
+        if requests > 1:
             self._skip_waits = 0
         elif waited:
             self._skip_waits = _SKIPS_AFTER_LONELY_WAIT

@@ -262,3 +262,27 @@ def test_a_lone_client_stops_paying_the_wait_and_overlapping_clients_turn_it_bac
 
     assert asyncio.run(scenario()) == [15, 14, 0]
     assert [texts for texts, _ in runtime.calls] == [["a"], ["b"], ["c", "d"]]
+
+
+def test_a_lone_client_with_many_texts_a_request_stops_paying_the_wait_too():
+    """Texts of one request arriving together are not company: the batch they make after a wait
+    counts as lonely (the benchmark's one client sending 32 texts a request paid 5 ms a request)."""
+    runtime = FakeRuntime()
+
+    async def scenario():
+        batcher = MicroBatcher(runtime, BatchLimits(max_sentences=8, max_wait_s=0.02))
+        batcher.start()
+        skips = []
+        try:
+            for texts in (["a", "b", "c"], ["d", "e"]):
+                await asyncio.wait_for(batcher.submit(texts, [1] * len(texts), DecodingOptions()).future, 10)
+                skips.append(batcher._skip_waits)
+            both = [batcher.submit(texts, [1, 1], DecodingOptions()) for texts in (["f", "g"], ["h", "i"])]
+            await asyncio.wait_for(asyncio.gather(*(job.future for job in both)), 10)
+            skips.append(batcher._skip_waits)
+        finally:
+            await batcher.stop()
+        return skips
+
+    assert asyncio.run(scenario()) == [15, 14, 0]
+    assert [texts for texts, _ in runtime.calls] == [["a", "b", "c"], ["d", "e"], ["f", "g", "h", "i"]]
