@@ -10,7 +10,9 @@
 #         bash studies/en-de-software-gpu.sh
 #                                                             # the CPU dry run of the same steps
 #
-# The device image has torch, sentencepiece, sacrebleu, safetensors and tqdm (all training needs).
+# The device image has torch, sentencepiece, sacrebleu, safetensors and tqdm (all training needs), so
+# the call carries nothing: the repository alone must fit the 64 MiB a call takes (`python
+# tools/device_tree.py size`: 56 MiB on 2026-11-27; this part reads data/debian_catalogs).
 # A study cut by the time limit keeps its checkpoints on that machine only: rerun on the same warm
 # machine to continue, or report it as partial (the table says which runs finished).
 set -euo pipefail

@@ -17,6 +17,11 @@
 #
 # On the device machine (from the repository root, .whl carried):
 #   bash benchmarks/gpu/serving.sh
+# The repository (~56 MiB) and the wheels (~31 MiB) exceed the 64 MiB a device call carries; what this
+# script never reads is set aside here for the call, and put back after it:
+#   python tools/device_tree.py aside --for serving && python tools/device_tree.py size --carry .whl
+#   ... the device call: command `bash benchmarks/gpu/serving.sh`, carry [".whl"] ...
+#   python tools/device_tree.py restore
 # A shorter slot: STEPS names the steps to run (default grid,variants,load,tests), ENGINES and BATCH_SIZES
 # narrow the grid, e.g. STEPS=grid,tests ENGINES=torch-fp16,torch-fp16-graphs,ct2-fp16 BATCH_SIZES=32,128.
 # A CPU dry run at tiny scale (checks the plumbing, not the numbers; CPU engines instead):
