@@ -35,7 +35,7 @@ from model.decoding.generate import (SearchCancelled, StepBackend, TransformerBa
                                     max_lengths, rows_after_search, with_finished_rows, with_named_rows)
 from model.decoding.options import DecodingOptions
 from model.decoder_state import DecoderState
-from model.decoding.static_buckets import BATCH_SIZES, Bucket, choose_bucket, round_up
+from model.decoding.static_buckets import BATCH_SIZES, SOURCE_WIDTHS, Bucket, choose_bucket, round_up
 from model.decoding.static_search import StaticSearch
 from model.transformer import StepOut, Transformer
 
@@ -259,20 +259,42 @@ class StaticGenerator:
 
     def warm(self, batch_sizes: Sequence[int], source_widths: Sequence[int], options: DecodingOptions,
              device: torch.device) -> int:
-        """Decode one made-up batch of every (batch size, source width), so that the buckets real
-        traffic lands in have their buffers, and on CUDA their step graphs, before the first request:
-        a bucket's first batch otherwise pays a capture per step (the suspected cause of the p99 of
-        2-3x CTranslate2's with 16-64 clients on an H100, results/load_cuda.md; to be measured). The
-        made-up sources are ordinary tokens, so their searches end where a real one would, and the
-        steps after that are captured when a batch first reaches them. Returns the buckets held."""
+        """Decode made-up batches so that the buckets real traffic lands in have their buffers, and
+        on CUDA their step graphs, before the first request: a bucket's first batch otherwise pays a
+        capture per step (the suspected cause of the p99 of 2-3x CTranslate2's with 16-64 clients
+        on an H100, results/load_cuda.md; to be measured). A bucket is (batch, source width, target
+        steps), and the target steps follow the longest source's own length, not its width: so for
+        every batch size and width, one batch per target rung that the lengths of that width reach
+        (`warm_lengths`). The made-up sources are ordinary tokens, so their searches end where a
+        real one would, and the steps after that are captured when a batch first reaches them.
+        Returns the buckets held."""
         config = self.backend.config
         first = max(config.pad_id, config.bos_id, config.eos_id) + 1
         for width in source_widths:
-            for batch in batch_sizes:
-                body = first + (torch.arange(batch * (width - 1)) * 7919) % (config.vocab_size - first)
-                src = torch.cat([body.view(batch, width - 1), torch.full((batch, 1), config.eos_id)], dim=1)
-                self.search(src.to(device), options)
+            for length in self.warm_lengths(width, options):
+                for batch in batch_sizes:
+                    body = first + (torch.arange(batch * (length - 1)) * 7919) % (config.vocab_size - first)
+                    src = torch.full((batch, width), config.pad_id, dtype=torch.long)
+                    src[:, : length - 1] = body.view(batch, length - 1)
+                    src[:, length - 1] = config.eos_id
+                    self.search(src.to(device), options)
         return len(self.decoders)
+
+    def warm_lengths(self, width: int, options: DecodingOptions) -> list[int]:
+        """Source lengths (EOS included) that fill `width`'s rung of the source ladder, the longest
+        of each target rung they reach under `options`' length limits (so that its search runs, and
+        captures, the most steps), shortest first."""
+        config = self.backend.config
+        widths = self.bucket_ladders.get("source_widths", SOURCE_WIDTHS)
+        rung = round_up(width, widths)
+        lower = max([w for w in widths if w < rung], default=1)  # lengths above it share this rung
+        longest: dict[int, int] = {}
+        for length in range(lower + 1, min(rung, config.max_positions) + 1):
+            src = torch.full((1, length), config.pad_id + 1, dtype=torch.long)  # any token but padding
+            limit = int(max_lengths(src, config.pad_id, options, config.max_positions - 1)[0])
+            target = choose_bucket(1, length, limit, position_limit=config.max_positions, **self.bucket_ladders).target
+            longest[target] = length
+        return sorted(longest.values())
 
     def _decoder(self, bucket: Bucket, options: DecodingOptions) -> StaticDecoder:
         key = (bucket, options.beam_size, options.return_attention, options.return_phrase_attention,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -100,16 +101,26 @@ class TorchRuntime(TranslationRuntime):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
 
+    def warm_options(self) -> list[DecodingOptions]:
+        """The requests warm-up prepares static decoding for: the default one, and the same with the
+        word alignment that placeholders, markup and glossary terms make a request decode with
+        (service/protected_translation.py), by this model's default method. Each keeps other rows,
+        so each has step graphs of its own (StaticGenerator keys its decoders by them)."""
+        default = DecodingOptions()
+        return [default, replace(default, alignment="token", alignment_method=self.default_alignment_method)]
+
     def warmup(self) -> None:
         super().warmup()
         if self.static is not None and self.static.runner is not eager_runner:
-            # Steps captured per bucket (CUDA graphs): the buckets of the default request (beam 5,
-            # no alignment) for batches up to the batcher's default 64 texts and sources up to 64
-            # pieces, most of what traffic meets, are captured now rather than under load.
+            # Steps captured per bucket (CUDA graphs): the buckets of `warm_options` (beam 5) for
+            # batches up to the batcher's default 64 texts and sources up to 64 pieces, most of what
+            # traffic meets, are captured now rather than under load.
             started = time.perf_counter()
             widths = [width for width in SOURCE_WIDTHS if width <= WARM_SOURCE_WIDTH]
             try:
-                held = self.static.warm(BATCH_SIZES, widths, DecodingOptions(), self.device)
+                for options in self.warm_options():
+                    # As translate_texts hands them to the search.
+                    held = self.static.warm(BATCH_SIZES, widths, options.every_finished(), self.device)
             except StaticStateUnsupported as problem:
                 self._decode_eagerly(problem)
                 return

@@ -248,6 +248,20 @@ def test_cuda_graph_replay_equals_eager_search(name):
     assert all(graphs for graphs in runner.graphs.values())  # every capture succeeded
 
 
+def test_warming_covers_every_target_rung_of_each_width_by_hand():
+    """A bucket's target steps follow the longest source's length: with the default limits
+    (ceil(1.5·L) + 10 tokens, steps = that + 1) the lengths of width 8 (2..8) reach 16 steps up to
+    L = 3 (5 + 10 + 1) and 32 from L = 4; those of width 16 (9..16) 32 up to L = 14 (21 + 10 + 1)
+    and 64 from L = 15 (23 + 10 + 1); those of width 32 (17..32) only 64 (37..59 steps). Warm-up
+    decodes the longest length of each rung; at max_positions 128, width 64 reaches 64 steps up to
+    L = 35 and 128 (capped there) from L = 36."""
+    warmed = StaticGenerator(family_model("vanilla", seed=6))
+    options = DecodingOptions(beam_size=2)
+    assert [warmed.warm_lengths(w, options) for w in (8, 16, 32, 64)] == [[3, 8], [14, 16], [32], [35, 64]]
+    # A smaller offset moves the rungs: ceil(1.5·L) + 4 + 1 steps.
+    assert warmed.warm_lengths(16, DecodingOptions(max_length_offset=4)) == [16]  # 19..29 steps: all 32
+
+
 def test_warming_makes_every_bucket_asked_for_and_changes_no_result():
     """`warm` decodes one made-up batch per (batch size, source width): afterwards those buckets
     (and the smaller ones their searches shrank into) hold their buffers, and a real batch decodes

@@ -141,3 +141,32 @@ def test_warmup_warms_the_buckets_where_steps_are_captured(tmp_path, tiny_spm, m
     warmed = {(key[0].batch, key[0].source) for key in runtimes[0].static.decoders if key[1] == default.beam_size}
     assert {(b, w) for b in (1, 2) for w in (8, 16)} <= warmed and steps
     assert all(key[1] != default.beam_size for key in runtimes[1].static.decoders)  # only the base warm-up's
+
+
+def test_warm_up_prepares_the_default_request_and_the_one_with_word_alignments(tmp_path, tiny_spm, monkeypatch):
+    """A request with placeholders, markup or glossary terms decodes with the word alignment, whose
+    static decoders (rows kept) differ from the default request's: warm-up makes both, for every
+    bucket it warms, so neither captures its step graphs under load. A runner that is not the eager
+    one stands in for CUDA graphs (warm-up is skipped on the eager runner)."""
+    import service.runtime.torch_runtime as torch_runtime
+    from model.decoding.static_decoding import eager_runner
+
+    monkeypatch.setattr(torch_runtime, "BATCH_SIZES", (1, 2))
+    monkeypatch.setattr(torch_runtime, "SOURCE_WIDTHS", (8, 16))
+    path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
+    runtime = TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True)
+    runtime.static.runner = lambda decoder, t: eager_runner(decoder, t)
+    assert [(o.alignment, o.alignment_method) for o in runtime.warm_options()] == [("none", None), ("token", "attention")]
+    runtime.warmup()
+    made = {(key[0].batch, key[0].source, key[1:]) for key in runtime.static.decoders}
+    for rows in ((5, False, False, False), (5, True, False, False)):  # beam, token rows, phrase rows, head rows
+        assert {(b, w, rows) for b in (1, 2) for w in (8, 16)} <= made, rows
+    # And a request with word alignments (the service's defaults otherwise) then decodes in what
+    # warm-up made, as an unwarmed runtime does.
+    fresh = TorchRuntime(load_model_dir(path), torch.device("cpu"), static_decoding=True)
+    options = DecodingOptions(alignment="token", alignment_method="attention")
+    before = set(runtime.static.decoders)
+    got, want = runtime.translate(TEXTS[:2], options), fresh.translate(TEXTS[:2], options)
+    assert [[t.text for t in n] for n in got] == [[t.text for t in n] for n in want]
+    assert [[t.alignment.pharaoh for t in n] for n in got] == [[t.alignment.pharaoh for t in n] for n in want]
+    assert set(runtime.static.decoders) == before
