@@ -80,7 +80,7 @@ if wants variants; then
   # QueryK heterogeneous 1-2-3 against vanilla in our engine (target: <= 1.5x the time): both with
   # random weights at the bundled size, so that both decode every sentence to its length limit.
   step "QueryK against vanilla: $VARIANT_ENGINES"
-  timeout $(t 120) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes random,queryk-random \
+  timeout $(t 100) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes random,queryk-random \
     --engines "$VARIANT_ENGINES" --sentences "$VARIANT_SENTENCES" --beams 5 --batch-sizes "$BATCH_SIZES" \
     --work-dir "$WORK/variants" --results "$OUT/variants_$DEVICE.md" >>"$LOG" 2>&1 \
     || step "QueryK against vanilla FAILED or timed out ($?)"
@@ -88,15 +88,17 @@ fi
 
 if wants load; then
   step "load: torch backend (static decoding, CUDA graphs on CUDA)"
-  # 130 s: start-up now warms every batch size and source width up to 64 (captures their graphs).
-  timeout $(t 130) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
+  # 190 s: start-up warms, for the default request and the one with word alignments, every batch
+  # size, source width up to 64 and target rung those widths reach (98 searches, capturing their
+  # graphs; TorchRuntime.warmup logs the time), then four client levels of DURATION + 3 s.
+  timeout $(t 190) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "torch, static decoding" \
     --server-env PHRASAL_STATIC_DECODING=on --clients "$CLIENTS" --duration "$DURATION" --warmup 3 \
     --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 || step "torch load FAILED or timed out ($?)"
 
   step "load: ct2 backend (float16)"
   timeout $(t 60) "$PYTHON" -m export ct2 models/en-de "$WORK/ct2-float16" --quantization float16 --device "$DEVICE" \
     --verify-sentences 100 >>"$LOG" 2>&1 || step "ct2 export FAILED ($?)"
-  timeout $(t 100) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
+  timeout $(t 80) "$PYTHON" benchmarks/load.py --serve --batching on --device "$DEVICE" --label "ct2 float16" \
     --server-env PHRASAL_BACKEND=ct2 --server-env "PHRASAL_EXPORT_DIRS=[\"$WORK/ct2-float16\"]" \
     --clients "$CLIENTS" --duration "$DURATION" --warmup 3 --out "$OUT/load_$DEVICE.md" >>"$LOG" 2>&1 \
     || step "ct2 load FAILED or timed out ($?)"
