@@ -59,7 +59,8 @@ def load_default_runtimes(settings: Settings) -> Sequence[ServedModel]:
     paths = settings.served_dirs
     cards = [read_card(path, settings.model_domains) for path in paths]
     specs = [RuntimeSpec(settings.backend, path, settings.device, static_decoding=settings.static_decoding,
-                         cpu_quantization=settings.cpu_quantization, cpu_kernels=settings.cpu_kernels) for path in paths]
+                         cpu_quantization=settings.cpu_quantization, cpu_kernels=settings.cpu_kernels,
+                         decoding=settings.decoding) for path in paths]
     if not settings.inference_process:
         runtimes = [load_runtime(spec) for spec in specs]
     else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.runtime.base import TranslationRuntime
+from service.runtime.base import DecodingOptions, TranslationRuntime
 
 EXPORT_BACKENDS = ("onnx", "torchscript", "ct2")
 BACKENDS = ("torch", *EXPORT_BACKENDS)
@@ -39,6 +39,8 @@ class RuntimeSpec:
     static_decoding: str = field(default="auto", kw_only=True)
     cpu_quantization: str = field(default="none", kw_only=True)
     cpu_kernels: str = field(default="auto", kw_only=True)
+    # The decoding options of a request that sets none (Settings.decoding): what warm-up prepares.
+    decoding: DecodingOptions = field(default_factory=DecodingOptions, kw_only=True)
 
 
 def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
@@ -46,7 +48,8 @@ def load_runtime(spec: RuntimeSpec) -> TranslationRuntime:
         from service.runtime.torch_runtime import load_runtime as load_torch_runtime
 
         return load_torch_runtime(spec.path, spec.device, static_decoding=spec.static_decoding,
-                                  cpu_quantization=spec.cpu_quantization, cpu_kernels=spec.cpu_kernels)
+                                  cpu_quantization=spec.cpu_quantization, cpu_kernels=spec.cpu_kernels,
+                                  decoding=spec.decoding)
     if spec.backend in EXPORT_BACKENDS:
         from service.runtime.exported import load_exported_runtime
 

@@ -66,9 +66,12 @@ class TorchRuntime(TranslationRuntime):
     backend = "torch"
 
     def __init__(self, loaded: LoadedModel, device: torch.device, model: Transformer | None = None,
-                 precision: str | None = None, static_decoding: bool = False):
+                 precision: str | None = None, static_decoding: bool = False,
+                 decoding: DecodingOptions = DecodingOptions()):
         """`model`: what decodes instead of the loaded model in its serving precision (the int8
-        copy of `cpu_model`); `precision` names it for logs."""
+        copy of `cpu_model`); `precision` names it for logs; `decoding`: the service's options for a
+        request that sets none (Settings.decoding), which warm-up prepares for."""
+        self.decoding = decoding
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.device = device
@@ -102,17 +105,18 @@ class TorchRuntime(TranslationRuntime):
         return [len(ids) for ids in self.loaded.tokenizer.encode_batch(list(texts))]
 
     def warm_options(self) -> list[DecodingOptions]:
-        """The requests warm-up prepares static decoding for: the default one, and the same with the
-        word alignment that placeholders, markup and glossary terms make a request decode with
-        (service/protected_translation.py), by this model's default method. Each keeps other rows,
-        so each has step graphs of its own (StaticGenerator keys its decoders by them)."""
-        default = DecodingOptions()
+        """The requests warm-up prepares static decoding for: the default one (the service's
+        decoding options, `decoding`), and the same with the word alignment that placeholders,
+        markup and glossary terms make a request decode with (service/protected_translation.py),
+        by this model's default method. Each keeps other rows, so each has step graphs of its own
+        (StaticGenerator keys its decoders by them)."""
+        default = self.decoding
         return [default, replace(default, alignment="token", alignment_method=self.default_alignment_method)]
 
     def warmup(self) -> None:
         super().warmup()
         if self.static is not None and self.static.runner is not eager_runner:
-            # Steps captured per bucket (CUDA graphs): the buckets of `warm_options` (beam 5) for
+            # Steps captured per bucket (CUDA graphs): the buckets of `warm_options` for
             # batches up to the batcher's default 64 texts and sources up to 64 pieces, most of what
             # traffic meets, are captured now rather than under load.
             started = time.perf_counter()
@@ -242,7 +246,8 @@ def kernel_backend(path, loaded: LoadedModel, model: Transformer, precision: str
 
 
 def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto",
-                 cpu_quantization: str = "none", cpu_kernels: str = "auto") -> TorchRuntime:
+                 cpu_quantization: str = "none", cpu_kernels: str = "auto",
+                 decoding: DecodingOptions = DecodingOptions()) -> TorchRuntime:
     resolved = resolve_device(device)
     if resolved.type == "cpu" and not retain_freed_memory():
         log.info("not glibc: the CPU decoder's freed memory goes back to the system at every step")
@@ -250,7 +255,7 @@ def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto"
     model, precision, refused = cpu_model(path, loaded, resolved, cpu_quantization, cpu_kernels)
     if refused:
         log.warning(refused)
-    runtime = TorchRuntime(loaded, resolved, model, precision, use_static_decoding(static_decoding, resolved))
+    runtime = TorchRuntime(loaded, resolved, model, precision, use_static_decoding(static_decoding, resolved), decoding)
     kernels, eager_why = kernel_backend(path, loaded, runtime.model, runtime.precision, resolved, cpu_kernels)
     if eager_why:
         log.warning(eager_why)

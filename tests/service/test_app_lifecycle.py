@@ -110,14 +110,14 @@ def test_draining_turns_ready_off_but_still_serves_what_reaches_it(settings, run
 def test_default_factory_is_torch_runtime_load_runtime_imported_lazily(settings, monkeypatch):
     loaded = []
     stand_in = types.ModuleType("service.runtime.torch_runtime")
-    stand_in.load_runtime = lambda path, device, static_decoding, cpu_quantization, cpu_kernels: (
-        loaded.append((path, device, static_decoding, cpu_quantization, cpu_kernels)) or FakeRuntime("de", "en"))
+    stand_in.load_runtime = lambda path, device, static_decoding, cpu_quantization, cpu_kernels, decoding: (
+        loaded.append((path, device, static_decoding, cpu_quantization, cpu_kernels, decoding)) or FakeRuntime("de", "en"))
     monkeypatch.setitem(sys.modules, "service.runtime.torch_runtime", stand_in)
     app = create_app(settings)
     assert loaded == []
     with serving(app) as client:
         assert client.get("/health").json() == {"status": "ok", "phase": "ready", "pairs": ["de-en"]}
-    assert loaded == [(Path("models/test-en-de"), "auto", "auto", "none", "auto")]
+    assert loaded == [(Path("models/test-en-de"), "auto", "auto", "none", "auto", settings.decoding)]
 
 
 def test_the_fake_runtime_factory_serves_pairs_named_by_the_directories():

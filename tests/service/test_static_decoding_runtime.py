@@ -170,3 +170,24 @@ def test_warm_up_prepares_the_default_request_and_the_one_with_word_alignments(t
     assert [[t.text for t in n] for n in got] == [[t.text for t in n] for n in want]
     assert [[t.alignment.pharaoh for t in n] for n in got] == [[t.alignment.pharaoh for t in n] for n in want]
     assert set(runtime.static.decoders) == before
+
+
+def test_warm_up_prepares_the_services_own_decoding_defaults(tmp_path, tiny_spm):
+    """A server configured with another default beam or length limit warms the buckets its requests
+    land in (Settings.decoding reaches the runtime through the RuntimeSpec, also across the
+    inference process's pickling), not DecodingOptions()'s."""
+    import pickle
+
+    from service.app import load_default_runtimes
+    from service.runtime.factory import RuntimeSpec
+
+    path = save_model_dir(tmp_path / "en-de", tiny_model(seed=2), tiny_spm, source_lang="en", target_lang="de")
+    settings = Settings(model_dirs=[path], device="cpu", default_beam_size=3, max_length_offset=4,
+                        static_decoding="on", inference_process=False)
+    assert settings.decoding != DecodingOptions()
+    (served,) = load_default_runtimes(settings)
+    default, aligned = served.runtime.warm_options()
+    assert default == settings.decoding
+    assert (aligned.beam_size, aligned.max_length_offset, aligned.alignment) == (3, 4, "token")
+    spec = RuntimeSpec("torch", path, "cpu", decoding=settings.decoding)
+    assert pickle.loads(pickle.dumps(spec)).decoding == settings.decoding
