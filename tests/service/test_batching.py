@@ -11,6 +11,7 @@ import logging
 import threading
 
 from prometheus_client.parser import text_string_to_metric_families
+import pytest
 
 from service.app import create_app
 from service.batcher import BatchLimits, MicroBatcher
@@ -242,7 +243,13 @@ def histogram(text: str, name: str, labels: dict[str, str]) -> dict[str, float]:
     }
 
 
-def test_a_lone_client_stops_paying_the_wait_and_overlapping_clients_turn_it_back_on():
+@pytest.mark.parametrize("lone, overlapping", [
+    ((["a"], ["b"]), (["c"], ["d"])),
+    # Texts of one request arriving together are not company: the batch they make after a wait
+    # counts as lonely (the benchmark's one client sending 32 texts a request paid 5 ms a request).
+    ((["a", "b", "c"], ["d", "e"]), (["f", "g"], ["h", "i"])),
+], ids=["one text a request", "many texts a request"])
+def test_a_lone_client_stops_paying_the_wait_and_overlapping_clients_turn_it_back_on(lone, overlapping):
     runtime = FakeRuntime()
 
     async def scenario():
@@ -250,34 +257,10 @@ def test_a_lone_client_stops_paying_the_wait_and_overlapping_clients_turn_it_bac
         batcher.start()
         skips = []
         try:
-            for texts in (["a"], ["b"]):  # one client at a time: the first waits in vain
-                await asyncio.wait_for(batcher.submit(texts, [1], DecodingOptions()).future, 10)
-                skips.append(batcher._skip_waits)
-            both = [batcher.submit([t], [1], DecodingOptions()) for t in ("c", "d")]  # overlapping
-            await asyncio.wait_for(asyncio.gather(*(job.future for job in both)), 10)
-            skips.append(batcher._skip_waits)
-        finally:
-            await batcher.stop()
-        return skips
-
-    assert asyncio.run(scenario()) == [15, 14, 0]
-    assert [texts for texts, _ in runtime.calls] == [["a"], ["b"], ["c", "d"]]
-
-
-def test_a_lone_client_with_many_texts_a_request_stops_paying_the_wait_too():
-    """Texts of one request arriving together are not company: the batch they make after a wait
-    counts as lonely (the benchmark's one client sending 32 texts a request paid 5 ms a request)."""
-    runtime = FakeRuntime()
-
-    async def scenario():
-        batcher = MicroBatcher(runtime, BatchLimits(max_sentences=8, max_wait_s=0.02))
-        batcher.start()
-        skips = []
-        try:
-            for texts in (["a", "b", "c"], ["d", "e"]):
+            for texts in lone:  # one client at a time: the first waits in vain
                 await asyncio.wait_for(batcher.submit(texts, [1] * len(texts), DecodingOptions()).future, 10)
                 skips.append(batcher._skip_waits)
-            both = [batcher.submit(texts, [1, 1], DecodingOptions()) for texts in (["f", "g"], ["h", "i"])]
+            both = [batcher.submit(texts, [1] * len(texts), DecodingOptions()) for texts in overlapping]
             await asyncio.wait_for(asyncio.gather(*(job.future for job in both)), 10)
             skips.append(batcher._skip_waits)
         finally:
@@ -285,4 +268,4 @@ def test_a_lone_client_with_many_texts_a_request_stops_paying_the_wait_too():
         return skips
 
     assert asyncio.run(scenario()) == [15, 14, 0]
-    assert [texts for texts, _ in runtime.calls] == [["a", "b", "c"], ["d", "e"], ["f", "g", "h", "i"]]
+    assert [texts for texts, _ in runtime.calls] == [*lone, overlapping[0] + overlapping[1]]
