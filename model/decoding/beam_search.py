@@ -166,7 +166,6 @@ def beam_search(
     ranked = getattr(decoder, "candidates", None)
     # A decoder may also choose in its own code (the C kernels'); selection.select defines the choice.
     choose = getattr(decoder, "select", None) or select
-    every_group = None  # (n, 1): the first row of each of the n groups, made again when n changes
     step = 0
     while True:
         log_probs, attn = decoder.step(tokens)
@@ -228,9 +227,7 @@ def beam_search(
             break
         if len(kept) == n:  # no group leaves (most steps): kept is 0..n-1, nothing to index by it
             kg, src, scores, tokens = None, next_parent, next_scores, next_tokens
-            if every_group is None or every_group.shape[0] != n:
-                every_group = torch.arange(0, n * K, K, dtype=torch.long, device=device).unsqueeze(1)
-            first_rows = every_group
+            first_rows = torch.arange(0, n * K, K, dtype=torch.long, device=device).unsqueeze(1)  # (n, 1)
         else:
             kg = torch.tensor(kept, dtype=torch.long, device=device)
             src, scores, tokens = next_parent[kg], next_scores[kg], next_tokens[kg]  # (n', K) each
