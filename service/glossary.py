@@ -113,10 +113,15 @@ def report(glossary: Sequence[GlossaryEntry], found: Sequence[tuple[int, tuple[i
         term = glossary[entry]
         spans = [span for e, span in found if e == entry]
         present = occurrences(output, term.target)
-        violations = []
-        if not present:
-            violations.append("missing")
-        elif len(present) < len(spans):
-            violations.append(f"{len(present)} of {len(spans)} occurrences")
-        reports.append(TermReport(term.source, term.target, spans, present, enforced.get(entry, "kept"), violations))
+        reports.append(TermReport(term.source, term.target, spans, present, enforced.get(entry, "kept"),
+                                  violations(present, spans)))
     return reports
+
+
+def violations(present: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[str]:
+    """What a term found at `spans` in the source lacks in an output that satisfies it at `present`."""
+    if not present:
+        return ["missing"]
+    if len(present) < len(spans):
+        return [f"{len(present)} of {len(spans)} occurrences"]
+    return []

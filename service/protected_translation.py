@@ -5,10 +5,13 @@ placeholders and do-not-translate terms are taken out (service/protection/placem
 model translates what is left. After it, everything taken out is put back by the hypothesis'
 word alignment, and the alignment's words are re-addressed so that their offsets slice the
 client's own strings (the original text, and the output with tags and placeholders back in).
-A text with nothing to protect in plain-text format goes through untouched, at no cost.
+A text with nothing to protect in plain-text format goes through untouched, at no cost. A plain
+text with placeholders or terms (and no tags or glossary) is first translated as written, and that
+translation served where the model kept every one of them (``serve_as_written``).
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -16,8 +19,8 @@ from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
 from service.glossary import GlossaryEntry
-from service.protection.placeholders import PLACEHOLDER_STYLES, find_placeholders
-from service.protection.placement import PreparedText, original_word, output_word, prepare, restore
+from service.protection.placeholders import PLACEHOLDER_STYLES, find_placeholders, find_protected
+from service.protection.placement import Placed, PreparedText, original_word, output_word, prepare, restore
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
@@ -47,6 +50,46 @@ def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translati
     if requested == "none":
         return served
     return [[_flagged(s) for s in nbest] for nbest in served]
+
+
+def tried_as_written(prepared: PreparedText) -> bool:
+    """Whether to send the text itself first: it has placeholders or terms, in plain text, and
+    nothing else to put back (no tags, no glossary). A model that learned placeholders (the
+    software model: 97.5 % kept on its own) translates a message better with them in place than
+    with them taken out and put back by the alignment (results/layout.md)."""
+    return prepared.fmt == "text" and bool(prepared.protected) and not prepared.markup.tags and not prepared.glossary
+
+
+# Placeholder syntax outside any placeholder the detector reads: the model's "% %s" for "%s" holds
+# the one "%s" and a stray "%" that a broader reading (printf's space flag) takes for a broken
+# conversion. An output with more or fewer of these than its source is not taken as written.
+_SYNTAX = frozenset("%{}$&<>`\\")
+
+
+def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode) -> list[Served] | None:
+    """The hypotheses of the text as written that keep each of its placeholders and terms exactly,
+    as often, adding none, with as many of each placeholder syntax character (`%`, braces, `$`, …);
+    None when the best one does not (then the text is translated with
+    them taken out). Each placed part is the output's occurrence of it in the same order."""
+    terms = [p.text for p in prepared.protected if p.kind == "term"]
+    wanted = Counter(p.text for p in prepared.protected)
+    syntax = Counter(c for c in prepared.original if c in _SYNTAX)
+    served = []
+    for translation in nbest:
+        found = find_protected(translation.text, terms, prepared.styles)
+        if Counter(p.text for p in found) != wanted or Counter(c for c in translation.text if c in _SYNTAX) != syntax:
+            if not served:
+                return None
+            continue
+        unused = list(found)
+        placed = []
+        for p in prepared.protected:
+            match = next(f for f in unused if f.text == p.text)
+            unused.remove(match)
+            placed.append(Placed(p.kind, p.text, p.start, p.end, match.start, match.end, "model"))
+        one = Served(translation if requested != "none" else Translation(translation.text, translation.score), placed)
+        served.append(_flagged(one) if requested != "none" else one)
+    return served
 
 
 def _flagged(served: Served) -> Served:

@@ -295,13 +295,15 @@ class SpanOut(BaseModel):
 
 
 class ProtectedOut(BaseModel):
-    kind: Literal["printf", "python", "qt", "ruby", "brace", "icu", "shell", "entity", "term", "tag"]
+    kind: Literal["url", "email", "path", "printf", "python", "qt", "ruby", "brace", "icu", "shell", "entity", "option",
+                  "term", "glossary", "tag"]
     text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent.")
     source: SpanOut = Field(description="Where it stood in the text sent (a tag: from its opening to its closing tag).")
     target: SpanOut = Field(description="Where it stands in the translation.")
-    placement: Literal["aligned", "fallback"] = Field(
+    placement: Literal["aligned", "fallback", "kept", "model"] = Field(
         description='"aligned": placed by the word alignment; "fallback": no aligned word near it, placed by '
-        "its relative position."
+        'its relative position; "kept": in a part of the text with nothing else to translate (an option '
+        'column, `%s: %s`), kept as sent; "model": the model wrote it itself, from the text as sent.'
     )
 
     @classmethod

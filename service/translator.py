@@ -1,8 +1,10 @@
 """What a translate request means, apart from HTTP: pick the model for the pair (the one the
-request names, else the pair's default: service/catalog.py), apply the server's limits, take out
-what must not be translated (service/protected_translation.py), answer texts with nothing visible
-directly, queue the rest on that model's ``MicroBatcher``, wait for them within the request's
-deadline, and put back what was taken out.
+request names, else the pair's default: service/catalog.py), apply the server's limits, cut plain
+texts into sentences and lines (service/layout.py), send a segment with placeholders as written and
+take out what must not be translated where the model did not keep it (service/protected_translation.py),
+answer segments with nothing visible directly, queue the rest on that model's ``MicroBatcher``, wait
+for them within the request's deadline, put back what was taken out, and the segments' answers into
+each text's layout.
 
 Runtimes are synchronous (torch and friends release the GIL in their kernels); they run in the
 batchers' worker threads and never block the event loop.
@@ -26,11 +28,15 @@ from service.errors import DeadlineExceeded, QueueTimeout, RequestError, Unsuppo
 from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
 from service.metrics import Metrics
-from service.protected_translation import alignment_needed, prepare_texts, serve
+from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written,
+                                          tried_as_written)
 from service.protection.markup import TextFormat
-from service.protection.placeholders import PLACEHOLDER_STYLES
+from service.protection.placement import PreparedText
+from service.layout import assemble, split, whole
+from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
 from service.runtime.base import (
     AlignmentMethod,
+    AlignmentMode,
     DecodingOptions,
     PhraseMap,
     TokenAlignment,
@@ -230,12 +236,45 @@ class Translator:
         ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
-        prepared = prepare_texts(texts, fmt, terms, glossary, styles)
-        chosen = self.model_for(source, target, model)
-        asked = options.alignment
-        options = replace(options, alignment=alignment_needed(prepared, asked))
-        translations = await self._translate(chosen, [p.model_text for p in prepared], options)
-        return serve(prepared, translations, asked)
+        layouts = [split(text, find_protected(text, terms, styles)) if fmt == "text" else whole(text) for text in texts]
+        segments = [segment.text for layout in layouts for segment in layout.segments]
+        owner = [index for index, layout in enumerate(layouts) for _ in layout.segments]
+        try:
+            prepared = prepare_texts(segments, fmt, terms, glossary, styles)
+            chosen = self.model_for(source, target, model)
+            asked = options.alignment
+            options = replace(options, alignment=alignment_needed(prepared, asked))
+            served = await self._served(chosen, prepared, options, asked)
+        except RequestError as error:
+            if error.index is not None:  # a segment's: the client knows the text it is part of
+                error.index = owner[error.index]
+            raise
+        results = []
+        for layout in layouts:
+            results.append(assemble(layout, served[:len(layout.segments)], asked))
+            served = served[len(layout.segments):]
+        return results
+
+    async def _served(self, model: ServedModel, prepared: list[PreparedText], options: DecodingOptions,
+                      asked: AlignmentMode) -> list[list[Served]]:
+        """Each text translated as written where its placeholders may stay in (protected_translation
+        ``tried_as_written``) and the model keeps them all; the others, and those where it did not,
+        with them taken out and put back."""
+        as_written = [tried_as_written(p) for p in prepared]
+        first = await self._translate(model, [p.original if w else p.model_text for p, w in zip(prepared, as_written)],
+                                      options)
+        served: list[list[Served] | None] = [None] * len(prepared)
+        for index, (p, nbest) in enumerate(zip(prepared, first)):
+            if as_written[index]:
+                served[index] = serve_as_written(p, nbest, asked)
+            else:
+                served[index] = serve([p], [nbest], asked)[0]
+        again = [index for index, s in enumerate(served) if s is None]
+        if again:
+            retried = await self._translate(model, [prepared[index].model_text for index in again], options)
+            for index, nbest in zip(again, retried):
+                served[index] = serve([prepared[index]], [nbest], asked)[0]
+        return served  # type: ignore[return-value]  # every slot is filled above
 
     async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest,
                             model: str | None = None, **options) -> Answer:

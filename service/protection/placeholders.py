@@ -6,6 +6,11 @@ before translation, and put back at the position the word alignment gives
 (service/protection/placement.py), so each appears in the output exactly once, unchanged.
 
 Styles, in the order they are matched (an earlier style wins where matches overlap):
+- "url": `https://example.org/a?b=c`, `ftp://…`, `file:///…`, `www.example.org/help` (punctuation
+  that ends the sentence is not part of it; a closing parenthesis is where the URL opened one).
+- "email": `bugs@example.org` (the model "translated" it to `Fehler@example.org`).
+- "path": a file path of at least two parts, `/etc/apt/sources.list`, `~/.bashrc`, `./configure`,
+  `../lib/x.so`.
 - "icu": an ICU MessageFormat argument with a format, `{count, plural, one {# file} other {# files}}`,
   `{0,number,#}` (braces balanced; the whole argument is one placeholder).
 - "shell": `${VAR}`.
@@ -26,6 +31,10 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   are prose far more often than `% d`.
 - "entity": an HTML character reference in plain text, `&amp;`, `&#160;`, `&#x2014;` (in html
   and xml the markup reader decodes them instead).
+- "option": a command-line option, `--color=WHEN`, `--block-size[=SIZE]`, `-v`, `-rf`, standing as
+  a word of its own (not the hyphen of "re-use" or a minus before a number).
+A URL, address, path or option in quotes or angle brackets (`'--block-size=M'`, `<bugs@example.org>`)
+is taken out with them.
 - "term": a request's do-not-translate terms, matched case-sensitively where they stand as whole
   words (not inside a longer word).
 
@@ -48,10 +57,18 @@ BRACE = re.compile(
     r"|(?<!\{)\{[^{}\s]*\}(?!\})")  # a format field, `{name!r:>10}`, or literal syntax, `{-V|--version}`
 SHELL = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+# Sentence punctuation after a URL ends the sentence, not the URL; a closing bracket is the URL's
+# only where the URL opened it (Wikipedia's `Foo_(bar)`).
+URL = re.compile(r"(?:\b(?:https?|ftp|file)://|\bwww\.(?=[A-Za-z0-9-]+\.))[^\s<>\"'`]+")
+EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+PATH = re.compile(r"(?<![\w/~.$}-])(?:(?:~|\.{1,2})/[\w.+-]+(?:/[\w.+@-]+)*/?|/[\w.+-]+(?:/[\w.+@-]+)+/?)")
+OPTION = re.compile(r"(?<![\w/.-])(?:--[A-Za-z0-9][\w-]*(?:\[=[A-Za-z_][\w-]*\]|=[A-Za-z_][\w-]*)?"
+                    r"|-[A-Za-z][A-Za-z0-9]*)(?![\w-])")
 ICU_START = re.compile(
     r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice|spellout|ordinal|duration)\b")
 
-PLACEHOLDER_STYLES = ("icu", "shell", "ruby", "python", "brace", "qt", "printf", "entity")
+PLACEHOLDER_STYLES = ("url", "email", "path", "icu", "shell", "ruby", "python", "brace", "qt", "printf", "entity",
+                      "option")
 
 
 @dataclass(frozen=True)
@@ -85,8 +102,34 @@ def _term_spans(text: str, term: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in pattern.finditer(text)]
 
 
-_PATTERNS = {"shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
+def _trimmed_urls(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for match in URL.finditer(text):
+        start, end = match.span()
+        while end > start:
+            last = text[end - 1]
+            if last in ".,;:!?'\"" or (last in ")]}" and text.count("([{"[")]}".index(last)], start, end)
+                                                          < text.count(last, start, end)):
+                end -= 1
+            else:
+                break
+        if end - start > len("www."):
+            spans.append((start, end))
+    return spans
+
+
+_PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
              "entity": ENTITY}
+
+
+_LITERALS = ("url", "email", "path", "option")
+_PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "<": ">"}
+
+
+def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
+    if 0 < start and end < len(text) and _PAIRS.get(text[start - 1]) == text[end]:
+        return start - 1, end + 1
+    return start, end
 
 
 def find_placeholders(text: str, styles: Collection[str] = PLACEHOLDER_STYLES) -> list[Protected]:
@@ -103,11 +146,17 @@ def find_protected(text: str, terms: Sequence[str] = (),
             continue
         if style == "icu":
             candidates += [("icu", a, b) for a, b in _icu_arguments(text)]
+        elif style == "url":
+            candidates += [("url", a, b) for a, b in _trimmed_urls(text)]
         else:
             candidates += [(style, m.start(), m.end()) for m in _PATTERNS[style].finditer(text)]
     # Longer terms first, so that "New York City" wins over "New York".
     for term in sorted({t for t in terms if t}, key=len, reverse=True):
         candidates += [("term", a, b) for a, b in _term_spans(text, term)]
+    # A literal in quotes or angle brackets, `'--block-size=M'`, `<bugs@example.org>`, is kept with
+    # them: the model, seeing only the empty pair, moved it ("Fehler in <> melden bugs@example.org").
+    candidates = [(kind, *_enclosed(text, start, end)) if kind in _LITERALS else (kind, start, end)
+                  for kind, start, end in candidates]
     taken: list[Protected] = []
     for kind, start, end in candidates:
         if any(start < p.end and p.start < end for p in taken):

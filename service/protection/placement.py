@@ -29,7 +29,7 @@ from service.protection.markup import Markup, Tag, TextFormat, escape_text, read
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected
 from service.runtime.base import TokenAlignment, Word
 
-Placement = Literal["aligned", "fallback"]
+Placement = Literal["aligned", "fallback", "kept", "model"]  # "kept": service/layout.py; "model": protected_translation.serve_as_written
 # The least share of a target word's attention that makes it the home of a tag around a source
 # word no target word takes as its heaviest link.
 SOFT_LINK_MIN_WEIGHT = 0.1

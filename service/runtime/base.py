@@ -18,7 +18,7 @@ from typing import Literal
 
 from model.decoding.length_penalty import ct2_problem
 from model.decoding.options import AlignmentMethod, AlignmentMode, DecodingOptions, n_best_problem
-from model.alignments.word_alignment import TokenAlignment, Word
+from model.alignments.word_alignment import TokenAlignment, Word, pharaoh
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
 from model.alignments.bidirectional import bidirectional_alignment
@@ -45,6 +45,7 @@ __all__ = [
     "load_abandoned",
     "n_best_problem",
     "normalise_language_code",
+    "pharaoh",
     "bidirectional_alignment",
 ]
 

@@ -101,9 +101,9 @@ def test_a_text_of_placeholders_only_is_answered_without_a_model_call(client):
     (nbest,) = translate(client, text="{0} %s")
     assert nbest == [{"text": "{0} %s", "score": 0.0, "protected": [
         {"kind": "brace", "text": "{0}", "source": {"start": 0, "end": 3}, "target": {"start": 0, "end": 3},
-         "placement": "fallback"},
+         "placement": "kept"},
         {"kind": "printf", "text": "%s", "source": {"start": 4, "end": 6}, "target": {"start": 4, "end": 6},
-         "placement": "fallback"}]}]
+         "placement": "kept"}]}]
 
 
 def test_plain_text_without_placeholders_is_what_it_was(client):

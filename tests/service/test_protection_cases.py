@@ -39,6 +39,16 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
      [("brace", "{-V|--version}"), ("brace", "{metacity|compiz|mutter}"), ("brace", "{...}"), ("brace", "{c,h}")]),
     # Prose: a percent sign before a space, a digit or the end is no conversion.
     ("100% sure, 50 % off, 30%.", []),
+    # URLs and e-mail addresses, with the angle brackets around them; sentence punctuation is not theirs.
+    ("Report bugs to <bugs@example.org>; see https://x.org/a_(b). Or www.example.org.",
+     [("email", "<bugs@example.org>"), ("url", "https://x.org/a_(b)"), ("url", "www.example.org")]),
+    # Paths of two parts or more; "and/or", "I/O" and "1/2" are prose.
+    ("Edit ~/.bashrc, run ./configure, read /etc/apt/sources.list; and/or I/O 1/2",
+     [("path", "~/.bashrc"), ("path", "./configure"), ("path", "/etc/apt/sources.list")]),
+    # Options standing as words, with their quotes; not a hyphen inside a word, a minus or a dash.
+    ("  -v, --verbose  with --color=never, '--block-size=M', --size[=SIZE] -rf; re-use -5 e-mail x -- y",
+     [("option", "-v"), ("option", "--verbose"), ("option", "--color=never"), ("option", "'--block-size=M'"),
+      ("option", "--size[=SIZE]"), ("option", "-rf")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
     assert [(p.kind, p.text) for p in find_protected(text)] == found

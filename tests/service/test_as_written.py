@@ -1,0 +1,57 @@
+"""A text with placeholders is sent as written first, and its translation taken only where the
+model kept every placeholder and term exactly (service/protected_translation.py
+``serve_as_written``); otherwise it is translated again with them taken out."""
+from __future__ import annotations
+
+import asyncio
+
+from service.protected_translation import serve_as_written, tried_as_written
+from service.protection.placement import Placed, prepare
+from service.runtime.base import DecodingOptions, Translation
+from service.settings import Settings
+from service.translator import Translator
+from testing.fake_runtime import FakeRuntime
+from service.glossary import GlossaryEntry
+
+
+def test_only_hypotheses_keeping_every_part_exactly_are_served_and_none_when_the_best_does_not():
+    prepared = prepare("Copy %s to %s as Brompton", terms=["Brompton"])
+    assert tried_as_written(prepared)
+    keeps = Translation("Kopiere %s nach %s als Brompton", -1.0)
+    drops = Translation("Kopiere %s nach als Brompton", -2.0)    # one %s lost
+    adds = Translation("Kopiere %s nach %s als Brompton %d", -2.5)  # one made up
+    stray = Translation("Kopiere % %s nach %s als Brompton", -2.7)  # "% %" is a conversion with printf's space flag
+    swapped = Translation("Als Brompton %s nach %s kopieren", -3.0)
+    served = serve_as_written(prepared, [keeps, drops, adds, stray, swapped], "none")
+    assert [s.translation.text for s in served] == [keeps.text, swapped.text]
+    # Each part goes to its own occurrence in the output, in order.
+    assert served[0].placed == [Placed("printf", "%s", 5, 7, 8, 10, "model"), Placed("printf", "%s", 11, 13, 16, 18, "model"),
+                                Placed("term", "Brompton", 17, 25, 23, 31, "model")]
+    assert served[1].placed[2] == Placed("term", "Brompton", 17, 25, 4, 12, "model")
+    assert serve_as_written(prepared, [drops, keeps], "none") is None
+
+
+def test_markup_a_glossary_or_nothing_to_protect_goes_the_protected_way():
+    assert not tried_as_written(prepare("Open %s", "html"))  # no tags, but html: escaping is the protected path's
+    assert not tried_as_written(prepare("<b>%s</b> left", "html"))
+    assert not tried_as_written(prepare("Open %s", glossary=[GlossaryEntry("open", "öffnen")]))
+    assert not tried_as_written(prepare("Open the file"))
+
+
+def test_the_translator_sends_as_written_and_again_without_the_parts_only_where_they_were_lost():
+    runtime = FakeRuntime("en", "de")  # reverses and upper-cases words: "{0}" survives, "%s" becomes "%S"
+
+    async def main():
+        translator = Translator([runtime], Settings(max_wait_ms=1.0))
+        translator.start()
+        try:
+            return await translator.translate(["open {0} now", "open %s now"], "en", "de", DecodingOptions(beam_size=1))
+        finally:
+            await translator.stop()
+
+    kept, lost = asyncio.run(main())
+    assert [texts for texts, _ in runtime.calls] == [["open {0} now", "open %s now"], ["open now"]]
+    assert kept[0].translation.text == "NOW {0} OPEN"
+    assert kept[0].placed == [Placed("brace", "{0}", 5, 8, 4, 7, "model")]
+    assert lost[0].translation.text.count("%s") == 1 and "%S" not in lost[0].translation.text
+    assert lost[0].placed[0].placement in ("aligned", "fallback")

@@ -1,0 +1,191 @@
+"""service/layout.py: how a plain text is cut (lines, columns, runs-on, sentences), how a block is
+wrapped again, and how the segments' answers are put back together, every offset re-addressed.
+The expected cuts, breaks and offsets are worked out by hand."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from model.alignments.word_alignment import TokenAlignment, Word
+from service.glossary import TermReport
+from service.layout import Block, Kept, assemble, split, whole, wrap
+from service.protection.placeholders import find_protected
+from service.protection.placement import Placed, Removed
+from service.runtime.base import DecodingOptions, PhraseMap, PhrasePair, Translation
+from service.served import Served
+from service.settings import Settings
+from service.translator import Translator
+from testing.fake_runtime import FakeRuntime
+from tests.service.hand_alignment import aligned
+
+HELP = ("Usage: frob [OPTION]... FILE...\n"
+        "Convert each FILE.  Write it out.\n"
+        "\n"
+        "  -v, --verbose      print what is done\n"
+        "  -s, --size=SIZE    scale sizes by SIZE when\n"
+        "                     printing them\n")
+
+
+def cut(text: str) -> list:
+    """The layout as plain values: kept strings, and per block its segments' texts and gaps."""
+    layout = split(text, find_protected(text))
+    out = []
+    for part in layout.parts:
+        if isinstance(part, Kept):
+            out.append(part.text)
+        else:
+            out.append(([layout.segments[i].text for i in part.segments], list(part.gaps), part.column,
+                        part.width, part.indent))
+    return out
+
+
+def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
+    assert cut(HELP) == [
+        (["Usage: frob [OPTION]... FILE..."], [], 0, None, ""),  # no sentence ends at an ellipsis
+        "\n",
+        (["Convert each FILE.", "Write it out."], ["  "], 0, None, ""),
+        "\n\n  -v, --verbose      ",  # an option column has nothing to translate: kept
+        (["print what is done"], [], 21, None, ""),
+        "\n  -s, --size=SIZE    ",
+        (["scale sizes by SIZE when printing them"], [], 21, 45, " " * 21),  # runs on at its own column
+        "\n",
+    ]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Save the file?", [(["Save the file?"], [], 0, None, "")]),
+    ("  Save it.  ", ["  ", (["Save it."], [], 2, None, ""), "  "]),
+    ("\n\nDone.\n", ["\n\n", (["Done."], [], 0, None, ""), "\n"]),
+    # Hard-wrapped prose runs on where a line does not end a sentence, and keeps its break where it does.
+    ("Files are kept\nuntil removed. Then\nthey go.\nNext line.",
+     [(["Files are kept until removed.", "Then they go."], [" "], 0, 19, ""), "\n",
+      (["Next line."], [], 0, None, "")]),
+    # A list item starts a line of its own; a deeper line does not continue a shallower one.
+    ("Choose\n- one\n- two", [(["Choose"], [], 0, None, ""), "\n", (["- one"], [], 0, None, ""), "\n",
+                              (["- two"], [], 0, None, "")]),
+    ("Choose one of\n   these", [(["Choose one of"], [], 0, None, ""), "\n   ", (["these"], [], 3, None, "")]),
+    # Abbreviations, single letters and lower case after a full stop are no sentence end.
+    ("See e.g. Fig. 2 and J. Smith. then go. Done.", [(["See e.g. Fig. 2 and J. Smith. then go.", "Done."], [" "],
+                                                      0, None, "")]),
+    ("a\tb", [(["a"], [], 0, None, ""), "\t", (["b"], [], 2, None, "")]),
+    # Two spaces are a column only after an option; in prose they are a slip.
+    ("-x  do it", ["-x  ", (["do it"], [], 4, None, "")]),
+    ("Hello  big world", [(["Hello  big world"], [], 0, None, "")]),
+    ("%s: %s", ["%s: %s"]),
+])
+def test_cuts(text, expected):
+    assert cut(text) == expected
+
+
+def test_nothing_is_cut_inside_a_placeholder_and_one_across_lines_keeps_the_text_whole():
+    # Three spaces and a full stop before a capital, all inside the ICU argument.
+    text = "Got {n, select, a {Yes. No}   other {x}}.  Next one."
+    assert cut(text) == [(["Got {n, select, a {Yes. No}   other {x}}.", "Next one."], ["  "], 0, None, "")]
+    icu = "{n, plural,\n one {# file} other {# files}} left"
+    assert split(icu, find_protected(icu)).whole
+    assert split("Just one.", []).whole and whole("a\nb").whole
+
+
+def test_wrap_breaks_greedily_at_whitespace_never_inside_a_kept_span():
+    block = Block((0,), (), column=4, width=12, indent="  ")
+    # "aaa bbb" fits in columns 4..11; " ccc" would end at 15: break. "ccc dd" ends at 8.
+    wrapped = wrap("aaa bbb ccc dd eeeeeeeeeeeeee f", block, [])
+    assert wrapped.text == "aaa bbb\n  ccc dd\n  eeeeeeeeeeeeee\n  f"
+    assert wrapped.breaks == ((7, 1, 3), (14, 1, 3), (29, 1, 3))
+    assert [wrapped.offset(x) for x in (0, 7, 8, 15, 30)] == [0, 7, 10, 19, 36]
+    narrow = Block((0,), (), column=0, width=8)
+    assert wrap("aaa bbb ccc", narrow, []).text == "aaa bbb\nccc"
+    assert wrap("aaa bbb ccc", narrow, [(4, 11)]).text == "aaa bbb ccc"
+    assert wrap("aaa bbb ccc", Block((0,), ()), []).text == "aaa bbb ccc"
+
+
+def hypothesis(source: str, target: str, hard, score: float, placed=(), removed=(), glossary=(),
+               source_words=None) -> Served:
+    alignment = aligned(source, target, hard)
+    if source_words is not None:
+        alignment = TokenAlignment(source_words, alignment.target_words, alignment.links, alignment.hard, "")
+    return Served(Translation(target, score, alignment), list(placed), None, list(removed), list(glossary))
+
+
+def test_the_answers_are_put_back_into_the_layout_every_offset_re_addressed():
+    text = "  -v  print %s now.  Stop it.\n"
+    layout = split(text, find_protected(text))
+    assert [s.text for s in layout.segments] == ["print %s now.", "Stop it."]
+    # The segment's answer as serve() gives it: source words in the segment's text, "%s" put back.
+    first = hypothesis("print now.", "jetzt %s drucken.", [(1, 0), (0, 2)], -1.0,
+                       placed=[Placed("printf", "%s", 6, 8, 6, 8, "aligned")], removed=[Removed("printf", "%d", 0)],
+                       glossary=[TermReport("now", "jetzt", [(9, 12)], [(0, 5)], "replaced")],
+                       source_words=[Word("print", 0, 5), Word("now.", 9, 13)])
+    second = hypothesis("Stop it.", "Halt.", [(0, 0)], -3.0)
+    (answer,) = assemble(layout, [[first], [second]], "token")
+    assert answer.translation.text == "  -v  jetzt %s drucken.  Halt.\n"
+    # Scores weighted by the translations' lengths plus one: (18 * -1 + 6 * -3) / 24.
+    assert answer.translation.score == pytest.approx(-1.5)
+    alignment = answer.translation.alignment
+    assert [(w.text, w.start) for w in alignment.source_words] == [("print", 6), ("now.", 15), ("Stop", 21),
+                                                                   ("it.", 26)]
+    for word in alignment.source_words:
+        assert text[word.start:word.end] == word.text
+    for word in alignment.target_words:
+        assert answer.translation.text[word.start:word.end] == word.text
+    assert [w.start for w in alignment.target_words] == [6, 12, 15, 25]
+    assert alignment.hard == [(1, 0), (0, 2), (2, 3)] and alignment.pharaoh == "0-2 1-0 2-3"
+    assert alignment.links[3] == [(2, 1.0)]
+    assert answer.placed == [Placed("option", "-v", 2, 4, 2, 4, "kept"), Placed("printf", "%s", 12, 14, 12, 14, "aligned")]
+    assert answer.removed == [Removed("printf", "%d", 6)]
+    assert answer.glossary == [TermReport("now", "jetzt", [(15, 18)], [(6, 11)], "replaced")]
+    assert answer.flags is not None
+
+
+def test_a_run_on_block_is_wrapped_and_its_words_addressed_through_the_breaks():
+    text = "aa bb\ncc."
+    layout = split(text, [])
+    assert [s.text for s in layout.segments] == ["aa bb cc."] and layout.segments[0].origin[5] == 5
+    served = hypothesis("aa bb cc.", "xx yy zz.", [(0, 0), (1, 1), (2, 2)], -1.0)
+    (answer,) = assemble(layout, [[served]], "token")
+    assert answer.translation.text == "xx yy\nzz."
+    alignment = answer.translation.alignment
+    assert [(w.text, w.start, w.end) for w in alignment.source_words] == [("aa", 0, 2), ("bb", 3, 5), ("cc.", 6, 9)]
+    assert [(w.text, w.start, w.end) for w in alignment.target_words] == [("xx", 0, 2), ("yy", 3, 5), ("zz.", 6, 9)]
+
+
+def test_nbest_joins_each_segments_kth_and_phrase_pairs_shift_by_the_words_before():
+    layout = split("One. Two.", [])
+    one = [hypothesis("One.", "Eins.", [(0, 0)], -1.0), hypothesis("One.", "Ein.", [(0, 0)], -2.0)]
+    two = [hypothesis("Two.", "Zwei.", [(0, 0)], -1.0)]
+    for hypotheses in (one, two):
+        for k, h in enumerate(hypotheses):
+            pairs = PhraseMap("extracted", [PhrasePair((0, 1), (0, 1), 1.0)])
+            hypotheses[k] = Served(Translation(h.translation.text, h.translation.score, h.translation.alignment, pairs),
+                                   [])
+    answers = assemble(layout, [one, two], "phrase")
+    assert [a.translation.text for a in answers] == ["Eins. Zwei.", "Ein. Zwei."]
+    assert answers[0].translation.phrase_map == PhraseMap("extracted", [PhrasePair((0, 1), (0, 1), 1.0),
+                                                                        PhrasePair((1, 2), (1, 2), 1.0)])
+    assert assemble(layout, [one, two], "none")[0].translation.alignment is None
+
+
+def test_the_translator_sends_segments_and_answers_in_the_texts_layout():
+    runtime = FakeRuntime("en", "de")
+    settings = Settings(max_segments=4, max_chars=200, max_wait_ms=1.0, max_source_tokens=3)
+
+    async def main():
+        translator = Translator([runtime], settings)
+        translator.start()
+        try:
+            answers = await translator.translate(["Go home.  Stay here.\n  -q  be quiet\n", "%s: %s"], "en", "de",
+                                                 DecodingOptions(beam_size=1))
+            with pytest.raises(Exception) as info:
+                await translator.translate(["Fine.", "Fine. one two three four"], "en", "de")
+            return answers, info.value
+        finally:
+            await translator.stop()
+
+    answers, error = asyncio.run(main())
+    # FakeRuntime reverses and upper-cases the words of each segment it is sent.
+    assert [[h.translation.text for h in n] for n in answers] == [["HOME. GO  HERE. STAY\n  -q  QUIET BE\n"],
+                                                                  ["%s: %s"]]
+    assert runtime.calls[0][0] == ["Go home.", "Stay here.", "be quiet"]
+    # A segment over the token limit is refused naming the text it is part of.
+    assert (error.field, error.index, error.kind) == ("text", 1, "too_many_tokens")
