@@ -32,7 +32,7 @@ from service.protected_translation import (alignment_needed, prepare_texts, serv
                                           tried_as_written)
 from service.protection.markup import TextFormat
 from service.protection.placement import PreparedText
-from service.layout import assemble, split, whole
+from service.layout import Layout, assemble, split, whole
 from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
 from service.runtime.base import (
     AlignmentMethod,
@@ -236,11 +236,25 @@ class Translator:
         ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
-        layouts = [split(text, find_protected(text, terms, styles)) if fmt == "text" else whole(text) for text in texts]
-        segments = [segment.text for layout in layouts for segment in layout.segments]
+
+        def cut_and_prepare() -> tuple[list[Layout], list[PreparedText]]:
+            layouts = [split(text, find_protected(text, terms, styles)) if fmt == "text" else whole(text)
+                       for text in texts]
+            segments = [segment.text for layout in layouts for segment in layout.segments]
+            try:
+                return layouts, prepare_texts(segments, fmt, terms, glossary, styles)
+            except RequestError as error:
+                if error.index is not None:  # a segment's: the client knows the text it is part of
+                    error.index = [i for i, layout in enumerate(layouts) for _ in layout.segments][error.index]
+                raise
+
+        # Like counting tokens, cutting and reading many characters moves off the event loop.
+        if sum(len(text) for text in texts) <= _COUNT_INLINE_CHARS:
+            layouts, prepared = cut_and_prepare()
+        else:
+            layouts, prepared = await anyio.to_thread.run_sync(cut_and_prepare)
         owner = [index for index, layout in enumerate(layouts) for _ in layout.segments]
         try:
-            prepared = prepare_texts(segments, fmt, terms, glossary, styles)
             chosen = self.model_for(source, target, model)
             asked = options.alignment
             options = replace(options, alignment=alignment_needed(prepared, asked))

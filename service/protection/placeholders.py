@@ -42,6 +42,7 @@ A request may name the styles to look for (`PLACEHOLDER_STYLES`), or none: terms
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -157,9 +158,13 @@ def find_protected(text: str, terms: Sequence[str] = (),
     # them: the model, seeing only the empty pair, moved it ("Fehler in <> melden bugs@example.org").
     candidates = [(kind, *_enclosed(text, start, end)) if kind in _LITERALS else (kind, start, end)
                   for kind, start, end in candidates]
+    # Taken spans never overlap, so a candidate can only meet its neighbours in start order.
     taken: list[Protected] = []
+    starts: list[int] = []
     for kind, start, end in candidates:
-        if any(start < p.end and p.start < end for p in taken):
+        at = bisect.bisect_right(starts, start)
+        if (at and taken[at - 1].end > start) or (at < len(taken) and taken[at].start < end):
             continue
-        taken.append(Protected(kind, text[start:end], start, end))
-    return sorted(taken, key=lambda p: p.start)
+        starts.insert(at, start)
+        taken.insert(at, Protected(kind, text[start:end], start, end))
+    return taken

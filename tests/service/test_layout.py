@@ -68,6 +68,8 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
     ("See e.g. Fig. 2 and J. Smith. then go. Done.", [(["See e.g. Fig. 2 and J. Smith. then go.", "Done."], [" "],
                                                       0, None, "")]),
+    # A sentence without a letter ("42.") stays with the next one.
+    ("Done. 42. Next.", [(["Done.", "42. Next."], [" "], 0, None, "")]),
     ("a\tb", [(["a"], [], 0, None, ""), "\t", (["b"], [], 2, None, "")]),
     # Two spaces are a column only after an option; in prose they are a slip.
     ("-x  do it", ["-x  ", (["do it"], [], 4, None, "")]),
