@@ -11,7 +11,9 @@ from service.runtime.base import DecodingOptions, Translation
 from service.settings import Settings
 from service.translator import Translator
 from testing.fake_runtime import FakeRuntime
+from service.catalog import ServedModel
 from service.glossary import GlossaryEntry
+from service.runtime.cards import ModelCard
 
 
 def test_only_hypotheses_keeping_every_part_exactly_are_served_and_none_when_the_best_does_not():
@@ -38,20 +40,34 @@ def test_markup_a_glossary_or_nothing_to_protect_goes_the_protected_way():
     assert not tried_as_written(prepare("Open the file"))
 
 
-def test_the_translator_sends_as_written_and_again_without_the_parts_only_where_they_were_lost():
-    runtime = FakeRuntime("en", "de")  # reverses and upper-cases words: "{0}" survives, "%s" becomes "%S"
+def translated(runtime: FakeRuntime, scores: dict | None, texts: list[str]):
+    model = ServedModel(ModelCard("fake", scores=scores), runtime)
 
     async def main():
-        translator = Translator([runtime], Settings(max_wait_ms=1.0))
+        translator = Translator([model], Settings(max_wait_ms=1.0))
         translator.start()
         try:
-            return await translator.translate(["open {0} now", "open %s now"], "en", "de", DecodingOptions(beam_size=1))
+            return await translator.translate(texts, "en", "de", DecodingOptions(beam_size=1))
         finally:
             await translator.stop()
 
-    kept, lost = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_the_translator_sends_as_written_and_again_without_the_parts_only_where_they_were_lost():
+    runtime = FakeRuntime("en", "de")  # reverses and upper-cases words: "{0}" survives, "%s" becomes "%S"
+    kept, lost = translated(runtime, {"software_test": {"bleu": 1.0, "placeholders": 97.5}},
+                            ["open {0} now", "open %s now"])
     assert [texts for texts, _ in runtime.calls] == [["open {0} now", "open %s now"], ["open now"]]
     assert kept[0].translation.text == "NOW {0} OPEN"
     assert kept[0].placed == [Placed("brace", "{0}", 5, 8, 4, 7, "model")]
     assert lost[0].translation.text.count("%s") == 1 and "%S" not in lost[0].translation.text
     assert lost[0].placed[0].placement in ("aligned", "fallback")
+
+
+def test_a_model_that_breaks_placeholders_or_was_never_measured_gets_them_taken_out_at_once():
+    for scores in ({"software_test": {"placeholders": 8.6}, "flickr": {"placeholders": None}}, None):
+        runtime = FakeRuntime("en", "de")
+        (kept,) = translated(runtime, scores, ["open {0} now"])
+        assert [texts for texts, _ in runtime.calls] == [["open now"]]
+        assert kept[0].placed[0].placement in ("aligned", "fallback")
