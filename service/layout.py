@@ -14,7 +14,8 @@ into the text's own layout:
   `-v, --verbose`), are cut apart; the whitespace between them is kept as sent. A line whose last column does
   not end a sentence and whose next line continues at the same column (a hard-wrapped paragraph,
   an option's description wrapped under itself) is joined to it by a space, and the joined part's
-  translation is wrapped again to the width and indentation the source had.
+  translation is wrapped again to the width and indentation the source had. A list item's bullet
+  or number is kept as sent, its text translated (with the lines wrapped under it).
 - Each part is cut into sentences (after `.`, `!` or `?` and a space, before a capital letter
   or a digit; not after a known abbreviation or a single letter); the whitespace between them is kept.
 - A part with no letter outside its placeholders (`-v, --verbose`, `%s: %s`) has nothing to
@@ -40,8 +41,10 @@ from service.served import Served
 # Whitespace between two columns of a line: a tab, three spaces or more, or two spaces that do not
 # follow a sentence's end (coreutils puts two spaces between sentences) after an option.
 _COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {3,}|(?<![.!?:;,]) {2}(?! )")
-# A list item or an option starts a line of its own even where the line before it runs on.
-_ITEM = re.compile(r"(?:[-*•+]\s|\d{1,3}[.)]\s|-)")
+# A list item's bullet or number: kept as sent, the item's text after it translated; an item, or
+# an option, starts a line of its own even where the line before it runs on.
+_BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
+_ITEM = re.compile(r"-")
 _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
 _SENTENCE_GAP = re.compile(r"(?<=[^.][.!?])[\"'’”»)\]]*( +)(?=[\"'‘“«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _ABBREVIATION = re.compile(r"(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|No|Fig|St|[A-Za-z])\.")
@@ -165,13 +168,17 @@ def _line_of(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
-def _cells(text: str, start: int, end: int, inside: list[bool]) -> list[tuple[int, int]]:
-    """The columns of the line text[start:end]: content runs, without the whitespace around them."""
+def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tuple[int, int]], bool]:
+    """The columns of the line text[start:end] (content runs, without the whitespace around them
+    or a list item's bullet or number), and whether the line is a list item."""
     line = text[start:end]
     content_start = start + (len(line) - len(line.lstrip()))
     content_end = start + len(line.rstrip())
     if content_start >= content_end:
-        return []
+        return [], False
+    bullet = _BULLET.match(text, content_start, content_end)
+    if bullet and not inside[content_start] and bullet.end() < content_end:
+        content_start = bullet.end()
     cells = []
     cell_start = content_start
     for gap in _COLUMN_GAP.finditer(text, content_start, content_end):
@@ -184,7 +191,7 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> list[tuple[in
         cells.append((cell_start, gap.start()))
         cell_start = gap.end()
     cells.append((cell_start, content_end))
-    return cells
+    return cells, bool(bullet)
 
 
 def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
@@ -196,9 +203,9 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
     while line_start <= len(text):
         line_end = text.find("\n", line_start)
         line_end = len(text) if line_end < 0 else line_end
-        cells = _cells(text, line_start, line_end, inside)
+        cells, item = _cells(text, line_start, line_end, inside)
         for k, cell in enumerate(cells):
-            continues = (k == 0 and len(cells) == 1 and open_chain is not None
+            continues = (k == 0 and len(cells) == 1 and open_chain is not None and not item
                          and cell[0] - line_start == open_chain[0][0] - _line_of(text, open_chain[0][0])
                          and not _ITEM.match(text, cell[0]))
             if continues:

@@ -61,9 +61,13 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Files are kept\nuntil removed. Then\nthey go.\nNext line.",
      [(["Files are kept until removed.", "Then they go."], [" "], 0, 19, ""), "\n",
       (["Next line."], [], 0, None, "")]),
-    # A list item starts a line of its own; a deeper line does not continue a shallower one.
-    ("Choose\n- one\n- two", [(["Choose"], [], 0, None, ""), "\n", (["- one"], [], 0, None, ""), "\n",
-                              (["- two"], [], 0, None, "")]),
+    # A list item starts a line of its own, its bullet or number kept, the lines under its text
+    # joined to it; a deeper line does not continue a shallower one.
+    ("Choose\n- one\n- two", [(["Choose"], [], 0, None, ""), "\n- ", (["one"], [], 2, None, ""), "\n- ",
+                              (["two"], [], 2, None, "")]),
+    ("  * first\n  * second that\n    runs on\n1. Open it", ["  * ", (["first"], [], 4, None, ""), "\n  * ",
+                                                         (["second that runs on"], [], 4, 15, "    "), "\n1. ",
+                                                         (["Open it"], [], 3, None, "")]),
     ("Choose one of\n   these", [(["Choose one of"], [], 0, None, ""), "\n   ", (["these"], [], 3, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
     ("See e.g. Fig. 2 and J. Smith. then go. Done.", [(["See e.g. Fig. 2 and J. Smith. then go.", "Done."], [" "],
