@@ -19,7 +19,7 @@ from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
 from service.glossary import GlossaryEntry
-from service.protection.placeholders import PLACEHOLDER_STYLES, find_placeholders, find_protected
+from service.protection.placeholders import PLACEHOLDER_STYLES, find_placeholders, find_protected, unenclosed
 from service.protection.placement import Placed, PreparedText, original_word, output_word, prepare, restore
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
@@ -70,21 +70,23 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     """The hypotheses of the text as written that keep each of its placeholders and terms exactly,
     as often, adding none, with as many of each placeholder syntax character (`%`, braces, `$`, …);
     None when the best one does not (then the text is translated with
-    them taken out). Each placed part is the output's occurrence of it in the same order."""
+    them taken out). A literal taken with its quotes may come back in other quotes ('--size=M' as
+    »--size=M«). Each placed part is the output's occurrence of it in the same order (its target
+    span with the output's own quotes)."""
     terms = [p.text for p in prepared.protected if p.kind == "term"]
-    wanted = Counter(p.text for p in prepared.protected)
+    wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     syntax = Counter(c for c in prepared.original if c in _SYNTAX)
     served = []
     for translation in nbest:
         found = find_protected(translation.text, terms, prepared.styles)
-        if Counter(p.text for p in found) != wanted or Counter(c for c in translation.text if c in _SYNTAX) != syntax:
+        if Counter(unenclosed(p.text) for p in found) != wanted or Counter(c for c in translation.text if c in _SYNTAX) != syntax:
             if not served:
                 return None
             continue
         unused = list(found)
         placed = []
         for p in prepared.protected:
-            match = next(f for f in unused if f.text == p.text)
+            match = next(f for f in unused if unenclosed(f.text) == unenclosed(p.text))
             unused.remove(match)
             placed.append(Placed(p.kind, p.text, p.start, p.end, match.start, match.end, "model"))
         one = Served(translation if requested != "none" else Translation(translation.text, translation.score), placed)

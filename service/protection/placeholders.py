@@ -124,13 +124,21 @@ _PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ru
 
 
 _LITERALS = ("url", "email", "path", "option")
-_PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "<": ">"}
+_PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
 
 
 def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
     if 0 < start and end < len(text) and _PAIRS.get(text[start - 1]) == text[end]:
         return start - 1, end + 1
     return start, end
+
+
+def unenclosed(text: str) -> str:
+    """A protected part without the quotes or angle brackets it was taken with (`'--size=M'` ->
+    `--size=M`): a translation may write other quotes around the same literal (»--size=M«)."""
+    if len(text) > 2 and _PAIRS.get(text[0]) == text[-1]:
+        return text[1:-1]
+    return text
 
 
 def find_placeholders(text: str, styles: Collection[str] = PLACEHOLDER_STYLES) -> list[Protected]:

@@ -71,3 +71,15 @@ def test_a_model_that_breaks_placeholders_or_was_never_measured_gets_them_taken_
         (kept,) = translated(runtime, scores, ["open {0} now"])
         assert [texts for texts, _ in runtime.calls] == [["open now"]]
         assert kept[0].placed[0].placement in ("aligned", "fallback")
+
+
+def test_a_literal_taken_with_its_quotes_may_come_back_in_other_quotes():
+    prepared = prepare("Use '--size=M' or <bugs@example.org>")
+    assert [p.text for p in prepared.protected] == ["'--size=M'", "<bugs@example.org>"]
+    (served,) = serve_as_written(prepared, [Translation("Verwenden Sie »--size=M« oder <bugs@example.org>", -1.0)],
+                                 "none")
+    assert served.placed == [Placed("option", "'--size=M'", 4, 14, 14, 24, "model"),
+                             Placed("email", "<bugs@example.org>", 18, 36, 30, 48, "model")]
+    # The address without its brackets has one "<" and ">" fewer than the source: not taken.
+    assert serve_as_written(prepared, [Translation("Verwenden Sie »--size=M« oder bugs@example.org", -1.0)],
+                            "none") is None
