@@ -13,6 +13,7 @@ from service.runtime.base import TranslationRuntime
 
 # The share of placeholders (%) a model must keep alone to be sent them as written first.
 KEEPS_PLACEHOLDERS = 50.0
+
 # Names become metric labels and request values: short and plain.
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 

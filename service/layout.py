@@ -41,10 +41,10 @@ from service.served import Served
 # Whitespace between two columns of a line: a tab, three spaces or more, or two spaces that do not
 # follow a sentence's end (coreutils puts two spaces between sentences) after an option.
 _COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {3,}|(?<![.!?:;,]) {2}(?! )")
-# A list item's bullet or number: kept as sent, the item's text after it translated; an item, or
-# an option, starts a line of its own even where the line before it runs on.
+# A list item's bullet or number: kept as sent, the item's text after it translated. An item, or a
+# line that starts with an option, starts a line of its own even where the line before it runs on.
 _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
-_ITEM = re.compile(r"-")
+_WORD = re.compile(r"\S*")
 _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
 _SENTENCE_GAP = re.compile(r"(?<=[^.][.!?])[\"'’”»)\]]*( +)(?=[\"'‘“«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _ABBREVIATION = re.compile(r"(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|No|Fig|St|[A-Za-z])\.")
@@ -207,7 +207,7 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
         for k, cell in enumerate(cells):
             continues = (k == 0 and len(cells) == 1 and open_chain is not None and not item
                          and cell[0] - line_start == open_chain[0][0] - _line_of(text, open_chain[0][0])
-                         and not _ITEM.match(text, cell[0]))
+                         and text[cell[0]] != "-")
             if continues:
                 open_chain.append(cell)
             else:
@@ -280,7 +280,7 @@ def wrap(output: str, block: Block, keep_together: list[tuple[int, int]]) -> Wra
     cursor = 0
     for match in re.finditer(r"\s+", output):
         word_end = match.start()
-        following = re.compile(r"\S*").match(output, match.end()).end()
+        following = _WORD.match(output, match.end()).end()
         at_start = word_end == 0
         column += word_end - cursor
         forbidden = any(a < match.end() and match.start() < b for a, b in keep_together)
@@ -322,12 +322,15 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
             length += len(part.text)
             continue
         unwrapped, starts, keep_together = [], [], []
+        offset = 0
         for k, index in enumerate(part.segments):
             if k:
                 unwrapped.append(part.gaps[k - 1])
-            starts.append(sum(len(x) for x in unwrapped))
+                offset += len(part.gaps[k - 1])
+            starts.append(offset)
             unwrapped.append(served[index].translation.text)
-            keep_together += [(starts[-1] + p.target_start, starts[-1] + p.target_end) for p in served[index].placed]
+            keep_together += [(offset + p.target_start, offset + p.target_end) for p in served[index].placed]
+            offset += len(served[index].translation.text)
         wrapped = wrap("".join(unwrapped), part, keep_together)
         for start in starts:
             target_maps.append(lambda x, start=start, base=length, wrapped=wrapped: base + wrapped.offset(start + x))
@@ -340,14 +343,16 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
     removed: list[Removed] = []
     reports: dict[tuple[str, str], list[TermReport]] = {}
     for segment, s, target in zip(layout.segments, served, target_maps):
-        source = segment.origin
-        placed += [replace(p, source_start=source[p.source_start], source_end=source[p.source_end - 1] + 1,
-                           target_start=target(p.target_start), target_end=target(p.target_end - 1) + 1)
-                   for p in s.placed]
+        source = segment.origin.__getitem__
+        for p in s.placed:
+            (source_start, source_end), (target_start, target_end) = (_mapped(source, p.source_start, p.source_end),
+                                                                      _mapped(target, p.target_start, p.target_end))
+            placed.append(replace(p, source_start=source_start, source_end=source_end, target_start=target_start,
+                                  target_end=target_end))
         removed += [replace(r, at=target(r.at)) for r in s.removed]
         for report in s.glossary:
             reports.setdefault((report.source, report.target), []).append(
-                replace(report, source_spans=[(source[a], source[b - 1] + 1) for a, b in report.source_spans]))
+                replace(report, source_spans=[_mapped(source, a, b) for a, b in report.source_spans]))
     placed.sort(key=lambda p: p.target_start)
     glossary = [_merged(group, text) for group in reports.values()]
     alignments = [s.translation.alignment for s in served]
@@ -362,6 +367,12 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
     return Served(translation, placed, flags, removed, glossary)
 
 
+def _mapped(position: Callable[[int], int], start: int, end: int) -> tuple[int, int]:
+    """A non-empty span through an offset map. Its end is mapped from its last character: the
+    offset just past it may stand elsewhere (a joined line break, a wrapped line's indentation)."""
+    return position(start), position(end - 1) + 1
+
+
 def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
                       target_maps: list[Callable[[int], int]]) -> TokenAlignment:
     source_words: list[Word] = []
@@ -370,9 +381,9 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
     hard: list[tuple[int, int]] = []
     for segment, alignment, target in zip(layout.segments, alignments, target_maps):
         i0, j0 = len(source_words), len(target_words)
-        origin = segment.origin
-        source_words += [Word(w.text, origin[w.start], origin[w.end - 1] + 1) for w in alignment.source_words]
-        target_words += [Word(w.text, target(w.start), target(w.end - 1) + 1) for w in alignment.target_words]
+        source = segment.origin.__getitem__
+        source_words += [Word(w.text, *_mapped(source, w.start, w.end)) for w in alignment.source_words]
+        target_words += [Word(w.text, *_mapped(target, w.start, w.end)) for w in alignment.target_words]
         links += [[(i + i0, weight) for i, weight in row] for row in alignment.links]
         hard += [(i + i0, j + j0) for i, j in alignment.hard]
     return TokenAlignment(source_words, target_words, links, hard, pharaoh(hard))

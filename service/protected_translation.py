@@ -19,17 +19,20 @@ from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
 from service.glossary import GlossaryEntry
-from service.protection.placeholders import PLACEHOLDER_STYLES, find_placeholders, find_protected, unenclosed
+from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, unenclosed
 from service.protection.placement import Placed, PreparedText, original_word, output_word, prepare, restore
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
 def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str],
-                  glossary: Sequence[GlossaryEntry] = (), styles: Sequence[str] = PLACEHOLDER_STYLES) -> list[PreparedText]:
+                  glossary: Sequence[GlossaryEntry] = (), styles: Sequence[str] = PLACEHOLDER_STYLES,
+                  found: Sequence[Sequence[Protected] | None] = ()) -> list[PreparedText]:
+    """Each text as the model will see it; ``found``: per text, its protected parts where the caller
+    has read them already (plain text), else None (or no list at all)."""
     prepared = []
     for index, text in enumerate(texts):
         try:
-            prepared.append(prepare(text, fmt, terms, styles, glossary))
+            prepared.append(prepare(text, fmt, terms, styles, glossary, found=found[index] if found else None))
         except MarkupError as error:
             raise RequestError("text", f"malformed {fmt}: {error}", index, kind="malformed_markup") from None
     return prepared

@@ -238,15 +238,17 @@ class Translator:
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
 
         def cut_and_prepare() -> tuple[list[Layout], list[PreparedText]]:
-            layouts = [split(text, find_protected(text, terms, styles)) if fmt == "text" else whole(text)
-                       for text in texts]
+            layouts, found = [], []
+            for text in texts:
+                protected = find_protected(text, terms, styles) if fmt == "text" else []
+                layout = split(text, protected) if fmt == "text" else whole(text)
+                layouts.append(layout)
+                # A text translated whole has the parts split() read: prepare need not read them again.
+                found += [protected] if fmt == "text" and layout.whole else [None] * len(layout.segments)
             segments = [segment.text for layout in layouts for segment in layout.segments]
-            try:
-                return layouts, prepare_texts(segments, fmt, terms, glossary, styles)
-            except RequestError as error:
-                if error.index is not None:  # a segment's: the client knows the text it is part of
-                    error.index = [i for i, layout in enumerate(layouts) for _ in layout.segments][error.index]
-                raise
+            # Only markup is refused here (malformed), and a text with markup is one segment: the
+            # index prepare_texts names is the text's.
+            return layouts, prepare_texts(segments, fmt, terms, glossary, styles, found)
 
         # Like counting tokens, cutting and reading many characters moves off the event loop.
         if sum(len(text) for text in texts) <= _COUNT_INLINE_CHARS:
@@ -264,9 +266,10 @@ class Translator:
                 error.index = owner[error.index]
             raise
         results = []
+        first = 0
         for layout in layouts:
-            results.append(assemble(layout, served[:len(layout.segments)], asked))
-            served = served[len(layout.segments):]
+            results.append(assemble(layout, served[first:first + len(layout.segments)], asked))
+            first += len(layout.segments)
         return results
 
     async def _served(self, model: ServedModel, prepared: list[PreparedText], options: DecodingOptions,

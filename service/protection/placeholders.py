@@ -33,10 +33,10 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   and xml the markup reader decodes them instead).
 - "option": a command-line option, `--color=WHEN`, `--block-size[=SIZE]`, `-v`, `-rf`, standing as
   a word of its own (not the hyphen of "re-use" or a minus before a number).
-A URL, address, path or option in quotes or angle brackets (`'--block-size=M'`, `<bugs@example.org>`)
-is taken out with them.
 - "term": a request's do-not-translate terms, matched case-sensitively where they stand as whole
   words (not inside a longer word).
+A URL, address, path or option in quotes or angle brackets (`'--block-size=M'`, `<bugs@example.org>`)
+is taken out with them.
 
 A request may name the styles to look for (`PLACEHOLDER_STYLES`), or none: terms are kept either way.
 """

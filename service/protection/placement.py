@@ -88,10 +88,14 @@ class Restored:
 
 def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
             styles: Sequence[str] = PLACEHOLDER_STYLES, glossary: Sequence[GlossaryEntry] = (),
-            glossary_method: GlossaryMethod = "replace") -> PreparedText:
+            glossary_method: GlossaryMethod = "replace", found: Sequence[Protected] | None = None) -> PreparedText:
+    """`text` read as `fmt`, with its protected parts taken out; `found`: those parts when the caller
+    has read them already (plain text only: find_protected(text, terms, styles))."""
     markup = read_markup(text, fmt)
     plain = markup.plain
-    protected = find_protected(plain, terms, styles)
+    if found is not None and fmt != "text":
+        raise ValueError("found protected parts are offsets into plain text")
+    protected = find_protected(plain, terms, styles) if found is None else list(found)
     if glossary_method == "protect":
         found = [m for m in find_terms(plain, glossary)
                  if not any(m.start < p.end and p.start < m.end for p in protected)]

@@ -56,6 +56,14 @@ def test_every_placeholder_style_is_found_whole(text, found):
         assert text[p.start:p.end] == p.text
 
 
+def test_parts_read_already_prepare_the_same_text_and_only_plain_text_takes_them():
+    text = "Copy %s to {dest} as Brompton"
+    found = find_protected(text, ["Brompton"])
+    assert prepare(text, terms=["Brompton"], found=found) == prepare(text, terms=["Brompton"])
+    with pytest.raises(ValueError, match="^found protected parts are offsets into plain text$"):
+        prepare("<b>%s</b>", "html", found=[])
+
+
 def test_styles_can_be_chosen_and_terms_stay_kept_with_none():
     text = "Copy %s to {dest} as Brompton"
     assert [p.text for p in find_protected(text, ["Brompton"], styles=("brace",))] == ["{dest}", "Brompton"]
