@@ -123,12 +123,12 @@ _PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ru
              "entity": ENTITY}
 
 
-_LITERALS = ("url", "email", "path", "option")
-_PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
+LITERALS = ("url", "email", "path", "option")
+PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
 
 
 def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
-    if 0 < start and end < len(text) and _PAIRS.get(text[start - 1]) == text[end]:
+    if 0 < start and end < len(text) and PAIRS.get(text[start - 1]) == text[end]:
         return start - 1, end + 1
     return start, end
 
@@ -136,7 +136,7 @@ def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
 def unenclosed(text: str) -> str:
     """A protected part without the quotes or angle brackets it was taken with (`'--size=M'` ->
     `--size=M`): a translation may write other quotes around the same literal (»--size=M«)."""
-    if len(text) > 2 and _PAIRS.get(text[0]) == text[-1]:
+    if len(text) > 2 and PAIRS.get(text[0]) == text[-1]:
         return text[1:-1]
     return text
 
@@ -164,7 +164,7 @@ def find_protected(text: str, terms: Sequence[str] = (),
         candidates += [("term", a, b) for a, b in _term_spans(text, term)]
     # A literal in quotes or angle brackets, `'--block-size=M'`, `<bugs@example.org>`, is kept with
     # them: the model, seeing only the empty pair, moved it ("Fehler in <> melden bugs@example.org").
-    candidates = [(kind, *_enclosed(text, start, end)) if kind in _LITERALS else (kind, start, end)
+    candidates = [(kind, *_enclosed(text, start, end)) if kind in LITERALS else (kind, start, end)
                   for kind, start, end in candidates]
     # Taken spans never overlap, so a candidate can only meet its neighbours in start order.
     taken: list[Protected] = []

@@ -26,7 +26,8 @@ from typing import Literal
 from service.glossary import Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, find_terms, occurrences
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
-from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected
+from service.protection.placeholders import (LITERALS, PAIRS, PLACEHOLDER_STYLES, Protected, find_placeholders,
+                                             find_protected)
 from service.runtime.base import TokenAlignment, Word
 
 Placement = Literal["aligned", "fallback", "kept", "model"]  # "kept": service/layout.py; "model": protected_translation.serve_as_written
@@ -48,6 +49,8 @@ class PreparedText:
     term_matches: tuple[TermMatch, ...] = ()     # the glossary's source terms, offsets into model_text
     # Glossary terms taken out like placeholders ("protect"): protected index -> glossary entry.
     protected_terms: tuple[tuple[int, int], ...] = ()
+    # The protected parts taken out with the quotes or brackets right around them (`"%s"`), by index.
+    quoted: tuple[int, ...] = ()
 
     @property
     def untouched(self) -> bool:
@@ -103,9 +106,10 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
                            key=lambda p: p.start)
         entry_at = {m.start: m.entry for m in found}
         protected_terms = tuple((i, entry_at[p.start]) for i, p in enumerate(protected) if p.kind == "glossary")
+    quoted = _quoted(plain, protected, markup.tags)
     chars: list[str] = []
     to_plain: list[int] = []
-    removed = [(p.start, p.end) for p in protected]
+    removed = [(p.start - 1, p.end + 1) if i in quoted else (p.start, p.end) for i, p in enumerate(protected)]
     i = 0
     for start, end in removed + [(len(plain), len(plain))]:
         for k in range(i, start):
@@ -126,9 +130,27 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
     model_text = "".join(chars)
     if glossary_method == "protect":
         return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary), (),
-                            protected_terms)
+                            protected_terms, quoted)
     return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary),
-                        tuple(find_terms(model_text, glossary)))
+                        tuple(find_terms(model_text, glossary)), (), quoted)
+
+
+def _quoted(plain: str, protected: list[Protected], tags: list[Tag]) -> tuple[int, ...]:
+    """The protected parts with a quote or bracket pair right around them and nothing else
+    (`'%s'`, `<%s>`): they go out and back with it. Left in, the pair reached the model empty, and
+    it moved or dropped it ('Warnung: %s""'). Not a literal (url, path, ...: taken with its quotes
+    already), nor where a tag stands between the part and the pair."""
+    touched = {tag.start for tag in tags} | {tag.end for tag in tags}
+    quoted = []
+    for i, p in enumerate(protected):
+        if p.kind in LITERALS or p.start == 0 or p.end >= len(plain) or PAIRS.get(plain[p.start - 1]) != plain[p.end]:
+            continue
+        if p.start in touched or p.end in touched:
+            continue
+        if (i > 0 and protected[i - 1].end > p.start - 1) or (i + 1 < len(protected) and protected[i + 1].start < p.end + 1):
+            continue
+        quoted.append(i)
+    return tuple(quoted)
 
 
 def _largest_run(targets: list[int]) -> list[int]:
@@ -236,7 +258,14 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
         if i not in held_items:
             core = substitutes.get(i, p.text)
             core = escape_text(core) if prepared.fmt != "text" else core
-            atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
+            if i in prepared.quoted:
+                # The pair as written in the source (an entity stays an entity); the report's span is the part's.
+                opening = prepared.original[origin[p.start - 1]:origin_end[p.start - 1]]
+                closing = prepared.original[origin[p.end]:origin_end[p.end]]
+                atom(opening + core + closing, p.start - 1, p.end + 1, (p.start, 1, i),
+                     [(i, len(opening), len(opening) + len(core))])
+            else:
+                atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
 
     spans: dict[int, tuple[int, int]] = {}
     for index, tag in enumerate(tags):

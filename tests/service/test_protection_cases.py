@@ -171,3 +171,38 @@ def test_placeholder_like_text_the_model_made_up_is_removed_and_reported():
 ])
 def test_the_largest_run_allows_a_gap_of_one_word_and_no_more(targets, run):
     assert _largest_run(targets) == run
+
+
+@pytest.mark.parametrize("text, fmt, model_text, translation, hard, expected, spans", [
+    # The pair goes out with the placeholder and back around it: before, the model saw `""` and
+    # the output read 'Warnung: %s""'.
+    ('Warning: "%s"', "text", "Warning:", "Warnung:", [(0, 0)], 'Warnung: "%s"', [(10, 12)]),
+    # Glued to the colon in the source: after the target of "open", before its colon, spaced as there.
+    ("Cannot open '%s': denied", "text", "Cannot open: denied", "Kann nicht öffnen: verweigert",
+     [(0, 0), (1, 2), (2, 3)], "Kann nicht öffnen '%s': verweigert", [(19, 21)]),
+    ("File “%s” not found", "text", "File not found", "Datei nicht gefunden", [(0, 0), (1, 1), (2, 2)],
+     "Datei “%s” nicht gefunden", [(7, 9)]),
+    # Written as an entity, the pair comes back as the same entity.
+    ("&quot;%s&quot; missing", "html", "missing", "fehlt", [(0, 0)], "&quot;%s&quot; fehlt", [(6, 8)]),
+    # A literal has its quotes in its own text; brackets are a pair too.
+    ("Use '--all' or <%s>", "text", "Use or", "Nutze oder", [(0, 0), (1, 1)], "Nutze '--all' oder <%s>",
+     [(6, 13), (20, 22)]),
+])
+def test_a_placeholder_in_quotes_goes_out_and_back_with_them(text, fmt, model_text, translation, hard, expected,
+                                                             spans):
+    prepared = prepare(text, fmt)
+    assert prepared.model_text == model_text
+    restored = restore(prepared, translation, aligned(model_text, translation, hard))
+    assert restored.text == expected
+    assert [(p.target_start, p.target_end) for p in restored.placed] == spans
+    assert [restored.text[a:b] for a, b in spans] == [p.text for p in prepared.protected]
+
+
+@pytest.mark.parametrize("text, model_text", [
+    ('"%s%d"', '""'),             # two parts in one pair: neither has the pair to itself
+    ("'%s", "'"),                 # no closing quote
+    ("'%s\"", "'\""),             # not a pair
+    ('"<b>%s</b>" now', '"" now'),  # a tag between: the tag wrapping only %s takes it back whole
+])
+def test_a_pair_that_is_not_the_parts_own_stays_in_the_text(text, model_text):
+    assert prepare(text, "html" if "<b>" in text else "text").model_text == model_text
