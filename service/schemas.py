@@ -296,7 +296,7 @@ class SpanOut(BaseModel):
 
 class ProtectedOut(BaseModel):
     kind: Literal["url", "email", "path", "printf", "python", "qt", "ruby", "brace", "icu", "shell", "entity", "option",
-                  "term", "glossary", "tag"]
+                  "accelerator", "term", "glossary", "tag"]
     text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent.")
     source: SpanOut = Field(description="Where it stood in the text sent (a tag: from its opening to its closing tag).")
     target: SpanOut = Field(description="Where it stands in the translation.")

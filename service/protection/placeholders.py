@@ -33,6 +33,13 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   and xml the markup reader decodes them instead).
 - "option": a command-line option, `--color=WHEN`, `--block-size[=SIZE]`, `-v`, `-rf`, standing as
   a word of its own (not the hyphen of "re-use" or a minus before a number).
+- "accelerator": the mnemonic marker of a short GUI label, GTK's `_` (`_Open`, `Save _As…`) and Qt's
+  or KDE's `&` (`&File`, `E&xit`): taken out (the software model copied "_Open" untranslated) and
+  put back before the first letter of the target word aligned to the word that had it. Read only
+  where it is unambiguous: one marker in a label of at most ACCELERATOR_MAX_WORDS words, `_` at the
+  start of a word (not in `max_size`; at the start of the label only before a capital or digit, not
+  `_size`) and no other `_`; `&` at the start of a word, or inside one before a lower-case letter (not
+  `AT&T`), neither `&&` nor an entity.
 - "term": a request's do-not-translate terms, matched case-sensitively where they stand as whole
   words (not inside a longer word).
 A URL, address, path or option in quotes or angle brackets (`'--block-size=M'`, `<bugs@example.org>`)
@@ -65,11 +72,13 @@ EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._+-]*@[A-Za-z0-9-]+(?:\.
 PATH = re.compile(r"(?<![\w/~.$}-])(?:(?:~|\.{1,2})/[\w.+-]+(?:/[\w.+@-]+)*/?|/[\w.+-]+(?:/[\w.+@-]+)+/?)")
 OPTION = re.compile(r"(?<![\w/.-])(?:--[A-Za-z0-9][\w-]*(?:\[=[A-Za-z_][\w-]*\]|=[A-Za-z_][\w-]*)?"
                     r"|-[A-Za-z][A-Za-z0-9]*)(?![\w-])")
+ACCELERATOR = re.compile(r"(?<![\w&])&(?=[^\W_])|(?<=[^\W\d_])&(?=[^\W\d_A-Z])|(?<![\w_])_(?=[^\W_])")
+ACCELERATOR_MAX_WORDS = 6
 ICU_START = re.compile(
     r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice|spellout|ordinal|duration)\b")
 
 PLACEHOLDER_STYLES = ("url", "email", "path", "icu", "shell", "ruby", "python", "brace", "qt", "printf", "entity",
-                      "option")
+                      "option", "accelerator")
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,18 @@ def _trimmed_urls(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _accelerator(text: str) -> list[tuple[int, int]]:
+    if len(text.split()) > ACCELERATOR_MAX_WORDS or "&&" in text or text.count("_") > 1:
+        return []
+    found = [m.start() for m in ACCELERATOR.finditer(text) if not ENTITY.match(text, m.start())]
+    if len(found) != 1:
+        return []
+    at = found[0]
+    if text[at] == "_" and not text[:at].strip() and text[at + 1].islower():
+        return []
+    return [(at, at + 1)]
+
+
 _PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
              "entity": ENTITY}
 
@@ -157,6 +178,8 @@ def find_protected(text: str, terms: Sequence[str] = (),
             candidates += [("icu", a, b) for a, b in _icu_arguments(text)]
         elif style == "url":
             candidates += [("url", a, b) for a, b in _trimmed_urls(text)]
+        elif style == "accelerator":
+            candidates += [("accelerator", a, b) for a, b in _accelerator(text)]
         else:
             candidates += [(style, m.start(), m.end()) for m in _PATTERNS[style].finditer(text)]
     # Longer terms first, so that "New York City" wins over "New York".

@@ -258,7 +258,11 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
         if i not in held_items:
             core = substitutes.get(i, p.text)
             core = escape_text(core) if prepared.fmt != "text" else core
-            if i in prepared.quoted:
+            if p.kind == "accelerator":
+                # On the label's word, before its first letter; after a tag opened there.
+                offset, how[i] = locate.mnemonic(p.start)
+                inserts.append(_Insert(offset, core, 2, (1, i), [(i, 0, len(core))]))
+            elif i in prepared.quoted:
                 # The pair as written in the source (an entity stays an entity); the report's span is the part's.
                 opening = prepared.original[origin[p.start - 1]:origin_end[p.start - 1]]
                 closing = prepared.original[origin[p.end]:origin_end[p.end]]
@@ -445,6 +449,19 @@ class _Locator:
         if left is not None and left in self.aligned:
             return self.target_words[max(self.aligned[left])].end, "aligned"
         return self._proportional(at), "fallback"
+
+    def mnemonic(self, plain_start: int) -> tuple[int, Placement]:
+        """Where an accelerator taken out at `plain_start` goes: before the first letter of the
+        first target word aligned to the source word it marked, else of the translation's first word."""
+        at = self.to_model[plain_start]
+        word = next((i for i, w in enumerate(self.source_words) if w.start <= at < w.end), None)
+        if word in self.aligned:
+            target = self.target_words[min(self.aligned[word])]
+            return target.start + _leading_punctuation(target.text), "aligned"
+        if not self.target_words:
+            return 0, "fallback"
+        first = self.target_words[0]
+        return first.start + _leading_punctuation(first.text), "fallback"
 
     def aligned_run(self, model_start: int, model_end: int) -> tuple[int, int] | None:
         """The translation of model_text[model_start:model_end]: from the first to the last target

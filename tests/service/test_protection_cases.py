@@ -206,3 +206,46 @@ def test_a_placeholder_in_quotes_goes_out_and_back_with_them(text, fmt, model_te
 ])
 def test_a_pair_that_is_not_the_parts_own_stays_in_the_text(text, model_text):
     assert prepare(text, "html" if "<b>" in text else "text").model_text == model_text
+
+
+@pytest.mark.parametrize("text, found", [
+    ("_Open", [0]), ("Save _As...", [5]), ("&File", [0]), ("E&xit", [1]), ("Show _hidden files", [5]),
+    ("&4. Filename", [0]),
+    ("_size must not be <2", []),     # an identifier: at the label's start only before a capital or digit
+    ("max_size too big", []),         # inside a word
+    ("_One and _Two", []), ("__init__", []),  # more than one
+    ("AT&T and R&D", []), ("Q&&A", []), ("Tom & Jerry", []),  # before a capital, doubled, alone
+    ("This is a long sentence with _Open in it", []),  # not a label: more than ACCELERATOR_MAX_WORDS words
+])
+def test_an_accelerator_is_read_only_where_it_is_unambiguous(text, found):
+    assert [p.start for p in find_protected(text) if p.kind == "accelerator"] == found
+    assert [p.text for p in find_protected(text) if p.kind == "accelerator"] == [text[i] for i in found]
+
+
+@pytest.mark.parametrize("text, fmt, model_text, translation, hard, expected, placement", [
+    ("_Open", "text", "Open", "Öffnen", [(0, 0)], "_Öffnen", "aligned"),
+    # On the target word aligned to the marked one, wherever the translation put it.
+    ("Save _As...", "text", "Save As...", "Speichern unter ...", [(0, 0), (1, 1)], "Speichern _unter ...", "aligned"),
+    # Inside a word: the target word's first letter (its own letters are other ones).
+    ("E&xit", "text", "Exit", "Beenden", [(0, 0)], "&Beenden", "aligned"),
+    # Before the first letter, not the punctuation in front of it.
+    ("Open &Recent", "text", "Open Recent", "(Zuletzt) öffnen", [(0, 1), (1, 0)], "(&Zuletzt) öffnen", "aligned"),
+    # The marked word aligned to nothing: the first word of the translation.
+    ("Open _Recent", "text", "Open Recent", "Zuletzt öffnen", [(0, 1)], "_Zuletzt öffnen", "fallback"),
+    # Inside a tag opened at that word: after the opening tag.
+    ("<b>_Open</b> file", "html", "Open file", "Datei öffnen", [(0, 1), (1, 0)], "Datei <b>_öffnen</b>", "aligned"),
+])
+def test_an_accelerator_goes_before_the_first_letter_of_the_aligned_word(text, fmt, model_text, translation, hard,
+                                                                        expected, placement):
+    prepared = prepare(text, fmt)
+    assert prepared.model_text == model_text
+    restored = restore(prepared, translation, aligned(model_text, translation, hard))
+    assert restored.text == expected
+    [placed] = [p for p in restored.placed if p.kind == "accelerator"]
+    assert (placed.placement, restored.text[placed.target_start:placed.target_end]) == (placement, text[placed.source_start])
+
+
+def test_a_text_with_an_accelerator_is_not_sent_as_written():
+    from service.protected_translation import tried_as_written
+    assert tried_as_written(prepare("Copy %s here"))
+    assert not tried_as_written(prepare("Copy %s to &Clipboard"))
