@@ -41,6 +41,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="the first N messages only (a quick look)")
     parser.add_argument("--url", default=None, help="translate through this running server instead of in-process")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "layout.md")
+    parser.add_argument("--hypotheses", type=Path, default=None,
+                        help="also write the service's translations here, one a line (newlines escaped)")
     args = parser.parse_args()
 
     import httpx
@@ -77,6 +79,9 @@ def main() -> int:
             response.raise_for_status()
             served += [nbest[0]["text"] for nbest in response.json()["translations"]]
     served_s = time.perf_counter() - started
+    if args.hypotheses:
+        args.hypotheses.write_text("".join(text.replace("\\", "\\\\").replace("\n", "\\n") + "\n" for text in served),
+                                   encoding="utf-8")
 
     cut = [i for i, text in enumerate(sources) if len(split(text, find_protected(text)).segments) > 1]
     placeholders = [i for i, text in enumerate(sources) if find_protected(text)]
