@@ -277,7 +277,8 @@ class Translator:
         """Each text translated as written where its placeholders may stay in (protected_translation
         ``tried_as_written``), the model is one that keeps them (``ServedModel.keeps_placeholders``)
         and it kept them all; the others, and those where it did not, with them taken out and put back."""
-        as_written = [model.keeps_placeholders and tried_as_written(p) for p in prepared]
+        keeps = model.keeps_placeholders  # read off the card once a request, not once a segment
+        as_written = [keeps and tried_as_written(p) for p in prepared]
         first = await self._translate(model, [p.original if w else p.model_text for p, w in zip(prepared, as_written)],
                                       options)
         served: list[list[Served] | None] = [None] * len(prepared)

@@ -145,19 +145,22 @@ _PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ru
 
 
 LITERALS = ("url", "email", "path", "option")
-PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
+_PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
+
+
+def paired(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] has a quote or bracket pair right around it (`'%s'`, `<bugs@x.org>`)."""
+    return 0 < start and end < len(text) and _PAIRS.get(text[start - 1]) == text[end]
 
 
 def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
-    if 0 < start and end < len(text) and PAIRS.get(text[start - 1]) == text[end]:
-        return start - 1, end + 1
-    return start, end
+    return (start - 1, end + 1) if paired(text, start, end) else (start, end)
 
 
 def unenclosed(text: str) -> str:
     """A protected part without the quotes or angle brackets it was taken with (`'--size=M'` ->
     `--size=M`): a translation may write other quotes around the same literal (»--size=M«)."""
-    if len(text) > 2 and PAIRS.get(text[0]) == text[-1]:
+    if len(text) > 2 and _PAIRS.get(text[0]) == text[-1]:
         return text[1:-1]
     return text
 

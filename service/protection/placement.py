@@ -26,8 +26,8 @@ from typing import Literal
 from service.glossary import Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, find_terms, occurrences
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
-from service.protection.placeholders import (LITERALS, PAIRS, PLACEHOLDER_STYLES, Protected, find_placeholders,
-                                             find_protected)
+from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, find_placeholders,
+                                             find_protected, paired)
 from service.runtime.base import TokenAlignment, Word
 
 Placement = Literal["aligned", "fallback", "kept", "model"]  # "kept": service/layout.py; "model": protected_translation.serve_as_written
@@ -143,7 +143,7 @@ def _quoted(plain: str, protected: list[Protected], tags: list[Tag]) -> tuple[in
     touched = {tag.start for tag in tags} | {tag.end for tag in tags}
     quoted = []
     for i, p in enumerate(protected):
-        if p.kind in LITERALS or p.start == 0 or p.end >= len(plain) or PAIRS.get(plain[p.start - 1]) != plain[p.end]:
+        if p.kind in LITERALS or not paired(plain, p.start, p.end):
             continue
         if p.start in touched or p.end in touched:
             continue

@@ -200,6 +200,7 @@ def test_a_placeholder_in_quotes_goes_out_and_back_with_them(text, fmt, model_te
 
 @pytest.mark.parametrize("text, model_text", [
     ('"%s%d"', '""'),             # two parts in one pair: neither has the pair to itself
+    ("'-v'%s'", "'"),             # the opening quote is the option's closing one: taken with it already
     ("'%s", "'"),                 # no closing quote
     ("'%s\"", "'\""),             # not a pair
     ('"<b>%s</b>" now', '"" now'),  # a tag between: the tag wrapping only %s takes it back whole
