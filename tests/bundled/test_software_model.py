@@ -78,3 +78,14 @@ def test_scores_of_the_software_slice(client):
     scores = score(hypotheses, references)
     measured = {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"]}
     assert measured == pytest.approx(BLEU_PIN, abs=BLEU_TOLERANCE)
+
+
+def test_an_accelerator_goes_on_the_translated_word_and_a_quoted_placeholder_keeps_its_quotes(client):
+    software = client.post("/translate", json={"text": "_Open", **SOFTWARE}).json()["translations"][0][0]
+    assert software["text"] == "_Öffnen"
+    assert [(p["kind"], p["target"], p["placement"]) for p in software["protected"]] == [
+        ("accelerator", {"start": 0, "end": 1}, "aligned")]
+    # The caption model (the default) always takes placeholders out: the quotes go with this one.
+    captions = client.post("/translate", json={"text": 'Cannot open "%s"', "source": "en", "target": "de"}).json()
+    text = captions["translations"][0][0]["text"]
+    assert '"%s"' in text and '""' not in text
