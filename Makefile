@@ -5,9 +5,9 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 # The model directories served (space-separated): En->De and De->En, so that the bidirectional
-# word alignment is on offer (docs/alignment.md), and the En->De software model, which a request
-# names with "model": "en-de-software" (the caption model stays the En->De default: RESULTS.md). A pair may have several models (a request picks
-# one by "model"; the first listed answers otherwise): docs/operations.md, "Several models per pair".
+# word alignment is on offer (docs/alignment.md), and the En->De software model. A request names a
+# model with "model"; naming none, its texts choose between the caption and the software model
+# (measured: RESULTS.md, "The software model"): docs/operations.md, "Several models per pair".
 MODEL_DIRS ?= models/en-de-align2 models/en-de-software models/de-en-align
 comma := ,
 empty :=

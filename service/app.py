@@ -32,6 +32,7 @@ from service.http.openapi import install_served_openapi
 from service.http.request_metrics import MetricsMiddleware
 from service.runtime.cards import read_card
 from service.catalog import ServedModel
+from service.runtime.domains import DomainScorer
 from service.glossary_store import GlossaryStore
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
@@ -50,7 +51,8 @@ def load_default_runtimes(settings: Settings) -> Sequence[ServedModel]:
     """One runtime per served directory, by the backend ``settings.backend`` names
     (service/runtime/factory.py imports its engine only then, so that the service and its tests
     import without any); each in a child process of its own when ``settings.inference_process``;
-    each with its card (service/catalog.py), read first: a malformed card fails before any load."""
+    each with its card (service/catalog.py), read first: a malformed card fails before any load, and
+    its tokenizer's language model, by which a request's texts may choose it (service/domain_routing.py)."""
     if settings.backend != "torch" and not settings.export_dirs:
         raise ValueError(
             f"backend {settings.backend!r} serves exported models: set export_dirs "
@@ -65,7 +67,7 @@ def load_default_runtimes(settings: Settings) -> Sequence[ServedModel]:
         runtimes = [load_runtime(spec) for spec in specs]
     else:
         runtimes = load_process_runtimes([partial(load_runtime, spec) for spec in specs], process_options(settings))
-    return [ServedModel(card, runtime) for card, runtime in zip(cards, runtimes)]
+    return [ServedModel(card, runtime, DomainScorer.of_model_dir(path)) for card, runtime, path in zip(cards, runtimes, paths)]
 
 
 def process_options(settings: Settings) -> ProcessOptions:

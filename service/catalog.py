@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from service.domain_routing import AUTO
+from service.runtime.domains import DomainScorer
 from service.runtime.cards import DEFAULT_DOMAIN, ModelCard
 from service.runtime.base import TranslationRuntime
 
@@ -22,6 +24,9 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 class ServedModel:
     card: ModelCard
     runtime: TranslationRuntime
+    # Its tokenizer's language model, by which a request naming no model may choose it
+    # (service/domain_routing.py); None: chosen only by name or by being its pair's first.
+    scorer: DomainScorer | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -56,17 +61,22 @@ def as_served_model(item: ServedModel | TranslationRuntime, domains: Mapping[str
 
 
 def default_models(models: Sequence[ServedModel], chosen: Mapping[str, str]) -> dict[tuple[str, str], ServedModel]:
-    """The model that answers each served pair when a request names none: the one ``chosen`` names
-    for it (the default_models setting), else the first listed. ValueError for a choice that names a
-    model not served, one of another pair, or a pair not served."""
+    """The model that answers each served pair when a request names none and its texts do not
+    choose (``routed``): the one ``chosen`` names for it (the default_models setting), else the
+    first listed. ValueError for a choice that names a model not served, one of another pair, or
+    "auto" for a pair not served."""
     by_name = {model.name: model for model in models}
     defaults: dict[tuple[str, str], ServedModel] = {}
     for model in models:
         defaults.setdefault(model.key, model)
+    served_pairs = {model.pair for model in models}
     problems = []
     for pair, name in chosen.items():
         model = by_name.get(name)
-        if model is None:
+        if name == AUTO:
+            if pair not in served_pairs:
+                problems.append(f"default_models: {pair} is not served (served: {', '.join(sorted(served_pairs))})")
+        elif model is None:
             problems.append(f"default_models: {pair} names {name!r}, which is not served (served: {', '.join(by_name)})")
         elif model.pair != pair:
             problems.append(f"default_models: {pair} names {name!r}, which serves {model.pair}")
@@ -75,3 +85,22 @@ def default_models(models: Sequence[ServedModel], chosen: Mapping[str, str]) -> 
     if problems:
         raise ValueError("; ".join(problems))
     return defaults
+
+
+def domain_candidates(models: Sequence[ServedModel]) -> dict[tuple[str, str], list[ServedModel]]:
+    """Per pair, the models its texts may choose among (service/domain_routing.py): the first listed
+    of each domain that has a scorer, in the order listed; a pair with fewer than two is left out."""
+    by_pair: dict[tuple[str, str], dict[str, ServedModel]] = {}
+    for model in models:
+        if model.scorer is not None:
+            by_pair.setdefault(model.key, {}).setdefault(model.card.domain, model)
+    return {key: list(domains.values()) for key, domains in by_pair.items() if len(domains) > 1}
+
+
+def routed_pairs(models: Sequence[ServedModel], chosen: Mapping[str, str]) -> dict[tuple[str, str], list[ServedModel]]:
+    """The pairs whose requests naming no model are answered by the model their texts choose: those
+    served by models of several domains (``domain_candidates``) unless the default_models setting
+    names one model for the pair ("auto" there says the same as leaving the pair out)."""
+    pinned = {pair for pair, name in chosen.items() if name != AUTO}
+    return {key: candidates for key, candidates in domain_candidates(models).items()
+            if candidates[0].pair not in pinned}

@@ -174,8 +174,11 @@ def _health(lifecycle: Lifecycle) -> JSONResponse:
 @router.get("/models", response_model=ModelsResponse, responses={503: _ERRORS[503]})
 async def models(translator: Translator = Depends(get_translator)) -> ModelsResponse:
     """The models served: per model its name (what a request's "model" names), pair, domain, measured
-    scores, whether it is its pair's default, and its kind."""
-    return ModelsResponse(models=[ModelOut.of(model, translator.is_default(model)) for model in translator.models])
+    scores, whether it may answer a request naming none, and its kind; per pair what answers such a
+    request (a name, or "auto" where the texts choose by domain)."""
+    models = translator.models
+    defaults = {model.pair: translator.default_name(model.key) for model in models}
+    return ModelsResponse(models=[ModelOut.of(model, translator.is_default(model)) for model in models], defaults=defaults)
 
 
 @router.get("/health/ready", response_model=HealthResponse, responses={503: {"model": HealthResponse}})

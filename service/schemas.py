@@ -76,7 +76,14 @@ ALIGNMENT_METHOD_HELP = (
 LanguageCode = Annotated[str, Field(min_length=1, max_length=16, pattern=LANGUAGE_CODE)]
 ModelName = Annotated[str, Field(min_length=1, max_length=64, pattern=MODEL_NAME.pattern)]
 MODEL_HELP = ("Which of the pair's models translates (GET /models lists them); omitted or null: the pair's "
-              "default. A name the pair is not served by is a 422 listing those it is.")
+              "default (GET /models, defaults), which is \"auto\" for a pair served by models of several "
+              "domains; \"auto\": the model of the domain the texts are likeliest to come from (each model's "
+              "tokenizer scores them; one model answers all the texts). A name the pair is not served by is a "
+              "422 listing those it is.")
+ALIGN_MODEL_HELP = ("Which of the pair's models aligns (GET /models lists them); omitted or null: the pair's default, "
+                    "or where that is \"auto\" its first listed model (the one whose alignments were measured); "
+                    "\"auto\": the model of the domain the texts are likeliest to come from. A name the pair is not "
+                    "served by is a 422 listing those it is.")
 
 
 def _normalised_code(value: Any) -> Any:
@@ -209,7 +216,7 @@ class AlignRequest(BaseModel):
     source: LanguageCode = Field(description='Source language code, e.g. "en".')
     target: LanguageCode = Field(description='Target language code, e.g. "de".')
     alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
-    model: ModelName | None = Field(default=None, description=MODEL_HELP)
+    model: ModelName | None = Field(default=None, description=ALIGN_MODEL_HELP)
 
     @field_validator("text", mode="before")
     @classmethod
@@ -441,7 +448,8 @@ class ModelOut(BaseModel):
         description="Measured scores per test set and metric (e.g. test_2016_flickr: bleu), from the model directory's "
         "model_card.json; null when none was measured."
     )
-    default: bool = Field(description="Whether it answers its pair when a request names no model.")
+    default: bool = Field(description="Whether it may answer its pair when a request names no model: the "
+                          "pair's default, or one of the models the texts choose among where the default is \"auto\".")
     kind: str | None = Field(description='Its family from its config: the attention kinds it uses ("vanilla" when '
                              'plain) and "+align" for a supervised alignment head; null when unknown.')
     backend: str = Field(description='The engine that runs it, e.g. "torch", "onnx".')
@@ -455,6 +463,9 @@ class ModelOut(BaseModel):
 
 class ModelsResponse(BaseModel):
     models: list[ModelOut] = Field(description="Every served model, in the order the settings list them.")
+    defaults: dict[str, str] = Field(description='What answers each pair when a request names no model: a model\'s '
+                                     'name, or "auto" where the texts choose by domain among the pair\'s models '
+                                     'marked default.')
 
 
 class HealthResponse(BaseModel):

@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.catalog import MODEL_NAME
+from service.domain_routing import AUTO
 from service.runtime.base import AlignmentMethod, DecodingOptions, ct2_problem
 
 # The request schema's hard bound on beam_size; the default below must respect it.
@@ -42,8 +43,9 @@ class Settings(BaseSettings):
         min_length=1,
         description="The model directories served: one or more per language pair; a model's name is its directory's name.",
     )
-    # The model that answers a pair when a request names none, by pair ("en-de": a model's name);
-    # a pair left out is answered by its first model in model_dirs (export_dirs).
+    # The model that answers a pair when a request names none, by pair ("en-de": a model's name, or
+    # "auto"); a pair left out is answered by the model its texts choose where its models are of
+    # several domains (service/domain_routing.py), else by its first model in model_dirs (export_dirs).
     default_models: dict[str, str] = Field(default_factory=dict)
     # A model's domain where its directory's model_card.json states none, by model name
     # (service/catalog.py); neither: "general".
@@ -189,7 +191,10 @@ class Settings(BaseSettings):
         names: dict[str, Path] = {}
         problems = []
         for path in self.served_dirs:
-            if not MODEL_NAME.match(path.name):
+            if path.name == AUTO:
+                problems.append(f"{field}: a model may not be named {AUTO!r} (the directory's name): a request's "
+                                f"\"model\": \"{AUTO}\" asks its texts to choose")
+            elif not MODEL_NAME.match(path.name):
                 problems.append(f"{field}: the model name {path.name!r} (the directory's name) must match {MODEL_NAME.pattern}")
             elif path.name in names:
                 problems.append(f"{field}: two models are named {path.name!r} ({names[path.name]} and {path}); "
@@ -199,7 +204,7 @@ class Settings(BaseSettings):
         for pair, name in self.default_models.items():
             if not _PAIR.match(pair):
                 problems.append(f"default_models: {pair!r} is not a language pair like 'en-de'")
-            if name not in names:
+            if name != AUTO and name not in names:
                 problems.append(f"default_models: {pair} names {name!r}, which is not served ({field}: {listed})")
         for name in self.model_domains:
             if name not in names:

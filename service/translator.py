@@ -1,5 +1,6 @@
 """What a translate request means, apart from HTTP: pick the model for the pair (the one the
-request names, else the pair's default: service/catalog.py), apply the server's limits, cut plain
+request names, else the one its texts choose where the pair is served by models of several domains
+(service/domain_routing.py), else the pair's default: service/catalog.py), apply the server's limits, cut plain
 texts into sentences and lines (service/layout.py), send a segment with placeholders as written and
 take out what must not be translated where the model did not keep it (service/protected_translation.py),
 answer segments with nothing visible directly, queue the rest on that model's ``MicroBatcher``, wait
@@ -23,7 +24,8 @@ import anyio.to_thread
 
 from service.alignment_flags import AlignmentFlags, alignment_flags
 from service.batcher import BatchLimits, MicroBatcher, TextRefused
-from service.catalog import ServedModel, as_served_model, default_models
+from service.catalog import ServedModel, as_served_model, default_models, domain_candidates, routed_pairs
+from service.domain_routing import AUTO, likeliest
 from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
 from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
@@ -92,9 +94,13 @@ class Translator:
                     )
             if model.name in by_name:
                 raise ValueError(f"two models are named {model.name!r}")
+            if model.name == AUTO:
+                raise ValueError(f"a model may not be named {AUTO!r}: a request's \"model\": \"{AUTO}\" asks its texts to choose")
             by_name[model.name] = model
         self._models = by_name
         self._defaults = default_models(list(by_name.values()), settings.default_models)
+        self._candidates = domain_candidates(list(by_name.values()))
+        self._routed = routed_pairs(list(by_name.values()), settings.default_models)
         self._settings = settings
         limits = BatchLimits(
             max_sentences=settings.max_batch_sentences,
@@ -130,7 +136,14 @@ class Translator:
         return list(self._models.values())
 
     def is_default(self, model: ServedModel) -> bool:
-        return self._defaults[model.key] is model
+        """Whether it may answer a request that names no model: its pair's default, or one its texts
+        may choose."""
+        routed = self._routed.get(model.key)
+        return model in routed if routed is not None else self._defaults[model.key] is model
+
+    def default_name(self, pair_key: tuple[str, str]) -> str:
+        """What answers the pair when a request names no model: a model's name, or "auto"."""
+        return AUTO if pair_key in self._routed else self._defaults[pair_key].name
 
     @property
     def pairs(self) -> list[str]:
@@ -164,18 +177,23 @@ class Translator:
                                "language; choose another target", kind="source_is_target")
         return detection.language, detection
 
-    def model_for(self, source: str, target: str, name: str | None = None) -> ServedModel:
-        """The model named ``name`` (None: the pair's default); a RequestError naming "model"
-        when no model of that name serves the pair."""
+    def model_for(self, source: str, target: str, name: str | None = None, texts: Sequence[str] = ()) -> ServedModel:
+        """The model named ``name``; for None, the one ``texts`` choose where the pair is routed by
+        domain (``default_name`` is "auto"), else the pair's default; for "auto", the one ``texts``
+        choose among the pair's domains, whatever the default. A RequestError naming "model" when no
+        model of that name serves the pair."""
         default = self._defaults.get((source, target))
         if default is None:
             raise UnsupportedPair(source, target, self.pairs)
-        if name is None:
-            return default
+        if name is None or name == AUTO:
+            candidates = (self._routed if name is None else self._candidates).get(default.key)
+            if candidates is None or not texts:
+                return default
+            return candidates[likeliest([model.scorer for model in candidates], texts)]  # type: ignore[misc]
         model = self._models.get(name)
         if model is not None and model.key == (source, target):
             return model
-        offered = ", ".join(m.name + (" (default)" if m is default else "") for m in self._models.values()
+        offered = ", ".join(m.name + (" (default)" if self.is_default(m) else "") for m in self._models.values()
                             if m.key == default.key)
         if model is None:
             raise RequestError("model", f"no model named {name!r} is served; {default.pair} is served by: {offered}",
@@ -232,12 +250,18 @@ class Translator:
         ``fmt``, ``terms``, ``glossary`` and ``styles``: how to read the texts, what to keep
         untranslated, which translations to require, which placeholder styles to keep
         (service/protection, service/glossary.py); ``model``: which of the pair's models
-        translates (None: its default). Raises ``RequestError``, ``QueueFull`` /
-        ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
+        translates (None: the pair's default or the one its texts choose, ``model_for``). Raises
+        ``RequestError``, ``QueueFull`` / ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
+        return (await self._translate_texts(texts, source, target, options, fmt, terms, glossary, styles, model))[1]
+
+    async def _translate_texts(self, texts: Sequence[str], source: str, target: str, options: DecodingOptions | None,
+                               fmt: TextFormat, terms: Sequence[str], glossary: Sequence[GlossaryEntry],
+                               styles: Sequence[str], model: str | None) -> tuple[ServedModel, list[list[Served]]]:
+        """``translate``, and the model that translated."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
 
-        def cut_and_prepare() -> tuple[list[Layout], list[PreparedText]]:
+        def cut_and_prepare() -> tuple[list[Layout], list[PreparedText], ServedModel]:
             layouts, found = [], []
             for text in texts:
                 protected = find_protected(text, terms, styles) if fmt == "text" else []
@@ -248,16 +272,18 @@ class Translator:
             segments = [segment.text for layout in layouts for segment in layout.segments]
             # Only markup is refused here (malformed), and a text with markup is one segment: the
             # index prepare_texts names is the text's.
-            return layouts, prepare_texts(segments, fmt, terms, glossary, styles, found)
+            prepared = prepare_texts(segments, fmt, terms, glossary, styles, found)
+            # Where the pair is routed by domain, the words choose the model, not the markup and
+            # placeholders the service keeps whatever the model (a caption in <b> is a caption).
+            return layouts, prepared, self.model_for(source, target, model, [p.model_text for p in prepared])
 
-        # Like counting tokens, cutting and reading many characters moves off the event loop.
+        # Like counting tokens, cutting, reading and scoring many characters moves off the event loop.
         if sum(len(text) for text in texts) <= _COUNT_INLINE_CHARS:
-            layouts, prepared = cut_and_prepare()
+            layouts, prepared, chosen = cut_and_prepare()
         else:
-            layouts, prepared = await anyio.to_thread.run_sync(cut_and_prepare)
+            layouts, prepared, chosen = await anyio.to_thread.run_sync(cut_and_prepare)
         owner = [index for index, layout in enumerate(layouts) for _ in layout.segments]
         try:
-            chosen = self.model_for(source, target, model)
             asked = options.alignment
             options = replace(options, alignment=alignment_needed(prepared, asked))
             served = await self._served(chosen, prepared, options, asked)
@@ -270,7 +296,7 @@ class Translator:
         for layout in layouts:
             results.append(assemble(layout, served[first:first + len(layout.segments)], asked))
             first += len(layout.segments)
-        return results
+        return chosen, results
 
     async def _served(self, model: ServedModel, prepared: list[PreparedText], options: DecodingOptions,
                       asked: AlignmentMode) -> list[list[Served]]:
@@ -294,14 +320,23 @@ class Translator:
                 served[index] = serve([prepared[index]], [nbest], asked)[0]
         return served  # type: ignore[return-value]  # every slot is filled above
 
-    async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest,
-                            model: str | None = None, **options) -> Answer:
+    async def translate_any(
+        self,
+        texts: Sequence[str],
+        source: str,
+        target: str,
+        options: DecodingOptions | None = None,
+        fmt: TextFormat = "text",
+        terms: Sequence[str] = (),
+        glossary: Sequence[GlossaryEntry] = (),
+        styles: Sequence[str] = PLACEHOLDER_STYLES,
+        model: str | None = None,
+    ) -> Answer:
         """``translate`` (the same arguments) from ``source`` or, for "auto", from the served language
         detected in the texts."""
         source, detected = self.resolve_source(texts, source, target)
-        results = await self.translate(texts, source, target, *rest, model=model, **options)
-        # After translate: its checks of the pair and the name have passed.
-        return Answer(source, detected, self.model_for(source, target, model).name, results)
+        chosen, results = await self._translate_texts(texts, source, target, options, fmt, terms, glossary, styles, model)
+        return Answer(source, detected, chosen.name, results)
 
     async def _translate(self, model: ServedModel, texts: list[str],
                          options: DecodingOptions) -> list[list[Translation]]:
@@ -383,8 +418,15 @@ class Translator:
         output): each translation forced through the model (``model``, else the pair's default), no
         search. Returns the model's name, the method used and one alignment per pair, with its
         flags. Raises ``RequestError`` for the limits, the pair, the model or a method the model
-        cannot give."""
-        chosen = self.model_for(source, target, model)
+        cannot give. A request naming no model is aligned by the pair's default model, or where that
+        is "auto" by its first listed; one naming "auto" by the model its texts, as given, choose."""
+        # Named by no model, the pair's first (or named default) model aligns, not the one the texts
+        # would choose: the alignment quality measured (results/alignment.md) is the caption
+        # models', with their heads; "auto" asks for the choice by domain.
+        if model != AUTO or sum(len(text) for text in texts) <= _COUNT_INLINE_CHARS:
+            chosen = self.model_for(source, target, model, texts if model == AUTO else ())
+        else:  # scoring many characters for the choice by domain moves off the event loop
+            chosen = await anyio.to_thread.run_sync(self.model_for, source, target, model, texts)
         runtime = chosen.runtime
         self.check_limits(texts)
         self.check_limits(translations, "translation")

@@ -11,6 +11,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from service.domain_routing import AUTO
+
 # The request bodies that name a pair and carry texts, with their text fields.
 _TEXT_FIELDS = {"TranslateRequest": ("text",), "AlignRequest": ("text", "translation")}
 
@@ -41,9 +43,10 @@ def with_served_rules(schema: dict[str, Any], models: Sequence[Model], max_segme
                     shape["maxItems"] = max_segments
                     shape["items"]["maxLength"] = max_chars
         if pairs:
-            # "model" absent or null: the pair's default; else one of the pair's models.
+            # "model" absent or null: the pair's default; else one of the pair's models, or "auto"
+            # (the texts choose: service/domain_routing.py; on a pair of one domain, its default).
             served = [{"properties": {"source": {"const": source}, "target": {"const": target},
-                                      "model": {"anyOf": [{"enum": names[(source, target)]}, {"type": "null"}]}}}
+                                      "model": {"anyOf": [{"enum": [*names[(source, target)], AUTO]}, {"type": "null"}]}}}
                       for source, target in pairs]
             body.setdefault("allOf", []).append({"anyOf": served})
             listed = "; ".join(f"{s}-{t} (models: {', '.join(names[(s, t)])})" for s, t in pairs)

@@ -1,7 +1,8 @@
 """The bundled software model (models/en-de-software: recipes/transformer-tiny-software-en-de-cpu.json,
 trained on the CPU on data/debian_catalogs with Multi30k mixed in) served beside the caption model
-as `make serve` serves them: the caption model stays the En->De default, a request naming
-"en-de-software" gets the software model, /models lists both with their cards, and the answers
+as `make serve` serves them: a request naming no model gets the model its texts choose
+(service/domain_routing.py), one naming "en-de-software" gets the software model, /models lists
+both with their cards, and the answers
 and the BLEU of a slice of the software test split (packages no model saw in training) are the
 ones measured with this code on CPU at beam 5. When the model is replaced on purpose, measure
 again and update the pins here (and results/model_cards.md, RESULTS.md)."""
@@ -39,14 +40,22 @@ def client():
         yield test_client
 
 
-def test_the_caption_model_stays_the_default_and_the_models_route_lists_both(client):
-    models = {m["name"]: m for m in client.get("/models").json()["models"]}
+def test_a_request_naming_no_model_is_answered_by_the_model_its_texts_choose(client):
+    models = client.get("/models").json()
+    by_name = {m["name"]: m for m in models["models"]}
     card = json.loads((MODEL_DIR / "model_card.json").read_text())
-    assert models["en-de-software"]["domain"] == "software" == card["domain"]
-    assert models["en-de-software"]["scores"] == card["scores"]
-    assert (models["en-de-align2"]["default"], models["en-de-software"]["default"]) == (True, False)
-    answer = client.post("/translate", json={"text": MESSAGES[0], "source": "en", "target": "de"}).json()
-    assert answer["model"] == "en-de-align2"
+    assert by_name["en-de-software"]["domain"] == "software" == card["domain"]
+    assert by_name["en-de-software"]["scores"] == card["scores"]
+    assert by_name["en-de-align2"]["domain"] == "captions"
+    assert models["defaults"] == {"en-de": "auto"}
+    assert (by_name["en-de-align2"]["default"], by_name["en-de-software"]["default"]) == (True, True)
+    for text, model in [(MESSAGES[0], "en-de-software"), ("Two dogs are playing in the snow.", "en-de-align2"),
+                        (MESSAGES, "en-de-software")]:
+        answer = client.post("/translate", json={"text": text, "source": "en", "target": "de"}).json()
+        assert answer["model"] == model, text
+    # The same translation as naming the model.
+    named = client.post("/translate", json={"text": MESSAGES, **SOFTWARE}).json()
+    assert [n[0]["text"] for n in answer["translations"]] == [n[0]["text"] for n in named["translations"]]
 
 
 def test_pinned_ui_messages(client):
@@ -85,7 +94,11 @@ def test_an_accelerator_goes_on_the_translated_word_and_a_quoted_placeholder_kee
     assert software["text"] == "_Öffnen"
     assert [(p["kind"], p["target"], p["placement"]) for p in software["protected"]] == [
         ("accelerator", {"start": 0, "end": 1}, "aligned")]
-    # The caption model (the default) always takes placeholders out: the quotes go with this one.
-    captions = client.post("/translate", json={"text": 'Cannot open "%s"', "source": "en", "target": "de"}).json()
+    # The caption model always takes placeholders out: the quotes go with this one.
+    captions = client.post("/translate", json={"text": 'Cannot open "%s"', "source": "en", "target": "de",
+                                               "model": "en-de-align2"}).json()
     text = captions["translations"][0][0]["text"]
     assert '"%s"' in text and '""' not in text
+    # Named by no model, the text chooses the software model, which writes German quotes itself.
+    chosen = client.post("/translate", json={"text": 'Cannot open "%s"', "source": "en", "target": "de"}).json()
+    assert (chosen["model"], chosen["translations"][0][0]["text"]) == ("en-de-software", "»%s« kann nicht geöffnet werden")

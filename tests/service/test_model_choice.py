@@ -141,7 +141,7 @@ def test_the_models_route_lists_name_pair_domain_scores_default_and_kind(model_d
          "scores": SOFTWARE_SCORES, "default": False, **common},
         {"name": "de-en-captions", "pair": "de-en", "source": "de", "target": "en", "domain": "general",
          "scores": None, "default": True, **common},
-    ]}
+    ], "defaults": {"en-de": "en-de-captions", "de-en": "de-en-captions"}}  # fakes have no tokenizer: no "auto"
 
 
 def test_the_models_route_is_503_until_the_models_load(model_dirs):

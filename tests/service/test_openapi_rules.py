@@ -38,6 +38,8 @@ BODIES = [
     ({"model": "en-de-software"}, True),
     ({"model": "en-de-captions"}, True),
     ({"model": None}, True),
+    ({"model": "auto"}, True),
+    ({"source": "de", "target": "en", "model": "auto"}, True),
     ({"model": "en-de-legal"}, False),
     ({"model": "de-en"}, False),
     ({"model": "en de"}, False),

@@ -116,14 +116,18 @@ def test_the_page_offers_the_models_of_the_chosen_pair_and_says_which_answered(b
     # The bundled model's card (models/en-de/model_card.json); the copy's card states no scores.
     scores = json.loads((REPO / "models" / "en-de" / "model_card.json").read_text())["scores"]
     measured = ", ".join(f"BLEU {s['bleu']} on {name}" for name, s in scores.items())
+    # Two domains: a request naming no model is answered by the model its text chooses (GET /models, defaults).
     assert page.eval_on_selector_all("#model option", "els => els.map(e => [e.value, e.textContent])") == [
-        ["en-de", f"en-de (captions; {measured}), default"], ["en-de-software", "en-de-software (software; not measured)"]]
-    assert page.input_value("#model") == "en-de"
-    page.select_option("#model", "en-de-software")
+        ["", "chosen by the text among en-de, en-de-software"], ["en-de", f"en-de (captions; {measured})"],
+        ["en-de-software", "en-de-software (software; not measured)"]]
+    assert page.input_value("#model") == ""
     page.fill("#text", "Two dogs play in the snow.")
     page.click("#go")
     page.wait_for_selector(".hyp .meta")
-    assert page.inner_text(".hyp .meta").endswith(", model en-de-software")
+    assert page.inner_text(".hyp .meta").endswith(", model en-de")  # one tokenizer for both: a tie, the first
+    page.select_option("#model", "en-de-software")
+    page.click("#go")
+    page.wait_for_function("() => document.querySelector('.hyp .meta').innerText.endsWith(', model en-de-software')")
     assert refused == []
     page.close()
 

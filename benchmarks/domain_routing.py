@@ -1,0 +1,114 @@
+"""What the texts choosing the model (service/domain_routing.py) does for a client that names none,
+on a pair served by a caption model and a software-strings model (what `make serve` serves for En->De).
+
+    python benchmarks/domain_routing.py                 # test_2016_flickr and the software test split
+    python benchmarks/domain_routing.py --limit 200     # a quick look
+
+For each test set: which model each text chooses alone (the hardest case for the choice; a client
+sending a file's texts together gives the choice more words); then BLEU and chrF2 (sacrebleu, cased), and for the software
+strings the placeholders kept (training/evaluate.py's count), through the service (in-process,
+service.app, beam 5, CPU): with no model named, one text a request (the hardest case for the
+choice; 8 clients at once so that the batcher fills batches), and with each model named, 32 texts
+a request. Appends to results/domain_routing.md.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import platform
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.host import append_report, cpu_name  # noqa: E402
+
+SETS = {"test_2016_flickr": REPO / "data" / "multi30k" / "test_2016_flickr",
+        "software test split": REPO / "data" / "debian_catalogs" / "test"}
+
+
+def lines(prefix: Path, lang: str, limit: int | None) -> list[str]:
+    with gzip.open(f"{prefix}.{lang}.gz", "rt", encoding="utf-8") as handle:
+        return handle.read().splitlines()[:limit]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dirs", type=Path, nargs="+",
+                        default=[REPO / "models" / "en-de-align2", REPO / "models" / "en-de-software"])
+    parser.add_argument("--limit", type=int, default=None, help="the first N texts of each set only")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "domain_routing.md")
+    args = parser.parse_args()
+
+    import sacrebleu
+    import torch
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+    from training.evaluate import placeholder_survival
+
+    torch.set_num_threads(1)
+    settings = Settings(model_dirs=args.model_dirs, device="cpu", inference_process=False, warmup=False,
+                        max_segments=32)
+    names = [path.name for path in args.model_dirs]
+    rows, choice_rows = [], []
+    started = time.perf_counter()
+    with TestClient(create_app(settings)) as client:
+        client.portal.call(client.app.state.lifecycle.wait_loaded)
+        default = client.app.state.lifecycle.translator.default_name(("en", "de"))
+
+        def post(texts: list[str], model: str | None) -> list[str]:
+            body = {"source": "en", "target": "de", "text": texts, "beam_size": 5}
+            if model is not None:
+                body["model"] = model
+            response = client.post("/translate", json=body)
+            response.raise_for_status()
+            answer = response.json()
+            return [(answer["model"], nbest[0]["text"]) for nbest in answer["translations"]]
+
+        for label, prefix in SETS.items():
+            sources, references = lines(prefix, "en", args.limit), lines(prefix, "de", args.limit)
+            def scored(outputs: list[str]) -> str:
+                cells = f"{sacrebleu.corpus_bleu(outputs, [references]).score:.2f} | " \
+                        f"{sacrebleu.corpus_chrf(outputs, [references]).score:.2f}"
+                survival = placeholder_survival(sources, outputs)
+                kept = f"{survival['score']:.2f} % ({survival['sentences']})" if survival["sentences"] else "–"
+                return f"{cells} | {kept}"
+
+            with ThreadPoolExecutor(8) as pool:
+                routed = [answer for answers in pool.map(lambda text: post([text], None), sources) for answer in answers]
+            alone = [model for model, _ in routed]
+            choice_rows.append(f"| {label} | {len(sources)} | "
+                               + " | ".join(f"{alone.count(name)} ({100 * alone.count(name) / len(sources):.1f} %)"
+                                            for name in names) + " |")
+            rows.append(f"| {label} | none ({default}), 1 text a request | {scored([text for _, text in routed])} |")
+            for name in names:
+                named = [text for i in range(0, len(sources), 32) for _, text in post(sources[i:i + 32], name)]
+                rows.append(f"| {label} | {name}, 32 texts a request | {scored(named)} |")
+    elapsed = time.perf_counter() - started
+
+    command = "python benchmarks/domain_routing.py" + (f" --limit {args.limit}" if args.limit else "")
+    models = ", ".join(str(path.relative_to(REPO) if path.is_relative_to(REPO) else path) for path in args.model_dirs)
+    report = (
+        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}\n\n"
+        f"    {command}\n\n"
+        f"Served: {models}; a request naming no model is answered by: {default}.\n\n"
+        "Which model each text chose, one text a request:\n\n"
+        f"| test set | texts | {' | '.join(names)} |\n"
+        f"|---|---:|{'---:|' * len(names)}\n" + "\n".join(choice_rows) + "\n\n"
+        "Through the service, beam 5:\n\n"
+        "| test set | model | BLEU | chrF2 | placeholders kept (of the texts with some) |\n|---|---|---:|---:|---:|\n"
+        + "\n".join(rows) + f"\n\nTime: {elapsed:.0f} s.\n"
+    )
+    print(report)
+    append_report(args.results, "A request naming no model: the model its texts choose", "python benchmarks/domain_routing.py",
+                  report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
