@@ -233,7 +233,11 @@ class Translator:
             return "bidirectional"
         return runtime.default_alignment_method
 
-    async def translate(
+    async def translate(self, texts: Sequence[str], source: str, target: str, *rest, **options) -> list[list[Served]]:
+        """``translate_with_model``'s n-best lists (the same arguments), without the model."""
+        return (await self.translate_with_model(texts, source, target, *rest, **options))[1]
+
+    async def translate_with_model(
         self,
         texts: Sequence[str],
         source: str,
@@ -244,20 +248,14 @@ class Translator:
         glossary: Sequence[GlossaryEntry] = (),
         styles: Sequence[str] = PLACEHOLDER_STYLES,
         model: str | None = None,
-    ) -> list[list[Served]]:
-        """One n-best list per text, in order. ``options``: the server's ``defaults`` unless
-        given; an alignment_method of None is the server's choice (``alignment_method``).
-        ``fmt``, ``terms``, ``glossary`` and ``styles``: how to read the texts, what to keep
-        untranslated, which translations to require, which placeholder styles to keep
-        (service/protection, service/glossary.py); ``model``: which of the pair's models
+    ) -> tuple[ServedModel, list[list[Served]]]:
+        """The model that translated, and one n-best list per text, in order. ``options``: the
+        server's ``defaults`` unless given; an alignment_method of None is the server's choice
+        (``alignment_method``). ``fmt``, ``terms``, ``glossary`` and ``styles``: how to read the
+        texts, what to keep untranslated, which translations to require, which placeholder styles
+        to keep (service/protection, service/glossary.py); ``model``: which of the pair's models
         translates (None: the pair's default or the one its texts choose, ``model_for``). Raises
         ``RequestError``, ``QueueFull`` / ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
-        return (await self._translate_texts(texts, source, target, options, fmt, terms, glossary, styles, model))[1]
-
-    async def _translate_texts(self, texts: Sequence[str], source: str, target: str, options: DecodingOptions | None,
-                               fmt: TextFormat, terms: Sequence[str], glossary: Sequence[GlossaryEntry],
-                               styles: Sequence[str], model: str | None) -> tuple[ServedModel, list[list[Served]]]:
-        """``translate``, and the model that translated."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
 
@@ -320,22 +318,11 @@ class Translator:
                 served[index] = serve([prepared[index]], [nbest], asked)[0]
         return served  # type: ignore[return-value]  # every slot is filled above
 
-    async def translate_any(
-        self,
-        texts: Sequence[str],
-        source: str,
-        target: str,
-        options: DecodingOptions | None = None,
-        fmt: TextFormat = "text",
-        terms: Sequence[str] = (),
-        glossary: Sequence[GlossaryEntry] = (),
-        styles: Sequence[str] = PLACEHOLDER_STYLES,
-        model: str | None = None,
-    ) -> Answer:
-        """``translate`` (the same arguments) from ``source`` or, for "auto", from the served language
-        detected in the texts."""
+    async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest, **options) -> Answer:
+        """``translate_with_model`` (the same arguments) from ``source`` or, for "auto", from the
+        served language detected in the texts."""
         source, detected = self.resolve_source(texts, source, target)
-        chosen, results = await self._translate_texts(texts, source, target, options, fmt, terms, glossary, styles, model)
+        chosen, results = await self.translate_with_model(texts, source, target, *rest, **options)
         return Answer(source, detected, chosen.name, results)
 
     async def _translate(self, model: ServedModel, texts: list[str],
