@@ -114,6 +114,13 @@ class Metrics:
             labelnames=("pair", "model"),
             registry=registry,
         )
+        self.chosen = Counter(
+            "phrasal_model_choices",
+            'Requests naming no model (or "auto") that their texts sent to this model, of a pair served by '
+            "models of several domains (service/domain_routing.py).",
+            labelnames=("pair", "model"),
+            registry=registry,
+        )
         self.ready = Gauge("phrasal_ready", "1 when /health/ready answers 200.", registry=registry)
         self._restarts = _RestartCounter()
         registry.register(self._restarts)

@@ -102,6 +102,11 @@ class Translator:
         self._candidates = domain_candidates(list(by_name.values()))
         self._routed = routed_pairs(list(by_name.values()), settings.default_models)
         self._settings = settings
+        self._metrics = metrics
+        for candidates in self._candidates.values():
+            for model in candidates:  # every series exists from the first scrape
+                if metrics is not None:
+                    metrics.chosen.labels(pair=model.pair, model=model.name)
         limits = BatchLimits(
             max_sentences=settings.max_batch_sentences,
             max_tokens=settings.max_batch_tokens,
@@ -189,7 +194,10 @@ class Translator:
             candidates = (self._routed if name is None else self._candidates).get(default.key)
             if candidates is None or not texts:
                 return default
-            return candidates[likeliest([model.scorer for model in candidates], texts)]  # type: ignore[misc]
+            chosen = candidates[likeliest([model.scorer for model in candidates], texts)]  # type: ignore[misc]
+            if self._metrics is not None:
+                self._metrics.chosen.labels(pair=chosen.pair, model=chosen.name).inc()
+            return chosen
         model = self._models.get(name)
         if model is not None and model.key == (source, target):
             return model

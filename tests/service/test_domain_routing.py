@@ -131,6 +131,12 @@ def test_without_a_model_the_texts_choose_among_the_pairs_domains(model_dirs):
         assert answered(client.post("/translate", json={"text": "the file", "source": "de", "target": "en",
                                                         "model": "auto"}))[0] == "de-en-captions"
         models = client.get("/models").json()
+        metrics = client.get("/metrics").text
+    # Three requests chose the caption model, one the software model; no choice on de-en (one domain).
+    assert 'phrasal_model_choices_total{model="en-de-captions",pair="en-de"} 3.0' in metrics
+    assert 'phrasal_model_choices_total{model="en-de-software",pair="en-de"} 1.0' in metrics
+    assert [line.split("{")[1] for line in metrics.splitlines() if line.startswith("phrasal_model_choices_total")] == [
+        'model="en-de-captions",pair="en-de"} 3.0', 'model="en-de-software",pair="en-de"} 1.0']
     assert models["defaults"] == {"en-de": "auto", "de-en": "de-en-captions"}
     assert [(m["name"], m["default"]) for m in models["models"]] == [
         ("en-de-captions", True), ("en-de-software", True), ("en-de-general2", False), ("de-en-captions", True)]
