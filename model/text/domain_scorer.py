@@ -50,4 +50,5 @@ class DomainScorer:
 
     def log_likelihood(self, texts: Sequence[str]) -> float:
         scores = self._scores
-        return sum(scores[i] for ids in self._processor.encode(list(texts)) for i in ids)
+        # One text at a time: a list would start SentencePiece's thread pool (model/text/tokenizer.py).
+        return sum(scores[i] for text in texts for i in self._processor.encode(text))

@@ -7,6 +7,10 @@ import sentencepiece as spm
 
 Span = tuple[int, int]
 
+# From this many texts a batch is encoded on SentencePiece's threads (training data, exports);
+# fewer (what a request or a decoding batch holds) one by one.
+THREADED_ENCODE_FROM = 1024
+
 
 class Tokenizer:
     """One joint SentencePiece model. Sources are encoded as pieces + [EOS]."""
@@ -27,6 +31,11 @@ class Tokenizer:
         return self._sp.encode(text, out_type=int)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        # SentencePiece encodes a list on a thread pool it starts for each call: worth it for a corpus,
+        # ten times the cost of a loop for a request's texts, and threads that compete with the
+        # decoder on a small box (benchmarks/tokenizer_batch.py). The ids are the same either way.
+        if len(texts) < THREADED_ENCODE_FROM:
+            return [self._sp.encode(text, out_type=int) for text in texts]
         return self._sp.encode(texts, out_type=int)
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[str], list[Span]]:
