@@ -97,10 +97,11 @@ def domain_candidates(models: Sequence[ServedModel]) -> dict[tuple[str, str], li
     return {key: list(domains.values()) for key, domains in by_pair.items() if len(domains) > 1}
 
 
-def routed_pairs(models: Sequence[ServedModel], chosen: Mapping[str, str]) -> dict[tuple[str, str], list[ServedModel]]:
+def routed_pairs(candidates: Mapping[tuple[str, str], list[ServedModel]],
+                 chosen: Mapping[str, str]) -> dict[tuple[str, str], list[ServedModel]]:
     """The pairs whose requests naming no model are answered by the model their texts choose: those
-    served by models of several domains (``domain_candidates``) unless the default_models setting
-    names one model for the pair ("auto" there says the same as leaving the pair out)."""
+    of ``candidates`` (``domain_candidates``: served by models of several domains) unless the
+    default_models setting names one model for the pair ("auto" there says the same as leaving the
+    pair out)."""
     pinned = {pair for pair, name in chosen.items() if name != AUTO}
-    return {key: candidates for key, candidates in domain_candidates(models).items()
-            if candidates[0].pair not in pinned}
+    return {key: models for key, models in candidates.items() if models[0].pair not in pinned}

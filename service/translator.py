@@ -100,12 +100,12 @@ class Translator:
         self._models = by_name
         self._defaults = default_models(list(by_name.values()), settings.default_models)
         self._candidates = domain_candidates(list(by_name.values()))
-        self._routed = routed_pairs(list(by_name.values()), settings.default_models)
+        self._routed = routed_pairs(self._candidates, settings.default_models)
         self._settings = settings
         self._metrics = metrics
-        for candidates in self._candidates.values():
-            for model in candidates:  # every series exists from the first scrape
-                if metrics is not None:
+        if metrics is not None:  # every series exists from the first scrape
+            for candidates in self._candidates.values():
+                for model in candidates:
                     metrics.chosen.labels(pair=model.pair, model=model.name)
         limits = BatchLimits(
             max_sentences=settings.max_batch_sentences,

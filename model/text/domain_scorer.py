@@ -29,7 +29,7 @@ class DomainScorer:
         self._processor = spm.SentencePieceProcessor(model_file=str(path))
         pieces = self._processor.get_piece_size()
         scores = [self._processor.get_score(i) for i in range(pieces)]
-        normal = [s for i, s in enumerate(scores) if self._processor.is_unused(i) is False
+        normal = [s for i, s in enumerate(scores) if not self._processor.is_unused(i)
                   and not self._processor.is_control(i) and not self._processor.is_unknown(i)]
         unknown = min(normal) - UNKNOWN_PENALTY
         self._scores = [unknown if self._processor.is_unknown(i) else s for i, s in enumerate(scores)]
