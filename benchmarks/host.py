@@ -7,13 +7,32 @@ from pathlib import Path
 
 
 def cpu_name() -> str:
+    """The chip's model name, and where a virtual machine hides it ("AMD EPYC" on every generation),
+    its family and model numbers and widest vector extension: the CPU results of one "AMD EPYC" moved
+    3.5x between machines of different generations, so the name alone does not say which was measured."""
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model", "flags") and key not in fields:
+                fields[key] = value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    name = fields.get("model name") or platform.processor() or platform.machine() or "unknown CPU"
+    details = []
+    if "cpu family" in fields and "model" in fields:
+        details.append(f"family {fields['cpu family']} model {fields['model']}")
+    flags = set(fields.get("flags", "").split())
+    vector = next((label for flag, label in VECTOR_EXTENSIONS if flag in flags), None)
+    if vector:
+        details.append(vector)
+    return f"{name} ({', '.join(details)})" if details else name
+
+
+# Widest first: the one that decides how fast int8 and float kernels run.
+VECTOR_EXTENSIONS = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx512f", "AVX-512"),
+                     ("avx_vnni", "AVX-VNNI"), ("avx2", "AVX2"), ("asimd", "NEON"))
 
 
 def append_report(path: Path, title: str, command: str, report: str) -> None:
