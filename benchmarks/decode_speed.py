@@ -18,7 +18,7 @@ library sets up per new shape, the second does not (--cudnn-attention on shows w
 search itself and generate's own work), and counts the process's minor page faults. The torch
 profiler of --profile does not see inside the C kernels (called through ctypes): their time is
 in the phases, not in its table.
---allocator retain keeps freed heap memory in the process (service/runtime/cpu_allocator.py, what
+--allocator retain keeps freed heap memory in the process (model/cpu_allocator.py, what
 the CPU torch runtime does); default leaves glibc as it is.
 
 --reorder-bytes B decodes the first B sentences as one batch and counts the bytes that the
@@ -47,7 +47,7 @@ from model.decoding.generate import SearchDecoder, TransformerBackend, generate,
 from model.decoding.options import DecodingOptions
 from model.decoding.kernel_backend import KernelBackend
 from model.decoder_state import DecoderState
-from service.runtime.cpu_allocator import retain_freed_memory
+from model.cpu_allocator import retain_freed_memory
 
 
 def main() -> None:
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--decoder", choices=["eager", "kernels"], default="eager",
                         help="kernels: the C decoding kernels (model/decoding/kernel_backend.py), CPU only")
     parser.add_argument("--allocator", choices=["default", "retain"], default="default",
-                        help="retain: keep freed heap memory (service/runtime/cpu_allocator.py)")
+                        help="retain: keep freed heap memory (model/cpu_allocator.py)")
     args = parser.parse_args()
     if args.allocator == "retain" and not retain_freed_memory():
         parser.error("--allocator retain needs glibc")

@@ -11,7 +11,7 @@ ratio to CTranslate2 (int8 with intra_threads=1 on CPU, float16 on CUDA); also s
 second of the process's CPU time and that ratio, which on a machine shared with other work
 compares one-thread engines far more steadily than wall time does. Each engine runs in a
 child process of its own, so that memory is its own and thread settings do not leak; on the CPU
-each keeps its freed heap (service/runtime/cpu_allocator.py), as the service's runtime does. Decoding
+each keeps its freed heap (model/cpu_allocator.py), as the service's runtime does. Decoding
 returns no attention (CTranslate2 neither), n_best 1, the service's other decoding defaults.
 
     python benchmarks/engines.py                                       # full CPU run, appends results/engines_cpu.md
@@ -389,8 +389,8 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
     cuda = job["device"] == "cuda"
     if not cuda:
         # Every engine's process keeps its freed heap, as the CPU torch runtime does
-        # (service/runtime/cpu_allocator.py); ONNX Runtime and CTranslate2 pool their own buffers.
-        from service.runtime.cpu_allocator import retain_freed_memory
+        # (model/cpu_allocator.py); ONNX Runtime and CTranslate2 pool their own buffers.
+        from model.cpu_allocator import retain_freed_memory
 
         retain_freed_memory()
     tokenizer = Tokenizer(Path(job["model_dir"]) / TOKENIZER_FILE)

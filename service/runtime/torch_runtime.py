@@ -25,7 +25,7 @@ from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupport
 from model.layers import has_phrase_attention
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, Translation, TranslationRuntime
-from service.runtime.cpu_allocator import retain_freed_memory
+from model.cpu_allocator import retain_freed_memory
 from service.runtime.text_codec import translate_texts
 
 log = logging.getLogger("service.runtime.torch")
