@@ -14,6 +14,7 @@ import torch
 from model.alignments.word_alignment import TokenAlignment, token_alignment
 from model.model_dir import LoadedModel, load_model_dir
 from model.attention.kernels import avoid_per_shape_attention_plans
+from model.cpu_allocator import retain_freed_memory
 from model.decoding.beam_search import Hypothesis
 from model.decoding.cuda_graph_step import static_step_runner
 from model.decoding.finished_alignment import needs_forced_pass
@@ -25,7 +26,6 @@ from model.decoding.static_decoding import StaticGenerator, StaticStateUnsupport
 from model.layers import has_phrase_attention
 from model.transformer import Transformer
 from service.runtime.base import BatchCancelled, Translation, TranslationRuntime
-from model.cpu_allocator import retain_freed_memory
 from service.runtime.text_codec import translate_texts
 
 log = logging.getLogger("service.runtime.torch")
