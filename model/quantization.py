@@ -62,10 +62,15 @@ def quantize_int8(model: Transformer, output_projection: bool = True) -> Transfo
     names = quantised_linears(quantised)
     if not output_projection:
         names.discard("output_projection")
+    return quantize_dynamic_int8(quantised, names)
+
+
+def quantize_dynamic_int8(module: nn.Module, names: set[str] | set[type]) -> nn.Module:
+    """`torch.ao.quantization.quantize_dynamic` to qint8 of `module`'s linear layers `names`."""
     with warnings.catch_warnings():
         # torch 2.13 deprecates torch.ao.quantization and its quantised tensor types in favour of
         # the separate torchao package, but still ships and runs them (tests/model/test_quantization.py
         # fails the day they go); the warnings would otherwise repeat in every process that loads int8.
         warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions.*", category=UserWarning)
         warnings.filterwarnings("ignore", message=r".*torch\.ao\.quantization is deprecated.*", category=DeprecationWarning)
-        return torch.ao.quantization.quantize_dynamic(quantised, names, dtype=torch.qint8)
+        return torch.ao.quantization.quantize_dynamic(module, names, dtype=torch.qint8)

@@ -339,3 +339,266 @@ int phrasal_add_layer_norm(const float *x, const float *y, int64_t n_rows, int64
   }
   return 0;
 }
+
+/* PyTorch's dynamic int8 linear (quantized::linear_dynamic and linear_relu_dynamic on the fbgemm
+ * engine, reduce_range as its module passes it), bit for bit, for the few rows of a decoding step:
+ * there the PyTorch operator costs ~9 µs a call, mostly dispatch, packing and allocation, where
+ * the arithmetic of a 128x384 layer takes well under 1 µs. The same numbers as fbgemm's paths:
+ * - x (m, k) is quantised to uint8 with one scale and zero point for the whole tensor, chosen as
+ *   ChooseQuantizationParams (ATen QuantUtils.h) chooses them from its min and max (qmax 127 with
+ *   reduce_range), then q = clamp(round-to-even(fma(x, 1/scale, zero_point)), 0, 255), as
+ *   QuantizeAvx2<uint8_t, LEGACY=true>;
+ * - acc = q·w in int32 (exact: with reduce_range no pair of products saturates fbgemm's AVX2
+ *   int16 step either), less zero_point·Σw of the row (the weights are symmetric, zero point 0);
+ * - out = fma(float(acc), x_scale·w_scale[j], bias[j]) (the product rounded first), then the ReLU:
+ *   requantizeForFloatAvx2 as PyTorch's build compiles it, its multiply and add contracted into
+ *   one FMA (a separate add differs in the last bit).
+ * w is packed by `phrasal_int8_pack` layout: blocks of 16 output channels, within a block groups
+ * of 4 inputs, each group 16 channels x 4 bytes (the layout of VNNI's dot product); k and n are
+ * padded with zero weights to multiples of 4 and 16. w_sums[j] = Σ_k w[j][k] and w_scale[j]
+ * (a per-tensor weight repeats its scale) have n entries; bias n or NULL. `quantized` holds
+ * m·k4 bytes of scratch (k4: k rounded up to 4). model/decoding/kernel_backend.py checks it
+ * against the operator on this machine before using it (Int8Linear), and
+ * tests/model/test_int8_linear.py on every branch of the choice. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#define SMALL_SCALE_THRESHOLD 6.1e-5f
+
+__attribute__((optimize("fp-contract=off", "no-associative-math")))
+static void choose_quantization(float min, float max, int reduce_range, float *scale_out, int32_t *zero_point_out) {
+  int32_t qmin = 0, qmax = 255;
+  if (reduce_range) {
+    qmin = qmin / 2;
+    qmax = qmax / 2;
+  }
+  min = min < 0.f ? min : 0.f;
+  max = max > 0.f ? max : 0.f;
+  double scale = ((double)max - min) / (qmax - qmin);
+  if ((float)scale == 0.0f || isinf(1.0f / (float)scale)) scale = 0.1;
+  if (scale < SMALL_SCALE_THRESHOLD) {
+    float original = scale;
+    scale = SMALL_SCALE_THRESHOLD;
+    if (min == 0.0f) {
+      max = SMALL_SCALE_THRESHOLD * (qmax - qmin);
+    } else if (max == 0.0f) {
+      min = -SMALL_SCALE_THRESHOLD * (qmax - qmin);
+    } else {
+      float amplifier = SMALL_SCALE_THRESHOLD / original;
+      min *= amplifier;
+      max *= amplifier;
+    }
+  }
+  double from_min = qmin - min / scale, from_max = qmax - max / scale;
+  double from_min_error = fabs((double)qmin) - fabs(min / scale);
+  double from_max_error = fabs((double)qmax) - fabs(max / scale);
+  double initial = from_min_error < from_max_error ? from_min : from_max;
+  int32_t zero_point;
+  if (initial < qmin) zero_point = qmin;
+  else if (initial > qmax) zero_point = qmax;
+  else zero_point = (int32_t)nearbyint(initial);
+  *scale_out = (float)scale;
+  *zero_point_out = zero_point;
+}
+
+/* Sixteen channels' int32 dot products with `rows` (1 to 4) rows of quantised inputs (k4 bytes
+ * each, `a` the first), from the packed block `w` (k4/4 groups of 64 bytes); acc[r·16 + c]. Rows
+ * and, for one row, halves of k run as independent sums so that the dot products overlap. */
+static inline void int8_block_dots(const uint8_t *a, int64_t rows, int64_t k4, const int8_t *w, int32_t *acc) {
+  const int64_t groups = k4 / 4;
+#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+  const uint8_t *a1 = a + k4, *a2 = a + 2 * k4, *a3 = a + 3 * k4;
+  int32_t four;
+  if (rows == 1) {
+    int64_t g = 0;
+    for (; g + 1 < groups; g += 2) {
+      memcpy(&four, a + 4 * g, 4);
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_set1_epi32(four), _mm512_loadu_si512((const void *)(w + 64 * g)));
+      memcpy(&four, a + 4 * g + 4, 4);
+      s1 = _mm512_dpbusd_epi32(s1, _mm512_set1_epi32(four), _mm512_loadu_si512((const void *)(w + 64 * g + 64)));
+    }
+    if (g < groups) {
+      memcpy(&four, a + 4 * g, 4);
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_set1_epi32(four), _mm512_loadu_si512((const void *)(w + 64 * g)));
+    }
+    _mm512_storeu_si512((void *)acc, _mm512_add_epi32(s0, s1));
+    return;
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m512i weights = _mm512_loadu_si512((const void *)(w + 64 * g));
+    memcpy(&four, a + 4 * g, 4);
+    s0 = _mm512_dpbusd_epi32(s0, _mm512_set1_epi32(four), weights);
+    memcpy(&four, a1 + 4 * g, 4);
+    s1 = _mm512_dpbusd_epi32(s1, _mm512_set1_epi32(four), weights);
+    if (rows > 2) {
+      memcpy(&four, a2 + 4 * g, 4);
+      s2 = _mm512_dpbusd_epi32(s2, _mm512_set1_epi32(four), weights);
+    }
+    if (rows > 3) {
+      memcpy(&four, a3 + 4 * g, 4);
+      s3 = _mm512_dpbusd_epi32(s3, _mm512_set1_epi32(four), weights);
+    }
+  }
+  _mm512_storeu_si512((void *)acc, s0);
+  _mm512_storeu_si512((void *)(acc + 16), s1);
+  if (rows > 2) _mm512_storeu_si512((void *)(acc + 32), s2);
+  if (rows > 3) _mm512_storeu_si512((void *)(acc + 48), s3);
+#elif defined(__AVX2__)
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *x_row = a + r * k4;
+    __m256i low = _mm256_setzero_si256(), high = _mm256_setzero_si256();
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t four;
+      memcpy(&four, x_row + 4 * g, 4);
+      const __m256i x = _mm256_set1_epi32(four);
+      /* u8·s8 pairs summed to int16 (exact below 128 per input: reduce_range), then to int32 */
+      low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_maddubs_epi16(x, _mm256_loadu_si256((const __m256i *)(w + 64 * g))), ones));
+      high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_maddubs_epi16(x, _mm256_loadu_si256((const __m256i *)(w + 64 * g + 32))), ones));
+    }
+    _mm256_storeu_si256((__m256i *)(acc + 16 * r), low);
+    _mm256_storeu_si256((__m256i *)(acc + 16 * r + 8), high);
+  }
+#else
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t *sums = acc + 16 * r;
+    for (int c = 0; c < 16; ++c) sums[c] = 0;
+    for (int64_t g = 0; g < groups; ++g)
+      for (int c = 0; c < 16; ++c)
+        for (int b = 0; b < 4; ++b) sums[c] += (int32_t)a[r * k4 + 4 * g + b] * (int32_t)w[64 * g + 4 * c + b];
+  }
+#endif
+}
+
+static void int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, const int32_t *w_sums,
+                        const float *w_scale, const float *bias, int64_t n, int64_t reduce_range, int64_t relu,
+                        float *out, uint8_t *quantized) {
+  if (m <= 0) return;
+  float lo = x[0], hi = x[0];
+  for (int64_t i = 0; i < m * k; ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  float x_scale;
+  int32_t zero_point;
+  choose_quantization(lo, hi, (int)reduce_range, &x_scale, &zero_point);
+  const float inverse = 1.f / x_scale, zero = (float)zero_point;
+  const int64_t k4 = (k + 3) / 4 * 4;
+  for (int64_t i = 0; i < m; ++i) {
+    uint8_t *q = quantized + i * k4;
+    for (int64_t d = 0; d < k; ++d) {
+      float t = fmaf(x[i * k + d], inverse, zero);
+      t = t < 2147483520.f ? t : 2147483520.f; /* fbgemm clips before converting; 0 or 255 below either way */
+      t = t > -2147483520.f ? t : -2147483520.f;
+      const int32_t r = (int32_t)nearbyintf(t);
+      q[d] = (uint8_t)(r < 0 ? 0 : (r > 255 ? 255 : r));
+    }
+    for (int64_t d = k; d < k4; ++d) q[d] = 0;
+  }
+  int32_t acc[64];
+  for (int64_t block = 0; block < (n + 15) / 16; ++block) {
+    const int8_t *packed = w + block * 16 * k4;
+    const int64_t first = block * 16, width = n - first < 16 ? n - first : 16;
+    float multiplier[16];
+    int32_t offset[16];
+    for (int64_t c = 0; c < width; ++c) {
+      multiplier[c] = x_scale * w_scale[first + c];
+      offset[c] = zero_point * w_sums[first + c];
+    }
+    for (int64_t i = 0; i < m; i += 4) {
+      const int64_t rows = m - i < 4 ? m - i : 4;
+      int8_block_dots(quantized + i * k4, rows, k4, packed, acc);
+      for (int64_t r = 0; r < rows; ++r) {
+        float *row = out + (i + r) * n + first;
+        const int32_t *sums = acc + 16 * r;
+#if defined(__AVX512F__)
+        /* the scalar loop below, sixteen lanes at a time (the same roundings: vfmadd is fmaf) */
+        const __mmask16 lanes = (__mmask16)((1u << width) - 1u);
+        const __m512 raw = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_loadu_si512((const void *)sums),
+                                                               _mm512_maskz_loadu_epi32(lanes, offset)));
+        const __m512 scale = _mm512_maskz_loadu_ps(lanes, multiplier);
+        __m512 value = bias ? _mm512_fmadd_ps(raw, scale, _mm512_maskz_loadu_ps(lanes, bias + first)) : _mm512_mul_ps(raw, scale);
+        if (relu) value = _mm512_max_ps(value, _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(row, lanes, value);
+        continue;
+#endif
+        for (int64_t c = 0; c < width; ++c) {
+          const float raw = (float)(sums[c] - offset[c]);
+          const float value = bias ? fmaf(raw, multiplier[c], bias[first + c]) : raw * multiplier[c];
+          row[c] = relu ? (value > 0.f ? value : 0.f) : value;
+        }
+      }
+    }
+  }
+}
+
+int phrasal_int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, const int32_t *w_sums,
+                        const float *w_scale, const float *bias, int64_t n, int64_t reduce_range, int64_t relu,
+                        float *out, uint8_t *quantized) {
+  int8_linear(x, m, k, w, w_sums, w_scale, bias, n, reduce_range, relu, out, quantized);
+  return 0;
+}
+
+/* One int8 linear layer of a step plan: packed weights, Σw per row, scales, bias (0: none). */
+typedef struct {
+  int64_t weights, sums, scales, bias;
+} plan_linear;
+
+/* A decoder layer's part of a step plan, every field an address (model/decoding/kernel_backend.py,
+ * `Int8Step`): its six int8 linear layers, its three layer norms (weight, bias) and, per search,
+ * the projected memory and the self-attention cache's column addresses. */
+typedef struct {
+  plan_linear qkv, self_out, cross_q, cross_out, up, down;
+  int64_t cross_norm[2], ffn_norm[2], after_norm[2];
+  int64_t memory_k, memory_v, k_columns, v_columns;
+} plan_layer;
+
+#define LINEAR(l, x, m, k, n, relu, out)                                                                        \
+  int8_linear((x), (m), (k), (const int8_t *)(l).weights, (const int32_t *)(l).sums, (const float *)(l).scales, \
+              (const float *)(l).bias, (n), reduce_range, (relu), (out), quantized)
+
+/* The whole int8 decoder of one step in one call: what KernelBackend._layers does with one call
+ * per linear layer, attention and norm (the same functions, in the same order, so the same
+ * numbers), without ~3 µs of Python and ctypes around each of its ~45 calls. x (m, d) is the
+ * embedded input (becomes the residual stream); qkv (layers, m, 3d) receives each layer's
+ * projections, whose keys and values are this step's cache column (the caller has put their
+ * addresses in column `steps - 1`); first_norm: the addresses of the norm before layer 0's
+ * self-attention (weight, bias); h (m, d) receives the final norm's output, attention (m,
+ * length) the alignment layer's head-averaged attention. work: 4·m·d + m·d_ff floats; quantized:
+ * m·max(d, d_ff) rounded up to 4 bytes. Returns 1 where an attention exceeds the kernels' limits. */
+int phrasal_int8_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps,
+                              float *x, int64_t m, int64_t d, int64_t d_ff, int64_t n_heads, float scale,
+                              const int32_t *table, int64_t table_stride, int64_t steps, const int32_t *sentence,
+                              const uint8_t *keep, int64_t keep_stride, int64_t length, int64_t aligned_layer,
+                              int64_t reduce_range, float *qkv, float *h, float *attention, float *work,
+                              uint8_t *quantized) {
+  const int64_t dh = d / n_heads;
+  float *sum = work, *context = work + m * d, *y = work + 2 * m * d, *q = work + 3 * m * d, *up = work + 4 * m * d;
+  phrasal_add_layer_norm(x, 0, m, d, (const float *)first_norm[0], (const float *)first_norm[1], eps, x, h);
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const plan_layer *p = plan + l;
+    float *projected = qkv + l * m * 3 * d;
+    LINEAR(p->qkv, h, m, d, 3 * d, 0, projected);
+    if (phrasal_self_attention(projected, 3 * d, (const int64_t *)p->k_columns, (const int64_t *)p->v_columns, 3 * d,
+                               table, table_stride, m, n_heads, steps, dh, scale, context, d))
+      return 1;
+    LINEAR(p->self_out, context, m, d, d, 0, y);
+    phrasal_add_layer_norm(x, y, m, d, (const float *)p->cross_norm[0], (const float *)p->cross_norm[1], eps, sum, h);
+    memcpy(x, sum, m * d * sizeof(float));
+    LINEAR(p->cross_q, h, m, d, d, 0, q);
+    if (phrasal_cross_attention(q, d, (const float *)p->memory_k, (const float *)p->memory_v, d, length * d, sentence,
+                                keep, keep_stride, m, n_heads, length, dh, scale, context, d,
+                                l == aligned_layer ? attention : 0))
+      return 1;
+    LINEAR(p->cross_out, context, m, d, d, 0, y);
+    phrasal_add_layer_norm(x, y, m, d, (const float *)p->ffn_norm[0], (const float *)p->ffn_norm[1], eps, sum, h);
+    memcpy(x, sum, m * d * sizeof(float));
+    LINEAR(p->up, h, m, d, d_ff, 1, up);
+    LINEAR(p->down, up, m, d_ff, d, 0, y);
+    phrasal_add_layer_norm(x, y, m, d, (const float *)p->after_norm[0], (const float *)p->after_norm[1], eps, sum, h);
+    memcpy(x, sum, m * d * sizeof(float));
+  }
+  return 0;
+}

@@ -33,6 +33,7 @@ from model.attention.vanilla import VanillaAttention
 from model.cpu_kernels import library, unavailable
 from model.cpu_kernels import ops
 from model.decoder_state import Memory
+from model.decoding.int8_linear import Int8Linear, agreement_problem, operator_function, reduce_range_of
 from model.decoding.selection import Selection
 from model.transformer import StepOut, Transformer
 
@@ -112,6 +113,7 @@ class PagedState:
     memory_v: tuple[torch.Tensor, ...]
     keep: torch.Tensor
     rows_per_sentence: int = 1
+    plan: torch.Tensor | None = None  # Int8Step's plan with this search's memory and caches; None: no fused step
 
     def expand(self, rows_per_sentence: int) -> "PagedState":
         """B rows -> B·rows_per_sentence rows, every row repeated rows_per_sentence times."""
@@ -163,13 +165,9 @@ def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor
             return lambda x: F.relu(F.linear(x, weight, bias))
         return lambda x: F.linear(x, weight, bias)
     if type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8:
-        packed = module._packed_params._packed_params
-        reduce_range = module.version is not None and module.version >= 4  # as the module's forward passes it
-        operator = (torch.ops.quantized.linear_relu_dynamic if relu else torch.ops.quantized.linear_dynamic).default
-        # The overload's C++ function itself (its Python __call__ only forwards); `generate` decodes
-        # inside model.decoding.generate.no_torch_function, which spares it an exception a call.
-        call = getattr(operator, "_op", operator)
-        return lambda x: call(x, packed, reduce_range)
+        # `generate` decodes inside model.decoding.generate.no_torch_function, which spares the
+        # operator an exception a call.
+        return operator_function(module, relu)
     return (lambda x: F.relu(module(x))) if relu else module
 
 
@@ -272,6 +270,9 @@ class KernelBackend:
         # feed-forward norm, then the final one.
         norms = [norm for layer in model.decoder_layers for norm in (layer.self_norm, layer.cross_norm, layer.ffn_norm)]
         self._norms = [_norm_arguments(norm) for norm in norms + [model.decoder_norm]]
+        # An int8 model's whole decoder step in one kernel call where the kernel may replace the
+        # int8 operator on this machine (model/decoding/int8_linear.py); None: one call per layer.
+        self._int8_step = Int8Step.for_backend(self)
 
     def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int, at_limit: list[int],
                    never: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -317,14 +318,17 @@ class KernelBackend:
         layers = self.model.decoder_layers
         batch = src.shape[0]
         caches = tuple(_Cache(self.config.max_positions) for _ in layers)
+        memory_k = tuple(layer.cross_attention.k_proj(memory.states).contiguous() for layer in layers)
+        memory_v = tuple(layer.cross_attention.v_proj(memory.states).contiguous() for layer in layers)
         return PagedState(
             step=0,
             table=torch.empty(batch, 0, dtype=torch.int32),
             sentence=torch.arange(batch, dtype=torch.int32),
             caches=caches,
-            memory_k=tuple(layer.cross_attention.k_proj(memory.states).contiguous() for layer in layers),
-            memory_v=tuple(layer.cross_attention.v_proj(memory.states).contiguous() for layer in layers),
+            memory_k=memory_k,
+            memory_v=memory_v,
             keep=memory.pad_mask.logical_not().to(torch.uint8),
+            plan=self._int8_step.plan_for(memory_k, memory_v, caches) if self._int8_step is not None else None,
         )
 
     @torch.inference_mode()
@@ -375,6 +379,9 @@ class KernelBackend:
         steps, table_stride = table.shape[1], table.stride(0)
         # The target embedding as TokenEmbedding computes it (same operations, same order).
         x = torch.embedding(self._target_table, tokens).mul_(self._target_scale).add_(self._positions[t])
+        if state.plan is not None and m <= FUSED_MAX_ROWS:
+            h, attention = self._int8_step.run(state, x, table, sentence)
+            return self.output(h).float(), attention
         # Every residual sum goes with the layer norm after it (phrasal_add_layer_norm): x is the
         # residual stream, h its normalised copy that the next sub-layer reads.
         x, h = self._add_norm(x, None, self._norms[0])
@@ -420,3 +427,101 @@ class KernelBackend:
                                          norm[0].data_ptr(), norm[1].data_ptr(), norm[2], total.data_ptr(),
                                          normalised.data_ptr())
         return total, normalised
+
+
+# Rows up to which a step runs fused (Int8Step). Whole searches on the development CPU
+# (results/int8_linear_cpu.md): fused 1.72x one call per layer for one row, 1.12x at 64 rows,
+# 1.01x at 160 and 0.98x at 320, where the operator's blocked GEMM outruns the kernel's.
+FUSED_MAX_ROWS = 128
+
+
+class Int8Step:
+    """KernelBackend._layers for an int8 model in one call of decoding.c's
+    `phrasal_int8_decoder_step`: the same kernels in the same order (the same numbers, bit for bit:
+    tests/model/test_int8_linear.py), for steps of at most FUSED_MAX_ROWS rows, where the ~45
+    Python and ctypes calls of a step cost several times its arithmetic.
+
+    The plan is a (layers, 34) int64 table of addresses, decoding.c's `plan_layer`: per layer its
+    six linear layers (packed weights, row sums, scales, bias), three norms (weight, bias), then
+    per search the projected memory and the cache's column addresses (`plan_for`)."""
+
+    SEARCH_FIELDS = 4  # memory_k, memory_v, k_columns, v_columns
+
+    def __init__(self, backend: "KernelBackend", eps: float):
+        self.backend = backend
+        model, config = backend.model, backend.config
+        # Each layer's six linear layers packed for the kernel; they keep every address in the plan alive.
+        self.linears = [
+            [Int8Linear(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
+             Int8Linear(layer.self_attention.out_proj), Int8Linear(layer.cross_attention.q_proj),
+             Int8Linear(layer.cross_attention.out_proj), Int8Linear(layer.ffn.up, relu=True), Int8Linear(layer.ffn.down)]
+            for layer in model.decoder_layers]
+        self.d, self.heads = config.d_model, config.n_heads
+        self.d_ff = self.linears[0][4].out_features
+        self.eps = eps
+        self.reduce_range = self.linears[0][0].reduce_range
+        aligned = config.alignment_layer_index
+        self.aligned = aligned if 0 <= aligned < len(self.linears) else -1
+        rows = []
+        for index, layer in enumerate(self.linears):
+            row = []
+            for linear in layer:
+                row += [linear.weights.data_ptr(), linear.sums.data_ptr(), linear.scales.data_ptr(),
+                        linear.bias.data_ptr() if linear.bias is not None else 0]
+            for weight, bias, _ in backend._norms[3 * index + 1: 3 * index + 4]:
+                row += [weight.data_ptr(), bias.data_ptr()]
+            rows.append(row + [0] * self.SEARCH_FIELDS)
+        self.plan = torch.tensor(rows, dtype=torch.int64)
+        first = backend._norms[0]
+        self.first_norm = torch.tensor([first[0].data_ptr(), first[1].data_ptr()], dtype=torch.int64)
+        self.widest = -(-max(self.d, self.d_ff) // 4) * 4  # the widest quantised input, in bytes
+
+    @classmethod
+    def for_backend(cls, backend: "KernelBackend") -> "Int8Step | None":
+        """The fused step for `backend`'s model, or None where it does not apply: a float32 or
+        not-reduced-range layer, a machine where the kernel does not give the operator's numbers
+        (`agreement_problem`), norms with different eps."""
+        sites = [module for layer in backend.model.decoder_layers
+                 for module in (layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj,
+                                layer.self_attention.out_proj, layer.cross_attention.q_proj,
+                                layer.cross_attention.out_proj, layer.ffn.up, layer.ffn.down)]
+        if not all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
+                   and reduce_range_of(module) for module in sites):
+            return None
+        if len({eps for _, _, eps in backend._norms}) != 1 or agreement_problem() is not None:
+            return None
+        return cls(backend, backend._norms[0][2])
+
+    def plan_for(self, memory_k: tuple[torch.Tensor, ...], memory_v: tuple[torch.Tensor, ...],
+                 caches: tuple["_Cache", ...]) -> torch.Tensor:
+        """The plan with one search's memory and caches filled in."""
+        plan = self.plan.clone()
+        plan[:, -self.SEARCH_FIELDS:] = torch.tensor(
+            [[k.data_ptr(), v.data_ptr(), cache.k_columns.data_ptr(), cache.v_columns.data_ptr()]
+             for k, v, cache in zip(memory_k, memory_v, caches)], dtype=torch.int64)
+        return plan
+
+    def run(self, state: PagedState, x: torch.Tensor, table: torch.Tensor,
+            sentence: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The decoder on the embedded input x (m, D) at step state.step: appends this step's cache
+        column to every layer, returns the final norm's output (m, D) and the alignment layer's
+        attention (m, S) (None where the model names no decoder layer for it)."""
+        m, d, t = x.shape[0], self.d, state.step
+        qkv = torch.empty(len(self.linears), m, 3 * d)
+        address, row_bytes = qkv.data_ptr(), 4 * m * 3 * d
+        for index, cache in enumerate(state.caches):
+            start = address + index * row_bytes
+            cache.append(t, qkv, start + 4 * d, start + 8 * d)
+        h = torch.empty(m, d)
+        # Scratch per step, not per backend: searches in two threads may share the backend.
+        work, quantized = torch.empty(m * (4 * d + self.d_ff)), torch.empty(m * self.widest, dtype=torch.uint8)
+        length = state.memory_k[0].shape[1]
+        attention = torch.empty(m, length) if self.aligned >= 0 else None
+        if self.backend._lib.phrasal_int8_decoder_step(
+                state.plan.data_ptr(), len(self.linears), self.first_norm.data_ptr(), self.eps, x.data_ptr(), m, d,
+                self.d_ff, self.heads, self.backend._attention_scale, table.data_ptr(), table.stride(0), table.shape[1],
+                sentence.data_ptr(), state.keep.data_ptr(), state.keep.stride(0), length, self.aligned,
+                self.reduce_range, qkv.data_ptr(), h.data_ptr(), attention.data_ptr() if attention is not None else None,
+                work.data_ptr(), quantized.data_ptr()):
+            raise ValueError(f"attention over {table.shape[1]} steps or {length} positions exceeds the kernel's limits")
+        return h, attention

@@ -1,0 +1,150 @@
+"""The int8 decoder step: one kernel call (model/decoding/kernel_backend.py, Int8Step) against
+one call per layer, and the int8 linear layer alone: PyTorch's dynamic int8 operator against
+decoding.c's kernel (model/decoding/int8_linear.py), which gives its numbers bit for bit.
+
+    python benchmarks/int8_linear.py                       # the bundled en-de model
+    python benchmarks/int8_linear.py --searches 1x1,5x1,5x32 --sentences 96 --rows 1,16
+
+Whole searches: the bundled model int8 through the kernel backend, the first --sentences
+test_2016_flickr sentences in batches, each (beam x batch) run fused and per layer after a warm-up
+run, milliseconds for all and whether the hypotheses are identical. What they say sets
+FUSED_MAX_ROWS. Per layer shape (in x out, the model's: self-attention q/k/v fused, the other
+projections, the feed-forward's two layers, the output projection) and rows: microseconds per call
+of the operator and of the kernel alone, called as a search calls them (inside
+`no_torch_function`), and whether their outputs are equal. One thread. Appends to
+results/int8_linear_cpu.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.host import append_report, cpu_name  # noqa: E402
+
+SHAPES = ((128, 384), (128, 128), (128, 256), (256, 128), (128, 10000))
+
+
+def per_call_us(function, x, calls: int) -> float:
+    for _ in range(max(10, calls // 20)):
+        function(x)
+    began = time.perf_counter()
+    for _ in range(calls):
+        function(x)
+    return 1e6 * (time.perf_counter() - began) / calls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--searches", default="1x1,5x1,1x8,5x2,1x16,5x4,1x32,5x8,5x16,5x32,5x64",
+                        help="beam x batch pairs of the whole-search comparison")
+    parser.add_argument("--sentences", type=int, default=96)
+    parser.add_argument("--rows", default="1,2,5,10,16,32")
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "int8_linear_cpu.md")
+    args = parser.parse_args()
+
+    import torch
+    from torch import nn
+
+    from model.decoding.generate import no_torch_function
+    from model.decoding.int8_linear import C_MAX_ROWS, Int8Linear, agreement_problem, quantize_linear
+
+    torch.set_num_threads(1)
+    problem = agreement_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    rows_list = [int(r) for r in args.rows.split(",")]
+    searches = searches_table(args.searches, args.sentences)
+    lines = []
+    torch.manual_seed(0)
+    with torch.inference_mode(), no_torch_function():
+        for in_features, out_features in SHAPES:
+            kernel = Int8Linear(quantize_linear(nn.Linear(in_features, out_features)))
+            for rows in rows_list:
+                x = torch.randn(rows, in_features)
+                calls = args.calls if out_features < 1000 else max(200, args.calls // 10)
+                operator = per_call_us(kernel.operator, x, calls)
+                if rows <= C_MAX_ROWS:
+                    ours, equal = per_call_us(kernel, x, calls), torch.equal(kernel(x), kernel.operator(x))
+                else:  # above C_MAX_ROWS the layer calls the operator: time the kernel itself
+                    saved, kernel_rows = C_MAX_ROWS, rows
+                    import model.decoding.int8_linear as module
+                    module.C_MAX_ROWS = kernel_rows
+                    try:
+                        ours, equal = per_call_us(kernel, x, calls), torch.equal(kernel(x), kernel.operator(x))
+                    finally:
+                        module.C_MAX_ROWS = saved
+                lines.append(f"| {in_features} x {out_features} | {rows} | {operator:.1f} | {ours:.1f} | "
+                             f"{operator / ours:.2f} | {'yes' if equal else '**no**'} |")
+    command = "python benchmarks/int8_linear.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    report = (
+        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
+        f"{os.cpu_count()} logical CPUs\n\n    {command.strip()}\n\n"
+        f"torch {torch.__version__}, engine {torch.backends.quantized.engine}, one thread.\n\n"
+        f"Whole searches, models/en-de int8, the first {args.sentences} test_2016_flickr sentences:\n\n"
+        "| beam | batch | fused ms | per layer ms | per layer / fused | identical hypotheses |\n"
+        "|---:|---:|---:|---:|---:|---|\n" + "\n".join(searches) + "\n\n"
+        "One layer alone:\n\n"
+        "| layer (in x out) | rows | operator µs | kernel µs | operator / kernel | equal |\n"
+        "|---|---:|---:|---:|---:|---|\n" + "\n".join(lines) + "\n"
+    )
+    print(report)
+    append_report(args.results, "The int8 linear layer: PyTorch's operator against the C kernel",
+                  "python benchmarks/int8_linear.py", report)
+    return 0
+
+
+def searches_table(pairs: str, sentences: int) -> list[str]:
+    import gzip
+
+    import torch
+
+    from model.decoding.generate import generate, pad_sources
+    from model.decoding.kernel_backend import KernelBackend
+    from model.decoding.options import DecodingOptions
+    from model.model_dir import load_model_dir
+    from model.quantization import quantize_int8
+
+    loaded = load_model_dir(REPO / "models" / "en-de")
+    config, model = loaded.config, quantize_int8(loaded.model)
+    with gzip.open(REPO / "data" / "multi30k" / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as handle:
+        texts = [line.strip() for _, line in zip(range(sentences), handle)]
+    ids = loaded.tokenizer.encode_batch(texts)
+    fused, per_layer = KernelBackend(model), KernelBackend(model)
+    per_layer._int8_step = None
+    if fused._int8_step is None:
+        raise SystemExit("error: this machine runs no fused int8 step (model/decoding/int8_linear.py)")
+    lines = []
+    for pair in pairs.split(","):
+        beam, batch = (int(part) for part in pair.split("x"))
+        timings, outputs = [], []
+        for backend in (fused, per_layer):
+            def run() -> list[list[int]]:
+                out = []
+                for start in range(0, len(ids), batch):
+                    src = pad_sources([x + [config.eos_id] for x in ids[start:start + batch]], config.pad_id,
+                                      torch.device("cpu"))
+                    out += [h[0].tokens for h in generate(backend, src, DecodingOptions(beam_size=beam))]
+                return out
+
+            run()
+            began = time.perf_counter()
+            outputs.append(run())
+            timings.append(1000 * (time.perf_counter() - began))
+        lines.append(f"| {beam} | {batch} | {timings[0]:.0f} | {timings[1]:.0f} | {timings[1] / timings[0]:.2f} | "
+                     f"{'yes' if outputs[0] == outputs[1] else '**no**'} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())
