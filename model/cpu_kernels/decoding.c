@@ -477,7 +477,19 @@ static void int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, c
                         float *out, uint8_t *quantized) {
   if (m <= 0) return;
   float lo = x[0], hi = x[0];
-  for (int64_t i = 0; i < m * k; ++i) {
+  int64_t start = 0;
+#if defined(__AVX512F__)
+  /* min and max are exact in any order */
+  __m512 low = _mm512_set1_ps(x[0]), high = low;
+  for (; start + 16 <= m * k; start += 16) {
+    const __m512 v = _mm512_loadu_ps(x + start);
+    low = _mm512_min_ps(low, v);
+    high = _mm512_max_ps(high, v);
+  }
+  lo = _mm512_reduce_min_ps(low);
+  hi = _mm512_reduce_max_ps(high);
+#endif
+  for (int64_t i = start; i < m * k; ++i) {
     lo = x[i] < lo ? x[i] : lo;
     hi = x[i] > hi ? x[i] : hi;
   }
@@ -488,14 +500,28 @@ static void int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, c
   const int64_t k4 = (k + 3) / 4 * 4;
   for (int64_t i = 0; i < m; ++i) {
     uint8_t *q = quantized + i * k4;
-    for (int64_t d = 0; d < k; ++d) {
+    int64_t d = 0;
+#if defined(__AVX512F__)
+    /* the loop below sixteen at a time: vfmadd rounds as fmaf, vcvtps2dq to nearest-even as
+     * nearbyintf (the default rounding mode), then the same clamps */
+    const __m512 inverse_v = _mm512_set1_ps(inverse), zero_v = _mm512_set1_ps(zero);
+    const __m512 top = _mm512_set1_ps(2147483520.f), bottom = _mm512_set1_ps(-2147483520.f);
+    for (; d + 16 <= k; d += 16) {
+      __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(x + i * k + d), inverse_v, zero_v);
+      t = _mm512_max_ps(_mm512_min_ps(t, top), bottom);
+      __m512i r = _mm512_cvtps_epi32(t);
+      r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_setzero_si512()), _mm512_set1_epi32(255));
+      _mm_storeu_si128((__m128i *)(q + d), _mm512_cvtepi32_epi8(r));
+    }
+#endif
+    for (; d < k; ++d) {
       float t = fmaf(x[i * k + d], inverse, zero);
       t = t < 2147483520.f ? t : 2147483520.f; /* fbgemm clips before converting; 0 or 255 below either way */
       t = t > -2147483520.f ? t : -2147483520.f;
       const int32_t r = (int32_t)nearbyintf(t);
       q[d] = (uint8_t)(r < 0 ? 0 : (r > 255 ? 255 : r));
     }
-    for (int64_t d = k; d < k4; ++d) q[d] = 0;
+    for (d = k; d < k4; ++d) q[d] = 0;
   }
   int32_t acc[64];
   for (int64_t block = 0; block < (n + 15) / 16; ++block) {
