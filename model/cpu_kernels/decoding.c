@@ -567,13 +567,81 @@ int phrasal_int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, c
   return 0;
 }
 
-/* One int8 linear layer of a step plan: packed weights, Σw per row, scales, bias (0: none). */
+/* A float32 linear layer for the fused float32 step: out (m, n) = x (m, k) · wᵀ + bias, then the
+ * ReLU where asked. w is packed in blocks of 16 output channels, each (k, 16) (k rows of the 16
+ * channels' weights; n padded with zero weights to a multiple of 16). Each output sums its k
+ * products (in order, or for a single row in four interleaved sums), then adds the bias: another
+ * order than PyTorch's GEMM, so it equals F.linear up to float rounding (export/kernels_check.py
+ * verifies the decoder per model). */
+static void float_linear(const float *x, int64_t m, int64_t k, const float *w, const float *bias, int64_t n,
+                         int64_t relu, float *out) {
+  for (int64_t block = 0; block < (n + 15) / 16; ++block) {
+    const float *packed = w + block * 16 * k;
+    const int64_t first = block * 16, width = n - first < 16 ? n - first : 16;
+    for (int64_t i = 0; i < m; i += 4) {
+      const int64_t rows = m - i < 4 ? m - i : 4;
+      float acc[4][16];
+#if defined(__AVX512F__)
+      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      if (rows == 1) {
+        /* one row: four sums over interleaved inputs, so that the multiply-adds overlap */
+        const float *x0 = x + i * k;
+        int64_t d = 0;
+        for (; d + 4 <= k; d += 4) {
+          s0 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d]), _mm512_loadu_ps(packed + 16 * d), s0);
+          s1 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d + 1]), _mm512_loadu_ps(packed + 16 * (d + 1)), s1);
+          s2 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d + 2]), _mm512_loadu_ps(packed + 16 * (d + 2)), s2);
+          s3 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d + 3]), _mm512_loadu_ps(packed + 16 * (d + 3)), s3);
+        }
+        for (; d < k; ++d) s0 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d]), _mm512_loadu_ps(packed + 16 * d), s0);
+        _mm512_storeu_ps(acc[0], _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+        goto finish;
+      }
+      const float *x0 = x + i * k, *x1 = x0 + (rows > 1 ? k : 0), *x2 = x0 + (rows > 2 ? 2 * k : 0),
+                  *x3 = x0 + (rows > 3 ? 3 * k : 0);
+      for (int64_t d = 0; d < k; ++d) {
+        const __m512 weights = _mm512_loadu_ps(packed + 16 * d);
+        s0 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d]), weights, s0);
+        s1 = _mm512_fmadd_ps(_mm512_set1_ps(x1[d]), weights, s1);
+        s2 = _mm512_fmadd_ps(_mm512_set1_ps(x2[d]), weights, s2);
+        s3 = _mm512_fmadd_ps(_mm512_set1_ps(x3[d]), weights, s3);
+      }
+      _mm512_storeu_ps(acc[0], s0);
+      _mm512_storeu_ps(acc[1], s1);
+      _mm512_storeu_ps(acc[2], s2);
+      _mm512_storeu_ps(acc[3], s3);
+#else
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int c = 0; c < 16; ++c) acc[r][c] = 0.f;
+        for (int64_t d = 0; d < k; ++d) {
+          const float v = x[(i + r) * k + d];
+#pragma omp simd
+          for (int c = 0; c < 16; ++c) acc[r][c] = fmaf(v, packed[16 * d + c], acc[r][c]);
+        }
+      }
+#endif
+#if defined(__AVX512F__)
+    finish:
+#endif
+      for (int64_t r = 0; r < rows; ++r) {
+        float *row = out + (i + r) * n + first;
+        for (int64_t c = 0; c < width; ++c) {
+          const float value = bias ? acc[r][c] + bias[first + c] : acc[r][c];
+          row[c] = relu ? (value > 0.f ? value : 0.f) : value;
+        }
+      }
+    }
+  }
+}
+
+/* One linear layer of a step plan: packed weights, bias (0: none) and for int8 Σw per row and the
+ * scales (0 for float32). */
 typedef struct {
   int64_t weights, sums, scales, bias;
 } plan_linear;
 
 /* A decoder layer's part of a step plan, every field an address (model/decoding/kernel_backend.py,
- * `Int8Step`): its six int8 linear layers, its three layer norms (weight, bias) and, per search,
+ * `FusedStep`): its six linear layers, its three layer norms (weight, bias) and, per search,
  * the projected memory and the self-attention cache's column addresses. */
 typedef struct {
   plan_linear qkv, self_out, cross_q, cross_out, up, down;
@@ -581,25 +649,31 @@ typedef struct {
   int64_t memory_k, memory_v, k_columns, v_columns;
 } plan_layer;
 
-#define LINEAR(l, x, m, k, n, relu, out)                                                                        \
-  int8_linear((x), (m), (k), (const int8_t *)(l).weights, (const int32_t *)(l).sums, (const float *)(l).scales, \
-              (const float *)(l).bias, (n), reduce_range, (relu), (out), quantized)
+#define LINEAR(l, x, m, k, n, relu, out)                                                                          \
+  do {                                                                                                             \
+    if (int8)                                                                                                      \
+      int8_linear((x), (m), (k), (const int8_t *)(l).weights, (const int32_t *)(l).sums, (const float *)(l).scales, \
+                  (const float *)(l).bias, (n), reduce_range, (relu), (out), quantized);                           \
+    else                                                                                                           \
+      float_linear((x), (m), (k), (const float *)(l).weights, (const float *)(l).bias, (n), (relu), (out));        \
+  } while (0)
 
-/* The whole int8 decoder of one step in one call: what KernelBackend._layers does with one call
- * per linear layer, attention and norm (the same functions, in the same order, so the same
- * numbers), without ~3 µs of Python and ctypes around each of its ~45 calls. x (m, d) is the
- * embedded input (becomes the residual stream); qkv (layers, m, 3d) receives each layer's
+/* The whole decoder of one step in one call: what KernelBackend._layers does with one call per
+ * linear layer, attention and norm, without ~3 µs of Python and ctypes around each of its ~45
+ * calls. int8 (reduce_range as its layers): the same functions in the same order, so the same
+ * numbers; float32 (int8 0): float_linear in place of PyTorch's GEMM, equal up to rounding.
+ * x (m, d) is the embedded input (becomes the residual stream); qkv (layers, m, 3d) receives each layer's
  * projections, whose keys and values are this step's cache column (the caller has put their
  * addresses in column `steps - 1`); first_norm: the addresses of the norm before layer 0's
  * self-attention (weight, bias); h (m, d) receives the final norm's output, attention (m,
  * length) the alignment layer's head-averaged attention. work: 4·m·d + m·d_ff floats; quantized:
- * m·max(d, d_ff) rounded up to 4 bytes. Returns 1 where an attention exceeds the kernels' limits. */
-int phrasal_int8_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps,
-                              float *x, int64_t m, int64_t d, int64_t d_ff, int64_t n_heads, float scale,
-                              const int32_t *table, int64_t table_stride, int64_t steps, const int32_t *sentence,
-                              const uint8_t *keep, int64_t keep_stride, int64_t length, int64_t aligned_layer,
-                              int64_t reduce_range, float *qkv, float *h, float *attention, float *work,
-                              uint8_t *quantized) {
+ * m·max(d, d_ff) rounded up to 4 bytes (int8 only). Returns 1 where an attention exceeds the kernels' limits. */
+int phrasal_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps, float *x,
+                         int64_t m, int64_t d, int64_t d_ff, int64_t n_heads, float scale, const int32_t *table,
+                         int64_t table_stride, int64_t steps, const int32_t *sentence, const uint8_t *keep,
+                         int64_t keep_stride, int64_t length, int64_t aligned_layer, int64_t int8,
+                         int64_t reduce_range, float *qkv, float *h, float *attention, float *work,
+                         uint8_t *quantized) {
   const int64_t dh = d / n_heads;
   float *sum = work, *context = work + m * d, *y = work + 2 * m * d, *q = work + 3 * m * d, *up = work + 4 * m * d;
   phrasal_add_layer_norm(x, 0, m, d, (const float *)first_norm[0], (const float *)first_norm[1], eps, x, h);

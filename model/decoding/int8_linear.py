@@ -4,9 +4,9 @@ A decoding step of the bundled model calls the int8 operator 25 times (~2.5 µs 
 calls it) for well under 1 µs of arithmetic each, beside some 20 attention and norm kernel calls:
 for one sentence at a time the step was mostly calls. decoding.c's `phrasal_int8_linear` computes
 the operator's numbers bit for bit (its comment says how) from weights packed once here
-(`Int8Linear`), so that `phrasal_int8_decoder_step` (kernel_backend.py, `Int8Step`) can run a
+(`Int8Linear`), so that `phrasal_decoder_step` (kernel_backend.py, `FusedStep`) can run a
 whole step in one call. Called alone through ctypes the kernel is no faster than the operator
-(benchmarks/int8_linear.py), so layers called one at a time keep the operator
+(benchmarks/fused_step.py), so layers called one at a time keep the operator
 (`operator_function`).
 
 Bit for bit holds for the fbgemm engine on x86 with the reduced input range the model's layers

@@ -113,7 +113,7 @@ class PagedState:
     memory_v: tuple[torch.Tensor, ...]
     keep: torch.Tensor
     rows_per_sentence: int = 1
-    plan: torch.Tensor | None = None  # Int8Step's plan with this search's memory and caches; None: no fused step
+    plan: torch.Tensor | None = None  # FusedStep's plan with this search's memory and caches; None: no fused step
 
     def expand(self, rows_per_sentence: int) -> "PagedState":
         """B rows -> B·rows_per_sentence rows, every row repeated rows_per_sentence times."""
@@ -270,9 +270,8 @@ class KernelBackend:
         # feed-forward norm, then the final one.
         norms = [norm for layer in model.decoder_layers for norm in (layer.self_norm, layer.cross_norm, layer.ffn_norm)]
         self._norms = [_norm_arguments(norm) for norm in norms + [model.decoder_norm]]
-        # An int8 model's whole decoder step in one kernel call where the kernel may replace the
-        # int8 operator on this machine (model/decoding/int8_linear.py); None: one call per layer.
-        self._int8_step = Int8Step.for_backend(self)
+        # The whole decoder step in one kernel call (FusedStep); None: one call per layer.
+        self._fused_step = FusedStep.for_backend(self)
 
     def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int, at_limit: list[int],
                    never: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -328,7 +327,7 @@ class KernelBackend:
             memory_k=memory_k,
             memory_v=memory_v,
             keep=memory.pad_mask.logical_not().to(torch.uint8),
-            plan=self._int8_step.plan_for(memory_k, memory_v, caches) if self._int8_step is not None else None,
+            plan=self._fused_step.plan_for(memory_k, memory_v, caches) if self._fused_step is not None else None,
         )
 
     @torch.inference_mode()
@@ -380,7 +379,7 @@ class KernelBackend:
         # The target embedding as TokenEmbedding computes it (same operations, same order).
         x = torch.embedding(self._target_table, tokens).mul_(self._target_scale).add_(self._positions[t])
         if state.plan is not None and m <= FUSED_MAX_ROWS:
-            h, attention = self._int8_step.run(state, x, table, sentence)
+            h, attention = self._fused_step.run(state, x, table, sentence)
             return self.output(h).float(), attention
         # Every residual sum goes with the layer norm after it (phrasal_add_layer_norm): x is the
         # residual stream, h its normalised copy that the next sub-layer reads.
@@ -429,18 +428,45 @@ class KernelBackend:
         return total, normalised
 
 
-# Rows up to which a step runs fused (Int8Step). Whole searches on the development CPU
-# (benchmarks/int8_linear.py, results/int8_linear_cpu.md): fused 1.75x one call per layer greedy
+# Rows up to which a step runs fused (FusedStep). Whole int8 searches on the development CPU
+# (benchmarks/fused_step.py, results/fused_step_cpu.md): fused 1.75x one call per layer greedy
 # and 1.58x at beam 5 for one sentence at a time, 1.1-1.3x for batches up to ~100 rows, about
 # even above (0.96x for 128 sentences at beam 5), where the operator's blocked GEMM catches up.
 FUSED_MAX_ROWS = 128
 
 
-class Int8Step:
-    """KernelBackend._layers for an int8 model in one call of decoding.c's
-    `phrasal_int8_decoder_step`: the same kernels in the same order (the same numbers, bit for bit:
-    tests/model/test_int8_linear.py), for steps of at most FUSED_MAX_ROWS rows, where the ~45
-    Python and ctypes calls of a step cost several times its arithmetic.
+def pack_float(weight: torch.Tensor) -> torch.Tensor:
+    """(out, in) float32 weights in decoding.c's float_linear layout: blocks of 16 output channels,
+    each (in, 16); zero weights pad the outputs."""
+    out_features, in_features = weight.shape
+    n16 = -(-out_features // 16) * 16
+    padded = torch.zeros(n16, in_features)
+    padded[:out_features] = weight.detach()
+    return padded.view(n16 // 16, 16, in_features).transpose(1, 2).contiguous()
+
+
+@dataclass(frozen=True)
+class _FloatLinear:
+    """A float32 linear layer packed for float_linear (the same fields as Int8Linear's that the plan reads)."""
+
+    weights: torch.Tensor
+    bias: torch.Tensor | None
+    out_features: int
+    sums = None
+    scales = None
+
+    @classmethod
+    def of(cls, module: nn.Linear) -> "_FloatLinear":
+        bias = module.bias.detach().contiguous() if module.bias is not None else None
+        return cls(pack_float(module.weight), bias, module.out_features)
+
+
+class FusedStep:
+    """KernelBackend._layers in one call of decoding.c's `phrasal_decoder_step`, for steps of at
+    most FUSED_MAX_ROWS rows, where the ~45 Python and ctypes calls of a step cost several times
+    its arithmetic. int8: the same kernels in the same order, the same numbers bit for bit
+    (tests/model/test_int8_linear.py); float32: its linear layers in decoding.c's float_linear,
+    equal to PyTorch's up to float rounding (export/kernels_check.py verifies each model).
 
     The plan is a (layers, 34) int64 table of addresses, decoding.c's `plan_layer`: per layer its
     six linear layers (packed weights, row sums, scales, bias), three norms (weight, bias), then
@@ -448,26 +474,30 @@ class Int8Step:
 
     SEARCH_FIELDS = 4  # memory_k, memory_v, k_columns, v_columns
 
-    def __init__(self, backend: "KernelBackend", eps: float):
+    def __init__(self, backend: "KernelBackend", eps: float, int8: bool):
         self.backend = backend
+        self.int8 = int8
         model, config = backend.model, backend.config
+        pack = Int8Linear if int8 else _FloatLinear.of
+        up = (lambda module: Int8Linear(module, relu=True)) if int8 else _FloatLinear.of
         # Each layer's six linear layers packed for the kernel; they keep every address in the plan alive.
         self.linears = [
-            [Int8Linear(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
-             Int8Linear(layer.self_attention.out_proj), Int8Linear(layer.cross_attention.q_proj),
-             Int8Linear(layer.cross_attention.out_proj), Int8Linear(layer.ffn.up, relu=True), Int8Linear(layer.ffn.down)]
+            [pack(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
+             pack(layer.self_attention.out_proj), pack(layer.cross_attention.q_proj),
+             pack(layer.cross_attention.out_proj), up(layer.ffn.up), pack(layer.ffn.down)]
             for layer in model.decoder_layers]
         self.d, self.heads = config.d_model, config.n_heads
         self.d_ff = self.linears[0][4].out_features
         self.eps = eps
-        self.reduce_range = self.linears[0][0].reduce_range
+        self.reduce_range = self.linears[0][0].reduce_range if int8 else 0
         aligned = config.alignment_layer_index
         self.aligned = aligned if 0 <= aligned < len(self.linears) else -1
         rows = []
         for index, layer in enumerate(self.linears):
             row = []
             for linear in layer:
-                row += [linear.weights.data_ptr(), linear.sums.data_ptr(), linear.scales.data_ptr(),
+                row += [linear.weights.data_ptr(), linear.sums.data_ptr() if linear.sums is not None else 0,
+                        linear.scales.data_ptr() if linear.scales is not None else 0,
                         linear.bias.data_ptr() if linear.bias is not None else 0]
             for weight, bias, _ in backend._norms[3 * index + 1: 3 * index + 4]:
                 row += [weight.data_ptr(), bias.data_ptr()]
@@ -478,20 +508,24 @@ class Int8Step:
         self.widest = -(-max(self.d, self.d_ff) // 4) * 4  # the widest quantised input, in bytes
 
     @classmethod
-    def for_backend(cls, backend: "KernelBackend") -> "Int8Step | None":
-        """The fused step for `backend`'s model, or None where it does not apply: a float32 or
-        not-reduced-range layer, a machine where the kernel does not give the operator's numbers
-        (`agreement_problem`), norms with different eps."""
+    def for_backend(cls, backend: "KernelBackend") -> "FusedStep | None":
+        """The fused step for `backend`'s model, or None where it does not apply: layers neither all
+        float32 nor all int8 with the reduced range, an int8 model on a machine where the kernel does
+        not give the operator's numbers (`agreement_problem`), norms with different eps."""
         sites = [module for layer in backend.model.decoder_layers
                  for module in (layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj,
                                 layer.self_attention.out_proj, layer.cross_attention.q_proj,
                                 layer.cross_attention.out_proj, layer.ffn.up, layer.ffn.down)]
+        if len({eps for _, _, eps in backend._norms}) != 1:
+            return None
+        if all(type(module) is nn.Linear and module.weight.dtype == torch.float32 for module in sites):
+            return cls(backend, backend._norms[0][2], int8=False)
         if not all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
                    and reduce_range_of(module) for module in sites):
             return None
-        if len({eps for _, _, eps in backend._norms}) != 1 or agreement_problem() is not None:
+        if agreement_problem() is not None:
             return None
-        return cls(backend, backend._norms[0][2])
+        return cls(backend, backend._norms[0][2], int8=True)
 
     def plan_for(self, memory_k: tuple[torch.Tensor, ...], memory_v: tuple[torch.Tensor, ...],
                  caches: tuple["_Cache", ...]) -> torch.Tensor:
@@ -515,14 +549,15 @@ class Int8Step:
             cache.append(t, qkv, start + 4 * d, start + 8 * d)
         h = torch.empty(m, d)
         # Scratch per step, not per backend: searches in two threads may share the backend.
-        work, quantized = torch.empty(m * (4 * d + self.d_ff)), torch.empty(m * self.widest, dtype=torch.uint8)
+        work = torch.empty(m * (4 * d + self.d_ff))
+        quantized = torch.empty(m * self.widest if self.int8 else 0, dtype=torch.uint8)
         length = state.memory_k[0].shape[1]
         attention = torch.empty(m, length) if self.aligned >= 0 else None
-        if self.backend._lib.phrasal_int8_decoder_step(
+        if self.backend._lib.phrasal_decoder_step(
                 state.plan.data_ptr(), len(self.linears), self.first_norm.data_ptr(), self.eps, x.data_ptr(), m, d,
                 self.d_ff, self.heads, self.backend._attention_scale, table.data_ptr(), table.stride(0), table.shape[1],
                 sentence.data_ptr(), state.keep.data_ptr(), state.keep.stride(0), length, self.aligned,
-                self.reduce_range, qkv.data_ptr(), h.data_ptr(), attention.data_ptr() if attention is not None else None,
+                int(self.int8), self.reduce_range, qkv.data_ptr(), h.data_ptr(), attention.data_ptr() if attention is not None else None,
                 work.data_ptr(), quantized.data_ptr()):
             raise ValueError(f"attention over {table.shape[1]} steps or {length} positions exceeds the kernel's limits")
         return h, attention

@@ -2,7 +2,8 @@
 int8 operator bit for bit on every branch of its input quantisation (scale from the range, the
 small-scale floor, the degenerate range, inputs of one sign), with and without bias and ReLU, on
 per-tensor and per-channel (fused) weights and odd sizes; the packing puts each weight where the
-kernel reads it; and the fused int8 decoder step gives the per-layer step bit for bit."""
+kernel reads it; and the fused int8 decoder step gives the per-layer step bit for bit (float32's,
+up to rounding: tests/model/test_kernel_backend.py)."""
 from __future__ import annotations
 
 import pytest
@@ -92,22 +93,22 @@ def test_more_rows_than_the_kernel_takes_go_to_the_operator():
 
 def test_a_machine_where_they_disagree_runs_one_call_per_layer(monkeypatch):
     model = quantize_int8(tiny_model(8))
-    assert KernelBackend(model)._int8_step is not None
+    assert KernelBackend(model)._fused_step is not None
     monkeypatch.setattr(kernel_backend, "agreement_problem", lambda: "differs here")
-    assert KernelBackend(model)._int8_step is None
+    assert KernelBackend(model)._fused_step is None
 
 
 def test_layers_without_the_reduced_range_run_one_call_per_layer():
     model = quantize_int8(tiny_model(8))
     model.decoder_layers[1].ffn.down.version = 3  # before version 4 the module's forward passes no reduce_range
-    assert KernelBackend(model)._int8_step is None
+    assert KernelBackend(model)._fused_step is None
 
 
-def test_the_fused_int8_step_gives_the_per_layer_step_bit_for_bit():
+def test_the_fused_fused_step_gives_the_per_layer_step_bit_for_bit():
     model = quantize_int8(tiny_model(8))
     fused, per_layer = KernelBackend(model), KernelBackend(model)
-    per_layer._int8_step = None
-    assert fused._int8_step is not None
+    per_layer._fused_step = None
+    assert fused._fused_step is not None
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
     for beam in (1, 3, 5):  # 3 to 15 rows
         options = DecodingOptions(beam_size=beam, n_best=beam, alignment="token")
@@ -121,10 +122,10 @@ def test_the_fused_int8_step_gives_the_per_layer_step_bit_for_bit():
 def test_steps_with_more_rows_than_the_fused_step_takes_run_one_call_per_layer(monkeypatch):
     model = quantize_int8(tiny_model(8))
     per_layer, backend = KernelBackend(model), KernelBackend(model)
-    per_layer._int8_step = None
+    per_layer._fused_step = None
     ran = []
-    run = backend._int8_step.run
-    monkeypatch.setattr(backend._int8_step, "run", lambda state, x, *rest: ran.append(x.shape[0]) or run(state, x, *rest))
+    run = backend._fused_step.run
+    monkeypatch.setattr(backend._fused_step, "run", lambda state, x, *rest: ran.append(x.shape[0]) or run(state, x, *rest))
     monkeypatch.setattr(kernel_backend, "FUSED_MAX_ROWS", 4)
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
     want = generate(per_layer, src, DecodingOptions(beam_size=3))
@@ -133,5 +134,5 @@ def test_steps_with_more_rows_than_the_fused_step_takes_run_one_call_per_layer(m
     assert ran[0] == 3 and max(ran) <= 4  # the first step (one row a sentence) fused, the 9-row steps not
 
 
-def test_a_float_model_has_no_fused_int8_step():
-    assert KernelBackend(tiny_model(8))._int8_step is None
+def test_a_float_model_gets_the_float_fused_step():
+    assert not KernelBackend(tiny_model(8))._fused_step.int8

@@ -242,6 +242,8 @@ def test_direct_kernel_calls_equal_the_checked_ops_bit_for_bit(int8):
 
     model = tiny_model(8)
     backend = KernelBackend(quantize_int8(model) if int8 else model)
+    if not int8:  # float32's fused step sums in another order (test_fused_float32_steps_equal_the_per_layer_steps)
+        backend._fused_step = None
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
     ours, theirs = backend.encode(src).expand(3), backend.encode(src).expand(3)
     generator = torch.Generator().manual_seed(0)
@@ -298,3 +300,37 @@ def test_a_kernel_search_chooses_in_the_kernels_select():
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
     generate(Watched(tiny_model(3)), src, DecodingOptions(beam_size=3))
     assert chosen == steps and len(steps) > 1
+
+
+def test_fused_float32_steps_equal_the_per_layer_steps():
+    # The float32 fused step (model/decoding/kernel_backend.py, FusedStep) computes its linear layers
+    # in decoding.c's float_linear: up to the model's widest reduction summed in another order.
+    model = tiny_model(8)
+    fused, per_layer = KernelBackend(model, ranks_logits=False), KernelBackend(model, ranks_logits=False)
+    per_layer._fused_step = None
+    assert fused._fused_step is not None and not fused._fused_step.int8
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
+    a, b = fused.encode(src).expand(3), per_layer.encode(src).expand(3)
+    tokens = torch.full((9,), model.config.bos_id)
+    for step in range(5):
+        out_a, out_b = fused.step(tokens, a), per_layer.step(tokens, b)
+        assert_close_for(out_a.log_probs, out_b.log_probs, ops=model.config.d_ff, msg=f"step {step}")
+        assert_close_for(out_a.attention, out_b.attention, ops=model.config.d_ff, msg=f"step {step}")
+        index = torch.tensor([0, 0, 1, 3, 5, 4, 8, 6, 6])
+        tokens = out_b.log_probs.argmax(dim=1)[index]
+        a, b = out_a.state.reorder(index), out_b.state.reorder(index)
+
+
+def test_bundled_fused_float32_searches_give_the_per_layer_hypotheses(bundled):
+    src = source_batch(bundled.tokenizer, read_lines("test_2016_flickr", "en", 24))
+    fused, per_layer = KernelBackend(bundled.model), KernelBackend(bundled.model)
+    per_layer._fused_step = None
+    for rows in (1, 24):  # one sentence at a time, and a batch
+        for start in range(0, 24, rows if rows == 24 else 8):
+            part = src[start:start + (rows if rows == 24 else 1)]
+            options = DecodingOptions(n_best=2)
+            got, want = generate(fused, part, options), generate(per_layer, part, options)
+            assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in want]
+            for nbest, expected in zip(got, want):
+                for h, w in zip(nbest, expected):
+                    assert_close_for(h.score, w.score, ops=bundled.model.config.d_ff)

@@ -1,18 +1,18 @@
-"""The int8 decoder step: one kernel call (model/decoding/kernel_backend.py, Int8Step) against
-one call per layer, and the int8 linear layer alone: PyTorch's dynamic int8 operator against
-decoding.c's kernel (model/decoding/int8_linear.py), which gives its numbers bit for bit.
+"""The decoder step in one kernel call (model/decoding/kernel_backend.py, FusedStep) against one
+call per layer, int8 and float32; and the int8 linear layer alone: PyTorch's dynamic int8 operator
+against decoding.c's kernel (model/decoding/int8_linear.py), which gives its numbers bit for bit.
 
-    python benchmarks/int8_linear.py                       # the bundled en-de model
-    python benchmarks/int8_linear.py --searches 1x1,5x1,5x32 --sentences 96 --rows 1,16
+    python benchmarks/fused_step.py                       # the bundled en-de model, int8 and float32
+    python benchmarks/fused_step.py --precisions int8 --searches 1x1,5x1,5x32 --sentences 96 --rows 1,16
 
-Whole searches: the bundled model int8 through the kernel backend, the first --sentences
+Whole searches: the bundled model through the kernel backend, the first --sentences
 test_2016_flickr sentences in batches, each (beam x batch) run fused and per layer after a warm-up
-run, milliseconds for all and whether the hypotheses are identical. What they say sets
-FUSED_MAX_ROWS. Per layer shape (in x out, the model's: self-attention q/k/v fused, the other
+run, milliseconds for all and how many top hypotheses are identical (int8: all, the same numbers;
+float32: the same up to rounding). What they say sets FUSED_MAX_ROWS. Per layer shape (in x out, the model's: self-attention q/k/v fused, the other
 projections, the feed-forward's two layers, the output projection) and rows: microseconds per call
 of the operator and of the kernel alone, called as a search calls them (inside
 `no_torch_function`), and whether their outputs are equal. One thread. Appends to
-results/int8_linear_cpu.md.
+results/fused_step_cpu.md.
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def main() -> int:
     parser.add_argument("--searches", default="1x1,5x1,1x8,5x2,1x16,5x4,1x32,5x8,5x16,5x32,5x64",
                         help="beam x batch pairs of the whole-search comparison")
     parser.add_argument("--sentences", type=int, default=96)
+    parser.add_argument("--precisions", default="int8,float32")
     parser.add_argument("--rows", default="1,2,5,10,16,32")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--results", type=Path, default=REPO / "results" / "int8_linear_cpu.md")
@@ -63,7 +64,8 @@ def main() -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 1
     rows_list = [int(r) for r in args.rows.split(",")]
-    searches = searches_table(args.searches, args.sentences)
+    searches = [line for precision in args.precisions.split(",")
+                for line in searches_table(args.searches, args.sentences, precision)]
     lines = []
     torch.manual_seed(0)
     with torch.inference_mode(), no_torch_function():
@@ -85,25 +87,25 @@ def main() -> int:
                         module.C_MAX_ROWS = saved
                 lines.append(f"| {in_features} x {out_features} | {rows} | {operator:.1f} | {ours:.1f} | "
                              f"{operator / ours:.2f} | {'yes' if equal else '**no**'} |")
-    command = "python benchmarks/int8_linear.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "python benchmarks/fused_step.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = (
         f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
         f"{os.cpu_count()} logical CPUs\n\n    {command.strip()}\n\n"
         f"torch {torch.__version__}, engine {torch.backends.quantized.engine}, one thread.\n\n"
-        f"Whole searches, models/en-de int8, the first {args.sentences} test_2016_flickr sentences:\n\n"
-        "| beam | batch | fused ms | per layer ms | per layer / fused | identical hypotheses |\n"
-        "|---:|---:|---:|---:|---:|---|\n" + "\n".join(searches) + "\n\n"
+        f"Whole searches, models/en-de, the first {args.sentences} test_2016_flickr sentences:\n\n"
+        "| precision | beam | batch | fused ms | per layer ms | per layer / fused | identical top hypotheses |\n"
+        "|---|---:|---:|---:|---:|---:|---|\n" + "\n".join(searches) + "\n\n"
         "One layer alone:\n\n"
         "| layer (in x out) | rows | operator µs | kernel µs | operator / kernel | equal |\n"
         "|---|---:|---:|---:|---:|---|\n" + "\n".join(lines) + "\n"
     )
     print(report)
-    append_report(args.results, "The int8 linear layer: PyTorch's operator against the C kernel",
-                  "python benchmarks/int8_linear.py", report)
+    append_report(args.results, "The decoder step in one kernel call, and the int8 linear layer alone",
+                  "python benchmarks/fused_step.py", report)
     return 0
 
 
-def searches_table(pairs: str, sentences: int) -> list[str]:
+def searches_table(pairs: str, sentences: int, precision: str) -> list[str]:
     import gzip
 
     import torch
@@ -115,14 +117,15 @@ def searches_table(pairs: str, sentences: int) -> list[str]:
     from model.quantization import quantize_int8
 
     loaded = load_model_dir(REPO / "models" / "en-de")
-    config, model = loaded.config, quantize_int8(loaded.model)
+    config = loaded.config
+    model = quantize_int8(loaded.model) if precision == "int8" else loaded.model
     with gzip.open(REPO / "data" / "multi30k" / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as handle:
         texts = [line.strip() for _, line in zip(range(sentences), handle)]
     ids = loaded.tokenizer.encode_batch(texts)
     fused, per_layer = KernelBackend(model), KernelBackend(model)
-    per_layer._int8_step = None
-    if fused._int8_step is None:
-        raise SystemExit("error: this machine runs no fused int8 step (model/decoding/int8_linear.py)")
+    per_layer._fused_step = None
+    if fused._fused_step is None:
+        raise SystemExit(f"error: this machine runs no fused {precision} step (model/decoding/kernel_backend.py)")
     lines = []
     for pair in pairs.split(","):
         beam, batch = (int(part) for part in pair.split("x"))
@@ -140,8 +143,9 @@ def searches_table(pairs: str, sentences: int) -> list[str]:
             began = time.perf_counter()
             outputs.append(run())
             timings.append(1000 * (time.perf_counter() - began))
-        lines.append(f"| {beam} | {batch} | {timings[0]:.0f} | {timings[1]:.0f} | {timings[1] / timings[0]:.2f} | "
-                     f"{'yes' if outputs[0] == outputs[1] else '**no**'} |")
+        identical = sum(a == b for a, b in zip(*outputs))
+        lines.append(f"| {precision} | {beam} | {batch} | {timings[0]:.0f} | {timings[1]:.0f} | "
+                     f"{timings[1] / timings[0]:.2f} | {identical}/{len(outputs[0])} |")
         print(lines[-1], flush=True)
     return lines
 
