@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--precisions", default="int8,float32")
     parser.add_argument("--rows", default="1,2,5,10,16,32")
     parser.add_argument("--calls", type=int, default=3000)
-    parser.add_argument("--results", type=Path, default=REPO / "results" / "int8_linear_cpu.md")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "fused_step_cpu.md")
     args = parser.parse_args()
 
     import torch
