@@ -119,9 +119,11 @@ def _check_agreement() -> str | None:
     generator = torch.Generator().manual_seed(0)
     for in_features, out_features, relu, scale in ((128, 384, False, 1.0), (33, 17, True, 30.0), (256, 128, False, 1e-6),
                                                    (7, 40, True, 1e-3)):
-        layer = nn.Linear(in_features, out_features)
+        with torch.random.fork_rng(devices=[]):  # nn.Linear's initialisation must not move the caller's RNG
+            layer = nn.Linear(in_features, out_features)
         with torch.no_grad():
             layer.weight.copy_(torch.randn(out_features, in_features, generator=generator) / in_features ** 0.5)
+            layer.bias.copy_(torch.randn(out_features, generator=generator))
         module = quantize_linear(layer)
         kernel = Int8Linear(module, relu)
         for rows in (1, 5, C_MAX_ROWS):

@@ -136,3 +136,14 @@ def test_steps_with_more_rows_than_the_fused_step_takes_run_one_call_per_layer(m
 
 def test_a_float_model_gets_the_float_fused_step():
     assert not KernelBackend(tiny_model(8))._fused_step.int8
+
+
+def test_the_agreement_check_leaves_the_callers_random_state(monkeypatch):
+    import model.decoding.int8_linear as int8_linear
+
+    monkeypatch.setattr(int8_linear, "_agreement", None)  # check again in this process
+    torch.manual_seed(5)
+    want = torch.rand(3)
+    torch.manual_seed(5)
+    assert agreement_problem() is None
+    assert torch.equal(torch.rand(3), want)
