@@ -634,6 +634,12 @@ static void float_linear(const float *x, int64_t m, int64_t k, const float *w, c
   }
 }
 
+int phrasal_float_linear(const float *x, int64_t m, int64_t k, const float *w, const float *bias, int64_t n,
+                         int64_t relu, float *out) {
+  float_linear(x, m, k, w, bias, n, relu, out);
+  return 0;
+}
+
 /* One linear layer of a step plan: packed weights, bias (0: none) and for int8 Σw per row and the
  * scales (0 for float32). */
 typedef struct {

@@ -196,12 +196,24 @@ def onednn_packed(module: DynamicQuantizedLinear) -> DynamicQuantizedLinear | No
 
 
 def output_function(model: Transformer) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The logits' projection (rows, D) -> (rows, V): the tied embedding table in float32; an int8
+    """The logits' projection (rows, D) -> (rows, V): the tied embedding table in float32 (in C); an int8
     projection on fbgemm's packing for a few rows and on oneDNN's from ONEDNN_MIN_ROWS rows up."""
     projection = model.output_projection
     if projection is None:
+        # decoding.c's float_linear on the table packed once: 1.3-2.6x PyTorch's GEMM for 1 to 128
+        # rows of the bundled model (82.6 -> 54.7 µs for one row; results/fused_step_cpu.md), equal up
+        # to rounding (export/kernels_check.py verifies the decoder per model).
         table = model.source_embedding.tokens.weight
-        return lambda x: F.linear(x, table)
+        packed, lib = pack_float(table), library()
+        vocab, width = table.shape
+
+        def project(x: torch.Tensor) -> torch.Tensor:
+            x = x.contiguous()
+            out = torch.empty(x.shape[0], vocab)
+            lib.phrasal_float_linear(x.data_ptr(), x.shape[0], width, packed.data_ptr(), None, vocab, 0, out.data_ptr())
+            return out
+
+        return project
     small = bare_linear(projection)
     large_module = onednn_packed(projection) if type(projection) is DynamicQuantizedLinear else None
     if large_module is None:

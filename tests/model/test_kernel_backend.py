@@ -334,3 +334,40 @@ def test_bundled_fused_float32_searches_give_the_per_layer_hypotheses(bundled):
             for nbest, expected in zip(got, want):
                 for h, w in zip(nbest, expected):
                     assert_close_for(h.score, w.score, ops=bundled.model.config.d_ff)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 17])
+def test_float_linear_is_f_linear_up_to_rounding(rows):
+    # decoding.c's float_linear (the fused float32 step's layers, the tied output projection):
+    # packed in blocks of 16 outputs (here 37: a partial block), with and without bias and ReLU.
+    import torch.nn.functional as F
+
+    from model.cpu_kernels import library
+    from model.decoding.kernel_backend import pack_float
+
+    generator = torch.Generator().manual_seed(rows)
+    weight, bias = torch.randn(37, 24, generator=generator), torch.randn(37, generator=generator)
+    x = torch.randn(rows, 24, generator=generator)
+    packed = pack_float(weight)
+    for with_bias in (False, True):
+        for relu in (0, 1):
+            out = torch.empty(rows, 37)
+            library().phrasal_float_linear(x.data_ptr(), rows, 24, packed.data_ptr(),
+                                           bias.data_ptr() if with_bias else None, 37, relu, out.data_ptr())
+            want = F.linear(x, weight, bias if with_bias else None)
+            assert_close_for(out, F.relu(want) if relu else want, ops=24)
+
+
+def test_the_tied_output_projection_is_the_tables_product_up_to_rounding():
+    import torch.nn.functional as F
+
+    from model.decoding.kernel_backend import output_function
+
+    model = tiny_model(8)
+    assert model.output_projection is None  # tied
+    project = output_function(model)
+    table = model.source_embedding.tokens.weight
+    for rows in (1, 6, 40):
+        x = torch.randn(rows, model.config.d_model)
+        with torch.inference_mode():
+            assert_close_for(project(x), F.linear(x, table), ops=model.config.d_model)
