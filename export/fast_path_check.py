@@ -91,9 +91,12 @@ def weights_sha256(loaded: LoadedModel) -> str:
 
 
 def check(path: FastPath, loaded: LoadedModel, data, criterion: FastPathCriterion | None = None, *,
-          runner=None, beam_size: int = decoding_defaults.BEAM_SIZE, batch_size: int = 32) -> dict[str, Any]:
+          runner=None, beam_size: int = decoding_defaults.BEAM_SIZE, batch_size: int = 32,
+          one_at_a_time: bool = True) -> dict[str, Any]:
     """Decode `data` (export.verify.VerifySet or a list of texts) with eager float32 and with the
-    fast path (or `runner`), judge, and return the record to write."""
+    fast path (or `runner`), judge, and return the record to write. With `one_at_a_time`, also
+    one sentence at a time (record["one_at_a_time"], judged alike): the kernel backend runs small
+    batches through other code (its fused encoder and decoder step) than batches of 32."""
     criterion = criterion or path.default_criterion
     record = {"precision": path.precision, "criterion": {"name": path.criterion_name, **asdict(criterion)},
               "scheme": path.scheme, "weights_sha256": weights_sha256(loaded), "torch": torch.__version__}
@@ -110,6 +113,12 @@ def check(path: FastPath, loaded: LoadedModel, data, criterion: FastPathCriterio
     problems = judge(result, criterion)
     for key in ("passed", "criterion", "min_bleu"):
         result.pop(key, None)
+    if one_at_a_time and batch_size != 1:
+        single = verify(loaded, runner, data, Thresholds(BLEU_VS_EAGER, min_bleu=0.0), beam_size=beam_size, batch_size=1)
+        problems += [f"one sentence at a time: {problem}" for problem in judge(single, criterion)]
+        for key in ("passed", "criterion", "min_bleu"):
+            single.pop(key, None)
+        record["one_at_a_time"] = single
     return {**record, "passed": not problems, "decoder": decoder or "given runner", "problems": problems, "result": result}
 
 
@@ -148,6 +157,10 @@ def summary(path: FastPath, record: dict[str, Any]) -> str:
     if refs:
         head += f", BLEU vs references {refs['eager']:.2f} -> {refs['exported']:.2f} ({refs['delta']:+.2f})"
     head += f", eager {r['seconds']['eager']:.1f}s vs {path.precision} {r['seconds']['exported']:.1f}s"
+    single = record.get("one_at_a_time")
+    if single:
+        head += (f"; one sentence at a time {single['identical_top']}/{single['sentences']} identical, "
+                 f"BLEU vs eager float32 {single['bleu_vs_eager']:.2f}")
     return head + "".join(f"\n  {p}" for p in record["problems"])
 
 
@@ -160,6 +173,8 @@ def main(path: FastPath, argv: Sequence[str] | None, description: str) -> int:
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--beam-size", type=int, default=decoding_defaults.BEAM_SIZE)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--no-one-at-a-time", dest="one_at_a_time", action="store_false",
+                        help="skip the second pass that decodes one sentence at a time")
     parser.add_argument("--min-identical", type=float, default=path.default_criterion.min_identical)
     parser.add_argument("--max-bleu-drop", type=float, default=path.default_criterion.max_bleu_drop)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -172,7 +187,7 @@ def main(path: FastPath, argv: Sequence[str] | None, description: str) -> int:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     record = check(path, loaded, data, FastPathCriterion(args.min_identical, args.max_bleu_drop),
-                   beam_size=args.beam_size, batch_size=args.batch_size)
+                   beam_size=args.beam_size, batch_size=args.batch_size, one_at_a_time=args.one_at_a_time)
     (args.model_dir / path.record_file).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(summary(path, record))
     print(f"wrote {args.model_dir / path.record_file}")

@@ -708,3 +708,43 @@ int phrasal_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t
   }
   return 0;
 }
+
+/* An encoder layer's part of an encoder plan (kernel_backend.py, `FusedEncoder`): its four linear
+ * layers (query/key/value fused, the attention's output, the feed-forward's two) and the norms
+ * after its attention and after its feed-forward (the next layer's first norm, or the encoder's
+ * final one). */
+typedef struct {
+  plan_linear qkv, self_out, up, down;
+  int64_t ffn_norm[2], after_norm[2];
+} plan_encoder_layer;
+
+/* The pre-norm encoder over `rows` source positions (sentence-major: row r is position r % length
+ * of sentence r / length) in one call: what KernelBackend._encode does, its self-attention in the
+ * cross-attention kernel (each position attends to its own sentence's keys where keep is nonzero)
+ * in place of PyTorch's fused attention, and its linear layers as phrasal_decoder_step's. x (rows,
+ * d): the embedded source (becomes the residual stream); h (rows, d) receives the final norm's
+ * output; qkv: rows·3d floats, work: rows·(3d + d_ff) floats, quantized (int8): rows·max(d, d_ff)
+ * rounded up to 4 bytes. Returns 1 where the source exceeds the attention kernel's limits. */
+int phrasal_encoder(const plan_encoder_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps, float *x,
+                    int64_t rows, int64_t d, int64_t d_ff, int64_t n_heads, float scale, const int32_t *sentence,
+                    const uint8_t *keep, int64_t length, int64_t int8, int64_t reduce_range, float *h, float *qkv,
+                    float *work, uint8_t *quantized) {
+  const int64_t dh = d / n_heads, m = rows;
+  float *sum = work, *context = work + rows * d, *y = work + 2 * rows * d, *up = work + 3 * rows * d;
+  phrasal_add_layer_norm(x, 0, rows, d, (const float *)first_norm[0], (const float *)first_norm[1], eps, x, h);
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const plan_encoder_layer *p = plan + l;
+    LINEAR(p->qkv, h, m, d, 3 * d, 0, qkv);
+    if (phrasal_cross_attention(qkv, 3 * d, qkv + d, qkv + 2 * d, 3 * d, length * 3 * d, sentence, keep, length, m,
+                                n_heads, length, dh, scale, context, d, 0))
+      return 1;
+    LINEAR(p->self_out, context, m, d, d, 0, y);
+    phrasal_add_layer_norm(x, y, m, d, (const float *)p->ffn_norm[0], (const float *)p->ffn_norm[1], eps, sum, h);
+    memcpy(x, sum, m * d * sizeof(float));
+    LINEAR(p->up, h, m, d, d_ff, 1, up);
+    LINEAR(p->down, up, m, d_ff, d, 0, y);
+    phrasal_add_layer_norm(x, y, m, d, (const float *)p->after_norm[0], (const float *)p->after_norm[1], eps, sum, h);
+    memcpy(x, sum, m * d * sizeof(float));
+  }
+  return 0;
+}

@@ -284,6 +284,8 @@ class KernelBackend:
         self._norms = [_norm_arguments(norm) for norm in norms + [model.decoder_norm]]
         # The whole decoder step in one kernel call (FusedStep); None: one call per layer.
         self._fused_step = FusedStep.for_backend(self)
+        # The whole encoder in one kernel call for a few sentences (FusedEncoder); None: per layer.
+        self._fused_encoder = FusedEncoder.for_backend(self)
 
     def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int, at_limit: list[int],
                    never: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -310,6 +312,9 @@ class KernelBackend:
         pad_mask = src.eq(config.pad_id)  # (B, S)
         x = model.source_embedding(src)  # (B, S, D)
         b, length, d = x.shape
+        if self._fused_encoder is not None and b * length <= FUSED_ENCODER_MAX_ROWS:
+            keep = pad_mask.logical_not().to(torch.uint8).contiguous()
+            return Memory(self._fused_encoder.run(x, keep).view(b, length, d), pad_mask)
         heads = config.n_heads
         mask = attention_mask(pad_mask, length, length, False, src.device)
         layers = model.encoder_layers
@@ -473,6 +478,100 @@ class _FloatLinear:
         return cls(pack_float(module.weight), bias, module.out_features)
 
 
+def _linear_addresses(linear: "Int8Linear | _FloatLinear") -> list[int]:
+    """A packed linear layer as decoding.c's plan_linear: weights, row sums, scales, bias (0: none)."""
+    return [linear.weights.data_ptr(), linear.sums.data_ptr() if linear.sums is not None else 0,
+            linear.scales.data_ptr() if linear.scales is not None else 0,
+            linear.bias.data_ptr() if linear.bias is not None else 0]
+
+
+def fused_precision(modules: list[nn.Module]) -> str | None:
+    """"float32" or "int8" where the layers `modules` can run in decoding.c's fused calls: all
+    float32 nn.Linear, or all int8 with the reduced range on a machine where the kernel gives the
+    int8 operator's numbers (`agreement_problem`); None otherwise."""
+    if all(type(module) is nn.Linear and module.weight.dtype == torch.float32 for module in modules):
+        return "float32"
+    if all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
+           and reduce_range_of(module) for module in modules) and agreement_problem() is None:
+        return "int8"
+    return None
+
+
+def _packer(int8: bool, relu: bool = False) -> Callable[[nn.Module], "Int8Linear | _FloatLinear"]:
+    if int8:
+        return lambda module: Int8Linear(module, relu)
+    return _FloatLinear.of
+
+
+# Source positions (sentences x their padded length) up to which the encoder runs fused
+# (FusedEncoder): a sentence or a few, as an interactive client sends them; above, PyTorch's
+# blocked GEMMs and fused attention.
+FUSED_ENCODER_MAX_ROWS = 128
+
+
+class FusedEncoder:
+    """KernelBackend._encode in one call of decoding.c's `phrasal_encoder`, for batches of up to
+    FUSED_ENCODER_MAX_ROWS source positions: its linear layers as FusedStep's, its self-attention
+    in the cross-attention kernel in place of PyTorch's fused attention (equal up to rounding, int8
+    too: export/kernels_check.py and export/int8_check.py verify each model)."""
+
+    def __init__(self, backend: "KernelBackend", int8: bool, eps: float):
+        model = backend.model
+        self.int8, self.eps = int8, eps
+        pack, up = _packer(int8), _packer(int8, relu=True)
+        self.linears = [
+            [pack(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
+             pack(layer.self_attention.out_proj), up(layer.ffn.up), pack(layer.ffn.down)]
+            for layer in model.encoder_layers]
+        layers = model.encoder_layers
+        self.norms = [_norm_arguments(layers[0].self_norm)]  # kept: the plan holds their addresses
+        rows = []
+        for index, (layer, linears) in enumerate(zip(layers, self.linears)):
+            after = layers[index + 1].self_norm if index + 1 < len(layers) else model.encoder_norm
+            norms = [_norm_arguments(layer.ffn_norm), _norm_arguments(after)]
+            self.norms += norms
+            rows.append([address for linear in linears for address in _linear_addresses(linear)]
+                        + [norms[0][0].data_ptr(), norms[0][1].data_ptr(), norms[1][0].data_ptr(), norms[1][1].data_ptr()])
+        self.plan = torch.tensor(rows, dtype=torch.int64)
+        self.first_norm = torch.tensor([self.norms[0][0].data_ptr(), self.norms[0][1].data_ptr()], dtype=torch.int64)
+        config = backend.config
+        self.d, self.heads, self.d_ff = config.d_model, config.n_heads, self.linears[0][2].out_features
+        self.scale = 1.0 / math.sqrt(self.d // self.heads)
+        self.reduce_range = self.linears[0][0].reduce_range if int8 else 0
+        self.widest = -(-max(self.d, self.d_ff) // 4) * 4
+        self._lib = backend._lib
+
+    @classmethod
+    def for_backend(cls, backend: "KernelBackend") -> "FusedEncoder | None":
+        if backend.encoder_linears is None:
+            return None
+        layers = backend.model.encoder_layers
+        sites = [module for layer in layers
+                 for module in (layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj,
+                                layer.self_attention.out_proj, layer.ffn.up, layer.ffn.down)]
+        precision = fused_precision(sites)
+        norms = [layer.self_norm for layer in layers] + [layer.ffn_norm for layer in layers] + [backend.model.encoder_norm]
+        if precision is None or len({float(norm.eps) for norm in norms}) != 1:
+            return None
+        return cls(backend, precision == "int8", float(norms[0].eps))
+
+    def run(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """The encoder's output (B·S, D) for the embedded source x (B, S, D) and keep (B, S) uint8."""
+        b, length, d = x.shape
+        rows = b * length
+        x = x.reshape(rows, d).contiguous()
+        h, qkv = torch.empty(rows, d), torch.empty(rows, 3 * d)
+        work = torch.empty(rows * (3 * d + self.d_ff))
+        quantized = torch.empty(rows * self.widest if self.int8 else 0, dtype=torch.uint8)
+        sentence = torch.arange(b, dtype=torch.int32).repeat_interleave(length)
+        if self._lib.phrasal_encoder(self.plan.data_ptr(), len(self.linears), self.first_norm.data_ptr(), self.eps,
+                                     x.data_ptr(), rows, d, self.d_ff, self.heads, self.scale, sentence.data_ptr(),
+                                     keep.data_ptr(), length, int(self.int8), self.reduce_range, h.data_ptr(),
+                                     qkv.data_ptr(), work.data_ptr(), quantized.data_ptr()):
+            raise ValueError(f"a source of {length} positions exceeds the attention kernel's limits")
+        return h
+
+
 class FusedStep:
     """KernelBackend._layers in one call of decoding.c's `phrasal_decoder_step`, for steps of at
     most FUSED_MAX_ROWS rows, where the ~45 Python and ctypes calls of a step cost several times
@@ -490,8 +589,7 @@ class FusedStep:
         self.backend = backend
         self.int8 = int8
         model, config = backend.model, backend.config
-        pack = Int8Linear if int8 else _FloatLinear.of
-        up = (lambda module: Int8Linear(module, relu=True)) if int8 else _FloatLinear.of
+        pack, up = _packer(int8), _packer(int8, relu=True)
         # Each layer's six linear layers packed for the kernel; they keep every address in the plan alive.
         self.linears = [
             [pack(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
@@ -506,11 +604,7 @@ class FusedStep:
         self.aligned = aligned if 0 <= aligned < len(self.linears) else -1
         rows = []
         for index, layer in enumerate(self.linears):
-            row = []
-            for linear in layer:
-                row += [linear.weights.data_ptr(), linear.sums.data_ptr() if linear.sums is not None else 0,
-                        linear.scales.data_ptr() if linear.scales is not None else 0,
-                        linear.bias.data_ptr() if linear.bias is not None else 0]
+            row = [address for linear in layer for address in _linear_addresses(linear)]
             for weight, bias, _ in backend._norms[3 * index + 1: 3 * index + 4]:
                 row += [weight.data_ptr(), bias.data_ptr()]
             rows.append(row + [0] * self.SEARCH_FIELDS)
@@ -528,16 +622,10 @@ class FusedStep:
                  for module in (layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj,
                                 layer.self_attention.out_proj, layer.cross_attention.q_proj,
                                 layer.cross_attention.out_proj, layer.ffn.up, layer.ffn.down)]
-        if len({eps for _, _, eps in backend._norms}) != 1:
+        precision = fused_precision(sites)
+        if precision is None or len({eps for _, _, eps in backend._norms}) != 1:
             return None
-        if all(type(module) is nn.Linear and module.weight.dtype == torch.float32 for module in sites):
-            return cls(backend, backend._norms[0][2], int8=False)
-        if not all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
-                   and reduce_range_of(module) for module in sites):
-            return None
-        if agreement_problem() is not None:
-            return None
-        return cls(backend, backend._norms[0][2], int8=True)
+        return cls(backend, backend._norms[0][2], int8=precision == "int8")
 
     def plan_for(self, memory_k: tuple[torch.Tensor, ...], memory_v: tuple[torch.Tensor, ...],
                  caches: tuple["_Cache", ...]) -> torch.Tensor:

@@ -83,9 +83,14 @@ def test_the_record_decides_what_the_torch_backend_serves(tmp_path, tmp_path_fac
     assert main([str(path), "--sentences", "8", "--beam-size", "2", "--max-bleu-drop", "-1"]) == 1
     record = json.loads((path / RECORD_FILE).read_text())
     assert record["passed"] is False
-    assert record["problems"] == ["BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00)"]
+    # judged in batches and again one sentence at a time (the kernel backend's other code path)
+    assert record["problems"] == ["BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00)",
+                                  "one sentence at a time: BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00)"]
+    assert record["one_at_a_time"]["identical_top"] == 8
     assert record_problem(path, loaded) == (f"{path / RECORD_FILE} says the int8 fast path failed verification: "
-                                            "BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00)")
+                                            "BLEU against the references drops by 0.00 > -1 (0.00 -> 0.00); "
+                                            "one sentence at a time: BLEU against the references drops by 0.00 > -1 "
+                                            "(0.00 -> 0.00)")
     assert cpu_model(path, loaded, cpu, "int8")[0] is None
     # ... the default criterion (this tiny model's int8 tops are its float32 ones): int8 is served.
     assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0

@@ -371,3 +371,32 @@ def test_the_tied_output_projection_is_the_tables_product_up_to_rounding():
         x = torch.randn(rows, model.config.d_model)
         with torch.inference_mode():
             assert_close_for(project(x), F.linear(x, table), ops=model.config.d_model)
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_the_fused_encoder_gives_the_per_layer_encoders_memory(int8, monkeypatch):
+    # FusedEncoder: the whole encoder in one kernel call, its self-attention in the cross-attention
+    # kernel: equal to the per-layer encoder up to the model's widest reduction in another order.
+    import model.decoding.kernel_backend as kernel_backend
+    from model.quantization import quantize_int8
+
+    model = tiny_model(7)
+    backend = KernelBackend(quantize_int8(model) if int8 else model)
+    assert backend._fused_encoder is not None and backend._fused_encoder.int8 == int8
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 2, 0, 0, 0]])
+    calls = []
+    run = backend._fused_encoder.run
+    monkeypatch.setattr(backend._fused_encoder, "run", lambda *args: calls.append(1) or run(*args))
+    with torch.inference_mode():
+        fused = backend._encode(src)
+        monkeypatch.setattr(kernel_backend, "FUSED_ENCODER_MAX_ROWS", 14)  # 15 positions: per layer
+        per_layer = backend._encode(src)
+    assert calls == [1]
+    real = ~fused.pad_mask
+    assert_close_for(fused.states[real], per_layer.states[real], ops=model.config.d_ff)
+
+
+def test_a_phrasal_encoder_has_no_fused_encoder():
+    model = tiny_model(0, encoder_self_attention=AttentionConfig("queryk", {"structure": "heterogeneous",
+                                                                            "ngrams": [1, 2, 3]}))
+    assert KernelBackend(model)._fused_encoder is None
