@@ -1,11 +1,11 @@
-"""PyTorch's dynamic int8 linear layer in the C kernels, for the fused int8 decoder step.
+"""PyTorch's dynamic int8 linear layer in the C kernels, for the fused decoder step and encoder.
 
 A decoding step of the bundled model calls the int8 operator 25 times (~2.5 µs each, as a search
 calls it) for well under 1 µs of arithmetic each, beside some 20 attention and norm kernel calls:
 for one sentence at a time the step was mostly calls. decoding.c's `phrasal_int8_linear` computes
 the operator's numbers bit for bit (its comment says how) from weights packed once here
-(`Int8Linear`), so that `phrasal_decoder_step` (kernel_backend.py, `FusedStep`) can run a
-whole step in one call. Called alone through ctypes the kernel is no faster than the operator
+(`Int8Linear`), so that `phrasal_decoder_step` and `phrasal_encoder` (kernel_backend.py,
+`FusedStep`, `FusedEncoder`) can run a whole step, or the encoder, in one call. Called alone through ctypes the kernel is no faster than the operator
 (benchmarks/fused_step.py), so layers called one at a time keep the operator
 (`operator_function`).
 

@@ -553,7 +553,10 @@ class FusedEncoder:
         norms = [layer.self_norm for layer in layers] + [layer.ffn_norm for layer in layers] + [backend.model.encoder_norm]
         if precision is None or len({float(norm.eps) for norm in norms}) != 1:
             return None
-        return cls(backend, precision == "int8", float(norms[0].eps))
+        try:
+            return cls(backend, precision == "int8", float(norms[0].eps))
+        except ValueError:  # weights the kernel does not take (Int8Linear: asymmetric int8): per layer
+            return None
 
     def run(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """The encoder's output (B·S, D) for the embedded source x (B, S, D) and keep (B, S) uint8."""
@@ -625,7 +628,10 @@ class FusedStep:
         precision = fused_precision(sites)
         if precision is None or len({eps for _, _, eps in backend._norms}) != 1:
             return None
-        return cls(backend, backend._norms[0][2], int8=precision == "int8")
+        try:
+            return cls(backend, backend._norms[0][2], int8=precision == "int8")
+        except ValueError:  # weights the kernel does not take (Int8Linear: asymmetric int8): per layer
+            return None
 
     def plan_for(self, memory_k: tuple[torch.Tensor, ...], memory_v: tuple[torch.Tensor, ...],
                  caches: tuple["_Cache", ...]) -> torch.Tensor:

@@ -147,3 +147,21 @@ def test_the_agreement_check_leaves_the_callers_random_state(monkeypatch):
     torch.manual_seed(5)
     assert agreement_problem() is None
     assert torch.equal(torch.rand(3), want)
+
+
+def test_asymmetric_int8_weights_run_one_call_per_layer():
+    import warnings
+
+    model = quantize_int8(tiny_model(8))
+    down = model.decoder_layers[0].ffn.down
+    weight = down.weight().dequantize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch deprecates quantised tensor creation
+        asymmetric = torch.quantize_per_tensor(weight, float(weight.abs().max()) / 100, 3, torch.qint8)
+    down.set_weight_bias(asymmetric, down.bias())
+    with pytest.raises(ValueError, match="zero point 0"):
+        Int8Linear(down)
+    backend = KernelBackend(model)
+    assert backend._fused_step is None
+    hypotheses = generate(backend, torch.tensor([[5, 6, 7, 2]]), DecodingOptions(beam_size=2))
+    assert hypotheses[0][0].tokens
