@@ -108,17 +108,19 @@ def check(path: FastPath, loaded: LoadedModel, data, criterion: FastPathCriterio
             problem = f"the kernels cannot decode this model: {kernel_decoding_problem(model)}"
             return {**record, "passed": False, "decoder": decoder, "problems": [problem], "result": None}
         runner = runner_for(model)
-    # verify() reports everything the criterion reads; its own verdict (BLEU vs eager) is not ours.
-    result = verify(loaded, runner, data, Thresholds(BLEU_VS_EAGER, min_bleu=0.0), beam_size=beam_size, batch_size=batch_size)
-    problems = judge(result, criterion)
-    for key in ("passed", "criterion", "min_bleu"):
-        result.pop(key, None)
-    if one_at_a_time and batch_size != 1:
-        single = verify(loaded, runner, data, Thresholds(BLEU_VS_EAGER, min_bleu=0.0), beam_size=beam_size, batch_size=1)
-        problems += [f"one sentence at a time: {problem}" for problem in judge(single, criterion)]
+    def judged(batch: int) -> tuple[dict[str, Any], list[str]]:
+        # verify() reports everything the criterion reads; its own verdict (BLEU vs eager) is not ours.
+        result = verify(loaded, runner, data, Thresholds(BLEU_VS_EAGER, min_bleu=0.0), beam_size=beam_size,
+                        batch_size=batch)
+        problems = judge(result, criterion)
         for key in ("passed", "criterion", "min_bleu"):
-            single.pop(key, None)
-        record["one_at_a_time"] = single
+            result.pop(key, None)
+        return result, problems
+
+    result, problems = judged(batch_size)
+    if one_at_a_time and batch_size != 1:
+        record["one_at_a_time"], single_problems = judged(1)
+        problems += [f"one sentence at a time: {problem}" for problem in single_problems]
     return {**record, "passed": not problems, "decoder": decoder or "given runner", "problems": problems, "result": result}
 
 

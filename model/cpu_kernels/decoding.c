@@ -655,14 +655,35 @@ typedef struct {
   int64_t memory_k, memory_v, k_columns, v_columns;
 } plan_layer;
 
-#define LINEAR(l, x, m, k, n, relu, out)                                                                          \
-  do {                                                                                                             \
-    if (int8)                                                                                                      \
-      int8_linear((x), (m), (k), (const int8_t *)(l).weights, (const int32_t *)(l).sums, (const float *)(l).scales, \
-                  (const float *)(l).bias, (n), reduce_range, (relu), (out), quantized);                           \
-    else                                                                                                           \
-      float_linear((x), (m), (k), (const float *)(l).weights, (const float *)(l).bias, (n), (relu), (out));        \
-  } while (0)
+/* How a plan's linear layers run: int8 (with reduce_range as its layers and `quantized` scratch)
+ * or float32. */
+typedef struct {
+  int64_t int8, reduce_range;
+  uint8_t *quantized;
+} linear_mode;
+
+static void plan_linear_run(const plan_linear *l, const linear_mode *mode, const float *x, int64_t m, int64_t k,
+                            int64_t n, int64_t relu, float *out) {
+  if (mode->int8)
+    int8_linear(x, m, k, (const int8_t *)l->weights, (const int32_t *)l->sums, (const float *)l->scales,
+                (const float *)l->bias, n, mode->reduce_range, relu, out, mode->quantized);
+  else
+    float_linear(x, m, k, (const float *)l->weights, (const float *)l->bias, n, relu, out);
+}
+
+/* The residual sum x += y and the norm after it into h (weight and bias at norm[0], norm[1]). */
+static void residual_norm(float *x, const float *y, int64_t m, int64_t d, const int64_t *norm, float eps, float *h) {
+  phrasal_add_layer_norm(x, y, m, d, (const float *)norm[0], (const float *)norm[1], eps, x, h);
+}
+
+/* A feed-forward sub-layer on h and the residual sum and norm after it; up: m·d_ff floats, y: m·d. */
+static void feed_forward(const plan_linear *up_layer, const plan_linear *down_layer, const int64_t *norm,
+                         const linear_mode *mode, float *x, float *h, int64_t m, int64_t d, int64_t d_ff, float eps,
+                         float *up, float *y) {
+  plan_linear_run(up_layer, mode, h, m, d, d_ff, 1, up);
+  plan_linear_run(down_layer, mode, up, m, d_ff, d, 0, y);
+  residual_norm(x, y, m, d, norm, eps, h);
+}
 
 /* The whole decoder of one step in one call: what KernelBackend._layers does with one call per
  * linear layer, attention and norm, without ~3 µs of Python and ctypes around each of its ~45
@@ -672,7 +693,7 @@ typedef struct {
  * projections, whose keys and values are this step's cache column (the caller has put their
  * addresses in column `steps - 1`); first_norm: the addresses of the norm before layer 0's
  * self-attention (weight, bias); h (m, d) receives the final norm's output, attention (m,
- * length) the alignment layer's head-averaged attention. work: 4·m·d + m·d_ff floats; quantized:
+ * length) the alignment layer's head-averaged attention. work: 3·m·d + m·d_ff floats; quantized:
  * m·max(d, d_ff) rounded up to 4 bytes (int8 only). Returns 1 where an attention exceeds the kernels' limits. */
 int phrasal_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps, float *x,
                          int64_t m, int64_t d, int64_t d_ff, int64_t n_heads, float scale, const int32_t *table,
@@ -681,30 +702,26 @@ int phrasal_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t
                          int64_t reduce_range, float *qkv, float *h, float *attention, float *work,
                          uint8_t *quantized) {
   const int64_t dh = d / n_heads;
-  float *sum = work, *context = work + m * d, *y = work + 2 * m * d, *q = work + 3 * m * d, *up = work + 4 * m * d;
-  phrasal_add_layer_norm(x, 0, m, d, (const float *)first_norm[0], (const float *)first_norm[1], eps, x, h);
+  const linear_mode mode = {int8, reduce_range, quantized};
+  float *context = work, *y = work + m * d, *q = work + 2 * m * d, *up = work + 3 * m * d;
+  residual_norm(x, 0, m, d, first_norm, eps, h);
   for (int64_t l = 0; l < n_layers; ++l) {
     const plan_layer *p = plan + l;
     float *projected = qkv + l * m * 3 * d;
-    LINEAR(p->qkv, h, m, d, 3 * d, 0, projected);
+    plan_linear_run(&p->qkv, &mode, h, m, d, 3 * d, 0, projected);
     if (phrasal_self_attention(projected, 3 * d, (const int64_t *)p->k_columns, (const int64_t *)p->v_columns, 3 * d,
                                table, table_stride, m, n_heads, steps, dh, scale, context, d))
       return 1;
-    LINEAR(p->self_out, context, m, d, d, 0, y);
-    phrasal_add_layer_norm(x, y, m, d, (const float *)p->cross_norm[0], (const float *)p->cross_norm[1], eps, sum, h);
-    memcpy(x, sum, m * d * sizeof(float));
-    LINEAR(p->cross_q, h, m, d, d, 0, q);
+    plan_linear_run(&p->self_out, &mode, context, m, d, d, 0, y);
+    residual_norm(x, y, m, d, p->cross_norm, eps, h);
+    plan_linear_run(&p->cross_q, &mode, h, m, d, d, 0, q);
     if (phrasal_cross_attention(q, d, (const float *)p->memory_k, (const float *)p->memory_v, d, length * d, sentence,
                                 keep, keep_stride, m, n_heads, length, dh, scale, context, d,
                                 l == aligned_layer ? attention : 0))
       return 1;
-    LINEAR(p->cross_out, context, m, d, d, 0, y);
-    phrasal_add_layer_norm(x, y, m, d, (const float *)p->ffn_norm[0], (const float *)p->ffn_norm[1], eps, sum, h);
-    memcpy(x, sum, m * d * sizeof(float));
-    LINEAR(p->up, h, m, d, d_ff, 1, up);
-    LINEAR(p->down, up, m, d_ff, d, 0, y);
-    phrasal_add_layer_norm(x, y, m, d, (const float *)p->after_norm[0], (const float *)p->after_norm[1], eps, sum, h);
-    memcpy(x, sum, m * d * sizeof(float));
+    plan_linear_run(&p->cross_out, &mode, context, m, d, d, 0, y);
+    residual_norm(x, y, m, d, p->ffn_norm, eps, h);
+    feed_forward(&p->up, &p->down, p->after_norm, &mode, x, h, m, d, d_ff, eps, up, y);
   }
   return 0;
 }
@@ -723,28 +740,25 @@ typedef struct {
  * cross-attention kernel (each position attends to its own sentence's keys where keep is nonzero)
  * in place of PyTorch's fused attention, and its linear layers as phrasal_decoder_step's. x (rows,
  * d): the embedded source (becomes the residual stream); h (rows, d) receives the final norm's
- * output; qkv: rows·3d floats, work: rows·(3d + d_ff) floats, quantized (int8): rows·max(d, d_ff)
+ * output; qkv: rows·3d floats, work: rows·(2d + d_ff) floats, quantized (int8): rows·max(d, d_ff)
  * rounded up to 4 bytes. Returns 1 where the source exceeds the attention kernel's limits. */
 int phrasal_encoder(const plan_encoder_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps, float *x,
                     int64_t rows, int64_t d, int64_t d_ff, int64_t n_heads, float scale, const int32_t *sentence,
                     const uint8_t *keep, int64_t length, int64_t int8, int64_t reduce_range, float *h, float *qkv,
                     float *work, uint8_t *quantized) {
   const int64_t dh = d / n_heads, m = rows;
-  float *sum = work, *context = work + rows * d, *y = work + 2 * rows * d, *up = work + 3 * rows * d;
-  phrasal_add_layer_norm(x, 0, rows, d, (const float *)first_norm[0], (const float *)first_norm[1], eps, x, h);
+  const linear_mode mode = {int8, reduce_range, quantized};
+  float *context = work, *y = work + rows * d, *up = work + 2 * rows * d;
+  residual_norm(x, 0, rows, d, first_norm, eps, h);
   for (int64_t l = 0; l < n_layers; ++l) {
     const plan_encoder_layer *p = plan + l;
-    LINEAR(p->qkv, h, m, d, 3 * d, 0, qkv);
+    plan_linear_run(&p->qkv, &mode, h, m, d, 3 * d, 0, qkv);
     if (phrasal_cross_attention(qkv, 3 * d, qkv + d, qkv + 2 * d, 3 * d, length * 3 * d, sentence, keep, length, m,
                                 n_heads, length, dh, scale, context, d, 0))
       return 1;
-    LINEAR(p->self_out, context, m, d, d, 0, y);
-    phrasal_add_layer_norm(x, y, m, d, (const float *)p->ffn_norm[0], (const float *)p->ffn_norm[1], eps, sum, h);
-    memcpy(x, sum, m * d * sizeof(float));
-    LINEAR(p->up, h, m, d, d_ff, 1, up);
-    LINEAR(p->down, up, m, d_ff, d, 0, y);
-    phrasal_add_layer_norm(x, y, m, d, (const float *)p->after_norm[0], (const float *)p->after_norm[1], eps, sum, h);
-    memcpy(x, sum, m * d * sizeof(float));
+    plan_linear_run(&p->self_out, &mode, context, m, d, d, 0, y);
+    residual_norm(x, y, m, d, p->ffn_norm, eps, h);
+    feed_forward(&p->up, &p->down, p->after_norm, &mode, x, h, m, d, d_ff, eps, up, y);
   }
   return 0;
 }

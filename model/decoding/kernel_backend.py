@@ -497,10 +497,22 @@ def fused_precision(modules: list[nn.Module]) -> str | None:
     return None
 
 
-def _packer(int8: bool, relu: bool = False) -> Callable[[nn.Module], "Int8Linear | _FloatLinear"]:
-    if int8:
-        return lambda module: Int8Linear(module, relu)
-    return _FloatLinear.of
+def _layer_sites(layer: nn.Module) -> list[nn.Module]:
+    """An encoder or decoder layer's linear layers in decoding.c's plan order: query, key and value
+    (fused into one there), the attention's output, the cross-attention's query and output (decoder
+    layers), the feed-forward's two."""
+    attention, cross = layer.self_attention, getattr(layer, "cross_attention", None)
+    crossing = [cross.q_proj, cross.out_proj] if cross is not None else []
+    return [attention.q_proj, attention.k_proj, attention.v_proj, attention.out_proj, *crossing, layer.ffn.up,
+            layer.ffn.down]
+
+
+def _packed_layer(layer: nn.Module, int8: bool) -> list["Int8Linear | _FloatLinear"]:
+    """`_layer_sites(layer)` packed for the kernel, query, key and value as one, the feed-forward's
+    first with its ReLU: a plan_layer's (or plan_encoder_layer's) linear layers in order."""
+    q, k, v, *others, up, down = _layer_sites(layer)
+    pack = Int8Linear if int8 else (lambda module, relu=False: _FloatLinear.of(module))
+    return [pack(fused_linear([q, k, v]))] + [pack(module) for module in others] + [pack(up, relu=True), pack(down)]
 
 
 # Source positions (sentences x their padded length) up to which the encoder runs fused
@@ -518,12 +530,8 @@ class FusedEncoder:
     def __init__(self, backend: "KernelBackend", int8: bool, eps: float):
         model = backend.model
         self.int8, self.eps = int8, eps
-        pack, up = _packer(int8), _packer(int8, relu=True)
-        self.linears = [
-            [pack(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
-             pack(layer.self_attention.out_proj), up(layer.ffn.up), pack(layer.ffn.down)]
-            for layer in model.encoder_layers]
         layers = model.encoder_layers
+        self.linears = [_packed_layer(layer, int8) for layer in layers]
         self.norms = [_norm_arguments(layers[0].self_norm)]  # kept: the plan holds their addresses
         rows = []
         for index, (layer, linears) in enumerate(zip(layers, self.linears)):
@@ -546,10 +554,7 @@ class FusedEncoder:
         if backend.encoder_linears is None:
             return None
         layers = backend.model.encoder_layers
-        sites = [module for layer in layers
-                 for module in (layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj,
-                                layer.self_attention.out_proj, layer.ffn.up, layer.ffn.down)]
-        precision = fused_precision(sites)
+        precision = fused_precision([module for layer in layers for module in _layer_sites(layer)])
         norms = [layer.self_norm for layer in layers] + [layer.ffn_norm for layer in layers] + [backend.model.encoder_norm]
         if precision is None or len({float(norm.eps) for norm in norms}) != 1:
             return None
@@ -564,7 +569,7 @@ class FusedEncoder:
         rows = b * length
         x = x.reshape(rows, d).contiguous()
         h, qkv = torch.empty(rows, d), torch.empty(rows, 3 * d)
-        work = torch.empty(rows * (3 * d + self.d_ff))
+        work = torch.empty(rows * (2 * d + self.d_ff))
         quantized = torch.empty(rows * self.widest if self.int8 else 0, dtype=torch.uint8)
         sentence = torch.arange(b, dtype=torch.int32).repeat_interleave(length)
         if self._lib.phrasal_encoder(self.plan.data_ptr(), len(self.linears), self.first_norm.data_ptr(), self.eps,
@@ -592,13 +597,8 @@ class FusedStep:
         self.backend = backend
         self.int8 = int8
         model, config = backend.model, backend.config
-        pack, up = _packer(int8), _packer(int8, relu=True)
         # Each layer's six linear layers packed for the kernel; they keep every address in the plan alive.
-        self.linears = [
-            [pack(fused_linear([layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj])),
-             pack(layer.self_attention.out_proj), pack(layer.cross_attention.q_proj),
-             pack(layer.cross_attention.out_proj), up(layer.ffn.up), pack(layer.ffn.down)]
-            for layer in model.decoder_layers]
+        self.linears = [_packed_layer(layer, int8) for layer in model.decoder_layers]
         self.d, self.heads = config.d_model, config.n_heads
         self.d_ff = self.linears[0][4].out_features
         self.eps = eps
@@ -621,11 +621,7 @@ class FusedStep:
         """The fused step for `backend`'s model, or None where it does not apply: layers neither all
         float32 nor all int8 with the reduced range, an int8 model on a machine where the kernel does
         not give the operator's numbers (`agreement_problem`), norms with different eps."""
-        sites = [module for layer in backend.model.decoder_layers
-                 for module in (layer.self_attention.q_proj, layer.self_attention.k_proj, layer.self_attention.v_proj,
-                                layer.self_attention.out_proj, layer.cross_attention.q_proj,
-                                layer.cross_attention.out_proj, layer.ffn.up, layer.ffn.down)]
-        precision = fused_precision(sites)
+        precision = fused_precision([module for layer in backend.model.decoder_layers for module in _layer_sites(layer)])
         if precision is None or len({eps for _, _, eps in backend._norms}) != 1:
             return None
         try:
@@ -655,7 +651,7 @@ class FusedStep:
             cache.append(t, qkv, start + 4 * d, start + 8 * d)
         h = torch.empty(m, d)
         # Scratch per step, not per backend: searches in two threads may share the backend.
-        work = torch.empty(m * (4 * d + self.d_ff))
+        work = torch.empty(m * (3 * d + self.d_ff))
         quantized = torch.empty(m * self.widest if self.int8 else 0, dtype=torch.uint8)
         length = state.memory_k[0].shape[1]
         attention = torch.empty(m, length) if self.aligned >= 0 else None
