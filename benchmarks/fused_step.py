@@ -8,7 +8,7 @@ against decoding.c's kernel (model/decoding/int8_linear.py), which gives its num
 Whole searches: the bundled model through the kernel backend, the first --sentences
 test_2016_flickr sentences in batches, each (beam x batch) run fused and per layer after a warm-up
 run, milliseconds for all and how many top hypotheses are identical (int8: all, the same numbers;
-float32: the same up to rounding). What they say sets FUSED_MAX_ROWS. Per layer shape (in x out, the model's: self-attention q/k/v fused, the other
+float32: the same up to rounding). What they say sets FUSED_INT8_MAX_ROWS. Per layer shape (in x out, the model's: self-attention q/k/v fused, the other
 projections, the feed-forward's two layers, the output projection) and rows: microseconds per call
 of the operator and of the kernel alone, called as a search calls them (inside
 `no_torch_function`), and whether their outputs are equal. One thread. Appends to

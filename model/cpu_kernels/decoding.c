@@ -570,68 +570,158 @@ int phrasal_int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, c
 /* A float32 linear layer for the fused float32 step: out (m, n) = x (m, k) · wᵀ + bias, then the
  * ReLU where asked. w is packed in blocks of 16 output channels, each (k, 16) (k rows of the 16
  * channels' weights; n padded with zero weights to a multiple of 16). Each output sums its k
- * products (in order, or for a single row in four interleaved sums), then adds the bias: another
- * order than PyTorch's GEMM, so it equals F.linear up to float rounding (export/kernels_check.py
- * verifies the decoder per model). */
+ * products in order (when m % 4 == 1, the last row in four interleaved sums), then adds the bias:
+ * another order than PyTorch's GEMM, so it equals F.linear up to float rounding
+ * (export/kernels_check.py verifies the decoder per model). The order of each output's sum does
+ * not depend on how rows and channels are tiled, so every tiling gives the same numbers.
+ * GCC folds the FMA intrinsics into multiplies and adds, which -fassociative-math (FLAGS in
+ * __init__.py, for the other kernels) would regroup differently per tile shape: not here.
+ * tests/model/test_kernel_backend.py checks the order exactly. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-associative-math")
+#endif
+#if defined(__AVX512F__)
+/* The bias, the ReLU and the store of one tile row's 16 channels from `first` (fewer at the end). */
+static inline void float_store(__m512 value, const float *bias, int64_t first, int64_t n, int64_t relu, float *row) {
+  const __mmask16 lanes = n - first >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - first)) - 1u);
+  if (bias) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, bias + first));
+  /* max(NaN or -0, +0) gives +0, as the scalar `value > 0 ? value : 0` */
+  if (relu) value = _mm512_max_ps(value, _mm512_setzero_ps());
+  _mm512_mask_storeu_ps(row + first, lanes, value);
+}
+
+/* rows (0..8) of x times `blocks` (1 or 2) packed blocks from channel `first`: up to 16 sums at
+ * once, enough to keep both FMA pipes busy (four rows of one block use half of them); with
+ * `alone`, the row after them too, in four interleaved sums (the last row when m % 4 == 1, as
+ * one row alone is summed), from the same weight loads. Inlined with constant rows, blocks and
+ * alone, so the sums stay in registers. */
+static inline __attribute__((always_inline)) void float_tile(const float *x, int64_t k, const float *packed,
+                                                             const float *bias, int64_t first, int64_t n,
+                                                             int64_t relu, float *out, const int rows,
+                                                             const int blocks, const int alone) {
+  __m512 acc[8][2], part[4][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) part[j][0] = part[j][1] = _mm512_setzero_ps();
+  const float *next = packed + 16 * k, *last = x + rows * k;
+  int64_t d = 0;
+  if (alone)
+    for (; d + 4 <= k; d += 4) {
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512 w0 = _mm512_loadu_ps(packed + 16 * (d + j));
+        const __m512 w1 = blocks > 1 ? _mm512_loadu_ps(next + 16 * (d + j)) : w0;
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; ++r) {
+          const __m512 v = _mm512_set1_ps(x[r * k + d + j]);
+          acc[r][0] = _mm512_fmadd_ps(v, w0, acc[r][0]);
+          if (blocks > 1) acc[r][1] = _mm512_fmadd_ps(v, w1, acc[r][1]);
+        }
+        const __m512 v = _mm512_set1_ps(last[d + j]);
+        part[j][0] = _mm512_fmadd_ps(v, w0, part[j][0]);
+        if (blocks > 1) part[j][1] = _mm512_fmadd_ps(v, w1, part[j][1]);
+      }
+    }
+  for (; d < k; ++d) {
+    const __m512 w0 = _mm512_loadu_ps(packed + 16 * d);
+    const __m512 w1 = blocks > 1 ? _mm512_loadu_ps(next + 16 * d) : w0;
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; ++r) {
+      const __m512 v = _mm512_set1_ps(x[r * k + d]);
+      acc[r][0] = _mm512_fmadd_ps(v, w0, acc[r][0]);
+      if (blocks > 1) acc[r][1] = _mm512_fmadd_ps(v, w1, acc[r][1]);
+    }
+    if (alone) {
+      const __m512 v = _mm512_set1_ps(last[d]);
+      part[0][0] = _mm512_fmadd_ps(v, w0, part[0][0]);
+      if (blocks > 1) part[0][1] = _mm512_fmadd_ps(v, w1, part[0][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < rows; ++r)
+#pragma GCC unroll 2
+    for (int b = 0; b < blocks; ++b) float_store(acc[r][b], bias, first + 16 * b, n, relu, out + r * n);
+  if (alone)
+#pragma GCC unroll 2
+    for (int b = 0; b < blocks; ++b) {
+      float_store(_mm512_add_ps(_mm512_add_ps(part[0][b], part[1][b]), _mm512_add_ps(part[2][b], part[3][b])),
+                  bias, first + 16 * b, n, relu, out + rows * n);
+    }
+}
+
+static void float_tile_rows(const float *x, int64_t k, const float *packed, const float *bias, int64_t first,
+                            int64_t n, int64_t relu, float *out, int64_t rows, int blocks, int alone) {
+#define PHRASAL_TILE(R, A)                                                                                 \
+  if (rows == R && alone == A) {                                                                           \
+    if (blocks > 1)                                                                                        \
+      float_tile(x, k, packed, bias, first, n, relu, out, R, 2, A);                                        \
+    else                                                                                                   \
+      float_tile(x, k, packed, bias, first, n, relu, out, R, 1, A);                                        \
+    return;                                                                                                \
+  }
+  PHRASAL_TILE(8, 0) PHRASAL_TILE(7, 0) PHRASAL_TILE(6, 0) PHRASAL_TILE(5, 0) PHRASAL_TILE(4, 0)
+  PHRASAL_TILE(3, 0) PHRASAL_TILE(2, 0) PHRASAL_TILE(1, 0)
+  PHRASAL_TILE(7, 1) PHRASAL_TILE(6, 1) PHRASAL_TILE(5, 1) PHRASAL_TILE(4, 1) PHRASAL_TILE(3, 1)
+  PHRASAL_TILE(2, 1) PHRASAL_TILE(1, 1) PHRASAL_TILE(0, 1)
+#undef PHRASAL_TILE
+}
+#endif
+
 static void float_linear(const float *x, int64_t m, int64_t k, const float *w, const float *bias, int64_t n,
                          int64_t relu, float *out) {
-  for (int64_t block = 0; block < (n + 15) / 16; ++block) {
+  const int64_t blocks = (n + 15) / 16;
+#if defined(__AVX512F__)
+  const int64_t alone = m % 4 == 1, body = m - alone; /* the last row alone when m % 4 == 1 */
+  for (int64_t block = 0; block < blocks; block += 2) {
+    /* two blocks (16 KB of weights for k = 128) stay in L1 while every row passes */
+    const float *packed = w + block * 16 * k;
+    const int pair = blocks - block > 1 ? 2 : 1;
+    for (int64_t i = 0; i < m;) {
+      const int64_t rows = body - i < 8 ? body - i : 8;
+      const int with_alone = alone && i + rows == body && rows < 8;
+      if (rows == 0) /* one row alone reads the weights from memory: one block at a time is faster */
+        for (int b = 0; b < pair; ++b)
+          float_tile_rows(x + i * k, k, packed + b * 16 * k, bias, (block + b) * 16, n, relu, out + i * n, 0, 1, 1);
+      else
+        float_tile_rows(x + i * k, k, packed, bias, block * 16, n, relu, out + i * n, rows, pair, with_alone);
+      i += rows + with_alone;
+    }
+  }
+#else
+  const int64_t alone = m % 4 == 1 ? m - 1 : -1; /* the last row alone when m % 4 == 1 */
+  for (int64_t block = 0; block < blocks; ++block) {
     const float *packed = w + block * 16 * k;
     const int64_t first = block * 16, width = n - first < 16 ? n - first : 16;
-    for (int64_t i = 0; i < m; i += 4) {
-      const int64_t rows = m - i < 4 ? m - i : 4;
-      float acc[4][16];
-#if defined(__AVX512F__)
-      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-      if (rows == 1) {
-        /* one row: four sums over interleaved inputs, so that the multiply-adds overlap */
-        const float *x0 = x + i * k;
-        int64_t d = 0;
-        for (; d + 4 <= k; d += 4) {
-          s0 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d]), _mm512_loadu_ps(packed + 16 * d), s0);
-          s1 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d + 1]), _mm512_loadu_ps(packed + 16 * (d + 1)), s1);
-          s2 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d + 2]), _mm512_loadu_ps(packed + 16 * (d + 2)), s2);
-          s3 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d + 3]), _mm512_loadu_ps(packed + 16 * (d + 3)), s3);
-        }
-        for (; d < k; ++d) s0 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d]), _mm512_loadu_ps(packed + 16 * d), s0);
-        _mm512_storeu_ps(acc[0], _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-        goto finish;
-      }
-      const float *x0 = x + i * k, *x1 = x0 + (rows > 1 ? k : 0), *x2 = x0 + (rows > 2 ? 2 * k : 0),
-                  *x3 = x0 + (rows > 3 ? 3 * k : 0);
-      for (int64_t d = 0; d < k; ++d) {
-        const __m512 weights = _mm512_loadu_ps(packed + 16 * d);
-        s0 = _mm512_fmadd_ps(_mm512_set1_ps(x0[d]), weights, s0);
-        s1 = _mm512_fmadd_ps(_mm512_set1_ps(x1[d]), weights, s1);
-        s2 = _mm512_fmadd_ps(_mm512_set1_ps(x2[d]), weights, s2);
-        s3 = _mm512_fmadd_ps(_mm512_set1_ps(x3[d]), weights, s3);
-      }
-      _mm512_storeu_ps(acc[0], s0);
-      _mm512_storeu_ps(acc[1], s1);
-      _mm512_storeu_ps(acc[2], s2);
-      _mm512_storeu_ps(acc[3], s3);
-#else
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int c = 0; c < 16; ++c) acc[r][c] = 0.f;
-        for (int64_t d = 0; d < k; ++d) {
-          const float v = x[(i + r) * k + d];
+    for (int64_t i = 0; i < m; ++i) {
+      const float *row_x = x + i * k;
+      float acc[16], part[4][16];
+      for (int c = 0; c < 16; ++c) acc[c] = part[0][c] = part[1][c] = part[2][c] = part[3][c] = 0.f;
+      int64_t d = 0;
+      if (i == alone)
+        for (; d + 4 <= k; d += 4)
+          for (int j = 0; j < 4; ++j) {
+            const float v = row_x[d + j];
 #pragma omp simd
-          for (int c = 0; c < 16; ++c) acc[r][c] = fmaf(v, packed[16 * d + c], acc[r][c]);
-        }
+            for (int c = 0; c < 16; ++c) part[j][c] = fmaf(v, packed[16 * (d + j) + c], part[j][c]);
+          }
+      float *sums = i == alone ? part[0] : acc;
+      for (; d < k; ++d) {
+        const float v = row_x[d];
+#pragma omp simd
+        for (int c = 0; c < 16; ++c) sums[c] = fmaf(v, packed[16 * d + c], sums[c]);
       }
-#endif
-#if defined(__AVX512F__)
-    finish:
-#endif
-      for (int64_t r = 0; r < rows; ++r) {
-        float *row = out + (i + r) * n + first;
-        for (int64_t c = 0; c < width; ++c) {
-          const float value = bias ? acc[r][c] + bias[first + c] : acc[r][c];
-          row[c] = relu ? (value > 0.f ? value : 0.f) : value;
-        }
+      if (i == alone)
+        for (int c = 0; c < 16; ++c) acc[c] = (part[0][c] + part[1][c]) + (part[2][c] + part[3][c]);
+      float *row = out + i * n + first;
+      for (int64_t c = 0; c < width; ++c) {
+        const float value = bias ? acc[c] + bias[first + c] : acc[c];
+        row[c] = relu ? (value > 0.f ? value : 0.f) : value;
       }
     }
   }
+#endif
 }
 
 int phrasal_float_linear(const float *x, int64_t m, int64_t k, const float *w, const float *bias, int64_t n,
@@ -639,6 +729,9 @@ int phrasal_float_linear(const float *x, int64_t m, int64_t k, const float *w, c
   float_linear(x, m, k, w, bias, n, relu, out);
   return 0;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 /* One linear layer of a step plan: packed weights, bias (0: none) and for int8 Σw per row and the
  * scales (0 for float32). */

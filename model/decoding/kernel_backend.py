@@ -312,9 +312,10 @@ class KernelBackend:
         pad_mask = src.eq(config.pad_id)  # (B, S)
         x = model.source_embedding(src)  # (B, S, D)
         b, length, d = x.shape
-        if self._fused_encoder is not None and b * length <= FUSED_ENCODER_MAX_ROWS:
+        fused = self._fused_encoder
+        if fused is not None and (not fused.int8 or b * length <= FUSED_INT8_ENCODER_MAX_ROWS):
             keep = pad_mask.logical_not().to(torch.uint8).contiguous()
-            return Memory(self._fused_encoder.run(x, keep).view(b, length, d), pad_mask)
+            return Memory(fused.run(x, keep).view(b, length, d), pad_mask)
         heads = config.n_heads
         mask = attention_mask(pad_mask, length, length, False, src.device)
         layers = model.encoder_layers
@@ -395,7 +396,7 @@ class KernelBackend:
         steps, table_stride = table.shape[1], table.stride(0)
         # The target embedding as TokenEmbedding computes it (same operations, same order).
         x = torch.embedding(self._target_table, tokens).mul_(self._target_scale).add_(self._positions[t])
-        if state.plan is not None and m <= FUSED_MAX_ROWS:
+        if state.plan is not None and (not self._fused_step.int8 or m <= FUSED_INT8_MAX_ROWS):
             h, attention = self._fused_step.run(state, x, table, sentence)
             return self.output(h).float(), attention
         # Every residual sum goes with the layer norm after it (phrasal_add_layer_norm): x is the
@@ -445,11 +446,12 @@ class KernelBackend:
         return total, normalised
 
 
-# Rows up to which a step runs fused (FusedStep). Whole int8 searches on the development CPU
+# Rows up to which an int8 step runs fused (FusedStep). Whole int8 searches on the development CPU
 # (benchmarks/fused_step.py, results/fused_step_cpu.md): fused 1.75x one call per layer greedy
 # and 1.58x at beam 5 for one sentence at a time, 1.1-1.3x for batches up to ~100 rows, about
 # even above (0.96x for 128 sentences at beam 5), where the operator's blocked GEMM catches up.
-FUSED_MAX_ROWS = 128
+# A float32 step runs fused at any size: float_linear is ~1.9x PyTorch's GEMM at every row count.
+FUSED_INT8_MAX_ROWS = 128
 
 
 def pack_float(weight: torch.Tensor) -> torch.Tensor:
@@ -515,15 +517,15 @@ def _packed_layer(layer: nn.Module, int8: bool) -> list["Int8Linear | _FloatLine
     return [pack(fused_linear([q, k, v]))] + [pack(module) for module in others] + [pack(up, relu=True), pack(down)]
 
 
-# Source positions (sentences x their padded length) up to which the encoder runs fused
+# Source positions (sentences x their padded length) up to which an int8 encoder runs fused
 # (FusedEncoder): a sentence or a few, as an interactive client sends them; above, PyTorch's
-# blocked GEMMs and fused attention.
-FUSED_ENCODER_MAX_ROWS = 128
+# blocked GEMMs and fused attention. A float32 encoder runs fused at any size, as its step.
+FUSED_INT8_ENCODER_MAX_ROWS = 128
 
 
 class FusedEncoder:
-    """KernelBackend._encode in one call of decoding.c's `phrasal_encoder`, for batches of up to
-    FUSED_ENCODER_MAX_ROWS source positions: its linear layers as FusedStep's, its self-attention
+    """KernelBackend._encode in one call of decoding.c's `phrasal_encoder` (int8: for batches of up
+    to FUSED_INT8_ENCODER_MAX_ROWS source positions): its linear layers as FusedStep's, its self-attention
     in the cross-attention kernel in place of PyTorch's fused attention (equal up to rounding, int8
     too: export/kernels_check.py and export/int8_check.py verify each model)."""
 
@@ -581,11 +583,12 @@ class FusedEncoder:
 
 
 class FusedStep:
-    """KernelBackend._layers in one call of decoding.c's `phrasal_decoder_step`, for steps of at
-    most FUSED_MAX_ROWS rows, where the ~45 Python and ctypes calls of a step cost several times
-    its arithmetic. int8: the same kernels in the same order, the same numbers bit for bit
-    (tests/model/test_int8_linear.py); float32: its linear layers in decoding.c's float_linear,
-    equal to PyTorch's up to float rounding (export/kernels_check.py verifies each model).
+    """KernelBackend._layers in one call of decoding.c's `phrasal_decoder_step`, without the ~45
+    Python and ctypes calls of a step that cost several times its arithmetic at a sentence's few
+    rows. int8 (steps of at most FUSED_INT8_MAX_ROWS rows): the same kernels in the same order, the
+    same numbers bit for bit (tests/model/test_int8_linear.py); float32 (every step): its linear
+    layers in decoding.c's float_linear, equal to PyTorch's up to float rounding
+    (export/kernels_check.py verifies each model).
 
     The plan is a (layers, 34) int64 table of addresses, decoding.c's `plan_layer`: per layer its
     six linear layers (packed weights, row sums, scales, bias), three norms (weight, bias), then

@@ -126,7 +126,7 @@ def test_steps_with_more_rows_than_the_fused_step_takes_run_one_call_per_layer(m
     ran = []
     run = backend._fused_step.run
     monkeypatch.setattr(backend._fused_step, "run", lambda state, x, *rest: ran.append(x.shape[0]) or run(state, x, *rest))
-    monkeypatch.setattr(kernel_backend, "FUSED_MAX_ROWS", 4)
+    monkeypatch.setattr(kernel_backend, "FUSED_INT8_MAX_ROWS", 4)
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]])
     want = generate(per_layer, src, DecodingOptions(beam_size=3))
     got = generate(backend, src, DecodingOptions(beam_size=3))
@@ -134,8 +134,15 @@ def test_steps_with_more_rows_than_the_fused_step_takes_run_one_call_per_layer(m
     assert ran[0] == 3 and max(ran) <= 4  # the first step (one row a sentence) fused, the 9-row steps not
 
 
-def test_a_float_model_gets_the_float_fused_step():
-    assert not KernelBackend(tiny_model(8))._fused_step.int8
+def test_a_float_model_gets_the_float_fused_step_at_every_size(monkeypatch):
+    backend = KernelBackend(tiny_model(8))
+    assert not backend._fused_step.int8
+    ran = []
+    run = backend._fused_step.run
+    monkeypatch.setattr(backend._fused_step, "run", lambda state, x, *rest: ran.append(x.shape[0]) or run(state, x, *rest))
+    monkeypatch.setattr(kernel_backend, "FUSED_INT8_MAX_ROWS", 1)  # int8's limit: not float32's
+    generate(backend, torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0], [11, 12, 13, 2, 0]]), DecodingOptions(beam_size=3))
+    assert ran[0] == 3 and max(ran) == 9  # every step fused, the 9-row steps too
 
 
 def test_the_agreement_check_leaves_the_callers_random_state(monkeypatch):

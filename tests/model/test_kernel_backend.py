@@ -3,6 +3,9 @@ float rounding through reorders and sentences leaving the batch, and its searche
 eager searches' hypotheses, on a tiny model and on the bundled one."""
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import pytest
 import torch
 
@@ -336,26 +339,64 @@ def test_bundled_fused_float32_searches_give_the_per_layer_hypotheses(bundled):
                     assert_close_for(h.score, w.score, ops=bundled.model.config.d_ff)
 
 
-@pytest.mark.parametrize("rows", [1, 3, 4, 5, 17])
-def test_float_linear_is_f_linear_up_to_rounding(rows):
-    # decoding.c's float_linear (the fused float32 step's layers, the tied output projection):
-    # packed in blocks of 16 outputs (here 37: a partial block), with and without bias and ReLU.
+def _float32(value: Fraction) -> Fraction:
+    """`value` rounded to the nearest float32, ties to even (exactly: no double rounding)."""
+    if value == 0:
+        return Fraction(0)
+    exponent = math.frexp(float(value))[1]  # |value| < 2**exponent, near enough to pick the scale
+    while abs(value) >= Fraction(2) ** exponent:
+        exponent += 1
+    while abs(value) < Fraction(2) ** (exponent - 1):
+        exponent -= 1
+    unit = Fraction(2) ** (exponent - 24)
+    return round(value / unit) * unit  # Fraction.__round__ rounds half to even
+
+
+def _float_linear_by_hand(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """decoding.c's float_linear without bias, exactly: each output a chain of float32 FMAs over
+    the inputs in order from 0; when rows % 4 == 1 the last row as four chains over the inputs
+    d % 4 == 0, 1, 2, 3 (what k % 4 leaves over joins the first), summed (0 + 1) + (2 + 3)."""
+    rows, k = x.shape
+    xs = [[Fraction(v) for v in row] for row in x.tolist()]
+    ws = [[Fraction(v) for v in row] for row in weight.tolist()]
+    out = torch.empty(rows, weight.shape[0])
+    for i in range(rows):
+        alone = rows % 4 == 1 and i == rows - 1
+        for j, w in enumerate(ws):
+            parts = [Fraction(0)] * 4
+            for d in range(k):
+                chain = d % 4 if alone and d < k - k % 4 else 0
+                parts[chain] = _float32(xs[i][d] * w[d] + parts[chain])
+            total = _float32(_float32(parts[0] + parts[1]) + _float32(parts[2] + parts[3])) if alone else parts[0]
+            out[i, j] = float(total)
+    return out
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 9, 13, 17])
+def test_float_linear_sums_in_its_stated_order(rows):
+    # decoding.c's float_linear (the fused float32 step's layers, the tied output projection) in
+    # every tile shape (8 rows or fewer, with and without the row alone; 37 outputs: a pair of
+    # blocks and a partial block; 26 inputs: two left over from the interleaved sums) gives
+    # exactly the numbers of its documented order, whatever the compiler regroups, with and
+    # without bias and ReLU; that order is F.linear's up to rounding.
     import torch.nn.functional as F
 
     from model.cpu_kernels import library
     from model.decoding.kernel_backend import pack_float
 
     generator = torch.Generator().manual_seed(rows)
-    weight, bias = torch.randn(37, 24, generator=generator), torch.randn(37, generator=generator)
-    x = torch.randn(rows, 24, generator=generator)
-    packed = pack_float(weight)
+    weight, bias = torch.randn(37, 26, generator=generator), torch.randn(37, generator=generator)
+    x = torch.randn(rows, 26, generator=generator)
+    packed, sums = pack_float(weight), _float_linear_by_hand(x, weight)
     for with_bias in (False, True):
         for relu in (0, 1):
-            out = torch.empty(rows, 37)
-            library().phrasal_float_linear(x.data_ptr(), rows, 24, packed.data_ptr(),
+            out = torch.full((rows, 37), float("nan"))
+            library().phrasal_float_linear(x.data_ptr(), rows, 26, packed.data_ptr(),
                                            bias.data_ptr() if with_bias else None, 37, relu, out.data_ptr())
-            want = F.linear(x, weight, bias if with_bias else None)
-            assert_close_for(out, F.relu(want) if relu else want, ops=24)
+            want = sums + bias if with_bias else sums  # one float32 add, as the kernel
+            assert torch.equal(out, want.clamp(min=0) if relu else want)
+            reference = F.linear(x, weight, bias if with_bias else None)
+            assert_close_for(out, F.relu(reference) if relu else reference, ops=26)
 
 
 def test_the_tied_output_projection_is_the_tables_product_up_to_rounding():
@@ -389,9 +430,16 @@ def test_the_fused_encoder_gives_the_per_layer_encoders_memory(int8, monkeypatch
     monkeypatch.setattr(backend._fused_encoder, "run", lambda *args: calls.append(1) or run(*args))
     with torch.inference_mode():
         fused = backend._encode(src)
-        monkeypatch.setattr(kernel_backend, "FUSED_ENCODER_MAX_ROWS", 14)  # 15 positions: per layer
-        per_layer = backend._encode(src)
-    assert calls == [1]
+        if int8:  # 15 positions, above the int8 limit: per layer
+            monkeypatch.setattr(kernel_backend, "FUSED_INT8_ENCODER_MAX_ROWS", 14)
+            per_layer = backend._encode(src)
+        else:  # float32 runs fused at any size
+            monkeypatch.setattr(kernel_backend, "FUSED_INT8_ENCODER_MAX_ROWS", 0)
+            again = backend._encode(src)
+            assert torch.equal(again.states, fused.states)
+            monkeypatch.setattr(backend, "_fused_encoder", None)
+            per_layer = backend._encode(src)
+    assert calls == ([1] if int8 else [1, 1])
     real = ~fused.pad_mask
     assert_close_for(fused.states[real], per_layer.states[real], ops=model.config.d_ff)
 
