@@ -29,10 +29,11 @@ from model.model_dir import LoadedModel
 RECORD_FILE = "kernels_verification.json"
 CRITERION = "kernels-float32"
 # Bumped when the kernels compute differently: an old record then no longer applies.
-SCHEME = ("model/cpu_kernels v7: paged self-attention, per-sentence cross-attention, fused beam candidates, "
+SCHEME = ("model/cpu_kernels v8: paged self-attention, per-sentence cross-attention, fused beam candidates, "
           "residual + layer norm, fused query/key/value projections, first step once per sentence, kernel encoder, "
           "the decoder step and the encoder in one call at every size with their linear layers in C (float_linear in "
-          "tiles of up to 8 rows x 32 outputs, each output summed in a fixed order), the tied output projection in C")
+          "tiles of up to 8 rows x 32 outputs, each output summed in a fixed order), the tied output projection and "
+          "the memory's key and value projections in C")
 DEFAULT_CRITERION = FastPathCriterion(min_identical=0.99, max_bleu_drop=0.05)
 KERNELS_PATH = FastPath("float32 kernel path", "float32", CRITERION, DEFAULT_CRITERION, RECORD_FILE, SCHEME,
                         "python -m export.kernels_check", lambda model: model, requires_kernels=True)

@@ -200,26 +200,34 @@ def output_function(model: Transformer) -> Callable[[torch.Tensor], torch.Tensor
     projection on fbgemm's packing for a few rows and on oneDNN's from ONEDNN_MIN_ROWS rows up."""
     projection = model.output_projection
     if projection is None:
-        # decoding.c's float_linear on the table packed once: 1.3-2.6x PyTorch's GEMM for 1 to 128
-        # rows of the bundled model (82.6 -> 54.7 µs for one row; results/fused_step_cpu.md), equal up
-        # to rounding (export/kernels_check.py verifies the decoder per model).
-        table = model.source_embedding.tokens.weight
-        packed, lib = pack_float(table), library()
-        vocab, width = table.shape
-
-        def project(x: torch.Tensor) -> torch.Tensor:
-            x = x.contiguous()
-            out = torch.empty(x.shape[0], vocab)
-            lib.phrasal_float_linear(x.data_ptr(), x.shape[0], width, packed.data_ptr(), None, vocab, 0, out.data_ptr())
-            return out
-
-        return project
+        # decoding.c's float_linear on the table packed once: 1.5-2.8x PyTorch's GEMM on the
+        # development CPU (82.6 -> 54.7 µs for one row of the bundled model, 4.5 -> 1.6 ms for 160;
+        # results/fused_step_cpu.md), equal up to rounding (export/kernels_check.py verifies the
+        # decoder per model).
+        return float_function(model.source_embedding.tokens.weight, None)
     small = bare_linear(projection)
     large_module = onednn_packed(projection) if type(projection) is DynamicQuantizedLinear else None
     if large_module is None:
         return small
     large = bare_linear(large_module)
     return lambda x: large(x) if x.shape[0] >= ONEDNN_MIN_ROWS else small(x)
+
+
+def float_function(weight: torch.Tensor, bias: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
+    """x (rows, in) -> x · weightᵀ + bias (rows, out) in decoding.c's float_linear, the float32
+    weights packed once (kept by the function)."""
+    packed, lib = pack_float(weight), library()
+    out_features, in_features = weight.shape
+    bias = bias.detach().contiguous() if bias is not None else None
+
+    def apply(x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty(x.shape[0], out_features)
+        lib.phrasal_float_linear(x.data_ptr(), x.shape[0], in_features, packed.data_ptr(),
+                                 bias.data_ptr() if bias is not None else None, out_features, 0, out.data_ptr())
+        return out
+
+    return apply
 
 
 def _layer_linears(layer: nn.Module) -> _LayerLinears:
@@ -286,6 +294,14 @@ class KernelBackend:
         self._fused_step = FusedStep.for_backend(self)
         # The whole encoder in one kernel call for a few sentences (FusedEncoder); None: per layer.
         self._fused_encoder = FusedEncoder.for_backend(self)
+        # Each decoder layer's projections of the memory into keys and values, once a batch: in
+        # float_linear where the step's layers are (the module calls cost more than their
+        # arithmetic for a sentence's few rows), else the modules' own functions.
+        float_layers = self._fused_step is not None and not self._fused_step.int8
+        self._memory_projections = [
+            tuple(float_function(module.weight, module.bias) if float_layers else bare_linear(module)
+                  for module in (layer.cross_attention.k_proj, layer.cross_attention.v_proj))
+            for layer in model.decoder_layers]
 
     def candidates(self, logits: torch.Tensor, scores: torch.Tensor, count: int, at_limit: list[int],
                    never: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -332,11 +348,11 @@ class KernelBackend:
     @torch.inference_mode()
     def encode(self, src: torch.Tensor) -> PagedState:
         memory = self.model.encode(src) if self.encoder_linears is None else self._encode(src)
-        layers = self.model.decoder_layers
-        batch = src.shape[0]
-        caches = tuple(_Cache(self.config.max_positions) for _ in layers)
-        memory_k = tuple(layer.cross_attention.k_proj(memory.states).contiguous() for layer in layers)
-        memory_v = tuple(layer.cross_attention.v_proj(memory.states).contiguous() for layer in layers)
+        batch, length, d = memory.states.shape
+        caches = tuple(_Cache(self.config.max_positions) for _ in self.model.decoder_layers)
+        states = memory.states.reshape(batch * length, d)
+        memory_k = tuple(k(states).view(batch, length, -1) for k, _ in self._memory_projections)
+        memory_v = tuple(v(states).view(batch, length, -1) for _, v in self._memory_projections)
         return PagedState(
             step=0,
             table=torch.empty(batch, 0, dtype=torch.int32),

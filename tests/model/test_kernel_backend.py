@@ -415,6 +415,28 @@ def test_the_tied_output_projection_is_the_tables_product_up_to_rounding():
 
 
 @pytest.mark.parametrize("int8", [False, True])
+def test_the_memory_keys_and_values_are_the_cross_attentions_projections(int8):
+    # KernelBackend.encode projects the memory once a batch for every decoder layer: float32 in
+    # decoding.c's float_linear (equal up to rounding), int8 with the layer's own operator (equal).
+    from model.quantization import quantize_int8
+
+    model = tiny_model(5)
+    model = quantize_int8(model) if int8 else model
+    backend = KernelBackend(model)
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    with torch.inference_mode():
+        state = backend.encode(src)
+        memory = backend._encode(src).states
+        for layer, keys, values in zip(model.decoder_layers, state.memory_k, state.memory_v):
+            assert keys.shape == values.shape == memory.shape and keys.is_contiguous() and values.is_contiguous()
+            for got, module in ((keys, layer.cross_attention.k_proj), (values, layer.cross_attention.v_proj)):
+                if int8:
+                    assert torch.equal(got, module(memory))
+                else:
+                    assert_close_for(got, module(memory), ops=model.config.d_model)
+
+
+@pytest.mark.parametrize("int8", [False, True])
 def test_the_fused_encoder_gives_the_per_layer_encoders_memory(int8, monkeypatch):
     # FusedEncoder: the whole encoder in one kernel call, its self-attention in the cross-attention
     # kernel: equal to the per-layer encoder up to the model's widest reduction in another order.
