@@ -269,3 +269,29 @@ def test_a_lone_client_stops_paying_the_wait_and_overlapping_clients_turn_it_bac
 
     assert asyncio.run(scenario()) == [15, 14, 0]
     assert [texts for texts, _ in runtime.calls] == [*lone, overlapping[0] + overlapping[1]]
+
+
+def test_each_further_wait_in_vain_doubles_the_batches_that_skip_it():
+    # A lone client (one request at a time): the first request waits in vain, the next 15 start at
+    # once, the 17th waits again and 30 skip; overlapping requests turn waiting back on, and the
+    # next wait in vain starts over at 15.
+    runtime = FakeRuntime()
+
+    async def scenario():
+        batcher = MicroBatcher(runtime, BatchLimits(max_sentences=8, max_wait_s=0.01))
+        batcher.start()
+        skips = []
+        try:
+            for index in range(18):
+                await asyncio.wait_for(batcher.submit([f"t{index}"], [1], DecodingOptions()).future, 10)
+                skips.append(batcher._skip_waits)
+            both = [batcher.submit([text], [1], DecodingOptions()) for text in ("x", "y")]
+            await asyncio.wait_for(asyncio.gather(*(job.future for job in both)), 10)
+            skips.append(batcher._skip_waits)
+            await asyncio.wait_for(batcher.submit(["z"], [1], DecodingOptions()).future, 10)
+            skips.append(batcher._skip_waits)
+        finally:
+            await batcher.stop()
+        return skips
+
+    assert asyncio.run(scenario()) == [15, *range(14, -1, -1), 30, 29, 0, 15]
