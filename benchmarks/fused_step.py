@@ -1,6 +1,7 @@
 """The decoder step in one kernel call (model/decoding/kernel_backend.py, FusedStep) against one
-call per layer, int8 and float32; and the int8 linear layer alone: PyTorch's dynamic int8 operator
-against decoding.c's kernel (model/decoding/int8_linear.py), which gives its numbers bit for bit.
+call per layer, int8 and float32; and a linear layer alone: PyTorch's dynamic int8 operator against
+decoding.c's int8 kernel (model/decoding/int8_linear.py), which gives its numbers bit for bit, and
+PyTorch's float32 GEMM against decoding.c's float_linear (equal up to rounding).
 
     python benchmarks/fused_step.py                       # the bundled en-de model, int8 and float32
     python benchmarks/fused_step.py --precisions int8 --searches 1x1,5x1,5x32 --sentences 96 --rows 1,16
@@ -8,11 +9,11 @@ against decoding.c's kernel (model/decoding/int8_linear.py), which gives its num
 Whole searches: the bundled model through the kernel backend, the first --sentences
 test_2016_flickr sentences in batches, each (beam x batch) run fused and per layer after a warm-up
 run, milliseconds for all and how many top hypotheses are identical (int8: all, the same numbers;
-float32: the same up to rounding). What they say sets FUSED_INT8_MAX_ROWS. Per layer shape (in x out, the model's: self-attention q/k/v fused, the other
-projections, the feed-forward's two layers, the output projection) and rows: microseconds per call
-of the operator and of the kernel alone, called as a search calls them (inside
-`no_torch_function`), and whether their outputs are equal. One thread. Appends to
-results/fused_step_cpu.md.
+float32: the same up to rounding). What they say sets FUSED_INT8_MAX_ROWS. Per layer shape (in x
+out, the model's: self-attention q/k/v fused, the other projections, the feed-forward's two
+layers, the output projection) and rows: microseconds per call of the int8 operator and kernel
+(and whether their outputs are equal) and of float32 F.linear and float_linear, called as a search
+calls them (inside `no_torch_function`). One thread. Appends to results/fused_step_cpu.md.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def main() -> int:
                         help="beam x batch pairs of the whole-search comparison")
     parser.add_argument("--sentences", type=int, default=96)
     parser.add_argument("--precisions", default="int8,float32")
-    parser.add_argument("--rows", default="1,2,5,10,16,32")
+    parser.add_argument("--rows", default="1,2,5,10,16,32,160")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--results", type=Path, default=REPO / "results" / "fused_step_cpu.md")
     args = parser.parse_args()
@@ -55,8 +56,11 @@ def main() -> int:
     import torch
     from torch import nn
 
+    import torch.nn.functional as F
+
     from model.decoding.generate import no_torch_function
     from model.decoding.int8_linear import C_MAX_ROWS, Int8Linear, agreement_problem, quantize_linear
+    from model.decoding.kernel_backend import float_function
 
     torch.set_num_threads(1)
     problem = agreement_problem()
@@ -70,10 +74,14 @@ def main() -> int:
     torch.manual_seed(0)
     with torch.inference_mode(), no_torch_function():
         for in_features, out_features in SHAPES:
-            kernel = Int8Linear(quantize_linear(nn.Linear(in_features, out_features)))
+            layer = nn.Linear(in_features, out_features)
+            kernel = Int8Linear(quantize_linear(layer))
+            floats = float_function(layer.weight, layer.bias)
             for rows in rows_list:
                 x = torch.randn(rows, in_features)
                 calls = args.calls if out_features < 1000 else max(200, args.calls // 10)
+                float_gemm = per_call_us(lambda x: F.linear(x, layer.weight, layer.bias), x, calls)
+                float_ours = per_call_us(floats, x, calls)
                 operator = per_call_us(kernel.operator, x, calls)
                 if rows <= C_MAX_ROWS:
                     ours, equal = per_call_us(kernel, x, calls), torch.equal(kernel(x), kernel.operator(x))
@@ -86,7 +94,8 @@ def main() -> int:
                     finally:
                         module.C_MAX_ROWS = saved
                 lines.append(f"| {in_features} x {out_features} | {rows} | {operator:.1f} | {ours:.1f} | "
-                             f"{operator / ours:.2f} | {'yes' if equal else '**no**'} |")
+                             f"{operator / ours:.2f} | {'yes' if equal else '**no**'} | {float_gemm:.1f} | "
+                             f"{float_ours:.1f} | {float_gemm / float_ours:.2f} |")
     command = "python benchmarks/fused_step.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = (
         f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
@@ -96,8 +105,9 @@ def main() -> int:
         "| precision | beam | batch | fused ms | per layer ms | per layer / fused | identical top hypotheses |\n"
         "|---|---:|---:|---:|---:|---:|---|\n" + "\n".join(searches) + "\n\n"
         "One layer alone:\n\n"
-        "| layer (in x out) | rows | operator µs | kernel µs | operator / kernel | equal |\n"
-        "|---|---:|---:|---:|---:|---|\n" + "\n".join(lines) + "\n"
+        "| layer (in x out) | rows | int8 operator µs | int8 kernel µs | operator / kernel | equal | "
+        "float32 F.linear µs | float_linear µs | F.linear / float_linear |\n"
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|\n" + "\n".join(lines) + "\n"
     )
     print(report)
     append_report(args.results, "The decoder step in one kernel call, and the int8 linear layer alone",
