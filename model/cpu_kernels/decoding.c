@@ -667,6 +667,72 @@ static void float_tile_rows(const float *x, int64_t k, const float *packed, cons
   PHRASAL_TILE(2, 1) PHRASAL_TILE(1, 1) PHRASAL_TILE(0, 1)
 #undef PHRASAL_TILE
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+/* The same sums with 8-float vectors (16 registers): tiles of up to 6 rows × 16 outputs (12 sums),
+ * the row alone in its own pass (its 8 sums would not fit beside them). */
+static inline void float_store_avx2(__m256 low, __m256 high, const float *bias, int64_t first, int64_t n, int64_t relu,
+                                    float *row) {
+  if (n - first >= 16) {
+    if (bias) {
+      low = _mm256_add_ps(low, _mm256_loadu_ps(bias + first));
+      high = _mm256_add_ps(high, _mm256_loadu_ps(bias + first + 8));
+    }
+    if (relu) { /* max(NaN or -0, +0) gives +0, as the scalar `value > 0 ? value : 0` */
+      low = _mm256_max_ps(low, _mm256_setzero_ps());
+      high = _mm256_max_ps(high, _mm256_setzero_ps());
+    }
+    _mm256_storeu_ps(row + first, low);
+    _mm256_storeu_ps(row + first + 8, high);
+    return;
+  }
+  float acc[16];
+  _mm256_storeu_ps(acc, low);
+  _mm256_storeu_ps(acc + 8, high);
+  for (int64_t c = 0; c < n - first; ++c) {
+    const float value = bias ? acc[c] + bias[first + c] : acc[c];
+    row[first + c] = relu ? (value > 0.f ? value : 0.f) : value;
+  }
+}
+
+static inline __attribute__((always_inline)) void float_tile_avx2(const float *x, int64_t k, const float *packed,
+                                                                  const float *bias, int64_t first, int64_t n,
+                                                                  int64_t relu, float *out, const int rows) {
+  __m256 low[6], high[6];
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; ++r) low[r] = high[r] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < k; ++d) {
+    const __m256 w0 = _mm256_loadu_ps(packed + 16 * d), w1 = _mm256_loadu_ps(packed + 16 * d + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; ++r) {
+      const __m256 v = _mm256_broadcast_ss(x + r * k + d);
+      low[r] = _mm256_fmadd_ps(v, w0, low[r]);
+      high[r] = _mm256_fmadd_ps(v, w1, high[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; ++r) float_store_avx2(low[r], high[r], bias, first, n, relu, out + r * n);
+}
+
+static void float_row_avx2(const float *x, int64_t k, const float *packed, const float *bias, int64_t first,
+                           int64_t n, int64_t relu, float *row) {
+  __m256 low[4], high[4];
+  for (int j = 0; j < 4; ++j) low[j] = high[j] = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 4 <= k; d += 4)
+    for (int j = 0; j < 4; ++j) {
+      const __m256 v = _mm256_broadcast_ss(x + d + j);
+      low[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(packed + 16 * (d + j)), low[j]);
+      high[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(packed + 16 * (d + j) + 8), high[j]);
+    }
+  for (; d < k; ++d) {
+    const __m256 v = _mm256_broadcast_ss(x + d);
+    low[0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(packed + 16 * d), low[0]);
+    high[0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(packed + 16 * d + 8), high[0]);
+  }
+  float_store_avx2(_mm256_add_ps(_mm256_add_ps(low[0], low[1]), _mm256_add_ps(low[2], low[3])),
+                   _mm256_add_ps(_mm256_add_ps(high[0], high[1]), _mm256_add_ps(high[2], high[3])), bias, first, n,
+                   relu, row);
+}
 #endif
 
 static void float_linear(const float *x, int64_t m, int64_t k, const float *w, const float *bias, int64_t n,
@@ -688,6 +754,25 @@ static void float_linear(const float *x, int64_t m, int64_t k, const float *w, c
         float_tile_rows(x + i * k, k, packed, bias, block * 16, n, relu, out + i * n, rows, pair, with_alone);
       i += rows + with_alone;
     }
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  const int64_t alone = m % 4 == 1, body = m - alone; /* the last row alone when m % 4 == 1 */
+  for (int64_t block = 0; block < blocks; ++block) {
+    const float *packed = w + block * 16 * k;
+    for (int64_t i = 0; i < body; i += 6) {
+      const int64_t rows = body - i < 6 ? body - i : 6;
+      const float *xi = x + i * k;
+      float *oi = out + i * n;
+      switch (rows) {
+        case 6: float_tile_avx2(xi, k, packed, bias, block * 16, n, relu, oi, 6); break;
+        case 5: float_tile_avx2(xi, k, packed, bias, block * 16, n, relu, oi, 5); break;
+        case 4: float_tile_avx2(xi, k, packed, bias, block * 16, n, relu, oi, 4); break;
+        case 3: float_tile_avx2(xi, k, packed, bias, block * 16, n, relu, oi, 3); break;
+        case 2: float_tile_avx2(xi, k, packed, bias, block * 16, n, relu, oi, 2); break;
+        default: float_tile_avx2(xi, k, packed, bias, block * 16, n, relu, oi, 1); break;
+      }
+    }
+    if (alone) float_row_avx2(x + body * k, k, packed, bias, block * 16, n, relu, out + body * n);
   }
 #else
   const int64_t alone = m % 4 == 1 ? m - 1 : -1; /* the last row alone when m % 4 == 1 */
