@@ -5,6 +5,7 @@ PyTorch's float32 GEMM against decoding.c's float_linear (equal up to rounding).
 
     python benchmarks/fused_step.py                       # the bundled en-de model, int8 and float32
     python benchmarks/fused_step.py --precisions int8 --searches 1x1,5x1,5x32 --sentences 96 --rows 1,16
+    python benchmarks/fused_step.py --march haswell --precisions float32   # as on an AVX2 machine
 
 Whole searches: the bundled model through the kernel backend, the first --sentences
 test_2016_flickr sentences in batches, each (beam x batch) run fused and per layer after a warm-up
@@ -31,6 +32,9 @@ sys.path.insert(0, str(REPO))
 from benchmarks.host import append_report, cpu_name  # noqa: E402
 
 SHAPES = ((128, 384), (128, 128), (128, 256), (256, 128), (128, 10000))
+# --march: a kind of machine other than this one, and the MKL and ATen settings that keep
+# PyTorch within its vector width.
+OTHER_MACHINES = {"haswell": ("AVX2", "avx2"), "x86-64": ("SSE4_2", "default")}
 
 
 def per_call_us(function, x, calls: int) -> float:
@@ -51,7 +55,12 @@ def main() -> int:
     parser.add_argument("--rows", default="1,2,5,10,16,32,160")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--results", type=Path, default=REPO / "results" / "fused_step_cpu.md")
+    parser.add_argument("--march", choices=sorted(OTHER_MACHINES),
+                        help="run as on a machine of that kind: the kernels built for it (-march), PyTorch's "
+                             "MKL and ATen limited to its vector width (float32 only: fbgemm picks its own)")
     args = parser.parse_args()
+    if args.march:  # read when torch loads
+        os.environ["MKL_ENABLE_INSTRUCTIONS"], os.environ["ATEN_CPU_CAPABILITY"] = OTHER_MACHINES[args.march]
 
     import torch
     from torch import nn
@@ -63,6 +72,15 @@ def main() -> int:
     from model.decoding.kernel_backend import float_function
 
     torch.set_num_threads(1)
+    build = ""
+    if args.march:
+        import tempfile
+
+        import model.cpu_kernels as cpu_kernels
+
+        cpu_kernels.use(cpu_kernels.build_for(args.march, Path(tempfile.mkdtemp())))
+        build = (f" Kernels built with -march={args.march}; MKL_ENABLE_INSTRUCTIONS={OTHER_MACHINES[args.march][0]}, "
+                 f"ATEN_CPU_CAPABILITY={OTHER_MACHINES[args.march][1]}.")
     problem = agreement_problem()
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -100,7 +118,7 @@ def main() -> int:
     report = (
         f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
         f"{os.cpu_count()} logical CPUs\n\n    {command.strip()}\n\n"
-        f"torch {torch.__version__}, engine {torch.backends.quantized.engine}, one thread.\n\n"
+        f"torch {torch.__version__}, engine {torch.backends.quantized.engine}, one thread.{build}\n\n"
         f"Whole searches, models/en-de, the first {args.sentences} test_2016_flickr sentences:\n\n"
         "| precision | beam | batch | fused ms | per layer ms | per layer / fused | identical top hypotheses |\n"
         "|---|---:|---:|---:|---:|---:|---|\n" + "\n".join(searches) + "\n\n"

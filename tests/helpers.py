@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import math
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +238,36 @@ def assert_padding_changes_nothing(model, src, tgt_in, rows=(1, 2)):
         assert batched.attention[row, :, length:].abs().max().item() == 0.0
         alone_rows.append((row, length, t_len, alone))
     return batched, alone_rows
+
+
+def float32_of(value: Fraction) -> Fraction:
+    """`value` rounded to the nearest float32, ties to even (exactly: no double rounding)."""
+    if value == 0:
+        return Fraction(0)
+    exponent = math.frexp(float(value))[1]  # |value| < 2**exponent, near enough to pick the scale
+    while abs(value) >= Fraction(2) ** exponent:
+        exponent += 1
+    while abs(value) < Fraction(2) ** (exponent - 1):
+        exponent -= 1
+    unit = Fraction(2) ** (exponent - 24)
+    return round(value / unit) * unit  # Fraction.__round__ rounds half to even
+
+
+def float_linear_by_hand(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """decoding.c's float_linear without bias, exactly: each output a chain of float32 FMAs over
+    the inputs in order from 0; when rows % 4 == 1 the last row as four chains over the inputs
+    d % 4 == 0, 1, 2, 3 (what k % 4 leaves over joins the first), summed (0 + 1) + (2 + 3)."""
+    rows, k = x.shape
+    xs = [[Fraction(v) for v in row] for row in x.tolist()]
+    ws = [[Fraction(v) for v in row] for row in weight.tolist()]
+    out = torch.empty(rows, weight.shape[0])
+    for i in range(rows):
+        alone = rows % 4 == 1 and i == rows - 1
+        for j, w in enumerate(ws):
+            parts = [Fraction(0)] * 4
+            for d in range(k):
+                chain = d % 4 if alone and d < k - k % 4 else 0
+                parts[chain] = float32_of(xs[i][d] * w[d] + parts[chain])
+            total = float32_of(float32_of(parts[0] + parts[1]) + float32_of(parts[2] + parts[3])) if alone else parts[0]
+            out[i, j] = float(total)
+    return out

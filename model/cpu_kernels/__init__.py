@@ -91,6 +91,35 @@ def _build_and_load() -> tuple[ctypes.CDLL | None, str | None]:
     return None, "; ".join(problems)
 
 
+def build_for(arch: str, folder: Path) -> ctypes.CDLL:
+    """The kernels built for `-march=arch` in place of this machine's own (`-march=native`) into
+    `folder` and loaded: the vector paths of other machines (an AVX2 one: "haswell"; no AVX:
+    "x86-64"), for tests and benchmarks run here. Raises RuntimeError when it does not build."""
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeError("no C compiler (cc or gcc) on PATH")
+    flags = tuple(f"-march={arch}" if flag == "-march=native" else flag for flag in FLAGS)
+    target, problems = Path(folder) / f"decoding-{arch}.so", []
+    for libraries, defines in LINK_ATTEMPTS:
+        command = [compiler, *flags, *defines, str(SOURCE), "-o", str(target), *libraries]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        if done.returncode == 0:
+            lib = ctypes.CDLL(str(target))
+            for name, argtypes in SIGNATURES.items():
+                getattr(lib, name).argtypes = argtypes
+                getattr(lib, name).restype = ctypes.c_int
+            return lib
+        problems.append((done.stderr.strip().splitlines() or ["no message"])[0])
+    raise RuntimeError(f"the -march={arch} build failed: {'; '.join(problems)}")
+
+
+def use(lib: ctypes.CDLL) -> None:
+    """Make `lib` (from build_for) the kernels every later `library()` call returns."""
+    global _loaded
+    with _lock:
+        _loaded = (lib, None)
+
+
 def _compile(compiler: str, libraries: tuple[str, ...], defines: tuple[str, ...], target: Path) -> str | None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # Built beside the target and renamed into place: processes starting together never load a half-written file.

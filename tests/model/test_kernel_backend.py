@@ -3,9 +3,6 @@ float rounding through reorders and sentences leaving the batch, and its searche
 eager searches' hypotheses, on a tiny model and on the bundled one."""
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import pytest
 import torch
 
@@ -16,7 +13,7 @@ from model.decoding.kernel_backend import KernelBackend, kernel_decoding_problem
 from model.model_dir import load_model_dir
 from tests.bundled.expectations import MODEL_DIR
 from tests.conftest import read_lines
-from tests.helpers import TINY_MODEL_OPS, assert_close_for, tiny_model
+from tests.helpers import TINY_MODEL_OPS, assert_close_for, float_linear_by_hand, tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -339,39 +336,6 @@ def test_bundled_fused_float32_searches_give_the_per_layer_hypotheses(bundled):
                     assert_close_for(h.score, w.score, ops=bundled.model.config.d_ff)
 
 
-def _float32(value: Fraction) -> Fraction:
-    """`value` rounded to the nearest float32, ties to even (exactly: no double rounding)."""
-    if value == 0:
-        return Fraction(0)
-    exponent = math.frexp(float(value))[1]  # |value| < 2**exponent, near enough to pick the scale
-    while abs(value) >= Fraction(2) ** exponent:
-        exponent += 1
-    while abs(value) < Fraction(2) ** (exponent - 1):
-        exponent -= 1
-    unit = Fraction(2) ** (exponent - 24)
-    return round(value / unit) * unit  # Fraction.__round__ rounds half to even
-
-
-def _float_linear_by_hand(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """decoding.c's float_linear without bias, exactly: each output a chain of float32 FMAs over
-    the inputs in order from 0; when rows % 4 == 1 the last row as four chains over the inputs
-    d % 4 == 0, 1, 2, 3 (what k % 4 leaves over joins the first), summed (0 + 1) + (2 + 3)."""
-    rows, k = x.shape
-    xs = [[Fraction(v) for v in row] for row in x.tolist()]
-    ws = [[Fraction(v) for v in row] for row in weight.tolist()]
-    out = torch.empty(rows, weight.shape[0])
-    for i in range(rows):
-        alone = rows % 4 == 1 and i == rows - 1
-        for j, w in enumerate(ws):
-            parts = [Fraction(0)] * 4
-            for d in range(k):
-                chain = d % 4 if alone and d < k - k % 4 else 0
-                parts[chain] = _float32(xs[i][d] * w[d] + parts[chain])
-            total = _float32(_float32(parts[0] + parts[1]) + _float32(parts[2] + parts[3])) if alone else parts[0]
-            out[i, j] = float(total)
-    return out
-
-
 @pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 9, 13, 17])
 def test_float_linear_sums_in_its_stated_order(rows):
     # decoding.c's float_linear (the fused float32 step's layers, the tied output projection) in
@@ -387,7 +351,7 @@ def test_float_linear_sums_in_its_stated_order(rows):
     generator = torch.Generator().manual_seed(rows)
     weight, bias = torch.randn(37, 26, generator=generator), torch.randn(37, generator=generator)
     x = torch.randn(rows, 26, generator=generator)
-    packed, sums = pack_float(weight), _float_linear_by_hand(x, weight)
+    packed, sums = pack_float(weight), float_linear_by_hand(x, weight)
     for with_bias in (False, True):
         for relu in (0, 1):
             out = torch.full((rows, 37), float("nan"))

@@ -1,0 +1,74 @@
+"""decoding.c's vector paths other than this machine's own: the kernels built here for AVX2 + FMA
+without AVX-512 (-march=haswell) and for plain x86-64 (-march=x86-64). Each gives float_linear's
+stated order exactly (the by-hand FMA chains of tests/helpers.py) and PyTorch's int8 operator bit
+for bit, as the native build does (tests/model/test_kernel_backend.py, test_int8_linear.py): a
+machine without AVX-512 computes the numbers the bundled models were verified with."""
+from __future__ import annotations
+
+import ctypes
+import platform
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import model.cpu_kernels as cpu_kernels
+from model.decoding.int8_linear import Int8Linear, agreement_problem, quantize_linear
+from model.decoding.kernel_backend import pack_float
+from tests.helpers import float_linear_by_hand
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# The build and the CPU flags it needs to run here.
+BUILDS = {"haswell": ("avx2", "fma"), "x86-64": ()}
+
+
+def _cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def build(request, tmp_path_factory) -> ctypes.CDLL:
+    arch = request.param
+    if platform.machine() != "x86_64" or not Path("/proc/cpuinfo").exists() or not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("builds for x86-64 need an x86-64 Linux machine with a C compiler")
+    missing = [flag for flag in BUILDS[arch] if flag not in _cpu_flags()]
+    if missing:
+        pytest.skip(f"this CPU lacks {missing} to run the {arch} build")
+    return cpu_kernels.build_for(arch, tmp_path_factory.mktemp(arch))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5, 7, 9, 13])
+def test_float_linear_sums_in_the_stated_order(build, rows):
+    generator = torch.Generator().manual_seed(rows)
+    weight, bias = torch.randn(37, 26, generator=generator), torch.randn(37, generator=generator)
+    x = torch.randn(rows, 26, generator=generator)
+    packed, sums = pack_float(weight), float_linear_by_hand(x, weight)
+    for with_bias in (False, True):
+        for relu in (0, 1):
+            out = torch.full((rows, 37), float("nan"))
+            build.phrasal_float_linear(x.data_ptr(), rows, 26, packed.data_ptr(),
+                                       bias.data_ptr() if with_bias else None, 37, relu, out.data_ptr())
+            want = sums + bias if with_bias else sums
+            assert torch.equal(out, want.clamp(min=0) if relu else want), f"bias={with_bias} relu={relu}"
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0, 1e-6])
+@pytest.mark.parametrize("in_features, out_features, rows", [(128, 384, 1), (256, 128, 5), (7, 17, 3)])
+def test_the_int8_kernel_is_the_operator_bit_for_bit(build, scale, in_features, out_features, rows):
+    if torch.backends.quantized.engine not in ("x86", "fbgemm") or agreement_problem() is not None:
+        pytest.skip(f"the kernel replaces the operator only on fbgemm: {agreement_problem()}")
+    torch.manual_seed(rows)
+    x = torch.randn(rows, in_features) * scale
+    for bias in (True, False):
+        torch.manual_seed(in_features)
+        module = quantize_linear(nn.Linear(in_features, out_features, bias=bias))
+        for relu in (False, True):
+            kernel = Int8Linear(module, relu)
+            kernel._lib = build
+            assert torch.equal(kernel(x), kernel.operator(x)), f"bias={bias} relu={relu}"
