@@ -271,3 +271,26 @@ def float_linear_by_hand(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             total = float32_of(float32_of(parts[0] + parts[1]) + float32_of(parts[2] + parts[3])) if alone else parts[0]
             out[i, j] = float(total)
     return out
+
+
+def float_linear_outputs_in_stated_order(lib, rows: int):
+    """decoding.c's float_linear from `lib` (a loaded kernels library) on a layer of 37 outputs
+    (a pair of blocks and a partial block) and 26 inputs (two left over from the interleaved sums),
+    `rows` rows, with and without bias and ReLU; asserts each output is exactly
+    `float_linear_by_hand`'s. Returns x, weight, bias and the outputs by (with_bias, relu)."""
+    from model.decoding.kernel_backend import pack_float
+
+    generator = torch.Generator().manual_seed(rows)
+    weight, bias = torch.randn(37, 26, generator=generator), torch.randn(37, generator=generator)
+    x = torch.randn(rows, 26, generator=generator)
+    packed, sums = pack_float(weight), float_linear_by_hand(x, weight)
+    outputs = {}
+    for with_bias in (False, True):
+        for relu in (0, 1):
+            out = torch.full((rows, 37), float("nan"))
+            lib.phrasal_float_linear(x.data_ptr(), rows, 26, packed.data_ptr(),
+                                     bias.data_ptr() if with_bias else None, 37, relu, out.data_ptr())
+            want = sums + bias if with_bias else sums  # one float32 add, as the kernel
+            assert torch.equal(out, want.clamp(min=0) if relu else want), f"bias={with_bias} relu={relu}"
+            outputs[with_bias, relu] = out
+    return x, weight, bias, outputs

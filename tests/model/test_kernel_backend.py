@@ -13,7 +13,7 @@ from model.decoding.kernel_backend import KernelBackend, kernel_decoding_problem
 from model.model_dir import load_model_dir
 from tests.bundled.expectations import MODEL_DIR
 from tests.conftest import read_lines
-from tests.helpers import TINY_MODEL_OPS, assert_close_for, float_linear_by_hand, tiny_model
+from tests.helpers import TINY_MODEL_OPS, assert_close_for, float_linear_outputs_in_stated_order, tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -346,21 +346,11 @@ def test_float_linear_sums_in_its_stated_order(rows):
     import torch.nn.functional as F
 
     from model.cpu_kernels import library
-    from model.decoding.kernel_backend import pack_float
 
-    generator = torch.Generator().manual_seed(rows)
-    weight, bias = torch.randn(37, 26, generator=generator), torch.randn(37, generator=generator)
-    x = torch.randn(rows, 26, generator=generator)
-    packed, sums = pack_float(weight), float_linear_by_hand(x, weight)
-    for with_bias in (False, True):
-        for relu in (0, 1):
-            out = torch.full((rows, 37), float("nan"))
-            library().phrasal_float_linear(x.data_ptr(), rows, 26, packed.data_ptr(),
-                                           bias.data_ptr() if with_bias else None, 37, relu, out.data_ptr())
-            want = sums + bias if with_bias else sums  # one float32 add, as the kernel
-            assert torch.equal(out, want.clamp(min=0) if relu else want)
-            reference = F.linear(x, weight, bias if with_bias else None)
-            assert_close_for(out, F.relu(reference) if relu else reference, ops=26)
+    x, weight, bias, outputs = float_linear_outputs_in_stated_order(library(), rows)
+    for (with_bias, relu), out in outputs.items():
+        reference = F.linear(x, weight, bias if with_bias else None)
+        assert_close_for(out, F.relu(reference) if relu else reference, ops=26)
 
 
 def test_the_tied_output_projection_is_the_tables_product_up_to_rounding():

@@ -16,8 +16,7 @@ from torch import nn
 
 import model.cpu_kernels as cpu_kernels
 from model.decoding.int8_linear import Int8Linear, agreement_problem, quantize_linear
-from model.decoding.kernel_backend import pack_float
-from tests.helpers import float_linear_by_hand
+from tests.helpers import float_linear_outputs_in_stated_order
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -45,17 +44,7 @@ def build(request, tmp_path_factory) -> ctypes.CDLL:
 
 @pytest.mark.parametrize("rows", [1, 2, 5, 7, 9, 13])
 def test_float_linear_sums_in_the_stated_order(build, rows):
-    generator = torch.Generator().manual_seed(rows)
-    weight, bias = torch.randn(37, 26, generator=generator), torch.randn(37, generator=generator)
-    x = torch.randn(rows, 26, generator=generator)
-    packed, sums = pack_float(weight), float_linear_by_hand(x, weight)
-    for with_bias in (False, True):
-        for relu in (0, 1):
-            out = torch.full((rows, 37), float("nan"))
-            build.phrasal_float_linear(x.data_ptr(), rows, 26, packed.data_ptr(),
-                                       bias.data_ptr() if with_bias else None, 37, relu, out.data_ptr())
-            want = sums + bias if with_bias else sums
-            assert torch.equal(out, want.clamp(min=0) if relu else want), f"bias={with_bias} relu={relu}"
+    float_linear_outputs_in_stated_order(build, rows)
 
 
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1e-6])
