@@ -26,6 +26,11 @@ FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fass
 # libmvec gives the vectorised expf; without it (not glibc) the kernels still build, scalar.
 LINK_ATTEMPTS = ((("-lmvec", "-lm"), ()), (("-lm",), ("-DPHRASAL_NO_LIBMVEC",)))
 
+# decoding.c's limits (its MAX_KEYS and MAX_HEAD_DIM): the most keys one attention row reads (source
+# positions or decoding steps) and the widest head; tests/model/test_cpu_kernels.py reads them there.
+MAX_KEYS = 4096
+MAX_HEAD_DIM = 512
+
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 SIGNATURES = {
     "phrasal_self_attention": [_P, _I, _P, _P, _I, _P, _I, _I, _I, _I, _I, _F, _P, _I],

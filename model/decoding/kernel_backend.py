@@ -30,7 +30,7 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
-from model.cpu_kernels import library, unavailable
+from model.cpu_kernels import MAX_HEAD_DIM, MAX_KEYS, library, unavailable
 from model.cpu_kernels import ops
 from model.decoder_state import Memory
 from model.decoding.int8_linear import Int8Linear, agreement_problem, operator_function, reduce_range_of
@@ -57,6 +57,11 @@ def kernel_decoding_problem(model: Transformer) -> str | None:
     config = model.config
     if config.phrase_representation is not None:
         return "phrase representations need the eager step"
+    # An attention row reads at most max_positions keys (source positions or steps).
+    if config.max_positions > MAX_KEYS:
+        return f"max_positions {config.max_positions} exceeds the kernels' {MAX_KEYS} keys an attention row"
+    if config.d_model // config.n_heads > MAX_HEAD_DIM:
+        return f"heads of {config.d_model // config.n_heads} dimensions exceed the kernels' {MAX_HEAD_DIM}"
     for index, layer in enumerate(model.decoder_layers):
         for site in ("self_attention", "cross_attention"):
             if type(getattr(layer, site)) is not VanillaAttention:

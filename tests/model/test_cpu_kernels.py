@@ -21,6 +21,13 @@ from tests.helpers import assert_close_for
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+def test_the_python_limits_are_the_c_sources():
+    import re
+
+    defines = dict(re.findall(r"^#define (MAX_KEYS|MAX_HEAD_DIM) (\d+)$", cpu_kernels.SOURCE.read_text(), re.M))
+    assert defines == {"MAX_KEYS": str(cpu_kernels.MAX_KEYS), "MAX_HEAD_DIM": str(cpu_kernels.MAX_HEAD_DIM)}
+
+
 def test_the_kernels_build_here():
     # CI has a C compiler: a kernel that cannot be had here would silently leave the fast path off.
     assert cpu_kernels.library() is not None, cpu_kernels.unavailable()

@@ -83,6 +83,9 @@ def test_a_search_at_its_length_limit_ends_every_hypothesis():
      "decoder layer 0's cross-attention is convkv; the kernels run vanilla attention only"),
     (dict(alignment_biases={"position": {}}),
      "decoder layer 0's cross-attention is vanilla with alignment biases; the kernels run vanilla attention only"),
+    # beyond decoding.c's MAX_KEYS and MAX_HEAD_DIM (model.cpu_kernels): eager, not an error mid-search
+    (dict(max_positions=4097), "max_positions 4097 exceeds the kernels' 4096 keys an attention row"),
+    (dict(d_model=1028, n_heads=2), "heads of 514 dimensions exceed the kernels' 512"),
 ])
 def test_other_families_stay_eager_and_say_why(overrides, problem):
     model = tiny_model(0, **overrides)
