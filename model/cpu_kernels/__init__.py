@@ -72,7 +72,7 @@ def _build_and_load() -> tuple[ctypes.CDLL | None, str | None]:
         return None, f"{DISABLE_ENV}=off"
     if platform.system() != "Linux":
         return None, f"the CPU kernels are built for Linux only, not {platform.system()}"
-    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    compiler = _compiler()
     if compiler is None:
         return None, "no C compiler (cc or gcc) on PATH"
     problems = []
@@ -84,23 +84,30 @@ def _build_and_load() -> tuple[ctypes.CDLL | None, str | None]:
                 problems.append(problem)
                 continue
         try:
-            lib = ctypes.CDLL(str(target))
+            return _bound(ctypes.CDLL(str(target))), None
         except OSError as error:
             problems.append(f"loading {target}: {error}")
-            continue
-        for name, argtypes in SIGNATURES.items():
-            function = getattr(lib, name)
-            function.argtypes = argtypes
-            function.restype = ctypes.c_int
-        return lib, None
     return None, "; ".join(problems)
+
+
+def _compiler() -> str | None:
+    return shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+
+
+def _bound(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """`lib` with its functions' argument and return types set (SIGNATURES)."""
+    for name, argtypes in SIGNATURES.items():
+        function = getattr(lib, name)
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int
+    return lib
 
 
 def build_for(arch: str, folder: Path) -> ctypes.CDLL:
     """The kernels built for `-march=arch` in place of this machine's own (`-march=native`) into
     `folder` and loaded: the vector paths of other machines (an AVX2 one: "haswell"; no AVX:
     "x86-64"), for tests and benchmarks run here. Raises RuntimeError when it does not build."""
-    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C compiler (cc or gcc) on PATH")
     flags = tuple(f"-march={arch}" if flag == "-march=native" else flag for flag in FLAGS)
@@ -109,11 +116,7 @@ def build_for(arch: str, folder: Path) -> ctypes.CDLL:
         command = [compiler, *flags, *defines, str(SOURCE), "-o", str(target), *libraries]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode == 0:
-            lib = ctypes.CDLL(str(target))
-            for name, argtypes in SIGNATURES.items():
-                getattr(lib, name).argtypes = argtypes
-                getattr(lib, name).restype = ctypes.c_int
-            return lib
+            return _bound(ctypes.CDLL(str(target)))
         problems.append((done.stderr.strip().splitlines() or ["no message"])[0])
     raise RuntimeError(f"the -march={arch} build failed: {'; '.join(problems)}")
 

@@ -297,7 +297,7 @@ class KernelBackend:
         self._norms = [_norm_arguments(norm) for norm in norms + [model.decoder_norm]]
         # The whole decoder step in one kernel call (FusedStep); None: one call per layer.
         self._fused_step = FusedStep.for_backend(self)
-        # The whole encoder in one kernel call for a few sentences (FusedEncoder); None: per layer.
+        # The whole encoder in one kernel call (FusedEncoder; int8 for a few sentences); None: per layer.
         self._fused_encoder = FusedEncoder.for_backend(self)
         # Each decoder layer's projections of the memory into keys and values, once a batch: in
         # float_linear where the step's layers are (the module calls cost more than their
