@@ -76,6 +76,8 @@ def _follow(history: torch.Tensor, kept: torch.Tensor | None, parent: torch.Tens
     history[kept[g], parent[g, k]] (kept None: every group, in order)."""
     if kept is not None:
         history = history.index_select(0, kept)
+    if parent.shape[1] == 1:  # one beam (greedy): its parent is itself
+        return history
     index = parent.view(*parent.shape, *([1] * (history.dim() - 2))).expand(-1, -1, *history.shape[2:])
     return history.gather(1, index)
 
@@ -166,6 +168,7 @@ def beam_search(
     ranked = getattr(decoder, "candidates", None)
     # A decoder may also choose in its own code (the C kernels'); selection.select defines the choice.
     choose = getattr(decoder, "select", None) or select
+    first_rows_of: dict[int, torch.Tensor] = {}  # n -> each group's first row (n, 1), made once per n
     step = 0
     while True:
         log_probs, attn = decoder.step(tokens)
@@ -217,7 +220,7 @@ def beam_search(
                     last = _map_rows(lambda h: h[i], fin_last) if fin_last is not None else None
                     hyps.append(Hypothesis(toks, lp / normaliser, lp, att, last))
 
-        alive = (next_scores[:, 0] > NEG_INF).tolist()  # best continuation first, so column 0 decides
+        alive = [score > NEG_INF for score in next_scores[:, 0].tolist()]  # best first: column 0 decides
         kept = [
             gi
             for gi, (s, a) in enumerate(zip(live, alive))
@@ -227,7 +230,9 @@ def beam_search(
             break
         if len(kept) == n:  # no group leaves (most steps): kept is 0..n-1, nothing to index by it
             kg, src, scores, tokens = None, next_parent, next_scores, next_tokens
-            first_rows = torch.arange(0, n * K, K, dtype=torch.long, device=device).unsqueeze(1)  # (n, 1)
+            first_rows = first_rows_of.get(n)
+            if first_rows is None:
+                first_rows = first_rows_of[n] = torch.arange(0, n * K, K, dtype=torch.long, device=device).unsqueeze(1)  # (n, 1)
         else:
             kg = torch.tensor(kept, dtype=torch.long, device=device)
             src, scores, tokens = next_parent[kg], next_scores[kg], next_tokens[kg]  # (n', K) each
