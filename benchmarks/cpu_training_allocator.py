@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shlex
 import statistics
@@ -29,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, run_heading  # noqa: E402
 
 ALLOCATORS = ("system", "heap")
 DEFAULT_RECIPE = "recipes/transformer-tiny-software-en-de-cpu.json"
@@ -92,8 +91,7 @@ def main() -> int:
     speed = {a: statistics.median(r["tokens_per_s"] for r in runs if r["allocator"] == a) for a in ALLOCATORS}
     command = shlex.join(["python", "benchmarks/cpu_training_allocator.py", *sys.argv[1:]])
     report = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
-        f"{os.cpu_count()} logical CPUs\n\n    {command.strip()}\n\n"
+        f"{run_heading()}    {command.strip()}\n\n"
         f"{args.recipe}, {args.updates} updates from scratch a run, OMP_NUM_THREADS={args.threads}, the runs in "
         f"the order listed. system: glibc's defaults; heap: every block from the heap and kept (what training does "
         f"on the CPU).\n\n"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, run_heading  # noqa: E402
 
 SHAPES = ((128, 384), (128, 128), (128, 256), (256, 128), (128, 10000))
 # --march: a kind of machine other than this one, and the MKL and ATen settings that keep
@@ -116,8 +115,7 @@ def main() -> int:
                              f"{float_ours:.1f} | {float_gemm / float_ours:.2f} |")
     command = "python benchmarks/fused_step.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
-        f"{os.cpu_count()} logical CPUs\n\n    {command.strip()}\n\n"
+        f"{run_heading()}    {command.strip()}\n\n"
         f"torch {torch.__version__}, engine {torch.backends.quantized.engine}, one thread.{build}\n\n"
         f"Whole searches, models/en-de, the first {args.sentences} test_2016_flickr sentences:\n\n"
         "| precision | beam | batch | fused ms | per layer ms | per layer / fused | identical top hypotheses |\n"

@@ -2,7 +2,9 @@
 only "x86_64" on Linux; /proc/cpuinfo names the chip)."""
 from __future__ import annotations
 
+import os
 import platform
+import time
 from pathlib import Path
 
 
@@ -33,6 +35,13 @@ def cpu_name() -> str:
 # Widest first: the one that decides how fast int8 and float kernels run.
 VECTOR_EXTENSIONS = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx512f", "AVX-512"),
                      ("avx_vnni", "AVX-VNNI"), ("avx2", "AVX2"), ("asimd", "NEON"))
+
+
+def run_heading(note: str = "") -> str:
+    """A run's heading in a results file: when (UTC) and on what (chip, architecture, logical CPUs),
+    then `note` on the same line."""
+    return (f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
+            f"{os.cpu_count()} logical CPUs{note}\n\n")
 
 
 def append_report(path: Path, title: str, command: str, report: str) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, run_heading  # noqa: E402
 
 SIZES = (1, 8, 32, 128, 1024, 4096)
 
@@ -63,8 +62,7 @@ def main() -> int:
 
     load = os.getloadavg()[0]
     report = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}, "
-        f"{os.cpu_count()} logical CPUs, load average {load:.1f} at the end\n\n"
+        f"{run_heading(f', load average {load:.1f} at the end')}"
         f"    python benchmarks/tokenizer_batch.py --model-dir {args.model_dir}\n\n"
         f"Microseconds per call, wall / CPU (all the process's threads: what a decoder beside it loses); "
         f"`encode_batch` loops below {THREADED_ENCODE_FROM} texts.\n\n"

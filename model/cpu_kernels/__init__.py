@@ -113,11 +113,10 @@ def build_for(arch: str, folder: Path) -> ctypes.CDLL:
     flags = tuple(f"-march={arch}" if flag == "-march=native" else flag for flag in FLAGS)
     target, problems = Path(folder) / f"decoding-{arch}.so", []
     for libraries, defines in LINK_ATTEMPTS:
-        command = [compiler, *flags, *defines, str(SOURCE), "-o", str(target), *libraries]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        if done.returncode == 0:
+        problem = _compile(compiler, libraries, defines, target, flags)
+        if problem is None:
             return _bound(ctypes.CDLL(str(target)))
-        problems.append((done.stderr.strip().splitlines() or ["no message"])[0])
+        problems.append(problem)
     raise RuntimeError(f"the -march={arch} build failed: {'; '.join(problems)}")
 
 
@@ -128,12 +127,13 @@ def use(lib: ctypes.CDLL) -> None:
         _loaded = (lib, None)
 
 
-def _compile(compiler: str, libraries: tuple[str, ...], defines: tuple[str, ...], target: Path) -> str | None:
+def _compile(compiler: str, libraries: tuple[str, ...], defines: tuple[str, ...], target: Path,
+             flags: tuple[str, ...] = FLAGS) -> str | None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # Built beside the target and renamed into place: processes starting together never load a half-written file.
     handle, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(handle)
-    command = [compiler, *FLAGS, *defines, str(SOURCE), "-o", partial, *libraries]
+    command = [compiler, *flags, *defines, str(SOURCE), "-o", partial, *libraries]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as error:

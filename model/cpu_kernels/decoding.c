@@ -581,8 +581,17 @@ int phrasal_int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, c
 #pragma GCC push_options
 #pragma GCC optimize("no-associative-math")
 #endif
+/* The bias, the ReLU and the store of one row's sums of 16 channels from `first` (fewer at the end). */
+static inline void float_store_sums(const float *sums, const float *bias, int64_t first, int64_t n, int64_t relu,
+                                    float *row) {
+  for (int64_t c = 0; c < n - first && c < 16; ++c) {
+    const float value = bias ? sums[c] + bias[first + c] : sums[c];
+    row[first + c] = relu ? (value > 0.f ? value : 0.f) : value;
+  }
+}
+
 #if defined(__AVX512F__)
-/* The bias, the ReLU and the store of one tile row's 16 channels from `first` (fewer at the end). */
+/* float_store_sums on a vector of the 16 sums. */
 static inline void float_store(__m512 value, const float *bias, int64_t first, int64_t n, int64_t relu, float *row) {
   const __mmask16 lanes = n - first >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - first)) - 1u);
   if (bias) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, bias + first));
@@ -685,13 +694,10 @@ static inline void float_store_avx2(__m256 low, __m256 high, const float *bias, 
     _mm256_storeu_ps(row + first + 8, high);
     return;
   }
-  float acc[16];
-  _mm256_storeu_ps(acc, low);
-  _mm256_storeu_ps(acc + 8, high);
-  for (int64_t c = 0; c < n - first; ++c) {
-    const float value = bias ? acc[c] + bias[first + c] : acc[c];
-    row[first + c] = relu ? (value > 0.f ? value : 0.f) : value;
-  }
+  float sums[16];
+  _mm256_storeu_ps(sums, low);
+  _mm256_storeu_ps(sums + 8, high);
+  float_store_sums(sums, bias, first, n, relu, row);
 }
 
 static inline __attribute__((always_inline)) void float_tile_avx2(const float *x, int64_t k, const float *packed,
@@ -778,7 +784,6 @@ static void float_linear(const float *x, int64_t m, int64_t k, const float *w, c
   const int64_t alone = m % 4 == 1 ? m - 1 : -1; /* the last row alone when m % 4 == 1 */
   for (int64_t block = 0; block < blocks; ++block) {
     const float *packed = w + block * 16 * k;
-    const int64_t first = block * 16, width = n - first < 16 ? n - first : 16;
     for (int64_t i = 0; i < m; ++i) {
       const float *row_x = x + i * k;
       float acc[16], part[4][16];
@@ -799,11 +804,7 @@ static void float_linear(const float *x, int64_t m, int64_t k, const float *w, c
       }
       if (i == alone)
         for (int c = 0; c < 16; ++c) acc[c] = (part[0][c] + part[1][c]) + (part[2][c] + part[3][c]);
-      float *row = out + i * n + first;
-      for (int64_t c = 0; c < width; ++c) {
-        const float value = bias ? acc[c] + bias[first + c] : acc[c];
-        row[c] = relu ? (value > 0.f ? value : 0.f) : value;
-      }
+      float_store_sums(acc, bias, block * 16, n, relu, out + i * n);
     }
   }
 #endif

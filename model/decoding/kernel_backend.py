@@ -221,15 +221,15 @@ def output_function(model: Transformer) -> Callable[[torch.Tensor], torch.Tensor
 def float_function(weight: torch.Tensor, bias: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
     """x (rows, in) -> x · weightᵀ + bias (rows, out) in decoding.c's float_linear, the float32
     weights packed once (kept by the function)."""
-    packed, lib = pack_float(weight), library()
+    linear, lib = _FloatLinear.of(weight, bias), library()
     out_features, in_features = weight.shape
-    bias = bias.detach().contiguous() if bias is not None else None
 
     def apply(x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         out = torch.empty(x.shape[0], out_features)
-        lib.phrasal_float_linear(x.data_ptr(), x.shape[0], in_features, packed.data_ptr(),
-                                 bias.data_ptr() if bias is not None else None, out_features, 0, out.data_ptr())
+        lib.phrasal_float_linear(x.data_ptr(), x.shape[0], in_features, linear.weights.data_ptr(),
+                                 linear.bias.data_ptr() if linear.bias is not None else None, out_features, 0,
+                                 out.data_ptr())
         return out
 
     return apply
@@ -333,10 +333,9 @@ class KernelBackend:
         pad_mask = src.eq(config.pad_id)  # (B, S)
         x = model.source_embedding(src)  # (B, S, D)
         b, length, d = x.shape
-        fused = self._fused_encoder
-        if fused is not None and (not fused.int8 or b * length <= FUSED_INT8_ENCODER_MAX_ROWS):
+        if self._fused_encoder is not None and self._fused_encoder.takes(b * length):
             keep = pad_mask.logical_not().to(torch.uint8).contiguous()
-            return Memory(fused.run(x, keep).view(b, length, d), pad_mask)
+            return Memory(self._fused_encoder.run(x, keep).view(b, length, d), pad_mask)
         heads = config.n_heads
         mask = attention_mask(pad_mask, length, length, False, src.device)
         layers = model.encoder_layers
@@ -417,7 +416,7 @@ class KernelBackend:
         steps, table_stride = table.shape[1], table.stride(0)
         # The target embedding as TokenEmbedding computes it (same operations, same order).
         x = torch.embedding(self._target_table, tokens).mul_(self._target_scale).add_(self._positions[t])
-        if state.plan is not None and (not self._fused_step.int8 or m <= FUSED_INT8_MAX_ROWS):
+        if state.plan is not None and self._fused_step.takes(m):
             h, attention = self._fused_step.run(state, x, table, sentence)
             return self.output(h).float(), attention
         # Every residual sum goes with the layer norm after it (phrasal_add_layer_norm): x is the
@@ -496,9 +495,8 @@ class _FloatLinear:
     scales = None
 
     @classmethod
-    def of(cls, module: nn.Linear) -> "_FloatLinear":
-        bias = module.bias.detach().contiguous() if module.bias is not None else None
-        return cls(pack_float(module.weight), bias, module.out_features)
+    def of(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> "_FloatLinear":
+        return cls(pack_float(weight), bias.detach().contiguous() if bias is not None else None, weight.shape[0])
 
 
 def _linear_addresses(linear: "Int8Linear | _FloatLinear") -> list[int]:
@@ -508,16 +506,26 @@ def _linear_addresses(linear: "Int8Linear | _FloatLinear") -> list[int]:
             linear.bias.data_ptr() if linear.bias is not None else 0]
 
 
-def fused_precision(modules: list[nn.Module]) -> str | None:
-    """"float32" or "int8" where the layers `modules` can run in decoding.c's fused calls: all
-    float32 nn.Linear, or all int8 with the reduced range on a machine where the kernel gives the
-    int8 operator's numbers (`agreement_problem`); None otherwise."""
+def _fused(cls, backend: "KernelBackend", layers: list[nn.Module], eps: list[float]):
+    """`cls(backend, int8, eps)` (FusedEncoder or FusedStep) where the encoder or decoder layers
+    `layers` can run in decoding.c's fused calls: their linear layers all float32 nn.Linear, or all
+    int8 with the reduced range on a machine where the kernel gives the int8 operator's numbers
+    (`agreement_problem`) and symmetric weights, and one eps for all their norms (`eps`); None
+    otherwise (one call per layer)."""
+    modules = [module for layer in layers for module in _layer_sites(layer)]
+    if len(set(eps)) != 1:
+        return None
     if all(type(module) is nn.Linear and module.weight.dtype == torch.float32 for module in modules):
-        return "float32"
-    if all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
-           and reduce_range_of(module) for module in modules) and agreement_problem() is None:
-        return "int8"
-    return None
+        int8 = False
+    elif all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
+             and reduce_range_of(module) for module in modules) and agreement_problem() is None:
+        int8 = True
+    else:
+        return None
+    try:
+        return cls(backend, int8, eps[0])
+    except ValueError:  # weights the kernel does not take (Int8Linear: asymmetric int8)
+        return None
 
 
 def _layer_sites(layer: nn.Module) -> list[nn.Module]:
@@ -534,7 +542,7 @@ def _packed_layer(layer: nn.Module, int8: bool) -> list["Int8Linear | _FloatLine
     """`_layer_sites(layer)` packed for the kernel, query, key and value as one, the feed-forward's
     first with its ReLU: a plan_layer's (or plan_encoder_layer's) linear layers in order."""
     q, k, v, *others, up, down = _layer_sites(layer)
-    pack = Int8Linear if int8 else (lambda module, relu=False: _FloatLinear.of(module))
+    pack = Int8Linear if int8 else (lambda module, relu=False: _FloatLinear.of(module.weight, module.bias))
     return [pack(fused_linear([q, k, v]))] + [pack(module) for module in others] + [pack(up, relu=True), pack(down)]
 
 
@@ -577,14 +585,12 @@ class FusedEncoder:
         if backend.encoder_linears is None:
             return None
         layers = backend.model.encoder_layers
-        precision = fused_precision([module for layer in layers for module in _layer_sites(layer)])
         norms = [layer.self_norm for layer in layers] + [layer.ffn_norm for layer in layers] + [backend.model.encoder_norm]
-        if precision is None or len({float(norm.eps) for norm in norms}) != 1:
-            return None
-        try:
-            return cls(backend, precision == "int8", float(norms[0].eps))
-        except ValueError:  # weights the kernel does not take (Int8Linear: asymmetric int8): per layer
-            return None
+        return _fused(cls, backend, layers, [float(norm.eps) for norm in norms])
+
+    def takes(self, rows: int) -> bool:
+        """Whether an encoder of `rows` source positions runs here (else per layer)."""
+        return not self.int8 or rows <= FUSED_INT8_ENCODER_MAX_ROWS
 
     def run(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """The encoder's output (B·S, D) for the embedded source x (B, S, D) and keep (B, S) uint8."""
@@ -617,7 +623,7 @@ class FusedStep:
 
     SEARCH_FIELDS = 4  # memory_k, memory_v, k_columns, v_columns
 
-    def __init__(self, backend: "KernelBackend", eps: float, int8: bool):
+    def __init__(self, backend: "KernelBackend", int8: bool, eps: float):
         self.backend = backend
         self.int8 = int8
         model, config = backend.model, backend.config
@@ -643,15 +649,14 @@ class FusedStep:
     @classmethod
     def for_backend(cls, backend: "KernelBackend") -> "FusedStep | None":
         """The fused step for `backend`'s model, or None where it does not apply: layers neither all
-        float32 nor all int8 with the reduced range, an int8 model on a machine where the kernel does
-        not give the operator's numbers (`agreement_problem`), norms with different eps."""
-        precision = fused_precision([module for layer in backend.model.decoder_layers for module in _layer_sites(layer)])
-        if precision is None or len({eps for _, _, eps in backend._norms}) != 1:
-            return None
-        try:
-            return cls(backend, backend._norms[0][2], int8=precision == "int8")
-        except ValueError:  # weights the kernel does not take (Int8Linear: asymmetric int8): per layer
-            return None
+        float32 nor all int8 with the reduced range and symmetric weights, an int8 model on a machine
+        where the kernel does not give the operator's numbers (`agreement_problem`), norms with
+        different eps."""
+        return _fused(cls, backend, backend.model.decoder_layers, [eps for _, _, eps in backend._norms])
+
+    def takes(self, rows: int) -> bool:
+        """Whether a step of `rows` rows runs here (else one call per layer)."""
+        return not self.int8 or rows <= FUSED_INT8_MAX_ROWS
 
     def plan_for(self, memory_k: tuple[torch.Tensor, ...], memory_v: tuple[torch.Tensor, ...],
                  caches: tuple["_Cache", ...]) -> torch.Tensor:
