@@ -485,7 +485,19 @@ class _Locator:
             targets = sorted(self.attending[i][1] for i in inside if i in self.attending)
         if targets:
             run = _largest_run(targets)
-            return self.target_words[run[0]].start, self.target_words[run[-1]].end, "aligned"
+            first, last = self.target_words[run[0]], self.target_words[run[-1]]
+            start, end = first.start, last.end
+            # "<b>Delete</b> all files?" -> "Alle Dateien löschen?": the question mark is the
+            # sentence's, not the wrapped word's. Punctuation at an edge of the translation stays
+            # inside the tag only where the wrapped source text has punctuation at that edge too.
+            wrapped = self.model_text[a:b].strip()
+            if not _leading_punctuation(wrapped):
+                start += _leading_punctuation(first.text)
+            if not _trailing_punctuation(wrapped):
+                end -= _trailing_punctuation(last.text)
+            if start >= end:  # the run is punctuation only: keep it whole
+                start, end = first.start, last.end
+            return start, end, "aligned"
         start, _ = self.anchor(plain_start, plain_start)
         end, _ = self.anchor(plain_end, plain_end)
         return start, max(start, end), "fallback"

@@ -250,3 +250,20 @@ def test_a_text_with_an_accelerator_is_not_sent_as_written():
     from service.protected_translation import tried_as_written
     assert tried_as_written(prepare("Copy %s here"))
     assert not tried_as_written(prepare("Copy %s to &Clipboard"))
+
+
+@pytest.mark.parametrize("text, translation, hard, expected", [
+    # The sentence's question mark joined the wrapped word's translation: it stays outside.
+    ("<b>Delete</b> all files?", "Alle Dateien löschen?", [(0, 2), (1, 0), (2, 1)], "Alle Dateien <b>löschen</b>?"),
+    ("Click <a href='#'>here</a>.", "Klicken Sie hier.", [(0, 0), (1, 2)], "Klicken Sie <a href='#'>hier</a>."),
+    ("(<i>dog</i>)", "(Hund)", [(0, 0)], "(<i>Hund</i>)"),
+    # Punctuation the tag wrapped in the source stays inside in the translation.
+    ("<b>Delete all files?</b>", "Alle Dateien löschen?", [(0, 2), (1, 0), (2, 1)], "<b>Alle Dateien löschen?</b>"),
+    ("<i>(dog)</i>", "(Hund)", [(0, 0)], "<i>(Hund)</i>"),
+    # A run of punctuation only is wrapped whole.
+    ("Really <b>?!</b>", "Wirklich ?!", [(0, 0), (1, 1)], "Wirklich <b>?!</b>"),
+])
+def test_a_tag_leaves_out_the_punctuation_around_its_words_unless_it_wrapped_some(text, translation, hard, expected):
+    prepared = prepare(text, "html")
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, hard))
+    assert restored.text == expected
