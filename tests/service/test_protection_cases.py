@@ -267,3 +267,12 @@ def test_a_tag_leaves_out_the_punctuation_around_its_words_unless_it_wrapped_som
     prepared = prepare(text, "html")
     restored = restore(prepared, translation, aligned(prepared.model_text, translation, hard))
     assert restored.text == expected
+
+
+def test_a_tag_around_every_source_word_is_around_the_whole_translation():
+    # The alignment leaves the first and last target words out of every link ("Ein" and "Spät"),
+    # and the largest run of the rest would cut them off: the paragraph still holds them.
+    prepared = prepare("<p>Click <b>here</b> now.</p>", "html")
+    translation = "Ein Klicken hier jetzt Spät."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 1), (1, 2), (2, 3)]))
+    assert restored.text == "<p>Ein Klicken <b>hier</b> jetzt Spät.</p>"
