@@ -155,6 +155,13 @@ def train_head(model: Transformer, features: FeatureCache | Callable[[int], Feat
     return losses
 
 
+def sampled_pairs(total: int, count: int, seed: int) -> list[int]:
+    """`count` distinct pair indices of `total` (all when count >= total), drawn with `seed`, in
+    increasing order: a corpus grouped by package (data/debian_catalogs) would give a prefix
+    (the recipe's train_limit) its first packages only."""
+    return sorted(random.Random(seed).sample(range(total), min(count, total)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.cached_alignment", description=__doc__.split("\n\n")[0])
     p.add_argument("--recipe", required=True, type=Path, help="a recipe whose model adds a supervised head 'added'")
@@ -162,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="the model directory to write")
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="train on N training pairs drawn at random (the recipe's seed) instead of all: the "
+                        "features of a large corpus would not fit in memory, and a head of 4 x D x D weights "
+                        "learns from far fewer pairs")
     return p
 
 
@@ -184,9 +195,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise RecipeError([f"--init lacks weights {missing}"], "--init")
     src, tgt = read_parallel(recipe.data_dir, recipe.train_split, recipe.source_lang, recipe.target_lang,
                              recipe.train_limit)
+    words = read_labels(recipe.data_dir, recipe.train_split, recipe.source_lang, recipe.target_lang)
+    if args.sample is not None:
+        if args.sample < 1:
+            raise RecipeError([f"must be at least 1, not {args.sample}"], "--sample")
+        chosen = sampled_pairs(len(src), args.sample, recipe.seed)
+        src, tgt, words = [src[i] for i in chosen], [tgt[i] for i in chosen], [words[i] for i in chosen]
     tokenizer = initial.tokenizer
     data = ParallelDataset(tokenizer.encode_batch(src), tokenizer.encode_batch(tgt), recipe.max_len)
-    words = read_labels(recipe.data_dir, recipe.train_split, recipe.source_lang, recipe.target_lang)
     links = [piece_links(src[i], tgt[i], words[i], tokenizer) for i in data.kept]
     torch.manual_seed(recipe.seed)
     dropout = any(getattr(config, name) > 0 for name in ("dropout", "attention_dropout", "activation_dropout"))
@@ -205,7 +221,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                         clip_norm=recipe.clip_norm, seed=recipe.seed,
                         log=lambda line: print(line, file=sys.stderr))
     extra = {"training": {"recipe": recipe.to_dict(), "init": str(args.init), "trainer": "training.cached_alignment",
-                          "epochs": args.epochs, "epoch_losses": [round(x, 4) for x in losses]}}
+                          "epochs": args.epochs, "sample": args.sample, "epoch_losses": [round(x, 4) for x in losses]}}
     save_model_dir(args.out, model, initial.path / "spm.model", source_lang=recipe.source_lang,
                    target_lang=recipe.target_lang, dtype=torch.float16 if recipe.export_fp16 else torch.float32,
                    extra=extra)

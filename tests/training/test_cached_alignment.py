@@ -11,7 +11,8 @@ import torch
 
 from model.transformer import Transformer
 from tests.helpers import tiny_config
-from training.cached_alignment import cache_features, cached_batch, cached_loss, token_batches, train_head
+from training.cached_alignment import (cache_features, cached_batch, cached_loss, sampled_pairs, token_batches,
+                                       train_head)
 from training.data import collate
 from training.loop import DirectionalObjective
 from tests.helpers import TINY_MODEL_OPS, assert_close_for
@@ -59,3 +60,11 @@ def test_token_batches_cover_every_pair_once_within_the_budget():
     batches = token_batches(cache, max_tokens=6, rng=random.Random(0))
     assert sorted(i for b in batches for i in b) == [0, 1, 2]
     assert all(len(b) * max(cache.states[i].shape[0] for i in b) <= 6 or len(b) == 1 for b in batches)
+
+
+def test_a_sample_is_distinct_pairs_in_order_the_same_for_a_seed_and_all_when_it_asks_for_more():
+    chosen = sampled_pairs(1000, 50, seed=1)
+    assert len(set(chosen)) == 50 and chosen == sorted(chosen) and 0 <= chosen[0] and chosen[-1] < 1000
+    assert chosen == sampled_pairs(1000, 50, seed=1) != sampled_pairs(1000, 50, seed=2)
+    assert chosen[-1] >= 500  # not a prefix
+    assert sampled_pairs(7, 50, seed=1) == list(range(7))
