@@ -225,17 +225,20 @@ class Translator:
             if len(text) > limits.max_chars:
                 raise RequestError(field, f"at most {limits.max_chars} characters per text, got {len(text)}", index)
 
-    def alignment_method(self, runtime: TranslationRuntime, asked: str | None) -> str:
+    def alignment_method(self, model: ServedModel, asked: str | None) -> str:
         """The request's method, else the server setting, else ("auto") the best measured one:
-        "bidirectional" where both directions of the pair are served with a supervised head
-        (results/alignment.md: better on the gold dev set than either head alone), else the
-        runtime's own default."""
+        "bidirectional" where the other direction is served by a model of the same domain and both
+        have a supervised head (results/alignment.md: better on the gold dev set than either head
+        alone), else the model's own default. A reverse model of another domain makes it worse
+        (the software model with the caption De->En model: gold AER 0.229 against 0.215 alone,
+        results/alignment.md), so it is used only when a request asks for "bidirectional"."""
+        runtime = model.runtime
         if asked is not None:
             return asked
         setting = self._settings.alignment_method
         if setting != "auto":
             return setting
-        reverse = self._served_reverse(runtime)
+        reverse = self._served_reverse(model, same_domain=True)
         if runtime.default_alignment_method == "supervised" and reverse is not None \
                 and reverse.default_alignment_method == "supervised":
             return "bidirectional"
@@ -337,10 +340,10 @@ class Translator:
                          options: DecodingOptions) -> list[list[Translation]]:
         runtime = model.runtime
         deadline = time.perf_counter() + self._settings.request_timeout_s
-        method = self.alignment_method(runtime, options.alignment_method)
+        method = self.alignment_method(model, options.alignment_method)
         reverse = None
         if options.alignment != "none" and method == "bidirectional":
-            reverse = self._reverse_runtime(runtime)
+            reverse = self._reverse_runtime(model)
             method = runtime.default_alignment_method  # the forward half; the reverse half is added below
         options = replace(options, alignment_method=method)
         _check_options(runtime, options)
@@ -368,14 +371,18 @@ class Translator:
             results = await self._symmetrised(reverse, texts, results)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]  # every slot is filled above
 
-    def _served_reverse(self, runtime: TranslationRuntime) -> TranslationRuntime | None:
-        """The runtime of the other direction's default model, or None when that pair is not served."""
-        reverse = self._defaults.get((runtime.target_lang, runtime.source_lang))
+    def _served_reverse(self, model: ServedModel, same_domain: bool = False) -> TranslationRuntime | None:
+        """The runtime of the other direction: its first served model of `model`'s domain, else
+        (unless `same_domain`) its default model; None when there is none."""
+        key = (model.runtime.target_lang, model.runtime.source_lang)
+        reverse = next((m for m in self._models.values() if m.key == key and m.card.domain == model.card.domain),
+                       None if same_domain else self._defaults.get(key))
         return reverse.runtime if reverse is not None else None
 
-    def _reverse_runtime(self, runtime: TranslationRuntime) -> TranslationRuntime:
+    def _reverse_runtime(self, model: ServedModel) -> TranslationRuntime:
         """The runtime of the other direction, for "bidirectional"; a 422 naming the field when not served."""
-        reverse = self._served_reverse(runtime)
+        runtime = model.runtime
+        reverse = self._served_reverse(model)
         if reverse is None:
             raise RequestError(
                 "alignment_method",
@@ -425,8 +432,8 @@ class Translator:
         runtime = chosen.runtime
         self.check_limits(texts)
         self.check_limits(translations, "translation")
-        method = self.alignment_method(runtime, alignment_method)
-        reverse = self._reverse_runtime(runtime) if method == "bidirectional" else None
+        method = self.alignment_method(chosen, alignment_method)
+        reverse = self._reverse_runtime(chosen) if method == "bidirectional" else None
         forward_method = runtime.default_alignment_method if reverse is not None else method
         options = DecodingOptions(beam_size=1, n_best=1, alignment="token", alignment_method=forward_method)
         _check_options(runtime, options)

@@ -4,6 +4,8 @@ method gives, the server default applies when a request names none, and a method
 cannot give is a 422 naming the field and listing what it can."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -237,6 +239,31 @@ def test_auto_is_bidirectional_when_both_directions_have_a_head(tmp_path, tiny_s
                         inference_process=False, alignment_method="supervised")
     with serving(create_app(settings)) as client:
         assert _ask(client).json()["translations"][0][0] == forward  # a server setting other than auto wins
+
+
+def test_auto_pairs_a_model_only_with_a_reverse_model_of_its_own_domain(tmp_path, tiny_spm):
+    def head_model(name, seed, domain):
+        path = save_model_dir(tmp_path / name, _randomised(tiny_model(seed=seed, supervised_alignment=HEAD), scale=1.0),
+                              tiny_spm, source_lang=name[:2], target_lang=name[3:5])
+        if domain is not None:
+            (path / "model_card.json").write_text(json.dumps({"domain": domain}))
+        return path
+
+    software, captions = head_model("en-de-software", 0, "software"), head_model("de-en", 5, None)
+    settings = Settings(model_dirs=[software, captions], device="cpu", max_length_offset=4, inference_process=False)
+    with serving(create_app(settings)) as client:
+        forward = _ask(client, alignment_method="supervised").json()["translations"][0][0]
+        with_captions = _ask(client, alignment_method="bidirectional").json()["translations"][0][0]
+        assert with_captions["alignment"] != forward["alignment"]  # so the test can tell them apart
+        # The only De->En model is of another domain: asked for, it serves; by default, it is not used.
+        assert _ask(client).json()["translations"][0][0] == forward
+    reverse = head_model("de-en-software", 7, "software")
+    settings = Settings(model_dirs=[software, captions, reverse], device="cpu", max_length_offset=4,
+                        inference_process=False)
+    with serving(create_app(settings)) as client:
+        both = _ask(client, alignment_method="bidirectional").json()["translations"][0][0]
+        assert both["alignment"] != with_captions["alignment"]  # the software reverse model, not the pair's default
+        assert _ask(client).json()["translations"][0][0] == both
 
 
 def test_the_inference_process_offers_the_same_methods(head_dir):
