@@ -1,5 +1,5 @@
 """The bundled software model (models/en-de-software: recipes/transformer-tiny-software-en-de-cpu.json,
-trained on the CPU on data/debian_catalogs with Multi30k mixed in) served beside the caption model
+trained on the CPU on data/debian_catalogs with Multi30k mixed in, plus an alignment head) served beside the caption model
 as `make serve` serves them: a request naming no model gets the model its texts choose
 (service/domain_routing.py), one naming "en-de-software" gets the software model, /models lists
 both with their cards, and the answers
@@ -20,15 +20,15 @@ SOFTWARE = {"source": "en", "target": "de", "model": "en-de-software"}
 SLICE = 200  # the first sentences of data/debian_catalogs/test
 # Through the service, which translates sentence by sentence (service/layout.py) and sends a message
 # with placeholders as written first (protected_translation.serve_as_written). The model trained to
-# its recipe's 10,000 updates (on this slice a little below the 9,000-update model's 49.09 / 66.47, above
-# it on the whole split); at 7,000, 47.05 / 64.85; at 3,900, 44.05 / 62.65 (and 36.42 / 60.95 with
-# whole messages and placeholders always taken out). The whole split, whole messages, by the model
-# alone: 35.20 / 56.66 (model_card.json).
-BLEU_PIN = {"bleu": 48.66, "chrf": 65.36}
+# 20,000 updates (its recipe's 10,000, then resumed: 48.66 / 65.36 at 10,000; 49.09 / 66.47 at 9,000;
+# at 7,000, 47.05 / 64.85; at 3,900, 44.05 / 62.65, and 36.42 / 60.95 with whole messages and
+# placeholders always taken out). The whole split, whole messages, by the model alone: 36.69 / 58.06
+# (model_card.json).
+BLEU_PIN = {"bleu": 49.33, "chrf": 66.89}
 PINNED = {
     "texts": ["Datei %s konnte nicht geöffnet werden", "Ausgewählte Elemente löschen?",
               "<b>Warnung:</b> Die Festplatte ist fast voll."],
-    "scores": [-0.2499936, -0.4263466, -0.1943902],  # the first: "%s" written by the model itself
+    "scores": [-0.2114666, -0.4657288, -0.2008731],  # the first: "%s" written by the model itself
 }
 MESSAGES = ["Could not open file %s", "Delete the selected items?", "<b>Warning:</b> the disk is almost full."]
 
@@ -103,3 +103,23 @@ def test_an_accelerator_goes_on_the_translated_word_and_a_quoted_placeholder_kee
     # Named by no model, the text chooses the software model, which writes German quotes itself.
     chosen = client.post("/translate", json={"text": 'Cannot open "%s"', "source": "en", "target": "de"}).json()
     assert (chosen["model"], chosen["translations"][0][0]["text"]) == ("en-de-software", "»%s« kann nicht geöffnet werden")
+
+
+def test_its_alignment_head_places_the_tags_and_is_not_paired_with_the_caption_reverse_model():
+    # Served as `make serve` serves it: the De->En model there is a caption model, so "auto" is the
+    # software model's own head (results/alignment.md: the pair aligns no better on the gold set and
+    # worse in domain), while the caption model keeps "bidirectional".
+    settings = isolated_settings(model_dirs=[CAPTIONS, MODEL_DIR, REPO / "models" / "de-en-align"], device="cpu",
+                                 backend="torch", inference_process=False)
+    with served(settings, pairs=("de-en", "en-de")) as client:
+        for model, method in (("en-de-software", "supervised"), ("en-de-align2", "bidirectional")):
+            body = {"text": "Delete the selected items?", "translation": "Ausgewählte Elemente löschen?",
+                    "source": "en", "target": "de", "model": model}
+            assert client.post("/align", json=body).json()["alignment_method"] == method
+        text = '<p>Click <a href="/x">here</a> to <b>download</b> the <i>latest</i> version.</p>'
+        answer = translations(client, {"text": [text, "<b>Delete</b> all files?"], "format": "html", **SOFTWARE})
+    # With the attention of its last layer (its default before the head): '<a href="/x">Klicken Sie
+    # hier, um</a> <i>die neueste</i>'.
+    assert [n[0]["text"] for n in answer] == [
+        '<p>Klicken Sie <a href="/x">hier</a>, um die <i>neueste</i> Version <b>herunterzuladen</b>.</p>',
+        "Alle Dateien <b>löschen</b>?"]
