@@ -26,8 +26,9 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/device.txt" 2>&1 || echo "no GPU" > "$OUT/device.txt"
 status=0
 "$PYTHON" -m training.study "$STUDY" --time-limit "$STUDY_TIME_LIMIT" 2>&1 | tee "$OUT/study.log" || status=$?
-study_out=$("$PYTHON" -c "import sys; from training.study_spec import load_study; print(load_study(sys.argv[1]).out)" "$STUDY")
-cp "$study_out/study.md" "$study_out/study.json" "$OUT/" 2>/dev/null || true
+read -r study_out study_name < <("$PYTHON" -c "import sys; from training.study_spec import load_study; s = load_study(sys.argv[1]); print(s.out, s.name)" "$STUDY")
+# The report is OUT/NAME.md and OUT/NAME.json (training/study.py); its absence is a failure of this command.
+cp "$study_out/$study_name.md" "$study_out/$study_name.json" "$OUT/" || status=1
 # Scores, hypotheses and training logs of every run (small); the checkpoints stay behind.
 (cd "$study_out" && find . \( -path '*/eval/*' -o -name log.jsonl -o -name train.out \) -print0 \
     | tar --null -czf "$OUT/runs.tar.gz" --files-from=-)
