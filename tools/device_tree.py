@@ -30,15 +30,14 @@ MANIFEST = "manifest.json"
 # What each prepared GPU command never reads. Serving (benchmarks/gpu/serving.sh) reads models/en-de,
 # data/multi30k and the code; the study parts (studies/gpu/run-part.sh) read data/multi30k,
 # data/gold_align_deen_dev, models/en-de and results/study-en-de (a parent model), never the corpus.
+# The bundled models none of them reads (models/en-de is the one serving and the study read).
+OTHER_MODELS = ("models/en-de-align", "models/en-de-align2", "models/de-en-align", "models/en-de-software")
 UNUSED = {
-    "serving": ("data/debian_catalogs", "models/en-de-align", "models/en-de-align2", "models/de-en-align",
-                "models/en-de-software", "results/study-en-de"),
-    "study": ("data/debian_catalogs", "models/en-de-align", "models/en-de-align2", "models/de-en-align",
-              "models/en-de-software"),
+    "serving": ("data/debian_catalogs", *OTHER_MODELS, "results/study-en-de"),
+    "study": ("data/debian_catalogs", *OTHER_MODELS),
     # studies/en-de-software-gpu.sh reads the corpus' splits, not its alignment labels (no run of
     # studies/en-de-software.json trains a head), nor any bundled model.
-    "software": ("data/debian_catalogs/train.en-de.align.gz", "models/en-de-align", "models/en-de-align2",
-                 "models/de-en-align", "models/en-de-software"),
+    "software": ("data/debian_catalogs/train.en-de.align.gz", *OTHER_MODELS),
 }
 
 

@@ -480,16 +480,17 @@ class _Locator:
     def wrap(self, plain_start: int, plain_end: int) -> tuple[int, int, Placement]:
         a, b = self.to_model[plain_start], self.to_model[plain_end]
         inside = [i for i, w in enumerate(self.source_words) if w.start < b and a < w.end]
-        if inside and len(inside) == len(self.source_words) and self.target_words:
-            # A tag around every word (<p>, <li>, a whole label) is around the whole translation,
-            # whatever the alignment of its words says.
+        # A tag around every word (<p>, <li>, a whole label) is around the whole translation,
+        # whatever the alignment of its words says.
+        whole = bool(inside) and len(inside) == len(self.source_words)
+        if whole:
             targets = list(range(len(self.target_words)))
         else:
             targets = sorted(t for i in inside for t in self.aligned.get(i, []))
         if not targets:
             targets = sorted(self.attending[i][1] for i in inside if i in self.attending)
         if targets:
-            run = targets if len(inside) == len(self.source_words) else _largest_run(targets)
+            run = targets if whole else _largest_run(targets)
             first, last = self.target_words[run[0]], self.target_words[run[-1]]
             start, end = first.start, last.end
             # "<b>Delete</b> all files?" -> "Alle Dateien löschen?": the question mark is the
