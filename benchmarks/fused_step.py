@@ -1,7 +1,8 @@
 """The decoder step in one kernel call (model/decoding/kernel_backend.py, FusedStep) against one
-call per layer, int8 and float32; and a linear layer alone: PyTorch's dynamic int8 operator against
-decoding.c's int8 kernel (model/decoding/int8_linear.py), which gives its numbers bit for bit, and
-PyTorch's float32 GEMM against decoding.c's float_linear (equal up to rounding).
+call per layer, int8 and float32; and a linear layer alone: PyTorch's dynamic int8 operator (one
+input scale per call, so other numbers) against decoding.c's int8 kernel (model/int8_linear.py,
+one scale per row; checked equal to its reference), and PyTorch's float32 GEMM against decoding.c's
+float_linear (equal up to rounding).
 
     python benchmarks/fused_step.py                       # the bundled en-de model, int8 and float32
     python benchmarks/fused_step.py --precisions int8 --searches 1x1,5x1,5x32 --sentences 96 --rows 1,16
@@ -10,11 +11,11 @@ PyTorch's float32 GEMM against decoding.c's float_linear (equal up to rounding).
 Whole searches: the bundled model through the kernel backend, the first --sentences
 test_2016_flickr sentences in batches, each (beam x batch) run fused and per layer after a warm-up
 run, milliseconds for all and how many top hypotheses are identical (int8: all, the same numbers;
-float32: the same up to rounding). What they say sets FUSED_INT8_MAX_ROWS. Per layer shape (in x
-out, the model's: self-attention q/k/v fused, the other projections, the feed-forward's two
-layers, the output projection) and rows: microseconds per call of the int8 operator and kernel
-(and whether their outputs are equal) and of float32 F.linear and float_linear, called as a search
-calls them (inside `no_torch_function`). One thread. Appends to results/fused_step_cpu.md.
+float32: the same up to rounding). Per layer shape (in x out, the model's: self-attention q/k/v
+fused, the other projections, the feed-forward's two layers, the output projection) and rows:
+microseconds per call of the int8 operator and kernel (and whether the kernel's output equals its
+reference's) and of float32 F.linear and float_linear, called as a search calls them. One thread.
+Appends to results/fused_step_cpu.md.
 """
 from __future__ import annotations
 
@@ -66,8 +67,7 @@ def main() -> int:
 
     import torch.nn.functional as F
 
-    from model.decoding.generate import no_torch_function
-    from model.decoding.int8_linear import C_MAX_ROWS, Int8Linear, agreement_problem, quantize_linear
+    from model.int8_linear import Int8Linear, agreement_problem, reference
     from model.decoding.kernel_backend import float_function
 
     torch.set_num_threads(1)
@@ -89,29 +89,23 @@ def main() -> int:
                 for line in searches_table(args.searches, args.sentences, precision)]
     lines = []
     torch.manual_seed(0)
-    with torch.inference_mode(), no_torch_function():
+    with torch.inference_mode():
         for in_features, out_features in SHAPES:
             layer = nn.Linear(in_features, out_features)
-            kernel = Int8Linear(quantize_linear(layer))
+            module = Int8Linear.quantize(layer.weight, layer.bias)
+            kernel = module.function()
+            operator = torch.ao.quantization.quantize_dynamic(nn.Sequential(layer), {nn.Linear}, dtype=torch.qint8)[0]
             floats = float_function(layer.weight, layer.bias)
             for rows in rows_list:
                 x = torch.randn(rows, in_features)
                 calls = args.calls if out_features < 1000 else max(200, args.calls // 10)
                 float_gemm = per_call_us(lambda x: F.linear(x, layer.weight, layer.bias), x, calls)
                 float_ours = per_call_us(floats, x, calls)
-                operator = per_call_us(kernel.operator, x, calls)
-                if rows <= C_MAX_ROWS:
-                    ours, equal = per_call_us(kernel, x, calls), torch.equal(kernel(x), kernel.operator(x))
-                else:  # above C_MAX_ROWS the layer calls the operator: time the kernel itself
-                    saved, kernel_rows = C_MAX_ROWS, rows
-                    import model.decoding.int8_linear as module
-                    module.C_MAX_ROWS = kernel_rows
-                    try:
-                        ours, equal = per_call_us(kernel, x, calls), torch.equal(kernel(x), kernel.operator(x))
-                    finally:
-                        module.C_MAX_ROWS = saved
-                lines.append(f"| {in_features} x {out_features} | {rows} | {operator:.1f} | {ours:.1f} | "
-                             f"{operator / ours:.2f} | {'yes' if equal else '**no**'} | {float_gemm:.1f} | "
+                theirs = per_call_us(operator, x, calls)
+                ours = per_call_us(kernel, x, calls)
+                equal = torch.equal(kernel(x), reference(x, module.weight, module.weight_scale, module.bias))
+                lines.append(f"| {in_features} x {out_features} | {rows} | {theirs:.1f} | {ours:.1f} | "
+                             f"{theirs / ours:.2f} | {'yes' if equal else '**no**'} | {float_gemm:.1f} | "
                              f"{float_ours:.1f} | {float_gemm / float_ours:.2f} |")
     command = "python benchmarks/fused_step.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = (
@@ -121,7 +115,7 @@ def main() -> int:
         "| precision | beam | batch | fused ms | per layer ms | per layer / fused | identical top hypotheses |\n"
         "|---|---:|---:|---:|---:|---:|---|\n" + "\n".join(searches) + "\n\n"
         "One layer alone:\n\n"
-        "| layer (in x out) | rows | int8 operator µs | int8 kernel µs | operator / kernel | equal | "
+        "| layer (in x out) | rows | int8 operator µs | int8 kernel µs | operator / kernel | kernel = reference | "
         "float32 F.linear µs | float_linear µs | F.linear / float_linear |\n"
         "|---|---:|---:|---:|---:|---|---:|---:|---:|\n" + "\n".join(lines) + "\n"
     )

@@ -86,6 +86,22 @@ def runner_for(model: torch.nn.Module) -> EagerRunner:
     return EagerRunner(KernelBackend(model) if decoder_for(model) == KERNELS else model)
 
 
+class _Recorded:
+    """A runner that keeps the top hypothesis' tokens of every sentence it decodes, in order."""
+
+    def __init__(self, runner):
+        self._runner = runner
+        self.tokens: list[list[int]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._runner, name)
+
+    def generate(self, sources: list[list[int]], options: DecodingOptions):
+        found = self._runner.generate(sources, options)
+        self.tokens += [list(nbest[0].tokens) for nbest in found]
+        return found
+
+
 def weights_sha256(loaded: LoadedModel) -> str:
     return loaded.manifest.get("files", {}).get(WEIGHTS_FILE, "")
 
@@ -95,8 +111,9 @@ def check(path: FastPath, loaded: LoadedModel, data, criterion: FastPathCriterio
           one_at_a_time: bool = True) -> dict[str, Any]:
     """Decode `data` (export.verify.VerifySet or a list of texts) with eager float32 and with the
     fast path (or `runner`), judge, and return the record to write. With `one_at_a_time`, also
-    one sentence at a time (record["one_at_a_time"], judged alike): the kernel backend runs small
-    batches through other code (its fused encoder and decoder step) than batches of 32."""
+    one sentence at a time (record["one_at_a_time"], judged alike), and how many top hypotheses
+    the two runs of the fast path share (record["batched_equals_alone"]): whether a translation
+    depends on the other texts of its batch."""
     criterion = criterion or path.default_criterion
     record = {"precision": path.precision, "criterion": {"name": path.criterion_name, **asdict(criterion)},
               "scheme": path.scheme, "weights_sha256": weights_sha256(loaded), "torch": torch.__version__}
@@ -108,19 +125,22 @@ def check(path: FastPath, loaded: LoadedModel, data, criterion: FastPathCriterio
             problem = f"the kernels cannot decode this model: {kernel_decoding_problem(model)}"
             return {**record, "passed": False, "decoder": decoder, "problems": [problem], "result": None}
         runner = runner_for(model)
-    def judged(batch: int) -> tuple[dict[str, Any], list[str]]:
+    def judged(batch: int) -> tuple[dict[str, Any], list[str], list[list[int]]]:
         # verify() reports everything the criterion reads; its own verdict (BLEU vs eager) is not ours.
-        result = verify(loaded, runner, data, Thresholds(BLEU_VS_EAGER, min_bleu=0.0), beam_size=beam_size,
+        recorded = _Recorded(runner)
+        result = verify(loaded, recorded, data, Thresholds(BLEU_VS_EAGER, min_bleu=0.0), beam_size=beam_size,
                         batch_size=batch)
         problems = judge(result, criterion)
         for key in ("passed", "criterion", "min_bleu"):
             result.pop(key, None)
-        return result, problems
+        return result, problems, recorded.tokens
 
-    result, problems = judged(batch_size)
+    result, problems, batched = judged(batch_size)
     if one_at_a_time and batch_size != 1:
-        record["one_at_a_time"], single_problems = judged(1)
+        record["one_at_a_time"], single_problems, alone = judged(1)
         problems += [f"one sentence at a time: {problem}" for problem in single_problems]
+        record["batched_equals_alone"] = {"identical_top": sum(a == b for a, b in zip(batched, alone)),
+                                          "sentences": len(alone), "batch_size": batch_size}
     return {**record, "passed": not problems, "decoder": decoder or "given runner", "problems": problems, "result": result}
 
 
@@ -163,6 +183,10 @@ def summary(path: FastPath, record: dict[str, Any]) -> str:
     if single:
         head += (f"; one sentence at a time {single['identical_top']}/{single['sentences']} identical, "
                  f"BLEU vs eager float32 {single['bleu_vs_eager']:.2f}")
+    alike = record.get("batched_equals_alone")
+    if alike:
+        head += (f"; the {path.precision} top hypothesis the same in batches of {alike['batch_size']} as alone: "
+                 f"{alike['identical_top']}/{alike['sentences']}")
     return head + "".join(f"\n  {p}" for p in record["problems"])
 
 

@@ -37,9 +37,11 @@ CRITERION = "int8-fast-path"
 # Bumped when model/quantization.py quantises differently, or the kernel decoder runs the int8
 # layers differently (v3: the output projection on oneDNN's packing from 32 rows up; v4: the
 # encoder of up to 128 source positions in one kernel call, its attention in the C kernel,
-# model/decoding/kernel_backend.py): an old record then no longer applies. (The fused decoder step
-# gives the per-layer numbers bit for bit and needed no new scheme.)
-SCHEME = "torch quantize_dynamic qint8 per-tensor; vanilla attention, feed-forward and output projection linears; v4"
+# model/decoding/kernel_backend.py; v5: int8 weights per output channel and one input scale per
+# row, model/int8_linear.py, the fused step and encoder at every size): an old record then
+# no longer applies. (The fused decoder step gives the per-layer numbers bit for bit and needed no
+# new scheme.)
+SCHEME = "int8 per output channel, inputs per row (model/int8_linear.py); vanilla attention, feed-forward and output projection linears; v5"
 DEFAULT_CRITERION = FastPathCriterion(min_identical=0.75, max_bleu_drop=0.3)
 INT8_PATH = FastPath("int8 fast path", INT8, CRITERION, DEFAULT_CRITERION, RECORD_FILE, SCHEME,
                      "python -m export.int8_check", quantize_int8)

@@ -38,11 +38,11 @@ SIGNATURES = {
     "phrasal_beam_candidates": [_P, _I, _P, _I, _I, _I, _P, _P, _I, _I, _P, _P],
     "phrasal_select": [_P, _P, _I, _I, _I, _I, _I, _P, _P, _P, _P, _P, _P],
     "phrasal_add_layer_norm": [_P, _P, _I, _I, _P, _P, _F, _P, _P],
-    "phrasal_int8_linear": [_P, _I, _I, _P, _P, _P, _P, _I, _I, _I, _P, _P],
+    "phrasal_int8_linear": [_P, _I, _I, _P, _P, _P, _P, _I, _I, _P, _P],
     "phrasal_float_linear": [_P, _I, _I, _P, _P, _I, _I, _P],
-    "phrasal_encoder": [_P, _I, _P, _F, _P, _I, _I, _I, _I, _F, _P, _P, _I, _I, _I, _P, _P, _P, _P],
-    "phrasal_decoder_step": [_P, _I, _P, _F, _P, _I, _I, _I, _I, _F, _P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _P, _P,
-                             _P, _P, _P],
+    "phrasal_encoder": [_P, _I, _P, _F, _P, _I, _I, _I, _I, _F, _P, _P, _I, _I, _P, _P, _P, _P],
+    "phrasal_decoder_step": [_P, _I, _P, _F, _P, _I, _I, _I, _I, _F, _P, _I, _I, _P, _P, _I, _I, _I, _I, _P, _P, _P,
+                             _P, _P],
 }
 
 _lock = threading.Lock()

@@ -340,67 +340,30 @@ int phrasal_add_layer_norm(const float *x, const float *y, int64_t n_rows, int64
   return 0;
 }
 
-/* PyTorch's dynamic int8 linear (quantized::linear_dynamic and linear_relu_dynamic on the fbgemm
- * engine, reduce_range as its module passes it), bit for bit, for the few rows of a decoding step:
- * there the PyTorch operator costs ~9 µs a call, mostly dispatch, packing and allocation, where
- * the arithmetic of a 128x384 layer takes well under 1 µs. The same numbers as fbgemm's paths:
- * - x (m, k) is quantised to uint8 with one scale and zero point for the whole tensor, chosen as
- *   ChooseQuantizationParams (ATen QuantUtils.h) chooses them from its min and max (qmax 127 with
- *   reduce_range), then q = clamp(round-to-even(fma(x, 1/scale, zero_point)), 0, 255), as
- *   QuantizeAvx2<uint8_t, LEGACY=true>;
- * - acc = q·w in int32 (exact: with reduce_range no pair of products saturates fbgemm's AVX2
- *   int16 step either), less zero_point·Σw of the row (the weights are symmetric, zero point 0);
- * - out = fma(float(acc), x_scale·w_scale[j], bias[j]) (the product rounded first), then the ReLU:
- *   requantizeForFloatAvx2 as PyTorch's build compiles it, its multiply and add contracted into
- *   one FMA (a separate add differs in the last bit).
- * w is packed by `phrasal_int8_pack` layout: blocks of 16 output channels, within a block groups
- * of 4 inputs, each group 16 channels x 4 bytes (the layout of VNNI's dot product); k and n are
- * padded with zero weights to multiples of 4 and 16. w_sums[j] = Σ_k w[j][k] and w_scale[j]
- * (a per-tensor weight repeats its scale) have n entries; bias n or NULL. `quantized` holds
- * m·k4 bytes of scratch (k4: k rounded up to 4). model/decoding/kernel_backend.py checks it
- * against the operator on this machine before using it (Int8Linear), and
- * tests/model/test_int8_linear.py on every branch of the choice. */
+/* The int8 linear layer of the CPU int8 path (model/int8_linear.py, `Int8Linear`): the
+ * numbers of its reference in PyTorch operations (`reference` there) bit for bit, every float
+ * operation below one IEEE operation there, each rounded on its own (fp-contract off: no FMA):
+ * - each row of x (m, k) is quantised with its own scale and zero point, so that a row's output
+ *   depends on that row alone (a translation does not depend on the other texts of its batch):
+ *   lo = min(0, min of the row), hi = max(0, max of the row), scale = (hi - lo) / 127 (1 where
+ *   that is 0 or not finite), inverse = 1 / scale, zero_point = clamp(round(-lo · inverse), 0, 127),
+ *   q = clamp(round(x · inverse) + zero_point, 0, 127), rounding to nearest even. Seven bits, so
+ *   that AVX2's u8·s8 pair sums in int16 cannot saturate;
+ * - acc = q·w in int32 (exact), less zero_point·Σw of the row (the weights are symmetric int8 per
+ *   output channel, zero point 0);
+ * - out = float(acc) · (scale · w_scale[j]) + bias[j], then the ReLU.
+ * w is packed by `pack` (int8_linear.py): blocks of 16 output channels, within a block groups of 4
+ * inputs, each group 16 channels x 4 bytes (the layout of VNNI's dot product); k and n are padded
+ * with zero weights to multiples of 4 and 16. w_sums[j] = Σ_k w[j][k] and w_scale[j] have n
+ * entries; bias n or NULL. `quantized` is scratch of `scratch_bytes(m, k)` (int8_linear.py): the quantised rows
+ * (k4 bytes each, k4 = k rounded up to 4), then each row's scale and zero point.
+ * tests/model/test_int8_linear.py checks it against the reference on every branch, and
+ * int8_linear.agreement_problem once a process before it is used. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-#define SMALL_SCALE_THRESHOLD 6.1e-5f
-
-__attribute__((optimize("fp-contract=off", "no-associative-math")))
-static void choose_quantization(float min, float max, int reduce_range, float *scale_out, int32_t *zero_point_out) {
-  int32_t qmin = 0, qmax = 255;
-  if (reduce_range) {
-    qmin = qmin / 2;
-    qmax = qmax / 2;
-  }
-  min = min < 0.f ? min : 0.f;
-  max = max > 0.f ? max : 0.f;
-  double scale = ((double)max - min) / (qmax - qmin);
-  if ((float)scale == 0.0f || isinf(1.0f / (float)scale)) scale = 0.1;
-  if (scale < SMALL_SCALE_THRESHOLD) {
-    float original = scale;
-    scale = SMALL_SCALE_THRESHOLD;
-    if (min == 0.0f) {
-      max = SMALL_SCALE_THRESHOLD * (qmax - qmin);
-    } else if (max == 0.0f) {
-      min = -SMALL_SCALE_THRESHOLD * (qmax - qmin);
-    } else {
-      float amplifier = SMALL_SCALE_THRESHOLD / original;
-      min *= amplifier;
-      max *= amplifier;
-    }
-  }
-  double from_min = qmin - min / scale, from_max = qmax - max / scale;
-  double from_min_error = fabs((double)qmin) - fabs(min / scale);
-  double from_max_error = fabs((double)qmax) - fabs(max / scale);
-  double initial = from_min_error < from_max_error ? from_min : from_max;
-  int32_t zero_point;
-  if (initial < qmin) zero_point = qmin;
-  else if (initial > qmax) zero_point = qmax;
-  else zero_point = (int32_t)nearbyint(initial);
-  *scale_out = (float)scale;
-  *zero_point_out = zero_point;
-}
+#define INT8_QMAX 127
 
 /* Sixteen channels' int32 dot products with `rows` (1 to 4) rows of quantised inputs (k4 bytes
  * each, `a` the first), from the packed block `w` (k4/4 groups of 64 bytes); acc[r·16 + c]. Rows
@@ -454,7 +417,7 @@ static inline void int8_block_dots(const uint8_t *a, int64_t rows, int64_t k4, c
       int32_t four;
       memcpy(&four, x_row + 4 * g, 4);
       const __m256i x = _mm256_set1_epi32(four);
-      /* u8·s8 pairs summed to int16 (exact below 128 per input: reduce_range), then to int32 */
+      /* u8·s8 pairs summed to int16 (exact: inputs below 128), then to int32 */
       low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_maddubs_epi16(x, _mm256_loadu_si256((const __m256i *)(w + 64 * g))), ones));
       high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_maddubs_epi16(x, _mm256_loadu_si256((const __m256i *)(w + 64 * g + 32))), ones));
     }
@@ -472,87 +435,96 @@ static inline void int8_block_dots(const uint8_t *a, int64_t rows, int64_t k4, c
 #endif
 }
 
-static void int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, const int32_t *w_sums,
-                        const float *w_scale, const float *bias, int64_t n, int64_t reduce_range, int64_t relu,
-                        float *out, uint8_t *quantized) {
-  if (m <= 0) return;
-  float lo = x[0], hi = x[0];
-  int64_t start = 0;
+__attribute__((optimize("fp-contract=off", "no-associative-math")))
+static void int8_quantize_row(const float *x, int64_t k, int64_t k4, uint8_t *q, float *scale_out, int32_t *zero_point_out) {
+  float lo = 0.f, hi = 0.f;
+  int64_t d = 0;
 #if defined(__AVX512F__)
   /* min and max are exact in any order */
-  __m512 low = _mm512_set1_ps(x[0]), high = low;
-  for (; start + 16 <= m * k; start += 16) {
-    const __m512 v = _mm512_loadu_ps(x + start);
+  __m512 low = _mm512_setzero_ps(), high = low;
+  for (; d + 16 <= k; d += 16) {
+    const __m512 v = _mm512_loadu_ps(x + d);
     low = _mm512_min_ps(low, v);
     high = _mm512_max_ps(high, v);
   }
   lo = _mm512_reduce_min_ps(low);
   hi = _mm512_reduce_max_ps(high);
 #endif
-  for (int64_t i = start; i < m * k; ++i) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
+  for (; d < k; ++d) {
+    lo = x[d] < lo ? x[d] : lo;
+    hi = x[d] > hi ? x[d] : hi;
   }
-  float x_scale;
-  int32_t zero_point;
-  choose_quantization(lo, hi, (int)reduce_range, &x_scale, &zero_point);
-  const float inverse = 1.f / x_scale, zero = (float)zero_point;
-  const int64_t k4 = (k + 3) / 4 * 4;
-  for (int64_t i = 0; i < m; ++i) {
-    uint8_t *q = quantized + i * k4;
-    int64_t d = 0;
+  float scale = (hi - lo) / (float)INT8_QMAX;
+  if (!(scale > 0.f) || isinf(scale)) scale = 1.f;
+  const float inverse = 1.f / scale;
+  const float from_lo = nearbyintf(-lo * inverse);
+  const int32_t zero_point = from_lo < 0.f ? 0 : (from_lo > (float)INT8_QMAX ? INT8_QMAX : (int32_t)from_lo);
+  d = 0;
 #if defined(__AVX512F__)
-    /* the loop below sixteen at a time: vfmadd rounds as fmaf, vcvtps2dq to nearest-even as
-     * nearbyintf (the default rounding mode), then the same clamps */
-    const __m512 inverse_v = _mm512_set1_ps(inverse), zero_v = _mm512_set1_ps(zero);
-    const __m512 top = _mm512_set1_ps(2147483520.f), bottom = _mm512_set1_ps(-2147483520.f);
-    for (; d + 16 <= k; d += 16) {
-      __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(x + i * k + d), inverse_v, zero_v);
-      t = _mm512_max_ps(_mm512_min_ps(t, top), bottom);
-      __m512i r = _mm512_cvtps_epi32(t);
-      r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_setzero_si512()), _mm512_set1_epi32(255));
-      _mm_storeu_si128((__m128i *)(q + d), _mm512_cvtepi32_epi8(r));
-    }
-#endif
-    for (; d < k; ++d) {
-      float t = fmaf(x[i * k + d], inverse, zero);
-      t = t < 2147483520.f ? t : 2147483520.f; /* fbgemm clips before converting; 0 or 255 below either way */
-      t = t > -2147483520.f ? t : -2147483520.f;
-      const int32_t r = (int32_t)nearbyintf(t);
-      q[d] = (uint8_t)(r < 0 ? 0 : (r > 255 ? 255 : r));
-    }
-    for (d = k; d < k4; ++d) q[d] = 0;
+  /* the loop below sixteen at a time: vcvtps2dq rounds to nearest even as nearbyintf (the
+   * default rounding mode), then the same clamps */
+  const __m512 inverse_v = _mm512_set1_ps(inverse);
+  const __m512 top = _mm512_set1_ps(2147483520.f), bottom = _mm512_set1_ps(-2147483520.f);
+  const __m512i zero_v = _mm512_set1_epi32(zero_point), qmax = _mm512_set1_epi32(INT8_QMAX);
+  for (; d + 16 <= k; d += 16) {
+    __m512 t = _mm512_mul_ps(_mm512_loadu_ps(x + d), inverse_v);
+    t = _mm512_max_ps(_mm512_min_ps(t, top), bottom);
+    __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(t), zero_v);
+    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_setzero_si512()), qmax);
+    _mm_storeu_si128((__m128i *)(q + d), _mm512_cvtepi32_epi8(r));
   }
+#endif
+  for (; d < k; ++d) {
+    float t = x[d] * inverse;
+    /* clipped before converting (no overflow); 0 or 127 after the clamp either way */
+    t = t < 2147483520.f ? t : 2147483520.f;
+    t = t > -2147483520.f ? t : -2147483520.f;
+    const int32_t r = (int32_t)nearbyintf(t) + zero_point;
+    q[d] = (uint8_t)(r < 0 ? 0 : (r > INT8_QMAX ? INT8_QMAX : r));
+  }
+  for (d = k; d < k4; ++d) q[d] = 0;
+  *scale_out = scale;
+  *zero_point_out = zero_point;
+}
+
+__attribute__((optimize("fp-contract=off", "no-associative-math")))
+static void int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, const int32_t *w_sums,
+                        const float *w_scale, const float *bias, int64_t n, int64_t relu, float *out,
+                        uint8_t *quantized) {
+  if (m <= 0) return;
+  const int64_t k4 = (k + 3) / 4 * 4;
+  float *x_scale = (float *)(quantized + m * k4);
+  int32_t *zero_point = (int32_t *)(x_scale + m);
+  for (int64_t i = 0; i < m; ++i) int8_quantize_row(x + i * k, k, k4, quantized + i * k4, x_scale + i, zero_point + i);
   int32_t acc[64];
   for (int64_t block = 0; block < (n + 15) / 16; ++block) {
     const int8_t *packed = w + block * 16 * k4;
     const int64_t first = block * 16, width = n - first < 16 ? n - first : 16;
-    float multiplier[16];
-    int32_t offset[16];
-    for (int64_t c = 0; c < width; ++c) {
-      multiplier[c] = x_scale * w_scale[first + c];
-      offset[c] = zero_point * w_sums[first + c];
-    }
     for (int64_t i = 0; i < m; i += 4) {
       const int64_t rows = m - i < 4 ? m - i : 4;
       int8_block_dots(quantized + i * k4, rows, k4, packed, acc);
       for (int64_t r = 0; r < rows; ++r) {
         float *row = out + (i + r) * n + first;
         const int32_t *sums = acc + 16 * r;
+        const float scale = x_scale[i + r];
+        const int32_t zero = zero_point[i + r];
 #if defined(__AVX512F__)
-        /* the scalar loop below, sixteen lanes at a time (the same roundings: vfmadd is fmaf) */
+        /* the scalar loop below, sixteen lanes at a time (the same roundings) */
         const __mmask16 lanes = (__mmask16)((1u << width) - 1u);
-        const __m512 raw = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_loadu_si512((const void *)sums),
-                                                               _mm512_maskz_loadu_epi32(lanes, offset)));
-        const __m512 scale = _mm512_maskz_loadu_ps(lanes, multiplier);
-        __m512 value = bias ? _mm512_fmadd_ps(raw, scale, _mm512_maskz_loadu_ps(lanes, bias + first)) : _mm512_mul_ps(raw, scale);
+        const __m512i offset = _mm512_mullo_epi32(_mm512_set1_epi32(zero), _mm512_maskz_loadu_epi32(lanes, w_sums + first));
+        const __m512 raw = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_loadu_si512((const void *)sums), offset));
+        const __m512 multiplier = _mm512_mul_ps(_mm512_set1_ps(scale), _mm512_maskz_loadu_ps(lanes, w_scale + first));
+        __m512 value = _mm512_mul_ps(raw, multiplier);
+        if (bias) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, bias + first));
         if (relu) value = _mm512_max_ps(value, _mm512_setzero_ps());
         _mm512_mask_storeu_ps(row, lanes, value);
         continue;
 #endif
         for (int64_t c = 0; c < width; ++c) {
-          const float raw = (float)(sums[c] - offset[c]);
-          const float value = bias ? fmaf(raw, multiplier[c], bias[first + c]) : raw * multiplier[c];
+          const float raw = (float)(sums[c] - zero * w_sums[first + c]);
+          const float multiplier = scale * w_scale[first + c];
+          float value = raw * multiplier;
+          if (bias) value = value + bias[first + c];
           row[c] = relu ? (value > 0.f ? value : 0.f) : value;
         }
       }
@@ -561,9 +533,9 @@ static void int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, c
 }
 
 int phrasal_int8_linear(const float *x, int64_t m, int64_t k, const int8_t *w, const int32_t *w_sums,
-                        const float *w_scale, const float *bias, int64_t n, int64_t reduce_range, int64_t relu,
-                        float *out, uint8_t *quantized) {
-  int8_linear(x, m, k, w, w_sums, w_scale, bias, n, reduce_range, relu, out, quantized);
+                        const float *w_scale, const float *bias, int64_t n, int64_t relu, float *out,
+                        uint8_t *quantized) {
+  int8_linear(x, m, k, w, w_sums, w_scale, bias, n, relu, out, quantized);
   return 0;
 }
 
@@ -834,10 +806,9 @@ typedef struct {
   int64_t memory_k, memory_v, k_columns, v_columns;
 } plan_layer;
 
-/* How a plan's linear layers run: int8 (with reduce_range as its layers and `quantized` scratch)
- * or float32. */
+/* How a plan's linear layers run: int8 (with `quantized` scratch) or float32. */
 typedef struct {
-  int64_t int8, reduce_range;
+  int64_t int8;
   uint8_t *quantized;
 } linear_mode;
 
@@ -845,7 +816,7 @@ static void plan_linear_run(const plan_linear *l, const linear_mode *mode, const
                             int64_t n, int64_t relu, float *out) {
   if (mode->int8)
     int8_linear(x, m, k, (const int8_t *)l->weights, (const int32_t *)l->sums, (const float *)l->scales,
-                (const float *)l->bias, n, mode->reduce_range, relu, out, mode->quantized);
+                (const float *)l->bias, n, relu, out, mode->quantized);
   else
     float_linear(x, m, k, (const float *)l->weights, (const float *)l->bias, n, relu, out);
 }
@@ -866,22 +837,21 @@ static void feed_forward(const plan_linear *up_layer, const plan_linear *down_la
 
 /* The whole decoder of one step in one call: what KernelBackend._layers does with one call per
  * linear layer, attention and norm, without ~3 µs of Python and ctypes around each of its ~45
- * calls. int8 (reduce_range as its layers): the same functions in the same order, so the same
+ * calls. int8: the same functions in the same order, so the same
  * numbers; float32 (int8 0): float_linear in place of PyTorch's GEMM, equal up to rounding.
  * x (m, d) is the embedded input (becomes the residual stream); qkv (layers, m, 3d) receives each layer's
  * projections, whose keys and values are this step's cache column (the caller has put their
  * addresses in column `steps - 1`); first_norm: the addresses of the norm before layer 0's
  * self-attention (weight, bias); h (m, d) receives the final norm's output, attention (m,
  * length) the alignment layer's head-averaged attention. work: 3·m·d + m·d_ff floats; quantized:
- * m·max(d, d_ff) rounded up to 4 bytes (int8 only). Returns 1 where an attention exceeds the kernels' limits. */
+ * int8_linear.py's scratch_bytes(m, max(d, d_ff)) (int8 only). Returns 1 where an attention exceeds the kernels' limits. */
 int phrasal_decoder_step(const plan_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps, float *x,
                          int64_t m, int64_t d, int64_t d_ff, int64_t n_heads, float scale, const int32_t *table,
                          int64_t table_stride, int64_t steps, const int32_t *sentence, const uint8_t *keep,
-                         int64_t keep_stride, int64_t length, int64_t aligned_layer, int64_t int8,
-                         int64_t reduce_range, float *qkv, float *h, float *attention, float *work,
+                         int64_t keep_stride, int64_t length, int64_t aligned_layer, int64_t int8, float *qkv, float *h, float *attention, float *work,
                          uint8_t *quantized) {
   const int64_t dh = d / n_heads;
-  const linear_mode mode = {int8, reduce_range, quantized};
+  const linear_mode mode = {int8, quantized};
   float *context = work, *y = work + m * d, *q = work + 2 * m * d, *up = work + 3 * m * d;
   residual_norm(x, 0, m, d, first_norm, eps, h);
   for (int64_t l = 0; l < n_layers; ++l) {
@@ -919,14 +889,14 @@ typedef struct {
  * cross-attention kernel (each position attends to its own sentence's keys where keep is nonzero)
  * in place of PyTorch's fused attention, and its linear layers as phrasal_decoder_step's. x (rows,
  * d): the embedded source (becomes the residual stream); h (rows, d) receives the final norm's
- * output; qkv: rows·3d floats, work: rows·(2d + d_ff) floats, quantized (int8): rows·max(d, d_ff)
- * rounded up to 4 bytes. Returns 1 where the source exceeds the attention kernel's limits. */
+ * output; qkv: rows·3d floats, work: rows·(2d + d_ff) floats, quantized (int8):
+ * int8_linear.py's scratch_bytes(rows, max(d, d_ff)). Returns 1 where the source exceeds the attention kernel's limits. */
 int phrasal_encoder(const plan_encoder_layer *plan, int64_t n_layers, const int64_t *first_norm, float eps, float *x,
                     int64_t rows, int64_t d, int64_t d_ff, int64_t n_heads, float scale, const int32_t *sentence,
-                    const uint8_t *keep, int64_t length, int64_t int8, int64_t reduce_range, float *h, float *qkv,
+                    const uint8_t *keep, int64_t length, int64_t int8, float *h, float *qkv,
                     float *work, uint8_t *quantized) {
   const int64_t dh = d / n_heads, m = rows;
-  const linear_mode mode = {int8, reduce_range, quantized};
+  const linear_mode mode = {int8, quantized};
   float *context = work, *y = work + rows * d, *up = work + 2 * rows * d;
   residual_norm(x, 0, rows, d, first_norm, eps, h);
   for (int64_t l = 0; l < n_layers; ++l) {

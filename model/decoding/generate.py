@@ -7,7 +7,6 @@ following each hypothesis' attention rows (token and phrase attention, kept apar
 """
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from functools import partial
 from typing import Protocol
@@ -140,18 +139,6 @@ def max_lengths(src: torch.Tensor, pad_id: int, options: DecodingOptions, limit:
     return allowed.clamp(min=1, max=limit)
 
 
-def no_torch_function():
-    """A context in which tensor subclasses' __torch_function__ is not looked for. Each call of
-    torch's int8 linear operator (CPU int8: the C-kernel backend's layers and the eager model's)
-    looks for it on every argument, and on the packed weights, a script object, the lookup fails
-    by throwing and catching a C++ exception: ~30 µs of a ~45 µs call at one sentence's rows (perf
-    and gdb on the 2-core dev CPU), some 25 calls a decoding step. Decoding uses plain tensors, so
-    nothing else changes. (torch's private switch, which torch.Tensor.__torch_function__ itself
-    uses; without it, the same calls, slower.)"""
-    switch = getattr(torch._C, "DisableTorchFunctionSubclass", None)
-    return switch() if switch is not None else contextlib.nullcontext()
-
-
 @torch.inference_mode()
 def generate(
     backend: StepBackend | WholeSearch | Transformer,
@@ -168,12 +155,6 @@ def generate(
     model/decoding/selection.py (CTranslate2 by its own C++ rules, export/ct2_runner.py).
     ``should_stop`` is asked before every decoding step (CTranslate2: before its one call, and at
     every step of a greedy search); once true the search raises ``SearchCancelled``."""
-    with no_torch_function():
-        return _generate(backend, src, options, should_stop)
-
-
-def _generate(backend: StepBackend | WholeSearch | Transformer, src: torch.Tensor, options: DecodingOptions,
-              should_stop: Callable[[], bool] | None) -> list[list[Hypothesis]]:
     if isinstance(backend, Transformer):
         backend = TransformerBackend(backend)
     whole = getattr(backend, "search", None)

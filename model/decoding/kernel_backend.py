@@ -26,14 +26,13 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from model.attention.functional import attention_mask
 from model.attention.vanilla import VanillaAttention
 from model.cpu_kernels import MAX_HEAD_DIM, MAX_KEYS, library, unavailable
 from model.cpu_kernels import ops
 from model.decoder_state import Memory
-from model.decoding.int8_linear import Int8Linear, agreement_problem, operator_function, reduce_range_of
+from model.int8_linear import Int8Linear, agreement_problem, scratch_bytes
 from model.decoding.selection import Selection
 from model.transformer import StepOut, Transformer
 
@@ -135,74 +134,36 @@ class PagedState:
 
 def fused_linear(parts: list[nn.Module]) -> nn.Module:
     """One linear layer computing the given ones side by side (their outputs concatenated), float32
-    or int8 dynamically quantised like them. The int8 parts keep their integers and scales (the
-    fused weight is quantised per output channel, each channel with its part's scale), so the
-    fused layer gives their outputs bit for bit: one GEMM instead of three small ones, which on a
-    CPU cost mostly their fixed overhead."""
+    or int8 like them (`Int8Linear.side_by_side`: their outputs bit for bit): one GEMM instead of
+    three small ones, which on a CPU cost mostly their fixed overhead."""
     if all(type(part) is nn.Linear for part in parts):
         fused = nn.Linear(parts[0].in_features, sum(p.out_features for p in parts), bias=True)
         with torch.no_grad():
             fused.weight.copy_(torch.cat([p.weight for p in parts]))
             fused.bias.copy_(torch.cat([p.bias if p.bias is not None else torch.zeros(p.out_features) for p in parts]))
         return fused.eval()
-    if all(type(part) is DynamicQuantizedLinear for part in parts):
-        weights = [p.weight() for p in parts]
-        if any(w.qscheme() != torch.per_tensor_affine for w in weights):
-            raise ValueError("only per-tensor int8 weights are fused")
-        integers = torch.cat([w.int_repr() for w in weights])
-        scales = torch.cat([torch.full((w.shape[0],), w.q_scale(), dtype=torch.double) for w in weights])
-        zero_points = torch.cat([torch.full((w.shape[0],), w.q_zero_point(), dtype=torch.long) for w in weights])
-        fused = DynamicQuantizedLinear(parts[0].in_features, integers.shape[0], dtype=torch.qint8)
-        biases = [p.bias() if p.bias() is not None else torch.zeros(p.out_features) for p in parts]
-        fused.set_weight_bias(torch._make_per_channel_quantized_tensor(integers, scales, zero_points, 0), torch.cat(biases))
-        return fused
+    if all(type(part) is Int8Linear for part in parts):
+        return Int8Linear.side_by_side(parts)
     raise ValueError(f"cannot fuse linear layers of types {sorted({type(p).__name__ for p in parts})}")
 
 
 def bare_linear(module: nn.Module, relu: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
     """`module`'s function (with `relu`, followed by a ReLU) without nn.Module's call machinery (a
     few µs a call, and a decoding step makes some 25 calls): F.linear on its weights, or the int8
-    operator on its packed weights with the arguments its own forward passes (with `relu` the
-    operator that applies it to the float output, the same numbers)."""
+    kernel on its packed weights (`Int8Linear.function`)."""
     if type(module) is nn.Linear:
         weight, bias = module.weight, module.bias
         if relu:
             return lambda x: F.relu(F.linear(x, weight, bias))
         return lambda x: F.linear(x, weight, bias)
-    if type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8:
-        # `generate` decodes inside model.decoding.generate.no_torch_function, which spares the
-        # operator an exception a call.
-        return operator_function(module, relu)
+    if type(module) is Int8Linear:
+        return module.function(relu)
     return (lambda x: F.relu(module(x))) if relu else module
 
 
-# From this many rows up, the int8 output projection runs on oneDNN's packing of its weights: on
-# the development CPU (AMD EPYC, AVX-512 VNNI) it is faster than fbgemm's for the beam rows of a
-# batch and slower for the few rows of one sentence, with the same translations; the effect on
-# whole searches is in results/engines_cpu.md (02:01 before it, 02:40 after).
-ONEDNN_MIN_ROWS = 32
-
-
-def onednn_packed(module: DynamicQuantizedLinear) -> DynamicQuantizedLinear | None:
-    """The same int8 weights packed for oneDNN, or None where this torch has no oneDNN engine.
-    The engine is a process-wide setting read at packing time only, so it is set around the packing."""
-    if "onednn" not in torch.backends.quantized.supported_engines:
-        return None
-    previous = torch.backends.quantized.engine
-    try:
-        torch.backends.quantized.engine = "onednn"
-        copy = DynamicQuantizedLinear(module.in_features, module.out_features, bias_=module.bias() is not None,
-                                      dtype=torch.qint8)
-        copy.set_weight_bias(module.weight(), module.bias())
-        copy.version = module.version
-    finally:
-        torch.backends.quantized.engine = previous
-    return copy
-
-
 def output_function(model: Transformer) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The logits' projection (rows, D) -> (rows, V): the tied embedding table in float32 (in C); an int8
-    projection on fbgemm's packing for a few rows and on oneDNN's from ONEDNN_MIN_ROWS rows up."""
+    """The logits' projection (rows, D) -> (rows, V): the tied embedding table in float32 (in C), or
+    the int8 projection's kernel."""
     projection = model.output_projection
     if projection is None:
         # decoding.c's float_linear on the table packed once: 1.5-2.8x PyTorch's GEMM on the
@@ -210,12 +171,7 @@ def output_function(model: Transformer) -> Callable[[torch.Tensor], torch.Tensor
         # results/fused_step_cpu.md), equal up to rounding (export/kernels_check.py verifies the
         # decoder per model).
         return float_function(model.source_embedding.tokens.weight, None)
-    small = bare_linear(projection)
-    large_module = onednn_packed(projection) if type(projection) is DynamicQuantizedLinear else None
-    if large_module is None:
-        return small
-    large = bare_linear(large_module)
-    return lambda x: large(x) if x.shape[0] >= ONEDNN_MIN_ROWS else small(x)
+    return bare_linear(projection)
 
 
 def float_function(weight: torch.Tensor, bias: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -297,7 +253,7 @@ class KernelBackend:
         self._norms = [_norm_arguments(norm) for norm in norms + [model.decoder_norm]]
         # The whole decoder step in one kernel call (FusedStep); None: one call per layer.
         self._fused_step = FusedStep.for_backend(self)
-        # The whole encoder in one kernel call (FusedEncoder; int8 for a few sentences); None: per layer.
+        # The whole encoder in one kernel call (FusedEncoder); None: per layer.
         self._fused_encoder = FusedEncoder.for_backend(self)
         # Each decoder layer's projections of the memory into keys and values, once a batch: in
         # float_linear where the step's layers are (the module calls cost more than their
@@ -333,7 +289,7 @@ class KernelBackend:
         pad_mask = src.eq(config.pad_id)  # (B, S)
         x = model.source_embedding(src)  # (B, S, D)
         b, length, d = x.shape
-        if self._fused_encoder is not None and self._fused_encoder.takes(b * length):
+        if self._fused_encoder is not None:
             keep = pad_mask.logical_not().to(torch.uint8).contiguous()
             return Memory(self._fused_encoder.run(x, keep).view(b, length, d), pad_mask)
         heads = config.n_heads
@@ -416,7 +372,7 @@ class KernelBackend:
         steps, table_stride = table.shape[1], table.stride(0)
         # The target embedding as TokenEmbedding computes it (same operations, same order).
         x = torch.embedding(self._target_table, tokens).mul_(self._target_scale).add_(self._positions[t])
-        if state.plan is not None and self._fused_step.takes(m):
+        if state.plan is not None:
             h, attention = self._fused_step.run(state, x, table, sentence)
             return self.output(h).float(), attention
         # Every residual sum goes with the layer norm after it (phrasal_add_layer_norm): x is the
@@ -466,14 +422,6 @@ class KernelBackend:
         return total, normalised
 
 
-# Rows up to which an int8 step runs fused (FusedStep). Whole int8 searches on the development CPU
-# (benchmarks/fused_step.py, results/fused_step_cpu.md): fused 1.75x one call per layer greedy
-# and 1.58x at beam 5 for one sentence at a time, 1.1-1.3x for batches up to ~100 rows, about
-# even above (0.96x for 128 sentences at beam 5), where the operator's blocked GEMM catches up.
-# A float32 step runs fused at any size: float_linear is ~1.9x PyTorch's GEMM at every row count.
-FUSED_INT8_MAX_ROWS = 128
-
-
 def pack_float(weight: torch.Tensor) -> torch.Tensor:
     """(out, in) float32 weights in decoding.c's float_linear layout: blocks of 16 output channels,
     each (in, 16); zero weights pad the outputs."""
@@ -501,31 +449,30 @@ class _FloatLinear:
 
 def _linear_addresses(linear: "Int8Linear | _FloatLinear") -> list[int]:
     """A packed linear layer as decoding.c's plan_linear: weights, row sums, scales, bias (0: none)."""
-    return [linear.weights.data_ptr(), linear.sums.data_ptr() if linear.sums is not None else 0,
-            linear.scales.data_ptr() if linear.scales is not None else 0,
+    if type(linear) is Int8Linear:
+        weights, sums, scales = linear.packed, linear.sums, linear.weight_scale
+    else:
+        weights, sums, scales = linear.weights, None, None
+    return [weights.data_ptr(), sums.data_ptr() if sums is not None else 0, scales.data_ptr() if scales is not None else 0,
             linear.bias.data_ptr() if linear.bias is not None else 0]
 
 
 def _fused(cls, backend: "KernelBackend", layers: list[nn.Module], eps: list[float]):
     """`cls(backend, int8, eps)` (FusedEncoder or FusedStep) where the encoder or decoder layers
     `layers` can run in decoding.c's fused calls: their linear layers all float32 nn.Linear, or all
-    int8 with the reduced range on a machine where the kernel gives the int8 operator's numbers
-    (`agreement_problem`) and symmetric weights, and one eps for all their norms (`eps`); None
-    otherwise (one call per layer)."""
+    Int8Linear on a machine where the int8 kernel gives its reference's numbers
+    (`agreement_problem`), and one eps for all their norms (`eps`); None otherwise (one call per
+    layer)."""
     modules = [module for layer in layers for module in _layer_sites(layer)]
     if len(set(eps)) != 1:
         return None
     if all(type(module) is nn.Linear and module.weight.dtype == torch.float32 for module in modules):
         int8 = False
-    elif all(type(module) is DynamicQuantizedLinear and module._packed_params.dtype == torch.qint8
-             and reduce_range_of(module) for module in modules) and agreement_problem() is None:
+    elif all(type(module) is Int8Linear for module in modules) and agreement_problem() is None:
         int8 = True
     else:
         return None
-    try:
-        return cls(backend, int8, eps[0])
-    except ValueError:  # weights the kernel does not take (Int8Linear: asymmetric int8)
-        return None
+    return cls(backend, int8, eps[0])
 
 
 def _layer_sites(layer: nn.Module) -> list[nn.Module]:
@@ -542,19 +489,13 @@ def _packed_layer(layer: nn.Module, int8: bool) -> list["Int8Linear | _FloatLine
     """`_layer_sites(layer)` packed for the kernel, query, key and value as one, the feed-forward's
     first with its ReLU: a plan_layer's (or plan_encoder_layer's) linear layers in order."""
     q, k, v, *others, up, down = _layer_sites(layer)
-    pack = Int8Linear if int8 else (lambda module, relu=False: _FloatLinear.of(module.weight, module.bias))
-    return [pack(fused_linear([q, k, v]))] + [pack(module) for module in others] + [pack(up, relu=True), pack(down)]
-
-
-# Source positions (sentences x their padded length) up to which an int8 encoder runs fused
-# (FusedEncoder): a sentence or a few, as an interactive client sends them; above, PyTorch's
-# blocked GEMMs and fused attention. A float32 encoder runs fused at any size, as its step.
-FUSED_INT8_ENCODER_MAX_ROWS = 128
+    pack = (lambda module: module) if int8 else (lambda module: _FloatLinear.of(module.weight, module.bias))
+    return [pack(fused_linear([q, k, v]))] + [pack(module) for module in others] + [pack(up), pack(down)]
 
 
 class FusedEncoder:
-    """KernelBackend._encode in one call of decoding.c's `phrasal_encoder` (int8: for batches of up
-    to FUSED_INT8_ENCODER_MAX_ROWS source positions): its linear layers as FusedStep's, its self-attention
+    """KernelBackend._encode in one call of decoding.c's `phrasal_encoder`, at any size: its linear
+    layers as FusedStep's, its self-attention
     in the cross-attention kernel in place of PyTorch's fused attention (equal up to rounding, int8
     too: export/kernels_check.py and export/int8_check.py verify each model)."""
 
@@ -576,8 +517,7 @@ class FusedEncoder:
         config = backend.config
         self.d, self.heads, self.d_ff = config.d_model, config.n_heads, self.linears[0][2].out_features
         self.scale = 1.0 / math.sqrt(self.d // self.heads)
-        self.reduce_range = self.linears[0][0].reduce_range if int8 else 0
-        self.widest = -(-max(self.d, self.d_ff) // 4) * 4
+        self.widest = max(self.d, self.d_ff)  # the widest quantised input
         self._lib = backend._lib
 
     @classmethod
@@ -588,10 +528,6 @@ class FusedEncoder:
         norms = [layer.self_norm for layer in layers] + [layer.ffn_norm for layer in layers] + [backend.model.encoder_norm]
         return _fused(cls, backend, layers, [float(norm.eps) for norm in norms])
 
-    def takes(self, rows: int) -> bool:
-        """Whether an encoder of `rows` source positions runs here (else per layer)."""
-        return not self.int8 or rows <= FUSED_INT8_ENCODER_MAX_ROWS
-
     def run(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """The encoder's output (B·S, D) for the embedded source x (B, S, D) and keep (B, S) uint8."""
         b, length, d = x.shape
@@ -599,11 +535,11 @@ class FusedEncoder:
         x = x.reshape(rows, d).contiguous()
         h, qkv = torch.empty(rows, d), torch.empty(rows, 3 * d)
         work = torch.empty(rows * (2 * d + self.d_ff))
-        quantized = torch.empty(rows * self.widest if self.int8 else 0, dtype=torch.uint8)
+        quantized = torch.empty(scratch_bytes(rows, self.widest) if self.int8 else 0, dtype=torch.uint8)
         sentence = torch.arange(b, dtype=torch.int32).repeat_interleave(length)
         if self._lib.phrasal_encoder(self.plan.data_ptr(), len(self.linears), self.first_norm.data_ptr(), self.eps,
                                      x.data_ptr(), rows, d, self.d_ff, self.heads, self.scale, sentence.data_ptr(),
-                                     keep.data_ptr(), length, int(self.int8), self.reduce_range, h.data_ptr(),
+                                     keep.data_ptr(), length, int(self.int8), h.data_ptr(),
                                      qkv.data_ptr(), work.data_ptr(), quantized.data_ptr()):
             raise ValueError(f"a source of {length} positions exceeds the attention kernel's limits")
         return h
@@ -612,8 +548,8 @@ class FusedEncoder:
 class FusedStep:
     """KernelBackend._layers in one call of decoding.c's `phrasal_decoder_step`, without the ~45
     Python and ctypes calls of a step that cost several times its arithmetic at a sentence's few
-    rows. int8 (steps of at most FUSED_INT8_MAX_ROWS rows): the same kernels in the same order, the
-    same numbers bit for bit (tests/model/test_int8_linear.py); float32 (every step): its linear
+    rows, at any size. int8: the same kernels in the same order, the same numbers bit for bit
+    (tests/model/test_int8_linear.py); float32: its linear
     layers in decoding.c's float_linear, equal to PyTorch's up to float rounding
     (export/kernels_check.py verifies each model).
 
@@ -632,7 +568,6 @@ class FusedStep:
         self.d, self.heads = config.d_model, config.n_heads
         self.d_ff = self.linears[0][4].out_features
         self.eps = eps
-        self.reduce_range = self.linears[0][0].reduce_range if int8 else 0
         aligned = config.alignment_layer_index
         self.aligned = aligned if 0 <= aligned < len(self.linears) else -1
         rows = []
@@ -644,19 +579,14 @@ class FusedStep:
         self.plan = torch.tensor(rows, dtype=torch.int64)
         first = backend._norms[0]
         self.first_norm = torch.tensor([first[0].data_ptr(), first[1].data_ptr()], dtype=torch.int64)
-        self.widest = -(-max(self.d, self.d_ff) // 4) * 4  # the widest quantised input, in bytes
+        self.widest = max(self.d, self.d_ff)  # the widest quantised input
 
     @classmethod
     def for_backend(cls, backend: "KernelBackend") -> "FusedStep | None":
         """The fused step for `backend`'s model, or None where it does not apply: layers neither all
-        float32 nor all int8 with the reduced range and symmetric weights, an int8 model on a machine
-        where the kernel does not give the operator's numbers (`agreement_problem`), norms with
-        different eps."""
+        float32 nor all int8, an int8 model on a machine where the int8 kernel does not give its
+        reference's numbers (`agreement_problem`), norms with different eps."""
         return _fused(cls, backend, backend.model.decoder_layers, [eps for _, _, eps in backend._norms])
-
-    def takes(self, rows: int) -> bool:
-        """Whether a step of `rows` rows runs here (else one call per layer)."""
-        return not self.int8 or rows <= FUSED_INT8_MAX_ROWS
 
     def plan_for(self, memory_k: tuple[torch.Tensor, ...], memory_v: tuple[torch.Tensor, ...],
                  caches: tuple["_Cache", ...]) -> torch.Tensor:
@@ -681,14 +611,14 @@ class FusedStep:
         h = torch.empty(m, d)
         # Scratch per step, not per backend: searches in two threads may share the backend.
         work = torch.empty(m * (3 * d + self.d_ff))
-        quantized = torch.empty(m * self.widest if self.int8 else 0, dtype=torch.uint8)
+        quantized = torch.empty(scratch_bytes(m, self.widest) if self.int8 else 0, dtype=torch.uint8)
         length = state.memory_k[0].shape[1]
         attention = torch.empty(m, length) if self.aligned >= 0 else None
         if self.backend._lib.phrasal_decoder_step(
                 state.plan.data_ptr(), len(self.linears), self.first_norm.data_ptr(), self.eps, x.data_ptr(), m, d,
                 self.d_ff, self.heads, self.backend._attention_scale, table.data_ptr(), table.stride(0), table.shape[1],
                 sentence.data_ptr(), state.keep.data_ptr(), state.keep.stride(0), length, self.aligned,
-                int(self.int8), self.reduce_range, qkv.data_ptr(), h.data_ptr(), attention.data_ptr() if attention is not None else None,
+                int(self.int8), qkv.data_ptr(), h.data_ptr(), attention.data_ptr() if attention is not None else None,
                 work.data_ptr(), quantized.data_ptr()):
             raise ValueError(f"attention over {table.shape[1]} steps or {length} positions exceeds the kernel's limits")
         return h, attention

@@ -100,7 +100,7 @@ def test_the_record_decides_what_the_torch_backend_serves(tmp_path, tmp_path_fac
     assert record_problem(path, loaded) is None
     model, precision, why = cpu_model(path, loaded, cpu, "int8")
     assert (precision, why) == ("int8", None)
-    assert type(model.output_projection).__name__ == "Linear" and model.output_projection.weight().dtype == torch.qint8
+    assert type(model.output_projection).__name__ == "Int8Linear" and model.output_projection.weight.dtype == torch.int8
     # A record made for other weights no longer applies.
     record = json.loads((path / RECORD_FILE).read_text())
     (path / RECORD_FILE).write_text(json.dumps({**record, "weights_sha256": "0" * 64}))
@@ -124,7 +124,7 @@ def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory
     assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0
     runtime = load_runtime(spec)
     assert runtime.precision == "int8"
-    assert runtime.model.output_projection.weight().dtype == torch.qint8
+    assert runtime.model.output_projection.weight.dtype == torch.int8
     # Served like float32, word alignments and phrase maps included.
     from service.runtime.base import DecodingOptions
 

@@ -1,7 +1,7 @@
 """decoding.c's vector paths other than this machine's own: the kernels built here for AVX2 + FMA
 without AVX-512 (-march=haswell) and for plain x86-64 (-march=x86-64). Each gives float_linear's
-stated order exactly (the by-hand FMA chains of tests/helpers.py) and PyTorch's int8 operator bit
-for bit, as the native build does (tests/model/test_kernel_backend.py, test_int8_linear.py): a
+stated order exactly (the by-hand FMA chains of tests/helpers.py) and the int8 layer's reference
+(model/int8_linear.py) bit for bit, as the native build does (tests/model/test_kernel_backend.py, test_int8_linear.py): a
 machine without AVX-512 computes the numbers the bundled models were verified with."""
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 import model.cpu_kernels as cpu_kernels
-from model.decoding.int8_linear import Int8Linear, agreement_problem, quantize_linear
+from model.int8_linear import kernel_call, random_layer, reference
 from tests.helpers import float_linear_outputs_in_stated_order
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -48,16 +47,12 @@ def test_float_linear_sums_in_the_stated_order(build, rows):
 
 
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1e-6])
-@pytest.mark.parametrize("in_features, out_features, rows", [(128, 384, 1), (256, 128, 5), (7, 17, 3)])
-def test_the_int8_kernel_is_the_operator_bit_for_bit(build, scale, in_features, out_features, rows):
-    if torch.backends.quantized.engine not in ("x86", "fbgemm") or agreement_problem() is not None:
-        pytest.skip(f"the kernel replaces the operator only on fbgemm: {agreement_problem()}")
+@pytest.mark.parametrize("in_features, out_features, rows", [(128, 384, 1), (256, 128, 5), (7, 17, 3), (33, 40, 70)])
+def test_the_int8_kernel_is_its_reference_bit_for_bit(build, scale, in_features, out_features, rows):
     torch.manual_seed(rows)
     x = torch.randn(rows, in_features) * scale
     for bias in (True, False):
-        torch.manual_seed(in_features)
-        module = quantize_linear(nn.Linear(in_features, out_features, bias=bias))
+        module = random_layer(in_features, out_features, torch.Generator().manual_seed(in_features), bias)
         for relu in (False, True):
-            kernel = Int8Linear(module, relu)
-            kernel._lib = build
-            assert torch.equal(kernel(x), kernel.operator(x)), f"bias={bias} relu={relu}"
+            want = reference(x, module.weight, module.weight_scale, module.bias, relu)
+            assert torch.equal(kernel_call(module, x, relu, lib=build), want), f"bias={bias} relu={relu}"
