@@ -3,6 +3,7 @@ enforcing it do to BLEU?
 
     python benchmarks/glossary.py --build   # (re)write data/glossary_eval/multi30k_test2016.jsonl
     python benchmarks/glossary.py           # measure; appends to results/glossary.md
+    python benchmarks/glossary.py --methods replace --no-articles   # replace alone, the model's articles kept
 
 The test set (built once by --build and committed): the 1,000 sentences of Multi30k's
 test_2016_flickr (En→De), each with a glossary of up to two terms taken from its German reference,
@@ -16,8 +17,9 @@ words out.
 
 Measured on the bundled models as `make serve` serves them (en-de-align2, supervised alignment
 head), for each enforcement method of service/glossary.py: "replace" edits the translation after
-the search (so the translation without a glossary is the same search's), "protect" takes the
-terms out before it (a search of its own). For all terms and for the terms the model missed
+the search (so the translation without a glossary is the same search's; the article before a
+replaced noun chosen again by the model's score, as the service does for German), "protect" takes
+the terms out before it (a search of its own). For all terms and for the terms the model missed
 without a glossary:
 - compliance: the share of terms whose required translation the output holds (the report's rule:
   first letter in either case, German endings allowed), and the share written exactly as required;
@@ -85,7 +87,7 @@ def measure(args: argparse.Namespace) -> str:
     import sacrebleu
 
     from service.glossary import GlossaryEntry, occurrences
-    from service.protection.placement import prepare, restore
+    from service.protection.placement import prepare, restore, terms_translated
     from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
 
@@ -94,7 +96,7 @@ def measure(args: argparse.Namespace) -> str:
     options = DecodingOptions(alignment="token", alignment_method=runtime.default_alignment_method)
     started = time.perf_counter()
     plain: list[str] = []
-    enforced: dict[str, list[str]] = {"replace": [], "protect": []}
+    enforced: dict[str, list[str]] = {method: [] for method in ("replace", *args.methods)}
     for method in enforced:
         for start in range(0, len(items), 32):
             batch = items[start:start + 32]
@@ -105,7 +107,10 @@ def measure(args: argparse.Namespace) -> str:
                 best = nbest[0]
                 if method == "replace":
                     plain.append(best.text)
-                enforced[method].append(restore(p, best.text, best.alignment).text)
+                # As the service serves German: the article before a replaced noun chosen by the model.
+                rescore = (lambda candidates, p=p: runtime.score([(terms_translated(p), c) for c in candidates])
+                           ) if args.articles else None
+                enforced[method].append(restore(p, best.text, best.alignment, rescore).text)
     seconds = time.perf_counter() - started
     references = [item["reference"] for item in items]
     terms = [(k, t["target"]) for k, item in enumerate(items) for t in item["glossary"]]
@@ -120,7 +125,8 @@ def measure(args: argparse.Namespace) -> str:
 
     lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
              f"torch backend on CPU, {args.model_dir.name} ({runtime.default_alignment_method} alignment)", "",
-             f"Command: `python benchmarks/glossary.py` ({seconds:.0f} s). {len(items)} sentences, {len(terms)} terms "
+             f"Command: `python benchmarks/glossary.py{' --methods ' + ','.join(args.methods) if args.methods != ['replace', 'protect'] else ''}"
+             f"{'' if args.articles else ' --no-articles'}` ({seconds:.0f} s). {len(items)} sentences, {len(terms)} terms "
              f"({sum(1 for i in items if i['glossary'])} sentences with at least one); {len(missed)} terms missed "
              "without a glossary.", "",
              "| glossary | compliance, all terms | exactly as required, all | compliance, terms missed without | "
@@ -137,7 +143,16 @@ def main() -> int:
     parser.add_argument("--build", action="store_true", help="rebuild the test set from Multi30k")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "glossary.md")
     parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2")
+    parser.add_argument("--methods", default="replace,protect",
+                        help="enforcement methods to measure, comma-separated (default replace,protect); "
+                             "'none' is always measured, on replace's search")
+    parser.add_argument("--no-articles", dest="articles", action="store_false",
+                        help="keep the model's article before a replaced noun (the service chooses it again)")
     args = parser.parse_args()
+    args.methods = [m for m in args.methods.split(",") if m]
+    unknown = sorted(set(args.methods) - {"replace", "protect"})
+    if unknown:
+        parser.error(f"unknown --methods {', '.join(unknown)} (known: replace, protect)")
     if args.build:
         build()
         return 0

@@ -13,9 +13,15 @@ Matching rules (the same for per-request and stored glossaries):
 Enforcement (service/protection/placement.py), by one of two methods (`GlossaryMethod`):
 - "replace" (the default: it measures best, results/glossary.md): the model translates the text
   as it is; for each matched source term, the target words aligned to it (their largest cluster,
-  as for a tag) are its translation. Where neither they nor any other words of the translation
-  satisfy the required term, they are replaced by it (their punctuation kept); where no target
-  word is aligned to the term, it is inserted where the alignment puts the term's position.
+  as for a tag; with no hard link, the words that attend to it most; a word aligned to two terms
+  goes to one of them) are its translation. Where neither they nor any other words of the
+  translation satisfy the required term, they are replaced by it (their punctuation kept; a
+  capital first letter where the replaced words had one). Where no target word is aligned to the
+  term and the translation holds the term nowhere, it is inserted where the alignment puts the
+  term's position (capitalised at the start of a sentence).
+  For German, the determiner right before a replaced noun is then chosen again among its forms by
+  the model's score of each candidate, given the source with its terms translated (placement.py,
+  `_agreeing_articles`; "Der Ordner" -> "Das Verzeichnis").
 - "protect": the source term is taken out before translation like a placeholder and the required
   term put in its place by the alignment (how `do_not_translate` terms are kept).
 The report (`TermReport`) is read off the final output: each term, where it stood in the source,
@@ -78,6 +84,25 @@ def occurrences(text: str, target: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _target_pattern(target).finditer(text)]
 
 
+# German determiners, by family: a replaced noun may have another gender than the model's word
+# ("Der Ordner" -> "Der Verzeichnis"), so the article before it is chosen again among its family's
+# forms by the model's score (service/protection/placement.py, `_agreeing_articles`).
+_DETERMINERS = tuple(tuple(stem + ending for ending in endings) for stem, endings in (
+    ("d", ("er", "ie", "as", "en", "em", "es")),
+    *((stem, ("", "e", "en", "em", "er", "es")) for stem in ("ein", "kein", "mein", "dein", "sein", "ihr", "unser")),
+    *((stem, ("er", "e", "es", "en", "em")) for stem in ("dies", "jed", "welch")),
+))
+_DETERMINER_FAMILY = {form: family for family in _DETERMINERS for form in family}
+
+
+def determiner_forms(word: str) -> tuple[str, ...]:
+    """The forms of the German determiner `word` other than itself, with its capital where it has
+    one ("Der" -> "Die", "Das", "Den", "Dem", "Des"); empty for any other word."""
+    family = _DETERMINER_FAMILY.get(word.lower(), ())
+    capital = word[:1].isupper()
+    return tuple(f[:1].upper() + f[1:] if capital else f for f in family if f != word.lower())
+
+
 @dataclass(frozen=True)
 class Edit:
     """One change to a translation: replace translation[start:end] (empty: insert at start) by `text`."""
@@ -86,7 +111,7 @@ class Edit:
     start: int
     end: int
     text: str
-    how: str  # "replaced" | "inserted"
+    how: str  # "replaced" | "inserted" | "agreed" (the article before a replaced noun, chosen again)
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ translation served where the model kept every one of them (``serve_as_written``)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 
 from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import MarkupError, TextFormat
 from service.glossary import GlossaryEntry
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, unenclosed
-from service.protection.placement import Placed, PreparedText, original_word, output_word, prepare, restore
+from service.protection.placement import (Placed, PreparedText, original_word, output_word, prepare, restore,
+                                          terms_translated)
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
@@ -45,11 +47,16 @@ def alignment_needed(prepared: Sequence[PreparedText], requested: AlignmentMode)
     return "token" if any(p.protected or p.markup.tags or p.term_matches for p in prepared) else "none"
 
 
+Rescore = Callable[[str, list[str]], "list[float] | None"]
+
+
 def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translation]],
-          requested: AlignmentMode) -> list[list[Served]]:
+          requested: AlignmentMode, rescore: Rescore | None = None) -> list[list[Served]]:
     """Each translation with what was taken out put back, and its alignment's flags when the
-    client asked for an alignment."""
-    served = [[_serve_one(p, t, requested) for t in nbest] for p, nbest in zip(prepared, results)]
+    client asked for an alignment. `rescore` (source, candidate translations) -> their
+    log-probabilities: where given, the article before a German noun that a glossary term replaced
+    is chosen again by it (placement.restore)."""
+    served = [[_serve_one(p, t, requested, rescore) for t in nbest] for p, nbest in zip(prepared, results)]
     if requested == "none":
         return served
     return [[_flagged(s) for s in nbest] for nbest in served]
@@ -104,11 +111,15 @@ def _flagged(served: Served) -> Served:
     return replace(served, flags=alignment_flags(alignment)) if alignment is not None else served
 
 
-def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode) -> Served:
+def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode,
+               rescore: Rescore | None = None) -> Served:
     if prepared.untouched and prepared.fmt == "text" and not find_placeholders(translation.text, prepared.styles):
         return Served(translation, [])
     alignment = translation.alignment or TokenAlignment.empty()
-    restored = restore(prepared, translation.text, alignment)
+    scorer = None
+    if rescore is not None and prepared.term_matches:
+        scorer = partial(rescore, terms_translated(prepared))
+    restored = restore(prepared, translation.text, alignment, scorer)
     if requested == "none":
         return Served(Translation(restored.text, translation.score), restored.placed, removed=restored.removed,
                       glossary=restored.glossary)

@@ -317,18 +317,45 @@ class Translator:
         as_written = [keeps and tried_as_written(p) for p in prepared]
         first = await self._translate(model, [p.original if w else p.model_text for p, w in zip(prepared, as_written)],
                                       options)
+        rescore = self._article_rescorer(model, prepared)
         served: list[list[Served] | None] = [None] * len(prepared)
-        for index, (p, nbest) in enumerate(zip(prepared, first)):
-            if as_written[index]:
-                served[index] = serve_as_written(p, nbest, asked)
-            else:
-                served[index] = serve([p], [nbest], asked)[0]
+
+        def put_back(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
+            for index, nbest in zip(indices, results):
+                if first_pass and as_written[index]:
+                    served[index] = serve_as_written(prepared[index], nbest, asked)
+                else:
+                    served[index] = serve([prepared[index]], [nbest], asked, rescore)[0]
+
+        async def finish(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
+            if rescore is None:
+                put_back(indices, results, first_pass)
+            else:  # the model's scores come from the inference process: off the event loop
+                await anyio.to_thread.run_sync(put_back, indices, results, first_pass)
+
+        await finish(list(range(len(prepared))), first, True)
         again = [index for index, s in enumerate(served) if s is None]
         if again:
             retried = await self._translate(model, [prepared[index].model_text for index in again], options)
-            for index, nbest in zip(again, retried):
-                served[index] = serve([prepared[index]], [nbest], asked)[0]
+            await finish(again, retried, False)
         return served  # type: ignore[return-value]  # every slot is filled above
+
+    def _article_rescorer(self, model: ServedModel, prepared: list[PreparedText]):
+        """For German targets where a glossary term may replace a noun: (source, candidate
+        translations) -> the model's log-probabilities of them (None where it cannot score, or the
+        scoring failed: the replacement then keeps the model's article)."""
+        runtime = model.runtime
+        if runtime.target_lang != "de" or not any(p.term_matches for p in prepared):
+            return None
+
+        def rescore(source: str, candidates: list[str]) -> list[float] | None:
+            try:
+                return runtime.score([(source, candidate) for candidate in candidates])
+            except Exception:  # the translation stands without it
+                log.warning("scoring the article of a glossary term failed on %s", model.name, exc_info=True)
+                return None
+
+        return rescore
 
     async def translate_any(self, texts: Sequence[str], source: str, target: str, *rest, **options) -> Answer:
         """``translate_with_model`` (the same arguments) from ``source`` or, for "auto", from the

@@ -19,11 +19,13 @@ The report (`Placed`) gives its offsets in the source and in the output text.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from service.glossary import Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, find_terms, occurrences
+from service.glossary import (Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms, find_terms,
+                              occurrences)
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, find_placeholders,
@@ -153,14 +155,14 @@ def _quoted(plain: str, protected: list[Protected], tags: list[Tag]) -> tuple[in
     return tuple(quoted)
 
 
-def _largest_run(targets: list[int]) -> list[int]:
+def _largest_run(targets: list[int], barriers: frozenset[int] = frozenset()) -> list[int]:
     """The longest run of target word indices with no gap wider than one word (an article the
-    alignment gave elsewhere), the first of equal runs: wrapped words the translation moved apart
-    ("of food in" -> "hält in einer Küche eine Schüssel mit Essen") keep the tag on their core
-    instead of stretching it over everything in between."""
+    alignment gave elsewhere) nor any of `barriers`, the first of equal runs: wrapped words the
+    translation moved apart ("of food in" -> "hält in einer Küche eine Schüssel mit Essen") keep
+    the tag on their core instead of stretching it over everything in between."""
     runs = [[targets[0]]]
     for t in targets[1:]:
-        if t - runs[-1][-1] <= 2:
+        if t - runs[-1][-1] <= 2 and not barriers.intersection(range(runs[-1][-1] + 1, t)):
             runs[-1].append(t)
         else:
             runs.append([t])
@@ -210,10 +212,14 @@ class Removed:
     at: int
 
 
-def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment) -> Restored:
+def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
+            rescore: Callable[[list[str]], list[float] | None] | None = None) -> Restored:
     """`translation` of `prepared.model_text`, with `alignment` between them (source words over
     model_text, target words over translation); returns the output with everything put back and
-    any placeholder-like text the model made up taken out."""
+    any placeholder-like text the model made up taken out. `rescore` (German targets): candidate
+    translations -> their log-probabilities under the model given `terms_translated(prepared)`
+    (None: it cannot say), which choose the article before a noun a glossary term replaced
+    (`_agreeing_articles`)."""
     stray = find_placeholders(translation, prepared.styles)
     if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
         text = escape_text(translation) if prepared.fmt != "text" else translation
@@ -292,7 +298,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
             inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
     dropped = _dropped(translation, stray)
     edits = _glossary_edits(prepared, translation, locate)
-    for edit in edits:
+    agreed = _agreeing_articles(translation, edits, rescore) if rescore is not None else []
+    for edit in edits + agreed:
         dropped.update(range(edit.start, edit.end))
         core = escape_text(edit.text) if prepared.fmt != "text" else edit.text
         lead = trail = ""
@@ -302,7 +309,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
             lead, trail = _spacing(translation, edit.start, model[match.start - 1] if match.start else "",
                                    model[match.end] if match.end < len(model) else "")
         # A replacement stands where the words it replaces stood: inside a tag opened there.
-        rank = 3 if edit.how == "replaced" else 1
+        rank = 1 if edit.how == "inserted" else 3
         inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), [], lead, trail))
     placed, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports), dropped)
     removed = [Removed(p.kind, p.text, starts[p.start]) for p in stray]
@@ -319,28 +326,115 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment)
 
 def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) -> list[Edit]:
     """What the translation needs for each glossary term it does not satisfy (service/glossary.py):
-    the target words aligned to the source term replaced by the required term, or, with none
-    aligned, the term inserted where the alignment puts the source term's position."""
+    the target words aligned to the source term replaced by the required term, or, where none is
+    aligned and the translation holds the term nowhere, the term inserted where the alignment puts
+    the source term's position. The required term takes a capital where the words it replaces
+    began with one or where it starts a sentence ("zum Speichern" -> "zum Sichern", not "zum sichern")."""
     edits: list[Edit] = []
-    for match in prepared.term_matches:
+    claimed = _claimed_targets(prepared.term_matches, locate)
+    unaligned = []
+    for match, targets in zip(prepared.term_matches, claimed):
         entry = prepared.glossary[match.entry]
         found = occurrences(translation, entry.target)
-        run = locate.aligned_run(match.start, match.end)
-        if run is not None:
-            start, end = run
-            if any(a < end and start < b for a, b in found):
-                continue
-        wanted = sum(m.entry == match.entry for m in prepared.term_matches)
-        done = sum(e.entry == match.entry for e in edits)
-        if len(found) + done >= wanted:
+        run = locate.run_of(targets, frozenset(t for other in claimed if other is not targets for t in other))
+        if run is None:
+            unaligned.append(match)
             continue
-        if run is not None:
-            edits.append(Edit(match.entry, run[0], run[1], entry.target, "replaced"))
-        else:
-            plain_start = prepared.to_plain[match.start]
-            offset, _ = locate.anchor(plain_start, plain_start)
-            edits.append(Edit(match.entry, offset, offset, entry.target, "inserted"))
+        start, end = run
+        if any(a < end and start < b for a, b in found):
+            continue
+        wanted = sum(m.entry == match.entry for m in prepared.term_matches)
+        if len(found) + sum(e.entry == match.entry for e in edits) < wanted:
+            edits.append(Edit(match.entry, start, end, _cased(entry.target, translation[start:end][:1].isupper()),
+                              "replaced"))
+    for match in unaligned:
+        # No word is aligned to the term. The model may have translated it all the same, merged
+        # with another occurrence ("Press Save to save" -> "Zum Speichern ... drücken"), so the
+        # term is inserted only where the translation would otherwise lack it.
+        entry = prepared.glossary[match.entry]
+        if occurrences(translation, entry.target) or any(e.entry == match.entry for e in edits):
+            continue
+        plain_start = prepared.to_plain[match.start]
+        offset, _ = locate.anchor(plain_start, plain_start)
+        before = translation[:offset].rstrip()
+        edits.append(Edit(match.entry, offset, offset, _cased(entry.target, not before or before[-1] in ".!?"),
+                          "inserted"))
     return edits
+
+
+_WORD_BEFORE = re.compile(r"(\w+)\s+$")
+
+
+def _agreeing_articles(translation: str, edits: list[Edit], rescore: Callable[[list[str]], list[float] | None]
+                       ) -> list[Edit]:
+    """For each replaced term right after a German determiner, that determiner's form under which
+    the model finds the sentence likeliest: "Der Ordner konnte nicht erstellt werden" with "folder"
+    -> "Verzeichnis" gives "Das Verzeichnis ...", not "Der Verzeichnis ...". The scores are taken
+    given the source with its terms already in the target language (`terms_translated`): given
+    "The folder", the model expects "Ordner" and so "Der" (software model, whole sentences: "Der
+    Verzeichnis" -4.78, "Das Verzeichnis" -5.10). Only the determiner changes, and only where the
+    model prefers another form; none where `rescore` gives None."""
+    agreed: list[Edit] = []
+    for edit in edits:
+        if edit.how != "replaced":
+            continue
+        before = _WORD_BEFORE.search(translation, 0, edit.start)
+        if before is None or any(e.start < before.end(1) and before.start(1) < e.end for e in edits):
+            continue
+        word = before.group(1)
+        forms = (word, *determiner_forms(word))
+        if len(forms) == 1:
+            continue
+        start, end = before.span(1)
+        scores = rescore([_edited(translation, edits + agreed + [Edit(edit.entry, start, end, form, "agreed")])
+                          for form in forms])
+        if scores is None:
+            return []
+        best = max(range(len(forms)), key=lambda i: scores[i])
+        if best > 0 and scores[best] > scores[0]:
+            agreed.append(Edit(edit.entry, start, end, forms[best], "agreed"))
+    return agreed
+
+
+def terms_translated(prepared: PreparedText) -> str:
+    """`prepared.model_text` with each glossary source term replaced by its required target term:
+    the source `_agreeing_articles` scores its candidates against."""
+    text = prepared.model_text
+    for match in sorted(prepared.term_matches, key=lambda m: m.start, reverse=True):
+        text = text[:match.start] + prepared.glossary[match.entry].target + text[match.end:]
+    return text
+
+
+def _edited(translation: str, edits: list[Edit]) -> str:
+    """`translation` with `edits` made (an inserted term followed by a space): what the model scores."""
+    out = translation
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = edit.text + " " if edit.how == "inserted" else edit.text
+        out = out[:edit.start] + text + out[edit.end:]
+    return out
+
+
+def _cased(term: str, capital: bool) -> str:
+    """`term` with a capital first letter where `capital`; as written otherwise (a term written with
+    a capital, a German noun, keeps it)."""
+    return term[:1].upper() + term[1:] if capital else term
+
+
+def _claimed_targets(matches: Sequence[TermMatch], locate: _Locator) -> list[list[int]]:
+    """Per glossary match, the target words that translate it (`_Locator.targets`), each target
+    word given to one match only: a word aligned to two terms ("Delete the folder?" -> "Ordner
+    löschen?", "löschen" linked to both) goes to the term with fewer other words, then to the one
+    it links to most, so that each term's replacement keeps its own place."""
+    wanted = [locate.targets(m.start, m.end) for m in matches]
+    owners: dict[int, list[int]] = {}
+    for index, targets in enumerate(wanted):
+        for t in targets:
+            owners.setdefault(t, []).append(index)
+    claimed: list[list[int]] = [[] for _ in matches]
+    for t, indices in sorted(owners.items()):
+        best = min(indices, key=lambda i: (len(wanted[i]), -locate.weight(matches[i].start, matches[i].end, t), i))
+        claimed[best].append(t)
+    return claimed
 
 
 def _inside(tags: list[Tag], k: int, ancestor: int) -> bool:
@@ -416,6 +510,7 @@ class _Locator:
         # A source word that is no target word's heaviest link ("a" in "a house" -> "eines Hauses")
         # still has the target word that attends to it most: a tag around it goes there.
         self.attending: dict[int, tuple[float, int]] = {}
+        self.links = alignment.links
         for t, links in enumerate(alignment.links):
             for s, weight in links:
                 if weight >= SOFT_LINK_MIN_WEIGHT and weight > self.attending.get(s, (0.0, -1))[0]:
@@ -463,15 +558,25 @@ class _Locator:
         first = self.target_words[0]
         return first.start + _leading_punctuation(first.text), "fallback"
 
-    def aligned_run(self, model_start: int, model_end: int) -> tuple[int, int] | None:
-        """The translation of model_text[model_start:model_end]: from the first to the last target
-        word of the largest cluster aligned to its words, less their outer punctuation; None when
-        no target word is aligned to it."""
+    def targets(self, model_start: int, model_end: int) -> list[int]:
+        """The target words that translate model_text[model_start:model_end]: those hard-aligned to
+        its words, else those that attend to them most ("Save your work." -> "Ihre Arbeit
+        speichern.": "speichern" links 0.515 to "work." and 0.485 to "Save")."""
         inside = [i for i, w in enumerate(self.source_words) if w.start < model_end and model_start < w.end]
-        targets = sorted(t for i in inside for t in self.aligned.get(i, []))
+        targets = sorted({t for i in inside for t in self.aligned.get(i, [])})
+        return targets or sorted({self.attending[i][1] for i in inside if i in self.attending})
+
+    def weight(self, model_start: int, model_end: int, target: int) -> float:
+        """The largest link weight from target word `target` to the words of model_text[model_start:model_end]."""
+        inside = {i for i, w in enumerate(self.source_words) if w.start < model_end and model_start < w.end}
+        return max((weight for s, weight in self.links[target] if s in inside), default=0.0)
+
+    def run_of(self, targets: list[int], others: frozenset[int] = frozenset()) -> tuple[int, int] | None:
+        """The translation's span from the first to the last word of the largest cluster of
+        `targets` (not bridging words of `others`), less their outer punctuation; None for no targets."""
         if not targets:
             return None
-        run = _largest_run(targets)
+        run = _largest_run(sorted(targets), others)
         first, last = self.target_words[run[0]], self.target_words[run[-1]]
         start = first.start + _leading_punctuation(first.text)
         end = last.end - _trailing_punctuation(last.text)

@@ -198,6 +198,12 @@ class TranslationRuntime(ABC):
         raise UnsupportedOption("alignment_method", f"the {self.backend} model serving {self.pair} cannot align "
                                                     f"given translations (forced decoding)")
 
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float] | None:
+        """Each (source text, target text) pair's log-probability under the model, the target's
+        pieces and EOS forced through it. The Translator's glossary replacements ask it which article
+        agrees with a required German noun. Default: None, this backend cannot."""
+        return None
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Source tokens per text, as the model would read them (EOS excluded). The batcher sizes
         batches with it and the service enforces ``max_source_tokens`` with it, so backends with a

@@ -392,6 +392,9 @@ class ProcessRuntime(TranslationRuntime):
     def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
         return self._call("align", (list(pairs), method))
 
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float] | None:
+        return self._call("score", (list(pairs),))
+
     def warmup(self) -> None:
         self._call("warmup")
 
@@ -532,6 +535,9 @@ def _answer(runtime: TranslationRuntime, request: tuple, cancel_upto: Any) -> tu
         elif kind == "align":
             pairs, method = payload
             value = runtime.force_align(pairs, method)
+        elif kind == "score":
+            (pairs,) = payload
+            value = runtime.score(pairs)
         elif kind == "ping":
             value = None
         elif kind == "warmup":

@@ -141,6 +141,21 @@ class TorchRuntime(TranslationRuntime):
         )
 
     @torch.inference_mode()
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Each target's log-probability given its source: one teacher-forced pass over the batch."""
+        if not pairs:
+            return []
+        tokenizer, c = self.loaded.tokenizer, self.model.config
+        sources = tokenizer.encode_batch([source for source, _ in pairs])
+        targets = tokenizer.encode_batch([target for _, target in pairs])
+        src = pad_sources([ids[: self.max_source_tokens] + [c.eos_id] for ids in sources], c.pad_id).to(self.device)
+        gold = pad_sources([ids[: c.max_positions - 1] + [c.eos_id] for ids in targets], c.pad_id).to(self.device)
+        tgt_in = torch.cat([torch.full_like(gold[:, :1], c.bos_id), gold[:, :-1]], dim=1)
+        log_probs = torch.log_softmax(self.model(src, tgt_in).logits.float(), dim=-1)
+        picked = log_probs.gather(2, gold.unsqueeze(2)).squeeze(2).masked_fill(gold.eq(c.pad_id), 0.0)
+        return [float(v) for v in picked.sum(dim=1).cpu()]
+
+    @torch.inference_mode()
     def force_align(self, pairs: Sequence[tuple[str, str]], method: str) -> list[TokenAlignment]:
         """Each target forced through the model: rows by `method` as for search (`METHOD_ROWS`)."""
         tokenizer, c = self.loaded.tokenizer, self.model.config

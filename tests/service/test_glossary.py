@@ -11,7 +11,8 @@ from service.glossary import GlossaryEntry as Entry
 from service.glossary import find_terms, occurrences, report
 from service.glossary_store import GlossaryInvalid, GlossaryStore
 from service.protection.placement import prepare, restore
-from tests.service.hand_alignment import aligned
+from service.runtime.base import TokenAlignment
+from tests.service.hand_alignment import aligned, words
 
 
 def test_source_terms_match_whole_words_ignoring_case_and_the_longest_wins():
@@ -117,3 +118,54 @@ def test_bad_entries_are_refused_naming_the_entry(entries, field, message):
         store.create("bad", "en", "de", entries)
     assert (error.value.field, error.value.message) == (field, message)
     assert store.list() == []
+
+
+def weighted(source: str, target: str, links: list[list[tuple[int, float]]], hard: list[tuple[int, int]]):
+    """An alignment with each target word's link weights as a model gives them, and its hard links."""
+    return TokenAlignment(words(source), words(target), links, hard, "")
+
+
+def test_a_term_no_word_is_hard_aligned_to_replaces_the_word_that_attends_to_it_most():
+    # The software model's alignment: "speichern." links 0.515 to "work." and 0.485 to "Save", so
+    # "Save" has no hard link; inserting the term gave "sichern Ihre Arbeit speichern."
+    prepared = prepare("Save your work.", glossary=[Entry("save", "sichern")])
+    translation = "Ihre Arbeit speichern."
+    links = [[(1, 1.0)], [(2, 0.99), (1, 0.01)], [(2, 0.515), (0, 0.485)]]
+    restored = restore(prepared, translation, weighted(prepared.model_text, translation, links, [(1, 0), (2, 1), (2, 2)]))
+    assert restored.text == "Ihre Arbeit sichern."
+    assert [(r.enforced, r.target_spans, r.satisfied) for r in restored.glossary] == [("replaced", [(12, 19)], True)]
+
+
+def test_a_word_aligned_to_two_terms_goes_to_the_one_it_translates_alone():
+    # "löschen?" links to "folder?" (0.501) and "Delete" (0.499), both hard; "Ordner" only to
+    # "folder?". Each term keeps its own word (the two replacements had run together:
+    # "Verzeichnisentfernen?").
+    glossary = [Entry("delete", "entfernen"), Entry("folder", "Verzeichnis")]
+    prepared = prepare("Delete the folder?", glossary=glossary)
+    translation = "Ordner löschen?"
+    links = [[(2, 1.0)], [(2, 0.501), (0, 0.499)]]
+    restored = restore(prepared, translation, weighted(prepared.model_text, translation, links, [(0, 1), (2, 0), (2, 1)]))
+    assert restored.text == "Verzeichnis entfernen?"
+    assert [(r.source, r.enforced, r.target_spans) for r in restored.glossary] == [
+        ("delete", "replaced", [(12, 21)]), ("folder", "replaced", [(0, 11)])]
+
+
+def test_a_term_the_translation_merged_is_not_inserted_again_and_takes_the_capital_it_replaces():
+    # "Press Save to save the document." -> "Zum Speichern des Dokuments drücken.": one "Speichern"
+    # for both source terms, the button's name aligned to nothing. It was "Zum sichern sichern ...".
+    prepared = prepare("Press Save to save the document.", glossary=[Entry("save", "sichern")])
+    translation = "Zum Speichern des Dokuments drücken."
+    links = [[(2, 0.98), (0, 0.02)], [(3, 0.93), (1, 0.07)], [(4, 1.0)], [(5, 1.0)], [(5, 0.51), (0, 0.40), (3, 0.09)]]
+    restored = restore(prepared, translation,
+                       weighted(prepared.model_text, translation, links, [(2, 0), (3, 1), (4, 2), (5, 3), (5, 4)]))
+    assert restored.text == "Zum Sichern des Dokuments drücken."
+    (report,) = restored.glossary
+    assert (report.enforced, report.target_spans, report.violations) == ("replaced", [(4, 11)], ["1 of 2 occurrences"])
+
+
+def test_a_term_inserted_at_the_start_of_the_translation_takes_a_capital():
+    prepared = prepare("Save the file.", glossary=[Entry("save", "sichern")])
+    translation = "Die Datei."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(1, 0), (2, 1)]))
+    assert restored.text == "Sichern Die Datei."
+    assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(0, 7)])]

@@ -113,7 +113,7 @@ def test_stored_glossaries_survive_a_restart_and_report_their_terms(tmp_path):
             "target_spans": [{"start": 5, "end": 10}], "enforced": "replaced", "violations": []}]
         status, body = call(second.port, "POST", "/libretranslate/translate", {
             "q": "two dogs play", "source": "en", "target": "de", "glossary": {"two": "zwei"}})
-        assert body["translatedText"] == "PLAY DOGS zwei"
+        assert body["translatedText"] == "PLAY DOGS Zwei"  # the replaced "TWO" began with a capital
         assert call(second.port, "DELETE", f"/glossaries/{created['id']}")[0] == 204
         assert call(second.port, "GET", f"/glossaries/{created['id']}")[0] == 404
     finally:
