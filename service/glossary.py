@@ -19,9 +19,10 @@ Enforcement (service/protection/placement.py), by one of two methods (`GlossaryM
   capital first letter where the replaced words had one). Where no target word is aligned to the
   term and the translation holds the term nowhere, it is inserted where the alignment puts the
   term's position (capitalised at the start of a sentence).
-  For German, the determiner right before a replaced noun is then chosen again among its forms by
-  the model's score of each candidate, given the source with its terms translated (placement.py,
-  `_agreeing_articles`; "Der Ordner" -> "Das Verzeichnis").
+  A term replaces no more target words than it has. For German, the determiner and up to two
+  adjectives right before a replaced noun then take the forms the model scores best, given the
+  source with its terms translated (placement.py, `_agreeing_articles`; "Den ausgewählten Ordner"
+  -> "Das ausgewählte Verzeichnis").
 - "protect": the source term is taken out before translation like a placeholder and the required
   term put in its place by the alignment (how `do_not_translate` terms are kept).
 The report (`TermReport`) is read off the final output: each term, where it stood in the source,

@@ -298,7 +298,10 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
     dropped = _dropped(translation, stray)
     edits = _glossary_edits(prepared, translation, locate)
-    agreed = _agreeing_articles(translation, edits, rescore) if rescore is not None else []
+    agreed = []
+    if rescore is not None:
+        terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
+        agreed = _agreeing_articles(translation, edits, terms, rescore)
     for edit in edits + agreed:
         dropped.update(range(edit.start, edit.end))
         core = escape_text(edit.text) if prepared.fmt != "text" else edit.text
@@ -336,6 +339,11 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) 
     for match, targets in zip(prepared.term_matches, claimed):
         entry = prepared.glossary[match.entry]
         found = occurrences(translation, entry.target)
+        # No more target words than the term has: a sentence's last word, its punctuation linked to
+        # the term's ("folder?" -> "Ordner löschen?", "löschen?" 0.52 to "folder?"), stays.
+        size = len(prepared.model_text[match.start:match.end].split())
+        targets = max((targets[i:i + size] for i in range(max(1, len(targets) - size + 1))),
+                      key=lambda window: sum(locate.weight(match.start, match.end, t) for t in window))
         run = locate.run_of(targets, frozenset(t for other in claimed if other is not targets for t in other))
         if run is None:
             unaligned.append(match)
@@ -363,37 +371,78 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) 
 
 
 _WORD_BEFORE = re.compile(r"(\w+)\s+$")
+# German adjective endings, longest first (strong, weak and mixed declension use these five).
+_ADJECTIVE_ENDINGS = ("en", "em", "er", "es", "e")
+_MAX_ADJECTIVES = 2
 
 
-def _agreeing_articles(translation: str, edits: list[Edit], rescore: Callable[[list[str]], list[float] | None]
-                       ) -> list[Edit]:
-    """For each replaced term right after a German determiner, that determiner's form under which
-    the model finds the sentence likeliest: "Der Ordner konnte nicht erstellt werden" with "folder"
-    -> "Verzeichnis" gives "Das Verzeichnis ...", not "Der Verzeichnis ...". The scores are taken
-    given the source with its terms already in the target language (`terms_translated`): given
-    "The folder", the model expects "Ordner" and so "Der" (software model, whole sentences: "Der
-    Verzeichnis" -4.78, "Das Verzeichnis" -5.10). Only the determiner changes, and only where the
-    model prefers another form; none where `rescore` gives None."""
+def _agreeing_articles(translation: str, edits: list[Edit], terms: list[tuple[int, int]],
+                       rescore: Callable[[list[str]], list[float] | None]) -> list[Edit]:
+    """For each replaced German noun, the forms of the determiner and adjectives before it under
+    which the model finds the sentence likeliest: "Der Ordner konnte nicht erstellt werden" with
+    "folder" -> "Verzeichnis" gives "Das Verzeichnis ...", "Den ausgewählten Ordner" gives "Das
+    ausgewählte Verzeichnis". Candidates: every form of the determiner's family (`determiner_forms`)
+    with every adjective ending, the same ending on each of up to two adjectives. The scores are
+    taken given the source with its terms already in the target language (`terms_translated`):
+    given "The folder", the model expects "Ordner" and so "Der" (software model, whole sentences:
+    "Der Verzeichnis" -4.78, "Das Verzeichnis" -5.10). Only those words change, and only where the
+    model prefers another form, never a word that is a glossary term itself (`terms`: their spans);
+    none where `rescore` gives None."""
     agreed: list[Edit] = []
+    fixed = [(e.start, e.end) for e in edits] + terms
     for edit in edits:
         if edit.how != "replaced":
             continue
-        before = _WORD_BEFORE.search(translation, 0, edit.start)
-        if before is None or any(e.start < before.end(1) and before.start(1) < e.end for e in edits):
+        determiner, adjectives = _noun_phrase_before(translation, edit.start)
+        words = ([determiner] if determiner else []) + adjectives
+        if not words or any(a < end and start < b for a, b in fixed for start, end in words):
             continue
-        word = before.group(1)
-        forms = (word, *determiner_forms(word))
-        if len(forms) == 1:
-            continue
-        start, end = before.span(1)
-        scores = rescore([_edited(translation, edits + agreed + [Edit(edit.entry, start, end, form, "agreed")])
-                          for form in forms])
+        choices = [_forms(translation, determiner, edit.entry)] if determiner else []
+        if adjectives:
+            stems = [_adjective_stem(translation[start:end]) for start, end in adjectives]
+            ending = translation[adjectives[0][0]:adjectives[0][1]][len(stems[0]):]
+            endings = (ending, *(e for e in _ADJECTIVE_ENDINGS if e != ending))
+            choices.append([[Edit(edit.entry, start, end, stem + e, "agreed") for (start, end), stem in zip(adjectives, stems)]
+                            for e in endings])
+        candidates = [[]]
+        for options in choices:
+            candidates = [chosen + option for chosen in candidates for option in options]
+        scores = rescore([_edited(translation, edits + agreed + chosen) for chosen in candidates])
         if scores is None:
             return []
-        best = max(range(len(forms)), key=lambda i: scores[i])
+        best = max(range(len(candidates)), key=lambda i: scores[i])
         if best > 0 and scores[best] > scores[0]:
-            agreed.append(Edit(edit.entry, start, end, forms[best], "agreed"))
+            agreed += [e for e in candidates[best] if e.text != translation[e.start:e.end]]
     return agreed
+
+
+def _noun_phrase_before(translation: str, noun_start: int) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
+    """The German determiner (its span, or None) and up to two adjectives (lower-case words with an
+    adjective ending, or capitalised at the start of the text) right before `noun_start`."""
+    adjectives: list[tuple[int, int]] = []
+    at = noun_start
+    while True:
+        before = _WORD_BEFORE.search(translation, 0, at)
+        if before is None:
+            return None, adjectives
+        word, span = before.group(1), before.span(1)
+        if determiner_forms(word):
+            return span, adjectives
+        if (len(adjectives) == _MAX_ADJECTIVES or len(word) < 4 or not word.endswith(_ADJECTIVE_ENDINGS)
+                or not (word[0].islower() or span[0] == 0)):
+            return None, adjectives
+        adjectives.insert(0, span)
+        at = span[0]
+
+
+def _adjective_stem(word: str) -> str:
+    return next(word[: -len(e)] for e in _ADJECTIVE_ENDINGS if word.endswith(e))
+
+
+def _forms(translation: str, span: tuple[int, int], entry: int) -> list[list[Edit]]:
+    """The determiner at `span` as it is, then in each of its other forms, as one-edit options."""
+    word = translation[span[0]:span[1]]
+    return [[Edit(entry, span[0], span[1], form, "agreed")] for form in (word, *determiner_forms(word))]
 
 
 def terms_translated(prepared: PreparedText) -> str:

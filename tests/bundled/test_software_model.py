@@ -125,16 +125,18 @@ def test_its_alignment_head_places_the_tags_and_is_not_paired_with_the_caption_r
         "Alle Dateien <b>löschen</b>?"]
 
 
-def test_a_glossary_noun_gets_the_article_the_model_chooses_for_it(client):
+def test_a_glossary_noun_gets_the_article_and_adjective_endings_the_model_chooses_for_it(client):
     # "Der Ordner ..." with folder -> Verzeichnis: the model, asked with "The Verzeichnis could not be
     # created." as the source, scores "Das" best (service/protection/placement.py, _agreeing_articles).
     glossary = [{"source": "folder", "target": "Verzeichnis"}, {"source": "file", "target": "Dokument"}]
-    texts = ["The folder could not be created.", "Could not open the file.", "Save your work."]
+    texts = ["The folder could not be created.", "Could not open the file.", "Save your work.",
+             "Delete the selected folder?"]
     answer = translations(client, {"text": texts, "glossary": glossary + [{"source": "save", "target": "sichern"}],
                                    **SOFTWARE})
     assert [n[0]["text"] for n in answer] == [
         "Das Verzeichnis konnte nicht erstellt werden.",  # the model's own: "Der Ordner ..."
         "Das Dokument konnte nicht geöffnet werden.",      # "Die Datei ..."
         "Ihre Arbeit sichern.",                            # "speichern", linked to "Save" below the hard link
+        "Das ausgewählte Verzeichnis löschen?",            # "Den ausgewählten Ordner löschen?"
     ]
-    assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"], ["replaced"], ["replaced"]]
+    assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"]] * 4

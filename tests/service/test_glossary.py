@@ -169,3 +169,14 @@ def test_a_term_inserted_at_the_start_of_the_translation_takes_a_capital():
     restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(1, 0), (2, 1)]))
     assert restored.text == "Sichern Die Datei."
     assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(0, 7)])]
+
+
+def test_a_one_word_term_replaces_one_word_and_the_sentences_last_verb_stays():
+    # "löschen?" links 0.52 to "folder?" (their question marks) and 0.48 to "Delete": hard-aligned
+    # to the term, it had been replaced with it ("Den ausgewählten Verzeichnis?").
+    prepared = prepare("Delete the selected folder?", glossary=[Entry("folder", "Verzeichnis")])
+    translation = "Den ausgewählten Ordner löschen?"
+    links = [[(1, 0.99), (2, 0.01)], [(2, 1.0)], [(3, 1.0)], [(3, 0.52), (0, 0.48)]]
+    restored = restore(prepared, translation,
+                       weighted(prepared.model_text, translation, links, [(1, 0), (2, 1), (3, 2), (3, 3)]))
+    assert restored.text == "Den ausgewählten Verzeichnis löschen?"

@@ -63,6 +63,32 @@ def test_without_a_score_or_a_better_one_the_article_stays():
     assert restore(kept, TRANSLATION, alignment, lambda c: pytest.fail("scored")).text == TRANSLATION
 
 
+def test_the_adjectives_between_take_the_ending_the_model_scores_best():
+    prepared = prepare("Delete the selected folder?", glossary=[Entry("folder", "Verzeichnis")])
+    translation = "Den ausgewählten Ordner löschen?"
+    asked = []
+
+    def rescore(candidates):
+        asked.append(candidates)
+        return [1.0 if c == "Das ausgewählte Verzeichnis löschen?" else 0.0 for c in candidates]
+
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(1, 0), (2, 1), (3, 2)]), rescore)
+    assert restored.text == "Das ausgewählte Verzeichnis löschen?"
+    (candidates,) = asked  # six determiners x five endings, the model's own first
+    assert len(candidates) == 30 and candidates[0] == "Den ausgewählten Verzeichnis löschen?"
+    assert "Das ausgewählte Verzeichnis löschen?" in candidates and "Die ausgewähltem Verzeichnis löschen?" in candidates
+
+
+def test_a_word_that_is_a_glossary_term_itself_keeps_its_form():
+    # "rote" is the required translation of "red": the noun after it is replaced, the term stays.
+    glossary = [Entry("red", "rote"), Entry("ball", "Kugel")]
+    prepared = prepare("The red ball.", glossary=glossary)
+    translation = "Der rote Ball."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2)]),
+                       lambda candidates: pytest.fail("scored"))
+    assert restored.text == "Der rote Kugel."
+
+
 class Scoring(FakeRuntime):
     """The fake runtime ("der folder" -> "FOLDER DER"), scoring a translation higher the more
     often it says "Das"."""
