@@ -25,6 +25,7 @@ import torch
 from model.model_dir import LoadedModel
 from model.alignments.cognates import COGNATE_WEIGHT, with_cognates
 from model.alignments.symmetrisation import matrix_links
+from model.alignments.word_alignment import glued_punctuation
 from model.alignments.word_alignment import soft_links as word_links
 from model.text.tokenizer import Span, Tokenizer
 from model.transformer import Transformer
@@ -36,6 +37,7 @@ class EncodedSentence:
     words: list[str]
     ids: list[int]  # pieces, no special ids
     owner: list[int | None]  # per piece, the index of its word; None for a piece with no characters
+    glued: list[bool]  # per piece, punctuation glued to a word of other pieces (word_alignment.glued_punctuation)
 
 
 @dataclass(frozen=True)
@@ -65,19 +67,21 @@ def word_owner(words: Sequence[str], spans: Sequence[Span]) -> list[int | None]:
 
 
 def encode_words(tokenizer: Tokenizer, words: Sequence[str]) -> EncodedSentence:
-    ids, _, spans = tokenizer.encode_with_offsets(" ".join(words))
-    return EncodedSentence(list(words), ids, word_owner(words, spans))
+    ids, pieces, spans = tokenizer.encode_with_offsets(" ".join(words))
+    owner = word_owner(words, spans)
+    return EncodedSentence(list(words), ids, owner, glued_punctuation(pieces, owner))
 
 
 def word_weights(
     attention: torch.Tensor, target_owner: Sequence[int | None], source_owner: Sequence[int | None],
-    n_target: int, n_source: int,
+    n_target: int, n_source: int, target_glued: Sequence[bool] = (), source_glued: Sequence[bool] = (),
 ) -> torch.Tensor:
     """Piece attention (T_pieces, S_pieces) -> word weights (T_words, S_words).
 
     The conventions of model.alignments.word_alignment.word_attention: a source word gets the SUM of its pieces'
-    attention, a target word the MEAN of its pieces' rows; a word without pieces gets zeros
-    instead of a division by zero.
+    attention, a target word the MEAN of its pieces' rows, punctuation glued to a word of other
+    pieces (`*_glued`) left out and its source columns' mass spread over the row in proportion; a
+    word without pieces gets zeros instead of a division by zero.
     """
     source_map = torch.zeros(len(source_owner), n_source, dtype=attention.dtype)  # (S_pieces, S_words)
     for s, i in enumerate(source_owner):
@@ -85,10 +89,17 @@ def word_weights(
             source_map[s, i] = 1.0
     target_map = torch.zeros(n_target, len(target_owner), dtype=attention.dtype)  # (T_words, T_pieces)
     for t, j in enumerate(target_owner):
-        if j is not None:
+        if j is not None and not (target_glued and target_glued[t]):
             target_map[j, t] = 1.0
     target_map = target_map / target_map.sum(dim=1, keepdim=True).clamp_min(1.0)
-    return target_map @ attention @ source_map  # (T_words, S_words)
+    rows = target_map @ attention  # (T_words, S_pieces)
+    kept_map = source_map.clone()
+    for s, glued in enumerate(source_glued):
+        if glued:
+            kept_map[s] = 0.0
+    kept = rows @ kept_map  # (T_words, S_words)
+    total, share = (rows @ source_map).sum(dim=1, keepdim=True), kept.sum(dim=1, keepdim=True)
+    return torch.where(share > 0, kept * total / share.where(share > 0, torch.ones_like(share)), kept)
 
 
 def hard_links(weights: torch.Tensor) -> set[Link]:
@@ -197,7 +208,7 @@ def align_direction(
     symmetric: list[set[Link]] = []
     rows: list[list[list[tuple[int, float]]]] = []
     for s, t, a, s_words, t_words in zip(sources, targets, attention, source_words, target_words):
-        weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words))  # (T_words, S_words)
+        weights = word_weights(a, t.owner, s.owner, len(t.words), len(s.words), t.glued, s.glued)  # (T_words, S_words)
         hard.append(hard_links(weights))
         matrix = weights.tolist()
         symmetric.append(matrix_links(with_cognates(matrix, s_words, t_words, cognate_weight), link_threshold))

@@ -22,6 +22,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,8 @@ def word_attention(
     source_owner: list[int | None],
     n_target: int,
     n_source: int,
+    target_punctuation: Sequence[bool] = (),
+    source_punctuation: Sequence[bool] = (),
 ) -> list[list[float]]:
     """Piece attention (T_pieces, S_pieces) -> word attention (T_words, S_words).
 
@@ -135,21 +138,44 @@ def word_attention(
     so the word gets the total mass of its pieces (and each row stays a distribution). Target side MEAN: every
     piece of a target word is one prediction with a distribution over the source; averaging keeps
     a distribution, whereas summing would weigh long (many-piece) words more.
+
+    `*_punctuation`: per piece, whether it is punctuation glued to a word of other pieces ("?" of
+    "löschen?"). Such pieces leave the word's link out of it: the "?" of "löschen?" attends to the
+    "?" of "folder?", which made "Den ausgewählten Ordner löschen?" link "löschen?" to "folder?"
+    (0.52) over "Delete" (0.48). Their target rows are not averaged in, and the mass on their
+    source columns is spread over the row's other words in proportion (each row keeps its total).
     """
     sums = [[0.0] * n_source for _ in range(n_target)]
+    totals = [0.0] * n_target
     counts = [0] * n_target
     for t, row in enumerate(rows):
         j = target_owner[t]
-        if j is None:
+        if j is None or (target_punctuation and target_punctuation[t]):
             continue
         counts[j] += 1
         acc = sums[j]
         for s, weight in enumerate(row):
             i = source_owner[s]
             if i is not None:
-                acc[i] += weight
-    # Every kept word owns at least one piece, hence one row: counts[j] >= 1.
-    return [[w / counts[j] for w in sums[j]] for j in range(n_target)]
+                totals[j] += weight
+                if not (source_punctuation and source_punctuation[s]):
+                    acc[i] += weight
+    out = []
+    for j in range(n_target):
+        # Every kept word owns at least one piece that is not glued punctuation, hence one row.
+        kept = sum(sums[j])
+        scale = totals[j] / kept / counts[j] if kept > 0 else 1.0 / counts[j]
+        out.append([w * scale for w in sums[j]])
+    return out
+
+
+def glued_punctuation(pieces: Sequence[str], owner: Sequence[int | None]) -> list[bool]:
+    """Per piece: punctuation only, in a word that has other pieces ("?" of "löschen?"), which
+    `word_attention` leaves out of the word's links."""
+    punctuation = [all(unicodedata.category(c).startswith("P") for c in piece.strip(WORD_BOUNDARY)) and
+                   bool(piece.strip(WORD_BOUNDARY)) for piece in pieces]
+    worded = {owner[k] for k in range(len(pieces)) if owner[k] is not None and not punctuation[k]}
+    return [punctuation[k] and owner[k] in worded for k in range(len(pieces))]
 
 
 def soft_links(row: Sequence[float], min_weight: float = DEFAULT_MIN_WEIGHT) -> list[tuple[int, float]]:
@@ -217,7 +243,9 @@ def token_alignment(
         # Nothing to link to: every target word keeps an empty link list.
         return TokenAlignment(source_words, target_words, [[] for _ in target_words], [], "")
 
-    weights = word_attention(rows, target_owner, source_owner, len(target_words), len(source_words))
+    weights = word_attention(rows, target_owner, source_owner, len(target_words), len(source_words),
+                             glued_punctuation(target_pieces, target_owner),
+                             glued_punctuation(source_pieces, source_owner))
     links = [soft_links(row, min_weight) for row in weights]
     if symmetric:
         # Pure Python too.

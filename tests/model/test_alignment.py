@@ -61,15 +61,16 @@ def test_words_merge_subwords_and_trim_the_space_before_them():
 
 
 def test_links_sum_source_pieces_average_target_pieces_and_drop_tiny_weights():
-    # small. = mean of rows ▁sm, all, . : Klein (0.6+0.6+0)/3, ist 0.2/3, Haus. (0.2+0+0.8)/3;
-    # total 0.8 -> 0.5, 1/12, 5/12.
+    # The "." glued to "Haus." and to "small." is no evidence for either word: its column's mass goes
+    # to the row's other words in proportion, and its row is not averaged into "small.".
+    # small. = mean of rows ▁sm, all: Klein (0.6+0.6)/2, ist 0.2/2 (of kept mass 0.7 -> 6/7, 1/7).
     assert_links(
         align().links,
         [
-            [(2, 0.9), (0, 0.05), (3, 0.05)],  # The: ties keep source order
-            [(3, 0.9), (2, 0.1)],  # house: "▁Haus" + "." summed into "Haus."
+            [(2, 18 / 19), (0, 1 / 19)],  # The: 0.9 and 0.05 of the 0.95 off "."
+            [(3, 5 / 6), (2, 1 / 6)],  # house: "▁Haus" 0.5 against "▁das" 0.1 (its 0.4 on "." spread)
             [(1, 1.0)],  # is: 0.005 dropped, the rest renormalised
-            [(0, 0.5), (3, 5 / 12), (1, 1 / 12)],  # small.
+            [(0, 6 / 7), (1, 1 / 7)],  # small.: "▁Kl" + "ein" summed into "Klein", rows averaged
         ],
     )
 
@@ -82,10 +83,11 @@ def test_hard_links_and_pharaoh():
 
 def test_threshold_is_a_parameter_and_weights_are_renormalised():
     alignment = align(min_weight=0.1)
-    # small.: 1/12 < 0.1 is dropped; 0.5 and 5/12 renormalise to 6/11 and 5/11.
-    assert_links(alignment.links[3:], [[(0, 6 / 11), (3, 5 / 11)]])
-    # The: both 0.05 links dropped, the heaviest is alone.
+    # The: 1/19 < 0.1 dropped, the heaviest is alone; small.: 1/7 kept.
     assert_links(alignment.links[:1], [[(2, 1.0)]])
+    assert_links(alignment.links[3:], [[(0, 6 / 7), (1, 1 / 7)]])
+    # house at 0.2: 1/6 dropped, 5/6 renormalised to 1.
+    assert_links(align(min_weight=0.2).links[1:2], [[(3, 1.0)]])
 
 
 def test_torch_tensor_gives_the_same_alignment_as_lists():
@@ -93,7 +95,7 @@ def test_torch_tensor_gives_the_same_alignment_as_lists():
     assert from_tensor == align()
     from_float32 = align(torch.tensor(ATTENTION, dtype=torch.float32))
     assert from_float32.pharaoh == "0-3 1-2 2-0 3-1"
-    assert_links(from_float32.links[3:], [[(0, 0.5), (3, 5 / 12), (1, 1 / 12)]], dtype=torch.float32)
+    assert_links(from_float32.links[3:], [[(0, 6 / 7), (1, 1 / 7)]], dtype=torch.float32)
 
 
 def test_bare_boundary_piece_is_skipped_and_the_next_piece_starts_a_word():
@@ -115,7 +117,8 @@ def test_empty_span_pieces_and_leading_pieces_without_boundary():
 
 
 def test_mass_on_skipped_pieces_is_dropped_before_normalising():
-    # Source "a „b" with a bare "▁": its column (0.5) belongs to no word.
+    # Source "a „b" with a bare "▁": its column (0.5) belongs to no word. The "„" glued to "b" is
+    # spread over the row in proportion: a 0.1, „b 0.2 of the 0.3 kept -> 1/3, 2/3.
     alignment = token_alignment(
         source_text="a „b",
         source_pieces=["▁a", "▁", "„", "b"],
@@ -126,7 +129,7 @@ def test_mass_on_skipped_pieces_is_dropped_before_normalising():
         attention=[[0.1, 0.5, 0.2, 0.2]],
     )
     assert alignment.source_words == [Word("a", 0, 1), Word("„b", 2, 4)]
-    assert_links(alignment.links, [[(1, 0.8), (0, 0.2)]])
+    assert_links(alignment.links, [[(1, 2 / 3), (0, 1 / 3)]])
     assert alignment.pharaoh == "1-0"
 
 
@@ -195,3 +198,24 @@ def test_soft_links_and_pharaoh_helpers():
     # The heaviest link survives even a threshold above it.
     assert soft_links([0.5, 0.5], min_weight=0.9) == [(0, 1.0)]
     assert pharaoh([(2, 0), (0, 1), (0, 0)]) == "0-0 0-1 2-0"
+
+
+def test_punctuation_glued_to_words_does_not_link_them():
+    # "Delete the folder?" -> "Ordner löschen?": the two question marks attend to each other. Averaged
+    # in, "?" made "löschen?" link to "folder?" (0.52 against "Delete" 0.48 with the rows below) and a
+    # tag around "folder" wrapped "Ordner löschen".
+    alignment = token_alignment(
+        source_text="Delete the folder?",
+        source_pieces=["▁Delete", "▁the", "▁folder", "?"],
+        source_spans=[(0, 6), (6, 10), (10, 17), (17, 18)],
+        target_text="Ordner löschen?",
+        target_pieces=["▁Ordner", "▁löschen", "?"],
+        target_spans=[(0, 6), (6, 14), (14, 15)],
+        attention=[[0.0, 0.0, 1.0, 0.0], [0.96, 0.0, 0.0, 0.04], [0.0, 0.0, 0.0, 1.0]],
+    )
+    assert_links(alignment.links, [[(2, 1.0)], [(0, 1.0)]])
+    assert alignment.pharaoh == "0-1 2-0"
+    # A word of punctuation alone keeps its links.
+    alone = token_alignment(source_text="a ?", source_pieces=["▁a", "▁?"], source_spans=[(0, 1), (1, 3)],
+                            target_text="?", target_pieces=["▁?"], target_spans=[(0, 1)], attention=[[0.25, 0.75]])
+    assert_links(alone.links, [[(1, 0.75), (0, 0.25)]])

@@ -302,3 +302,19 @@ def test_the_bundled_gold_set_is_what_its_readme_says():
     assert sum(len(g.sure) for g in gold) == 599
     assert all(g.possible == g.sure for g in gold)
     assert all(i < len(e.split()) and j < len(d.split()) for g, e, d in zip(gold, en, de) for i, j in g.sure)
+
+
+def test_word_weights_leave_glued_punctuation_out_as_the_service_does():
+    from model.alignments.word_alignment import word_attention
+
+    generator = torch.Generator().manual_seed(0)
+    attention = torch.rand(5, 6, generator=generator, dtype=torch.float64)
+    target_owner, source_owner = [0, 0, 1, 2, 2], [0, 1, 1, None, 2, 2]
+    target_glued, source_glued = [False, True, False, False, False], [False, False, True, False, False, True]
+    got = word_weights(attention, target_owner, source_owner, 3, 3, target_glued, source_glued)
+    want = word_attention(attention.tolist(), target_owner, source_owner, 3, 3, target_glued, source_glued)
+    assert torch.allclose(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=1e-12)
+    # Each row keeps its total over the words: the glued columns' mass is spread, not dropped.
+    plain = word_weights(attention, target_owner, source_owner, 3, 3, target_glued)
+    assert torch.allclose(got.sum(dim=1), plain.sum(dim=1), rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(got, plain)
