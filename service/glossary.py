@@ -94,11 +94,18 @@ _DETERMINERS = tuple(tuple(stem + ending for ending in endings) for stem, ending
     *((stem, ("er", "e", "es", "en", "em")) for stem in ("dies", "jed", "welch")),
 ))
 _DETERMINER_FAMILY = {form: family for family in _DETERMINERS for form in family}
+# A preposition fused with the article ("im" = "in dem") stands for a masculine or neuter noun; a
+# feminine one takes the preposition and its article ("im Park" -> "in der Grünanlage").
+_CONTRACTIONS = {"im": ("in der", "in die", "in den"), "ins": ("in die", "in den"), "am": ("an der", "an die"),
+                 "ans": ("an die", "an den"), "zum": ("zur",), "zur": ("zum",), "vom": ("von der",),
+                 "beim": ("bei der",)}
+_DETERMINER_FAMILY.update({form: (form, *others) for form, others in _CONTRACTIONS.items()})
 
 
 def determiner_forms(word: str) -> tuple[str, ...]:
     """The forms of the German determiner `word` other than itself, with its capital where it has
-    one ("Der" -> "Die", "Das", "Den", "Dem", "Des"); empty for any other word."""
+    one ("Der" -> "Die", "Das", "Den", "Dem", "Des"; a contraction: the preposition with the other
+    genders' articles, "im" -> "in der", "in die", "in den"); empty for any other word."""
     family = _DETERMINER_FAMILY.get(word.lower(), ())
     capital = word[:1].isupper()
     return tuple(f[:1].upper() + f[1:] if capital else f for f in family if f != word.lower())

@@ -32,6 +32,7 @@ def test_determiner_families_keep_the_capital():
     assert determiner_forms("einen") == ("ein", "eine", "einem", "einer", "eines")
     assert determiner_forms("Ihre") == ("Ihr", "Ihren", "Ihrem", "Ihrer", "Ihres")
     assert determiner_forms("Ordner") == ()
+    assert determiner_forms("Im") == ("In der", "In die", "In den") and determiner_forms("zur") == ("zum",)
 
 
 def test_the_article_the_model_scores_best_with_the_term_is_taken():
@@ -77,6 +78,23 @@ def test_the_adjectives_between_take_the_ending_the_model_scores_best():
     (candidates,) = asked  # six determiners x five endings, the model's own first
     assert len(candidates) == 30 and candidates[0] == "Den ausgewählten Verzeichnis löschen?"
     assert "Das ausgewählte Verzeichnis löschen?" in candidates and "Die ausgewähltem Verzeichnis löschen?" in candidates
+
+
+def test_a_contraction_before_a_feminine_term_opens_into_preposition_and_article():
+    prepared = prepare("A dog runs in the park.", glossary=[Entry("park", "Grünanlage")])
+    translation = "Ein Hund rennt im Park."
+    asked = []
+
+    def rescore(candidates):
+        asked.append(candidates)
+        return [1.0 if "in der Grünanlage" in c else 0.0 for c in candidates]
+
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 3), (5, 4)]),
+                       rescore)
+    assert restored.text == "Ein Hund rennt in der Grünanlage."
+    assert asked == [[f"Ein Hund rennt {form} Grünanlage." for form in ("im", "in der", "in die", "in den")]]
+    (report,) = restored.glossary
+    assert report.target_spans == [(22, 32)]
 
 
 def test_a_word_that_is_a_glossary_term_itself_keeps_its_form():
