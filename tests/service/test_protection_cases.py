@@ -216,7 +216,14 @@ def test_a_pair_that_is_not_the_parts_own_stays_in_the_text(text, model_text):
     ("max_size too big", []),         # inside a word
     ("_One and _Two", []), ("__init__", []),  # more than one
     ("AT&T and R&D", []), ("Q&&A", []), ("Tom & Jerry", []),  # before a capital, doubled, alone
-    ("This is a long sentence with _Open in it", []),  # not a label: more than ACCELERATOR_MAX_WORDS words
+    # Over ACCELERATOR_MAX_WORDS words: `_` before a word of letters only, in a text without `%`.
+    ("Keep main _window in front after applying effect", [10]),
+    ("Enable IEEE 128-bit floating point via the _float128 keyword.", []),
+    ("non-local variable %qD declared %<_thread%> has a non-trivial destructor", []),
+    ("-F = Alter any bad family lineage pointers (to _badptr)", []),
+    ("By convention SELinux User names usually end in an _u.", []),
+    ("Use drag&drop to move the files into the folder", []),  # `&` only in labels of up to six words
+    ("This sentence of seventeen words is far too long to be the label of any dialog, so _Open stays", []),
 ])
 def test_an_accelerator_is_read_only_where_it_is_unambiguous(text, found):
     assert [p.start for p in find_protected(text) if p.kind == "accelerator"] == found
