@@ -72,22 +72,7 @@ class Int8Linear(nn.Module):
         without nn.Module's call machinery: the kernel where it agrees with `reference`, else it."""
         if agreement_problem() is not None:
             return lambda x: reference(x, self.weight, self.weight_scale, self.bias, relu)
-        lib, out_features, in_features = library(), self.out_features, self.in_features
-        # The tensors themselves, not only their addresses: the function may outlive the module
-        # (kernel_backend.bare_linear on a fused layer made for it).
-        packed, sums, scales, bias = self.packed, self.sums, self.weight_scale, self.bias
-
-        def apply(x: torch.Tensor) -> torch.Tensor:
-            rows = x.shape[0]
-            out = torch.empty(rows, out_features)
-            # Scratch per call, not per layer: searches in two threads may share the layer.
-            scratch = torch.empty(scratch_bytes(rows, in_features), dtype=torch.uint8)
-            lib.phrasal_int8_linear(x.data_ptr(), rows, in_features, packed.data_ptr(), sums.data_ptr(),
-                                    scales.data_ptr(), bias.data_ptr() if bias is not None else None, out_features,
-                                    int(relu), out.data_ptr(), scratch.data_ptr())
-            return out
-
-        return apply
+        return _kernel(self, relu, library())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features).to(torch.float32).contiguous()
@@ -161,13 +146,27 @@ def _check_agreement() -> str | None:
 def kernel_call(layer: Int8Linear, x: torch.Tensor, relu: bool = False, lib=None) -> torch.Tensor:
     """The kernel itself (of `lib`, default this machine's) on contiguous (rows, in) float32 `x`,
     whatever `agreement_problem` says."""
-    out = torch.empty(x.shape[0], layer.out_features)
-    scratch = torch.empty(scratch_bytes(x.shape[0], layer.in_features), dtype=torch.uint8)
-    (lib or library()).phrasal_int8_linear(x.data_ptr(), x.shape[0], layer.in_features, layer.packed.data_ptr(),
-                                           layer.sums.data_ptr(), layer.weight_scale.data_ptr(),
-                                           layer.bias.data_ptr() if layer.bias is not None else None,
-                                           layer.out_features, int(relu), out.data_ptr(), scratch.data_ptr())
-    return out
+    return _kernel(layer, relu, lib or library())(x)
+
+
+def _kernel(layer: Int8Linear, relu: bool, lib) -> Callable[[torch.Tensor], torch.Tensor]:
+    """decoding.c's `phrasal_int8_linear` of `lib` on `layer`, as a function of (rows, in) inputs."""
+    out_features, in_features = layer.out_features, layer.in_features
+    # The tensors themselves, not only their addresses: the function may outlive the module
+    # (kernel_backend.bare_linear on a fused layer made for it).
+    packed, sums, scales, bias = layer.packed, layer.sums, layer.weight_scale, layer.bias
+
+    def apply(x: torch.Tensor) -> torch.Tensor:
+        rows = x.shape[0]
+        out = torch.empty(rows, out_features)
+        # Scratch per call, not per layer: searches in two threads may share the layer.
+        scratch = torch.empty(scratch_bytes(rows, in_features), dtype=torch.uint8)
+        lib.phrasal_int8_linear(x.data_ptr(), rows, in_features, packed.data_ptr(), sums.data_ptr(),
+                                scales.data_ptr(), bias.data_ptr() if bias is not None else None, out_features,
+                                int(relu), out.data_ptr(), scratch.data_ptr())
+        return out
+
+    return apply
 
 
 def random_layer(in_features: int, out_features: int, generator: torch.Generator, bias: bool = True) -> Int8Linear:

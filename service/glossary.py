@@ -119,7 +119,7 @@ class Edit:
     start: int
     end: int
     text: str
-    how: str  # "replaced" | "inserted" | "agreed" (the article before a replaced noun, chosen again)
+    how: str  # "replaced" | "inserted" | "agreed" (a determiner or adjective before a replaced noun, chosen again)
 
 
 @dataclass(frozen=True)

@@ -434,13 +434,11 @@ def pack_float(weight: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class _FloatLinear:
-    """A float32 linear layer packed for float_linear (the same fields as Int8Linear's that the plan reads)."""
+    """A float32 linear layer packed for float_linear (what the plan and the fused calls read of it)."""
 
     weights: torch.Tensor
     bias: torch.Tensor | None
     out_features: int
-    sums = None
-    scales = None
 
     @classmethod
     def of(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> "_FloatLinear":
@@ -486,8 +484,8 @@ def _layer_sites(layer: nn.Module) -> list[nn.Module]:
 
 
 def _packed_layer(layer: nn.Module, int8: bool) -> list["Int8Linear | _FloatLinear"]:
-    """`_layer_sites(layer)` packed for the kernel, query, key and value as one, the feed-forward's
-    first with its ReLU: a plan_layer's (or plan_encoder_layer's) linear layers in order."""
+    """`_layer_sites(layer)` packed for the kernel, query, key and value as one: a plan_layer's (or
+    plan_encoder_layer's) linear layers in order (decoding.c applies the feed-forward's ReLU)."""
     q, k, v, *others, up, down = _layer_sites(layer)
     pack = (lambda module: module) if int8 else (lambda module: _FloatLinear.of(module.weight, module.bias))
     return [pack(fused_linear([q, k, v]))] + [pack(module) for module in others] + [pack(up), pack(down)]

@@ -299,7 +299,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     dropped = _dropped(translation, stray)
     edits = _glossary_edits(prepared, translation, locate)
     agreed = []
-    if rescore is not None:
+    if rescore is not None and any(edit.how == "replaced" for edit in edits):
         terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
     for edit in edits + agreed:
@@ -334,17 +334,19 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) 
     the source term's position. The required term takes a capital where the words it replaces
     began with one or where it starts a sentence ("zum Speichern" -> "zum Sichern", not "zum sichern")."""
     edits: list[Edit] = []
-    claimed = _claimed_targets(prepared.term_matches, locate)
+    words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
+    claimed = _claimed_targets(words, locate)
     unaligned = []
-    for match, targets in zip(prepared.term_matches, claimed):
+    for index, (match, targets) in enumerate(zip(prepared.term_matches, claimed)):
         entry = prepared.glossary[match.entry]
         found = occurrences(translation, entry.target)
         # No more target words than the term has: a sentence's last word, its punctuation linked to
         # the term's ("folder?" -> "Ordner löschen?", "löschen?" 0.52 to "folder?"), stays.
         size = len(prepared.model_text[match.start:match.end].split())
-        targets = max((targets[i:i + size] for i in range(max(1, len(targets) - size + 1))),
-                      key=lambda window: sum(locate.weight(match.start, match.end, t) for t in window))
-        run = locate.run_of(targets, frozenset(t for other in claimed if other is not targets for t in other))
+        window = max((targets[i:i + size] for i in range(max(1, len(targets) - size + 1))),
+                     key=lambda window: sum(locate.weight(words[index], t) for t in window))
+        others = frozenset(t for k, other in enumerate(claimed) if k != index for t in other)
+        run = locate.run_of(window, others)
         if run is None:
             unaligned.append(match)
             continue
@@ -469,19 +471,20 @@ def _cased(term: str, capital: bool) -> str:
     return term[:1].upper() + term[1:] if capital else term
 
 
-def _claimed_targets(matches: Sequence[TermMatch], locate: _Locator) -> list[list[int]]:
-    """Per glossary match, the target words that translate it (`_Locator.targets`), each target
-    word given to one match only: a word aligned to two terms ("Delete the folder?" -> "Ordner
-    löschen?", "löschen" linked to both) goes to the term with fewer other words, then to the one
-    it links to most, so that each term's replacement keeps its own place."""
-    wanted = [locate.targets(m.start, m.end) for m in matches]
+def _claimed_targets(words: list[list[int]], locate: _Locator) -> list[list[int]]:
+    """Per glossary match (`words`: its source words), the target words that translate it
+    (`_Locator.targets`), each target word given to one match only: a word aligned to two terms
+    ("Delete the folder?" -> "Ordner löschen?", "löschen" linked to both) goes to the term with
+    fewer other words, then to the one it links to most, so that each term's replacement keeps its
+    own place."""
+    wanted = [locate.targets(w) for w in words]
     owners: dict[int, list[int]] = {}
     for index, targets in enumerate(wanted):
         for t in targets:
             owners.setdefault(t, []).append(index)
-    claimed: list[list[int]] = [[] for _ in matches]
+    claimed: list[list[int]] = [[] for _ in words]
     for t, indices in sorted(owners.items()):
-        best = min(indices, key=lambda i: (len(wanted[i]), -locate.weight(matches[i].start, matches[i].end, t), i))
+        best = min(indices, key=lambda i: (len(wanted[i]), -locate.weight(words[i], t), i))
         claimed[best].append(t)
     return claimed
 
@@ -607,18 +610,20 @@ class _Locator:
         first = self.target_words[0]
         return first.start + _leading_punctuation(first.text), "fallback"
 
-    def targets(self, model_start: int, model_end: int) -> list[int]:
-        """The target words that translate model_text[model_start:model_end]: those hard-aligned to
-        its words, else those that attend to them most ("Save your work." -> "Ihre Arbeit
-        speichern.": "speichern" links 0.515 to "work." and 0.485 to "Save")."""
-        inside = [i for i, w in enumerate(self.source_words) if w.start < model_end and model_start < w.end]
-        targets = sorted({t for i in inside for t in self.aligned.get(i, [])})
-        return targets or sorted({self.attending[i][1] for i in inside if i in self.attending})
+    def words_in(self, model_start: int, model_end: int) -> list[int]:
+        """The source words that model_text[model_start:model_end] touches."""
+        return [i for i, w in enumerate(self.source_words) if w.start < model_end and model_start < w.end]
 
-    def weight(self, model_start: int, model_end: int, target: int) -> float:
-        """The largest link weight from target word `target` to the words of model_text[model_start:model_end]."""
-        inside = {i for i, w in enumerate(self.source_words) if w.start < model_end and model_start < w.end}
-        return max((weight for s, weight in self.links[target] if s in inside), default=0.0)
+    def targets(self, words: list[int]) -> list[int]:
+        """The target words that translate source `words`: those hard-aligned to them, else those
+        that attend to them most ("Save your work." -> "Ihre Arbeit speichern.": "speichern" links
+        0.515 to "work." and 0.485 to "Save")."""
+        targets = sorted({t for i in words for t in self.aligned.get(i, [])})
+        return targets or sorted({self.attending[i][1] for i in words if i in self.attending})
+
+    def weight(self, words: list[int], target: int) -> float:
+        """The largest link weight from target word `target` to source `words`."""
+        return max((weight for s, weight in self.links[target] if s in words), default=0.0)
 
     def run_of(self, targets: list[int], others: frozenset[int] = frozenset()) -> tuple[int, int] | None:
         """The translation's span from the first to the last word of the largest cluster of
@@ -633,7 +638,7 @@ class _Locator:
 
     def wrap(self, plain_start: int, plain_end: int) -> tuple[int, int, Placement]:
         a, b = self.to_model[plain_start], self.to_model[plain_end]
-        inside = [i for i, w in enumerate(self.source_words) if w.start < b and a < w.end]
+        inside = self.words_in(a, b)
         # A tag around every word (<p>, <li>, a whole label) is around the whole translation,
         # whatever the alignment of its words says.
         whole = bool(inside) and len(inside) == len(self.source_words)
