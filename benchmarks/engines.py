@@ -20,9 +20,9 @@ returns no attention (CTranslate2 neither), n_best 1, the service's other decodi
     python benchmarks/engines.py --device cuda                         # float16 engines, results/engines_cuda.md
 
 Engines (CPU): torch (eager float32), torch-kernels (float32 through the C decoding kernels,
-model/decoding/kernel_backend.py: what the service runs by default on the CPU), torch-int8
-(model/quantization.py, eager), torch-int8-kernels (int8 through the kernels: the service's
-PHRASAL_CPU_QUANTIZATION=int8), torch-int8-layers (eager int8 with the output projection left
+model/decoding/kernel_backend.py: the service's PHRASAL_CPU_QUANTIZATION=none), torch-int8
+(model/quantization.py, eager), torch-int8-kernels (int8 through the kernels: what the service runs
+by default on the CPU where the model verified int8), torch-int8-layers (eager int8 with the output projection left
 float32: what quantising it buys), torch-static (static-state decoding, eager steps), torchscript,
 onnx, onnx-int8 (ONNX Runtime quantisation, export/onnx_quantize.py), ct2, ct2-int8. On CUDA:
 torch, torch-fp16, torch-graphs and torch-fp16-graphs (static-state decoding with CUDA graphs: what

@@ -124,7 +124,7 @@ def measure(args: argparse.Namespace) -> str:
         return f"{kept / len(subset):.1%} | {exact / len(subset):.1%}"
 
     lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
-             f"torch backend on CPU, {args.model_dir.name} ({runtime.default_alignment_method} alignment)", "",
+             f"torch backend on CPU ({runtime.precision}), {args.model_dir.name} ({runtime.default_alignment_method} alignment)", "",
              f"Command: `python benchmarks/glossary.py{' --methods ' + ','.join(args.methods) if args.methods != ['replace', 'protect'] else ''}"
              f"{'' if args.articles else ' --no-articles'}` ({seconds:.0f} s). {len(items)} sentences, {len(terms)} terms "
              f"({sum(1 for i in items if i['glossary'])} sentences with at least one); {len(missed)} terms missed "

@@ -96,7 +96,8 @@ def main() -> int:
     report = (
         f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}\n\n"
         f"    {command}{f' --limit {args.limit}' if args.limit else ''}{f' --url {args.url}' if args.url else ''}\n\n"
-        f"Model {args.model_dir.relative_to(REPO) if args.model_dir.is_relative_to(REPO) else args.model_dir}, beam 5, "
+        f"Model {args.model_dir.relative_to(REPO) if args.model_dir.is_relative_to(REPO) else args.model_dir} "
+        f"({runtime.precision}, the service's default for it), beam 5, "
         f"{len(sources)} messages, {len(cut)} of them cut into more than one segment, {len(placeholders)} with a "
         f"placeholder. Service: {args.url + ' (a running server)' if args.url else 'this checkout, in-process'}.\n\n"
         "| messages | whole, by the runtime: BLEU / chrF2 | through the service: BLEU / chrF2 |\n|---|---:|---:|\n"

@@ -130,6 +130,7 @@ def measure(args: argparse.Namespace) -> str:
     outputs: list[str] = []
     with TestClient(app) as client:
         client.portal.call(app.state.lifecycle.wait_loaded)
+        precision = "/".join(sorted({str(m["precision"]) for m in client.get("/models").json()["models"]}))
         for start in range(0, len(items), 32):
             response = client.post("/translate", json={"text": [i["source"] for i in items[start:start + 32]],
                                                        "source": "en", "target": "de"})
@@ -145,7 +146,7 @@ def measure(args: argparse.Namespace) -> str:
             misses.append((item["source"], output))
     total = sum(map(sum, by_package.values()))
     lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
-             f"torch backend on CPU, {' + '.join(path.name for path in model_dirs)}", "",
+             f"torch backend on CPU ({precision}), {' + '.join(path.name for path in model_dirs)}", "",
              f"Command: `{args.command}` ({seconds:.0f} s).", "",
              f"**{total}/{len(items)} = {total / len(items):.2%}** of the messages keep exactly their placeholders.", "",
              "| package | messages | kept exactly |", "|---|---:|---:|"]

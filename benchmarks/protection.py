@@ -221,7 +221,8 @@ def measure(args: argparse.Namespace) -> str:
         seconds = time.perf_counter() - started
 
     lines.append(f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, "
-                 f"{platform.system()}, torch backend on CPU, {' + '.join(path.name for path in model_dirs)}")
+                 f"{platform.system()}, torch backend on CPU ({'/'.join(sorted({str(r.precision) for r in runtimes}))}), "
+                 f"{' + '.join(path.name for path in model_dirs)}")
     lines.append("")
     command = "python benchmarks/protection.py" + ("" if args.reverse_model_dir else " --reverse-model-dir ''")
     lines.append(f"Command: `{command}` ({seconds:.0f} s).")

@@ -453,12 +453,16 @@ class ModelOut(BaseModel):
     kind: str | None = Field(description='Its family from its config: the attention kinds it uses ("vanilla" when '
                              'plain) and "+align" for a supervised alignment head; null when unknown.')
     backend: str = Field(description='The engine that runs it, e.g. "torch", "onnx".')
+    precision: str | None = Field(description='What its linear layers compute in: "float32", "int8" (the torch '
+                                  'backend on a CPU, where the model verified it: PHRASAL_CPU_QUANTIZATION) or '
+                                  '"float16" (CUDA); null for an export, which keeps what it was made with.')
 
     @classmethod
     def of(cls, model: ServedModel, default: bool) -> ModelOut:
         card, runtime = model.card, model.runtime
         return cls(name=card.name, pair=runtime.pair, source=runtime.source_lang, target=runtime.target_lang,
-                   domain=card.domain, scores=card.scores, default=default, kind=card.kind, backend=runtime.backend)
+                   domain=card.domain, scores=card.scores, default=default, kind=card.kind, backend=runtime.backend,
+                   precision=runtime.precision)
 
 
 class ModelsResponse(BaseModel):

@@ -58,12 +58,15 @@ class Settings(BaseSettings):
     # Which engine serves (service/runtime/factory.py). "torch" serves model_dirs; the others
     # serve export_dirs, written by `phrasal-export {onnx,torchscript,ct2}` (one per pair).
     backend: Literal["torch", "onnx", "torchscript", "ct2"] = "torch"
-    # Backend "torch" on the CPU: "int8" serves each model with its linear layers int8-quantised
-    # (model/quantization.py; 1.1-1.5x the float32 throughput by CPU time on the bundled model,
-    # results/engines_cpu.md) where the model directory's int8_verification.json says it
-    # passed (python -m export.int8_check MODEL_DIR); elsewhere float32, with a warning in the
-    # log. Off by default: int8 changes some translations (bundled en-de: 82 % identical).
-    cpu_quantization: Literal["none", "int8"] = "none"
+    # Backend "torch" on the CPU: "auto" (the default) serves each model with its linear layers
+    # int8-quantised (model/int8_linear.py) where the model directory's int8_verification.json
+    # says int8 passed for these weights and this decoder (python -m export.int8_check MODEL_DIR),
+    # float32 elsewhere; the way CUDA serves float16. The bundled models: 1.35x CTranslate2 int8
+    # through the service where float32 is 0.91x (results/service_vs_ct2_cpu.md); 89-91 % of
+    # translations identical to float32, BLEU within 0.12 (models/*/int8_verification.json).
+    # "none": float32 always, identical to eager PyTorch. "int8": as "auto", with a warning
+    # where a model is refused. On CUDA every value serves float16.
+    cpu_quantization: Literal["auto", "none", "int8"] = "auto"
     # Backend "torch" on the CPU: "auto" decodes vanilla models through the C kernels
     # (model/cpu_kernels, model/decoding/kernel_backend.py) where they build and the model
     # directory's record says they were verified for its weights: kernels_verification.json for
@@ -219,7 +222,7 @@ class Settings(BaseSettings):
         problems = []
         if self.backend == "ct2" and (why := ct2_problem(self.length_penalty_form)) is not None:
             problems.append(f"backend 'ct2': {why}")
-        if self.cpu_quantization != "none" and self.backend != "torch":
+        if self.cpu_quantization == "int8" and self.backend != "torch":
             problems.append(f"cpu_quantization={self.cpu_quantization} applies to backend torch; an {self.backend} export "
                             "is quantised when it is made (python -m export onnx MODEL_DIR OUT --dtype int8)")
         if self.max_segments > self.max_queue:

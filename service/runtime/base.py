@@ -145,6 +145,9 @@ class TranslationRuntime(ABC):
     source_lang: str
     target_lang: str
     backend: str
+    # The number format its linear layers compute in ("float32", "int8", "float16"); None where
+    # the engine does not say (exports: whatever they were made with).
+    precision: str | None = None
 
     @property
     def pair(self) -> str:

@@ -34,10 +34,10 @@ class RuntimeSpec:
     path: Path
     device: str = "auto"
     # Backend "torch" only, by keyword (two strings side by side are easy to swap):
-    # STATIC_DECODING ("auto", "on", "off"), CPU_QUANTIZATION ("none", "int8") and CPU_KERNELS
+    # STATIC_DECODING ("auto", "on", "off"), CPU_QUANTIZATION ("auto", "none", "int8") and CPU_KERNELS
     # ("auto", "off"); Settings checks them.
     static_decoding: str = field(default="auto", kw_only=True)
-    cpu_quantization: str = field(default="none", kw_only=True)
+    cpu_quantization: str = field(default="auto", kw_only=True)
     cpu_kernels: str = field(default="auto", kw_only=True)
     # The decoding options of a request that sets none (Settings.decoding): what warm-up prepares.
     decoding: DecodingOptions = field(default_factory=DecodingOptions, kw_only=True)

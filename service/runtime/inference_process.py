@@ -189,6 +189,7 @@ class ProcessRuntime(TranslationRuntime):
             raise ModelLoadFailed(reply[1])
         info = reply[1]
         self.source_lang, self.target_lang, self.backend = info["source_lang"], info["target_lang"], info["backend"]
+        self.precision = info["precision"]
         self._unsupported = info["unsupported"]
         self.alignment_methods = tuple(info["alignment_methods"])
         self.default_alignment_method = info["default_alignment_method"]
@@ -516,6 +517,7 @@ def _describe(runtime: TranslationRuntime) -> dict[str, Any]:
         "source_lang": runtime.source_lang,
         "target_lang": runtime.target_lang,
         "backend": runtime.backend,
+        "precision": runtime.precision,
         "unsupported": unsupported,
         "alignment_methods": list(runtime.alignment_methods),
         "default_alignment_method": runtime.default_alignment_method,

@@ -225,23 +225,32 @@ class TorchRuntime(TranslationRuntime):
 def cpu_model(path, loaded: LoadedModel, device: torch.device, quantization: str,
               cpu_kernels: str = "auto") -> tuple[Transformer | None, str, str | None]:
     """The model to serve for ``settings.cpu_quantization``: (the int8 copy, "int8", None) when
-    int8 was asked for, runs on the CPU and the model directory's verification record says it
-    passed for these weights and for the decoder this process would run it on (the kernels where
-    they can decode it and ``cpu_kernels`` is "auto", export/int8_check.py); otherwise (None, the
-    default precision, why not)."""
+    int8 was asked for ("int8", or "auto"), runs on the CPU and the model directory's verification
+    record says it passed for these weights and for the decoder this process would run it on (the
+    kernels where they can decode it and ``cpu_kernels`` is "auto", export/int8_check.py);
+    otherwise (None, the default precision, why not). "auto" falls back without a why: float32 is
+    then what it asked for, as float16 is on CUDA (the reason still goes to the log, at info)."""
     default = "float16" if device.type == "cuda" else "float32"
-    if quantization == "none":
+    if quantization == "none" or (quantization == "auto" and device.type != "cpu"):
         return None, default, None
     if device.type != "cpu":
         return None, default, f"cpu_quantization={quantization} applies to the CPU only; serving {default} on {device}"
-    from export.int8_check import record_problem  # the verification record's reader
+    from export.int8_check import RECORD_FILE, record_problem  # the verification record's reader
     from model.quantization import quantize_int8
 
+    if quantization == "auto" and not (Path(path) / RECORD_FILE).is_file():
+        # Most models never had int8 checked: no copy made to learn that.
+        log.info("serving %s in %s: no %s", path, default, RECORD_FILE)
+        return None, default, None
     quantised = quantize_int8(loaded.model)
     problem = record_problem(path, loaded, decoder_for(quantised) if cpu_kernels == "auto" else EAGER)
     if problem is not None:
-        return None, default, f"int8 not verified for {path}, serving {default}: {problem}"
-    return quantised, quantization, None
+        why = f"int8 not verified for {path}, serving {default}: {problem}"
+        if quantization == "auto":
+            log.info(why)
+            return None, default, None
+        return None, default, why
+    return quantised, "int8", None
 
 
 def kernel_backend(path, loaded: LoadedModel, model: Transformer, precision: str, device: torch.device,
@@ -261,7 +270,7 @@ def kernel_backend(path, loaded: LoadedModel, model: Transformer, precision: str
 
 
 def load_runtime(path: Path, device: str = "auto", static_decoding: str = "auto",
-                 cpu_quantization: str = "none", cpu_kernels: str = "auto",
+                 cpu_quantization: str = "auto", cpu_kernels: str = "auto",
                  decoding: DecodingOptions = DecodingOptions()) -> TorchRuntime:
     resolved = resolve_device(device)
     if resolved.type == "cpu" and not retain_freed_memory():

@@ -30,3 +30,17 @@ def test_each_engine_run_names_its_engine(monkeypatch):
     bench.ours_speed("m", "w", 10)
     bench.ours_speed("m", "w", 10, "none")
     assert asked == ["ct2-int8", "torch-int8-kernels", "torch-kernels"]
+
+
+def test_the_engine_beside_the_service_is_the_one_it_decodes_with(tmp_path):
+    from tests.bundled.expectations import MODEL_DIR
+
+    assert bench.served_precision(str(MODEL_DIR), "auto") == "int8"  # its int8 record passed on the kernels
+    assert bench.served_precision(str(MODEL_DIR), "none") == "none"
+    unverified = tmp_path / "en-de"
+    unverified.mkdir()
+    for file in MODEL_DIR.iterdir():
+        if file.name != "int8_verification.json":
+            (unverified / file.name).write_bytes(file.read_bytes())
+    assert bench.served_precision(str(unverified), "auto") == "none"  # the service serves it in float32
+    assert bench.served_precision(str(unverified), "int8") == "none"

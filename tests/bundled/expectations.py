@@ -63,7 +63,11 @@ def pinned_requests() -> list[dict[str, Any]]:
 
 def isolated_settings(**values: Any) -> Settings:
     """Settings from `values` and the defaults alone: PHRASAL_* variables in the caller's shell
-    must not change what is measured (tests/service/conftest.py does the same for its tests)."""
+    must not change what is measured (tests/service/conftest.py does the same for its tests).
+    float32 unless `values` say otherwise: the pins hold the torch, ONNX and TorchScript engines to
+    one set of answers, and int8 (the CPU default) answers differently by design; what int8
+    serves is held by tests/bundled/test_readme.py and the models' int8_verification.json."""
+    values.setdefault("cpu_quantization", "none")
     shell = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith("PHRASAL_")}
     try:
         return Settings(**values)

@@ -52,9 +52,12 @@ def shown(value: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def client():
-    # The README shows what `make serve` answers: the service's default model directory.
+    # The README shows what `make serve` answers: the service's default model directories, in its
+    # default precision (int8 on the CPU where verified).
     default = [REPO / path for path in Settings.model_fields["model_dirs"].default_factory()]
-    with served(torch_settings().model_copy(update={"model_dirs": default}), pairs=("en-de", "de-en")) as test_client:
+    quantization = Settings.model_fields["cpu_quantization"].default
+    update = {"model_dirs": default, "cpu_quantization": quantization}
+    with served(torch_settings().model_copy(update=update), pairs=("en-de", "de-en")) as test_client:
         yield test_client
 
 
@@ -73,3 +76,10 @@ def test_readme_example_is_what_the_bundled_model_answers(client, index):
         assert first["phrases"] == shown(json.loads(text[2]))
     else:
         assert answer == shown(json.loads(printed.replace(ELIDED, "null")))
+
+
+def test_make_serve_serves_the_bundled_models_in_int8(client):
+    # What the examples above were captured from: every bundled model verified int8 on the kernels.
+    models = client.get("/models").json()["models"]
+    assert [(m["name"], m["backend"], m["precision"]) for m in models] == [
+        ("en-de-align2", "torch", "int8"), ("en-de-software", "torch", "int8"), ("de-en-align", "torch", "int8")]

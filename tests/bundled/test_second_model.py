@@ -49,6 +49,7 @@ def test_the_named_model_answers_and_without_a_name_the_default(second_dir):
     assert [h["text"] for h in chosen["translations"][0]] == [h["text"] for h in default["translations"][0]]
     assert chosen["translations"][0][0]["alignment"]["links"] != default["translations"][0][0]["alignment"]["links"]
     bundled = json.loads((MODEL_DIR / "model_card.json").read_text())
+    assert {m["precision"] for m in models} == {"float32"}  # isolated_settings: the pins are float32
     assert [(m["name"], m["domain"], m["scores"], m["default"], m["kind"]) for m in models] == [
         ("en-de", bundled["domain"], bundled["scores"], True, "vanilla"),
         # Its card says "software", so the texts choose between the two (service/domain_routing.py):

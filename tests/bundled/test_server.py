@@ -24,8 +24,9 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 EXPECTED = load_expected()
 CASES = cases_by_id(EXPECTED)
-# Every field that decides what the server serves (the rest are `make serve`'s defaults).
-REAL_BACKEND = {"backend": "torch", "device": "cpu", "model_dirs": json.dumps([str(MODEL_DIR)])}
+# Every field that decides what the server serves (the rest are `make serve`'s defaults);
+# float32 because the pins are (tests/bundled/expectations.py isolated_settings).
+REAL_BACKEND = {"backend": "torch", "device": "cpu", "model_dirs": json.dumps([str(MODEL_DIR)]), "cpu_quantization": "none"}
 # Starting the interpreter, the inference child and the model's warm-up on a busy 2-core box.
 READY_TIMEOUT_S = 120
 # Client-side patience for one translation; what a busy machine may need, not an expectation.

@@ -117,25 +117,45 @@ def test_load_runtime_serves_int8_only_where_verified(tmp_path, tmp_path_factory
     for file in source.iterdir():
         (path / file.name).write_bytes(file.read_bytes())
     spec = RuntimeSpec("torch", path, "cpu", cpu_quantization="int8")  # what service/app.py makes of PHRASAL_CPU_QUANTIZATION
+    auto = RuntimeSpec("torch", path, "cpu")
     with caplog.at_level("WARNING", logger="service.runtime.torch"):
         runtime = load_runtime(spec)
     assert runtime.precision == "float32" and runtime.model is not None
     assert f"int8 not verified for {path}, serving float32: {path / RECORD_FILE} not found" in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="service.runtime.torch"):
+        runtime = load_runtime(auto)  # the default: float32 without a warning, the reason at info
+    assert runtime.precision == "float32"
+    assert [r.levelname for r in caplog.records if RECORD_FILE in r.getMessage()] == ["INFO"]
     assert main([str(path), "--sentences", "8", "--beam-size", "2"]) == 0
     runtime = load_runtime(spec)
     assert runtime.precision == "int8"
     assert runtime.model.output_projection.weight.dtype == torch.int8
+    assert load_runtime(auto).precision == "int8"  # verified: the default serves int8
+    assert load_runtime(RuntimeSpec("torch", path, "cpu", cpu_quantization="none")).precision == "float32"
     # Served like float32, word alignments and phrase maps included.
     from service.runtime.base import DecodingOptions
 
     (translation,) = runtime.translate(["Two dogs play in the snow."], DecodingOptions(beam_size=2, n_best=2, alignment="phrase"))
     assert len(translation) == 2 and all(t.alignment is not None and t.phrase_map is not None for t in translation)
-    assert Settings().cpu_quantization == "none"  # float32 unless asked: int8 changes some translations
+    assert Settings().cpu_quantization == "auto"
     with pytest.raises(ValueError) as error:
         Settings(backend="onnx", export_dirs=[path], cpu_quantization="int8")
     assert ("cpu_quantization=int8 applies to backend torch; an onnx export is quantised when it is made "
             "(python -m export onnx MODEL_DIR OUT --dtype int8)") in str(error.value)
+    assert Settings(backend="onnx", export_dirs=[path]).backend == "onnx"  # "auto" asks nothing of an export
     from service.app import load_default_runtimes
 
     (model,) = load_default_runtimes(Settings(model_dirs=[path], device="cpu", cpu_quantization="int8", inference_process=False))
     assert model.runtime.precision == "int8"  # the setting reaches the runtime
+    (model,) = load_default_runtimes(Settings(model_dirs=[path], device="cpu", cpu_quantization="none", inference_process=False))
+    assert model.runtime.precision == "float32"
+
+
+def test_auto_is_float16_on_cuda_without_a_word():
+    from service.runtime.torch_runtime import cpu_model
+
+    assert cpu_model("unused", None, torch.device("cuda"), "auto") == (None, "float16", None)
+    assert cpu_model("unused", None, torch.device("cuda"), "none") == (None, "float16", None)
+    assert cpu_model("unused", None, torch.device("cuda"), "int8") == (
+        None, "float16", "cpu_quantization=int8 applies to the CPU only; serving float16 on cuda")

@@ -117,7 +117,7 @@ def test_default_factory_is_torch_runtime_load_runtime_imported_lazily(settings,
     assert loaded == []
     with serving(app) as client:
         assert client.get("/health").json() == {"status": "ok", "phase": "ready", "pairs": ["de-en"]}
-    assert loaded == [(Path("models/test-en-de"), "auto", "auto", "none", "auto", settings.decoding)]
+    assert loaded == [(Path("models/test-en-de"), "auto", "auto", "auto", "auto", settings.decoding)]
 
 
 def test_the_fake_runtime_factory_serves_pairs_named_by_the_directories():

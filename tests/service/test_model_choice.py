@@ -133,7 +133,7 @@ def test_the_models_route_lists_name_pair_domain_scores_default_and_kind(model_d
     with serving(app_for(model_dirs, model_domains={"en-de-captions": "captions"})) as client:
         response = client.get("/models")
     assert response.status_code == 200
-    common = {"kind": None, "backend": "fake"}  # no config.json in these directories
+    common = {"kind": None, "backend": "fake", "precision": None}  # no config.json in these directories; fakes name no precision
     assert response.json() == {"models": [
         {"name": "en-de-captions", "pair": "en-de", "source": "en", "target": "de", "domain": "captions",
          "scores": None, "default": True, **common},

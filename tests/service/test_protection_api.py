@@ -107,5 +107,6 @@ def test_a_text_of_placeholders_only_is_answered_without_a_model_call(client):
 
 
 def test_plain_text_without_placeholders_is_what_it_was(client):
+    # The bundled model as the service serves it by default (int8; float32 gives -0.06404).
     (nbest,) = translate(client, text="Two dogs play in the snow.")
-    assert nbest == [{"text": "Zwei Hunde spielen im Schnee.", "score": pytest.approx(-0.06404, abs=1e-4)}]
+    assert nbest == [{"text": "Zwei Hunde spielen im Schnee.", "score": pytest.approx(-0.06390, abs=1e-4)}]
