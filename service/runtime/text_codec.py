@@ -16,6 +16,7 @@ from model.alignments.word_alignment import TokenAlignment, token_alignment
 from model.decoding.beam_search import Hypothesis
 from model.alignments.phrase_pairs import PhraseMap, attended_phrase_pairs, extracted_phrase_pairs
 from model.alignments.attention_phrases import phrase_links
+from model.text import compatibility
 from model.text.tokenizer import Tokenizer
 from model.decoding.options import DecodingOptions, MethodRows
 from service.runtime.base import TextRejected, Translation
@@ -53,7 +54,7 @@ def translate_texts(
     search = replace(options.every_finished(), return_phrase_attention=is_phrasal and options.alignment == "phrase")
     with_phrase_map = options.alignment == "phrase"
     for index, hypotheses in enumerate(generate(source_ids, search)):
-        kept = _distinct(tokenizer, hypotheses, options.n_best)
+        kept = _distinct(tokenizer, texts[index], hypotheses, options.n_best)
         if encoded is None:
             results.append([Translation(text, h.score) for text, h in kept])
         else:
@@ -62,13 +63,14 @@ def translate_texts(
     return results
 
 
-def _distinct(tokenizer: Tokenizer, hypotheses: list[Hypothesis], n_best: int) -> list[tuple[str, Hypothesis]]:
+def _distinct(tokenizer: Tokenizer, source: str, hypotheses: list[Hypothesis], n_best: int) -> list[tuple[str, Hypothesis]]:
     """The first ``n_best`` hypotheses (best first) whose detokenised texts differ: of two that
-    read the same, the better-scored one stays."""
+    read the same, the better-scored one stays. Texts carry `source`'s compatibility characters
+    where the tokenizer expanded them (model/text/compatibility.py)."""
     kept: list[tuple[str, Hypothesis]] = []
     seen: set[str] = set()
     for hypothesis in hypotheses:
-        text = tokenizer.decode(hypothesis.tokens)
+        text, _ = compatibility.restore(source, tokenizer.decode(hypothesis.tokens))
         if text in seen:
             continue
         seen.add(text)
@@ -96,6 +98,7 @@ def _aligned(
     rows: MethodRows, link_threshold: float = 0.0,
 ) -> Translation:
     text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
+    text, spans = compatibility.restore(source_text, text, spans)
     _, source_pieces, source_spans = encoded
     # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
     attention = alignment_rows(hypothesis, rows, len(source_pieces))

@@ -140,3 +140,15 @@ def test_a_glossary_noun_gets_the_article_and_adjective_endings_the_model_choose
         "Das ausgewählte Verzeichnis löschen?",            # "Den ausgewählten Ordner löschen?"
     ]
     assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"]] * 4
+
+
+def test_an_ellipsis_and_a_trade_mark_come_back_as_the_source_wrote_them(client):
+    # The tokenizer reads "…" as "..." and "™" as "TM" (NFKC); the translation gets the source's
+    # characters back (model/text/compatibility.py), and its word offsets address that text.
+    body = {"text": ["Loading…", "Open File…", "Microsoft™ Windows is not supported"], **SOFTWARE, "alignment": "token"}
+    answers = [nbest[0] for nbest in translations(client, body)]
+    assert [a["text"] for a in answers] == ["Lade…", "Datei öffnen …", "Microsoft™ Windows wird nicht unterstützt"]
+    for answer in answers:
+        words = answer["alignment"]["target_words"]
+        assert [answer["text"][w["start"]:w["end"]] for w in words] == [w["text"] for w in words]
+    assert [w["text"] for w in answers[1]["alignment"]["target_words"]] == ["Datei", "öffnen", "…"]
