@@ -5,9 +5,9 @@ placeholders and do-not-translate terms are taken out (service/protection/placem
 model translates what is left. After it, everything taken out is put back by the hypothesis'
 word alignment, and the alignment's words are re-addressed so that their offsets slice the
 client's own strings (the original text, and the output with tags and placeholders back in).
-A text with nothing to protect in plain-text format goes through untouched, at no cost. A plain
-text with placeholders or terms (and no tags or glossary) is first translated as written, and that
-translation served where the model kept every one of them (``serve_as_written``).
+A text with nothing to protect in plain-text format goes through untouched, at no cost. A text
+with placeholders or terms (and no glossary; inline tags go with them) is first translated as
+written, and that translation served where the model kept every one of them (``serve_as_written``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from functools import partial
 
 from service.alignment_flags import alignment_flags
 from service.errors import RequestError
-from service.protection.markup import MarkupError, TextFormat
+from service.protection.markup import Markup, MarkupError, TextFormat, read_markup
 from service.glossary import GlossaryEntry
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, unenclosed
 from service.protection.placement import (Placed, PreparedText, original_word, output_word, prepare, restore,
@@ -63,13 +63,35 @@ def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translati
 
 
 def tried_as_written(prepared: PreparedText) -> bool:
-    """Whether to send the text itself first: it has placeholders or terms, in plain text, and
-    nothing else to put back (no tags, no glossary). A model that learned placeholders (the
-    software model: 99.8 % kept on its own) translates a message better with them in place than
-    with them taken out and put back by the alignment (results/layout.md)."""
+    """Whether to send the text itself first: it has placeholders or terms, and no glossary. A model
+    that learned placeholders from message catalogs (the software model: 99.8 % kept on its own)
+    translates a message better with them in place than with them taken out and put back by the
+    alignment, which cannot move them where German word order wants them (results/layout.md); the
+    same holds for a tag that wraps nothing but placeholders (`<filename>%1</filename>`: "Das Archiv
+    existiert <filename>%1</filename> bereits" taken out), which then goes as written with them,
+    while a tag around words ("<b>Remote host:</b> %1") is still taken out: the model translates
+    short tagged labels worse as written (results/markup_catalogs.md). Markup only where tags are
+    all there is to it: entities, comments and passed-through elements (code, translate="no") stay
+    the protected path's, which escapes and keeps them exactly."""
     # An accelerator is not left to the model: the software model copied "_Open" untranslated.
-    return (prepared.fmt == "text" and bool(prepared.protected) and not prepared.markup.tags and not prepared.glossary
-            and not any(p.kind == "accelerator" for p in prepared.protected))
+    if prepared.glossary or any(p.kind == "accelerator" for p in prepared.protected):
+        return False
+    if not prepared.protected:
+        return False
+    if prepared.fmt == "text":
+        return True
+    tags = prepared.markup.tags
+    return ("&" not in prepared.original and not any(tag.verbatim is not None or tag.name == "!--" for tag in tags)
+            and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in tags))
+
+
+def _wraps_only_protected(prepared: PreparedText, tag) -> bool:
+    """Whether the paired `tag` wraps no text but protected parts and whitespace."""
+    inside = list(prepared.markup.plain[tag.start:tag.end])
+    for part in prepared.protected:
+        for k in range(max(part.start, tag.start), min(part.end, tag.end)):
+            inside[k - tag.start] = " "
+    return not "".join(inside).strip()
 
 
 # Placeholder syntax outside any placeholder the detector reads: the model's "% %s" for "%s" holds
@@ -88,10 +110,17 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     terms = [p.text for p in prepared.protected if p.kind == "term"]
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     syntax = Counter(c for c in prepared.original if c in _SYNTAX)
+    source = prepared.markup
     served = []
     for translation in nbest:
-        found = find_protected(translation.text, terms, prepared.styles)
-        if Counter(unenclosed(p.text) for p in found) != wanted or Counter(c for c in translation.text if c in _SYNTAX) != syntax:
+        try:
+            output = read_markup(translation.text, prepared.fmt)
+        except MarkupError:
+            output = None
+        found = find_protected(output.plain, terms, prepared.styles) if output is not None else []
+        tags = _tags_as_written(source, output) if output is not None else None
+        if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
+                or Counter(c for c in translation.text if c in _SYNTAX) != syntax):
             if not served:
                 return None
             continue
@@ -100,10 +129,35 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
         for p in prepared.protected:
             match = next(f for f in unused if unenclosed(f.text) == unenclosed(p.text))
             unused.remove(match)
-            placed.append(Placed(p.kind, p.text, p.start, p.end, match.start, match.end, "model"))
+            placed.append(Placed(p.kind, p.text, source.origin[p.start], source.origin_end[p.end - 1],
+                                 output.origin[match.start], output.origin_end[match.end - 1], "model"))
+        placed += tags
         one = Served(translation if requested != "none" else Translation(translation.text, translation.score), placed)
         served.append(_flagged(one) if requested != "none" else one)
     return served
+
+
+def _tags_as_written(source: Markup, output: Markup) -> list[Placed] | None:
+    """Each of the source's tags in the output, as written and inside the same enclosing tag (in
+    any order: German may put two elements the other way round), a tag that wrapped text still
+    wrapping some, and no other tag; None where the output differs."""
+    def key(markup: Markup, index: int) -> tuple[str, str | None, str | None]:
+        tag = markup.tags[index]
+        return tag.opening, tag.closing, markup.tags[tag.parent].opening if tag.parent is not None else None
+
+    if Counter(key(source, i) for i in range(len(source.tags))) != Counter(key(output, i) for i in range(len(output.tags))):
+        return None
+    unused = list(range(len(output.tags)))
+    placed = []
+    for index, tag in enumerate(source.tags):
+        match = next(i for i in unused if key(output, i) == key(source, index))
+        unused.remove(match)
+        found = output.tags[match]
+        if tag.plain_inside(source) and not found.plain_inside(output):
+            return None
+        placed.append(Placed("tag", tag.opening, tag.source_start, tag.source_end, found.source_start,
+                             found.source_end, "model"))
+    return placed
 
 
 def _flagged(served: Served) -> Served:

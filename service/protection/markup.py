@@ -62,6 +62,10 @@ class Tag:
     def standalone(self) -> bool:
         return self.closing is None
 
+    def plain_inside(self, markup: Markup) -> bool:
+        """Whether it wraps visible text of `markup` (its own)."""
+        return bool(markup.plain[self.start:self.end].strip())
+
 
 @dataclass(frozen=True)
 class Markup:

@@ -152,3 +152,16 @@ def test_an_ellipsis_and_a_trade_mark_come_back_as_the_source_wrote_them(client)
         words = answer["alignment"]["target_words"]
         assert [answer["text"][w["start"]:w["end"]] for w in words] == [w["text"] for w in words]
     assert [w["text"] for w in answers[1]["alignment"]["target_words"]] == ["Datei", "öffnen", "…"]
+
+
+def test_a_tag_around_a_placeholder_goes_as_written_and_german_word_order_moves_it(client):
+    # Taken out and put back by the alignment it stood after the verb: "dass Sie löschen <b>%s</b> wollen?".
+    body = {"text": ["Are you sure you want to delete <b>%s</b>?", "<b>Warning:</b> file %s is read-only."],
+            **SOFTWARE, "format": "html"}
+    moved, labelled = [nbest[0] for nbest in translations(client, body)]
+    assert moved["text"] == "Sind Sie sicher, dass Sie <b>%s</b> löschen wollen?"
+    assert [(p["kind"], p["placement"]) for p in moved["protected"]] == [("printf", "model"), ("tag", "model")]
+    assert moved["protected"][1]["target"] == {"start": 26, "end": 35}  # <b>%s</b> in the output
+    # A tag around words is still taken out and put back.
+    assert labelled["text"] == "<b>Warnung:</b> Datei %s ist schreibgeschützt."
+    assert [p["placement"] for p in labelled["protected"]] == ["aligned", "aligned"]

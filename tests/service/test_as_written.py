@@ -33,11 +33,40 @@ def test_only_hypotheses_keeping_every_part_exactly_are_served_and_none_when_the
     assert serve_as_written(prepared, [drops, keeps], "none") is None
 
 
-def test_markup_a_glossary_or_nothing_to_protect_goes_the_protected_way():
-    assert not tried_as_written(prepare("Open %s", "html"))  # no tags, but html: escaping is the protected path's
-    assert not tried_as_written(prepare("<b>%s</b> left", "html"))
+def test_a_glossary_nothing_to_protect_or_markup_beyond_tags_around_placeholders_goes_the_protected_way():
     assert not tried_as_written(prepare("Open %s", glossary=[GlossaryEntry("open", "öffnen")]))
     assert not tried_as_written(prepare("Open the file"))
+    assert not tried_as_written(prepare("<b>Open</b> the file", "html"))  # tags alone: taken out
+    assert not tried_as_written(prepare("<b>Remote host:</b> %1", "html"))  # a tag around words
+    assert not tried_as_written(prepare("Open %s &amp; close", "html"))  # entities: the protected path escapes
+    assert not tried_as_written(prepare("Run <code>make</code> on %s", "html"))  # passed through untouched
+    assert not tried_as_written(prepare("Open <!-- why --> %s", "html"))
+    assert not tried_as_written(prepare("Open <b>%s</b>", "xml", terms=["Brompton"],
+                                        glossary=[GlossaryEntry("open", "öffnen")]))
+
+
+def test_tags_around_nothing_but_placeholders_go_as_written_with_them():
+    assert tried_as_written(prepare("Open %s", "html"))
+    assert tried_as_written(prepare("Delete <b>%s</b>?<br/>", "html"))
+    assert tried_as_written(prepare("Copy <filename> %1 </filename> to <i>Brompton</i>", "xml", terms=["Brompton"]))
+
+
+def test_a_markup_translation_keeps_every_tag_as_written_around_what_it_wrapped_or_is_not_taken():
+    prepared = prepare("Delete <b>%s</b> from <i>%d</i>?<br/>", "html")
+    keeps = Translation("<i>%d</i>: <b>%s</b> löschen?<br/>", -1.0)  # two elements the other way round
+    served = serve_as_written(prepared, [keeps], "none")
+    # Offsets into the strings as written, tags included; placeholders first, then tags, as placement reports them.
+    assert served[0].placed == [Placed("printf", "%s", 10, 12, 14, 16, "model"), Placed("printf", "%d", 25, 27, 3, 5, "model"),
+                                Placed("tag", "<b>", 7, 16, 11, 20, "model"), Placed("tag", "<i>", 22, 31, 0, 9, "model"),
+                                Placed("tag", "<br/>", 32, 37, 29, 34, "model")]
+    for broken in ["<b>%s</b> löschen aus %d?<br/>",        # a tag lost
+                   "<b>%s</b> aus <i>%d</i> löschen?",       # the standalone one lost
+                   "<b></b>%s aus <i>%d</i> löschen?<br/>",  # a tag that wrapped a placeholder wraps nothing
+                   "<B>%s</B> aus <i>%d</i> löschen?<br/>",  # not as written
+                   "<b>%s <i>%d</i></b> löschen?<br/>",      # inside another tag now
+                   "<b>%s</b> aus <i>%d</i> <u>löschen</u>?<br/>",  # one added
+                   "<b>%s</b> aus <i>%d</i> löschen?<br/></b>"]:  # not markup
+        assert serve_as_written(prepared, [Translation(broken, -1.0)], "none") is None, broken
 
 
 def translated(runtime: FakeRuntime, scores: dict | None, texts: list[str]):

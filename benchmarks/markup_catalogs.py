@@ -1,0 +1,147 @@
+"""UI messages with inline markup (`<b>%s</b>`, `<a href=...>`) through the service as localisation
+tools send them (`"format": "html"`): sent as written to the software model, or with tags and
+placeholders taken out and put back by the word alignment.
+
+    python benchmarks/markup_catalogs.py                                  # the software validation split
+    python benchmarks/markup_catalogs.py --split data/debian_catalogs/test
+
+The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
+service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
+element; each is translated by models/en-de-software (beam 5, CPU, in-process service, 32 texts a
+request) twice: as the service serves it (a text with placeholders, whose tags wrap nothing but
+placeholders, is first sent as written to a model that keeps placeholders,
+service/protected_translation.py ``tried_as_written``),
+and with markup always taken out (``tried_as_written`` as it was before 2026-11-28: plain text only).
+Reported: BLEU and chrF2 (sacrebleu, cased) against the references, how many outputs were served
+as the model wrote them, and how many hold exactly the source's tags (each opening and closing
+tag as written, none added) and its placeholders (the service's detector). Appends to
+results/markup_catalogs.md.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.host import append_report, cpu_name  # noqa: E402
+
+
+def lines(split: Path, suffix: str) -> list[str]:
+    with gzip.open(f"{split}.{suffix}.gz", "rt", encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+def markup_messages(split: Path) -> list[tuple[str, str]]:
+    """(source, reference) of the split's messages that the service reads as inline markup with tags."""
+    from service.protection.markup import MarkupError, read_markup
+
+    chosen = []
+    for source, reference in zip(lines(split, "en"), lines(split, "de")):
+        try:
+            markup = read_markup(source, "html")
+        except MarkupError:
+            continue
+        if markup.tags and "&" not in source and not any(t.verbatim is not None or t.name == "!--" for t in markup.tags):
+            chosen.append((source, reference))
+    return chosen
+
+
+def tags_and_placeholders(text: str) -> Counter | None:
+    from service.protection.markup import MarkupError, read_markup
+    from service.protection.placeholders import find_placeholders
+
+    try:
+        markup = read_markup(text, "html")
+    except MarkupError:
+        return None
+    return Counter([("tag", t.opening, t.closing) for t in markup.tags]
+                   + [("placeholder", p.text) for p in find_placeholders(markup.plain)])
+
+
+def translate(model_dir: Path, sources: list[str]) -> list[dict]:
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(model_dirs=[model_dir], device="cpu", inference_process=False, warmup=False))
+    answers = []
+    with TestClient(app) as client:
+        client.portal.call(app.state.lifecycle.wait_loaded)
+        for start in range(0, len(sources), 32):
+            response = client.post("/translate", json={"text": sources[start:start + 32], "source": "en",
+                                                       "target": "de", "format": "html", "beam_size": 5})
+            response.raise_for_status()
+            answers += [nbest[0] for nbest in response.json()["translations"]]
+    return answers
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", type=Path, default=REPO / "data" / "debian_catalogs" / "valid")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-software")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "markup_catalogs.md")
+    args = parser.parse_args()
+    import sacrebleu
+    import torch
+
+    import service.translator as translator
+
+    torch.set_num_threads(1)
+    messages = markup_messages(args.split)
+    sources, references = [s for s, _ in messages], [r for _, r in messages]
+    served = translator.tried_as_written
+    ways = {}
+    started = time.perf_counter()
+    for way in ("as the service serves it", "markup always taken out"):
+        if way == "markup always taken out":
+            translator.tried_as_written = lambda prepared: prepared.fmt == "text" and served(prepared)
+        try:
+            ways[way] = translate(args.model_dir, sources)
+        finally:
+            translator.tried_as_written = served
+    seconds = time.perf_counter() - started
+
+    with_placeholder = [any(k[0] == "placeholder" for k in tags_and_placeholders(s)) for s in sources]
+    subsets = {"all": [True] * len(sources), "with a placeholder": with_placeholder,
+               "tags only": [not p for p in with_placeholder]}
+    rows = []
+    for name, member in subsets.items():
+        for way, answers in ways.items():
+            chosen = [k for k in range(len(sources)) if member[k]]
+            if not chosen:
+                continue
+            outputs = [answers[k]["text"] for k in chosen]
+            refs = [[references[k] for k in chosen]]
+            as_written = sum(any(p["placement"] == "model" for p in answers[k].get("protected", [])) for k in chosen)
+            exact = sum(tags_and_placeholders(answers[k]["text"]) == tags_and_placeholders(sources[k]) for k in chosen)
+            bleu = sacrebleu.corpus_bleu(outputs, refs).score
+            chrf = sacrebleu.corpus_chrf(outputs, refs).score
+            rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} |")
+    split = args.split.relative_to(REPO) if args.split.is_relative_to(REPO) else args.split
+    changed = [(s, a["text"], b["text"]) for s, a, b in zip(sources, *ways.values()) if a["text"] != b["text"]]
+    report = (
+        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}\n\n"
+        f"    python benchmarks/markup_catalogs.py --split {split}\n\n"
+        f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
+        f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
+        "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source |\n"
+        "|---|---|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
+        f"{len(changed)} outputs differ between the two ways; the first 8 (source / as served / taken out):\n\n"
+        + "".join(f"- `{s}`<br>`{a}`<br>`{b}`\n" for s, a, b in changed[:8])
+    )
+    print(report)
+    append_report(args.results, "Inline markup in UI messages: sent as written, or taken out and put back",
+                  "python benchmarks/markup_catalogs.py", report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
