@@ -81,6 +81,9 @@ class TorchRuntime(TranslationRuntime):
         if model is None:
             model = loaded.model.to(device=device, dtype=torch.float16 if device.type == "cuda" else torch.float32)
         self.model = model
+        # Only the serving copy stays: an int8 runtime holding the float32 weights too took more
+        # memory than float32 alone.
+        self.loaded = replace(loaded, model=model)
         self.precision = precision or ("float16" if device.type == "cuda" else "float32")
         # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
         self.max_source_tokens = loaded.config.max_positions - 2

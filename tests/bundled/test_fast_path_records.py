@@ -36,3 +36,4 @@ def test_the_default_serves_int8_through_the_kernels(name):
         pytest.skip("the CPU kernels do not build here")  # int8 records name the kernels decoder
     runtime = load_runtime(RuntimeSpec("torch", REPO / "models" / name, "cpu"))
     assert (runtime.precision, runtime.step_backend) == ("int8", "kernels")
+    assert runtime.loaded.model is runtime.model  # the float32 weights are not kept beside the int8 ones
