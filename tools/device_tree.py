@@ -97,6 +97,11 @@ def restore(repo: Path) -> list[str]:
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         os.rename(store / path, repo / path)
     manifest.unlink()
+    # The folders a file was set aside in go too: left empty, they blocked setting aside the folder
+    # itself later ("aside --for software", restore, then "aside --for serving").
+    for folder in sorted((p for p in store.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
     return moved
 
 

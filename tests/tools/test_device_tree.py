@@ -77,3 +77,12 @@ def test_every_named_path_of_each_command_is_tracked_here():
     for command, paths in device_tree.UNUSED.items():
         for path in paths:
             assert path in tracked or any(name.startswith(path + "/") for name in tracked), (command, path)
+
+
+def test_a_file_set_aside_and_restored_leaves_no_folder_that_blocks_its_parent_later(repo):
+    assert device_tree.aside(repo, ["data/corpus/a.txt"]) == ["data/corpus/a.txt"]
+    assert device_tree.restore(repo) == ["data/corpus/a.txt"]
+    assert not (repo / ".dev" / "aside" / "data").exists()
+    assert device_tree.aside(repo, ["data/corpus"]) == ["data/corpus"]
+    assert device_tree.restore(repo) == ["data/corpus"]
+    assert (repo / "data" / "corpus" / "a.txt").read_bytes() == b"x" * 1000
