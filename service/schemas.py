@@ -455,7 +455,7 @@ class ModelOut(BaseModel):
     backend: str = Field(description='The engine that runs it, e.g. "torch", "onnx".')
     precision: str | None = Field(description='What its linear layers compute in: "float32", "int8" (the torch '
                                   'backend on a CPU, where the model verified it: PHRASAL_CPU_QUANTIZATION) or '
-                                  '"float16" (CUDA); null for an export, which keeps what it was made with.')
+                                  '"float16" (CUDA); for an export, what it was made with (e.g. "float32", "int8").')
 
     @classmethod
     def of(cls, model: ServedModel, default: bool) -> ModelOut:

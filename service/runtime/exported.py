@@ -33,6 +33,8 @@ class ExportedRuntime(TranslationRuntime):
         self.source_lang = exported.source_lang
         self.target_lang = exported.target_lang
         self.tokenizer = Tokenizer(exported.tokenizer_path)
+        # What it was made with (python -m export ... --dtype / CTranslate2's quantization).
+        self.precision = exported.options.get("quantization") or exported.options.get("dtype")
         # Source pieces + EOS must fit the positions (the last one is kept for the target's EOS).
         self.max_source_tokens = exported.config.max_positions - 2
         # Our beam search (ONNX, TorchScript) keeps the EOS step's row, which shift-att needs; the

@@ -48,3 +48,9 @@ def test_bleu_of_the_test_2016_slice_is_the_pinned_one(client):
     pinned = EXPECTED["bleu_slice"]
     got = slice_bleu(client)
     assert got == {key: pytest.approx(pinned[key], abs=BLEU_TOLERANCE) for key in ("bleu", "bleu_lowercase")}
+
+
+def test_every_engine_serves_the_pins_in_float32_and_says_so(client):
+    # isolated_settings serves torch in float32; the exports were made in float32 (their default dtype).
+    (model,) = client.get("/models").json()["models"]
+    assert model["precision"] == "float32"

@@ -16,3 +16,11 @@ def test_ct2_backend_answers_like_the_torch_backend(tmp_path_factory, tiny_spm):
                                                       "possible_omissions": [], "possible_insertions": []},
                        "phrases": {"origin": "extracted", "pairs": []}}]
     same_translations(got, expected, score_atol=1e-3)
+
+
+def test_an_export_names_the_precision_it_was_made_with(tmp_path_factory, tiny_spm):
+    from service.runtime.exported import load_exported_runtime
+
+    for quantization in ("float32", "int8"):
+        export = exported(tmp_path_factory, tiny_spm, "ct2", quantization=quantization)
+        assert load_exported_runtime(export, "cpu", "ct2").precision == quantization

@@ -118,8 +118,8 @@ def test_the_page_offers_the_models_of_the_chosen_pair_and_says_which_answered(b
     measured = ", ".join(f"BLEU {s['bleu']} on {name}" for name, s in scores.items())
     # Two domains: a request naming no model is answered by the model its text chooses (GET /models, defaults).
     assert page.eval_on_selector_all("#model option", "els => els.map(e => [e.value, e.textContent])") == [
-        ["", "chosen by the text among en-de, en-de-software"], ["en-de", f"en-de (captions; {measured})"],
-        ["en-de-software", "en-de-software (software; not measured)"]]
+        ["", "chosen by the text among en-de, en-de-software"], ["en-de", f"en-de (captions; {measured}; int8)"],
+        ["en-de-software", "en-de-software (software; not measured; int8)"]]  # int8: verified, the CPU default
     assert page.input_value("#model") == ""
     page.fill("#text", "Two dogs play in the snow.")
     page.click("#go")
