@@ -18,7 +18,7 @@ from functools import partial
 
 from service.alignment_flags import alignment_flags
 from service.errors import RequestError
-from service.protection.markup import Markup, MarkupError, TextFormat, read_markup
+from service.protection.markup import Markup, MarkupError, Tag, TextFormat, read_markup
 from service.glossary import GlossaryEntry
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, unenclosed
 from service.protection.placement import (Placed, PreparedText, original_word, output_word, prepare, restore,
@@ -85,7 +85,7 @@ def tried_as_written(prepared: PreparedText) -> bool:
             and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in tags))
 
 
-def _wraps_only_protected(prepared: PreparedText, tag) -> bool:
+def _wraps_only_protected(prepared: PreparedText, tag: Tag) -> bool:
     """Whether the paired `tag` wraps no text but protected parts and whitespace."""
     inside = list(prepared.markup.plain[tag.start:tag.end])
     for part in prepared.protected:
