@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     # Backend "torch" on the CPU: "auto" (the default) serves each model with its linear layers
     # int8-quantised (model/int8_linear.py) where the model directory's int8_verification.json
     # says int8 passed for these weights and this decoder (python -m export.int8_check MODEL_DIR),
-    # float32 elsewhere; the way CUDA serves float16. The bundled models: 1.35x CTranslate2 int8
+    # float32 elsewhere; the way CUDA serves float16. The bundled models: 1.34x CTranslate2 int8
     # through the service where float32 is 0.91x (results/service_vs_ct2_cpu.md); 89-91 % of
     # translations identical to float32, BLEU within 0.12 (models/*/int8_verification.json).
     # "none": float32 always, identical to eager PyTorch. "int8": as "auto", with a warning
