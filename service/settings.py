@@ -39,7 +39,8 @@ class Settings(BaseSettings):
     )
 
     model_dirs: list[Path] = Field(
-        default_factory=lambda: [Path("models/en-de-align2"), Path("models/en-de-software"), Path("models/de-en-align")],
+        default_factory=lambda: [Path("models/en-de-align2"), Path("models/en-de-software"), Path("models/de-en-align"),
+                                 Path("models/en-fr")],
         min_length=1,
         description="The model directories served: one or more per language pair; a model's name is its directory's name.",
     )
@@ -62,8 +63,8 @@ class Settings(BaseSettings):
     # int8-quantised (model/int8_linear.py) where the model directory's int8_verification.json
     # says int8 passed for these weights and this decoder (python -m export.int8_check MODEL_DIR),
     # float32 elsewhere; the way CUDA serves float16. The bundled models: 1.34x CTranslate2 int8
-    # through the service where float32 is 0.91x (results/service_vs_ct2_cpu.md); 89-91 % of
-    # translations identical to float32, BLEU within 0.12 (models/*/int8_verification.json).
+    # through the service where float32 is 0.91x (results/service_vs_ct2_cpu.md); 89-93 % of
+    # translations identical to float32, BLEU within 0.3 (models/*/int8_verification.json).
     # "none": float32 always, identical to eager PyTorch. "int8": as "auto", with a warning
     # where a model is refused. On CUDA every value serves float16.
     cpu_quantization: Literal["auto", "none", "int8"] = "auto"

@@ -15,8 +15,8 @@ from tests.bundled.expectations import REPO
 BUNDLED = sorted(path.name for path in (REPO / "models").iterdir() if (path / "config.json").is_file())
 
 
-def test_the_five_bundled_models_are_checked():
-    assert BUNDLED == ["de-en-align", "en-de", "en-de-align", "en-de-align2", "en-de-software"]
+def test_the_six_bundled_models_are_checked():
+    assert BUNDLED == ["de-en-align", "en-de", "en-de-align", "en-de-align2", "en-de-software", "en-fr"]
 
 
 @pytest.mark.parametrize("name", BUNDLED)
@@ -27,7 +27,7 @@ def test_records_apply(name):
     assert int8_check.record_problem(path, loaded, KERNELS) is None
 
 
-@pytest.mark.parametrize("name", ["en-de-align2", "en-de-software", "de-en-align"])
+@pytest.mark.parametrize("name", ["en-de-align2", "en-de-software", "de-en-align", "en-fr"])
 def test_the_default_serves_int8_through_the_kernels(name):
     from model.decoding.kernel_backend import kernel_decoding_problem
     from service.runtime.factory import RuntimeSpec, load_runtime

@@ -57,7 +57,7 @@ def client():
     default = [REPO / path for path in Settings.model_fields["model_dirs"].default_factory()]
     quantization = Settings.model_fields["cpu_quantization"].default
     update = {"model_dirs": default, "cpu_quantization": quantization}
-    with served(torch_settings().model_copy(update=update), pairs=("en-de", "de-en")) as test_client:
+    with served(torch_settings().model_copy(update=update), pairs=("en-de", "de-en", "en-fr")) as test_client:
         yield test_client
 
 
@@ -82,4 +82,5 @@ def test_make_serve_serves_the_bundled_models_in_int8(client):
     # What the examples above were captured from: every bundled model verified int8 on the kernels.
     models = client.get("/models").json()["models"]
     assert [(m["name"], m["backend"], m["precision"]) for m in models] == [
-        ("en-de-align2", "torch", "int8"), ("en-de-software", "torch", "int8"), ("de-en-align", "torch", "int8")]
+        ("en-de-align2", "torch", "int8"), ("en-de-software", "torch", "int8"), ("de-en-align", "torch", "int8"),
+        ("en-fr", "torch", "int8")]
