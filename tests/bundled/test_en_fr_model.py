@@ -1,5 +1,5 @@
 """The bundled En->Fr model (models/en-fr: recipes/transformer-tiny-en-fr-cpu.json, 3,000 updates on
-the CPU) through the service: pinned answers and the BLEU of the same test_2016_flickr slice as the
+the CPU, plus an alignment head like the De->En model's, recipes/align-diagonal-head-tiny-en-fr.json) through the service: pinned answers and the BLEU of the same test_2016_flickr slice as the
 En->De pins (tests/bundled/expectations.py), measured with this code on CPU at beam 5 in float32.
 When the model is replaced on purpose, measure again and update the pins here (and
 results/model_cards.md, README.md)."""
@@ -31,8 +31,16 @@ def test_pinned_translations(client):
 
 def test_its_card_is_listed_with_the_pair(client):
     (model,) = client.get("/models").json()["models"]
-    assert (model["name"], model["pair"], model["domain"], model["kind"]) == ("en-fr", "en-fr", "captions", "vanilla")
+    assert (model["name"], model["pair"], model["domain"], model["kind"]) == ("en-fr", "en-fr", "captions", "vanilla+align")
     assert model["scores"]["test_2016_flickr"]["bleu"] == 58.27
+
+
+def test_its_alignment_head_links_the_words_and_places_the_tags(client):
+    # Its last layer's attention linked "la" to "snow." and "the" to nothing: 0-0 1-1 2-2 3-3 5-4 5-5.
+    answer = translations(client, {"text": "Two dogs play in the snow.", "alignment": "token", **PAIR})
+    assert answer[0][0]["alignment"]["pharaoh"] == "0-0 1-1 2-2 3-3 4-4 5-5"
+    answer = translations(client, {"text": "A <b>little girl</b> climbs into a wooden playhouse.", "format": "html", **PAIR})
+    assert answer[0][0]["text"] == "Une <b>petite fille</b> grimpe dans une maison en bois."
 
 
 def test_bleu_of_the_slice(client):
