@@ -40,6 +40,7 @@ def lines(split: Path, suffix: str) -> list[str]:
 
 def markup_messages(split: Path) -> list[tuple[str, str]]:
     """(source, reference) of the split's messages that the service reads as inline markup with tags."""
+    from service.protected_translation import tags_only
     from service.protection.markup import MarkupError, read_markup
 
     chosen = []
@@ -48,7 +49,7 @@ def markup_messages(split: Path) -> list[tuple[str, str]]:
             markup = read_markup(source, "html")
         except MarkupError:
             continue
-        if markup.tags and "&" not in source and not any(t.verbatim is not None or t.name == "!--" for t in markup.tags):
+        if markup.tags and tags_only(source, markup):
             chosen.append((source, reference))
     return chosen
 
@@ -109,7 +110,8 @@ def main() -> int:
             translator.tried_as_written = served
     seconds = time.perf_counter() - started
 
-    with_placeholder = [any(k[0] == "placeholder" for k in tags_and_placeholders(s)) for s in sources]
+    wanted = [tags_and_placeholders(s) for s in sources]
+    with_placeholder = [any(k[0] == "placeholder" for k in parts) for parts in wanted]
     subsets = {"all": [True] * len(sources), "with a placeholder": with_placeholder,
                "tags only": [not p for p in with_placeholder]}
     rows = []
@@ -121,7 +123,7 @@ def main() -> int:
             outputs = [answers[k]["text"] for k in chosen]
             refs = [[references[k] for k in chosen]]
             as_written = sum(any(p["placement"] == "model" for p in answers[k].get("protected", [])) for k in chosen)
-            exact = sum(tags_and_placeholders(answers[k]["text"]) == tags_and_placeholders(sources[k]) for k in chosen)
+            exact = sum(tags_and_placeholders(answers[k]["text"]) == wanted[k] for k in chosen)
             bleu = sacrebleu.corpus_bleu(outputs, refs).score
             chrf = sacrebleu.corpus_chrf(outputs, refs).score
             rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} |")

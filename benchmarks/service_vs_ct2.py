@@ -54,15 +54,15 @@ SERVICE_ENGINE = {"int8": "torch-int8-kernels", "none": "torch-kernels"}
 
 
 def served_precision(model_dir: str, quantization: str) -> str:
-    """What the service decodes `model_dir` in for `quantization`, "int8" or "none" (float32): as
-    service/runtime/torch_runtime.py cpu_model decides, from the model directory's int8 record."""
-    if quantization == "none":
-        return "none"
-    from export.int8_check import record_problem
-    from model.decoding.kernel_backend import KERNELS
-    from model.model_dir import load_model_dir
+    """What the service decodes `model_dir` in for `quantization`, "int8" or "none" (float32): the
+    service's own decision (service/runtime/torch_runtime.py cpu_model)."""
+    import torch
 
-    return "int8" if record_problem(model_dir, load_model_dir(model_dir, device="cpu"), KERNELS) is None else "none"
+    from model.model_dir import load_model_dir
+    from service.runtime.torch_runtime import cpu_model
+
+    _, precision, _ = cpu_model(model_dir, load_model_dir(model_dir, device="cpu"), torch.device("cpu"), quantization)
+    return "int8" if precision == "int8" else "none"
 
 
 def ours_speed(model_dir: str, work_dir: str, sentences: int, quantization: str = "int8") -> float:

@@ -74,15 +74,18 @@ def tried_as_written(prepared: PreparedText) -> bool:
     all there is to it: entities, comments and passed-through elements (code, translate="no") stay
     the protected path's, which escapes and keeps them exactly."""
     # An accelerator is not left to the model: the software model copied "_Open" untranslated.
-    if prepared.glossary or any(p.kind == "accelerator" for p in prepared.protected):
-        return False
-    if not prepared.protected:
+    if not prepared.protected or prepared.glossary or any(p.kind == "accelerator" for p in prepared.protected):
         return False
     if prepared.fmt == "text":
         return True
-    tags = prepared.markup.tags
-    return ("&" not in prepared.original and not any(tag.verbatim is not None or tag.name == "!--" for tag in tags)
-            and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in tags))
+    return (tags_only(prepared.original, prepared.markup)
+            and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in prepared.markup.tags))
+
+
+def tags_only(original: str, markup: Markup) -> bool:
+    """Whether the markup of `original` is tags and nothing the protected path must escape or pass
+    through untouched: no entity, comment or passed-through element (code, translate="no")."""
+    return "&" not in original and not any(tag.verbatim is not None or tag.name == "!--" for tag in markup.tags)
 
 
 def _wraps_only_protected(prepared: PreparedText, tag: Tag) -> bool:
