@@ -4,19 +4,25 @@ enforcing it do to BLEU?
     python benchmarks/glossary.py --build   # (re)write data/glossary_eval/multi30k_test2016.jsonl
     python benchmarks/glossary.py           # measure; appends to results/glossary.md
     python benchmarks/glossary.py --methods replace --no-articles   # replace alone, the model's articles kept
+    python benchmarks/glossary.py --test-set software [--build]     # UI messages, models/en-de-software
 
-The test set (built once by --build and committed): the 1,000 sentences of Multi30k's
-test_2016_flickr (En→De), each with a glossary of up to two terms taken from its German reference,
-so that every required term is one a translator actually used. The candidate translations of an
-English word are those the training set's word alignment (data/multi30k/train.en-de.align.gz,
-eflomal, lower-cased tokens) links it to at least 5 times; a term is an English word of three
-letters or more in the sentence with a candidate translation in its reference (as the reference
-writes it, case and ending included). Terms whose translation is not the word's most frequent one
-go first (the terminology a glossary exists for), then the rarer words; a stop list keeps function
-words out.
+The test sets (built once by --build and committed), each message with a glossary of up to two
+terms taken from its German reference, so that every required term is one a translator actually
+used:
+- captions (data/glossary_eval/multi30k_test2016.jsonl): the 1,000 sentences of Multi30k's
+  test_2016_flickr (En→De), measured on en-de-align2;
+- software (data/glossary_eval/debian_test.jsonl): the 3,142 messages of the software corpus's test
+  split (data/debian_catalogs, packages no model was trained on), measured on en-de-software: what
+  a localiser's terminology list asks of the model that serves UI text.
+The candidate translations of an English word are those the training split's word alignment
+(train.en-de.align.gz beside the corpus, eflomal, lower-cased tokens) links it to at least 5 times;
+a term is an English word of three letters or more in the message with a candidate translation in
+its reference (as the reference writes it, case and ending included). Terms whose translation is
+not the word's most frequent one go first (the terminology a glossary exists for), then the rarer
+words; a stop list keeps function words out.
 
-Measured on the bundled models as `make serve` serves them (en-de-align2, supervised alignment
-head), for each enforcement method of service/glossary.py: "replace" edits the translation after
+Measured on the bundled models as `make serve` serves them (supervised alignment heads), for each
+enforcement method of service/glossary.py: "replace" edits the translation after
 the search (so the translation without a glossary is the same search's; the article before a
 replaced noun chosen again by the model's score, as the service does for German), "protect" takes
 the terms out before it (a search of its own). For all terms and for the terms the model missed
@@ -41,34 +47,56 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name  # noqa: E402
 
-DATA = REPO / "data" / "glossary_eval" / "multi30k_test2016.jsonl"
+# Per test set: the corpus, its test split, the committed test set, the model measured by default.
+TEST_SETS = {
+    "captions": ("multi30k", "test_2016_flickr", "multi30k_test2016.jsonl", "en-de-align2"),
+    "software": ("debian_catalogs", "test", "debian_test.jsonl", "en-de-software"),
+}
 TOKENS = re.compile(r"\w+|[^\w\s]")  # as the training alignment tokenised (its .json)
 STOP = set("the and with are for his her its their from into onto over under while who that this these those "
            "some one two three has have out off near next down through front other each while".split())
+# Words of software messages that are grammar, not terminology.
+STOP |= set("not could would should will can cannot does doesn don isn aren wasn won you your all any "
+            "was were been being than when which where what how also only just more most such very".split())
+# The part of a contraction before its apostrophe ("doesn" of "doesn't") is no word a glossary lists.
+CONTRACTED = re.compile(r"(\w+)['’]\w")
 MIN_LINKS = 5
 
 
-def read(name: str) -> list[str]:
-    with gzip.open(REPO / "data" / "multi30k" / name, "rt", encoding="utf-8") as handle:
+def read(corpus: str, name: str) -> list[str]:
+    with gzip.open(REPO / "data" / corpus / name, "rt", encoding="utf-8") as handle:
         return [line.rstrip("\n") for line in handle]
 
 
-def build() -> None:
+def test_set_path(name: str) -> Path:
+    return REPO / "data" / "glossary_eval" / TEST_SETS[name][2]
+
+
+def build(name: str) -> None:
+    from service.protection.placeholders import find_protected
+
+    corpus, split, _, _ = TEST_SETS[name]
     links: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for en, de, pairs in zip(read("train.en.gz"), read("train.de.gz"), read("train.en-de.align.gz")):
+    for en, de, pairs in zip(read(corpus, "train.en.gz"), read(corpus, "train.de.gz"), read(corpus, "train.en-de.align.gz")):
         en_tokens, de_tokens = TOKENS.findall(en.lower()), TOKENS.findall(de.lower())
         for pair in pairs.split():
             i, j = map(int, pair.split("-"))
             links[en_tokens[i]][de_tokens[j]] += 1
     frequency = {word: sum(counts.values()) for word, counts in links.items()}
     rows = []
-    for k, (source, reference) in enumerate(zip(read("test_2016_flickr.en.gz"), read("test_2016_flickr.de.gz"))):
+    for k, (source, reference) in enumerate(zip(read(corpus, f"{split}.en.gz"), read(corpus, f"{split}.de.gz"))):
         surface = {token.lower(): token for token in TOKENS.findall(reference)}
         terms = []
-        for word in dict.fromkeys(TOKENS.findall(source.lower())):
-            if len(word) < 3 or not word.isalpha() or word in STOP or word not in links:
+        contracted = set(CONTRACTED.findall(source.lower()))
+        # A word inside a placeholder or literal ("/Cursor/Move", "--mpv-options") is kept as
+        # written by the service, not a term (service/glossary.py).
+        words = list(source.lower())
+        for part in find_protected(source):
+            words[part.start:part.end] = " " * (part.end - part.start)
+        for word in dict.fromkeys(TOKENS.findall("".join(words))):
+            if len(word) < 3 or not word.isalpha() or word in STOP or word in contracted or word not in links:
                 continue
             candidates = [(t, n) for t, n in links[word].most_common() if n >= MIN_LINKS and t.isalpha() and len(t) >= 3]
             found = [t for t, _ in candidates if t in surface]
@@ -76,11 +104,16 @@ def build() -> None:
                 top = candidates[0][0]
                 terms.append((found[0] == top, frequency[word], word, surface[found[0]]))
         terms.sort()
-        glossary = [{"source": word, "target": target} for _, _, word, target in terms[:2]]
+        # One source term per required translation ("address book" -> "Adressbuch" is not two terms).
+        glossary: list[dict[str, str]] = []
+        for _, _, word, target in terms:
+            if len(glossary) < 2 and all(target.lower() != g["target"].lower() for g in glossary):
+                glossary.append({"source": word, "target": target})
         rows.append({"id": k, "source": source, "reference": reference, "glossary": glossary})
-    DATA.parent.mkdir(parents=True, exist_ok=True)
-    DATA.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    print(f"{len(rows)} sentences, {sum(len(r['glossary']) for r in rows)} terms in {DATA}")
+    path = test_set_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    print(f"{len(rows)} sentences, {sum(len(r['glossary']) for r in rows)} terms in {path}")
 
 
 def measure(args: argparse.Namespace) -> str:
@@ -91,7 +124,7 @@ def measure(args: argparse.Namespace) -> str:
     from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
 
-    items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    items = [json.loads(line) for line in test_set_path(args.test_set).read_text(encoding="utf-8").splitlines() if line.strip()]
     runtime = load_runtime(RuntimeSpec("torch", args.model_dir, "cpu"))
     options = DecodingOptions(alignment="token", alignment_method=runtime.default_alignment_method)
     started = time.perf_counter()
@@ -112,6 +145,11 @@ def measure(args: argparse.Namespace) -> str:
                            ) if args.articles else None
                 enforced[method].append(restore(p, best.text, best.alignment, rescore).text)
     seconds = time.perf_counter() - started
+    service_outputs = {}
+    if args.service:
+        started = time.perf_counter()
+        service_outputs = through_service(args.model_dir, items)
+        seconds += time.perf_counter() - started
     references = [item["reference"] for item in items]
     terms = [(k, t["target"]) for k, item in enumerate(items) for t in item["glossary"]]
     missed = [(k, target) for k, target in terms if not occurrences(plain[k], target)]
@@ -125,36 +163,75 @@ def measure(args: argparse.Namespace) -> str:
 
     lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
              f"torch backend on CPU ({runtime.precision}), {args.model_dir.name} ({runtime.default_alignment_method} alignment)", "",
-             f"Command: `python benchmarks/glossary.py{' --methods ' + ','.join(args.methods) if args.methods != ['replace', 'protect'] else ''}"
-             f"{'' if args.articles else ' --no-articles'}` ({seconds:.0f} s). {len(items)} sentences, {len(terms)} terms "
+             f"Command: `python benchmarks/glossary.py{'' if args.test_set == 'captions' else ' --test-set ' + args.test_set}"
+             f"{' --methods ' + ','.join(args.methods) if args.methods != ['replace', 'protect'] else ''}"
+             f"{'' if args.articles else ' --no-articles'}{' --service' if args.service else ''}` ({seconds:.0f} s). {len(items)} sentences, {len(terms)} terms "
              f"({sum(1 for i in items if i['glossary'])} sentences with at least one); {len(missed)} terms missed "
              "without a glossary.", "",
              "| glossary | compliance, all terms | exactly as required, all | compliance, terms missed without | "
              "exactly, missed | BLEU | chrF |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, outputs in (("none", plain), *((f"enforced: {m}", o) for m, o in enforced.items())):
+    for name, outputs in (("none", plain), *((f"enforced: {m}", o) for m, o in enforced.items()),
+                          *((f"through the service: {way}", o) for way, o in service_outputs.items())):
         bleu = sacrebleu.corpus_bleu(outputs, [references]).score
         chrf = sacrebleu.corpus_chrf(outputs, [references]).score
         lines.append(f"| {name} | {compliance(outputs, terms)} | {compliance(outputs, missed)} | {bleu:.2f} | {chrf:.2f} |")
     return "\n".join(lines) + "\n"
 
 
+def through_service(model_dir: Path, items: list[dict]) -> dict[str, list[str]]:
+    """The outputs of POST /translate (in-process, the model as `make serve` serves it), without the
+    glossary and with it: what a client gets, the text's placeholders sent as written where the
+    service does so and its sentences cut as it cuts them. One request per message (each has its
+    own glossary), the messages without a glossary in requests of 32."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(model_dirs=[model_dir], device="cpu", inference_process=False, warmup=False))
+    outputs: dict[str, list[str]] = {"no glossary": [], "glossary": []}
+    with TestClient(app) as client:
+        client.portal.call(app.state.lifecycle.wait_loaded)
+
+        def post(texts: list[str], glossary: list[dict] | None = None) -> list[str]:
+            body = {"text": texts, "source": "en", "target": "de", "model": model_dir.name}
+            if glossary:
+                body["glossary"] = glossary
+            response = client.post("/translate", json=body)
+            response.raise_for_status()
+            return [nbest[0]["text"] for nbest in response.json()["translations"]]
+
+        for start in range(0, len(items), 32):
+            outputs["no glossary"] += post([item["source"] for item in items[start:start + 32]])
+        for item in items:
+            outputs["glossary"] += post([item["source"]], item["glossary"])
+    return outputs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", action="store_true", help="rebuild the test set from Multi30k")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "glossary.md")
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2")
+    parser.add_argument("--test-set", choices=sorted(TEST_SETS), default="captions",
+                        help="captions (Multi30k test_2016_flickr) or software (the Debian catalogs' test split)")
+    parser.add_argument("--model-dir", type=Path, default=None,
+                        help="default: the test set's model (captions: models/en-de-align2, software: models/en-de-software)")
     parser.add_argument("--methods", default="replace,protect",
                         help="enforcement methods to measure, comma-separated (default replace,protect); "
                              "'none' is always measured, on replace's search")
     parser.add_argument("--no-articles", dest="articles", action="store_false",
                         help="keep the model's article before a replaced noun (the service chooses it again)")
+    parser.add_argument("--service", action="store_true",
+                        help="also translate through POST /translate (in-process), with and without the glossary")
     args = parser.parse_args()
     args.methods = [m for m in args.methods.split(",") if m]
     unknown = sorted(set(args.methods) - {"replace", "protect"})
     if unknown:
         parser.error(f"unknown --methods {', '.join(unknown)} (known: replace, protect)")
+    if args.model_dir is None:
+        args.model_dir = REPO / "models" / TEST_SETS[args.test_set][3]
     if args.build:
-        build()
+        build(args.test_set)
         return 0
     report = measure(args)
     print(report)

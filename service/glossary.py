@@ -19,10 +19,20 @@ Enforcement (service/protection/placement.py), by one of two methods (`GlossaryM
   capital first letter where the replaced words had one). Where no target word is aligned to the
   term and the translation holds the term nowhere, it is inserted where the alignment puts the
   term's position (capitalised at the start of a sentence).
-  A term replaces no more target words than it has. For German, the determiner and up to two
+  A term replaces no more target words than it has, and never another term's required
+  translation: in a hyphenated compound only a part that is not one ("Sensor-Erinnerung" ->
+  "Sensor-Alarm"). Where the model's scores are at hand (German targets, the torch backend),
+  they choose: between the compound and its parts, and, where the words the alignment gives the
+  term translate another source word (each links to the term under half its heaviest link:
+  "Klicken" 0.24 to Apply, 0.76 to Click), between replacing them and inserting the term beside
+  the translations of its neighbours ("Klicken Sie auf Übernehmen, um", not "Übernehmen Sie auf,
+  um"; placement.py, `_best_place`). For German, the determiner and up to two
   adjectives right before a replaced noun then take the forms the model scores best, given the
   source with its terms translated (placement.py, `_agreeing_articles`; "Den ausgewählten Ordner"
   -> "Das ausgewählte Verzeichnis").
+  A plain text with placeholders goes to the model as written first, as without a glossary
+  (service/protected_translation.py, `serve_as_written`), and the glossary is enforced on that
+  translation the same way; it is kept only if its placeholders are still exact afterwards.
 - "protect": the source term is taken out before translation like a placeholder and the required
   term put in its place by the alignment (how `do_not_translate` terms are kept).
 The report (`TermReport`) is read off the final output: each term, where it stood in the source,
@@ -120,6 +130,8 @@ class Edit:
     end: int
     text: str
     how: str  # "replaced" | "inserted" | "agreed" (a determiner or adjective before a replaced noun, chosen again)
+    lead: str = ""   # an insertion's spaces before and after it, where it would touch a word
+    trail: str = ""
 
 
 @dataclass(frozen=True)

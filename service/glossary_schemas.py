@@ -14,8 +14,8 @@ GLOSSARY_RULES = (
     "Source terms match as whole words, ignoring case, in the form written (list plurals apart); the "
     "target term is required in the output, its first letter in either case, German endings (e, en, er, es, n, "
     "s, ern, em) allowed. Where the model's own translation of a term does not satisfy it, the target words "
-    "aligned to the term are replaced by it (or, with none aligned, it is inserted where the alignment puts "
-    "the term)."
+    "aligned to the term are replaced by it (or, with none aligned or where those words translate another source "
+    "word, it is inserted where the alignment, or the model's score, puts the term)."
 )
 
 

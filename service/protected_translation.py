@@ -6,8 +6,9 @@ model translates what is left. After it, everything taken out is put back by the
 word alignment, and the alignment's words are re-addressed so that their offsets slice the
 client's own strings (the original text, and the output with tags and placeholders back in).
 A text with nothing to protect in plain-text format goes through untouched, at no cost. A text
-with placeholders or terms (and no glossary; inline tags go with them) is first translated as
-written, and that translation served where the model kept every one of them (``serve_as_written``).
+with placeholders or terms (inline tags go with them; in markup, only without a glossary) is first
+translated as written, and that translation served, its glossary enforced, where the model kept
+every one of them (``serve_as_written``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from service.protection.markup import Markup, MarkupError, Tag, TextFormat, read
 from service.glossary import GlossaryEntry
 from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, unenclosed
 from service.protection.placement import (Placed, PreparedText, original_word, output_word, prepare, restore,
-                                          terms_translated)
+                                          terms_translated, written)
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
@@ -63,7 +64,8 @@ def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translati
 
 
 def tried_as_written(prepared: PreparedText) -> bool:
-    """Whether to send the text itself first: it has placeholders or terms, and no glossary. A model
+    """Whether to send the text itself first: it has placeholders or terms (and, in markup, no
+    glossary: it is enforced as written on plain text only, `serve_as_written`). A model
     that learned placeholders from message catalogs (the software model: 99.8 % kept on its own)
     translates a message better with them in place than with them taken out and put back by the
     alignment, which cannot move them where German word order wants them (results/layout.md); the
@@ -74,11 +76,11 @@ def tried_as_written(prepared: PreparedText) -> bool:
     all there is to it: entities, comments and passed-through elements (code, translate="no") stay
     the protected path's, which escapes and keeps them exactly."""
     # An accelerator is not left to the model: the software model copied "_Open" untranslated.
-    if not prepared.protected or prepared.glossary or any(p.kind == "accelerator" for p in prepared.protected):
+    if not prepared.protected or prepared.protected_terms or any(p.kind == "accelerator" for p in prepared.protected):
         return False
     if prepared.fmt == "text":
         return True
-    return (tags_only(prepared.original, prepared.markup)
+    return (not prepared.glossary and tags_only(prepared.original, prepared.markup)
             and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in prepared.markup.tags))
 
 
@@ -103,30 +105,52 @@ def _wraps_only_protected(prepared: PreparedText, tag: Tag) -> bool:
 _SYNTAX = frozenset("%{}$&<>`\\")
 
 
-def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode) -> list[Served] | None:
+def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode,
+                     rescore: Rescore | None = None) -> list[Served] | None:
     """The hypotheses of the text as written that keep each of its placeholders and terms exactly,
     as often, adding none, with as many of each placeholder syntax character (`%`, braces, `$`, …);
     None when the best one does not (then the text is translated with
     them taken out). A literal taken with its quotes may come back in other quotes ('--size=M' as
     »--size=M«). Each placed part is the output's occurrence of it in the same order (its target
-    span with the output's own quotes)."""
+    span with the output's own quotes). A glossary (plain text) is enforced on each hypothesis as on
+    any translation (placement.restore, through `written`; `rescore` as for `serve`), and the
+    hypothesis is kept only if its placeholders are still exact afterwards."""
     terms = [p.text for p in prepared.protected if p.kind == "term"]
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     syntax = Counter(c for c in prepared.original if c in _SYNTAX)
     source = prepared.markup
+    glossary = written(prepared) if prepared.term_matches else None
+    scorer = partial(rescore, terms_translated(glossary)) if glossary is not None and rescore is not None else None
+
+    def kept(text: str) -> tuple[Markup, list[Protected], list[Placed]] | None:
+        try:
+            output = read_markup(text, prepared.fmt)
+        except MarkupError:
+            return None
+        found = find_protected(output.plain, terms, prepared.styles)
+        tags = _tags_as_written(source, output)
+        if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
+                or Counter(c for c in text if c in _SYNTAX) != syntax):
+            return None
+        return output, found, tags
+
     served = []
     for translation in nbest:
-        try:
-            output = read_markup(translation.text, prepared.fmt)
-        except MarkupError:
-            output = None
-        found = find_protected(output.plain, terms, prepared.styles) if output is not None else []
-        tags = _tags_as_written(source, output) if output is not None else None
-        if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
-                or Counter(c for c in translation.text if c in _SYNTAX) != syntax):
+        checked = kept(translation.text)
+        reports: list = []
+        if checked is not None and glossary is not None:
+            alignment = translation.alignment or TokenAlignment.empty()
+            restored = restore(glossary, translation.text, alignment, scorer)
+            # A replaced word may have held a placeholder: the enforced text is checked again.
+            checked = kept(restored.text)
+            reports = restored.glossary
+            translation = replace(translation, text=restored.text, alignment=replace(
+                alignment, target_words=[output_word(w, restored) for w in alignment.target_words]))
+        if checked is None:
             if not served:
                 return None
             continue
+        output, found, tags = checked
         unused = list(found)
         placed = []
         for p in prepared.protected:
@@ -135,7 +159,8 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
             placed.append(Placed(p.kind, p.text, source.origin[p.start], source.origin_end[p.end - 1],
                                  output.origin[match.start], output.origin_end[match.end - 1], "model"))
         placed += tags
-        one = Served(translation if requested != "none" else Translation(translation.text, translation.score), placed)
+        one = Served(translation if requested != "none" else Translation(translation.text, translation.score), placed,
+                     glossary=reports)
         served.append(_flagged(one) if requested != "none" else one)
     return served
 

@@ -323,7 +323,7 @@ class Translator:
         def put_back(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             for index, nbest in zip(indices, results):
                 if first_pass and as_written[index]:
-                    served[index] = serve_as_written(prepared[index], nbest, asked)
+                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore)
                 else:
                     served[index] = serve([prepared[index]], [nbest], asked, rescore)[0]
 

@@ -137,6 +137,22 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
                         tuple(find_terms(model_text, glossary)), (), quoted)
 
 
+def written(prepared: PreparedText) -> PreparedText:
+    """`prepared` (plain text, its glossary enforced by "replace") as the model reads it when the
+    text is sent as written: nothing taken out, and the glossary's source terms found in the text
+    itself, outside its placeholders and kept terms (a term "name" is not the one in "%(name)s").
+    Restoring a translation of it applies the glossary and nothing else: no style is looked for,
+    so the placeholders the model wrote stay as they are."""
+    if prepared.fmt != "text" or prepared.protected_terms:
+        raise ValueError("only a plain text whose glossary is enforced by replacing goes as written with it")
+    text = prepared.original
+    blanked = list(text)
+    for part in prepared.protected:
+        blanked[part.start:part.end] = " " * (part.end - part.start)
+    return PreparedText(text, "text", prepared.markup, [], text, list(range(len(text) + 1)), (), prepared.glossary,
+                        tuple(find_terms("".join(blanked), prepared.glossary)))
+
+
 def _quoted(plain: str, protected: list[Protected], tags: list[Tag]) -> tuple[int, ...]:
     """The protected parts with a quote or bracket pair right around them and nothing else
     (`'%s'`, `<%s>`): they go out and back with it. Left in, the pair reached the model empty, and
@@ -297,24 +313,27 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))]))
             inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
     dropped = _dropped(translation, stray)
-    edits = _glossary_edits(prepared, translation, locate)
+    edits = _glossary_edits(prepared, translation, locate, rescore)
     agreed = []
     if rescore is not None and any(edit.how == "replaced" for edit in edits):
         terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
-    for edit in edits + agreed:
+    changes = edits + agreed
+    for number, edit in enumerate(changes):
         dropped.update(range(edit.start, edit.end))
         core = escape_text(edit.text) if prepared.fmt != "text" else edit.text
-        lead = trail = ""
-        if edit.how == "inserted":
-            match = next(m for m in prepared.term_matches if m.entry == edit.entry)
-            model = prepared.model_text
-            lead, trail = _spacing(translation, edit.start, model[match.start - 1] if match.start else "",
-                                   model[match.end] if match.end < len(model) else "")
+        lead, trail = edit.lead, edit.trail
         # A replacement stands where the words it replaces stood: inside a tag opened there.
         rank = 1 if edit.how == "inserted" else 3
-        inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), [], lead, trail))
-    placed, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports), dropped)
+        inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), [(len(reports) + number, 0, len(core))],
+                               lead, trail))
+    spans, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports) + len(changes), dropped)
+    placed = spans[:len(reports)]
+    for edit, (start, end) in zip(changes, spans[len(reports):]):
+        # The characters a word was replaced by are where that word is now: its alignment links
+        # address the term ("Ordner" -> "Verzeichnis"), not an empty string after it.
+        for k in range(edit.start, edit.end):
+            starts[k], ends[k] = start, end
     removed = [Removed(p.kind, p.text, starts[p.start]) for p in stray]
     found = [(m.entry, prepared.original_span(m.start, m.end)) for m in prepared.term_matches]
     found += [(entry, reports[i][2:4]) for i, entry in prepared.protected_terms]
@@ -327,12 +346,20 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
                     starts, ends, removed, terms)
 
 
-def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) -> list[Edit]:
+def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
+                    rescore: Callable[[list[str]], list[float] | None] | None = None) -> list[Edit]:
     """What the translation needs for each glossary term it does not satisfy (service/glossary.py):
     the target words aligned to the source term replaced by the required term, or, where none is
     aligned and the translation holds the term nowhere, the term inserted where the alignment puts
     the source term's position. The required term takes a capital where the words it replaces
-    began with one or where it starts a sentence ("zum Speichern" -> "zum Sichern", not "zum sichern")."""
+    began with one or where it starts a sentence ("zum Speichern" -> "zum Sichern", not "zum sichern").
+    Where the model left the term out, the words the alignment gives it translate another source
+    word ("Click Apply to save" -> "Klicken Sie auf, um zu speichern": "Klicken" is Click's, 0.76
+    against 0.24), and replacing them would lose that word ("Übernehmen Sie auf, um"). So, with
+    `rescore` (the model's log-probabilities of candidate translations, `restore`), a term none of
+    whose words has its heaviest link on the term, and a term no word is aligned to, go where the
+    model scores the sentence best: replacing those words, or inserted at each word boundary
+    ("Klicken Sie auf Übernehmen, um")."""
     edits: list[Edit] = []
     words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
     claimed = _claimed_targets(words, locate)
@@ -355,8 +382,19 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) 
             continue
         wanted = sum(m.entry == match.entry for m in prepared.term_matches)
         if len(found) + sum(e.entry == match.entry for e in edits) < wanted:
-            edits.append(Edit(match.entry, start, end, _cased(entry.target, translation[start:end][:1].isupper()),
-                              "replaced"))
+            kept = [span for k, other in enumerate(prepared.glossary) if k != match.entry
+                    for span in occurrences(translation, other.target)]
+            choices = [Edit(match.entry, a, b, _cased(entry.target, translation[a:b][:1].isupper()), "replaced")
+                       for a, b in _replaceable(translation, start, end, kept)]
+            if not choices:  # every part of those words is another term's translation: they stay
+                unaligned.append(match)
+                continue
+            if rescore is not None and all(locate.weight(words[index], t) < _FOREIGN * locate.heaviest_weight(t)
+                                           for t in window):
+                edit = _best_place(prepared, translation, locate, match, words[index], choices, rescore)
+            else:
+                edit = _likeliest(translation, choices, rescore)
+            edits.append(edit)
     for match in unaligned:
         # No word is aligned to the term. The model may have translated it all the same, merged
         # with another occurrence ("Press Save to save" -> "Zum Speichern ... drücken"), so the
@@ -366,10 +404,70 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator) 
             continue
         plain_start = prepared.to_plain[match.start]
         offset, _ = locate.anchor(plain_start, plain_start)
-        before = translation[:offset].rstrip()
-        edits.append(Edit(match.entry, offset, offset, _cased(entry.target, not before or before[-1] in ".!?"),
-                          "inserted"))
+        edit = _insertion(prepared, translation, match, offset)
+        if rescore is not None:
+            edit = _best_place(prepared, translation, locate, match, locate.words_in(match.start, match.end), [edit],
+                               rescore)
+        edits.append(edit)
     return edits
+
+
+# A target word whose link to a term is under this share of its heaviest link translates another
+# source word: the term's words are not it.
+_FOREIGN = 0.5
+
+
+def _best_place(prepared: PreparedText, translation: str, locate: _Locator, match: TermMatch, words: list[int],
+                first: list[Edit], rescore: Callable[[list[str]], list[float] | None]) -> Edit:
+    """Of `first` (the alignment's choices, its best first) and the term inserted right after the
+    translation of the source word before it or right before that of the word after it (`words`:
+    the term's source words), the edit under which the model finds the sentence likeliest."""
+    places = locate.beside(words)
+    return _likeliest(translation, list(first) + [edit for edit in (_insertion(prepared, translation, match, b)
+                                                                    for b in places) if edit not in first], rescore)
+
+
+def _likeliest(translation: str, candidates: list[Edit], rescore: Callable[[list[str]], list[float] | None] | None
+               ) -> Edit:
+    """The candidate edit under which the model finds the translation likeliest; the first on a tie,
+    without `rescore` or where it gives None."""
+    if len(candidates) == 1 or rescore is None:
+        return candidates[0]
+    scores = rescore([_edited(translation, [edit]) for edit in candidates])
+    if scores is None:
+        return candidates[0]
+    return candidates[max(range(len(candidates)), key=lambda i: (scores[i], -i))]
+
+
+def _replaceable(translation: str, start: int, end: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """What a term may replace of translation[start:end], the words aligned to it: the whole span,
+    unless it holds another term's required translation (`kept`: their spans), and, in a hyphenated
+    compound, each part that does not ("Sensor-Erinnerung" for "Sensor Alarm" with both terms:
+    "Sensor-Alarm", not "Alarm"); the whole span first."""
+    spans = [] if any(a < end and start < b for a, b in kept) else [(start, end)]
+    if "-" in translation[start:end] and " " not in translation[start:end]:
+        at = start
+        for part in translation[start:end].split("-"):
+            if part and not any(a < at + len(part) and at < b for a, b in kept):
+                spans.append((at, at + len(part)))
+            at += len(part) + 1
+    return spans
+
+
+def _insertion(prepared: PreparedText, translation: str, match: TermMatch, offset: int) -> Edit:
+    """The term of `match` inserted at `offset`: capitalised at the start of a sentence, with a
+    space where it would touch a word, none before the punctuation that closes a clause."""
+    entry = prepared.glossary[match.entry]
+    before = translation[:offset].rstrip()
+    model = prepared.model_text
+    lead, trail = _spacing(translation, offset, model[match.start - 1] if match.start else "",
+                           model[match.end] if match.end < len(model) else "")
+    if translation[offset:offset + 1] in _CLOSING:
+        trail = ""
+    return Edit(match.entry, offset, offset, _cased(entry.target, not before or before[-1] in ".!?"), "inserted", lead, trail)
+
+
+_CLOSING = frozenset(".,;:!?)]}…")
 
 
 _WORD_BEFORE = re.compile(r"(\w+)\s+$")
@@ -460,7 +558,7 @@ def _edited(translation: str, edits: list[Edit]) -> str:
     """`translation` with `edits` made (an inserted term followed by a space): what the model scores."""
     out = translation
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        text = edit.text + " " if edit.how == "inserted" else edit.text
+        text = edit.lead + edit.text + edit.trail if edit.how == "inserted" else edit.text
         out = out[:edit.start] + text + out[edit.end:]
     return out
 
@@ -620,6 +718,24 @@ class _Locator:
         0.515 to "work." and 0.485 to "Save")."""
         targets = sorted({t for i in words for t in self.aligned.get(i, [])})
         return targets or sorted({self.attending[i][1] for i in words if i in self.attending})
+
+    def heaviest_weight(self, target: int) -> float:
+        """The weight of target word `target`'s heaviest link (0.0: no link)."""
+        return max((weight for _, weight in self.links[target]), default=0.0)
+
+    def beside(self, words: list[int]) -> list[int]:
+        """Offsets in the translation right after the last target word aligned to the source word
+        before `words` (before its closing punctuation), and right before the first aligned to the
+        word after them: where a phrase the model left out would stand."""
+        places = []
+        before, after = min(words) - 1, max(words) + 1
+        if before in self.aligned:
+            word = self.target_words[max(self.aligned[before])]
+            places.append(word.end - _trailing_punctuation(word.text))
+        if after in self.aligned:
+            word = self.target_words[min(self.aligned[after])]
+            places.append(word.start + _leading_punctuation(word.text))
+        return sorted(set(places))
 
     def weight(self, words: list[int], target: int) -> float:
         """The largest link weight from target word `target` to source `words`."""

@@ -142,6 +142,32 @@ def test_a_glossary_noun_gets_the_article_and_adjective_endings_the_model_choose
     assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"]] * 4
 
 
+def test_a_glossary_term_the_model_left_out_is_inserted_where_it_scores_best_not_over_another_word(client):
+    # "Klicken Sie auf, um ...": "Apply" has no word of its own; the alignment gives it "Klicken"
+    # (0.24 against Click's 0.76), and replacing that gave "Übernehmen Sie auf, um ...".
+    body = {"text": ["Click Apply to save your changes.", "Sensor Alarm"], **SOFTWARE, "alignment": "token",
+            "glossary": [{"source": "Apply", "target": "Übernehmen"}, {"source": "alarm", "target": "Alarm"},
+                         {"source": "sensor", "target": "Sensor"}]}
+    inserted, compound = [nbest[0] for nbest in translations(client, body)]
+    assert inserted["text"] == "Klicken Sie auf Übernehmen, um Ihre Änderungen zu speichern."
+    assert [(t["source"], t["enforced"], t["satisfied"]) for t in inserted["glossary"]] == [("Apply", "inserted", True)]
+    # "Sensor-Erinnerung": the part that is not already another term's translation is replaced.
+    assert compound["text"] == "Sensor-Alarm"
+    assert all(t["satisfied"] for t in compound["glossary"])
+
+
+def test_a_message_with_placeholders_goes_as_written_with_its_glossary(client):
+    # Taken out for the glossary, "%s" stood where the alignment put it; as written the model places it.
+    body = {"text": ["Could not open folder %s: %s"], **SOFTWARE, "alignment": "token",
+            "glossary": [{"source": "folder", "target": "Verzeichnis"}]}
+    (answer,) = [nbest[0] for nbest in translations(client, body)]
+    assert answer["text"] == "Verzeichnis %s konnte nicht geöffnet werden: %s"
+    assert [(p["text"], p["placement"]) for p in answer["protected"]] == [("%s", "model"), ("%s", "model")]
+    words = answer["alignment"]["target_words"]
+    assert [answer["text"][w["start"]:w["end"]] for w in words] == [w["text"] for w in words]
+    assert words[0]["text"] == "Verzeichnis"
+
+
 def test_an_ellipsis_and_a_trade_mark_come_back_as_the_source_wrote_them(client):
     # The tokenizer reads "…" as "..." and "™" as "TM" (NFKC); the translation gets the source's
     # characters back (model/text/compatibility.py), and its word offsets address that text.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from service.protected_translation import serve_as_written, tried_as_written
-from service.protection.placement import Placed, prepare
+from service.protection.placement import Placed, prepare, written
 from service.runtime.base import DecodingOptions, Translation
 from service.settings import Settings
 from service.translator import Translator
@@ -14,6 +14,7 @@ from testing.fake_runtime import FakeRuntime
 from service.catalog import ServedModel
 from service.glossary import GlossaryEntry
 from service.runtime.cards import ModelCard
+from tests.service.hand_alignment import aligned
 
 
 def test_only_hypotheses_keeping_every_part_exactly_are_served_and_none_when_the_best_does_not():
@@ -33,9 +34,12 @@ def test_only_hypotheses_keeping_every_part_exactly_are_served_and_none_when_the
     assert serve_as_written(prepared, [drops, keeps], "none") is None
 
 
-def test_a_glossary_nothing_to_protect_or_markup_beyond_tags_around_placeholders_goes_the_protected_way():
-    assert not tried_as_written(prepare("Open %s", glossary=[GlossaryEntry("open", "öffnen")]))
+def test_nothing_to_protect_a_glossary_in_markup_or_markup_beyond_tags_around_placeholders_goes_the_protected_way():
     assert not tried_as_written(prepare("Open the file"))
+    assert not tried_as_written(prepare("Open the file", glossary=[GlossaryEntry("open", "öffnen")]))
+    assert not tried_as_written(prepare("Open %s", "html", glossary=[GlossaryEntry("open", "öffnen")]))
+    # Terms taken out like placeholders ("protect") are put back by the alignment.
+    assert not tried_as_written(prepare("Open %s", glossary=[GlossaryEntry("open", "öffnen")], glossary_method="protect"))
     assert not tried_as_written(prepare("<b>Open</b> the file", "html"))  # tags alone: taken out
     assert not tried_as_written(prepare("<b>Remote host:</b> %1", "html"))  # a tag around words
     assert not tried_as_written(prepare("Open %s &amp; close", "html"))  # entities: the protected path escapes
@@ -43,6 +47,45 @@ def test_a_glossary_nothing_to_protect_or_markup_beyond_tags_around_placeholders
     assert not tried_as_written(prepare("Open <!-- why --> %s", "html"))
     assert not tried_as_written(prepare("Open <b>%s</b>", "xml", terms=["Brompton"],
                                         glossary=[GlossaryEntry("open", "öffnen")]))
+
+
+def test_a_plain_text_with_placeholders_goes_as_written_with_its_glossary_enforced_on_the_output():
+    prepared = prepare("Copy %s to the folder %s", glossary=[GlossaryEntry("folder", "Verzeichnis")])
+    assert tried_as_written(prepared)
+    text = "Kopiere %s in den Ordner %s"
+    # Kopiere-Copy, %s-%s, in-to, den-the, Ordner-folder, %s-%s
+    translation = Translation(text, -1.0, aligned(prepared.original, text, [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]))
+    (served,) = serve_as_written(prepared, [translation], "token")
+    assert served.translation.text == "Kopiere %s in den Verzeichnis %s"
+    # The placeholders are placed in the enforced output; the alignment's words address it.
+    assert served.placed == [Placed("printf", "%s", 5, 7, 8, 10, "model"), Placed("printf", "%s", 22, 24, 30, 32, "model")]
+    assert [w.text for w in served.translation.alignment.target_words] == "Kopiere %s in den Verzeichnis %s".split()
+    (report,) = served.glossary
+    assert (report.source, report.enforced, report.source_spans, report.target_spans) == (
+        "folder", "replaced", [(15, 21)], [(18, 29)])
+    # With the model's scores, the article agrees with the term as in the protected path.
+    scored = []
+
+    def rescore(source: str, candidates: list[str]) -> list[float]:
+        scored.append(source)
+        return [1.0 if candidate.startswith("Kopiere %s in das ") else 0.0 for candidate in candidates]
+
+    (served,) = serve_as_written(prepared, [translation], "none", rescore)
+    assert served.translation.text == "Kopiere %s in das Verzeichnis %s"
+    assert scored == ["Copy %s to the Verzeichnis %s"]
+
+
+def test_a_glossary_term_inside_a_placeholder_is_no_term_and_an_edit_that_breaks_a_placeholder_is_not_taken():
+    prepared = prepare("Rename %(name)s to name", glossary=[GlossaryEntry("name", "Bezeichnung")])
+    assert [prepared.original[m.start:m.end] for m in written(prepared).term_matches] == ["name"]
+    assert written(prepared).term_matches[0].start == 19
+    text = "%(name)s in name umbenennen"
+    # The model aligned the term to the placeholder's word: replacing it would lose "%(name)s".
+    broken = Translation(text, -1.0, aligned(prepared.original, text, [(1, 0), (2, 1), (3, 0), (0, 3)]))
+    assert serve_as_written(prepared, [broken], "none") is None
+    kept = Translation(text, -1.0, aligned(prepared.original, text, [(1, 0), (2, 1), (3, 2), (0, 3)]))
+    (served,) = serve_as_written(prepared, [kept], "none")
+    assert served.translation.text == "%(name)s in Bezeichnung umbenennen"
 
 
 def test_tags_around_nothing_but_placeholders_go_as_written_with_them():

@@ -10,7 +10,7 @@ import pytest
 from service.glossary import GlossaryEntry as Entry
 from service.glossary import find_terms, occurrences, report
 from service.glossary_store import GlossaryInvalid, GlossaryStore
-from service.protection.placement import prepare, restore
+from service.protection.placement import output_word, prepare, restore
 from service.runtime.base import TokenAlignment
 from tests.service.hand_alignment import aligned, words
 
@@ -40,6 +40,10 @@ def test_a_term_the_model_translated_otherwise_is_replaced_where_the_alignment_p
     (report,) = restored.glossary
     assert (report.source, report.target, report.enforced, report.violations) == ("dog", "Köter", "replaced", [])
     assert report.source_spans == [(2, 5), (17, 20)] and report.target_spans == [(4, 9), (19, 24)]
+    # The alignment's replaced words address the term in the output, their punctuation with them.
+    alignment = aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)])
+    assert [(w.text, w.start, w.end) for w in (output_word(w, restored) for w in alignment.target_words)] == [
+        ("Ein", 0, 3), ("Köter", 4, 9), ("jagt", 10, 14), ("den", 15, 18), ("Köter.", 19, 25)]
 
 
 def test_a_term_the_model_already_satisfies_is_kept_and_one_without_aligned_words_is_inserted():
@@ -180,3 +184,57 @@ def test_a_one_word_term_replaces_one_word_and_the_sentences_last_verb_stays():
     restored = restore(prepared, translation,
                        weighted(prepared.model_text, translation, links, [(1, 0), (2, 1), (3, 2), (3, 3)]))
     assert restored.text == "Den ausgewählten Verzeichnis löschen?"
+
+
+def heaviest(links: list[list[tuple[int, float]]]) -> list[tuple[int, int]]:
+    """Each target word's hard link: its heaviest (the links are listed heaviest first)."""
+    return [(row[0][0], t) for t, row in enumerate(links) if row]
+
+
+def test_a_term_whose_words_translate_another_source_word_goes_where_the_model_scores_best():
+    prepared = prepare("Click Apply to save.", glossary=[Entry("Apply", "Übernehmen")])
+    translation = "Klicken Sie auf, um zu speichern."
+    # "Klicken" links 0.76 to Click and 0.24 to Apply: Apply's only word is another's translation.
+    links = [[(0, 0.76), (1, 0.24)], [(0, 1.0)], [(0, 1.0)], [(2, 1.0)], [(2, 1.0)], [(3, 1.0)]]
+    alignment = weighted(prepared.model_text, translation, links, heaviest(links))
+    scored: list[list[str]] = []
+
+    def rescore(candidates: list[str]) -> list[float]:
+        scored.append(candidates)
+        return [1.0 if c == "Klicken Sie auf Übernehmen, um zu speichern." else 0.0 for c in candidates]
+
+    restored = restore(prepared, translation, alignment, rescore)
+    assert restored.text == "Klicken Sie auf Übernehmen, um zu speichern."
+    assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(16, 26)])]
+    # The candidates: the alignment's replacement, then the term after Click's last word (before its
+    # comma: no space there) and before the first word of "to".
+    assert scored == [["Übernehmen Sie auf, um zu speichern.", "Klicken Sie auf Übernehmen, um zu speichern.",
+                       "Klicken Sie auf, Übernehmen um zu speichern."]]
+    # Without the model's scores, the alignment's choice stands.
+    assert restore(prepared, translation, alignment).text == "Übernehmen Sie auf, um zu speichern."
+    # A word whose link to the term is not that weak is the term's: replaced, nothing scored.
+    scored.clear()
+    links[0] = [(0, 0.6), (1, 0.4)]
+    restored = restore(prepared, translation, weighted(prepared.model_text, translation, links, heaviest(links)), rescore)
+    assert restored.text == "Übernehmen Sie auf, um zu speichern." and scored == []
+
+
+def test_a_replacement_keeps_the_part_of_a_compound_that_is_another_terms_translation():
+    glossary = [Entry("alarm", "Alarm"), Entry("sensor", "Sensor")]
+    prepared = prepare("Sensor Alarm", glossary=glossary)
+    translation = "Sensor-Erinnerung"
+    restored = restore(prepared, translation, weighted(prepared.model_text, translation, [[(1, 0.73), (0, 0.27)]], [(1, 0)]))
+    assert restored.text == "Sensor-Alarm"
+    assert all(r.satisfied for r in restored.glossary)
+    # With one term, the model's scores choose between the whole word and each of its parts.
+    prepared = prepare("Sensor Alarm", glossary=[Entry("alarm", "Alarm")])
+    alignment = weighted(prepared.model_text, translation, [[(1, 0.73), (0, 0.27)]], [(1, 0)])
+    assert restore(prepared, translation, alignment).text == "Alarm"
+    scored: list[list[str]] = []
+
+    def rescore(candidates: list[str]) -> list[float]:
+        scored.append(candidates)
+        return [len(c) * 1.0 for c in candidates]
+
+    assert restore(prepared, translation, alignment, rescore).text == "Alarm-Erinnerung"
+    assert scored == [["Alarm", "Alarm-Erinnerung", "Sensor-Alarm"]]
