@@ -5,17 +5,22 @@ enforcing it do to BLEU?
     python benchmarks/glossary.py           # measure; appends to results/glossary.md
     python benchmarks/glossary.py --methods replace --no-articles   # replace alone, the model's articles kept
     python benchmarks/glossary.py --test-set software [--build]     # UI messages, models/en-de-software
+    python benchmarks/glossary.py --test-set captions-fr [--build]  # En->Fr, models/en-fr
+    python benchmarks/glossary.py --service ...   # also through POST /translate, as a client gets it
 
 The test sets (built once by --build and committed), each message with a glossary of up to two
-terms taken from its German reference, so that every required term is one a translator actually
+terms taken from its reference, so that every required term is one a translator actually
 used:
 - captions (data/glossary_eval/multi30k_test2016.jsonl): the 1,000 sentences of Multi30k's
   test_2016_flickr (En→De), measured on en-de-align2;
 - software (data/glossary_eval/debian_test.jsonl): the 3,142 messages of the software corpus's test
   split (data/debian_catalogs, packages no model was trained on), measured on en-de-software: what
-  a localiser's terminology list asks of the model that serves UI text.
+  a localiser's terminology list asks of the model that serves UI text;
+- captions-fr (data/glossary_eval/multi30k_test2016_fr.jsonl): the same sentences into French, terms
+  from their French references, measured on en-fr.
 The candidate translations of an English word are those the training split's word alignment
-(train.en-de.align.gz beside the corpus, eflomal, lower-cased tokens) links it to at least 5 times;
+(train.en-de.align.gz or train.en-fr.align.gz beside the corpus, eflomal, lower-cased tokens) links
+it to at least 5 times;
 a term is an English word of three letters or more in the message with a candidate translation in
 its reference (as the reference writes it, case and ending included). Terms whose translation is
 not the word's most frequent one go first (the terminology a glossary exists for), then the rarer
@@ -49,10 +54,12 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.host import append_report, cpu_name  # noqa: E402
 
-# Per test set: the corpus, its test split, the committed test set, the model measured by default.
+# Per test set: the corpus, its test split, the target language, the committed test set, the model
+# measured by default.
 TEST_SETS = {
-    "captions": ("multi30k", "test_2016_flickr", "multi30k_test2016.jsonl", "en-de-align2"),
-    "software": ("debian_catalogs", "test", "debian_test.jsonl", "en-de-software"),
+    "captions": ("multi30k", "test_2016_flickr", "de", "multi30k_test2016.jsonl", "en-de-align2"),
+    "software": ("debian_catalogs", "test", "de", "debian_test.jsonl", "en-de-software"),
+    "captions-fr": ("multi30k", "test_2016_flickr", "fr", "multi30k_test2016_fr.jsonl", "en-fr"),
 }
 TOKENS = re.compile(r"\w+|[^\w\s]")  # as the training alignment tokenised (its .json)
 STOP = set("the and with are for his her its their from into onto over under while who that this these those "
@@ -71,22 +78,23 @@ def read(corpus: str, name: str) -> list[str]:
 
 
 def test_set_path(name: str) -> Path:
-    return REPO / "data" / "glossary_eval" / TEST_SETS[name][2]
+    return REPO / "data" / "glossary_eval" / TEST_SETS[name][3]
 
 
 def build(name: str) -> None:
     from service.protection.placeholders import find_protected
 
-    corpus, split, _, _ = TEST_SETS[name]
+    corpus, split, target, _, _ = TEST_SETS[name]
     links: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for en, de, pairs in zip(read(corpus, "train.en.gz"), read(corpus, "train.de.gz"), read(corpus, "train.en-de.align.gz")):
+    for en, de, pairs in zip(read(corpus, "train.en.gz"), read(corpus, f"train.{target}.gz"),
+                             read(corpus, f"train.en-{target}.align.gz")):
         en_tokens, de_tokens = TOKENS.findall(en.lower()), TOKENS.findall(de.lower())
         for pair in pairs.split():
             i, j = map(int, pair.split("-"))
             links[en_tokens[i]][de_tokens[j]] += 1
     frequency = {word: sum(counts.values()) for word, counts in links.items()}
     rows = []
-    for k, (source, reference) in enumerate(zip(read(corpus, f"{split}.en.gz"), read(corpus, f"{split}.de.gz"))):
+    for k, (source, reference) in enumerate(zip(read(corpus, f"{split}.en.gz"), read(corpus, f"{split}.{target}.gz"))):
         surface = {token.lower(): token for token in TOKENS.findall(reference)}
         terms = []
         contracted = set(CONTRACTED.findall(source.lower()))
@@ -140,15 +148,16 @@ def measure(args: argparse.Namespace) -> str:
                 best = nbest[0]
                 if method == "replace":
                     plain.append(best.text)
-                # As the service serves German: the article before a replaced noun chosen by the model.
-                rescore = (lambda candidates, p=p: runtime.score([(terms_translated(p), c) for c in candidates])
-                           ) if args.articles else None
-                enforced[method].append(restore(p, best.text, best.alignment, rescore).text)
+                # As the service serves it: the model's scores place a term it left out and, for German,
+                # choose the article before a replaced noun.
+                rescore = lambda candidates, p=p: runtime.score([(terms_translated(p), c) for c in candidates])  # noqa: E731
+                enforced[method].append(restore(p, best.text, best.alignment, rescore,
+                                                args.articles and TEST_SETS[args.test_set][2] == "de").text)
     seconds = time.perf_counter() - started
     service_outputs = {}
     if args.service:
         started = time.perf_counter()
-        service_outputs = through_service(args.model_dir, items)
+        service_outputs = through_service(args.model_dir, items, TEST_SETS[args.test_set][2])
         seconds += time.perf_counter() - started
     references = [item["reference"] for item in items]
     terms = [(k, t["target"]) for k, item in enumerate(items) for t in item["glossary"]]
@@ -178,7 +187,7 @@ def measure(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def through_service(model_dir: Path, items: list[dict]) -> dict[str, list[str]]:
+def through_service(model_dir: Path, items: list[dict], target: str = "de") -> dict[str, list[str]]:
     """The outputs of POST /translate (in-process, the model as `make serve` serves it), without the
     glossary and with it: what a client gets, the text's placeholders sent as written where the
     service does so and its sentences cut as it cuts them. One request per message (each has its
@@ -194,7 +203,7 @@ def through_service(model_dir: Path, items: list[dict]) -> dict[str, list[str]]:
         client.portal.call(app.state.lifecycle.wait_loaded)
 
         def post(texts: list[str], glossary: list[dict] | None = None) -> list[str]:
-            body = {"text": texts, "source": "en", "target": "de", "model": model_dir.name}
+            body = {"text": texts, "source": "en", "target": target, "model": model_dir.name}
             if glossary:
                 body["glossary"] = glossary
             response = client.post("/translate", json=body)
@@ -229,7 +238,7 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown --methods {', '.join(unknown)} (known: replace, protect)")
     if args.model_dir is None:
-        args.model_dir = REPO / "models" / TEST_SETS[args.test_set][3]
+        args.model_dir = REPO / "models" / TEST_SETS[args.test_set][4]
     if args.build:
         build(args.test_set)
         return 0

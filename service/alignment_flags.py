@@ -1,8 +1,11 @@
 """Possible omissions and insertions, read off a word alignment: hints for a reviewer, not verdicts.
 
-A source word that no target word takes as its heaviest link may have been left untranslated
-(or merged into a neighbour's translation: "in the" → "im"); a target word whose attention is
-spread thin, or that has no link at all, may have been made up. Attention alignments are noisy,
+A source word without a hard link may have been left untranslated (or merged into a neighbour's
+translation: "in the" → "im"); where the alignment method also reads the matrix by columns (the
+supervised heads' row+column links), a source word has a hard link to the target word that
+attends to it most, even one that attends more to another word, and is not flagged (the software
+model's "Click Apply to save" → "Klicken Sie auf, um": "Klicken" 0.76 to Click, 0.24 to Apply), so
+omissions are undercounted there. A target word whose attention is spread thin, or that has no link at all, may have been made up. Attention alignments are noisy,
 so each flag carries a confidence in [0, 1] and the reader decides.
 
 - omission of source word i: no hard link (i, ·); confidence = 1 − the heaviest weight any

@@ -52,12 +52,13 @@ Rescore = Callable[[str, list[str]], "list[float] | None"]
 
 
 def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translation]],
-          requested: AlignmentMode, rescore: Rescore | None = None) -> list[list[Served]]:
+          requested: AlignmentMode, rescore: Rescore | None = None, articles: bool = True) -> list[list[Served]]:
     """Each translation with what was taken out put back, and its alignment's flags when the
     client asked for an alignment. `rescore` (source, candidate translations) -> their
-    log-probabilities: where given, the article before a German noun that a glossary term replaced
-    is chosen again by it (placement.restore)."""
-    served = [[_serve_one(p, t, requested, rescore) for t in nbest] for p, nbest in zip(prepared, results)]
+    log-probabilities: where given, it places a glossary term the model left out and, with
+    `articles` (a German target), chooses again the article before a noun a term replaced
+    (placement.restore)."""
+    served = [[_serve_one(p, t, requested, rescore, articles) for t in nbest] for p, nbest in zip(prepared, results)]
     if requested == "none":
         return served
     return [[_flagged(s) for s in nbest] for nbest in served]
@@ -106,7 +107,7 @@ _SYNTAX = frozenset("%{}$&<>`\\")
 
 
 def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode,
-                     rescore: Rescore | None = None) -> list[Served] | None:
+                     rescore: Rescore | None = None, articles: bool = True) -> list[Served] | None:
     """The hypotheses of the text as written that keep each of its placeholders and terms exactly,
     as often, adding none, with as many of each placeholder syntax character (`%`, braces, `$`, …);
     None when the best one does not (then the text is translated with
@@ -140,7 +141,7 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
         reports: list = []
         if checked is not None and glossary is not None:
             alignment = translation.alignment or TokenAlignment.empty()
-            restored = restore(glossary, translation.text, alignment, scorer)
+            restored = restore(glossary, translation.text, alignment, scorer, articles)
             # A replaced word may have held a placeholder: the enforced text is checked again.
             checked = kept(restored.text)
             reports = restored.glossary
@@ -194,14 +195,14 @@ def _flagged(served: Served) -> Served:
 
 
 def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode,
-               rescore: Rescore | None = None) -> Served:
+               rescore: Rescore | None = None, articles: bool = True) -> Served:
     if prepared.untouched and prepared.fmt == "text" and not find_placeholders(translation.text, prepared.styles):
         return Served(translation, [])
     alignment = translation.alignment or TokenAlignment.empty()
     scorer = None
     if rescore is not None and prepared.term_matches:
         scorer = partial(rescore, terms_translated(prepared))
-    restored = restore(prepared, translation.text, alignment, scorer)
+    restored = restore(prepared, translation.text, alignment, scorer, articles)
     if requested == "none":
         return Served(Translation(restored.text, translation.score), restored.placed, removed=restored.removed,
                       glossary=restored.glossary)

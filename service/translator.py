@@ -317,15 +317,16 @@ class Translator:
         as_written = [keeps and tried_as_written(p) for p in prepared]
         first = await self._translate(model, [p.original if w else p.model_text for p, w in zip(prepared, as_written)],
                                       options)
-        rescore = self._article_rescorer(model, prepared)
+        rescore = self._glossary_rescorer(model, prepared)
+        articles = model.runtime.target_lang == "de"  # the determiners placement.py knows are German
         served: list[list[Served] | None] = [None] * len(prepared)
 
         def put_back(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             for index, nbest in zip(indices, results):
                 if first_pass and as_written[index]:
-                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore)
+                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles)
                 else:
-                    served[index] = serve([prepared[index]], [nbest], asked, rescore)[0]
+                    served[index] = serve([prepared[index]], [nbest], asked, rescore, articles)[0]
 
         async def finish(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             if rescore is None:
@@ -340,19 +341,19 @@ class Translator:
             await finish(again, retried, False)
         return served  # type: ignore[return-value]  # every slot is filled above
 
-    def _article_rescorer(self, model: ServedModel, prepared: list[PreparedText]):
-        """For German targets where a glossary term may replace a noun: (source, candidate
-        translations) -> the model's log-probabilities of them (None where it cannot score, or the
-        scoring failed: the replacement then keeps the model's article)."""
+    def _glossary_rescorer(self, model: ServedModel, prepared: list[PreparedText]):
+        """Where a glossary term may be placed: (source, candidate translations) -> the model's
+        log-probabilities of them (None where it cannot score, or the scoring failed: the
+        alignment's choice then stands, and a replaced German noun keeps the model's article)."""
         runtime = model.runtime
-        if runtime.target_lang != "de" or not any(p.term_matches for p in prepared):
+        if not any(p.term_matches for p in prepared):
             return None
 
         def rescore(source: str, candidates: list[str]) -> list[float] | None:
             try:
                 return runtime.score([(source, candidate) for candidate in candidates])
             except Exception:  # the translation stands without it
-                log.warning("scoring the article of a glossary term failed on %s", model.name, exc_info=True)
+                log.warning("scoring glossary candidates failed on %s", model.name, exc_info=True)
                 return None
 
         return rescore

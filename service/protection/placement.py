@@ -229,12 +229,13 @@ class Removed:
 
 
 def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
-            rescore: Callable[[list[str]], list[float] | None] | None = None) -> Restored:
+            rescore: Callable[[list[str]], list[float] | None] | None = None, articles: bool = True) -> Restored:
     """`translation` of `prepared.model_text`, with `alignment` between them (source words over
     model_text, target words over translation); returns the output with everything put back and
-    any placeholder-like text the model made up taken out. `rescore` (German targets): candidate
+    any placeholder-like text the model made up taken out. `rescore`: candidate
     translations -> their log-probabilities under the model given `terms_translated(prepared)`
-    (None: it cannot say), which choose the article before a noun a glossary term replaced
+    (None: it cannot say), which choose where a term the model left out goes (`_glossary_edits`)
+    and, with `articles` (German targets), the article before a noun a glossary term replaced
     (`_agreeing_articles`)."""
     stray = find_placeholders(translation, prepared.styles)
     if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
@@ -315,7 +316,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     dropped = _dropped(translation, stray)
     edits = _glossary_edits(prepared, translation, locate, rescore)
     agreed = []
-    if rescore is not None and any(edit.how == "replaced" for edit in edits):
+    if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
         terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
     changes = edits + agreed

@@ -116,7 +116,7 @@ class Scoring(FakeRuntime):
         return [float(target.count("Das ")) for _, target in pairs]
 
 
-def test_the_service_asks_the_models_score_for_german_targets(tmp_path):
+def test_the_service_asks_the_models_score_for_german_articles(tmp_path):
     dirs = [tmp_path / "en-de", tmp_path / "de-en"]
     runtimes = {}
 
@@ -139,7 +139,8 @@ def test_the_service_asks_the_models_score_for_german_targets(tmp_path):
         body["text"] = "der folder"  # -> "FOLDER DER": no determiner before the noun, nothing scored
         assert client.post("/translate", json=body).json()["translations"][0][0]["text"] == "Verzeichnis DER"
         assert len(runtimes["en-de"].scored) == 1
-        # English targets have no determiner table: nothing is scored.
+        # English targets have no determiner table: no article is chosen, and a term the model
+        # translated (its word links to it alone) needs no placing: nothing is scored.
         body = {"text": "die Ordner", "source": "de", "target": "en", "glossary": [{"source": "Ordner", "target": "folder"}]}
         assert client.post("/translate", json=body).json()["translations"][0][0]["text"] == "Folder DIE"
         assert not hasattr(runtimes["de-en"], "scored")
@@ -159,3 +160,16 @@ def test_the_torch_runtimes_score_is_the_teacher_forced_log_probability(tmp_path
             log_probs = torch.log_softmax(model(src, tgt_in).logits.float(), dim=-1)
         assert score == pytest.approx(float(log_probs.gather(2, gold.unsqueeze(2)).sum()), abs=1e-4)
     assert runtime.score([]) == []
+
+
+def test_without_articles_a_replaced_noun_keeps_the_models_article_and_nothing_is_scored():
+    # A French target (service/translator.py): the determiners placement.py knows are German.
+    prepared = prepare(SOURCE, glossary=[Entry("folder", "Verzeichnis")])
+    asked = []
+
+    def rescore(candidates):
+        asked.append(candidates)
+        return [-3.0 if c.startswith("Das ") else -5.0 for c in candidates]
+
+    restored = restore(prepared, TRANSLATION, aligned(prepared.model_text, TRANSLATION, HARD), rescore, articles=False)
+    assert restored.text == "Der Verzeichnis konnte nicht erstellt werden." and asked == []
