@@ -32,7 +32,8 @@ Styles, in the order they are matched (an earlier style wins where matches overl
 - "entity": an HTML character reference in plain text, `&amp;`, `&#160;`, `&#x2014;` (in html
   and xml the markup reader decodes them instead).
 - "option": a command-line option, `--color=WHEN`, `--block-size[=SIZE]`, `-v`, `-rf`, standing as
-  a word of its own (not the hyphen of "re-use" or a minus before a number).
+  a word of its own (not the hyphen of "re-use", of "IP(v4)-Adresse" or "'Eingabe'-Taste", or a
+  minus before a number).
 - "accelerator": the mnemonic marker of a short GUI label, GTK's `_` (`_Open`, `Save _As…`) and Qt's
   or KDE's `&` (`&File`, `E&xit`): taken out (the software model copied "_Open" untranslated) and
   put back before the first letter of the target word aligned to the word that had it. Read only
@@ -71,7 +72,10 @@ ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{
 URL = re.compile(r"(?:\b(?:https?|ftp|file)://|\bwww\.(?=[A-Za-z0-9-]+\.))[^\s<>\"'`]+")
 EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 PATH = re.compile(r"(?<![\w/~.$}-])(?:(?:~|\.{1,2})/[\w.+-]+(?:/[\w.+@-]+)*/?|/[\w.+-]+(?:/[\w.+@-]+)+/?)")
-OPTION = re.compile(r"(?<![\w/.-])(?:--[A-Za-z0-9][\w-]*(?:\[=[A-Za-z_][\w-]*\]|=[A-Za-z_][\w-]*)?"
+# Not after a closing bracket or a quote closing a word: that hyphen joins a German compound
+# ("IP(v4)-Adresse", "'Eingabe'-Taste", "»Datei«-Menü"); taken for an option, it made the software
+# model's as-written translation look as if it had added a placeholder.
+OPTION = re.compile(r"(?<![\w/.)\]}-])(?<!\w['\"’»«“”])(?:--[A-Za-z0-9][\w-]*(?:\[=[A-Za-z_][\w-]*\]|=[A-Za-z_][\w-]*)?"
                     r"|-[A-Za-z][A-Za-z0-9]*)(?![\w-])")
 ACCELERATOR = re.compile(r"(?<![\w&])&(?=[^\W_])|(?<=[^\W\d_])&(?=[^\W\d_A-Z])|(?<![\w_])_(?=[^\W_])")
 ACCELERATOR_MAX_WORDS = 6

@@ -156,6 +156,16 @@ def test_a_glossary_term_the_model_left_out_is_inserted_where_it_scores_best_not
     assert all(t["satisfied"] for t in compound["glossary"])
 
 
+def test_a_compound_after_a_bracket_is_the_models_word_not_an_option_it_made_up(client):
+    # "-Adresse" read as a command-line option refused the as-written translation and was cut from
+    # the next one: "Ungültige IP(v4) %s:!".
+    body = {"text": ["Illegal IP(v4) address: %s!", "Use the 'Enter' key to send message"], **SOFTWARE}
+    answers = [nbest[0] for nbest in translations(client, body)]
+    assert [a["text"] for a in answers] == ["Ungültige IP(v4)-Adresse: %s!",
+                                           "Verwenden Sie den 'Eingabe'-Taste, um Nachricht zu senden"]
+    assert [p["placement"] for p in answers[0]["protected"]] == ["model"]
+
+
 def test_a_message_with_placeholders_goes_as_written_with_its_glossary(client):
     # Taken out for the glossary, "%s" stood where the alignment put it; as written the model places it.
     body = {"text": ["Could not open folder %s: %s"], **SOFTWARE, "alignment": "token",

@@ -49,6 +49,10 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("  -v, --verbose  with --color=never, '--block-size=M', --size[=SIZE] -rf; re-use -5 e-mail x -- y",
      [("option", "-v"), ("option", "--verbose"), ("option", "--color=never"), ("option", "'--block-size=M'"),
       ("option", "--size[=SIZE]"), ("option", "-rf")]),
+    # A hyphen after a closing bracket or a quote that closes a word joins a compound; after an
+    # opening one, an option starts.
+    ("Stat64()-Datei, IP(v4)-Adresse, 'Eingabe'-Taste, »Datei«-Menü, „Neu“-Knopf (-v) '-q' »-x«",
+     [("option", "-v"), ("option", "'-q'"), ("option", "»-x«")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
     assert [(p.kind, p.text) for p in find_protected(text)] == found
