@@ -51,7 +51,7 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
       ("option", "--size[=SIZE]"), ("option", "-rf")]),
     # A hyphen after a closing bracket or a quote that closes a word joins a compound; after an
     # opening one, an option starts.
-    ("Stat64()-Datei, IP(v4)-Adresse, 'Eingabe'-Taste, »Datei«-Menü, „Neu“-Knopf (-v) '-q' »-x«",
+    ("Stat64()-Datei, IP(v4)-Adresse, 'Eingabe'-Taste, »Datei«-Menü, „Neu“-Knopf, </interface>-Knopf (-v) '-q' »-x«",
      [("option", "-v"), ("option", "'-q'"), ("option", "»-x«")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
