@@ -727,7 +727,10 @@ class _Locator:
     def beside(self, words: list[int]) -> list[int]:
         """Offsets in the translation right after the last target word aligned to the source word
         before `words` (before its closing punctuation), and right before the first aligned to the
-        word after them: where a phrase the model left out would stand."""
+        word after them: where a phrase the model left out would stand. None without `words` (an
+        alignment without words: a backend that gives none)."""
+        if not words:
+            return []
         places = []
         before, after = min(words) - 1, max(words) + 1
         if before in self.aligned:
