@@ -357,10 +357,12 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
     Where the model left the term out, the words the alignment gives it translate another source
     word ("Click Apply to save" -> "Klicken Sie auf, um zu speichern": "Klicken" is Click's, 0.76
     against 0.24), and replacing them would lose that word ("Übernehmen Sie auf, um"). So, with
-    `rescore` (the model's log-probabilities of candidate translations, `restore`), a term none of
-    whose words has its heaviest link on the term, and a term no word is aligned to, go where the
-    model scores the sentence best: replacing those words, or inserted at each word boundary
-    ("Klicken Sie auf Übernehmen, um")."""
+    `rescore` (the model's log-probabilities of candidate translations, `restore`), a term each of
+    whose words links to it under `_FOREIGN` of that word's heaviest link, and a term no word is
+    aligned to, go where the model scores the sentence best: replacing those words, or inserted
+    beside the translations of the source words around it (`_best_place`: "Klicken Sie auf
+    Übernehmen, um"). A replacement never covers another term's required translation; in a
+    hyphenated compound it may replace a part (`_replaceable`), the model's score choosing."""
     edits: list[Edit] = []
     words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
     claimed = _claimed_targets(words, locate)
@@ -556,7 +558,7 @@ def terms_translated(prepared: PreparedText) -> str:
 
 
 def _edited(translation: str, edits: list[Edit]) -> str:
-    """`translation` with `edits` made (an inserted term followed by a space): what the model scores."""
+    """`translation` with `edits` made (an inserted term with the spaces it needs): what the model scores."""
     out = translation
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         text = edit.lead + edit.text + edit.trail if edit.how == "inserted" else edit.text
