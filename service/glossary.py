@@ -26,7 +26,8 @@ Enforcement (service/protection/placement.py), by one of two methods (`GlossaryM
   term translate another source word (each links to the term under half its heaviest link:
   "Klicken" 0.24 to Apply, 0.76 to Click), between replacing them and inserting the term beside
   the translations of its neighbours ("Klicken Sie auf Übernehmen, um", not "Übernehmen Sie auf,
-  um"; placement.py, `_best_place`). For German, the determiner and up to two
+  um"; placement.py, `_best_place`); a tag around exactly that term goes around it where it is
+  inserted ("Klicken Sie auf <b>Übernehmen</b>, um"). For German, the determiner and up to two
   adjectives right before a replaced noun then take the forms the model scores best, given the
   source with its terms translated (placement.py, `_agreeing_articles`; "Den ausgewählten Ordner"
   -> "Das ausgewählte Verzeichnis").
@@ -132,6 +133,7 @@ class Edit:
     how: str  # "replaced" | "inserted" | "agreed" (a determiner or adjective before a replaced noun, chosen again)
     lead: str = ""   # an insertion's spaces before and after it, where it would touch a word
     trail: str = ""
+    term: tuple[int, int] | None = None  # where the source term it enforces stands (model text offsets)
 
 
 @dataclass(frozen=True)

@@ -294,18 +294,28 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             else:
                 atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
 
-    spans: dict[int, tuple[int, int]] = {}
+    edits = _glossary_edits(prepared, translation, locate, rescore)
+    agreed = []
+    if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
+        terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
+        agreed = _agreeing_articles(translation, edits, terms, rescore)
+    changes = edits + agreed
+    # A tag around exactly a term the model left out goes around the term where it is inserted
+    # ("Click <b>Apply</b> to save" -> "Klicken Sie auf <b>Übernehmen</b>, um"), not around the
+    # word the alignment gave the term ("<b>Klicken</b> Sie auf Übernehmen").
+    around = _tags_around_insertions(prepared, locate, changes, held_by)
+    tag_spans: dict[int, tuple[int, int]] = {}
     for index, tag in enumerate(tags):
         item = len(protected) + index
-        if index in held_by:
+        if index in held_by or index in around:
             continue
         if tag.standalone:
             core = tag.verbatim or tag.opening
             atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))])
             continue
         start, end, how[item] = locate.wrap(tag.start, tag.end)
-        start, end = _nest(start, end, tag, spans, tags)
-        spans[index] = (start, end)
+        start, end = _nest(start, end, tag, tag_spans, tags)
+        tag_spans[index] = (start, end)
         closing = tag.closing or ""
         if start == end:
             inserts.append(_Insert(start, tag.opening + closing, 1, (tag.start, 0, index),
@@ -314,20 +324,21 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))]))
             inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
     dropped = _dropped(translation, stray)
-    edits = _glossary_edits(prepared, translation, locate, rescore)
-    agreed = []
-    if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
-        terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
-        agreed = _agreeing_articles(translation, edits, terms, rescore)
-    changes = edits + agreed
+    wrapping = {number: index for index, number in around.items()}
     for number, edit in enumerate(changes):
         dropped.update(range(edit.start, edit.end))
         core = escape_text(edit.text) if prepared.fmt != "text" else edit.text
-        lead, trail = edit.lead, edit.trail
+        marks = [(len(reports) + number, 0, len(core))]
+        if number in wrapping:
+            index = wrapping[number]
+            opening, closing = tags[index].opening, tags[index].closing or ""
+            marks = [(len(reports) + number, len(opening), len(opening) + len(core)),
+                     (len(protected) + index, 0, len(opening) + len(core) + len(closing))]
+            how[len(protected) + index] = "aligned"
+            core = opening + core + closing
         # A replacement stands where the words it replaces stood: inside a tag opened there.
         rank = 1 if edit.how == "inserted" else 3
-        inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), [(len(reports) + number, 0, len(core))],
-                               lead, trail))
+        inserts.append(_Insert(edit.start, core, rank, (-1, edit.entry), marks, edit.lead, edit.trail))
     spans, text, starts, ends = _assemble(prepared.fmt, translation, inserts, len(reports) + len(changes), dropped)
     placed = spans[:len(reports)]
     for edit, (start, end) in zip(changes, spans[len(reports):]):
@@ -387,8 +398,8 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
         if len(found) + sum(e.entry == match.entry for e in edits) < wanted:
             kept = [span for k, other in enumerate(prepared.glossary) if k != match.entry
                     for span in occurrences(translation, other.target)]
-            choices = [Edit(match.entry, a, b, _cased(entry.target, translation[a:b][:1].isupper()), "replaced")
-                       for a, b in _replaceable(translation, start, end, kept)]
+            choices = [Edit(match.entry, a, b, _cased(entry.target, translation[a:b][:1].isupper()), "replaced",
+                            term=(match.start, match.end)) for a, b in _replaceable(translation, start, end, kept)]
             if not choices:  # every part of those words is another term's translation: they stay
                 unaligned.append(match)
                 continue
@@ -413,6 +424,26 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
                                rescore)
         edits.append(edit)
     return edits
+
+
+def _tags_around_insertions(prepared: PreparedText, locate: _Locator, changes: list[Edit],
+                            held_by: dict[int, int]) -> dict[int, int]:
+    """Tag index -> the change (an inserted term) it goes around: a paired tag with no tag inside
+    it whose words are exactly the source term."""
+    model = prepared.model_text
+    around: dict[int, int] = {}
+    for index, tag in enumerate(prepared.markup.tags):
+        if tag.standalone or index in held_by or any(_inside(prepared.markup.tags, k, index)
+                                                     for k in range(index + 1, len(prepared.markup.tags))):
+            continue
+        a, b = locate.to_model[tag.start], locate.to_model[tag.end]
+        a += len(model[a:b]) - len(model[a:b].lstrip())
+        b -= len(model[a:b]) - len(model[a:b].rstrip())
+        number = next((n for n, edit in enumerate(changes) if edit.how == "inserted" and edit.term == (a, b)
+                       and n not in around.values()), None)
+        if number is not None:
+            around[index] = number
+    return around
 
 
 # A target word whose link to a term is under this share of its heaviest link translates another
@@ -467,7 +498,8 @@ def _insertion(prepared: PreparedText, translation: str, match: TermMatch, offse
                            model[match.end] if match.end < len(model) else "")
     if translation[offset:offset + 1] in _CLOSING:
         trail = ""
-    return Edit(match.entry, offset, offset, _cased(entry.target, not before or before[-1] in ".!?"), "inserted", lead, trail)
+    return Edit(match.entry, offset, offset, _cased(entry.target, not before or before[-1] in ".!?"), "inserted", lead, trail,
+                (match.start, match.end))
 
 
 _CLOSING = frozenset(".,;:!?)]}…")

@@ -154,6 +154,12 @@ def test_a_glossary_term_the_model_left_out_is_inserted_where_it_scores_best_not
     # "Sensor-Erinnerung": the part that is not already another term's translation is replaced.
     assert compound["text"] == "Sensor-Alarm"
     assert all(t["satisfied"] for t in compound["glossary"])
+    # A tag around the term goes around it where it is inserted, not around "Klicken".
+    body = {"text": "Click <b>Apply</b> to save your changes.", **SOFTWARE, "format": "html",
+            "glossary": [{"source": "Apply", "target": "Übernehmen"}]}
+    (tagged,) = [nbest[0] for nbest in translations(client, body)]
+    assert tagged["text"] == "Klicken Sie auf <b>Übernehmen</b>, um Ihre Änderungen zu speichern."
+    assert tagged["protected"][0]["target"] == {"start": 16, "end": 33}
 
 
 def test_a_compound_after_a_bracket_is_the_models_word_not_an_option_it_made_up(client):

@@ -238,3 +238,21 @@ def test_a_replacement_keeps_the_part_of_a_compound_that_is_another_terms_transl
 
     assert restore(prepared, translation, alignment, rescore).text == "Alarm-Erinnerung"
     assert scored == [["Alarm", "Alarm-Erinnerung", "Sensor-Alarm"]]
+
+
+def test_a_tag_around_a_term_the_model_left_out_goes_around_the_term_where_it_is_inserted():
+    prepared = prepare("Click <b>Apply</b> to save.", "html", glossary=[Entry("Apply", "Übernehmen")])
+    translation = "Klicken Sie auf, um zu speichern."
+    links = [[(0, 0.76), (1, 0.24)], [(0, 1.0)], [(0, 1.0)], [(2, 1.0)], [(2, 1.0)], [(3, 1.0)]]
+    alignment = weighted(prepared.model_text, translation, links, heaviest(links) + [(1, 0)])
+
+    def rescore(candidates: list[str]) -> list[float]:
+        return [1.0 if c == "Klicken Sie auf Übernehmen, um zu speichern." else 0.0 for c in candidates]
+
+    restored = restore(prepared, translation, alignment, rescore)
+    assert restored.text == "Klicken Sie auf <b>Übernehmen</b>, um zu speichern."
+    (tag,) = restored.placed
+    assert (tag.text, tag.source_start, tag.source_end, tag.target_start, tag.target_end) == ("<b>", 6, 18, 16, 33)
+    assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(19, 29)])]
+    # Replacing the word the alignment gave the term, the tag wraps the replacement.
+    assert restore(prepared, translation, alignment).text == "<b>Übernehmen</b> Sie auf, um zu speichern."

@@ -12,6 +12,7 @@ import pytest
 from model.alignments.word_alignment import TokenAlignment
 from service.glossary import GlossaryEntry
 from service.protected_translation import serve_as_written, tried_as_written
+from service.protection.markup import read_markup
 from service.protection.placeholders import find_protected
 from service.protection.placement import output_word, prepare, restore, terms_translated, written
 from service.runtime.base import Translation
@@ -60,10 +61,16 @@ def random_scores(rng: random.Random):
 @pytest.mark.parametrize("seed", range(300))
 def test_enforcement_never_raises_and_every_offset_slices_the_output(seed):
     rng = random.Random(seed)
-    source = " ".join(rng.choice(SOURCE_WORDS) for _ in range(rng.randint(1, 9)))
+    chosen = [rng.choice(SOURCE_WORDS) for _ in range(rng.randint(1, 9))]
+    fmt = "html" if rng.random() < 0.3 else "text"
+    if fmt == "html":  # a tag around one word, often a term
+        chosen = [w.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for w in chosen]
+        k = rng.randrange(len(chosen))
+        chosen[k] = f"<b>{chosen[k]}</b>"
+    source = " ".join(chosen)
     target = " ".join(w for w in (rng.choice(TARGET_WORDS) for _ in range(rng.randint(0, 9))) if w)
     glossary = rng.sample(GLOSSARY, k=rng.randint(1, 4))
-    prepared = prepare(source, glossary=glossary)
+    prepared = prepare(source, fmt, glossary=glossary)
     alignment = random_alignment(rng, prepared.model_text, target)
     restored = restore(prepared, target, alignment, random_scores(rng), articles=rng.random() < 0.5)
     for report in restored.glossary:
@@ -74,6 +81,12 @@ def test_enforcement_never_raises_and_every_offset_slices_the_output(seed):
     for word in alignment.target_words:
         moved = output_word(word, restored)
         assert restored.text[moved.start:moved.end] == moved.text
+    if fmt == "html":  # the tag comes back once, well formed, where the answer says it is
+        output = read_markup(restored.text, "html")
+        assert [t.opening for t in output.tags] == ["<b>"]
+        (placed,) = [p for p in restored.placed if p.kind == "tag"]
+        assert restored.text[placed.target_start:placed.target_end].startswith("<b>")
+        assert restored.text[placed.target_start:placed.target_end].endswith("</b>")
 
     if not tried_as_written(prepared):
         return
