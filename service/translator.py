@@ -304,7 +304,7 @@ class Translator:
         results = []
         first = 0
         for layout in layouts:
-            results.append(assemble(layout, served[first:first + len(layout.segments)], asked))
+            results.append(_distinct(assemble(layout, served[first:first + len(layout.segments)], asked)))
             first += len(layout.segments)
         return chosen, results
 
@@ -563,6 +563,19 @@ class Translator:
             raise RequestError("text", exc.reason, todo[exc.slot], kind="text_rejected") from exc
         finally:
             batcher.drop(job)  # a no-op once the job is done; on cancellation it frees the queue
+
+
+def _distinct(nbest: list[Served]) -> list[Served]:
+    """The n-best list without a repeated output text (the better-scored kept): enforcing a glossary
+    makes hypotheses that differed only in the term's word alike ("Klicken Sie auf Anwenden, um"
+    and "Klicken Sie auf, um" both become "Klicken Sie auf Übernehmen, um")."""
+    seen: set[str] = set()
+    distinct = []
+    for served in nbest:
+        if served.translation.text not in seen:
+            seen.add(served.translation.text)
+            distinct.append(served)
+    return distinct
 
 
 def _check_options(runtime: TranslationRuntime, options: DecodingOptions) -> None:
