@@ -120,8 +120,9 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     syntax = Counter(c for c in prepared.original if c in _SYNTAX)
     source = prepared.markup
-    glossary = written(prepared) if prepared.term_matches else None
-    scorer = partial(rescore, terms_translated(glossary)) if glossary is not None and rescore is not None else None
+    # The text as the model read it, to enforce its glossary on (None: no term in it).
+    with_terms = written(prepared) if prepared.term_matches else None
+    scorer = partial(rescore, terms_translated(with_terms)) if with_terms is not None and rescore is not None else None
 
     def kept(text: str) -> tuple[Markup, list[Protected], list[Placed]] | None:
         try:
@@ -139,9 +140,9 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     for translation in nbest:
         checked = kept(translation.text)
         reports: list = []
-        if checked is not None and glossary is not None:
+        if checked is not None and with_terms is not None:
             alignment = translation.alignment or TokenAlignment.empty()
-            restored = restore(glossary, translation.text, alignment, scorer, articles)
+            restored = restore(with_terms, translation.text, alignment, scorer, articles)
             # A replaced word may have held a placeholder: the enforced text is checked again.
             checked = kept(restored.text)
             reports = restored.glossary
