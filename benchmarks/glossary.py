@@ -128,6 +128,7 @@ def measure(args: argparse.Namespace) -> str:
     import sacrebleu
 
     from service.glossary import GlossaryEntry, occurrences
+    from service.protection.placeholders import find_placeholders
     from service.protection.placement import prepare, restore, terms_translated
     from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
@@ -184,6 +185,13 @@ def measure(args: argparse.Namespace) -> str:
         bleu = sacrebleu.corpus_bleu(outputs, [references]).score
         chrf = sacrebleu.corpus_chrf(outputs, [references]).score
         lines.append(f"| {name} | {compliance(outputs, terms)} | {compliance(outputs, missed)} | {bleu:.2f} | {chrf:.2f} |")
+    with_placeholders = [k for k, item in enumerate(items) if find_placeholders(item["source"])]
+    if service_outputs and with_placeholders:
+        # The service sends these as written, glossary or not (service/protected_translation.py).
+        scores = [f"{way} {sacrebleu.corpus_bleu([o[k] for k in with_placeholders], [[references[k] for k in with_placeholders]]).score:.2f}"
+                  for way, o in service_outputs.items()]
+        lines += ["", f"BLEU through the service on the {len(with_placeholders)} messages with a placeholder: "
+                  + ", ".join(scores) + "."]
     return "\n".join(lines) + "\n"
 
 
