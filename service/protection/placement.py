@@ -553,7 +553,8 @@ def _agreeing_articles(translation: str, edits: list[Edit], terms: list[tuple[in
 
 def _noun_phrase_before(translation: str, noun_start: int) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
     """The German determiner (its span, or None) and up to two adjectives (lower-case words with an
-    adjective ending, or capitalised at the start of the text) right before `noun_start`."""
+    adjective ending, or capitalised at the start of the text) right before `noun_start`; a "zu"
+    before a participle ("einen zu importierenden Ordner") is part of the phrase and stays."""
     adjectives: list[tuple[int, int]] = []
     at = noun_start
     while True:
@@ -561,6 +562,9 @@ def _noun_phrase_before(translation: str, noun_start: int) -> tuple[tuple[int, i
         if before is None:
             return None, adjectives
         word, span = before.group(1), before.span(1)
+        if word == "zu" and adjectives and adjectives[0][0] == translation.find(" ", span[1]) + 1:
+            at = span[0]
+            continue
         if determiner_forms(word):
             return span, adjectives
         if (len(adjectives) == _MAX_ADJECTIVES or len(word) < 4 or not word.endswith(_ADJECTIVE_ENDINGS)

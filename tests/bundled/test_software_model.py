@@ -130,7 +130,7 @@ def test_a_glossary_noun_gets_the_article_and_adjective_endings_the_model_choose
     # created." as the source, scores "Das" best (service/protection/placement.py, _agreeing_articles).
     glossary = [{"source": "folder", "target": "Verzeichnis"}, {"source": "file", "target": "Dokument"}]
     texts = ["The folder could not be created.", "Could not open the file.", "Save your work.",
-             "Delete the selected folder?"]
+             "Delete the selected folder?", "Select the folder to be deleted"]
     answer = translations(client, {"text": texts, "glossary": glossary + [{"source": "save", "target": "sichern"}],
                                    **SOFTWARE})
     assert [n[0]["text"] for n in answer] == [
@@ -138,8 +138,9 @@ def test_a_glossary_noun_gets_the_article_and_adjective_endings_the_model_choose
         "Das Dokument konnte nicht geöffnet werden.",      # "Die Datei ..."
         "Ihre Arbeit sichern.",                            # "speichern", linked to "Save" below the hard link
         "Das ausgewählte Verzeichnis löschen?",            # "Den ausgewählten Ordner löschen?"
+        "Wählen Sie das zu löschende Verzeichnis",         # "den zu löschenden Ordner": "zu" stays
     ]
-    assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"]] * 4
+    assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"]] * 5
 
 
 def test_a_glossary_term_the_model_left_out_is_inserted_where_it_scores_best_not_over_another_word(client):

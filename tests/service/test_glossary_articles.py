@@ -80,6 +80,22 @@ def test_the_adjectives_between_take_the_ending_the_model_scores_best():
     assert "Das ausgewählte Verzeichnis löschen?" in candidates and "Die ausgewähltem Verzeichnis löschen?" in candidates
 
 
+def test_a_zu_before_a_participle_is_part_of_the_noun_phrase_and_stays():
+    prepared = prepare("Select a folder to import", glossary=[Entry("folder", "Verzeichnis")])
+    translation = "Wählen Sie einen zu importierenden Ordner aus"
+    asked = []
+
+    def rescore(candidates):
+        asked.append(candidates)
+        return [1.0 if c == "Wählen Sie ein zu importierendes Verzeichnis aus" else 0.0 for c in candidates]
+
+    alignment = aligned(prepared.model_text, translation, [(0, 0), (1, 2), (3, 3), (4, 4), (2, 5), (0, 6)])
+    restored = restore(prepared, translation, alignment, rescore)
+    assert restored.text == "Wählen Sie ein zu importierendes Verzeichnis aus"
+    (candidates,) = asked  # the determiner's six forms x five endings of the participle; "zu" as it is
+    assert len(candidates) == 30 and all(" zu " in c for c in candidates)
+
+
 def test_a_contraction_before_a_feminine_term_opens_into_preposition_and_article():
     prepared = prepare("A dog runs in the park.", glossary=[Entry("park", "Grünanlage")])
     translation = "Ein Hund rennt im Park."
