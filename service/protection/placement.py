@@ -800,12 +800,9 @@ class _Locator:
         # A tag around every word (<p>, <li>, a whole label) is around the whole translation,
         # whatever the alignment of its words says.
         whole = bool(inside) and len(inside) == len(self.source_words)
-        if whole:
-            targets = list(range(len(self.target_words)))
-        else:
-            targets = sorted(t for i in inside for t in self.aligned.get(i, []))
-        if not targets:
-            targets = sorted(self.attending[i][1] for i in inside if i in self.attending)
+        # Each target word once: two wrapped words aligned to one target word do not make its run
+        # outweigh a longer run of distinct words.
+        targets = list(range(len(self.target_words))) if whole else self.targets(inside)
         if targets:
             run = targets if whole else _largest_run(targets)
             first, last = self.target_words[run[0]], self.target_words[run[-1]]
