@@ -126,7 +126,7 @@ class TranslateRequest(BaseModel):
         description="Beam width; omitted: the server default (5), raised to n_best if smaller.",
     )
     n_best: int = Field(default=1, ge=1, le=MAX_BEAM_SIZE, description="Hypotheses per text, <= beam_size; each "
-                        "a different text, so fewer where enforcing the glossary made two alike.")
+                        "a different text (fewer where the beam finished fewer different ones).")
     alignment: AlignmentMode = Field(
         default="none",
         description='"token": word alignments for every hypothesis; "phrase": those and the phrase map.',

@@ -293,6 +293,11 @@ class Translator:
         else:
             layouts, prepared, chosen = await anyio.to_thread.run_sync(cut_and_prepare)
         owner = [index for index, layout in enumerate(layouts) for _ in layout.segments]
+        wanted = options.n_best
+        if wanted > 1 and any(p.term_matches for p in prepared):
+            # Enforcing the terms can make hypotheses alike (`_distinct`): the beam's other
+            # finished ones fill the list. The search is the same; only more of it is kept.
+            options = replace(options, n_best=max(wanted, options.beam_size))
         try:
             asked = options.alignment
             options = replace(options, alignment=alignment_needed(prepared, asked))
@@ -304,7 +309,7 @@ class Translator:
         results = []
         first = 0
         for layout in layouts:
-            results.append(_distinct(assemble(layout, served[first:first + len(layout.segments)], asked)))
+            results.append(_distinct(assemble(layout, served[first:first + len(layout.segments)], asked))[:wanted])
             first += len(layout.segments)
         return chosen, results
 
@@ -568,7 +573,8 @@ class Translator:
 def _distinct(nbest: list[Served]) -> list[Served]:
     """The n-best list without a repeated output text (the better-scored kept): enforcing a glossary
     makes hypotheses that differed only in the term's word alike ("Klicken Sie auf Anwenden, um"
-    and "Klicken Sie auf, um" both become "Klicken Sie auf Übernehmen, um")."""
+    and "Klicken Sie auf, um" both become "Klicken Sie auf Übernehmen, um"), so a request with
+    terms keeps every hypothesis the beam finished until this has run."""
     seen: set[str] = set()
     distinct = []
     for served in nbest:
