@@ -27,6 +27,14 @@ TRANSLATION = "Der Ordner konnte nicht erstellt werden."
 HARD = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 5), (5, 4)]
 
 
+def preferring(likes, asked: list[list[str]]):
+    """A model score that records the candidates it is asked about and prefers those `likes` accepts."""
+    def rescore(candidates: list[str]) -> list[float]:
+        asked.append(candidates)
+        return [1.0 if likes(c) else 0.0 for c in candidates]
+    return rescore
+
+
 def test_determiner_families_keep_the_capital():
     assert determiner_forms("Der") == ("Die", "Das", "Den", "Dem", "Des")
     assert determiner_forms("einen") == ("ein", "eine", "einem", "einer", "eines")
@@ -39,10 +47,7 @@ def test_the_article_the_model_scores_best_with_the_term_is_taken():
     prepared = prepare(SOURCE, glossary=[Entry("folder", "Verzeichnis")])
     asked = []
 
-    def rescore(candidates):
-        asked.append(candidates)
-        return [-3.0 if c.startswith("Das ") else -5.0 for c in candidates]
-
+    rescore = preferring(lambda c: c.startswith("Das "), asked)
     restored = restore(prepared, TRANSLATION, aligned(prepared.model_text, TRANSLATION, HARD), rescore)
     assert restored.text == "Das Verzeichnis konnte nicht erstellt werden."
     (candidates,) = asked  # the replaced text, then each other form of its determiner
@@ -69,10 +74,7 @@ def test_the_adjectives_between_take_the_ending_the_model_scores_best():
     translation = "Den ausgewählten Ordner löschen?"
     asked = []
 
-    def rescore(candidates):
-        asked.append(candidates)
-        return [1.0 if c == "Das ausgewählte Verzeichnis löschen?" else 0.0 for c in candidates]
-
+    rescore = preferring(lambda c: c == "Das ausgewählte Verzeichnis löschen?", asked)
     restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(1, 0), (2, 1), (3, 2)]), rescore)
     assert restored.text == "Das ausgewählte Verzeichnis löschen?"
     (candidates,) = asked  # six determiners x five endings, the model's own first
@@ -85,10 +87,7 @@ def test_a_zu_before_a_participle_is_part_of_the_noun_phrase_and_stays():
     translation = "Wählen Sie einen zu importierenden Ordner aus"
     asked = []
 
-    def rescore(candidates):
-        asked.append(candidates)
-        return [1.0 if c == "Wählen Sie ein zu importierendes Verzeichnis aus" else 0.0 for c in candidates]
-
+    rescore = preferring(lambda c: c == "Wählen Sie ein zu importierendes Verzeichnis aus", asked)
     alignment = aligned(prepared.model_text, translation, [(0, 0), (1, 2), (3, 3), (4, 4), (2, 5), (0, 6)])
     restored = restore(prepared, translation, alignment, rescore)
     assert restored.text == "Wählen Sie ein zu importierendes Verzeichnis aus"
@@ -101,10 +100,7 @@ def test_a_contraction_before_a_feminine_term_opens_into_preposition_and_article
     translation = "Ein Hund rennt im Park."
     asked = []
 
-    def rescore(candidates):
-        asked.append(candidates)
-        return [1.0 if "in der Grünanlage" in c else 0.0 for c in candidates]
-
+    rescore = preferring(lambda c: "in der Grünanlage" in c, asked)
     restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 3), (5, 4)]),
                        rescore)
     assert restored.text == "Ein Hund rennt in der Grünanlage."
@@ -183,9 +179,6 @@ def test_without_articles_a_replaced_noun_keeps_the_models_article_and_nothing_i
     prepared = prepare(SOURCE, glossary=[Entry("folder", "Verzeichnis")])
     asked = []
 
-    def rescore(candidates):
-        asked.append(candidates)
-        return [-3.0 if c.startswith("Das ") else -5.0 for c in candidates]
-
+    rescore = preferring(lambda c: c.startswith("Das "), asked)
     restored = restore(prepared, TRANSLATION, aligned(prepared.model_text, TRANSLATION, HARD), rescore, articles=False)
     assert restored.text == "Der Verzeichnis konnte nicht erstellt werden." and asked == []
