@@ -161,5 +161,5 @@ def test_the_page_sends_a_glossary_and_shows_its_report(base_url, browser):
     assert page.inner_text(".hyp .output") == "Zwei Köter spielen im Schnee."
     # Only the terms the text holds are reported.
     assert page.eval_on_selector_all(".hyp ul.glossary li", "els => els.map(e => e.textContent)") == [
-        "glossary dogs → Köter: kept at characters 5–10 (replaced)"]
+        "glossary dogs → Köter: at characters 5–10, replaced"]
     page.close()
