@@ -72,11 +72,16 @@ ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{
 URL = re.compile(r"(?:\b(?:https?|ftp|file)://|\bwww\.(?=[A-Za-z0-9-]+\.))[^\s<>\"'`]+")
 EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 PATH = re.compile(r"(?<![\w/~.$}-])(?:(?:~|\.{1,2})/[\w.+-]+(?:/[\w.+@-]+)*/?|/[\w.+-]+(?:/[\w.+@-]+)+/?)")
-# Not after a closing bracket or a quote closing a word: that hyphen joins a German compound
-# ("IP(v4)-Adresse", "'Eingabe'-Taste", "»Datei«-Menü", "</interface>-Knopf" in plain text); taken
-# for an option, it made the software model's as-written translation look as if it had added a
+# An option starts a word: at the start, after a space, an opening bracket or the "," or "|" between
+# alternatives ("-V,--version", "[-b|--block]"), or after a quote that itself opens a word. Not after a closing bracket, a quote closing a word, or a sign ending
+# one: that hyphen joins a German compound ("IP(v4)-Adresse", "'Eingabe'-Taste", "»Datei«-Menü",
+# "GTK+-Bibliothek", "C++-Compiler", "Yahoo!-Konto", "</interface>-Knopf" in plain text); taken for
+# an option, it made the software model's as-written translation look as if it had added a
 # placeholder.
-OPTION = re.compile(r"(?<![\w/.)\]}>-])(?<!\w['\"’»«“”])(?:--[A-Za-z0-9][\w-]*(?:\[=[A-Za-z_][\w-]*\]|=[A-Za-z_][\w-]*)?"
+_OPENING_QUOTE = "['\"`„“‚‘»«]"
+OPTION = re.compile(r"(?:^|(?<=[\s(\[{<,|])|(?<=^" + _OPENING_QUOTE + r")|(?<=[\s(\[{<,|]" + _OPENING_QUOTE + r")"
+                    r"|(?<=[\s(]``))"
+                    r"(?:--[A-Za-z0-9][\w-]*(?:\[=[A-Za-z_][\w-]*\]|=[A-Za-z_][\w-]*)?"
                     r"|-[A-Za-z][A-Za-z0-9]*)(?![\w-])")
 ACCELERATOR = re.compile(r"(?<![\w&])&(?=[^\W_])|(?<=[^\W\d_])&(?=[^\W\d_A-Z])|(?<![\w_])_(?=[^\W_])")
 ACCELERATOR_MAX_WORDS = 6

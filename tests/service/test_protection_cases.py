@@ -49,10 +49,13 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("  -v, --verbose  with --color=never, '--block-size=M', --size[=SIZE] -rf; re-use -5 e-mail x -- y",
      [("option", "-v"), ("option", "--verbose"), ("option", "--color=never"), ("option", "'--block-size=M'"),
       ("option", "--size[=SIZE]"), ("option", "-rf")]),
-    # A hyphen after a closing bracket or a quote that closes a word joins a compound; after an
-    # opening one, an option starts.
+    # A hyphen after a closing bracket, a quote that closes a word or a sign that ends one joins a
+    # compound; at the start, after a space, an opening bracket or an opening quote, an option starts.
     ("Stat64()-Datei, IP(v4)-Adresse, 'Eingabe'-Taste, »Datei«-Menü, „Neu“-Knopf, </interface>-Knopf (-v) '-q' »-x«",
      [("option", "-v"), ("option", "'-q'"), ("option", "»-x«")]),
+    ('GTK+-Bibliothek, C++-Compiler, Yahoo!-Konto, To:-Feld, "Öffnen mit..."-Dialog, 45°-Winkel [-a] (-b)',
+     [("option", "-a"), ("option", "-b")]),
+    ("-v at the start, and '--size=M' quoted", [("option", "-v"), ("option", "'--size=M'")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
     assert [(p.kind, p.text) for p in find_protected(text)] == found
