@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Literal
 
 from service.glossary import (Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms, find_terms,
@@ -294,10 +295,13 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             else:
                 atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
 
-    edits = _glossary_edits(prepared, translation, locate, rescore)
+    # Where each glossary entry's required translation already stands: read once a translation,
+    # for the terms' edits and the article choice alike, and only for the entries they ask about.
+    occurring = cache(lambda entry: occurrences(translation, prepared.glossary[entry].target))
+    edits = _glossary_edits(prepared, translation, locate, occurring, rescore)
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
-        terms = [span for entry in prepared.glossary for span in occurrences(translation, entry.target)]
+        terms = [span for entry in range(len(prepared.glossary)) for span in occurring(entry)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
     changes = edits + agreed
     # A tag around exactly a term the model left out goes around the term where it is inserted
@@ -359,6 +363,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
 
 
 def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
+                    occurring: Callable[[int], list[tuple[int, int]]],
                     rescore: Callable[[list[str]], list[float] | None] | None = None) -> list[Edit]:
     """What the translation needs for each glossary term it does not satisfy (service/glossary.py):
     the target words aligned to the source term replaced by the required term, or, where none is
@@ -373,14 +378,15 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
     aligned to, go where the model scores the sentence best: replacing those words, or inserted
     beside the translations of the source words around it (`_best_place`: "Klicken Sie auf
     Übernehmen, um"). A replacement never covers another term's required translation; in a
-    hyphenated compound it may replace a part (`_replaceable`), the model's score choosing."""
+    hyphenated compound it may replace a part (`_replaceable`), the model's score choosing.
+    `occurring`: glossary entry -> where its required translation stands in `translation`."""
     edits: list[Edit] = []
     words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
     claimed = _claimed_targets(words, locate)
     unaligned = []
     for index, (match, targets) in enumerate(zip(prepared.term_matches, claimed)):
         entry = prepared.glossary[match.entry]
-        found = occurrences(translation, entry.target)
+        found = occurring(match.entry)
         # No more target words than the term has: a sentence's last word, its punctuation linked to
         # the term's ("folder?" -> "Ordner löschen?", "löschen?" 0.52 to "folder?"), stays.
         size = len(prepared.model_text[match.start:match.end].split())
@@ -396,8 +402,7 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
             continue
         wanted = sum(m.entry == match.entry for m in prepared.term_matches)
         if len(found) + sum(e.entry == match.entry for e in edits) < wanted:
-            kept = [span for k, other in enumerate(prepared.glossary) if k != match.entry
-                    for span in occurrences(translation, other.target)]
+            kept = [span for k in range(len(prepared.glossary)) if k != match.entry for span in occurring(k)]
             choices = [Edit(match.entry, a, b, _cased(entry.target, translation[a:b][:1].isupper()), "replaced",
                             term=(match.start, match.end)) for a, b in _replaceable(translation, start, end, kept)]
             if not choices:  # every part of those words is another term's translation: they stay
@@ -413,8 +418,7 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
         # No word is aligned to the term. The model may have translated it all the same, merged
         # with another occurrence ("Press Save to save" -> "Zum Speichern ... drücken"), so the
         # term is inserted only where the translation would otherwise lack it.
-        entry = prepared.glossary[match.entry]
-        if occurrences(translation, entry.target) or any(e.entry == match.entry for e in edits):
+        if occurring(match.entry) or any(e.entry == match.entry for e in edits):
             continue
         plain_start = prepared.to_plain[match.start]
         offset, _ = locate.anchor(plain_start, plain_start)
