@@ -24,6 +24,9 @@ def restore(source: str, text: str, spans: Sequence[Span] | None = None) -> tupl
     characters, at most as many times as the source has each, first occurrences first; and `spans`
     (character spans into `text`, such as its pieces') moved to the new text: a span inside an
     expansion covers the character that replaced it."""
+    if unicodedata.is_normalized("NFKC", source):
+        # No character of it has an expansion (nearly every source: it runs for every hypothesis).
+        return text, None if spans is None else list(spans)
     edits: list[tuple[int, int, str]] = []
     for char in dict.fromkeys(source):
         form = unicodedata.normalize("NFKC", char)
