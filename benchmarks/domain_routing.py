@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
 
 SETS = {"test_2016_flickr": REPO / "data" / "multi30k" / "test_2016_flickr",
         "software test split": REPO / "data" / "debian_catalogs" / "test"}
@@ -45,9 +45,7 @@ def main() -> int:
 
     import sacrebleu
     import torch
-    from fastapi.testclient import TestClient
 
-    from service.app import create_app
     from service.settings import Settings
     from training.evaluate import placeholder_survival
 
@@ -57,8 +55,7 @@ def main() -> int:
     names = [path.name for path in args.model_dirs]
     rows, choice_rows = [], []
     started = time.perf_counter()
-    with TestClient(create_app(settings)) as client:
-        client.portal.call(client.app.state.lifecycle.wait_loaded)
+    with in_process_service(settings) as client:
         translator = client.app.state.lifecycle.translator
         default = translator.default_name(("en", "de"))
 

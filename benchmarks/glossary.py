@@ -52,7 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
 
 # Per test set: the corpus, its test split, the target language, the committed test set, the model
 # measured by default.
@@ -200,16 +200,11 @@ def through_service(model_dir: Path, items: list[dict], target: str = "de") -> d
     glossary and with it: what a client gets, the text's placeholders sent as written where the
     service does so and its sentences cut as it cuts them. One request per message (each has its
     own glossary), the messages without a glossary in requests of 32."""
-    from fastapi.testclient import TestClient
-
-    from service.app import create_app
     from service.settings import Settings
 
-    app = create_app(Settings(model_dirs=[model_dir], device="cpu", inference_process=False, warmup=False))
     outputs: dict[str, list[str]] = {"no glossary": [], "glossary": []}
-    with TestClient(app) as client:
-        client.portal.call(app.state.lifecycle.wait_loaded)
-
+    with in_process_service(Settings(model_dirs=[model_dir], device="cpu", inference_process=False,
+                                     warmup=False)) as client:
         def post(texts: list[str], glossary: list[dict] | None = None) -> list[str]:
             body = {"text": texts, "source": "en", "target": target, "model": model_dir.name}
             if glossary:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -52,3 +54,18 @@ def append_report(path: Path, title: str, command: str, report: str) -> None:
                         encoding="utf-8")
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("\n" + report.lstrip("\n"))
+
+
+@contextmanager
+def in_process_service(settings, runtime_factory=None) -> Iterator:
+    """A client of this checkout's service run in this process (FastAPI's TestClient), once its
+    models are loaded: what the benchmarks that measure "through the service" post to.
+    `runtime_factory`: as service.app.create_app's."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+
+    app = create_app(settings, runtime_factory=runtime_factory)
+    with TestClient(app) as client:
+        client.portal.call(app.state.lifecycle.wait_loaded)
+        yield client

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
 
 
 def lines(split: Path, suffix: str, limit: int | None) -> list[str]:
@@ -48,9 +48,7 @@ def main() -> int:
     import httpx
     import sacrebleu
     import torch
-    from fastapi.testclient import TestClient
 
-    from service.app import create_app
     from service.layout import split
     from service.protection.placeholders import find_protected
     from service.runtime.base import DecodingOptions
@@ -69,10 +67,8 @@ def main() -> int:
     model = args.model_dir.name
     served = []
     started = time.perf_counter()
-    with (httpx.Client(base_url=args.url, timeout=600) if args.url else TestClient(create_app(Settings(
-            model_dirs=[args.model_dir], device="cpu", inference_process=False, warmup=False, max_segments=32)))) as client:
-        if not args.url:
-            client.portal.call(client.app.state.lifecycle.wait_loaded)
+    with (httpx.Client(base_url=args.url, timeout=600) if args.url else in_process_service(Settings(
+            model_dirs=[args.model_dir], device="cpu", inference_process=False, warmup=False, max_segments=32))) as client:
         for i in range(0, len(sources), 32):
             response = client.post("/translate", json={"source": "en", "target": "de", "text": sources[i:i + 32],
                                                        "beam_size": 5, "model": model})

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
 
 
 def lines(split: Path, suffix: str) -> list[str]:
@@ -67,15 +67,11 @@ def tags_and_placeholders(text: str) -> Counter | None:
 
 
 def translate(model_dir: Path, sources: list[str]) -> list[dict]:
-    from fastapi.testclient import TestClient
-
-    from service.app import create_app
     from service.settings import Settings
 
-    app = create_app(Settings(model_dirs=[model_dir], device="cpu", inference_process=False, warmup=False))
     answers = []
-    with TestClient(app) as client:
-        client.portal.call(app.state.lifecycle.wait_loaded)
+    with in_process_service(Settings(model_dirs=[model_dir], device="cpu", inference_process=False,
+                                     warmup=False)) as client:
         for start in range(0, len(sources), 32):
             response = client.post("/translate", json={"text": sources[start:start + 32], "source": "en",
                                                        "target": "de", "format": "html", "beam_size": 5})

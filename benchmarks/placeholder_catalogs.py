@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
 
 DATA = REPO / "data" / "protection_eval" / "debian_unseen.jsonl"
 PACKAGES = ["bison", "cpio", "gawk", "kbd", "m4", "make", "man-db", "psmisc", "sharutils", "sudo", "xz-utils"]
@@ -115,9 +115,6 @@ def kept(source: str, output: str) -> bool:
 
 
 def measure(args: argparse.Namespace) -> str:
-    from fastapi.testclient import TestClient
-
-    from service.app import create_app
     from service.settings import Settings
 
     if args.split is not None:
@@ -125,11 +122,10 @@ def measure(args: argparse.Namespace) -> str:
     else:
         items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
     model_dirs = [args.model_dir] + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
-    app = create_app(Settings(model_dirs=model_dirs, device="cpu", inference_process=False, warmup=False))
     started = time.perf_counter()
     outputs: list[str] = []
-    with TestClient(app) as client:
-        client.portal.call(app.state.lifecycle.wait_loaded)
+    with in_process_service(Settings(model_dirs=model_dirs, device="cpu", inference_process=False,
+                                     warmup=False)) as client:
         precision = "/".join(sorted({str(m["precision"]) for m in client.get("/models").json()["models"]}))
         for start in range(0, len(items), 32):
             response = client.post("/translate", json={"text": [i["source"] for i in items[start:start + 32]],

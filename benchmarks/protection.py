@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from service.protection.markup import MarkupError, read_markup  # noqa: E402
 from service.protection.placeholders import find_protected  # noqa: E402
-from host import append_report, cpu_name  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
+from host import append_report, cpu_name, in_process_service  # noqa: E402  (benchmarks/host.py: the script's own folder is on sys.path)
 
 DATA = REPO / "data" / "protection_eval"
 PACKAGES = ["apt", "coreutils", "dpkg", "git", "gnupg2", "tar", "wget"]
@@ -146,9 +146,7 @@ def masked_row(name: str, sources: list[str], raw) -> str:
 
 def measure(args: argparse.Namespace) -> str:
     import sacrebleu
-    from fastapi.testclient import TestClient
 
-    from service.app import create_app
     from service.runtime.base import DecodingOptions
     from service.runtime.factory import RuntimeSpec, load_runtime
     from service.settings import Settings
@@ -156,10 +154,8 @@ def measure(args: argparse.Namespace) -> str:
     model_dirs = [args.model_dir] + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
     settings = Settings(model_dirs=model_dirs, device="cpu", inference_process=False, warmup=False)
     runtimes = [load_runtime(RuntimeSpec("torch", path, "cpu")) for path in model_dirs]
-    app = create_app(settings, runtime_factory=lambda s: runtimes)
     lines = []
-    with TestClient(app) as client:
-        client.portal.call(app.state.lifecycle.wait_loaded)
+    with in_process_service(settings, runtime_factory=lambda s: runtimes) as client:
 
         def protected(texts: list[str], **extra) -> list[str]:
             out = []
