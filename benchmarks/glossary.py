@@ -245,6 +245,10 @@ def main() -> int:
     if args.build:
         build(args.test_set)
         return 0
+    if not test_set_path(args.test_set).is_file():
+        parser.error(f"--test-set {args.test_set}: no {test_set_path(args.test_set)} (write it with --build)")
+    if not (args.model_dir / "config.json").is_file():
+        parser.error(f"--model-dir {args.model_dir}: not a model directory (no config.json)")
     report = measure(args)
     print(report)
     append_report(args.results, "Glossaries: compliance and BLEU with and without them",

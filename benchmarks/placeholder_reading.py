@@ -35,6 +35,9 @@ def main() -> int:
     parser.add_argument("--contexts", type=int, default=12, help="contexts shown per kind")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "placeholder_reading.md")
     args = parser.parse_args()
+    missing = [f"{args.split}.{side}.gz" for side in ("en", "de") if not Path(f"{args.split}.{side}.gz").is_file()]
+    if missing:
+        parser.error(f"--split {args.split}: no {' or '.join(missing)}")
 
     from service.protection.placeholders import find_protected
 
