@@ -278,7 +278,7 @@ class AlignmentOut(BaseModel):
     links: list[list[LinkOut]] = Field(description="Per target word, its source words, heaviest first.")
     pharaoh: str = Field(description='Hard links "i-j" (source-target, 0-based), sorted.')
     possible_omissions: list[FlagOut] = Field(
-        description="Source words no target word takes as its heaviest link: maybe left untranslated."
+        description="Source words no target word gives a fifth of its attention: maybe left untranslated."
     )
     possible_insertions: list[FlagOut] = Field(
         description="Target words with no link or a weak heaviest link: maybe not in the source."

@@ -137,10 +137,25 @@ def test_offsets_slice_back_to_the_exact_words_with_umlauts_emoji_and_combining_
 def test_omissions_and_insertions_are_flagged_with_the_confidence_the_links_give():
     alignment = TokenAlignment(
         words("the big red car"), words("das rote Ding Auto"),
-        links=[[(0, 0.9), (1, 0.1)], [(2, 0.8), (1, 0.2)], [(3, 0.4), (1, 0.35), (2, 0.25)], [(3, 1.0)]],
+        links=[[(0, 0.9), (1, 0.1)], [(2, 0.8), (1, 0.15)], [(3, 0.4), (1, 0.35), (2, 0.25)], [(3, 1.0)]],
         hard=[(0, 0), (2, 1), (3, 2), (3, 3)], pharaoh="")
-    assert [(f.word, f.confidence) for f in possible_omissions(alignment)] == [(1, 0.65)]
+    # "big": 0.35 from "Ding", not below OMISSION_MAX_WEIGHT (0.2); "red" and "car" are heavier still.
+    assert possible_omissions(alignment) == []
     assert [(f.word, f.confidence) for f in possible_insertions(alignment)] == [(2, 0.6)]
+
+
+def test_a_source_word_with_a_hard_link_but_hardly_any_weight_is_a_possible_omission():
+    # The software model's "Click Apply to save" -> "Klicken Sie auf, um zu speichern", had the label
+    # got less: a column-read hard link (Apply -> Klicken) does not make "Apply" translated.
+    alignment = TokenAlignment(
+        words("Click Apply to save"), words("Klicken Sie auf speichern"),
+        links=[[(0, 0.85), (1, 0.15)], [(0, 1.0)], [(0, 0.9), (1, 0.1)], [(3, 0.8), (2, 0.2)]],
+        hard=[(0, 0), (1, 0), (0, 1), (0, 2), (3, 3)], pharaoh="")
+    # "Apply": 0.15 at most; "to" gets exactly 0.2 from "speichern", not below the threshold.
+    assert [(f.word, f.confidence) for f in possible_omissions(alignment)] == [(1, 0.85)]
+    alignment = TokenAlignment(words("the car"), words("Auto"), links=[[(1, 0.9), (0, 0.1)]], hard=[(1, 0)],
+                               pharaoh="")
+    assert [(f.word, f.confidence) for f in possible_omissions(alignment)] == [(0, 0.9)]
 
 
 def test_a_tag_stays_on_the_largest_cluster_of_its_words_when_the_translation_moves_one_away():
