@@ -91,6 +91,10 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
     page.wait_for_selector('.hyp .w[data-side="target"]')
     assert page.inner_text(".hyp .output") == "Zwei Hunde spielen im Schnee."
     assert page.inner_text("#status") == "detected English (en), confidence 100 %"
+    # "the" went into "im" with "in": no target word gives it a fifth of its attention.
+    assert page.eval_on_selector_all(".w.omission", "els => els.map(e => [e.dataset.side, e.textContent])") == [
+        ["source", "the"]]
+    assert page.inner_text(".hyp .omissions") == "possibly untranslated (a hint, not a verdict): the"
     page.click('.w[data-side="target"][data-index="1"]')
     assert highlighted(page) == [["source", "dogs"], ["target", "Hunde"]]
     page.click('.w[data-side="source"][data-index="5"]')
