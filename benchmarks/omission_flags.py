@@ -4,6 +4,7 @@ it flag a word that was translated?
     python benchmarks/omission_flags.py                      # captions (in domain), appends to results/omission_flags.md
     python benchmarks/omission_flags.py --test-set gold      # Europarl gold pairs (out of domain)
     python benchmarks/omission_flags.py --omission-max-weight 0.3   # another threshold than the service's
+    python benchmarks/omission_flags.py --model en-de-software      # the software model (its supervised head)
 
 Each test pair is a source sentence, its reference translation and reference word links (captions:
 eflomal's links on the first 500 pairs of test_2016_flickr, data/multi30k/eflomal; gold: the 50
@@ -15,8 +16,8 @@ the English training text: function words are often merged into a neighbour's tr
 -> "der", and a reviewer needs no flag for those). At most --per-pair deletions a pair, chosen
 with a fixed seed.
 
-The service (in-process, POST /align, the En->De model and default method as `make serve` serves
-them) aligns every damaged pair and every intact pair; words are whitespace tokens of the
+The service (in-process, POST /align, the En->De caption model or --model, with the default method
+`make serve` gives it) aligns every damaged pair and every intact pair; words are whitespace tokens of the
 reference's tokenisation. Reported per confidence threshold t:
 - recall: the share of deleted words flagged with confidence >= t;
 - false flags: the share of source words with a reference link in the intact pairs flagged with
@@ -38,8 +39,11 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
 
-MODEL = "en-de-align2"
-MODEL_DIRS = ("models/en-de-align2", "models/de-en-align")  # both directions: the default method is bidirectional
+# Per model measured: the model directories served beside it, as `make serve` serves them (the caption
+# model with its reverse direction, so that its default method is bidirectional; the software model
+# has no reverse model of its domain and aligns with its own supervised head).
+SERVED = {"en-de-align2": ("models/en-de-align2", "models/de-en-align"),
+          "en-de-software": ("models/en-de-software",)}
 FREQUENT = 100
 THRESHOLDS = (0.0, 0.9)
 
@@ -100,14 +104,17 @@ def deletions(pairs, per_pair: int, seed: int) -> list[tuple[int, int, int]]:
     return cases
 
 
-def align(client, texts: list[str], translations: list[str], batch: int = 32) -> list[dict[int, float]]:
-    """Per pair: source word -> the confidence of its possible-omission flag."""
+def align(client, model: str, texts: list[str], translations: list[str], methods: set[str],
+          batch: int = 32) -> list[dict[int, float]]:
+    """Per pair: source word -> the confidence of its possible-omission flag; the methods the service
+    used are added to `methods`."""
     flags = []
     for start in range(0, len(texts), batch):
         response = client.post("/align", json={"text": texts[start:start + batch],
                                                "translation": translations[start:start + batch],
-                                               "source": "en", "target": "de", "model": MODEL})
+                                               "source": "en", "target": "de", "model": model})
         response.raise_for_status()
+        methods.add(response.json()["alignment_method"])
         for alignment in response.json()["alignments"]:
             flags.append({f["word"]: f["confidence"] for f in alignment["possible_omissions"]})
     return flags
@@ -123,10 +130,12 @@ def measure(args: argparse.Namespace) -> str:
     cases = deletions(pairs, args.per_pair, args.seed)
     damaged_targets = [" ".join(w for j, w in enumerate(pairs[k][1]) if j != t) for k, _, t in cases]
     started = time.perf_counter()
-    with in_process_service(Settings(model_dirs=list(MODEL_DIRS), device="cpu", inference_process=False,
+    with in_process_service(Settings(model_dirs=list(SERVED[args.model]), device="cpu", inference_process=False,
                                      warmup=False)) as client:
-        intact = align(client, [" ".join(s) for s, _, _ in pairs], [" ".join(t) for _, t, _ in pairs])
-        damaged = align(client, [" ".join(pairs[k][0]) for k, _, _ in cases], damaged_targets)
+        methods: set[str] = set()
+        intact = align(client, args.model, [" ".join(s) for s, _, _ in pairs], [" ".join(t) for _, t, _ in pairs],
+                       methods)
+        damaged = align(client, args.model, [" ".join(pairs[k][0]) for k, _, _ in cases], damaged_targets, methods)
     seconds = time.perf_counter() - started
     frequent = frequent_words()
     linked = [(k, s, pairs[k][0][s].lower() not in frequent)
@@ -146,13 +155,16 @@ def measure(args: argparse.Namespace) -> str:
             "gold": "data/gold_align_deen_dev, 50 Europarl pairs, gold links"}[args.test_set]
     command = "python benchmarks/omission_flags.py" + (f" --test-set {args.test_set}" if args.test_set != "captions"
                                                        else "")
+    if args.model != "en-de-align2":
+        command += f" --model {args.model}"
     if args.omission_max_weight is not None:
         command += f" --omission-max-weight {args.omission_max_weight}"
     return (run_heading(f" ({args.note})" if args.note else "")
             + f"    {command}\n\n"
             + f"{name}: {len(pairs)} pairs, {len(cases)} deleted words (at most {args.per_pair} a pair, seed "
-            f"{args.seed}), {len(linked)} linked source words in the intact pairs; {MODEL} with "
-            f"{MODEL_DIRS[1]}, the service's default method; {seconds:.0f} s.\n\n"
+            f"{args.seed}), {len(linked)} linked source words in the intact pairs; {args.model} served "
+            f"with {', '.join(SERVED[args.model][1:]) or 'no other model'}, its default method "
+            f"({', '.join(sorted(methods))}); {seconds:.0f} s.\n\n"
             "| confidence ≥ | recall (deleted words flagged) | false flags: translated content words | "
             "function words | precision on damaged pairs |\n|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n")
 
@@ -160,6 +172,7 @@ def measure(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--test-set", choices=("captions", "gold"), default="captions")
+    parser.add_argument("--model", choices=sorted(SERVED), default="en-de-align2")
     parser.add_argument("--pairs", type=int, default=500)
     parser.add_argument("--per-pair", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
