@@ -1,10 +1,12 @@
-"""Omission flags: does `/align` flag a source word whose translation is missing, and how often does
-it flag a word that was translated?
+"""Omission and insertion flags: does `/align` flag a source word whose translation is missing (or a
+target word that translates nothing), and how often does it flag a word that was translated?
 
     python benchmarks/omission_flags.py                      # captions (in domain), appends to results/omission_flags.md
     python benchmarks/omission_flags.py --test-set gold      # Europarl gold pairs (out of domain)
     python benchmarks/omission_flags.py --omission-max-weight 0.3   # another threshold than the service's
     python benchmarks/omission_flags.py --model en-de-software      # the software model (its supervised head)
+    python benchmarks/omission_flags.py --kind insertions           # possible_insertions instead
+    python benchmarks/omission_flags.py --kind insertions --insertion-max-support 0.3
 
 Each test pair is a source sentence, its reference translation and reference word links (captions:
 eflomal's links on the first 500 pairs of test_2016_flickr, data/multi30k/eflomal; gold: the 50
@@ -15,6 +17,12 @@ word. Only content words are deleted (the source word not among the 100 most fre
 the English training text: function words are often merged into a neighbour's translation, "of the"
 -> "der", and a reviewer needs no flag for those). At most --per-pair deletions a pair, chosen
 with a fixed seed.
+
+Insertions (--kind insertions): into each reference, at a random place, a word of four letters or
+more from another reference of the set that this one does not hold (--per-pair of them, one at a
+time); recall = the inserted words flagged, false flags = target words with a reference link in
+the intact pairs flagged (content words: not among the 100 most frequent of the German training
+text).
 
 The service (in-process, POST /align, the En->De caption model or --model, with the default method
 `make serve` gives it) aligns every damaged pair and every intact pair; words are whitespace tokens of the
@@ -78,11 +86,11 @@ def read_gold(pairs: int) -> list[tuple[list[str], list[str], set[tuple[int, int
     return out
 
 
-def frequent_words() -> set[str]:
+def frequent_words(language: str = "en") -> set[str]:
     from training.alignment_labels import words
 
     counts: collections.Counter[str] = collections.Counter()
-    with gzip.open(REPO / "data/multi30k/train.en.gz", "rt", encoding="utf-8") as handle:
+    with gzip.open(REPO / f"data/multi30k/train.{language}.gz", "rt", encoding="utf-8") as handle:
         for line in handle:
             counts.update(w.lower() for w in words(line))
     return {w for w, _ in counts.most_common(FREQUENT)}
@@ -104,10 +112,10 @@ def deletions(pairs, per_pair: int, seed: int) -> list[tuple[int, int, int]]:
     return cases
 
 
-def align(client, model: str, texts: list[str], translations: list[str], methods: set[str],
+def align(client, model: str, texts: list[str], translations: list[str], methods: set[str], kind: str = "omissions",
           batch: int = 32) -> list[dict[int, float]]:
-    """Per pair: source word -> the confidence of its possible-omission flag; the methods the service
-    used are added to `methods`."""
+    """Per pair: word -> the confidence of its possible-omission (source word) or possible-insertion
+    (target word) flag; the methods the service used are added to `methods`."""
     flags = []
     for start in range(0, len(texts), batch):
         response = client.post("/align", json={"text": texts[start:start + batch],
@@ -116,8 +124,23 @@ def align(client, model: str, texts: list[str], translations: list[str], methods
         response.raise_for_status()
         methods.add(response.json()["alignment_method"])
         for alignment in response.json()["alignments"]:
-            flags.append({f["word"]: f["confidence"] for f in alignment["possible_omissions"]})
+            flags.append({f["word"]: f["confidence"] for f in alignment[f"possible_{kind}"]})
     return flags
+
+
+def insertions(pairs, per_pair: int, seed: int) -> list[tuple[int, int, str]]:
+    """(pair, position in its reference, word inserted there): words of other references."""
+    rng = random.Random(seed)
+    vocabulary = sorted({w for _, target, _ in pairs for w in target if w.isalpha() and len(w) >= 4})
+    cases = []
+    for k, (_, target, _) in enumerate(pairs):
+        held = set(target)
+        for _ in range(per_pair):
+            word = rng.choice(vocabulary)
+            while word in held:
+                word = rng.choice(vocabulary)
+            cases.append((k, rng.randint(1, len(target)), word))
+    return cases
 
 
 def measure(args: argparse.Namespace) -> str:
@@ -126,24 +149,37 @@ def measure(args: argparse.Namespace) -> str:
 
     if args.omission_max_weight is not None:
         alignment_flags.OMISSION_MAX_WEIGHT = args.omission_max_weight
+    if args.insertion_max_support is not None:
+        alignment_flags.INSERTION_MAX_SUPPORT = dict.fromkeys(alignment_flags.INSERTION_MAX_SUPPORT,
+                                                              args.insertion_max_support)
     pairs = read_captions(args.pairs) if args.test_set == "captions" else read_gold(args.pairs)
-    cases = deletions(pairs, args.per_pair, args.seed)
-    damaged_targets = [" ".join(w for j, w in enumerate(pairs[k][1]) if j != t) for k, _, t in cases]
+    omissions = args.kind == "omissions"
+    if omissions:
+        cases = deletions(pairs, args.per_pair, args.seed)
+        damaged_targets = [" ".join(w for j, w in enumerate(pairs[k][1]) if j != t) for k, _, t in cases]
+        flagged_word = [s for _, s, _ in cases]  # the source word that lost its translation
+    else:
+        added = insertions(pairs, args.per_pair, args.seed)
+        cases = [(k, p, 0) for k, p, _ in added]
+        damaged_targets = [" ".join(pairs[k][1][:p] + [w] + pairs[k][1][p:]) for k, p, w in added]
+        flagged_word = [p for _, p, _ in added]  # the inserted target word
     started = time.perf_counter()
     with in_process_service(Settings(model_dirs=list(SERVED[args.model]), device="cpu", inference_process=False,
                                      warmup=False)) as client:
         methods: set[str] = set()
         intact = align(client, args.model, [" ".join(s) for s, _, _ in pairs], [" ".join(t) for _, t, _ in pairs],
-                       methods)
-        damaged = align(client, args.model, [" ".join(pairs[k][0]) for k, _, _ in cases], damaged_targets, methods)
+                       methods, args.kind)
+        damaged = align(client, args.model, [" ".join(pairs[k][0]) for k, _, _ in cases], damaged_targets, methods,
+                        args.kind)
     seconds = time.perf_counter() - started
-    frequent = frequent_words()
-    linked = [(k, s, pairs[k][0][s].lower() not in frequent)
-              for k, (_, _, links) in enumerate(pairs) for s in sorted({s for s, _ in links})]
+    side = 0 if omissions else 1
+    frequent = frequent_words("en" if omissions else "de")
+    linked = [(k, w, pairs[k][side][w].lower() not in frequent)
+              for k, (_, _, links) in enumerate(pairs) for w in sorted({link[side] for link in links})]
     rows = []
     for t in THRESHOLDS:
-        caught = sum(1 for (k, s, _), flags in zip(cases, damaged) if flags.get(s, -1.0) >= t)
-        false = {content: sum(1 for k, s, c in linked if c == content and intact[k].get(s, -1.0) >= t)
+        caught = sum(1 for w, flags in zip(flagged_word, damaged) if flags.get(w, -1.0) >= t)
+        false = {content: sum(1 for k, w, c in linked if c == content and intact[k].get(w, -1.0) >= t)
                  for content in (True, False)}
         words = {content: sum(1 for *_, c in linked if c == content) for content in (True, False)}
         flagged = sum(1 for flags in damaged for c in flags.values() if c >= t)
@@ -157,15 +193,21 @@ def measure(args: argparse.Namespace) -> str:
                                                        else "")
     if args.model != "en-de-align2":
         command += f" --model {args.model}"
+    if not omissions:
+        command += " --kind insertions"
     if args.omission_max_weight is not None:
         command += f" --omission-max-weight {args.omission_max_weight}"
+    if args.insertion_max_support is not None:
+        command += f" --insertion-max-support {args.insertion_max_support}"
     return (run_heading(f" ({args.note})" if args.note else "")
             + f"    {command}\n\n"
-            + f"{name}: {len(pairs)} pairs, {len(cases)} deleted words (at most {args.per_pair} a pair, seed "
-            f"{args.seed}), {len(linked)} linked source words in the intact pairs; {args.model} served "
+            + f"{name}: {len(pairs)} pairs, {len(cases)} {'deleted' if omissions else 'inserted'} words (at most "
+            f"{args.per_pair} a pair, seed {args.seed}), {len(linked)} linked {'source' if omissions else 'target'} "
+            f"words in the intact pairs; {args.model} served "
             f"with {', '.join(SERVED[args.model][1:]) or 'no other model'}, its default method "
             f"({', '.join(sorted(methods))}); {seconds:.0f} s.\n\n"
-            "| confidence ≥ | recall (deleted words flagged) | false flags: translated content words | "
+            f"| confidence ≥ | recall ({'deleted' if omissions else 'inserted'} words flagged) | false flags: "
+            f"{'translated' if omissions else 'translating'} content words | "
             "function words | precision on damaged pairs |\n|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n")
 
 
@@ -173,11 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--test-set", choices=("captions", "gold"), default="captions")
     parser.add_argument("--model", choices=sorted(SERVED), default="en-de-align2")
+    parser.add_argument("--kind", choices=("omissions", "insertions"), default="omissions")
     parser.add_argument("--pairs", type=int, default=500)
     parser.add_argument("--per-pair", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--omission-max-weight", type=float,
                         help="flag source words below this weight instead of the service's threshold")
+    parser.add_argument("--insertion-max-support", type=float,
+                        help="flag target words below this support instead of the service's thresholds")
     parser.add_argument("--note", default="", help="said in the run's heading")
     parser.add_argument("--results", type=Path, default=REPO / "results/omission_flags.md")
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -188,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     report = measure(args)
     print(report)
     if not args.no_write:
-        append_report(args.results, "Omission flags on /align", "python benchmarks/omission_flags.py", report)
+        append_report(args.results, "Omission and insertion flags on /align", "python benchmarks/omission_flags.py", report)
     return 0
 
 

@@ -281,7 +281,7 @@ class AlignmentOut(BaseModel):
         description="Source words no target word gives a fifth of its attention: maybe left untranslated."
     )
     possible_insertions: list[FlagOut] = Field(
-        description="Target words with no link or a weak heaviest link: maybe not in the source."
+        description="Target words no source word gives much of its attention: maybe not in the source."
     )
 
     @classmethod

@@ -68,5 +68,10 @@ def bidirectional_alignment(forward: TokenAlignment, reverse: TokenAlignment,
             raise ValueError(f"the two directions split the {side} text into different words")
     hard, soft = agreement_links(forward.links, reverse.links, [w.text for w in forward.source_words],
                                  [w.text for w in forward.target_words], threshold, cognate_weight)
+    # reverse.links[i]: source word i's distribution over the target words, as the reverse model read them.
+    support = [0.0] * len(forward.target_words)
+    for links in reverse.links:
+        for j, weight in links:
+            support[j] = max(support[j], weight)
     return TokenAlignment(forward.source_words, forward.target_words, soft, sorted(hard, key=lambda l: (l[1], l[0])),
-                          pharaoh(hard))
+                          pharaoh(hard), support, "reverse")

@@ -54,6 +54,11 @@ class TokenAlignment:
     first, weights summing to 1 (empty when the word's attention fell only on dropped pieces).
     hard: (source index, target index) per target word that has links — its heaviest source word.
     pharaoh: ``hard`` as "i-j i-j", source first, 0-based, sorted.
+    support[j]: how much some source word wants target word j: the largest p(j | i) over source
+    words i, p(j | i) being source word i's share of attention over the target words; read from
+    ``support_from``: "columns" (the matrix read by columns) or "reverse" (the reverse model's own
+    attention, bidirectional method). An inserted word attends to some source word, so its row says
+    little; no source word gives it much of its column (service/alignment_flags.py). None: unknown.
     """
 
     source_words: list[Word]
@@ -61,6 +66,8 @@ class TokenAlignment:
     links: list[list[tuple[int, float]]]
     hard: list[tuple[int, int]]
     pharaoh: str
+    support: list[float] | None = None
+    support_from: str | None = None
 
     @classmethod
     def empty(cls) -> TokenAlignment:
@@ -263,4 +270,15 @@ def token_alignment(
         links=links,
         hard=hard,
         pharaoh=pharaoh(hard),
+        support=column_support(weights),
+        support_from="columns",
     )
+
+
+def column_support(weights: Sequence[Sequence[float]]) -> list[float]:
+    """Per target word (row), the largest share it has of any source word's column: each column
+    normalised over the target words, then the row's maximum (0 for a column without mass)."""
+    if not weights:
+        return []
+    columns = [sum(row[i] for row in weights) for i in range(len(weights[0]))]
+    return [max((w / c for w, c in zip(row, columns) if c > 0.0), default=0.0) for row in weights]

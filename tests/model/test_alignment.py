@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.alignments.word_alignment import TokenAlignment, Word, group_words, pharaoh, soft_links, token_alignment
+from model.alignments.word_alignment import (TokenAlignment, Word, column_support, group_words, pharaoh, soft_links,
+                                            token_alignment)
 from tests.helpers import HAND_FORMULA_OPS, assert_close_for
 
 # "Klein ist das Haus." -> "The house is small."  Spans follow SentencePiece: a "▁" piece's
@@ -176,7 +177,7 @@ def test_empty_target_keeps_source_words():
         target_text="", target_pieces=[], target_spans=[],
         attention=torch.zeros(0, 1),
     )
-    assert alignment == TokenAlignment([Word("hi", 0, 2)], [], [], [], "")
+    assert alignment == TokenAlignment([Word("hi", 0, 2)], [], [], [], "", [], "columns")
 
 
 def test_attention_shape_must_match_the_pieces():
@@ -219,3 +220,16 @@ def test_punctuation_glued_to_words_does_not_link_them():
     alone = token_alignment(source_text="a ?", source_pieces=["▁a", "▁?"], source_spans=[(0, 1), (1, 3)],
                             target_text="?", target_pieces=["▁?"], target_spans=[(0, 1)], attention=[[0.25, 0.75]])
     assert_links(alone.links, [[(1, 0.75), (0, 0.25)]])
+
+
+def test_the_columns_support_is_a_target_words_largest_share_of_a_source_words_column():
+    rows = [[0.8, 0.2], [0.6, 0.4], [0.0, 0.0]]
+    # Column 0 sums to 1.4, column 1 to 0.6: row 0 has 0.8/1.4 and 0.2/0.6, row 1 0.6/1.4 and 0.4/0.6.
+    assert column_support(rows) == [pytest.approx(0.8 / 1.4), pytest.approx(0.4 / 0.6), 0.0]
+    assert column_support([]) == []
+    alignment = token_alignment(
+        source_text="a b", source_pieces=["▁a", "▁b"], source_spans=[(0, 1), (2, 3)],
+        target_text="x y", target_pieces=["▁x", "▁y"], target_spans=[(0, 1), (2, 3)],
+        attention=torch.tensor(rows[:2]))
+    assert alignment.support_from == "columns"
+    assert alignment.support == [pytest.approx(0.8 / 1.4), pytest.approx(0.4 / 0.6)]

@@ -82,3 +82,12 @@ def test_the_prior_enters_the_supervised_methods_matrix_reading_only():
                                           [(0, pytest.approx(0.7)), (1, pytest.approx(0.3))]]
     # One link per target word (no symmetrisation): the prior is not used.
     assert token_alignment(attention=rows, **pieces).pharaoh == "0-0 0-1"
+
+
+def test_the_bidirectional_support_of_a_target_word_is_the_reverse_models_largest_weight_on_it():
+    src, tgt = _words("the", "president"), _words("der", "Präsident")
+    forward = TokenAlignment(src, tgt, [[(0, 0.9), (1, 0.1)], [(0, 0.7), (1, 0.3)]], [], "")
+    # reverse.links[i]: source word i ("the", "president") over the target words ("der", "Präsident").
+    reverse = TokenAlignment(tgt, src, [[(0, 0.9), (1, 0.1)], [(0, 0.8), (1, 0.2)]], [], "")
+    combined = bidirectional_alignment(forward, reverse)
+    assert (combined.support, combined.support_from) == ([0.9, 0.2], "reverse")

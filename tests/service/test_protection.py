@@ -144,6 +144,23 @@ def test_omissions_and_insertions_are_flagged_with_the_confidence_the_links_give
     assert [(f.word, f.confidence) for f in possible_insertions(alignment)] == [(2, 0.6)]
 
 
+def test_insertions_are_read_from_the_support_where_the_alignment_has_one():
+    source, target = words("the red car"), words("das rote schnelle Auto")
+    links = [[(0, 1.0)], [(1, 0.9), (2, 0.1)], [(1, 0.7), (2, 0.3)], [(2, 1.0)]]
+    hard = [(0, 0), (1, 1), (1, 2), (2, 3)]
+    # "schnelle" attends to "red" firmly (0.7): the row reading does not flag it; no source word wants it.
+    by_rows = TokenAlignment(source, target, links, hard, "")
+    assert possible_insertions(by_rows) == []
+    by_reverse = TokenAlignment(source, target, links, hard, "", [1.0, 0.85, 0.1, 0.9], "reverse")
+    assert [(f.word, f.confidence) for f in possible_insertions(by_reverse)] == [(2, 0.9)]
+    # Columns spread a source word over every target word attending to it: their threshold is 0.4.
+    by_columns = TokenAlignment(source, target, links, hard, "", [1.0, 0.56, 0.39, 0.71], "columns")
+    assert [(f.word, f.confidence) for f in possible_insertions(by_columns)] == [(2, 0.61)]
+    # A word without links is flagged whatever the support says.
+    unlinked = TokenAlignment(source, target, [*links[:3], []], hard[:3], "", [1.0, 0.85, 0.5, 0.9], "reverse")
+    assert [(f.word, f.confidence) for f in possible_insertions(unlinked)] == [(3, 1.0)]
+
+
 def test_a_source_word_with_a_hard_link_but_hardly_any_weight_is_a_possible_omission():
     # The software model's "Click Apply to save" -> "Klicken Sie auf, um zu speichern", had the label
     # got less: a column-read hard link (Apply -> Klicken) does not make "Apply" translated.
