@@ -4,6 +4,7 @@ The expected cuts, breaks and offsets are worked out by hand."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -195,3 +196,25 @@ def test_the_translator_sends_segments_and_answers_in_the_texts_layout():
     assert runtime.calls[0][0] == ["Go home.", "Stay here.", "be quiet"]
     # A segment over the token limit is refused naming the text it is part of.
     assert (error.field, error.index, error.kind) == ("text", 1, "too_many_tokens")
+
+
+def test_joined_segments_keep_their_words_support_when_all_read_it_alike():
+    text = "Stop it.  Go on."
+    layout = split(text, find_protected(text))
+    assert [s.text for s in layout.segments] == ["Stop it.", "Go on."]
+
+    def read(source, target, hard, support, kind):
+        served = hypothesis(source, target, hard, -1.0)
+        alignment = replace(served.translation.alignment, support=support, support_from=kind)
+        return replace(served, translation=replace(served.translation, alignment=alignment))
+
+    first = read("Stop it.", "Halt.", [(0, 0)], [0.9], "reverse")
+    second = read("Go on.", "Geh weiter.", [(0, 0), (1, 1)], [0.8, 0.1], "reverse")
+    (answer,) = assemble(layout, [[first], [second]], "token")
+    assert (answer.translation.alignment.support, answer.translation.alignment.support_from) == (
+        [0.9, 0.8, 0.1], "reverse")
+    assert [f.word for f in answer.flags.insertions] == [2]  # "weiter.": 0.1 < 0.2
+    # One segment read by columns (its reverse model split the words otherwise): no joint reading.
+    (mixed,) = assemble(layout, [[first], [read("Go on.", "Geh weiter.", [(0, 0), (1, 1)], [0.8, 0.1], "columns")]],
+                        "token")
+    assert (mixed.translation.alignment.support, mixed.translation.alignment.support_from) == (None, None)
