@@ -49,9 +49,11 @@ from benchmarks.host import append_report, in_process_service, run_heading  # no
 
 # Per model measured: the model directories served beside it, as `make serve` serves them (the caption
 # model with its reverse direction, so that its default method is bidirectional; the software model
-# has no reverse model of its domain and aligns with its own supervised head).
+# has no reverse model of its domain and aligns with its own supervised head). models/en-de has no
+# supervised head: its default method is raw attention.
 SERVED = {"en-de-align2": ("models/en-de-align2", "models/de-en-align"),
-          "en-de-software": ("models/en-de-software",)}
+          "en-de-software": ("models/en-de-software",),
+          "en-de": ("models/en-de",)}
 FREQUENT = 100
 THRESHOLDS = (0.0, 0.9)
 

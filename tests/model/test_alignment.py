@@ -177,7 +177,7 @@ def test_empty_target_keeps_source_words():
         target_text="", target_pieces=[], target_spans=[],
         attention=torch.zeros(0, 1),
     )
-    assert alignment == TokenAlignment([Word("hi", 0, 2)], [], [], [], "", [], "columns")
+    assert alignment == TokenAlignment([Word("hi", 0, 2)], [], [], [], "")
 
 
 def test_attention_shape_must_match_the_pieces():
@@ -230,6 +230,12 @@ def test_the_columns_support_is_a_target_words_largest_share_of_a_source_words_c
     alignment = token_alignment(
         source_text="a b", source_pieces=["▁a", "▁b"], source_spans=[(0, 1), (2, 3)],
         target_text="x y", target_pieces=["▁x", "▁y"], target_spans=[(0, 1), (2, 3)],
-        attention=torch.tensor(rows[:2]))
+        attention=torch.tensor(rows[:2]), symmetric=True)
     assert alignment.support_from == "columns"
     assert alignment.support == [pytest.approx(0.8 / 1.4), pytest.approx(0.4 / 0.6)]
+    # Raw attention (not a supervised head's) gives no support: its columns are spread too thin to read.
+    plain = token_alignment(
+        source_text="a b", source_pieces=["▁a", "▁b"], source_spans=[(0, 1), (2, 3)],
+        target_text="x y", target_pieces=["▁x", "▁y"], target_spans=[(0, 1), (2, 3)],
+        attention=torch.tensor(rows[:2]))
+    assert (plain.support, plain.support_from) == (None, None)
