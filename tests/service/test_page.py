@@ -95,6 +95,10 @@ def test_the_page_translates_and_highlights_the_counterpart_of_a_clicked_word(ba
     assert page.eval_on_selector_all(".w.omission", "els => els.map(e => [e.dataset.side, e.textContent])") == [
         ["source", "the"]]
     assert page.inner_text(".hyp .omissions") == "possibly untranslated (a hint, not a verdict): the"
+    # models/en-de has no supervised head: "im" is flagged because its heaviest link is 0.40, under 0.5.
+    assert page.eval_on_selector_all(".w.insertion", "els => els.map(e => [e.dataset.side, e.textContent])") == [
+        ["target", "im"]]
+    assert page.inner_text(".hyp .insertions") == "possibly not in the source (a hint, not a verdict): im"
     page.click('.w[data-side="target"][data-index="1"]')
     assert highlighted(page) == [["source", "dogs"], ["target", "Hunde"]]
     page.click('.w[data-side="source"][data-index="5"]')
