@@ -19,3 +19,13 @@ def test_gold_links_are_read_as_english_german():
     assert (source[0], target[0]) == ("mr", "herr")
     # de-en.wa line 1 starts "0-0 1-1 2-2 4-3": German 4 ("herr") - English 3 ("commissioner").
     assert (3, 4) in links and (source[3], target[4]) == ("commissioner", "kommissar")
+
+
+def test_inserted_words_come_from_other_references_and_never_repeat_one_of_this_ones():
+    pairs = [(["a"], ["Ein", "Hund", "rennt"], set()), (["b"], ["Eine", "Katze", "schläft"], set())]
+    cases = omission_flags.insertions(pairs, per_pair=3, seed=1)
+    assert len(cases) == 6
+    for k, position, word in cases:
+        assert word not in pairs[k][1] and 1 <= position <= len(pairs[k][1])
+        # Words of four letters or more, from the set's references: here the other pair's.
+        assert word in {"Hund", "rennt", "Eine", "Katze", "schläft"} - set(pairs[k][1])
