@@ -379,8 +379,6 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
     target_words: list[Word] = []
     links: list[list[tuple[int, float]]] = []
     hard: list[tuple[int, int]] = []
-    support: list[float] | None = []
-    kinds = {a.support_from for a in alignments}
     for segment, alignment, target in zip(layout.segments, alignments, target_maps):
         i0, j0 = len(source_words), len(target_words)
         source = segment.origin.__getitem__
@@ -388,11 +386,12 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
         target_words += [Word(w.text, *_mapped(target, w.start, w.end)) for w in alignment.target_words]
         links += [[(i + i0, weight) for i, weight in row] for row in alignment.links]
         hard += [(i + i0, j + j0) for i, j in alignment.hard]
-        support = support + alignment.support if support is not None and alignment.support is not None else None
     # Segments read the same way give one reading; mixed (a fallback in one segment) give none.
-    same = len(kinds) == 1 and None not in kinds
-    return TokenAlignment(source_words, target_words, links, hard, pharaoh(hard), support if same else None,
-                          kinds.pop() if same else None)
+    kinds = {a.support_from for a in alignments}
+    if len(kinds) != 1 or None in kinds:
+        return TokenAlignment(source_words, target_words, links, hard, pharaoh(hard))
+    return TokenAlignment(source_words, target_words, links, hard, pharaoh(hard),
+                          [weight for a in alignments for weight in a.support or ()], kinds.pop())
 
 
 def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> PhraseMap:
