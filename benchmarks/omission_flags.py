@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import gzip
 import random
 import sys
@@ -88,14 +89,15 @@ def read_gold(pairs: int) -> list[tuple[list[str], list[str], set[tuple[int, int
     return out
 
 
-def frequent_words(language: str = "en") -> set[str]:
+@functools.cache
+def frequent_words(language: str = "en") -> frozenset[str]:
     from training.alignment_labels import words
 
     counts: collections.Counter[str] = collections.Counter()
     with gzip.open(REPO / f"data/multi30k/train.{language}.gz", "rt", encoding="utf-8") as handle:
         for line in handle:
             counts.update(w.lower() for w in words(line))
-    return {w for w, _ in counts.most_common(FREQUENT)}
+    return frozenset(w for w, _ in counts.most_common(FREQUENT))
 
 
 def deletions(pairs, per_pair: int, seed: int) -> list[tuple[int, int, int]]:
@@ -124,8 +126,9 @@ def align(client, model: str, texts: list[str], translations: list[str], methods
                                                "translation": translations[start:start + batch],
                                                "source": "en", "target": "de", "model": model})
         response.raise_for_status()
-        methods.add(response.json()["alignment_method"])
-        for alignment in response.json()["alignments"]:
+        answer = response.json()
+        methods.add(answer["alignment_method"])
+        for alignment in answer["alignments"]:
             flags.append({f["word"]: f["confidence"] for f in alignment[f"possible_{kind}"]})
     return flags
 
@@ -156,15 +159,15 @@ def measure(args: argparse.Namespace) -> str:
                                                               args.insertion_max_support)
     pairs = read_captions(args.pairs) if args.test_set == "captions" else read_gold(args.pairs)
     omissions = args.kind == "omissions"
+    # Per damaged pair: the pair it was made from, its translation, and the word that should be flagged.
     if omissions:
         cases = deletions(pairs, args.per_pair, args.seed)
         damaged_targets = [" ".join(w for j, w in enumerate(pairs[k][1]) if j != t) for k, _, t in cases]
         flagged_word = [s for _, s, _ in cases]  # the source word that lost its translation
     else:
-        added = insertions(pairs, args.per_pair, args.seed)
-        cases = [(k, p, 0) for k, p, _ in added]
-        damaged_targets = [" ".join(pairs[k][1][:p] + [w] + pairs[k][1][p:]) for k, p, w in added]
-        flagged_word = [p for _, p, _ in added]  # the inserted target word
+        cases = insertions(pairs, args.per_pair, args.seed)
+        damaged_targets = [" ".join(pairs[k][1][:p] + [w] + pairs[k][1][p:]) for k, p, w in cases]
+        flagged_word = [p for _, p, _ in cases]  # the inserted target word
     started = time.perf_counter()
     with in_process_service(Settings(model_dirs=list(SERVED[args.model]), device="cpu", inference_process=False,
                                      warmup=False)) as client:
