@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import platform
 import sys
 import time
 from collections import Counter
@@ -26,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name  # noqa: E402
+from benchmarks.host import append_report, run_heading  # noqa: E402
 
 
 def main() -> int:
@@ -67,8 +66,7 @@ def main() -> int:
         shown = args.split.relative_to(REPO)
     except ValueError:
         shown = args.split
-    lines = [f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}", "",
-             f"    python benchmarks/placeholder_reading.py --split {shown}", "",
+    lines = [run_heading().strip(), "", f"    python benchmarks/placeholder_reading.py --split {shown}", "",
              f"{pairs} message pairs ({seconds:.0f} s). Per kind: the parts read in the English sources, and "
              "those read in the German references that their source does not have.", "",
              "| kind | read in the sources | in a reference, not its source | most frequent contexts (⟨ = where it starts) |",
