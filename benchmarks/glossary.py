@@ -82,7 +82,7 @@ def test_set_path(name: str) -> Path:
 
 
 def build(name: str) -> None:
-    from service.protection.placeholders import find_protected
+    from service.protection.placeholders import blanked, find_protected
 
     corpus, split, target, _, _ = TEST_SETS[name]
     links: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -100,10 +100,7 @@ def build(name: str) -> None:
         contracted = set(CONTRACTED.findall(source.lower()))
         # A word inside a placeholder or literal ("/Cursor/Move", "--mpv-options") is kept as
         # written by the service, not a term (service/glossary.py).
-        words = list(source.lower())
-        for part in find_protected(source):
-            words[part.start:part.end] = " " * (part.end - part.start)
-        for word in dict.fromkeys(TOKENS.findall("".join(words))):
+        for word in dict.fromkeys(TOKENS.findall(blanked(source, find_protected(source)).lower())):
             if len(word) < 3 or not word.isalpha() or word in STOP or word in contracted or word not in links:
                 continue
             candidates = [(t, n) for t, n in links[word].most_common() if n >= MIN_LINKS and t.isalpha() and len(t) >= 3]

@@ -110,6 +110,15 @@ class Protected:
     end: int
 
 
+def blanked(text: str, parts: Sequence[Protected]) -> str:
+    """`text` with each part's characters turned into spaces, every offset kept: where glossary terms
+    are looked for in a text that keeps its placeholders (a term "name" is not the one in "%(name)s")."""
+    chars = list(text)
+    for part in parts:
+        chars[part.start:part.end] = " " * (part.end - part.start)
+    return "".join(chars)
+
+
 def _icu_arguments(text: str) -> list[tuple[int, int]]:
     spans = []
     for match in ICU_START.finditer(text):

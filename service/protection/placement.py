@@ -29,7 +29,7 @@ from service.glossary import (Edit, GlossaryEntry, GlossaryMethod, TermMatch, Te
                               occurrences)
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
-from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, find_placeholders,
+from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, blanked, find_placeholders,
                                              find_protected, paired)
 from service.runtime.base import TokenAlignment, Word
 
@@ -147,11 +147,8 @@ def written(prepared: PreparedText) -> PreparedText:
     if prepared.fmt != "text" or prepared.protected_terms:
         raise ValueError("only a plain text whose glossary is enforced by replacing goes as written with it")
     text = prepared.original
-    blanked = list(text)
-    for part in prepared.protected:
-        blanked[part.start:part.end] = " " * (part.end - part.start)
     return PreparedText(text, "text", prepared.markup, [], text, list(range(len(text) + 1)), (), prepared.glossary,
-                        tuple(find_terms("".join(blanked), prepared.glossary)))
+                        tuple(find_terms(blanked(text, prepared.protected), prepared.glossary)))
 
 
 def _quoted(plain: str, protected: list[Protected], tags: list[Tag]) -> tuple[int, ...]:
