@@ -32,8 +32,9 @@ the search (so the translation without a glossary is the same search's; the arti
 replaced noun chosen again by the model's score, as the service does for German), "protect" takes
 the terms out before it (a search of its own). For all terms and for the terms the model missed
 without a glossary:
-- compliance: the share of terms whose required translation the output holds (the report's rule:
-  first letter in either case, German endings allowed), and the share written exactly as required;
+- compliance: the share of terms whose required translation the output holds as a word (the
+  report's rule without the compound parts it reads off the alignment: first letter in either case,
+  German endings allowed), and the share written exactly as required;
 - BLEU and chrF (sacreBLEU) against the reference.
 """
 from __future__ import annotations

@@ -9,6 +9,13 @@ Matching rules (the same for per-request and stored glossaries):
   letter in either case (sentence-initial capitals) and the rest as written, optionally followed by
   one of the German inflection endings in `INFLECTION_ENDINGS` ("Hund" is satisfied by "Hunde",
   "Hundes", "Hunden"): a noun the model declined is kept, not forced back to its lemma.
+- German targets: a noun term (a capital, four letters or more, one word) is also satisfied as a
+  part of a closed compound that the alignment gives the term and another source word: its head
+  ("Einstellungen" in "Netzwerkeinstellungen" for "network settings", three letters or more before
+  it) or its first part ("Netzwerk" there, then a linking s/n/en/es/e/er and four letters or more;
+  `occurrences` with `compounds`, placement.py's `_compound_parts`). Otherwise the term replaced
+  the whole compound ("Netzwerkeinstellungen" -> "Einstellungen", the network lost). A compound for
+  the term alone ("Chinatown" for "china") is replaced.
 
 Enforcement (service/protection/placement.py), by one of two methods (`GlossaryMethod`):
 - "replace" (the default: it measures best, results/glossary.md): the model translates the text
@@ -41,6 +48,7 @@ where its required translation stands in the output, and what is wrong (`violati
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -91,9 +99,32 @@ def _target_pattern(term: str) -> re.Pattern:
     return re.compile(r"(?<!\w)" + head + rest + f"(?:{endings})?" + r"(?!\w)")
 
 
-def occurrences(text: str, target: str) -> list[tuple[int, int]]:
-    """Where `text` satisfies the required target term (the rules above)."""
-    return [(m.start(), m.end()) for m in _target_pattern(target).finditer(text)]
+def occurrences(text: str, target: str, compounds: bool = False) -> list[tuple[int, int]]:
+    """Where `text` satisfies the required target term as a word (the rules above); with `compounds`,
+    also where a closed compound holds it as its head or first part (the part's span), which counts
+    only in a word the alignment gives the term and another source word (placement.py)."""
+    spans = [(m.start(), m.end()) for m in _target_pattern(target).finditer(text)]
+    if compounds and _COMPOUND_TERM.fullmatch(target):
+        spans += [m.span(1) for m in _compound_patterns(target)[0].finditer(text)]
+        spans += [m.span(1) for m in _compound_patterns(target)[1].finditer(text)]
+    return sorted(set(spans))
+
+
+# A term that may stand inside a German closed compound: a noun (its capital), one word, 4+ letters.
+_COMPOUND_TERM = re.compile(r"[^\W\d_a-zäöüß][^\W\d_]{3,}")
+_LINKING = ("s", "n", "en", "es", "e", "er")
+
+
+@functools.cache
+def _compound_patterns(term: str) -> tuple[re.Pattern, re.Pattern]:
+    """(head, first part): the term ending a closed compound after 3+ letters, its first letter
+    lower case ("netzwerk|einstellungen"), German endings allowed; the term starting one, then a
+    linking element and 4+ lower-case letters ("Netzwerk|einstellungen")."""
+    endings = "|".join(e for e in INFLECTION_ENDINGS if e)
+    head = re.compile(r"(?<!\w)[^\W\d_]{3,}(" + re.escape(term[0].lower() + term[1:]) + f"(?:{endings})?)" + r"(?!\w)")
+    linking = "|".join(_LINKING)
+    first = re.compile(r"(?<!\w)(" + re.escape(term) + f")(?:{linking})?" + r"[a-zäöüß]{4,}(?!\w)")
+    return head, first
 
 
 # German determiners, by family: a replaced noun may have another gender than the model's word
@@ -151,15 +182,16 @@ class TermReport:
 
 
 def report(glossary: Sequence[GlossaryEntry], found: Sequence[tuple[int, tuple[int, int]]], output: str,
-           enforced: dict[int, str]) -> list[TermReport]:
+           enforced: dict[int, str], compounds: dict[int, list[tuple[int, int]]] | None = None) -> list[TermReport]:
     """One report per glossary entry found in the source, in the order first found. `found`: per
     match, its entry and its offsets in the text sent; `enforced`: entry -> how it was enforced,
-    for those that were."""
+    for those that were; `compounds`: entry -> where a compound in the output holds its term (the
+    alignment's choice, placement.py)."""
     reports = []
     for entry in dict.fromkeys(e for e, _ in found):
         term = glossary[entry]
         spans = [span for e, span in found if e == entry]
-        present = occurrences(output, term.target)
+        present = sorted({*occurrences(output, term.target), *(compounds or {}).get(entry, [])})
         reports.append(TermReport(term.source, term.target, spans, present, enforced.get(entry, "kept"),
                                   violations(present, spans)))
     return reports

@@ -13,7 +13,9 @@ Term = Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]
 GLOSSARY_RULES = (
     "Source terms match as whole words, ignoring case, in the form written (list plurals apart); the "
     "target term is required in the output, its first letter in either case, German endings (e, en, er, es, n, "
-    "s, ern, em) allowed. Where the model's own translation of a term does not satisfy it, the target words "
+    "s, ern, em) allowed; into German, a noun term (a capital, 4+ letters) also as the head or first part of a "
+    "closed compound the alignment gives the term and another source word (Einstellungen, Netzwerk in "
+    "Netzwerkeinstellungen for network settings). Where the model's own translation of a term does not satisfy it, the target words "
     "aligned to the term are replaced by it (or, with none aligned or where those words translate another source "
     "word, it is inserted where the alignment, or the model's score, puts the term)."
 )

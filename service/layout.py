@@ -352,7 +352,8 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
         removed += [replace(r, at=target(r.at)) for r in s.removed]
         for report in s.glossary:
             reports.setdefault((report.source, report.target), []).append(
-                replace(report, source_spans=[_mapped(source, a, b) for a, b in report.source_spans]))
+                replace(report, source_spans=[_mapped(source, a, b) for a, b in report.source_spans],
+                        target_spans=[_mapped(target, a, b) for a, b in report.target_spans]))
     placed.sort(key=lambda p: p.target_start)
     glossary = [_merged(group, text) for group in reports.values()]
     alignments = [s.translation.alignment for s in served]
@@ -406,10 +407,12 @@ def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> 
 
 
 def _merged(group: list[TermReport], output: str) -> TermReport:
-    """One glossary entry's reports from several segments, as one text's (glossary.report)."""
+    """One glossary entry's reports from several segments, as one text's (glossary.report): its
+    occurrences anywhere in the joined output, with those its segments found inside a compound
+    (a German target's, which the output alone does not say)."""
     first = group[0]
     spans = [span for report in group for span in report.source_spans]
-    present = occurrences(output, first.target)
+    present = sorted(set(occurrences(output, first.target)) | {span for report in group for span in report.target_spans})
     ways = {report.enforced for report in group}
     enforced = next((way for way in ("inserted", "replaced") if way in ways), "kept")
     return TermReport(first.source, first.target, spans, present, enforced, violations(present, spans))

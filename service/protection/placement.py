@@ -234,7 +234,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     translations -> their log-probabilities under the model given `terms_translated(prepared)`
     (None: it cannot say), which choose where a term the model left out goes (`_glossary_edits`)
     and, with `articles` (German targets), the article before a noun a glossary term replaced
-    (`_agreeing_articles`)."""
+    (`_agreeing_articles`) and a term satisfied inside a closed compound (`_compound_parts`)."""
     stray = find_placeholders(translation, prepared.styles)
     if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
         text = escape_text(translation) if prepared.fmt != "text" else translation
@@ -294,7 +294,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
 
     # Where each glossary entry's required translation already stands: read once a translation,
     # for the terms' edits and the article choice alike, and only for the entries they ask about.
-    occurring = cache(lambda entry: occurrences(translation, prepared.glossary[entry].target))
+    inside = cache(lambda entry: _compound_parts(prepared, translation, locate, entry) if articles else [])
+    occurring = cache(lambda entry: sorted({*occurrences(translation, prepared.glossary[entry].target), *inside(entry)}))
     edits = _glossary_edits(prepared, translation, locate, occurring, rescore)
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
@@ -351,7 +352,10 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     found = [(m.entry, prepared.original_span(m.start, m.end)) for m in prepared.term_matches]
     found += [(entry, reports[i][2:4]) for i, entry in prepared.protected_terms]
     enforced = {edit.entry: edit.how for edit in edits} | {entry: "inserted" for _, entry in prepared.protected_terms}
-    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced)
+    # Compound parts the edits left as they were, where they stand in the output.
+    compounds = {entry: [(starts[a], ends[b - 1]) for a, b in inside(entry) if dropped.isdisjoint(range(a, b))]
+                 for entry in {m.entry for m in prepared.term_matches}}
+    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, compounds)
     glossary_items = {i for i, _ in prepared.protected_terms}  # reported as glossary terms, not as placed parts
     return Restored(text, [Placed(*report, target_start, target_end, how[i])
                            for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
@@ -472,6 +476,28 @@ def _likeliest(translation: str, candidates: list[Edit], rescore: Callable[[list
     if scores is None:
         return candidates[0]
     return candidates[max(range(len(candidates)), key=lambda i: (scores[i], -i))]
+
+
+def _compound_parts(prepared: PreparedText, translation: str, locate: _Locator, entry: int) -> list[tuple[int, int]]:
+    """Where a German closed compound the model wrote for a term of glossary `entry` holds the term's
+    required translation as its head or first part (service/glossary.py, `occurrences`), in a word
+    aligned to the term and to a source word outside it: "Netzwerkeinstellungen" for "network
+    settings" satisfies settings -> Einstellungen (replacing it by the term lost "network"). A
+    compound that translates the term alone is the model's mistake ("Chinatown" for "china",
+    "Handwerker" for "hand"): the term replaces it."""
+    target = prepared.glossary[entry].target
+    spans: list[tuple[int, int]] = []
+    for match in prepared.term_matches:
+        if match.entry != entry:
+            continue
+        words = locate.words_in(match.start, match.end)
+        for t in locate.targets(words):
+            if not any(t in targets for s, targets in locate.aligned.items() if s not in words):
+                continue
+            word = locate.target_words[t]
+            spans += [(word.start + a, word.start + b)
+                      for a, b in occurrences(translation[word.start:word.end], target, compounds=True)]
+    return spans
 
 
 def _replaceable(translation: str, start: int, end: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:

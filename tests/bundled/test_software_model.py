@@ -143,6 +143,20 @@ def test_a_glossary_noun_gets_the_article_and_adjective_endings_the_model_choose
     assert [[t["enforced"] for t in n[0]["glossary"]] for n in answer] == [["replaced"]] * 5
 
 
+def test_a_glossary_term_inside_the_compound_the_model_wrote_keeps_the_compound(client):
+    # Replacing "Netzwerkeinstellungen" (network settings) by the term gave "Einstellungen"; with both
+    # terms, "Netzwerk Einstellungen".
+    network = ("network", "kept", [{"start": 0, "end": 8}], True)
+    settings = ("settings", "kept", [{"start": 8, "end": 21}], True)
+    for glossary, reports in (([{"source": "settings", "target": "Einstellungen"}], [settings]),
+                              ([{"source": "settings", "target": "Einstellungen"},
+                                {"source": "network", "target": "Netzwerk"}], [network, settings])):  # source order
+        body = {"text": "Network Settings", **SOFTWARE, "glossary": glossary}
+        (answer,) = [nbest[0] for nbest in translations(client, body)]
+        assert answer["text"] == "Netzwerkeinstellungen"
+        assert [(t["source"], t["enforced"], t["target_spans"], t["satisfied"]) for t in answer["glossary"]] == reports
+
+
 def test_a_glossary_term_replaces_the_models_word_for_it(client):
     # The model of 20,000 updates left "Apply" out ("Klicken Sie auf, um ..."), and the term was
     # inserted beside "auf"; this one writes "Anwenden", which the term replaces: the same text. A term

@@ -31,6 +31,43 @@ def test_a_required_target_term_is_satisfied_by_its_declined_forms(text, found):
     assert [text[a:b] for a, b in occurrences(text, "Hund")] == found
 
 
+@pytest.mark.parametrize("text, term, found", [
+    ("Hundehütte, HUND, Windhund", "Hund", ["Hund", "hund"]),           # first part (linking e), head
+    ("Netzwerkeinstellungen öffnen", "Einstellungen", ["einstellungen"]),
+    ("Netzwerkeinstellungen öffnen", "Netzwerk", ["Netzwerk"]),
+    ("Dateinamen und Dateien", "Datei", ["Datei", "Dateien"]),          # a compound, then a declined form
+    ("Sicherheitseinstellungen", "Sicherheit", ["Sicherheit"]),         # the linking s
+    ("Bildung, Motor, Passwortdialog", "Bild", []),                     # "ung": under four letters after it
+    ("Motor", "Tor", []),                                               # a term under four letters: whole words only
+    ("Passwortdialog", "Kennwort", []),
+    ("Netzwerkeinstellungen", "einstellungen", []),                     # not a noun (no capital): whole words only
+])
+def test_a_german_noun_term_is_satisfied_inside_a_closed_compound(text, term, found):
+    assert [text[a:b] for a, b in occurrences(text, term, compounds=True)] == found
+    assert occurrences("Netzwerkeinstellungen", "Einstellungen") == []  # not for other targets
+
+
+def test_a_term_the_model_wrote_inside_a_german_compound_is_kept_and_the_compound_too():
+    # "Network Settings" -> "Netzwerkeinstellungen": replacing the compound by the term lost "Network".
+    glossary = [Entry("settings", "Einstellungen"), Entry("network", "Netzwerk")]
+    prepared = prepare("Open the network settings.", glossary=glossary)
+    translation = "Netzwerkeinstellungen öffnen."
+    alignment = aligned(prepared.model_text, translation, [(2, 0), (3, 0), (0, 1)])
+    restored = restore(prepared, translation, alignment)
+    assert restored.text == translation
+    assert [(r.source, r.enforced, r.target_spans, r.violations) for r in restored.glossary] == [
+        ("network", "kept", [(0, 8)], []), ("settings", "kept", [(8, 21)], [])]
+    # For another target language the compound is one word, not the term: replaced.
+    other = restore(prepared, translation, alignment, articles=False)
+    assert [(r.source, r.enforced) for r in other.glossary] == [("network", "inserted"), ("settings", "replaced")]
+    # A compound the alignment gives the term alone is the model's mistake: the term replaces it.
+    prepared = prepare("A parade in china.", glossary=[Entry("china", "China")])
+    translation = "Eine Parade in Chinatown."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (1, 1), (2, 2), (3, 3)]))
+    assert restored.text == "Eine Parade in China."
+    assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("replaced", [(15, 20)])]
+
+
 def test_a_term_the_model_translated_otherwise_is_replaced_where_the_alignment_puts_it():
     prepared = prepare("A dog chases the Dog.", glossary=[Entry("dog", "Köter")])
     translation = "Ein Hund jagt den Hund."

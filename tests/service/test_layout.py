@@ -145,6 +145,20 @@ def test_the_answers_are_put_back_into_the_layout_every_offset_re_addressed():
     assert answer.flags is not None
 
 
+def test_a_term_a_segment_found_inside_a_compound_stays_found_in_the_joined_answer():
+    # The joined output is searched again for each term, but a German compound part ("einstellungen")
+    # is found only by the segment that knew its target language: its span is carried over.
+    text = "Stop it. Open the settings."
+    layout = split(text, [])
+    first = hypothesis("Stop it.", "Halt.", [(0, 0)], -1.0)
+    second = hypothesis("Open the settings.", "Netzwerkeinstellungen öffnen.", [(2, 0), (0, 1)], -1.0,
+                        glossary=[TermReport("settings", "Einstellungen", [(9, 17)], [(8, 21)], "kept")])
+    (answer,) = assemble(layout, [[first], [second]], "none")
+    assert answer.translation.text == "Halt. Netzwerkeinstellungen öffnen."
+    assert answer.glossary == [TermReport("settings", "Einstellungen", [(18, 26)], [(14, 27)], "kept")]
+    assert answer.glossary[0].satisfied
+
+
 def test_a_run_on_block_is_wrapped_and_its_words_addressed_through_the_breaks():
     text = "aa bb\ncc."
     layout = split(text, [])
