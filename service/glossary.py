@@ -48,7 +48,6 @@ where its required translation stands in the output, and what is wrong (`violati
 """
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -105,8 +104,8 @@ def occurrences(text: str, target: str, compounds: bool = False) -> list[tuple[i
     only in a word the alignment gives the term and another source word (placement.py)."""
     spans = [(m.start(), m.end()) for m in _target_pattern(target).finditer(text)]
     if compounds and _COMPOUND_TERM.fullmatch(target):
-        spans += [m.span(1) for m in _compound_patterns(target)[0].finditer(text)]
-        spans += [m.span(1) for m in _compound_patterns(target)[1].finditer(text)]
+        for pattern in _compound_patterns(target):
+            spans += [m.span(1) for m in pattern.finditer(text)]
     return sorted(set(spans))
 
 
@@ -115,7 +114,6 @@ _COMPOUND_TERM = re.compile(r"[^\W\d_a-zäöüß][^\W\d_]{3,}")
 _LINKING = ("s", "n", "en", "es", "e", "er")
 
 
-@functools.cache
 def _compound_patterns(term: str) -> tuple[re.Pattern, re.Pattern]:
     """(head, first part): the term ending a closed compound after 3+ letters, its first letter
     lower case ("netzwerk|einstellungen"), German endings allowed; the term starting one, then a
