@@ -180,16 +180,17 @@ class TermReport:
 
 
 def report(glossary: Sequence[GlossaryEntry], found: Sequence[tuple[int, tuple[int, int]]], output: str,
-           enforced: dict[int, str], compounds: dict[int, list[tuple[int, int]]] | None = None) -> list[TermReport]:
+           enforced: dict[int, str], compound_parts: dict[int, list[tuple[int, int]]] | None = None
+           ) -> list[TermReport]:
     """One report per glossary entry found in the source, in the order first found. `found`: per
     match, its entry and its offsets in the text sent; `enforced`: entry -> how it was enforced,
-    for those that were; `compounds`: entry -> where a compound in the output holds its term (the
-    alignment's choice, placement.py)."""
+    for those that were; `compound_parts`: entry -> where a compound in the output holds its term
+    (the alignment's choice, placement.py)."""
     reports = []
     for entry in dict.fromkeys(e for e, _ in found):
         term = glossary[entry]
         spans = [span for e, span in found if e == entry]
-        present = sorted({*occurrences(output, term.target), *(compounds or {}).get(entry, [])})
+        present = sorted({*occurrences(output, term.target), *(compound_parts or {}).get(entry, [])})
         reports.append(TermReport(term.source, term.target, spans, present, enforced.get(entry, "kept"),
                                   violations(present, spans)))
     return reports

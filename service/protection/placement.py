@@ -294,8 +294,9 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
 
     # Where each glossary entry's required translation already stands: read once a translation,
     # for the terms' edits and the article choice alike, and only for the entries they ask about.
-    inside = cache(lambda entry: _compound_parts(prepared, translation, locate, entry) if articles else [])
-    occurring = cache(lambda entry: sorted({*occurrences(translation, prepared.glossary[entry].target), *inside(entry)}))
+    compound_parts = cache(lambda entry: _compound_parts(prepared, translation, locate, entry) if articles else [])
+    occurring = cache(lambda entry: sorted({*occurrences(translation, prepared.glossary[entry].target),
+                                            *compound_parts(entry)}))
     edits = _glossary_edits(prepared, translation, locate, occurring, rescore)
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
@@ -353,9 +354,9 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     found += [(entry, reports[i][2:4]) for i, entry in prepared.protected_terms]
     enforced = {edit.entry: edit.how for edit in edits} | {entry: "inserted" for _, entry in prepared.protected_terms}
     # Compound parts the edits left as they were, where they stand in the output.
-    compounds = {entry: [(starts[a], ends[b - 1]) for a, b in inside(entry) if dropped.isdisjoint(range(a, b))]
+    in_output = {entry: [(starts[a], ends[b - 1]) for a, b in compound_parts(entry) if dropped.isdisjoint(range(a, b))]
                  for entry in {m.entry for m in prepared.term_matches}}
-    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, compounds)
+    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, in_output)
     glossary_items = {i for i, _ in prepared.protected_terms}  # reported as glossary terms, not as placed parts
     return Restored(text, [Placed(*report, target_start, target_end, how[i])
                            for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
