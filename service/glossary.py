@@ -22,7 +22,9 @@ Enforcement (service/protection/placement.py), by one of two methods (`GlossaryM
   as it is; for each matched source term, the target words aligned to it (their largest cluster,
   as for a tag; with no hard link, the words that attend to it most; a word aligned to two terms
   goes to one of them) are its translation. Where neither they nor any other words of the
-  translation satisfy the required term, they are replaced by it (their punctuation kept; a
+  translation satisfy the required term (a word that translates another source word does not:
+  with Delete -> Entfernen, the "entfernen" of "Drücken Sie das Löschen, um die Datei zu
+  entfernen." is remove's; placement.py, `_own_occurrences`), they are replaced by it (their punctuation kept; a
   capital first letter where the replaced words had one). Where no target word is aligned to the
   term and the translation holds the term nowhere, it is inserted where the alignment puts the
   term's position (capitalised at the start of a sentence).
@@ -44,7 +46,8 @@ Enforcement (service/protection/placement.py), by one of two methods (`GlossaryM
 - "protect": the source term is taken out before translation like a placeholder and the required
   term put in its place by the alignment (how `do_not_translate` terms are kept).
 The report (`TermReport`) is read off the final output: each term, where it stood in the source,
-where its required translation stands in the output, and what is wrong (`violations`).
+where its required translation stands in the output for it (not where it translates another
+source word), and what is wrong (`violations`).
 """
 from __future__ import annotations
 
@@ -180,17 +183,19 @@ class TermReport:
 
 
 def report(glossary: Sequence[GlossaryEntry], found: Sequence[tuple[int, tuple[int, int]]], output: str,
-           enforced: dict[int, str], compound_parts: dict[int, list[tuple[int, int]]] | None = None
-           ) -> list[TermReport]:
+           enforced: dict[int, str], compound_parts: dict[int, list[tuple[int, int]]] | None = None,
+           owned_elsewhere: dict[int, list[tuple[int, int]]] | None = None) -> list[TermReport]:
     """One report per glossary entry found in the source, in the order first found. `found`: per
     match, its entry and its offsets in the text sent; `enforced`: entry -> how it was enforced,
     for those that were; `compound_parts`: entry -> where a compound in the output holds its term
-    (the alignment's choice, placement.py)."""
+    and `owned_elsewhere`: entry -> where an occurrence translates another source word, not the
+    term (both the alignment's reading, placement.py)."""
     reports = []
     for entry in dict.fromkeys(e for e, _ in found):
         term = glossary[entry]
         spans = [span for e, span in found if e == entry]
-        present = sorted({*occurrences(output, term.target), *(compound_parts or {}).get(entry, [])})
+        present = sorted({*occurrences(output, term.target), *(compound_parts or {}).get(entry, [])}
+                         - set((owned_elsewhere or {}).get(entry, [])))
         reports.append(TermReport(term.source, term.target, spans, present, enforced.get(entry, "kept"),
                                   violations(present, spans)))
     return reports

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from service.alignment_flags import alignment_flags
-from service.glossary import TermReport, occurrences, violations
+from service.glossary import TermReport, violations
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
@@ -355,7 +355,7 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
                 replace(report, source_spans=[_mapped(source, a, b) for a, b in report.source_spans],
                         target_spans=[_mapped(target, a, b) for a, b in report.target_spans]))
     placed.sort(key=lambda p: p.target_start)
-    glossary = [_merged(group, text) for group in reports.values()]
+    glossary = [_merged(group) for group in reports.values()]
     alignments = [s.translation.alignment for s in served]
     alignment = phrase_map = None
     if requested != "none" and all(a is not None for a in alignments):
@@ -406,13 +406,13 @@ def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> 
     return PhraseMap(maps[0].origin, pairs)
 
 
-def _merged(group: list[TermReport], output: str) -> TermReport:
-    """One glossary entry's reports from several segments, as one text's (glossary.report): its
-    occurrences anywhere in the joined output, with those its segments found inside a compound
-    (a German target's, which the output alone does not say)."""
+def _merged(group: list[TermReport]) -> TermReport:
+    """One glossary entry's reports from several segments, as one text's (glossary.report): the
+    occurrences its segments found, which only the segments' alignments can tell from words that
+    translate another source word or hold the term inside a compound (placement.py)."""
     first = group[0]
     spans = [span for report in group for span in report.source_spans]
-    present = sorted(set(occurrences(output, first.target)) | {span for report in group for span in report.target_spans})
+    present = sorted({span for report in group for span in report.target_spans})
     ways = {report.enforced for report in group}
     enforced = next((way for way in ("inserted", "replaced") if way in ways), "kept")
     return TermReport(first.source, first.target, spans, present, enforced, violations(present, spans))

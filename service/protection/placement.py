@@ -294,13 +294,16 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
 
     # Where each glossary entry's required translation already stands: read once a translation,
     # for the terms' edits and the article choice alike, and only for the entries they ask about.
+    # An occurrence another source word owns does not satisfy the term (`_own_occurrences`).
     compound_parts = cache(lambda entry: _compound_parts(prepared, translation, locate, entry) if articles else [])
-    occurring = cache(lambda entry: sorted({*occurrences(translation, prepared.glossary[entry].target),
-                                            *compound_parts(entry)}))
+    written_anywhere = cache(lambda entry: occurrences(translation, prepared.glossary[entry].target))
+    own = cache(lambda entry: _own_occurrences(prepared, locate, entry, written_anywhere(entry)))
+    occurring = cache(lambda entry: sorted({*own(entry), *compound_parts(entry)}))
     edits = _glossary_edits(prepared, translation, locate, occurring, rescore)
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
-        terms = [span for entry in range(len(prepared.glossary)) for span in occurring(entry)]
+        # Every word that is a term's translation stays as written, whichever source word it translates.
+        terms = [span for entry in range(len(prepared.glossary)) for span in written_anywhere(entry) + compound_parts(entry)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
     changes = edits + agreed
     # A tag around exactly a term the model left out goes around the term where it is inserted
@@ -354,9 +357,14 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     found += [(entry, reports[i][2:4]) for i, entry in prepared.protected_terms]
     enforced = {edit.entry: edit.how for edit in edits} | {entry: "inserted" for _, entry in prepared.protected_terms}
     # Compound parts the edits left as they were, where they stand in the output.
+    matched = {m.entry for m in prepared.term_matches}
     in_output = {entry: [(starts[a], ends[b - 1]) for a, b in compound_parts(entry) if dropped.isdisjoint(range(a, b))]
-                 for entry in {m.entry for m in prepared.term_matches}}
-    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, in_output)
+                 for entry in matched}
+    # Occurrences left as they were that translate another source word, where they stand in the output.
+    owned_elsewhere = {entry: [(starts[a], ends[b - 1]) for a, b in written_anywhere(entry)
+                               if (a, b) not in own(entry) and dropped.isdisjoint(range(a, b))] for entry in matched}
+    terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, in_output,
+                            owned_elsewhere)
     glossary_items = {i for i, _ in prepared.protected_terms}  # reported as glossary terms, not as placed parts
     return Restored(text, [Placed(*report, target_start, target_end, how[i])
                            for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
@@ -455,6 +463,12 @@ def _tags_around_insertions(prepared: PreparedText, locate: _Locator, changes: l
 # A target word whose link to a term is under this share of its heaviest link translates another
 # source word: the term's words are not it.
 _FOREIGN = 0.5
+# Under this share, an occurrence of the term's translation is not the term's at all (`_own_occurrences`).
+# Stricter than `_FOREIGN`: counting a word out inserts or replaces, and the links of a word that
+# translates the term with a neighbour split ("existiert" 0.76 to "does", 0.24 to "exist." in
+# "Device directory does not exist."; "reflektierenden" 0.81 / 0.19 to "large" / "reflective");
+# a word of another source word links to the term with almost nothing ("entfernen" 0.00 to "Delete").
+_UNRELATED = 0.1
 
 
 def _best_place(prepared: PreparedText, translation: str, locate: _Locator, match: TermMatch, words: list[int],
@@ -499,6 +513,32 @@ def _compound_parts(prepared: PreparedText, translation: str, locate: _Locator, 
             spans += [(word.start + a, word.start + b)
                       for a, b in occurrences(translation[word.start:word.end], target, compounds=True)]
     return spans
+
+
+def _own_occurrences(prepared: PreparedText, locate: _Locator, entry: int,
+                     written: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Of `written` (where the translation holds glossary `entry`'s required translation as a word),
+    those that may be the term's. An occurrence is another source word's where the term's source
+    words are hard-aligned to target words of their own elsewhere and none of the occurrence's words
+    is hard-aligned to them or links to them with `_FOREIGN` of its heaviest link: with Delete ->
+    Entfernen, "Drücken Sie das Löschen, um die Datei zu entfernen." holds "entfernen" for "remove",
+    and "Löschen", Delete's own word, is what the term replaces. A term with no word of its own may
+    have been merged into another word ("Press Save to save" -> "Zum Speichern ... drücken"), and an
+    occurrence in a part of a target word ("Sensor" in "Sensor-Erinnerung") may be the term's: both
+    count."""
+    words = sorted({w for m in prepared.term_matches if m.entry == entry for w in locate.words_in(m.start, m.end)})
+    linked = {t for w in words for t in locate.aligned.get(w, [])}
+    own = []
+    for a, b in written:
+        inside = [t for t, word in enumerate(locate.target_words) if word.start < b and a < word.end]
+        whole = all(a <= word.start + _leading_punctuation(word.text) and word.end - _trailing_punctuation(word.text) <= b
+                    for word in (locate.target_words[t] for t in inside))
+        if (inside and whole and linked - set(inside) and linked.isdisjoint(inside)
+                and all(0.0 < (heaviest := locate.heaviest_weight(t)) and locate.weight(words, t) < _UNRELATED * heaviest
+                        for t in inside)):
+            continue
+        own.append((a, b))
+    return own
 
 
 def _replaceable(translation: str, start: int, end: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:

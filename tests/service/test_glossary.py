@@ -177,6 +177,33 @@ def test_a_term_no_word_is_hard_aligned_to_replaces_the_word_that_attends_to_it_
     assert [(r.enforced, r.target_spans, r.satisfied) for r in restored.glossary] == [("replaced", [(12, 19)], True)]
 
 
+def test_the_terms_translation_standing_for_another_source_word_does_not_satisfy_it():
+    # The software model: "Press Delete to remove the file." -> "Drücken Sie das Löschen, um die Datei
+    # zu entfernen.". With Delete -> Entfernen, "entfernen" (remove's) counted, the text was left as
+    # it was and the term reported kept.
+    source, translation = "Press Delete to remove the file.", "Drücken Sie das Löschen, um die Datei zu entfernen."
+    links = [[(0, 1.0)], [(0, 0.9), (1, 0.1)], [(1, 0.8), (0, 0.2)], [(1, 0.97), (3, 0.03)], [(2, 1.0)], [(4, 1.0)],
+             [(5, 1.0)], [(2, 1.0)], [(3, 0.97), (1, 0.03)]]
+    prepared = prepare(source, glossary=[Entry("Delete", "Entfernen")])
+    restored = restore(prepared, translation, weighted(source, translation, links, heaviest(links)))
+    assert restored.text == "Drücken Sie das Entfernen, um die Datei zu entfernen."
+    # Reported where the term stands for Delete only, not where "entfernen" translates remove.
+    assert [(r.enforced, r.target_spans, r.satisfied) for r in restored.glossary] == [("replaced", [(16, 25)], True)]
+    # Each term takes its own word, though each word is the other term's translation.
+    prepared = prepare(source, glossary=[Entry("delete", "entfernen"), Entry("remove", "löschen")])
+    restored = restore(prepared, translation, weighted(source, translation, links, heaviest(links)))
+    assert restored.text == "Drücken Sie das Entfernen, um die Datei zu löschen."
+    assert [(r.source, r.enforced, r.target_spans) for r in restored.glossary] == [
+        ("delete", "replaced", [(16, 25)]), ("remove", "replaced", [(43, 50)])]
+    # A word whose links the term shares with a neighbour may be the term's ("existiert" 0.76 to "does",
+    # 0.24 to "exist." in "Device directory does not exist."): a tenth of its heaviest link or more, kept.
+    links[8] = [(3, 0.9), (1, 0.1)]
+    prepared = prepare(source, glossary=[Entry("Delete", "Entfernen")])
+    restored = restore(prepared, translation, weighted(source, translation, links, heaviest(links)))
+    assert restored.text == translation
+    assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("kept", [(41, 50)])]
+
+
 def test_a_word_aligned_to_two_terms_goes_to_the_one_it_translates_alone():
     # "löschen?" links to "folder?" (0.501) and "Delete" (0.499), both hard; "Ordner" only to
     # "folder?". Each term keeps its own word (the two replacements had run together:

@@ -146,8 +146,8 @@ def test_the_answers_are_put_back_into_the_layout_every_offset_re_addressed():
 
 
 def test_a_term_a_segment_found_inside_a_compound_stays_found_in_the_joined_answer():
-    # The joined output is searched again for each term, but a German compound part ("einstellungen")
-    # is found only by the segment that knew its target language: its span is carried over.
+    # A German compound part ("einstellungen") is found only by the segment that knew its target
+    # language and its alignment: its span is carried over.
     text = "Stop it. Open the settings."
     layout = split(text, [])
     first = hypothesis("Stop it.", "Halt.", [(0, 0)], -1.0)
@@ -232,3 +232,16 @@ def test_joined_segments_keep_their_words_support_when_all_read_it_alike():
     (mixed,) = assemble(layout, [[first], [read("Go on.", "Geh weiter.", [(0, 0), (1, 1)], [0.8, 0.1], "columns")]],
                         "token")
     assert (mixed.translation.alignment.support, mixed.translation.alignment.support_from) == (None, None)
+
+
+def test_the_joined_answer_counts_only_what_each_segment_found_for_its_terms():
+    # "Entfernen" translates "Remove" in the first sentence; the second segment found its term Delete
+    # missing. Searching the joined output again had counted the first sentence's word for it.
+    text = "Remove it. Press Delete."
+    layout = split(text, [])
+    first = hypothesis("Remove it.", "Entfernen Sie es.", [(0, 0), (1, 2)], -1.0)
+    second = hypothesis("Press Delete.", "Drücken Sie Löschen.", [(0, 0), (1, 2)], -1.0,
+                        glossary=[TermReport("Delete", "Entfernen", [(6, 12)], [], "kept", ["missing"])])
+    (answer,) = assemble(layout, [[first], [second]], "none")
+    assert answer.translation.text == "Entfernen Sie es. Drücken Sie Löschen."
+    assert answer.glossary == [TermReport("Delete", "Entfernen", [(17, 23)], [], "kept", ["missing"])]
