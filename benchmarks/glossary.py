@@ -164,7 +164,8 @@ def measure(args: argparse.Namespace) -> str:
                 # choose the article before a replaced noun.
                 rescore = lambda candidates, p=p: runtime.score([(terms_translated(p), c) for c in candidates])  # noqa: E731
                 enforced[method].append(restore(p, best.text, best.alignment, rescore,
-                                                args.articles and TEST_SETS[args.test_set][2] == "de").text)
+                                                args.articles and TEST_SETS[args.test_set][2] == "de",
+                                                lambda word: runtime.count_tokens([word]) == [1]).text)
     seconds = time.perf_counter() - started
     service_outputs = {}
     if args.service:

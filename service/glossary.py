@@ -114,7 +114,8 @@ def occurrences(text: str, target: str, compounds: bool = False) -> list[tuple[i
 
 # A term that may stand inside a German closed compound: a noun (its capital), one word, 4+ letters.
 _COMPOUND_TERM = re.compile(r"[^\W\d_a-zäöüß][^\W\d_]{3,}")
-_LINKING = ("s", "n", "en", "es", "e", "er")
+# What may join the parts of a German closed compound ("Extraktion|s|dialog").
+LINKING = ("s", "n", "en", "es", "e", "er")
 
 
 def _compound_patterns(term: str) -> tuple[re.Pattern, re.Pattern]:
@@ -123,7 +124,7 @@ def _compound_patterns(term: str) -> tuple[re.Pattern, re.Pattern]:
     linking element and 4+ lower-case letters ("Netzwerk|einstellungen")."""
     endings = "|".join(e for e in INFLECTION_ENDINGS if e)
     head = re.compile(r"(?<!\w)[^\W\d_]{3,}(" + re.escape(term[0].lower() + term[1:]) + f"(?:{endings})?)" + r"(?!\w)")
-    linking = "|".join(_LINKING)
+    linking = "|".join(LINKING)
     first = re.compile(r"(?<!\w)(" + re.escape(term) + f")(?:{linking})?" + r"[a-zäöüß]{4,}(?!\w)")
     return head, first
 

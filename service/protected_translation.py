@@ -49,16 +49,20 @@ def alignment_needed(prepared: Sequence[PreparedText], requested: AlignmentMode)
 
 
 Rescore = Callable[[str, list[str]], "list[float] | None"]
+KnownWord = Callable[[str], bool]
 
 
 def serve(prepared: Sequence[PreparedText], results: Sequence[Sequence[Translation]],
-          requested: AlignmentMode, rescore: Rescore | None = None, articles: bool = True) -> list[list[Served]]:
+          requested: AlignmentMode, rescore: Rescore | None = None, articles: bool = True,
+          known_word: KnownWord | None = None) -> list[list[Served]]:
     """Each translation with what was taken out put back, and its alignment's flags when the
     client asked for an alignment. `rescore` (source, candidate translations) -> their
     log-probabilities: where given, it places a glossary term the model left out and, with
-    `articles` (a German target), chooses again the article before a noun a term replaced
-    (placement.restore)."""
-    served = [[_serve_one(p, t, requested, rescore, articles) for t in nbest] for p, nbest in zip(prepared, results)]
+    `articles` (a German target), chooses again the article before a noun a term replaced and,
+    with `known_word` (whether the model's vocabulary holds a word whole), the part of a closed
+    compound a term replaces (placement.restore)."""
+    served = [[_serve_one(p, t, requested, rescore, articles, known_word) for t in nbest]
+              for p, nbest in zip(prepared, results)]
     if requested == "none":
         return served
     return [[_flagged(s) for s in nbest] for nbest in served]
@@ -107,14 +111,15 @@ _SYNTAX = frozenset("%{}$&<>`\\")
 
 
 def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode,
-                     rescore: Rescore | None = None, articles: bool = True) -> list[Served] | None:
+                     rescore: Rescore | None = None, articles: bool = True,
+                     known_word: KnownWord | None = None) -> list[Served] | None:
     """The hypotheses of the text as written that keep each of its placeholders and terms exactly,
     as often, adding none, with as many of each placeholder syntax character (`%`, braces, `$`, …);
     None when the best one does not (then the text is translated with
     them taken out). A literal taken with its quotes may come back in other quotes ('--size=M' as
     »--size=M«). Each placed part is the output's occurrence of it in the same order (its target
     span with the output's own quotes). A glossary (plain text) is enforced on each hypothesis as on
-    any translation (placement.restore, through `written`; `rescore` as for `serve`), and the
+    any translation (placement.restore, through `written`; `rescore` and the rest as for `serve`), and the
     hypothesis is kept only if its placeholders are still exact afterwards."""
     terms = [p.text for p in prepared.protected if p.kind == "term"]
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
@@ -142,7 +147,7 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
         reports: list = []
         if checked is not None and with_terms is not None:
             alignment = translation.alignment or TokenAlignment.empty()
-            restored = restore(with_terms, translation.text, alignment, scorer, articles)
+            restored = restore(with_terms, translation.text, alignment, scorer, articles, known_word)
             # A replaced word may have held a placeholder: the enforced text is checked again.
             checked = kept(restored.text)
             reports = restored.glossary
@@ -196,14 +201,14 @@ def _flagged(served: Served) -> Served:
 
 
 def _serve_one(prepared: PreparedText, translation: Translation, requested: AlignmentMode,
-               rescore: Rescore | None = None, articles: bool = True) -> Served:
+               rescore: Rescore | None = None, articles: bool = True, known_word: KnownWord | None = None) -> Served:
     if prepared.untouched and prepared.fmt == "text" and not find_placeholders(translation.text, prepared.styles):
         return Served(translation, [])
     alignment = translation.alignment or TokenAlignment.empty()
     scorer = None
     if rescore is not None and prepared.term_matches:
         scorer = partial(rescore, terms_translated(prepared))
-    restored = restore(prepared, translation.text, alignment, scorer, articles)
+    restored = restore(prepared, translation.text, alignment, scorer, articles, known_word)
     if requested == "none":
         return Served(Translation(restored.text, translation.score), restored.placed, removed=restored.removed,
                       glossary=restored.glossary)

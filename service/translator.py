@@ -324,14 +324,16 @@ class Translator:
                                       options)
         rescore = self._glossary_rescorer(model, prepared)
         articles = model.runtime.target_lang == "de"  # the determiners placement.py knows are German
+        # A word the model's vocabulary holds whole ("Dialog"): where a term may cut a compound.
+        known_word = (lambda word: model.runtime.count_tokens([word]) == [1]) if rescore is not None else None
         served: list[list[Served] | None] = [None] * len(prepared)
 
         def put_back(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             for index, nbest in zip(indices, results):
                 if first_pass and as_written[index]:
-                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles)
+                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles, known_word)
                 else:
-                    served[index] = serve([prepared[index]], [nbest], asked, rescore, articles)[0]
+                    served[index] = serve([prepared[index]], [nbest], asked, rescore, articles, known_word)[0]
 
         async def finish(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             if rescore is None:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-from service.glossary import (Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms, find_terms,
-                              occurrences)
+from service.glossary import (LINKING, Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms,
+                              find_terms, occurrences)
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, blanked, find_placeholders,
@@ -227,14 +227,17 @@ class Removed:
 
 
 def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
-            rescore: Callable[[list[str]], list[float] | None] | None = None, articles: bool = True) -> Restored:
+            rescore: Callable[[list[str]], list[float] | None] | None = None, articles: bool = True,
+            known_word: Callable[[str], bool] | None = None) -> Restored:
     """`translation` of `prepared.model_text`, with `alignment` between them (source words over
     model_text, target words over translation); returns the output with everything put back and
     any placeholder-like text the model made up taken out. `rescore`: candidate
     translations -> their log-probabilities under the model given `terms_translated(prepared)`
     (None: it cannot say), which choose where a term the model left out goes (`_glossary_edits`)
     and, with `articles` (German targets), the article before a noun a glossary term replaced
-    (`_agreeing_articles`) and a term satisfied inside a closed compound (`_compound_parts`)."""
+    (`_agreeing_articles`) and a term satisfied inside a closed compound (`_compound_parts`);
+    `known_word` (whether the model's vocabulary holds a word whole), with `rescore` and `articles`,
+    where a term may take one part of a closed compound (`_compound_choices`)."""
     stray = find_placeholders(translation, prepared.styles)
     if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
         text = escape_text(translation) if prepared.fmt != "text" else translation
@@ -299,7 +302,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     written_anywhere = cache(lambda entry: occurrences(translation, prepared.glossary[entry].target))
     own = cache(lambda entry: _own_occurrences(prepared, locate, entry, written_anywhere(entry)))
     occurring = cache(lambda entry: sorted({*own(entry), *compound_parts(entry)}))
-    edits = _glossary_edits(prepared, translation, locate, occurring, rescore)
+    edits = _glossary_edits(prepared, translation, locate, occurring, rescore, known_word if articles else None)
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
         # Every word that is a term's translation stays as written, whichever source word it translates.
@@ -374,7 +377,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
 
 def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
                     occurring: Callable[[int], list[tuple[int, int]]],
-                    rescore: Callable[[list[str]], list[float] | None] | None = None) -> list[Edit]:
+                    rescore: Callable[[list[str]], list[float] | None] | None = None,
+                    known_word: Callable[[str], bool] | None = None) -> list[Edit]:
     """What the translation needs for each glossary term it does not satisfy (service/glossary.py):
     the target words aligned to the source term replaced by the required term, or, where none is
     aligned and the translation holds the term nowhere, the term inserted where the alignment puts
@@ -388,7 +392,10 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
     aligned to, go where the model scores the sentence best: replacing those words, or inserted
     beside the translations of the source words around it (`_best_place`: "Klicken Sie auf
     Übernehmen, um"). A replacement never covers another term's required translation; in a
-    hyphenated compound it may replace a part (`_replaceable`), the model's score choosing.
+    hyphenated compound it may replace a part (`_replaceable`), the model's score choosing; with
+    `known_word` (German targets) and `rescore`, a closed compound that also translates a source word
+    outside the term has only the term's part replaced (`_compound_choices`: "Den Extraktionsdialog
+    öffnen." with extraction -> Entpacken: "Den Entpacken-Dialog öffnen.", not "Den Entpacken öffnen.").
     `occurring`: glossary entry -> where its required translation stands in `translation`."""
     edits: list[Edit] = []
     words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
@@ -415,6 +422,10 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
             kept = [span for k in range(len(prepared.glossary)) if k != match.entry for span in occurring(k)]
             choices = [Edit(match.entry, a, b, _cased(entry.target, translation[a:b][:1].isupper()), "replaced",
                             term=(match.start, match.end)) for a, b in _replaceable(translation, start, end, kept)]
+            if known_word is not None and rescore is not None:
+                choices += [Edit(match.entry, start, end, text, "replaced", term=(match.start, match.end))
+                            for text in _compound_choices(translation, locate, words[index], start, end, entry.target,
+                                                          kept, known_word)]
             if not choices:  # every part of those words is another term's translation: they stay
                 unaligned.append(match)
                 continue
@@ -434,8 +445,21 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
         offset, _ = locate.anchor(plain_start, plain_start)
         edit = _insertion(prepared, translation, match, offset)
         if rescore is not None:
-            edit = _best_place(prepared, translation, locate, match, locate.words_in(match.start, match.end), [edit],
-                               rescore)
+            words = locate.words_in(match.start, match.end)
+            # The term's word given to another term may be a compound of both ("Netzwerkeinstellungen"
+            # for "network settings", network -> Netzwerk kept in it): the term may take its other part.
+            parts = []
+            if known_word is not None:
+                kept = [span for k in range(len(prepared.glossary)) if k != match.entry for span in occurring(k)]
+                for t in sorted({t for w in words for t in locate.aligned.get(w, [])}):
+                    word = locate.target_words[t]
+                    a, b = word.start + _leading_punctuation(word.text), word.end - _trailing_punctuation(word.text)
+                    if not any(e.start < b and a < e.end for e in edits):
+                        parts += [Edit(match.entry, a, b, text, "replaced", term=(match.start, match.end))
+                                  for text in _compound_choices(translation, locate, words, a, b,
+                                                                prepared.glossary[match.entry].target, kept,
+                                                                known_word)]
+            edit = _best_place(prepared, translation, locate, match, words, [edit] + parts, rescore)
         edits.append(edit)
     return edits
 
@@ -539,6 +563,41 @@ def _own_occurrences(prepared: PreparedText, locate: _Locator, entry: int,
             continue
         own.append((a, b))
     return own
+
+
+def _compound_choices(translation: str, locate: _Locator, words: list[int], start: int, end: int, target: str,
+                      kept: list[tuple[int, int]], known_word: Callable[[str], bool]) -> list[str]:
+    """Where translation[start:end], a word hard-aligned to a term (source `words`), is a German
+    closed compound noun hard-aligned to a source word outside the term too ("Extraktionsdialog"
+    for "extraction dialog"): the texts that replace the word with the term in place of its first
+    part or its head, joined by a hyphen ("Entpacken-Dialog", "Extraktions-Entpacken"), among which
+    the model's score chooses (`_likeliest`); replacing the whole word would lose the other word's
+    translation. A split has a part the model's vocabulary holds whole on one side (`known_word`:
+    "Dialog"; "Passwort"; a first part with its linking element aside) or ends where another term's
+    translation (`kept`) stands, and replaces none of it; three letters or more on each side. Empty
+    for any other word, and where no split does: the term then replaces the whole word."""
+    word = translation[start:end]
+    if not (len(word) >= 7 and word.isalpha() and word[:1].isupper()):
+        return []
+    target_index = next((t for t, w in enumerate(locate.target_words) if w.start <= start and end <= w.end), None)
+    # Hard-aligned to the term and to another source word: a word that only attends to the term
+    # ("Klicken" 0.24 to Apply) translates the other word alone.
+    if target_index is None or not any(target_index in locate.aligned.get(w, []) for w in words) or not any(
+            target_index in targets for s, targets in locate.aligned.items() if s not in words):
+        return []
+    term = target[:1].upper() + target[1:]
+    bounds = {at for span in kept for at in span}
+    choices = []
+    for cut in range(3, len(word) - 2):
+        first, head = word[:cut], word[cut].upper() + word[cut + 1:]
+        stems = [first] + [first[:-len(e)] for e in LINKING if first.endswith(e) and len(first) - len(e) >= 3]
+        # The term as the first part (the head kept), then as the head (the first part kept).
+        if not (start + cut in bounds or known_word(head) or any(map(known_word, stems))):
+            continue
+        for replaced, text in (((start, start + cut), f"{term}-{head}"), ((start + cut, end), f"{first}-{term}")):
+            if not any(a < replaced[1] and replaced[0] < b for a, b in kept):
+                choices.append(text)
+    return choices
 
 
 def _replaceable(translation: str, start: int, end: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -157,6 +157,25 @@ def test_a_glossary_term_inside_the_compound_the_model_wrote_keeps_the_compound(
         assert [(t["source"], t["enforced"], t["target_spans"], t["satisfied"]) for t in answer["glossary"]] == reports
 
 
+def test_a_glossary_term_takes_its_part_of_a_compound_and_not_another_words_translation(client):
+    cases = [
+        # "Den Extraktionsdialog öffnen.": replaced whole, the dialog was lost ("Den Entpacken öffnen.").
+        ("Open the extraction dialog.", [("extraction", "Entpacken")], "Den Entpacken-Dialog öffnen."),
+        # "Netzwerkeinstellungen", network kept inside it: settings was inserted beside it.
+        ("Network Settings", [("settings", "Konfiguration"), ("network", "Netzwerk")], "Netzwerk-Konfiguration"),
+        # "Drücken Sie das Löschen, um die Datei zu entfernen.": "entfernen" is remove's, not Delete's.
+        ("Press Delete to remove the file.", [("Delete", "Entfernen")],
+         "Drücken Sie das Entfernen, um die Datei zu entfernen."),
+        ("Press Delete to remove the file.", [("delete", "entfernen"), ("remove", "löschen")],
+         "Drücken Sie das Entfernen, um die Datei zu löschen."),
+    ]
+    for text, glossary, expected in cases:
+        body = {"text": text, **SOFTWARE, "glossary": [{"source": s, "target": t} for s, t in glossary]}
+        (answer,) = [nbest[0] for nbest in translations(client, body)]
+        assert answer["text"] == expected
+        assert all(t["satisfied"] and t["enforced"] in ("kept", "replaced") for t in answer["glossary"])
+
+
 def test_a_glossary_term_replaces_the_models_word_for_it(client):
     # The model of 20,000 updates left "Apply" out ("Klicken Sie auf, um ..."), and the term was
     # inserted beside "auf"; this one writes "Anwenden", which the term replaces: the same text. A term

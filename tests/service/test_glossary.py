@@ -68,6 +68,59 @@ def test_a_term_the_model_wrote_inside_a_german_compound_is_kept_and_the_compoun
     assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("replaced", [(15, 20)])]
 
 
+def test_a_term_takes_one_part_of_a_compound_that_also_translates_another_word_where_the_model_scores_it_best():
+    # The software model: "Open the extraction dialog." -> "Den Extraktionsdialog öffnen.", the compound
+    # hard-aligned to extraction and dialog. Replacing it whole lost the dialog ("Den Entpacken öffnen.").
+    prepared = prepare("Open the extraction dialog.", glossary=[Entry("extraction", "Entpacken")])
+    translation = "Den Extraktionsdialog öffnen."
+    links = [[(1, 0.98)], [(2, 0.78), (3, 0.22)], [(0, 0.77), (3, 0.2)]]
+    alignment = weighted(prepared.model_text, translation, links, [(1, 0), (2, 1), (3, 1), (0, 2)])
+    scored: list[list[str]] = []
+
+    def rescore(candidates: list[str]) -> list[float]:
+        scored.append(candidates)
+        return [1.0 if c == "Den Entpacken-Dialog öffnen." else 0.0 for c in candidates]
+
+    known = {"Dialog", "Extraktion", "Extra"}.__contains__  # whole pieces of the model's vocabulary
+    restored = restore(prepared, translation, alignment, rescore, known_word=known)
+    assert restored.text == "Den Entpacken-Dialog öffnen."
+    assert [(r.enforced, r.target_spans, r.satisfied) for r in restored.glossary] == [("replaced", [(4, 13)], True)]
+    # The whole word first, then each split with a whole piece on one side ("Extra", "Extraktion" with
+    # or without its linking s, "Dialog"): the term as the first part, then as the head.
+    assert scored[0] == ["Den Entpacken öffnen.", "Den Entpacken-Ktionsdialog öffnen.", "Den Extra-Entpacken öffnen.",
+                         "Den Entpacken-Sdialog öffnen.", "Den Extraktion-Entpacken öffnen.",
+                         "Den Entpacken-Dialog öffnen.", "Den Extraktions-Entpacken öffnen."]
+    # The model may prefer the whole word; without its scores or its vocabulary, the whole word is replaced.
+    assert restore(prepared, translation, alignment, lambda c: [1.0] + [0.0] * (len(c) - 1),
+                   known_word=known).text == "Den Entpacken öffnen."
+    assert restore(prepared, translation, alignment, rescore).text == "Den Entpacken öffnen."
+    assert restore(prepared, translation, alignment, known_word=known).text == "Den Entpacken öffnen."
+    # A word hard-aligned to the term alone is no compound of two words: no split is scored.
+    scored.clear()
+    alone = weighted(prepared.model_text, translation, links, [(1, 0), (2, 1), (0, 2)])
+    assert restore(prepared, translation, alone, rescore, known_word=known).text == "Den Entpacken öffnen."
+    assert scored and not any("-" in candidate for candidates in scored for candidate in candidates)
+
+
+def test_a_term_takes_the_part_of_a_compound_that_another_term_does_not_hold():
+    # "Network Settings" -> "Netzwerkeinstellungen" with network -> Netzwerk (kept inside it) and
+    # settings -> Konfiguration: the compound went to network, and settings was inserted beside it
+    # ("Netzwerkeinstellungen Konfiguration"). The split where the other term's part ends needs no
+    # vocabulary.
+    glossary = [Entry("settings", "Konfiguration"), Entry("network", "Netzwerk")]
+    prepared = prepare("Network Settings", glossary=glossary)
+    translation = "Netzwerkeinstellungen"
+    alignment = weighted(prepared.model_text, translation, [[(0, 0.58), (1, 0.42)]], [(0, 0), (1, 0)])
+
+    def rescore(candidates: list[str]) -> list[float]:
+        return [1.0 if c == "Netzwerk-Konfiguration" else 0.0 for c in candidates]
+
+    restored = restore(prepared, translation, alignment, rescore, known_word=lambda word: False)
+    assert restored.text == "Netzwerk-Konfiguration"
+    assert [(r.source, r.enforced, r.target_spans) for r in restored.glossary] == [
+        ("network", "kept", [(0, 8)]), ("settings", "replaced", [(9, 22)])]
+
+
 def test_a_term_the_model_translated_otherwise_is_replaced_where_the_alignment_puts_it():
     prepared = prepare("A dog chases the Dog.", glossary=[Entry("dog", "Köter")])
     translation = "Ein Hund jagt den Hund."
