@@ -163,7 +163,9 @@ class Edit:
     start: int
     end: int
     text: str
-    how: str  # "replaced" | "inserted" | "agreed" (a determiner or adjective before a replaced noun, chosen again)
+    # "replaced" | "inserted" | "agreed" (a determiner or adjective before a replaced noun, chosen again)
+    # | "recased" (the first letter of the word after a term inserted at a sentence's start, lower-cased)
+    how: str
     lead: str = ""   # an insertion's spaces before and after it, where it would touch a word
     trail: str = ""
     term: tuple[int, int] | None = None  # where the source term it enforces stands (model text offsets)

@@ -308,7 +308,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
         # Every word that is a term's translation stays as written, whichever source word it translates.
         terms = [span for entry in range(len(prepared.glossary)) for span in written_anywhere(entry) + compound_parts(entry)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
-    changes = edits + agreed
+    recased = _recased(translation, edits + agreed, rescore) if articles and rescore is not None else []
+    changes = edits + agreed + recased
     # A tag around exactly a term the model left out goes around the term where it is inserted
     # ("Click <b>Apply</b> to save" -> "Klicken Sie auf <b>Übernehmen</b>, um"), not around the
     # word the alignment gave the term ("<b>Klicken</b> Sie auf Übernehmen").
@@ -630,6 +631,28 @@ def _insertion(prepared: PreparedText, translation: str, match: TermMatch, offse
 
 
 _CLOSING = frozenset(".,;:!?)]}…")
+
+
+def _recased(translation: str, edits: list[Edit], rescore: Callable[[list[str]], list[float] | None]) -> list[Edit]:
+    """The first letter of the word after a term inserted at the start of a sentence, lower-cased
+    where the model scores the sentence better so: the capital was the sentence's ("Springen
+    zurück 1 Minute", not "Springen Zurück 1 Minute" for seek -> Springen); a noun keeps its own.
+    A word written in capitals ("DVD") and one an edit replaced stay as they are."""
+    recased = []
+    for edit in edits:
+        if edit.how != "inserted" or translation[:edit.start].rstrip()[-1:] not in ("", ".", "!", "?"):
+            continue
+        word = re.match(r"\s*(\w+)", translation[edit.start:])
+        if word is None or not word.group(1)[:1].isupper() or word.group(1)[1:2].isupper():
+            continue
+        at = edit.start + word.start(1)
+        if any(e.start < at + 1 and at < e.end for e in edits):
+            continue
+        lowered = Edit(edit.entry, at, at + 1, translation[at].lower(), "recased")
+        scores = rescore([_edited(translation, edits), _edited(translation, edits + [lowered])])
+        if scores is not None and scores[1] > scores[0]:
+            recased.append(lowered)
+    return recased
 
 
 _WORD_BEFORE = re.compile(r"(\w+)\s+$")

@@ -121,6 +121,37 @@ def test_a_term_takes_the_part_of_a_compound_that_another_term_does_not_hold():
         ("network", "kept", [(0, 8)]), ("settings", "replaced", [(9, 22)])]
 
 
+def test_the_word_after_a_term_inserted_at_a_sentences_start_loses_the_sentences_capital_where_the_model_prefers():
+    # The software model left "Seek" out: "Rückwärts/vorwärts 5 Sekunden"; the term inserted before it
+    # gave "Springen Rückwärts/vorwärts 5 Sekunden".
+    prepared = prepare("Seek backward 5 seconds", glossary=[Entry("seek", "Springen")])
+    translation = "Zurück 5 Sekunden"
+    alignment = aligned(prepared.model_text, translation, [(1, 0), (2, 1), (3, 2)])
+    scored: list[list[str]] = []
+
+    def preferring(best: str):
+        def rescore(candidates: list[str]) -> list[float]:
+            scored.append(candidates)
+            return [1.0 if c == best else 0.0 for c in candidates]
+        return rescore
+
+    restored = restore(prepared, translation, alignment, preferring("Springen zurück 5 Sekunden"))
+    assert restored.text == "Springen zurück 5 Sekunden"
+    assert scored == [["Springen Zurück 5 Sekunden", "Springen zurück 5 Sekunden"]]
+    assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(0, 8)])]
+    # The lowered word is where "Zurück" was: its alignment links address it.
+    assert restored.text[restored.char_start[0]:restored.char_end[5]] == "zurück"
+    # A noun keeps its capital; a word in capitals is not asked about; nor without the model's scores.
+    assert restore(prepared, translation, alignment, preferring("Springen Zurück 5 Sekunden")).text == \
+        "Springen Zurück 5 Sekunden"
+    scored.clear()
+    capitals = "DVD 5 Sekunden"
+    assert restore(prepared, capitals, aligned(prepared.model_text, capitals, [(1, 0), (2, 1), (3, 2)]),
+                   preferring("Springen dVD 5 Sekunden")).text == "Springen DVD 5 Sekunden"
+    assert scored == []
+    assert restore(prepared, translation, alignment).text == "Springen Zurück 5 Sekunden"
+
+
 def test_a_term_the_model_translated_otherwise_is_replaced_where_the_alignment_puts_it():
     prepared = prepare("A dog chases the Dog.", glossary=[Entry("dog", "Köter")])
     translation = "Ein Hund jagt den Hund."
