@@ -306,7 +306,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
         # Every word that is a term's translation stays as written, whichever source word it translates.
-        terms = [span for entry in range(len(prepared.glossary)) for span in written_anywhere(entry) + compound_parts(entry)]
+        terms = [span for entry in range(len(prepared.glossary))
+                 for span in written_anywhere(entry) + compound_parts(entry)]
         agreed = _agreeing_articles(translation, edits, terms, rescore)
     recased = _recased(translation, edits + agreed, rescore) if articles and rescore is not None else []
     changes = edits + agreed + recased
@@ -395,8 +396,9 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
     Übernehmen, um"). A replacement never covers another term's required translation; in a
     hyphenated compound it may replace a part (`_replaceable`), the model's score choosing; with
     `known_word` (German targets) and `rescore`, a closed compound that also translates a source word
-    outside the term has only the term's part replaced (`_compound_choices`: "Den Extraktionsdialog
-    öffnen." with extraction -> Entpacken: "Den Entpacken-Dialog öffnen.", not "Den Entpacken öffnen.").
+    outside the term may have only the term's part replaced, where the model scores that above the
+    whole word (`_compound_choices`: "Den Extraktionsdialog öffnen." with extraction -> Entpacken:
+    "Den Entpacken-Dialog öffnen.", not "Den Entpacken öffnen.").
     `occurring`: glossary entry -> where its required translation stands in `translation`."""
     edits: list[Edit] = []
     words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
@@ -492,7 +494,7 @@ _FOREIGN = 0.5
 # Stricter than `_FOREIGN`: counting a word out inserts or replaces, and the links of a word that
 # translates the term with a neighbour split ("existiert" 0.76 to "does", 0.24 to "exist." in
 # "Device directory does not exist."; "reflektierenden" 0.81 / 0.19 to "large" / "reflective");
-# a word of another source word links to the term with almost nothing ("entfernen" 0.00 to "Delete").
+# a word of another source word links to the term with almost nothing ("entfernen" under 0.05 to "Delete").
 _UNRELATED = 0.1
 
 
@@ -545,7 +547,7 @@ def _own_occurrences(prepared: PreparedText, locate: _Locator, entry: int,
     """Of `written` (where the translation holds glossary `entry`'s required translation as a word),
     those that may be the term's. An occurrence is another source word's where the term's source
     words are hard-aligned to target words of their own elsewhere and none of the occurrence's words
-    is hard-aligned to them or links to them with `_FOREIGN` of its heaviest link: with Delete ->
+    is hard-aligned to them or links to them with `_UNRELATED` of its heaviest link: with Delete ->
     Entfernen, "Drücken Sie das Löschen, um die Datei zu entfernen." holds "entfernen" for "remove",
     and "Löschen", Delete's own word, is what the term replaces. A term with no word of its own may
     have been merged into another word ("Press Save to save" -> "Zum Speichern ... drücken"), and an
@@ -571,12 +573,12 @@ def _compound_choices(translation: str, locate: _Locator, words: list[int], star
     """Where translation[start:end], a word hard-aligned to a term (source `words`), is a German
     closed compound noun hard-aligned to a source word outside the term too ("Extraktionsdialog"
     for "extraction dialog"): the texts that replace the word with the term in place of its first
-    part or its head, joined by a hyphen ("Entpacken-Dialog", "Extraktions-Entpacken"), among which
-    the model's score chooses (`_likeliest`); replacing the whole word would lose the other word's
-    translation. A split has a part the model's vocabulary holds whole on one side (`known_word`:
+    part or its head, joined by a hyphen ("Entpacken-Dialog", "Extraktions-Entpacken"). The caller
+    lets the model's score choose among them and the whole word replaced (`_likeliest`), which
+    loses the other word's translation but is often what the model prefers. A split has a part the model's vocabulary holds whole on one side (`known_word`:
     "Dialog"; "Passwort"; a first part with its linking element aside) or ends where another term's
     translation (`kept`) stands, and replaces none of it; three letters or more on each side. Empty
-    for any other word, and where no split does: the term then replaces the whole word."""
+    for any other word and where no split does."""
     word = translation[start:end]
     if not (len(word) >= 7 and word.isalpha() and word[:1].isupper()):
         return []
