@@ -146,6 +146,17 @@ _CONTRACTIONS = {"im": ("in der", "in die", "in den"), "ins": ("in die", "in den
 _DETERMINER_FAMILY.update({form: (form, *others) for form, others in _CONTRACTIONS.items()})
 
 
+# German personal and reflexive pronouns: with the determiners, words that stand for grammar, never
+# for a glossary term (`grammatical`).
+_PRONOUNS = frozenset("ich du er sie es wir ihr man sich mich dich uns euch ihm ihn ihnen".split())
+
+
+def grammatical(word: str) -> bool:
+    """Whether the German `word` (its punctuation aside) is a determiner or a pronoun."""
+    word = word.strip(".,;:!?…\"'()[]»«„“”")
+    return word.lower() in _PRONOUNS or bool(determiner_forms(word))
+
+
 def determiner_forms(word: str) -> tuple[str, ...]:
     """The forms of the German determiner `word` other than itself, with its capital where it has
     one ("Der" -> "Die", "Das", "Den", "Dem", "Des"; a contraction: the preposition with the other

@@ -26,7 +26,7 @@ from functools import cache
 from typing import Literal
 
 from service.glossary import (LINKING, Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms,
-                              find_terms, occurrences)
+                              find_terms, grammatical, occurrences)
 from service.glossary import report as glossary_report
 from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, blanked, find_placeholders,
@@ -302,7 +302,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     written_anywhere = cache(lambda entry: occurrences(translation, prepared.glossary[entry].target))
     own = cache(lambda entry: _own_occurrences(prepared, locate, entry, written_anywhere(entry)))
     occurring = cache(lambda entry: sorted({*own(entry), *compound_parts(entry)}))
-    edits = _glossary_edits(prepared, translation, locate, occurring, rescore, known_word if articles else None)
+    edits = _glossary_edits(prepared, translation, locate, occurring, rescore, known_word if articles else None,
+                            german=articles)
     agreed = []
     if articles and rescore is not None and any(edit.how == "replaced" for edit in edits):
         # Every word that is a term's translation stays as written, whichever source word it translates.
@@ -380,7 +381,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
 def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
                     occurring: Callable[[int], list[tuple[int, int]]],
                     rescore: Callable[[list[str]], list[float] | None] | None = None,
-                    known_word: Callable[[str], bool] | None = None) -> list[Edit]:
+                    known_word: Callable[[str], bool] | None = None, german: bool = False) -> list[Edit]:
     """What the translation needs for each glossary term it does not satisfy (service/glossary.py):
     the target words aligned to the source term replaced by the required term, or, where none is
     aligned and the translation holds the term nowhere, the term inserted where the alignment puts
@@ -393,7 +394,10 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
     whose words links to it under `_FOREIGN` of that word's heaviest link, and a term no word is
     aligned to, go where the model scores the sentence best: replacing those words, or inserted
     beside the translations of the source words around it (`_best_place`: "Klicken Sie auf
-    Übernehmen, um"). A replacement never covers another term's required translation; in a
+    Übernehmen, um"); so does, for `german` targets, a term whose words are only determiners and
+    pronouns (`grammatical`: "Klicken Sie zum Laden der Datei." for "Click Open to load the file.",
+    "Sie" linked 0.38 to Open: replaced, "Klicken Öffnen zum Laden" lost the "Sie"). A replacement
+    never covers another term's required translation; in a
     hyphenated compound it may replace a part (`_replaceable`), the model's score choosing; with
     `known_word` (German targets) and `rescore`, a closed compound that also translates a source word
     outside the term may have only the term's part replaced, where the model scores that above the
@@ -432,8 +436,9 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
             if not choices:  # every part of those words is another term's translation: they stay
                 unaligned.append(match)
                 continue
-            if rescore is not None and all(locate.weight(words[index], t) < _FOREIGN * locate.heaviest_weight(t)
-                                           for t in window):
+            if rescore is not None and (all(locate.weight(words[index], t) < _FOREIGN * locate.heaviest_weight(t)
+                                            for t in window)
+                                        or german and all(grammatical(locate.target_words[t].text) for t in window)):
                 edit = _best_place(prepared, translation, locate, match, words[index], choices, rescore)
             else:
                 edit = _likeliest(translation, choices, rescore)
@@ -502,10 +507,11 @@ def _best_place(prepared: PreparedText, translation: str, locate: _Locator, matc
                 first: list[Edit], rescore: Callable[[list[str]], list[float] | None]) -> Edit:
     """Of `first` (the alignment's choices, its best first) and the term inserted right after the
     translation of the source word before it or right before that of the word after it (`words`:
-    the term's source words), the edit under which the model finds the sentence likeliest."""
-    places = locate.beside(words)
-    return _likeliest(translation, list(first) + [edit for edit in (_insertion(prepared, translation, match, b)
-                                                                    for b in places) if edit not in first], rescore)
+    the term's source words), the edit under which the model finds the sentence likeliest. Each
+    sentence is scored once (two places may give the same one)."""
+    candidates = list(first) + [_insertion(prepared, translation, match, b) for b in locate.beside(words)]
+    distinct = {_edited(translation, [edit]): edit for edit in reversed(candidates)}
+    return _likeliest(translation, [edit for edit in candidates if distinct[_edited(translation, [edit])] is edit], rescore)
 
 
 def _likeliest(translation: str, candidates: list[Edit], rescore: Callable[[list[str]], list[float] | None] | None

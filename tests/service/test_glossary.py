@@ -367,6 +367,30 @@ def test_a_term_whose_words_translate_another_source_word_goes_where_the_model_s
     assert restored.text == "Übernehmen Sie auf, um zu speichern." and scored == []
 
 
+def test_a_term_whose_words_are_only_pronouns_goes_where_the_model_scores_best():
+    # The software model left Open out: "Klicken Sie zum Laden der Datei.", "Sie" hard-aligned to Click
+    # (0.62) and Open (0.38). Replacing "Sie" gave "Klicken Öffnen zum Laden", then "Klicke Öffnen".
+    prepared = prepare("Click Open to load the file.", glossary=[Entry("Open", "Öffnen")])
+    translation = "Klicken Sie zum Laden der Datei."
+    links = [[(0, 0.66), (1, 0.34)], [(0, 0.62), (1, 0.38)], [(2, 1.0)], [(3, 0.99)], [(4, 0.97)], [(5, 0.98)]]
+    alignment = weighted(prepared.model_text, translation, links, [(0, 0), (0, 1), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)])
+    scored: list[list[str]] = []
+
+    def rescore(candidates: list[str]) -> list[float]:
+        scored.append(candidates)
+        return [1.0 if c == "Klicken Sie Öffnen zum Laden der Datei." else 0.0 for c in candidates]
+
+    restored = restore(prepared, translation, alignment, rescore)
+    assert restored.text == "Klicken Sie Öffnen zum Laden der Datei."
+    # The alignment's replacement, then the term after Click's last word (before the first of "to" too).
+    assert scored[0] == ["Klicken Öffnen zum Laden der Datei.", "Klicken Sie Öffnen zum Laden der Datei."]
+    assert [(r.enforced, r.satisfied) for r in restored.glossary] == [("inserted", True)]
+    # Into another language the word is not read as German: replaced, as without the model's scores.
+    assert restore(prepared, translation, alignment, rescore, articles=False).text == \
+        "Klicken Öffnen zum Laden der Datei."
+    assert restore(prepared, translation, alignment).text == "Klicken Öffnen zum Laden der Datei."
+
+
 def test_a_replacement_keeps_the_part_of_a_compound_that_is_another_terms_translation():
     glossary = [Entry("alarm", "Alarm"), Entry("sensor", "Sensor")]
     prepared = prepare("Sensor Alarm", glossary=glossary)
