@@ -33,11 +33,15 @@ Enforcement (service/protection/placement.py), by one of two methods (`GlossaryM
   "Sensor-Alarm"). Where the model's scores are at hand (German targets, the torch backend),
   they choose: between the compound and its parts, and, where the words the alignment gives the
   term translate another source word (each links to the term under half its heaviest link:
-  "Klicken" 0.24 to Apply, 0.76 to Click), between replacing them and inserting the term beside
-  the translations of its neighbours ("Klicken Sie auf Übernehmen, um", not "Übernehmen Sie auf,
-  um"; placement.py, `_best_place`); a tag around exactly that term goes around it where it is
-  inserted ("Klicken Sie auf <b>Übernehmen</b>, um"). For German, the determiner and up to two
-  adjectives right before a replaced noun then take the forms the model scores best, given the
+  "Klicken" 0.24 to Apply, 0.76 to Click) or are only German pronouns and determiners ("Sie"),
+  between replacing them and inserting the term beside the translations of its neighbours
+  ("Klicken Sie auf Übernehmen, um", not "Übernehmen Sie auf, um"; placement.py, `_best_place`);
+  a tag around exactly that term goes around it where it is inserted ("Klicken Sie auf
+  <b>Übernehmen</b>, um"). For German they also choose between replacing a closed compound that
+  translates the term and another source word and replacing only its part, hyphenated ("Den
+  Entpacken-Dialog öffnen." for "Den Extraktionsdialog öffnen.", `_compound_choices`); the case of
+  the word after a term inserted at a sentence's start ("Öffnen aus dem Dateimenü auswählen.",
+  `_recased`); and the determiner and up to two adjectives right before a replaced noun, given the
   source with its terms translated (placement.py, `_agreeing_articles`; "Den ausgewählten Ordner"
   -> "Das ausgewählte Verzeichnis").
   A plain text with placeholders goes to the model as written first, as without a glossary
