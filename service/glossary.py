@@ -8,7 +8,9 @@ Matching rules (the same for per-request and stored glossaries):
 - The required target term is satisfied by a whole-word occurrence in the translation, its first
   letter in either case (sentence-initial capitals) and the rest as written, optionally followed by
   one of the German inflection endings in `INFLECTION_ENDINGS` ("Hund" is satisfied by "Hunde",
-  "Hundes", "Hunden"): a noun the model declined is kept, not forced back to its lemma.
+  "Hundes", "Hunden"): a noun the model declined is kept, not forced back to its lemma. A German
+  verb term in the infinitive is satisfied by its regular forms and participle (`verb_forms`:
+  "öffnen" by "geöffnet", "anzeigen" by "angezeigt").
 - German targets: a noun term (a capital, four letters or more, one word) is also satisfied as a
   part of a closed compound that the alignment gives the term and another source word: its head
   ("Einstellungen" in "Netzwerkeinstellungen" for "network settings", three letters or more before
@@ -102,7 +104,47 @@ def _target_pattern(term: str) -> re.Pattern:
     first, rest = term[:1], re.escape(term[1:])
     head = f"[{re.escape(first.lower())}{re.escape(first.upper())}]" if first.isalpha() else re.escape(first)
     endings = "|".join(e for e in INFLECTION_ENDINGS if e)
-    return re.compile(r"(?<!\w)" + head + rest + f"(?:{endings})?" + r"(?!\w)")
+    forms = [head + rest + f"(?:{endings})?"] + [_either_case(form) for form in verb_forms(term)]
+    return re.compile(r"(?<!\w)(?:" + "|".join(forms) + r")(?!\w)")
+
+
+def _either_case(form: str) -> str:
+    return f"[{re.escape(form[0].lower())}{re.escape(form[0].upper())}]" + re.escape(form[1:])
+
+
+# German verb prefixes: inseparable ones take no "ge" in the participle ("entfernt"); separable ones
+# take it, and "zu", after them ("angezeigt", "anzuzeigen"). Longest first.
+_INSEPARABLE = ("miss", "emp", "ent", "ver", "zer", "be", "er", "ge")
+_SEPARABLE = ("zusammen", "zurück", "hinzu", "fest", "nach", "auf", "aus", "bei", "ein", "her", "hin", "los", "mit",
+              "vor", "weg", "ab", "an", "zu")
+_ADJECTIVE = ("", "e", "en", "em", "er", "es")
+
+
+def verb_forms(term: str) -> list[str]:
+    """The forms other than itself by which a German infinitive term (one lower-case word ending in
+    -en, -ern or -eln) is also satisfied: its regular present forms ("öffnet", "öffne"), its regular
+    past participle, also declined ("geöffnet", "gespeicherte", "entfernt", "installiert",
+    "angezeigt") and, for a separable verb, its infinitive with "zu" ("anzuzeigen"): a model that
+    wrote "Die Datei konnte nicht geöffnet werden" has used open -> öffnen, and replacing the
+    participle by the infinitive broke the sentence. Irregular participles ("verschoben") are not
+    known. Empty for any other term."""
+    if not re.fullmatch(r"[a-zäöüß]{4,}(?:en|[lr]n)", term):
+        return []
+    stem = term[:-2] if term.endswith("en") else term[:-1]
+    prefix = next((p for p in _SEPARABLE if term.startswith(p) and len(term) - len(p) >= 5), "")
+    core = stem[len(prefix):]
+    forms = [stem + e for e in ("e", "st", "t", "et", "end")]
+    # "-et" after a stem a plain "t" cannot follow ("geöffnet", "beendet"); which one is not known.
+    if core.endswith("ier"):
+        participles = [stem + "t"]
+    elif core.startswith(_INSEPARABLE):
+        participles = [stem + "t", stem + "et"]
+    else:
+        participles = [prefix + "ge" + core + e for e in ("t", "et")]
+    forms += [p + e for p in participles for e in _ADJECTIVE]
+    if prefix:
+        forms.append(prefix + "zu" + term[len(prefix):])
+    return forms
 
 
 def occurrences(text: str, target: str, compounds: bool = False) -> list[tuple[int, int]]:

@@ -32,6 +32,22 @@ def test_a_required_target_term_is_satisfied_by_its_declined_forms(text, found):
 
 
 @pytest.mark.parametrize("text, term, found", [
+    ("Die Datei konnte nicht geöffnet werden.", "öffnen", ["geöffnet"]),   # "-et" after the stem
+    ("Geöffnete Dateien; er öffnet sie", "öffnen", ["Geöffnete", "öffnet"]),
+    ("Das Dokument wurde gespeichert.", "speichern", ["gespeichert"]),   # an -ern verb
+    ("Dateien wurden entfernt; entfernte Rechner", "entfernen", ["entfernt", "entfernte"]),  # no "ge" after ent-
+    ("Paket installiert", "installieren", ["installiert"]),               # none after -ier
+    ("Versteckte Dateien angezeigt, anzuzeigen", "anzeigen", ["angezeigt", "anzuzeigen"]),  # separable: an|ge, an|zu
+    ("Einträge hinzugefügt", "hinzufügen", ["hinzugefügt"]),
+    ("Die Datei wurde verschoben.", "verschieben", []),                  # an irregular participle is not known
+    ("öffnete, geöffnetes", "Öffnen", []),                              # a noun term: its own forms only
+    ("geladen", "laden", []),                                          # a stem under four letters
+])
+def test_a_german_verb_term_is_satisfied_by_its_regular_forms(text, term, found):
+    assert [text[a:b] for a, b in occurrences(text, term)] == found
+
+
+@pytest.mark.parametrize("text, term, found", [
     ("Hundehütte, HUND, Windhund", "Hund", ["Hund", "hund"]),           # first part (linking e), head
     ("Netzwerkeinstellungen öffnen", "Einstellungen", ["einstellungen"]),
     ("Netzwerkeinstellungen öffnen", "Netzwerk", ["Netzwerk"]),
