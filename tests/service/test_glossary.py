@@ -92,10 +92,7 @@ def test_a_term_takes_one_part_of_a_compound_that_also_translates_another_word_w
     links = [[(1, 0.98)], [(2, 0.78), (3, 0.22)], [(0, 0.77), (3, 0.2)]]
     alignment = weighted(prepared.model_text, translation, links, [(1, 0), (2, 1), (3, 1), (0, 2)])
     scored: list[list[str]] = []
-
-    def rescore(candidates: list[str]) -> list[float]:
-        scored.append(candidates)
-        return [1.0 if c == "Den Entpacken-Dialog öffnen." else 0.0 for c in candidates]
+    rescore = preferring("Den Entpacken-Dialog öffnen.", scored)
 
     known = {"Dialog", "Extraktion", "Extra"}.__contains__  # whole pieces of the model's vocabulary
     restored = restore(prepared, translation, alignment, rescore, known_word=known)
@@ -127,11 +124,8 @@ def test_a_term_takes_the_part_of_a_compound_that_another_term_does_not_hold():
     prepared = prepare("Network Settings", glossary=glossary)
     translation = "Netzwerkeinstellungen"
     alignment = weighted(prepared.model_text, translation, [[(0, 0.58), (1, 0.42)]], [(0, 0), (1, 0)])
-
-    def rescore(candidates: list[str]) -> list[float]:
-        return [1.0 if c == "Netzwerk-Konfiguration" else 0.0 for c in candidates]
-
-    restored = restore(prepared, translation, alignment, rescore, known_word=lambda word: False)
+    restored = restore(prepared, translation, alignment, preferring("Netzwerk-Konfiguration"),
+                       known_word=lambda word: False)
     assert restored.text == "Netzwerk-Konfiguration"
     assert [(r.source, r.enforced, r.target_spans) for r in restored.glossary] == [
         ("network", "kept", [(0, 8)]), ("settings", "replaced", [(9, 22)])]
@@ -144,26 +138,19 @@ def test_the_word_after_a_term_inserted_at_a_sentences_start_loses_the_sentences
     translation = "Zurück 5 Sekunden"
     alignment = aligned(prepared.model_text, translation, [(1, 0), (2, 1), (3, 2)])
     scored: list[list[str]] = []
-
-    def preferring(best: str):
-        def rescore(candidates: list[str]) -> list[float]:
-            scored.append(candidates)
-            return [1.0 if c == best else 0.0 for c in candidates]
-        return rescore
-
-    restored = restore(prepared, translation, alignment, preferring("Springen zurück 5 Sekunden"))
+    restored = restore(prepared, translation, alignment, preferring("Springen zurück 5 Sekunden", scored))
     assert restored.text == "Springen zurück 5 Sekunden"
     assert scored == [["Springen Zurück 5 Sekunden", "Springen zurück 5 Sekunden"]]
     assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(0, 8)])]
     # The lowered word is where "Zurück" was: its alignment links address it.
     assert restored.text[restored.char_start[0]:restored.char_end[5]] == "zurück"
     # A noun keeps its capital; a word in capitals is not asked about; nor without the model's scores.
-    assert restore(prepared, translation, alignment, preferring("Springen Zurück 5 Sekunden")).text == \
+    assert restore(prepared, translation, alignment, preferring("Springen Zurück 5 Sekunden", scored)).text == \
         "Springen Zurück 5 Sekunden"
     scored.clear()
     capitals = "DVD 5 Sekunden"
     assert restore(prepared, capitals, aligned(prepared.model_text, capitals, [(1, 0), (2, 1), (3, 2)]),
-                   preferring("Springen dVD 5 Sekunden")).text == "Springen DVD 5 Sekunden"
+                   preferring("Springen dVD 5 Sekunden", scored)).text == "Springen DVD 5 Sekunden"
     assert scored == []
     assert restore(prepared, translation, alignment).text == "Springen Zurück 5 Sekunden"
 
@@ -259,6 +246,15 @@ def test_bad_entries_are_refused_naming_the_entry(entries, field, message):
         store.create("bad", "en", "de", entries)
     assert (error.value.field, error.value.message) == (field, message)
     assert store.list() == []
+
+
+def preferring(best: str, scored: list[list[str]] | None = None):
+    """A model score that prefers the sentence `best` and records in `scored` what it is asked."""
+    def rescore(candidates: list[str]) -> list[float]:
+        if scored is not None:
+            scored.append(candidates)
+        return [1.0 if c == best else 0.0 for c in candidates]
+    return rescore
 
 
 def weighted(source: str, target: str, links: list[list[tuple[int, float]]], hard: list[tuple[int, int]]):
@@ -391,10 +387,7 @@ def test_a_term_whose_words_are_only_pronouns_goes_where_the_model_scores_best()
     links = [[(0, 0.66), (1, 0.34)], [(0, 0.62), (1, 0.38)], [(2, 1.0)], [(3, 0.99)], [(4, 0.97)], [(5, 0.98)]]
     alignment = weighted(prepared.model_text, translation, links, [(0, 0), (0, 1), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)])
     scored: list[list[str]] = []
-
-    def rescore(candidates: list[str]) -> list[float]:
-        scored.append(candidates)
-        return [1.0 if c == "Klicken Sie Öffnen zum Laden der Datei." else 0.0 for c in candidates]
+    rescore = preferring("Klicken Sie Öffnen zum Laden der Datei.", scored)
 
     restored = restore(prepared, translation, alignment, rescore)
     assert restored.text == "Klicken Sie Öffnen zum Laden der Datei."
