@@ -7,6 +7,7 @@ enforcing it do to BLEU?
     python benchmarks/glossary.py --test-set software [--build]     # UI messages, models/en-de-software
     python benchmarks/glossary.py --test-set captions-fr [--build]  # En->Fr, models/en-fr
     python benchmarks/glossary.py --service ...   # also through POST /translate, as a client gets it
+    python benchmarks/glossary.py --outputs F.jsonl ...  # every message's outputs, to diff two rule sets
 
 The test sets (built once by --build and committed), each message with a glossary of up to two
 terms taken from its reference, so that every required term is one a translator actually
@@ -135,7 +136,8 @@ def build(name: str) -> None:
     print(f"{len(rows)} sentences, {sum(len(r['glossary']) for r in rows)} terms in {path}")
 
 
-def measure(args: argparse.Namespace) -> str:
+def measure(args: argparse.Namespace) -> tuple[str, list[dict]]:
+    """The report's section, and per message its outputs under every setting measured (`--outputs`)."""
     import sacrebleu
 
     from service.glossary import GlossaryEntry, occurrences
@@ -212,7 +214,11 @@ def measure(args: argparse.Namespace) -> str:
                   for way, o in service_outputs.items()]
         lines += ["", f"BLEU through the service on the {len(with_placeholders)} messages with a placeholder: "
                   + ", ".join(scores) + "."]
-    return "\n".join(lines) + "\n"
+    settings = {"none": plain, **{f"enforced: {m}": o for m, o in enforced.items()},
+                **{f"through the service: {way}": o for way, o in service_outputs.items()}}
+    rows = [{"source": item["source"], "glossary": item["glossary"], "reference": item["reference"],
+             "outputs": {name: outputs[k] for name, outputs in settings.items()}} for k, item in enumerate(items)]
+    return "\n".join(lines) + "\n", rows
 
 
 def through_service(model_dir: Path, items: list[dict], target: str = "de") -> dict[str, list[str]]:
@@ -255,6 +261,9 @@ def main() -> int:
                         help="keep the model's article before a replaced noun (the service chooses it again)")
     parser.add_argument("--service", action="store_true",
                         help="also translate through POST /translate (in-process), with and without the glossary")
+    parser.add_argument("--outputs", type=Path, default=None,
+                        help="also write every message's outputs here (JSON lines), to compare two rule sets "
+                             "message by message")
     args = parser.parse_args()
     args.methods = [m for m in args.methods.split(",") if m]
     unknown = sorted(set(args.methods) - {"replace", "protect"})
@@ -269,8 +278,10 @@ def main() -> int:
         parser.error(f"--test-set {args.test_set}: no {test_set_path(args.test_set)} (write it with --build)")
     if not (args.model_dir / "config.json").is_file():
         parser.error(f"--model-dir {args.model_dir}: not a model directory (no config.json)")
-    report = measure(args)
+    report, rows = measure(args)
     print(report)
+    if args.outputs is not None:
+        args.outputs.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
     append_report(args.results, "Glossaries: compliance and BLEU with and without them",
                   "python benchmarks/glossary.py", report)
     return 0
