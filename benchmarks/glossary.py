@@ -194,8 +194,9 @@ def measure(args: argparse.Namespace) -> tuple[str, list[dict]]:
              "without a glossary.", "",
              "| glossary | compliance, all terms | exactly as required, all | compliance, terms missed without | "
              "exactly, missed | BLEU | chrF |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, outputs in (("none", plain), *((f"enforced: {m}", o) for m, o in enforced.items()),
-                          *((f"through the service: {way}", o) for way, o in service_outputs.items())):
+    settings = {"none": plain, **{f"enforced: {m}": o for m, o in enforced.items()},
+                **{f"through the service: {way}": o for way, o in service_outputs.items()}}
+    for name, outputs in settings.items():
         bleu = sacrebleu.corpus_bleu(outputs, [references]).score
         chrf = sacrebleu.corpus_chrf(outputs, [references]).score
         lines.append(f"| {name} | {compliance(outputs, terms)} | {compliance(outputs, missed)} | {bleu:.2f} | {chrf:.2f} |")
@@ -203,8 +204,7 @@ def measure(args: argparse.Namespace) -> tuple[str, list[dict]]:
     content = [k for k, item in enumerate(items) if not any(t["target"].lower() in grammar for t in item["glossary"])]
     if len(content) < len(items):
         scores = [f"{name} {sacrebleu.corpus_bleu([o[k] for k in content], [[references[k] for k in content]]).score:.2f}"
-                  for name, o in (("none", plain), *((f"enforced: {m}", o) for m, o in enforced.items()),
-                                  *((f"through the service: {way}", o) for way, o in service_outputs.items()))]
+                  for name, o in settings.items()]
         lines += ["", f"BLEU on the {len(content)} messages none of whose required translations is a function word "
                   "(`FUNCTION_WORDS`): " + ", ".join(scores) + "."]
     with_placeholders = [k for k, item in enumerate(items) if find_placeholders(item["source"])]
@@ -214,8 +214,6 @@ def measure(args: argparse.Namespace) -> tuple[str, list[dict]]:
                   for way, o in service_outputs.items()]
         lines += ["", f"BLEU through the service on the {len(with_placeholders)} messages with a placeholder: "
                   + ", ".join(scores) + "."]
-    settings = {"none": plain, **{f"enforced: {m}": o for m, o in enforced.items()},
-                **{f"through the service: {way}": o for way, o in service_outputs.items()}}
     rows = [{"source": item["source"], "glossary": item["glossary"], "reference": item["reference"],
              "outputs": {name: outputs[k] for name, outputs in settings.items()}} for k, item in enumerate(items)]
     return "\n".join(lines) + "\n", rows

@@ -101,14 +101,13 @@ def find_terms(text: str, glossary: Sequence[GlossaryEntry]) -> list[TermMatch]:
 
 
 def _target_pattern(term: str) -> re.Pattern:
-    first, rest = term[:1], re.escape(term[1:])
-    head = f"[{re.escape(first.lower())}{re.escape(first.upper())}]" if first.isalpha() else re.escape(first)
     endings = "|".join(e for e in INFLECTION_ENDINGS if e)
-    forms = [head + rest + f"(?:{endings})?"] + [_either_case(form) for form in verb_forms(term)]
+    forms = [_either_case(term) + f"(?:{endings})?"] + [_either_case(form) for form in verb_forms(term)]
     return re.compile(r"(?<!\w)(?:" + "|".join(forms) + r")(?!\w)")
 
 
 def _either_case(form: str) -> str:
+    """`form` as a pattern, its first letter in either case."""
     return f"[{re.escape(form[0].lower())}{re.escape(form[0].upper())}]" + re.escape(form[1:])
 
 

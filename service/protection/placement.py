@@ -406,6 +406,11 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
     `occurring`: glossary entry -> where its required translation stands in `translation`."""
     edits: list[Edit] = []
     words = [locate.words_in(m.start, m.end) for m in prepared.term_matches]
+
+    def kept_for(entry: int) -> list[tuple[int, int]]:
+        """Where the other entries' required translations stand: no edit for `entry` covers them."""
+        return [span for k in range(len(prepared.glossary)) if k != entry for span in occurring(k)]
+
     claimed = _claimed_targets(words, locate)
     unaligned = []
     for index, (match, targets) in enumerate(zip(prepared.term_matches, claimed)):
@@ -426,7 +431,7 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
             continue
         wanted = sum(m.entry == match.entry for m in prepared.term_matches)
         if len(found) + sum(e.entry == match.entry for e in edits) < wanted:
-            kept = [span for k in range(len(prepared.glossary)) if k != match.entry for span in occurring(k)]
+            kept = kept_for(match.entry)
             choices = [Edit(match.entry, a, b, _cased(entry.target, translation[a:b][:1].isupper()), "replaced",
                             term=(match.start, match.end)) for a, b in _replaceable(translation, start, end, kept)]
             if known_word is not None and rescore is not None:
@@ -458,13 +463,12 @@ def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,
             # for "network settings", network -> Netzwerk kept in it): the term may take its other part.
             parts = []
             if known_word is not None:
-                kept = [span for k in range(len(prepared.glossary)) if k != match.entry for span in occurring(k)]
+                kept = kept_for(match.entry)
                 for t in sorted({t for w in words for t in locate.aligned.get(w, [])}):
-                    word = locate.target_words[t]
-                    a, b = word.start + _leading_punctuation(word.text), word.end - _trailing_punctuation(word.text)
-                    if not any(e.start < b and a < e.end for e in edits):
-                        parts += [Edit(match.entry, a, b, text, "replaced", term=(match.start, match.end))
-                                  for text in _compound_choices(translation, locate, words, a, b,
+                    span = locate.run_of([t])
+                    if span is not None and not any(e.start < span[1] and span[0] < e.end for e in edits):
+                        parts += [Edit(match.entry, *span, text, "replaced", term=(match.start, match.end))
+                                  for text in _compound_choices(translation, locate, words, *span,
                                                                 prepared.glossary[match.entry].target, kept,
                                                                 known_word)]
             edit = _best_place(prepared, translation, locate, match, words, [edit] + parts, rescore)
@@ -510,8 +514,9 @@ def _best_place(prepared: PreparedText, translation: str, locate: _Locator, matc
     the term's source words), the edit under which the model finds the sentence likeliest. Each
     sentence is scored once (two places may give the same one)."""
     candidates = list(first) + [_insertion(prepared, translation, match, b) for b in locate.beside(words)]
-    distinct = {_edited(translation, [edit]): edit for edit in reversed(candidates)}
-    return _likeliest(translation, [edit for edit in candidates if distinct[_edited(translation, [edit])] is edit], rescore)
+    sentences = [_edited(translation, [edit]) for edit in candidates]
+    return _likeliest(translation, [edit for i, edit in enumerate(candidates) if sentences.index(sentences[i]) == i],
+                      rescore)
 
 
 def _likeliest(translation: str, candidates: list[Edit], rescore: Callable[[list[str]], list[float] | None] | None
@@ -540,7 +545,7 @@ def _compound_parts(prepared: PreparedText, translation: str, locate: _Locator, 
             continue
         words = locate.words_in(match.start, match.end)
         for t in locate.targets(words):
-            if not any(t in targets for s, targets in locate.aligned.items() if s not in words):
+            if not locate.aligned_outside(t, words):
                 continue
             word = locate.target_words[t]
             spans += [(word.start + a, word.start + b)
@@ -564,8 +569,7 @@ def _own_occurrences(prepared: PreparedText, locate: _Locator, entry: int,
     own = []
     for a, b in written:
         inside = [t for t, word in enumerate(locate.target_words) if word.start < b and a < word.end]
-        whole = all(a <= word.start + _leading_punctuation(word.text) and word.end - _trailing_punctuation(word.text) <= b
-                    for word in (locate.target_words[t] for t in inside))
+        whole = all(span is None or a <= span[0] and span[1] <= b for span in map(locate.run_of, ([t] for t in inside)))
         if (inside and whole and linked - set(inside) and linked.isdisjoint(inside)
                 and all(0.0 < (heaviest := locate.heaviest_weight(t)) and locate.weight(words, t) < _UNRELATED * heaviest
                         for t in inside)):
@@ -581,8 +585,9 @@ def _compound_choices(translation: str, locate: _Locator, words: list[int], star
     for "extraction dialog"): the texts that replace the word with the term in place of its first
     part or its head, joined by a hyphen ("Entpacken-Dialog", "Extraktions-Entpacken"). The caller
     lets the model's score choose among them and the whole word replaced (`_likeliest`), which
-    loses the other word's translation but is often what the model prefers. A split has a part the model's vocabulary holds whole on one side (`known_word`:
-    "Dialog"; "Passwort"; a first part with its linking element aside) or ends where another term's
+    loses the other word's translation but is often what the model prefers. A split has a part
+    the model's vocabulary holds whole on one side (`known_word`: "Dialog"; "Passwort"; a first
+    part with its linking element aside) or ends where another term's
     translation (`kept`) stands, and replaces none of it; three letters or more on each side. Empty
     for any other word and where no split does."""
     word = translation[start:end]
@@ -591,8 +596,8 @@ def _compound_choices(translation: str, locate: _Locator, words: list[int], star
     target_index = next((t for t, w in enumerate(locate.target_words) if w.start <= start and end <= w.end), None)
     # Hard-aligned to the term and to another source word: a word that only attends to the term
     # ("Klicken" 0.24 to Apply) translates the other word alone.
-    if target_index is None or not any(target_index in locate.aligned.get(w, []) for w in words) or not any(
-            target_index in targets for s, targets in locate.aligned.items() if s not in words):
+    if (target_index is None or not any(target_index in locate.aligned.get(w, []) for w in words)
+            or not locate.aligned_outside(target_index, words)):
         return []
     term = target[:1].upper() + target[1:]
     bounds = {at for span in kept for at in span}
@@ -915,6 +920,10 @@ class _Locator:
         0.515 to "work." and 0.485 to "Save")."""
         targets = sorted({t for i in words for t in self.aligned.get(i, [])})
         return targets or sorted({self.attending[i][1] for i in words if i in self.attending})
+
+    def aligned_outside(self, target: int, words: list[int]) -> bool:
+        """Whether target word `target` is hard-aligned to a source word not among `words`."""
+        return any(target in targets for s, targets in self.aligned.items() if s not in words)
 
     def heaviest_weight(self, target: int) -> float:
         """The weight of target word `target`'s heaviest link (0.0: no link)."""
