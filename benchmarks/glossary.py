@@ -276,6 +276,8 @@ def main() -> int:
         parser.error(f"--test-set {args.test_set}: no {test_set_path(args.test_set)} (write it with --build)")
     if not (args.model_dir / "config.json").is_file():
         parser.error(f"--model-dir {args.model_dir}: not a model directory (no config.json)")
+    if args.outputs is not None and not args.outputs.parent.is_dir():
+        parser.error(f"--outputs {args.outputs}: no directory {args.outputs.parent}")
     report, rows = measure(args)
     print(report)
     if args.outputs is not None:
