@@ -14,7 +14,9 @@ into the text's own layout:
   `-v, --verbose`), are cut apart; the whitespace between them is kept as sent. A line whose last column does
   not end a sentence and whose next line continues at the same column (a hard-wrapped paragraph,
   an option's description wrapped under itself) is joined to it by a space, and the joined part's
-  translation is wrapped again to the width and indentation the source had. A list item's bullet
+  translation is wrapped again to the width and indentation the source had (where the translation,
+  longer than its source, would then take more lines, its lines may grow up to LINE_LIMIT columns,
+  no wider than keeps the source's number of lines, as localisers write them). A list item's bullet
   or number is kept as sent, its text translated (with the lines wrapped under it).
 - Each part is cut into sentences (after `.`, `!` or `?` and a space, before a capital letter
   or a digit; not after a known abbreviation or a single letter); the whitespace between them is kept.
@@ -49,6 +51,12 @@ _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
 _SENTENCE_GAP = re.compile(r"(?<=[^.][.!?])[\"'’”»)\]]*( +)(?=[\"'‘“«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _ABBREVIATION = re.compile(r"(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|No|Fig|St|[A-Za-z])\.")
 _LETTER = re.compile(r"[^\W\d_]")
+# The width terminal text is wrapped to (GNU's help texts stay within 79 columns): a block's lines
+# may grow to it, no further, to keep the source's number of lines.
+LINE_LIMIT = 79
+# A line of a run-on paragraph that its next line's first word would have fitted on with this many
+# columns to spare was ended by choice: hand-wrapped prose is ragged by a few columns.
+ENDED_SHORT = 10
 
 
 @dataclass(frozen=True)
@@ -63,14 +71,15 @@ class Segment:
 @dataclass(frozen=True)
 class Block:
     """One run of the output: consecutive segments (indices into Layout.segments) separated by
-    `gaps` as sent; wrapped at `width` columns when the source part spanned lines (None: it did
-    not), starting at `column`, every further line beginning with `indent`."""
+    `gaps` as sent; wrapped at `width` columns when the source part spanned `lines` lines (None: it
+    did not), starting at `column`, every further line beginning with `indent`."""
 
     segments: tuple[int, ...]
     gaps: tuple[str, ...]
     column: int = 0
     width: int | None = None
     indent: str = ""
+    lines: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ def split(text: str, protected: list[Protected]) -> Layout:
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
     starts = [p.start for p in protected]  # protected is in text order
-    chains = _chains(text, inside)
+    chains = [part for chain in _chains(text, inside) for part in _cut_where_ended_short(text, chain)]
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
     cursor = 0
@@ -138,7 +147,7 @@ def split(text: str, protected: list[Protected]) -> Layout:
             lines = [_line_of(text, a) for a, _ in chain]
             width = max(b - line_start for (_, b), line_start in zip(chain, lines))
             indent = text[lines[1]:chain[1][0]]
-            parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column, width, indent))
+            parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column, width, indent, len(chain)))
         else:
             parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column))
     if cursor < len(text) or not chains:
@@ -220,6 +229,24 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
     return chains
 
 
+def _cut_where_ended_short(text: str, chain: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """`chain` cut after each line that its next line's first word would have fitted on, with
+    ENDED_SHORT columns to spare, within the chain's width: that line was ended by choice (a
+    command's synopsis above its description, a label above its value), not wrapped."""
+    if len(chain) == 1:
+        return [chain]
+    starts = [_line_of(text, a) for a, _ in chain]
+    width = max(b - line_start for (_, b), line_start in zip(chain, starts))
+    parts = [[chain[0]]]
+    for k in range(1, len(chain)):
+        first_word = _WORD.match(text, chain[k][0]).end() - chain[k][0]
+        if chain[k - 1][1] - starts[k - 1] + 1 + first_word + ENDED_SHORT <= width:
+            parts.append([chain[k]])
+        else:
+            parts[-1].append(chain[k])
+    return parts
+
+
 def _joined(text: str, chain: list[tuple[int, int]]) -> tuple[str, tuple[int, ...]]:
     pieces, origin = [], []
     for k, (start, end) in enumerate(chain):
@@ -271,9 +298,22 @@ class Wrapped:
 def wrap(output: str, block: Block, keep_together: list[tuple[int, int]]) -> Wrapped:
     """`output` broken greedily at whitespace into lines of at most `block.width` columns (a word
     longer than a line stands alone), the first starting at `block.column`, the others with
-    `block.indent`; never inside a span of `keep_together` (placeholders put back)."""
+    `block.indent`; never inside a span of `keep_together` (placeholders put back). Where that takes
+    more lines than the source's `block.lines`, the narrowest width up to LINE_LIMIT that keeps
+    their number, if one does."""
     if block.width is None:
         return Wrapped(output, ())
+    wrapped = _wrapped_at(output, block, block.width, keep_together)
+    if block.lines is None or len(wrapped.breaks) < block.lines:
+        return wrapped
+    for width in range(block.width + 1, LINE_LIMIT + 1):
+        wider = _wrapped_at(output, block, width, keep_together)
+        if len(wider.breaks) < block.lines:
+            return wider
+    return wrapped
+
+
+def _wrapped_at(output: str, block: Block, width: int, keep_together: list[tuple[int, int]]) -> Wrapped:
     breaks = []
     pieces = []
     column = block.column
@@ -284,7 +324,7 @@ def wrap(output: str, block: Block, keep_together: list[tuple[int, int]]) -> Wra
         at_start = word_end == 0
         column += word_end - cursor
         forbidden = any(a < match.end() and match.start() < b for a, b in keep_together)
-        if not at_start and not forbidden and column + len(match.group()) + following - match.end() > block.width:
+        if not at_start and not forbidden and column + len(match.group()) + following - match.end() > width:
             added = "\n" + block.indent
             breaks.append((match.start(), len(match.group()), len(added)))
             pieces.append(output[cursor:match.start()] + added)

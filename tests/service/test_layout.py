@@ -62,6 +62,14 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Files are kept\nuntil removed. Then\nthey go.\nNext line.",
      [(["Files are kept until removed.", "Then they go."], [" "], 0, 19, ""), "\n",
       (["Next line."], [], 0, None, "")]),
+    # A line the next one's first word would have fitted on, with ENDED_SHORT (10) columns to spare,
+    # was ended by choice: "Usage: frob [OPTIONS]" + " Starts" + 10 = 38 <= 44. A ragged wrap runs on:
+    # "Unable to parse the text-" + " probably" + 10 = 44 > 37.
+    ("Usage: frob [OPTIONS]\nStarts the frob daemon and keeps it running\n",
+     [(["Usage: frob [OPTIONS]"], [], 0, None, ""), "\n", (["Starts the frob daemon and keeps it running"], [], 0, None, ""),
+      "\n"]),
+    ("Unable to parse the text-\nprobably problem with input encoding!",
+     [(["Unable to parse the text- probably problem with input encoding!"], [], 0, 37, "")]),
     # A list item starts a line of its own, its bullet or number kept, the lines under its text
     # joined to it; a deeper line does not continue a shallower one.
     ("Choose\n- one\n- two", [(["Choose"], [], 0, None, ""), "\n- ", (["one"], [], 2, None, ""), "\n- ",
@@ -105,6 +113,34 @@ def test_wrap_breaks_greedily_at_whitespace_never_inside_a_kept_span():
     assert wrap("aaa bbb ccc", narrow, []).text == "aaa bbb\nccc"
     assert wrap("aaa bbb ccc", narrow, [(4, 11)]).text == "aaa bbb ccc"
     assert wrap("aaa bbb ccc", Block((0,), ()), []).text == "aaa bbb ccc"
+
+
+def test_a_longer_translation_keeps_the_sources_number_of_lines_up_to_the_line_limit():
+    # At width 8 "aaaa bbbb" (9 columns) breaks: three lines for a source of two. Width 9 keeps two.
+    two = Block((0,), (), column=0, width=8, lines=2)
+    assert wrap("aaaa bbbb cccc", two, []).text == "aaaa bbbb\ncccc"
+    assert wrap("aaaa bbbb cccc", replace(two, lines=1), []).text == "aaaa bbbb cccc"
+    assert wrap("aaaa bbbb cccc", replace(two, lines=3), []).text == "aaaa\nbbbb\ncccc"
+    # Two lines would need 81 columns (40 + 1 + 40), over LINE_LIMIT: wrapped at the source's width.
+    long = " ".join(["x" * 40] * 3)
+    assert wrap(long, replace(two, width=50), []).text == "\n".join(["x" * 40] * 3)
+    # The first line starts at the block's column: "aa bbbb" ends at column 79 there, "aa bbbb cc" at
+    # 82, so one line cannot be had, and the source's width (76) gives a line a word.
+    late = Block((0,), (), column=72, width=76, indent=" " * 72, lines=2)
+    assert wrap("aa bbbb cc", late, []).text == "aa bbbb\n" + " " * 72 + "cc"
+    assert wrap("aa bbbb cc", replace(late, lines=1), []).text == ("\n" + " " * 72).join(["aa", "bbbb", "cc"])
+    assert [part.lines for part in split("Files are kept\nuntil removed. Then\nthey go.\nNext line.", []).parts
+            if isinstance(part, Block)] == [3, None]
+
+
+def test_a_wrapped_block_that_grows_to_keep_its_lines_is_addressed_through_its_breaks():
+    text = "aa bb\ncc."
+    layout = split(text, [])
+    served = hypothesis("aa bb cc.", "xxxx yyyy zzzz.", [(0, 0), (1, 1), (2, 2)], -1.0)
+    (answer,) = assemble(layout, [[served]], "token")
+    assert answer.translation.text == "xxxx yyyy\nzzzz."  # at the source's 5 columns: three lines
+    assert [(w.text, w.start, w.end) for w in answer.translation.alignment.target_words] == [
+        ("xxxx", 0, 4), ("yyyy", 5, 9), ("zzzz.", 10, 15)]
 
 
 def hypothesis(source: str, target: str, hard, score: float, placed=(), removed=(), glossary=(),

@@ -19,10 +19,12 @@ import pytest
 
 from training.corpus.archive import (HELD_OUT, Source, fetch_batch, is_fetched, licence_of, packages_with_catalogs,
                                      parse_apt_show, read_sources, write_sources)
+from training.corpus.as_written import read_as_written, sources_of, write_as_written
 from training.corpus.build import SplitSizes, assign_splits, build_corpus
 from training.corpus.catalog import CatalogError, read_catalog, write_catalog
 from training.corpus.clean import near_key, normalise, placeholders, rejection, strip_accelerators
 from training.corpus.cli import main as corpus_main
+from training.corpus.readme import render_readme
 
 ENTRIES = [("Open", "Öffnen"), ("menu\x04Quit", "Beenden"), ("%d file\x00%d files", "%d Datei\x00%d Dateien"),
            ("Empty", ""), ("Save", "Speichern")]
@@ -239,3 +241,48 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
         f"python -m training.corpus: error: --sources: no such file: {tmp_path / 'none.tsv'}")
     assert corpus_main(["select", "--contents", str(tmp_path / "c.gz"), "--sources", "x"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_valid_and_test_messages_as_written_come_from_the_entries_the_corpus_cleaned(tmp_path):
+    cache = tmp_path / "cache"
+    sources = [
+        _cached(cache, "alpha", "alpha", {"alpha.mo": [("Open file", "Datei öffnen"), ("Close", "Schließen"),
+                                                       ("Print", "Drucken"), ("Save", "Speichern"),
+                                                       ("Undo", "Rückgängig"), ("Redo", "Wiederholen")]}),
+        # "Zoom  in" and "_Zoom in" clean to one pair: the first in msgfmt's order (msgids sorted)
+        # is the one the build kept, and the one read back.
+        _cached(cache, "beta", "beta", {"beta.mo": [("_Zoom in", "_Vergrößern"), ("Show\nall\n", "Alle\nzeigen\n"),
+                                                    ("Zoom  in", "Vergrößern"), ("_Quit", "_Beenden")]}),
+        _cached(cache, "gamma", "gamma", {"gamma.mo": [("  -v   be  verbose\n", "  -v   ausführlich\n"),
+                                                       ("Help", "Hilfe")]}),
+    ]
+    wanted = SplitSizes(test_pairs=2, valid_pairs=2, package_max=4)
+    assert assign_splits({"alpha": 6, "beta": 4, "gamma": 2}, wanted) == {
+        "alpha": "train", "gamma": "test", "beta": "valid"}
+    out = tmp_path / "corpus"
+    build_corpus(sources, cache, out, wanted)
+    assert _lines(out / "valid.en.gz") == ["Show all", "Zoom in", "Quit"]
+    assert _lines(out / "valid.de.gz") == ["Alle zeigen", "Vergrößern", "Beenden"]
+    assert write_as_written(out, cache, "valid") == (3, 0)
+    assert write_as_written(out, cache, "test") == (2, 0)
+    assert [(r["source"], r["target"], r["package"], r["catalog"]) for r in read_as_written(out / "valid.as_written.jsonl.gz")] == [
+        ("Show\nall\n", "Alle\nzeigen\n", "beta", "beta.mo"), ("Zoom  in", "Vergrößern", "beta", "beta.mo"),
+        ("_Quit", "_Beenden", "beta", "beta.mo")]
+    assert [r["source"] for r in read_as_written(out / "test.as_written.jsonl.gz")] == ["  -v   be  verbose\n", "Help"]
+    first = (out / "test.as_written.jsonl.gz").read_bytes()
+    write_as_written(out, cache, "test")
+    assert (out / "test.as_written.jsonl.gz").read_bytes() == first     # the same packages give the same bytes
+    assert [s.package for s in sources_of(sources, out)] == ["beta", "gamma"]
+    # A cache whose catalog lost an entry (not the pinned package) leaves that pair out, and says so.
+    _cached(cache, "gamma", "gamma", {"gamma.mo": [("Help", "Hilfe")]})
+    assert write_as_written(out, cache, "test") == (1, 1)
+    assert corpus_main(["as-written", "--sources", str(tmp_path / "s.tsv"), "--cache", str(cache),
+                        "--corpus", str(out)]) == 2
+
+
+def test_the_committed_corpus_readme_is_what_a_rebuild_writes():
+    corpus = Path(__file__).resolve().parents[2] / "data" / "debian_catalogs"
+    stats = json.loads((corpus / "stats.json").read_text(encoding="utf-8"))
+    rows = [line.split("\t") for line in (corpus / "packages.tsv").read_text(encoding="utf-8").splitlines()]
+    assert render_readme(stats, [dict(zip(rows[0], row)) for row in rows[1:]]) == (corpus / "README.md").read_text(
+        encoding="utf-8")

@@ -50,7 +50,7 @@ def placeholders(text: str) -> Counter[str]:
     return found
 
 
-def _accelerators(text: str) -> list[re.Match[str]]:
+def accelerator_markers(text: str) -> list[re.Match[str]]:
     # `file_name`, `&amp;` and `_NET_WM` are not accelerators: only a marker in a word of letters.
     return [m for m in _ACCELERATOR.finditer(text)
             if not re.match(r"&\w+;", text[m.start():]) and not text[m.start() + 1:].startswith(("_", "&"))]
@@ -59,7 +59,7 @@ def _accelerators(text: str) -> list[re.Match[str]]:
 def strip_accelerators(source: str, target: str) -> tuple[str, str]:
     """Both sides without their accelerator marker, when each has exactly one of the same kind and
     the source's marked word does not appear unchanged in the target (an identifier, not a marker)."""
-    a, b = _accelerators(source), _accelerators(target)
+    a, b = accelerator_markers(source), accelerator_markers(target)
     if len(a) != 1 or len(b) != 1 or a[0].group(0) != b[0].group(0):
         return source, target
     word = re.match(r"\S*", source[source.rfind(" ", 0, a[0].start()) + 1:]).group(0)

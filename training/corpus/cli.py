@@ -5,6 +5,8 @@
     python -m training.corpus fetch --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs
     python -m training.corpus build --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs \\
         --out data/debian_catalogs                           # fetch what is missing, clean, split, write
+    python -m training.corpus as-written --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs \
+        --corpus data/debian_catalogs                        # the valid and test messages as written
 
 The Contents index is the archive's (http://deb.debian.org/debian/dists/bookworm/main/Contents-all.gz
 and Contents-amd64.gz for the bookworm apt here is configured for). `build` with the committed
@@ -16,9 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from training.usage import OneLineParser, UsageError
+
+if TYPE_CHECKING:
+    from training.corpus.archive import Source
 
 PROG = "python -m training.corpus"
 
@@ -39,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
         if name == "build":
             c.add_argument("--out", type=Path, required=True, help="the corpus directory to write")
+    w = sub.add_parser("as-written", help="the valid and test pairs as their catalogs write them "
+                                          "(SPLIT.as_written.jsonl.gz; fetches only those packages)")
+    w.add_argument("--sources", type=Path, required=True, help="the sources list the corpus was built from")
+    w.add_argument("--cache", type=Path, required=True, help="where the catalogs of each package are kept")
+    w.add_argument("--corpus", type=Path, required=True, help="the corpus directory (build's --out)")
+    w.add_argument("--mirror", help="as for fetch")
+    w.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
     return parser
 
 
@@ -67,6 +79,8 @@ def run(argv: Sequence[str] | None) -> int:
         raise UsageError(str(error)) from None
     from training.corpus.fetch import fetch_all
 
+    if args.command == "as-written":
+        return _as_written(args, sources, say)
     failures = fetch_all(sources, args.cache, workers=args.workers, mirror=args.mirror, say=say)
     if args.command == "fetch":
         say(f"{len(sources) - len(failures)} of {len(sources)} packages in {args.cache}")
@@ -78,6 +92,28 @@ def run(argv: Sequence[str] | None) -> int:
 
     summary = build_corpus(sources, args.cache, args.out)
     say(summary)
+    return 0
+
+
+def _as_written(args: argparse.Namespace, sources: list[Source], say: Callable[[str], None]) -> int:
+    from training.corpus.as_written import SPLITS, file_name, sources_of, write_as_written
+    from training.corpus.fetch import fetch_all
+
+    absent = [str(args.corpus / f"{split}.origin.gz") for split in SPLITS
+              if not (args.corpus / f"{split}.origin.gz").is_file()]
+    if absent:
+        raise UsageError(f"--corpus: no such file: {', '.join(absent)}")
+    wanted = sources_of(sources, args.corpus)
+    failures = fetch_all(wanted, args.cache, workers=args.workers, mirror=args.mirror, say=say)
+    if failures:
+        raise UsageError(f"{len(failures)} packages could not be fetched (first: {next(iter(failures.items()))})")
+    for split in SPLITS:
+        written, missing = write_as_written(args.corpus, args.cache, split)
+        say(f"{args.corpus / file_name(split)}: {written} messages"
+            + (f"; {missing} pairs had no entry in the cached catalogs" if missing else ""))
+        if missing:
+            raise UsageError(f"{missing} {split} pairs have no entry in {args.cache}: not the packages "
+                             f"the corpus was built from")
     return 0
 
 

@@ -11,7 +11,12 @@ TEMPLATE = """# Debian's German gettext catalogs: an En-De corpus of software me
 
 Built by `python -m training.corpus build --sources data/debian_catalogs/sources.tsv --cache CACHE
 --out data/debian_catalogs` (training/corpus/; the commands and the choices are in its docstrings).
-Every file here is written by that command: a rebuild from `sources.tsv` gives the same bytes.
+Every file here but the alignment labels and the as-written files (below) is written by that
+command: a rebuild from `sources.tsv` gives the same bytes. `train.en-de.align.gz` (eflomal's word
+links of every training pair, both directions, grow-diag-final-and; the labels of the software
+model's alignment head) and its `train.en-de.align.json` are written by `python -m
+training.alignment_labels --data-dir data/debian_catalogs --split train --source en --target de`
+(161 s on 2 cores; eflomal has no seed, so a rebuild differs a little).
 
 ## Sources
 
@@ -67,6 +72,10 @@ singular entries with a translation read ({context} of them had a msgctxt, remov
 - `packages.tsv`: per package its version, source package, split, catalogs, entries, pairs kept
   and licence.
 - `sources.tsv`: the pinned packages, to rebuild exactly. `stats.json`: the counts above.
+- `{{valid,test}}.as_written.jsonl.gz`: each pair of the split as its catalog writes it (line breaks,
+  columns, accelerators), with its package and catalog; written by `python -m training.corpus
+  as-written --sources data/debian_catalogs/sources.tsv --cache CACHE --corpus data/debian_catalogs`
+  (training/corpus/as_written.py), read by `benchmarks/as_written.py`.
 
 ## Licences
 

@@ -1,0 +1,150 @@
+"""Software messages as their catalogs write them, through the service: translation quality and
+what gettext checks of a translation's form.
+
+    python benchmarks/as_written.py                                   # the software validation split
+    python benchmarks/as_written.py --split test                      # packages the model never saw
+    python benchmarks/as_written.py --model auto --model-dirs models/en-de-align2 models/en-de-software
+                                                                      # no model named: the service chooses
+    python benchmarks/as_written.py --url http://127.0.0.1:8000       # a running server instead
+
+The corpus' splits are normalised (whitespace runs one space, accelerators removed), but a client
+sends a message as written: a command's help with its line breaks and columns, a label with `_`
+or `&`. `data/debian_catalogs/SPLIT.as_written.jsonl.gz` (training/corpus/as_written.py) holds each
+pair of the split as its catalog writes it. Each message is translated through the service twice,
+as written and as the corpus has it (32 texts a request, beam 5; in-process with --model-dirs, or
+the server at --url), and scored:
+- BLEU and chrF2 (sacrebleu, cased) against the corpus' reference, the output normalised the way
+  the corpus is (whitespace, the accelerator of a message that has one), over every message and
+  over those whose written form differs from the corpus';
+- gettext's checks of form (`msgfmt --check-format`, `--check-accelerators`): the output begins
+  and ends with a line break where the message does, and holds one accelerator marker of the
+  message's kind where the message has one (the corpus' reading, training/corpus/clean.py, where
+  its reference has one too);
+- lines: of the messages whose reference keeps their number of lines, those whose output does.
+Appends to results/as_written.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
+
+CORPUS = REPO / "data" / "debian_catalogs"
+
+def form_kept(message: str, output: str) -> bool:
+    """msgfmt --check-format's rule on line breaks: begins and ends with one where the message does."""
+    return message.startswith("\n") == output.startswith("\n") and message.endswith("\n") == output.endswith("\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("valid", "test"), default="valid")
+    parser.add_argument("--model-dirs", type=Path, nargs="+", default=[REPO / "models" / "en-de-software"],
+                        help="the models the in-process service serves")
+    parser.add_argument("--model", default=None,
+                        help="the model a request names (default: the first of --model-dirs); 'auto' names none")
+    parser.add_argument("--limit", type=int, default=None, help="the first N messages only (a quick look)")
+    parser.add_argument("--url", default=None, help="translate through this running server instead of in-process")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "as_written.md")
+    parser.add_argument("--note", default="", help="said in the run's heading")
+    args = parser.parse_args()
+    path = CORPUS / f"{args.split}.as_written.jsonl.gz"
+    if not path.is_file():
+        parser.error(f"{path} is missing: python -m training.corpus as-written --sources "
+                     f"data/debian_catalogs/sources.tsv --cache CACHE --corpus data/debian_catalogs")
+    missing = [str(d) for d in args.model_dirs if not d.is_dir()]
+    if missing and not args.url:
+        parser.error(f"--model-dirs: no such directory: {', '.join(missing)}")
+
+    import httpx
+    import sacrebleu
+    import torch
+
+    from service.settings import Settings
+    from training.corpus.as_written import read_as_written
+    from training.corpus.clean import accelerator_markers, normalise, strip_accelerators
+
+    torch.set_num_threads(1)
+    rows = read_as_written(path)[:args.limit]
+    written = [row["source"] for row in rows]
+    cleaned = [strip_accelerators(normalise(row["source"]), normalise(row["target"])) for row in rows]
+    corpus_sources, references = [en for en, _ in cleaned], [de for _, de in cleaned]
+    model = None if args.model == "auto" else (args.model or args.model_dirs[0].name)
+
+    def translate(client, texts: list[str]) -> list[str]:
+        out = []
+        for i in range(0, len(texts), 32):
+            body = {"source": "en", "target": "de", "text": texts[i:i + 32], "beam_size": 5}
+            if model is not None:
+                body["model"] = model
+            response = client.post("/translate", json=body)
+            response.raise_for_status()
+            out += [nbest[0]["text"] for nbest in response.json()["translations"]]
+        return out
+
+    started = time.perf_counter()
+    with (httpx.Client(base_url=args.url, timeout=600) if args.url else in_process_service(Settings(
+            model_dirs=args.model_dirs, device="cpu", inference_process=False, warmup=False, max_segments=32))) as client:
+        from_written = translate(client, written)
+        from_corpus = translate(client, corpus_sources)
+    seconds = time.perf_counter() - started
+    # The output of a message as written, read as the corpus reads a catalog's translation.
+    from_written_cleaned = [strip_accelerators(normalise(row["source"]), normalise(out))[1]
+                            for row, out in zip(rows, from_written)]
+
+    def scores(outputs: list[str], subset: list[int]) -> str:
+        hypotheses, refs = [outputs[i] for i in subset], [[references[i] for i in subset]]
+        return f"{sacrebleu.corpus_bleu(hypotheses, refs).score:.2f} / {sacrebleu.corpus_chrf(hypotheses, refs).score:.2f}"
+
+    def share(count: int, total: int) -> str:
+        return f"{count}/{total} ({100 * count / total:.1f} %)" if total else "none"
+
+    everything = list(range(len(rows)))
+    differs = [i for i in everything if written[i] != corpus_sources[i]]
+    breaks = [i for i in everything if written[i].startswith("\n") or written[i].endswith("\n")]
+    # The corpus' reading of an accelerator (training/corpus/clean.py), confirmed by the reference.
+    marked = [i for i in everything if cleaned[i] != (normalise(written[i]), normalise(rows[i]["target"]))
+              and accelerator_markers(written[i])]
+
+    def markers(text: str) -> list[str]:
+        return [m.group() for m in accelerator_markers(text)]
+    line_kept = [i for i in everything if "\n" in written[i].strip("\n")
+                 and written[i].count("\n") == rows[i]["target"].count("\n")]
+    command = f"python benchmarks/as_written.py --split {args.split}" + (f" --limit {args.limit}" if args.limit else "") + (
+        f" --model {args.model}" if args.model else "") + (
+        " --model-dirs " + " ".join(str(d.relative_to(REPO) if d.is_relative_to(REPO) else d) for d in args.model_dirs)
+        if args.model_dirs != parser.get_default("model_dirs") else "") + (f" --url {args.url}" if args.url else "")
+    report = (
+        run_heading(f" ({args.note})" if args.note else "") +
+        f"    {command}\n\n"
+        f"{len(rows)} messages of data/debian_catalogs/{path.name}, {len(differs)} of them written otherwise than the "
+        f"corpus has them; {'no model named (the service chooses)' if model is None else f'model {model}'}, beam 5; "
+        f"{'the server at ' + args.url if args.url else 'this checkout, in-process'}; {seconds:.0f} s.\n\n"
+        "| messages | as the corpus has them: BLEU / chrF2 | as written: BLEU / chrF2 |\n|---|---:|---:|\n"
+        f"| all {len(rows)} | {scores(from_corpus, everything)} | {scores(from_written_cleaned, everything)} |\n"
+        f"| the {len(differs)} written otherwise | {scores(from_corpus, differs)} | "
+        f"{scores(from_written_cleaned, differs)} |\n\n"
+        "| gettext's check, on the outputs of the messages as written | kept |\n|---|---:|\n"
+        f"| a line break at the start and at the end exactly where the message has one: all messages | "
+        f"{share(sum(form_kept(written[i], from_written[i]) for i in everything), len(rows))} |\n"
+        f"| the same, of the {len(breaks)} messages that have one | "
+        f"{share(sum(form_kept(written[i], from_written[i]) for i in breaks), len(breaks))} |\n"
+        f"| one accelerator of the message's kind ({len(marked)} messages with one) | "
+        f"{share(sum(markers(from_written[i]) == markers(written[i]) for i in marked), len(marked))} |\n"
+        f"| as many lines as the message (of the {len(line_kept)} of several lines whose reference keeps their number) | "
+        f"{share(sum(from_written[i].count(chr(10)) == written[i].count(chr(10)) for i in line_kept), len(line_kept))} |\n"
+    )
+    print(report)
+    append_report(args.results, "Software messages as written, through the service", "python benchmarks/as_written.py",
+                  report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
