@@ -3,6 +3,8 @@ on a pair served by a caption model and a software-strings model (what `make ser
 
     python benchmarks/domain_routing.py                 # test_2016_flickr and the software test split
     python benchmarks/domain_routing.py --limit 200     # a quick look
+    python benchmarks/domain_routing.py --development   # test_2017_flickr and the software validation
+                                                        # split: where a change to the choice is decided
 
 For each test set: which model each text chooses alone (the hardest case for the choice; a client
 sending a file's texts together gives the choice more words); then BLEU and chrF2 (sacrebleu, cased), and for the software
@@ -28,6 +30,9 @@ from benchmarks.host import append_report, cpu_name, in_process_service  # noqa:
 
 SETS = {"test_2016_flickr": REPO / "data" / "multi30k" / "test_2016_flickr",
         "software test split": REPO / "data" / "debian_catalogs" / "test"}
+# Where a change to the choice is decided before the test sets are read.
+DEVELOPMENT_SETS = {"test_2017_flickr": REPO / "data" / "multi30k" / "test_2017_flickr",
+                    "software validation split": REPO / "data" / "debian_catalogs" / "valid"}
 
 
 def lines(prefix: Path, lang: str, limit: int | None) -> list[str]:
@@ -40,6 +45,9 @@ def main() -> int:
     parser.add_argument("--model-dirs", type=Path, nargs="+",
                         default=[REPO / "models" / "en-de-align2", REPO / "models" / "en-de-software"])
     parser.add_argument("--limit", type=int, default=None, help="the first N texts of each set only")
+    parser.add_argument("--development", action="store_true",
+                        help="test_2017_flickr and the software validation split instead of the test sets")
+    parser.add_argument("--note", default="", help="said in the run's heading")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "domain_routing.md")
     args = parser.parse_args()
 
@@ -68,7 +76,7 @@ def main() -> int:
             answer = response.json()
             return [(answer["model"], nbest[0]["text"]) for nbest in answer["translations"]]
 
-        for label, prefix in SETS.items():
+        for label, prefix in (DEVELOPMENT_SETS if args.development else SETS).items():
             sources, references = lines(prefix, "en", args.limit), lines(prefix, "de", args.limit)
             def scored(outputs: list[str]) -> str:
                 cells = f"{sacrebleu.corpus_bleu(outputs, [references]).score:.2f} | " \
@@ -94,10 +102,12 @@ def main() -> int:
                 rows.append(f"| {label} | {name}, 32 texts a request | {scored(named)} |")
     elapsed = time.perf_counter() - started
 
-    command = "python benchmarks/domain_routing.py" + (f" --limit {args.limit}" if args.limit else "")
+    command = "python benchmarks/domain_routing.py" + (f" --limit {args.limit}" if args.limit else "") + (
+        " --development" if args.development else "")
     models = ", ".join(str(path.relative_to(REPO) if path.is_relative_to(REPO) else path) for path in args.model_dirs)
     report = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}\n\n"
+        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}"
+        f"{f' ({args.note})' if args.note else ''}\n\n"
         f"    {command}\n\n"
         f"Served: {models}; a request naming no model is answered by: {default}.\n\n"
         "Which model each text chose, one text a request:\n\n"

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from model.text.domain_scorer import LENGTH_BINS
+
 CARD_FILE = "model_card.json"
 DEFAULT_DOMAIN = "general"
 _ATTENTION_SITES = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
@@ -28,6 +30,10 @@ class _CardFile(BaseModel):
 
     domain: str | None = Field(default=None, min_length=1, max_length=64)
     scores: Scores = Field(default_factory=dict)
+    # Its training text's source side counted by words (whitespace-separated), index n for n words,
+    # the last for LENGTH_BINS - 1 or more: the length part of the domain's language model
+    # (model/text/domain_scorer.py). Written by `python -m training.source_lengths`.
+    source_lengths: list[int] | None = Field(default=None, min_length=LENGTH_BINS, max_length=LENGTH_BINS)
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,28 @@ def read_card(path: Path, domains: Mapping[str, str] = {}) -> ModelCard:
             domain = card.domain
         scores = card.scores or None
     return ModelCard(name=name, domain=domain, scores=scores, kind=model_kind(path))
+
+
+def read_source_lengths(path: Path) -> list[int] | None:
+    """The card's source_lengths (model directory ``path``), None where it has none or no readable
+    card (the card's own reader, ``read_card``, names what is wrong with one)."""
+    card_path = Path(path) / CARD_FILE
+    try:
+        return _CardFile.model_validate_json(card_path.read_bytes()).source_lengths
+    except (OSError, ValidationError):
+        return None
+
+
+def record_source_lengths(path: Path, counts: list[int]) -> Path:
+    """Write ``counts`` as the source_lengths of model directory ``path``'s card (made if missing,
+    everything else kept)."""
+    card_path = Path(path) / CARD_FILE
+    read_card(path)  # a malformed card stops here, before it is overwritten
+    current = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
+    current["source_lengths"] = list(counts)
+    _CardFile.model_validate(current)
+    card_path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return card_path
 
 
 def model_kind(path: Path) -> str | None:

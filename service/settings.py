@@ -80,7 +80,10 @@ class Settings(BaseSettings):
 
     # Request limits: a request over them is a 422 naming the field, not a slow server.
     max_segments: int = Field(64, ge=1, description="Texts per request.")
-    max_chars: int = Field(2000, ge=1, description="Characters per text.")
+    # Catalog messages run to a few thousand characters (a shell builtin's help, a licence notice);
+    # a text is cut into sentences and lines before the model reads it, and the cost budget below
+    # bounds the work of a request however its characters are spread.
+    max_chars: int = Field(10_000, ge=1, description="Characters per text.")
 
     # Decoding defaults and bounds (per-request values come from the request schema).
     default_beam_size: int = Field(_DECODING.beam_size, ge=1, le=MAX_BEAM_SIZE)

@@ -7,6 +7,7 @@ lower-cases and the caption one upper-cases, so the text says which model answer
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,14 @@ from sentencepiece import sentencepiece_model_pb2 as pb
 from service.app import create_app
 from service.catalog import ServedModel
 from service.domain_routing import likeliest
+from model.text.domain_scorer import LENGTH_BINS
 from service.runtime.domains import DomainScorer
 from service.settings import Settings
 from testing.fake_runtime import fake_runtimes
 from tests.service.support import serving
 from tests.service.test_model_choice import LowerCasing
 from tests.service.test_request_errors import assert_field_error
+from training.source_lengths import main as source_lengths_main
 
 Piece = pb.ModelProto.SentencePiece
 LETTERS = [("▁", -3.0), ("a", -3.5), ("d", -4.0), ("o", -4.5), ("g", -5.0), ("t", -5.0), ("h", -5.0), ("e", -5.0),
@@ -58,6 +61,61 @@ def test_texts_score_the_sum_of_their_pieces_and_an_unknown_piece_the_smallest_s
     assert scorer.log_likelihood(["a ☃"]) == -1.0 - 3.0 + (-9.0 - 10.0)  # ▁a ▁ <unk>; the smallest score is ▁file's
     assert scorer.log_likelihood(["a dog", "god"]) == -3.0 - 16.5  # a request's texts together
     assert scorer.log_likelihood([""]) == 0.0
+
+
+def test_with_its_training_lengths_a_text_also_scores_its_length_in_words(tmp_path):
+    # Add-one smoothed over 65 bins: 35 texts counted, so n words score log((count[n] + 1) / 100).
+    lengths = [0] * LENGTH_BINS
+    lengths[1], lengths[2], lengths[64] = 9, 24, 2
+    scorer = DomainScorer(hand_model(tmp_path / "spm.model", CAPTIONS), lengths)
+    assert scorer.log_likelihood(["a dog"]) == pytest.approx(-3.0 + math.log(25 / 100), abs=1e-12)
+    assert scorer.log_likelihood(["dog"]) == pytest.approx(-2.0 + math.log(10 / 100), abs=1e-12)
+    assert scorer.log_likelihood(["a dog", "dog"]) == pytest.approx(-5.0 + math.log(25 / 100) + math.log(10 / 100), abs=1e-12)
+    assert scorer.log_likelihood([" ".join(["a"] * 70)]) == pytest.approx(-70.0 + math.log(3 / 100), abs=1e-9)  # the last bin
+    assert scorer.log_likelihood(["a a a"]) == pytest.approx(-3.0 + math.log(1 / 100), abs=1e-12)   # never seen: add-one
+    with pytest.raises(ValueError, match="65 counts"):
+        DomainScorer(tmp_path / "spm.model", [1, 2])
+
+
+def test_a_one_word_label_goes_to_the_domain_whose_texts_are_that_short(tmp_path):
+    # "dog" alone is likelier as caption words (-2 against -9), but captions are never one word long:
+    # 1,000 captions of 2 words against 1,000 software texts of 1 word.
+    captions = DomainScorer(hand_model(tmp_path / "c.model", CAPTIONS), [0, 0, 1000] + [0] * (LENGTH_BINS - 3))
+    software = DomainScorer(hand_model(tmp_path / "s.model", SOFTWARE), [0, 1000] + [0] * (LENGTH_BINS - 2))
+    # -2 + log(1/1065) = -8.97 against -9 + log(1001/1065) = -9.06: still the captions, by a hair ...
+    assert likeliest([captions, software], ["dog"]) == 0
+    # ... and "the" (-1.5 each) is a one-word text: the software model's.
+    assert likeliest([captions, software], ["the"]) == 1
+    assert likeliest([captions, software], ["a dog"]) == 0
+    # Lengths count only where every candidate has them: without, "the" ties and the first answers.
+    pieces_only = DomainScorer(hand_model(tmp_path / "p.model", SOFTWARE))
+    assert likeliest([captions, pieces_only], ["the"]) == 0
+    assert captions.log_likelihood(["the"], lengths=False) == -1.5
+
+
+def test_the_card_gives_the_scorer_its_lengths_and_source_lengths_writes_them(tmp_path, capsys):
+    directory = hand_model(tmp_path / "m" / "spm.model", CAPTIONS).parent
+    assert DomainScorer.of_model_dir(directory).log_likelihood(["the"]) == -1.5  # no card: pieces alone
+    (directory / "manifest.json").write_text(json.dumps({"training": {"recipe": {
+        "data_dir": str(tmp_path / "data"), "train_split": "train", "source_lang": "en", "target_lang": "de",
+        "train_mix": [{"data_dir": str(tmp_path / "mix"), "split": "train", "copies": 2}]}}}))
+    for folder, lines in (("data", ["the", "a dog", "", "the file is here"]), ("mix", ["a"])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "train.en").write_text("".join(line + "\n" for line in lines))
+        (tmp_path / folder / "train.de").write_text("".join("x\n" for _ in lines))
+    (directory / "model_card.json").write_text(json.dumps({"domain": "captions"}))
+    assert source_lengths_main([str(directory)]) == 0
+    card = json.loads((directory / "model_card.json").read_text())
+    # "" 0 words; "the" and "a" (twice, as train_mix copies it) 1; "a dog" 2; "the file is here" 4.
+    assert card["domain"] == "captions" and card["source_lengths"][:6] == [1, 3, 1, 0, 1, 0]
+    assert sum(card["source_lengths"]) == 6
+    assert DomainScorer.of_model_dir(directory).log_likelihood(["the"]) == pytest.approx(
+        -1.5 + math.log(4 / (6 + LENGTH_BINS)), abs=1e-12)
+    assert source_lengths_main([str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"model_dir: no manifest.json in {tmp_path / 'none'}")
+    assert source_lengths_main([str(directory), "--recipe", str(tmp_path / "r.json")]) == 2
+    (directory / "model_card.json").write_text(json.dumps({"source_lengths": [1, 2]}))
+    assert DomainScorer.of_model_dir(directory).log_likelihood(["the"]) == -1.5  # a malformed card: pieces alone
 
 
 def test_a_model_without_a_unigram_tokenizer_has_no_scorer(tmp_path):
