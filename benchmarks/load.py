@@ -40,6 +40,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -183,7 +184,8 @@ class SpawnedServer:
             command = [sys.executable, str(simulated), "--latency", args.simulate_latency_text]
         env.update(dict(item.split("=", 1) for item in args.server_env))
         env.update(extra_env)
-        self.log = open(REPO / "runs" / f"load_server_{self.port}.log", "w") if (REPO / "runs").is_dir() else subprocess.DEVNULL
+        # The server's own log, kept only when it fails: then its last lines say why.
+        self.log = tempfile.NamedTemporaryFile("w+", prefix=f"load_server_{self.port}_", suffix=".log", delete=False)
         self.process = subprocess.Popen(
             [*command, "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
             cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT,
@@ -196,7 +198,8 @@ class SpawnedServer:
         async with httpx.AsyncClient(timeout=2) as client:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
-                    raise SystemExit(f"error: the server exited with code {self.process.returncode}")
+                    raise SystemExit(f"error: the server exited with code {self.process.returncode}; "
+                                     f"{self.log_tail()}")
                 try:
                     response = await client.get(f"{self.url}/health/ready")
                     if response.status_code == 200:
@@ -208,6 +211,11 @@ class SpawnedServer:
                 await asyncio.sleep(0.2)
         raise SystemExit("error: the server was not ready in time")
 
+    def log_tail(self) -> str:
+        self.log.flush()
+        lines = Path(self.log.name).read_text(errors="replace").strip().splitlines()
+        return f"its log ({self.log.name}) ends: {lines[-1]}" if lines else f"its log ({self.log.name}) is empty"
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -216,6 +224,9 @@ class SpawnedServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.log.close()
+        if self.process.returncode in (0, -signal.SIGTERM):
+            os.unlink(self.log.name)
 
 
 def machine(device: str) -> str:
