@@ -81,9 +81,9 @@ MODEL_HELP = ("Which of the pair's models translates (GET /models lists them); o
               "tokenizer scores them; one model answers all the texts). A name the pair is not served by is a "
               "422 listing those it is.")
 ALIGN_MODEL_HELP = ("Which of the pair's models aligns (GET /models lists them); omitted or null: the pair's default, "
-                    "or where that is \"auto\" its first listed model (the one whose alignments were measured); "
-                    "\"auto\": the model of the domain the texts are likeliest to come from. A name the pair is not "
-                    "served by is a 422 listing those it is.")
+                    "or where that is \"auto\" the model of the domain the texts are likeliest to come from, as "
+                    "\"auto\" asks whatever the default (each model aligns best in its own domain). A name the pair "
+                    "is not served by is a 422 listing those it is.")
 
 
 def _normalised_code(value: Any) -> Any:

@@ -456,13 +456,13 @@ class Translator:
         output): each translation forced through the model (``model``, else the pair's default), no
         search. Returns the model's name, the method used and one alignment per pair, with its
         flags. Raises ``RequestError`` for the limits, the pair, the model or a method the model
-        cannot give. A request naming no model is aligned by the pair's default model, or where that
-        is "auto" by its first listed; one naming "auto" by the model its texts, as given, choose."""
-        # Named by no model, the pair's first (or named default) model aligns, not the one the texts
-        # would choose: the alignment quality measured (results/alignment.md) is the caption
-        # models', with their heads; "auto" asks for the choice by domain.
-        if model != AUTO or sum(len(text) for text in texts) <= _COUNT_INLINE_CHARS:
-            chosen = self.model_for(source, target, model, texts if model == AUTO else ())
+        cannot give. A request naming no model is aligned as one to /translate is translated: by
+        the pair's default, or where that is "auto" by the model its texts, as given, choose. Each
+        model aligns best in its own domain (results/alignment.md: on the gold Europarl pairs the
+        software model's head 0.202 AER, the caption models 0.343; on captions, against eflomal,
+        the caption model 0.090, the software model 0.111)."""
+        if model is not None and model != AUTO or sum(len(text) for text in texts) <= _COUNT_INLINE_CHARS:
+            chosen = self.model_for(source, target, model, texts)
         else:  # scoring many characters for the choice by domain moves off the event loop
             chosen = await anyio.to_thread.run_sync(self.model_for, source, target, model, texts)
         runtime = chosen.runtime

@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gold-base", type=int, choices=(0, 1))
     p.add_argument("--gold-reverse", action="store_true", help="the gold file writes target-source links")
     p.add_argument("--method", choices=METHODS, help="alignment_method to ask for; omitted: the server's default")
+    p.add_argument("--model", help='the model to ask for ("auto": the one the texts choose); omitted: the pair\'s default')
     p.add_argument("--batch-size", type=int, default=32, help="pairs a request")
     p.add_argument("--api-key", help="sent as X-API-Key when the service has keys on")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -77,14 +78,18 @@ def run(argv: Sequence[str] | None = None) -> int:
     am.check_bounds(gold, [len(s.split()) for s in src], [len(t.split()) for t in tgt], gold_base, str(args.gold))
     links: list[set[am.Link]] = []
     methods: set[str] = set()
+    models: set[str] = set()
     for start in range(0, len(src), args.batch_size):
         body: dict[str, Any] = {"text": src[start : start + args.batch_size],
                                 "translation": tgt[start : start + args.batch_size],
                                 "source": args.source, "target": args.target}
         if args.method:
             body["alignment_method"] = args.method
+        if args.model:
+            body["model"] = args.model
         answer = post_align(args.url, body, args.api_key)
         methods.add(answer["alignment_method"])
+        models.add(answer["model"])
         for k, alignment in enumerate(answer["alignments"], start=start):
             for side, words, line in (("source", alignment["source_words"], src[k]),
                                       ("target", alignment["target_words"], tgt[k])):
@@ -94,13 +99,15 @@ def run(argv: Sequence[str] | None = None) -> int:
             links.append(am.parse_links(alignment["pharaoh"], f"the service's pair {k + 1}"))
     method = ", ".join(sorted(methods))
     report = {"url": args.url, "pair": f"{args.source}-{args.target}", "alignment_method": method,
+              "models": sorted(models),
               "sentences": len(src), "gold": {"path": str(args.gold), "format": gold_format, "base": gold_base,
                                               "reverse": args.gold_reverse},
               "results": {method: am.score(links, gold).to_dict()}}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print("\n".join([f"{args.url} /align {report['pair']}: {len(src)} pairs, gold {args.gold}",
+        print("\n".join([f"{args.url} /align {report['pair']}: {len(src)} pairs, gold {args.gold}, "
+                         f"model {', '.join(report['models'])}",
                          *score_lines(report["results"])]))
     return 0
 

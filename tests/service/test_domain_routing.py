@@ -213,13 +213,17 @@ def test_a_default_named_in_the_settings_answers_unless_a_request_asks_for_auto(
         assert client.get("/models").json()["defaults"]["en-de"] == "auto"
 
 
-def test_align_is_routed_only_when_asked_and_the_libretranslate_api_like_translate(model_dirs):
+def test_align_and_the_libretranslate_api_are_routed_like_translate(model_dirs):
     with serving(app_for(model_dirs)) as client:
         body = {"text": "the file", "translation": "die Datei", "source": "en", "target": "de"}
-        # The alignment measured is the first model's: a request naming none gets it.
-        assert client.post("/align", json=body).json()["model"] == "en-de-captions"
+        assert client.post("/align", json=body).json()["model"] == "en-de-software"
         assert client.post("/align", json={**body, "model": "auto"}).json()["model"] == "en-de-software"
-        assert client.post("/align", json={**body, "text": "a dog", "model": "auto"}).json()["model"] == "en-de-captions"
+        assert client.post("/align", json={**body, "text": "a dog"}).json()["model"] == "en-de-captions"
+        assert client.post("/align", json={**body, "model": "en-de-captions"}).json()["model"] == "en-de-captions"
+    with serving(app_for(model_dirs, default_models={"en-de": "en-de-captions"})) as client:
+        assert client.post("/align", json=body).json()["model"] == "en-de-captions"  # a named default
+        assert client.post("/align", json={**body, "model": "auto"}).json()["model"] == "en-de-software"
+    with serving(app_for(model_dirs)) as client:
         libre = client.post("/libretranslate/translate", json={"q": ["a dog", "the file"], "source": "en", "target": "de"})
         assert libre.json() == {"translatedText": ["DOG A", "FILE THE"]}
         libre = client.post("/libretranslate/translate", json={"q": "the file", "source": "en", "target": "de"})

@@ -51,7 +51,7 @@ def test_the_report_scores_what_the_service_returns(files, through_app, capsys):
                                               "alignment_method": "attention"}).json()
     links = [am.parse_links(a["pharaoh"]) for a in answer["alignments"]]
     gold, _, _ = am.read_gold(GOLD, 2)
-    assert report["alignment_method"] == "attention"
+    assert report["alignment_method"] == "attention" and report["models"] == ["en-de"]
     assert report["results"] == {"attention": am.score(links, gold).to_dict()}
     assert cli.main(argv[:-3] + ["--batch-size", "1"]) == 0  # the table align_eval prints
     scores = am.score(links, gold)
@@ -74,3 +74,13 @@ def test_an_unreachable_service_is_one_line_and_exit_2(files, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("phrasal-service-align-eval: error: cannot reach http://127.0.0.1:9: ") and err.count("\n") == 1
+
+
+def test_a_model_is_asked_for_by_name_and_an_unknown_one_is_one_line(files, through_app, capsys):
+    argv = ["--url", "http://test", "--source", "en", "--target", "de", "--src", str(files / "src.en"),
+            "--tgt", str(files / "tgt.de"), "--gold", str(files / "gold.txt"), "--json"]
+    assert cli.main(argv + ["--model", "en-de"]) == 0
+    assert json.loads(capsys.readouterr().out)["models"] == ["en-de"]
+    assert cli.main(argv + ["--model", "en-de-x"]) == 2
+    assert capsys.readouterr().err.startswith("phrasal-service-align-eval: error: http://test/align answered 422: "
+                                              "model: no model named 'en-de-x'")
