@@ -107,23 +107,36 @@ def build_labels(data_dir: str | Path, split: str, source: str, target: str) -> 
 
 
 def read_labels(data_dir: str | Path, split: str, source: str, target: str) -> list[set[am.Link]]:
-    """The cached word links of every line of the split; LabelError when absent or stale."""
+    """The cached word links of every line of the split; LabelError when absent or stale. Where only
+    the other direction's labels are cached (`train.en-de` for a De->En model), they
+    are read transposed: grow-diag-final-and treats the two directions alike, so its links for
+    (target, source) are those for (source, target) with each link's ends swapped."""
     from training.data import split_path
 
     path, meta_file = labels_path(data_dir, split, source, target), meta_path(data_dir, split, source, target)
     command = rebuild_command(data_dir, split, source, target)
+    transposed = False
+    if not path.is_file() and labels_path(data_dir, split, target, source).is_file():
+        path, meta_file = labels_path(data_dir, split, target, source), meta_path(data_dir, split, target, source)
+        command, transposed = rebuild_command(data_dir, split, target, source), True
     if not path.is_file() or not meta_file.is_file():
         raise LabelError(f"no alignment labels at {path}; build them with: {command}")
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    for side, lang in (("source", source), ("target", target)):
+    sides = (("source", target), ("target", source)) if transposed else (("source", source), ("target", target))
+    for side, lang in sides:
         if meta.get(f"{side}_sha256") != _sha256(split_path(data_dir, split, lang)):
             raise LabelError(f"{path} was built from other text than {split_path(data_dir, split, lang)}; "
                              f"rebuild it with: {command}")
+    if transposed and meta.get("symmetrisation") != "grow-diag-final-and":
+        raise LabelError(f"{path} is not symmetrised ({meta.get('symmetrisation')}), so it cannot be read "
+                         f"{target}-{source}; build {labels_path(data_dir, split, source, target)} with: "
+                         f"{rebuild_command(data_dir, split, source, target)}")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         lines = handle.read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [am.parse_links(line, f"{path} line {k}") for k, line in enumerate(lines, start=1)]
+    links = [am.parse_links(line, f"{path} line {k}") for k, line in enumerate(lines, start=1)]
+    return [{(j, i) for i, j in pair} for pair in links] if transposed else links
 
 
 def piece_owner(word_starts: Sequence[int], word_ends: Sequence[int], spans: Sequence[Span]) -> list[int | None]:

@@ -104,10 +104,19 @@ def test_labels_round_trip_and_a_stale_cache_is_refused(tiny_split):
     stored = json.loads((tiny_split / "train.en-de.align.json").read_text())
     assert stored["symmetrisation"] == "grow-diag-final-and" and stored["command"] == labels.rebuild_command(
         tiny_split, "train", "en", "de")
+    # The other direction reads the same links transposed (grow-diag-final-and is symmetric).
+    assert labels.read_labels(tiny_split, "train", "de", "en") == [{(j, i) for i, j in links} for links in read]
+    meta_file = tiny_split / "train.en-de.align.json"
+    meta_file.write_text(json.dumps({**stored, "symmetrisation": "intersection"}))
+    with pytest.raises(labels.LabelError, match="not symmetrised"):
+        labels.read_labels(tiny_split, "train", "de", "en")
+    meta_file.write_text(json.dumps(stored))
     with gzip.open(tiny_split / "train.de.gz", "at", encoding="utf-8") as handle:
         handle.write("noch ein satz .\n")
     with pytest.raises(labels.LabelError, match="rebuild it with: python -m training.alignment_labels"):
         labels.read_labels(tiny_split, "train", "en", "de")
+    with pytest.raises(labels.LabelError, match="--source en --target de"):
+        labels.read_labels(tiny_split, "train", "de", "en")
 
 
 def test_missing_labels_name_the_command_that_builds_them(tmp_path):
