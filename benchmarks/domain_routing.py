@@ -5,6 +5,7 @@ on a pair served by a caption model and a software-strings model (what `make ser
     python benchmarks/domain_routing.py --limit 200     # a quick look
     python benchmarks/domain_routing.py --development   # test_2017_flickr and the software validation
                                                         # split: where a change to the choice is decided
+    python benchmarks/domain_routing.py --pair de-en    # De->En: the sets' sides swapped
 
 For each test set: which model each text chooses alone (the hardest case for the choice; a client
 sending a file's texts together gives the choice more words); then BLEU and chrF2 (sacrebleu, cased), and for the software
@@ -28,10 +29,16 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
 
+# What `make serve` serves per direction: a caption model and a software model.
+MODEL_DIRS = {"en-de": [REPO / "models" / "en-de-align2", REPO / "models" / "en-de-software"],
+              "de-en": [REPO / "models" / "de-en-align", REPO / "models" / "de-en-software"]}
 SETS = {"test_2016_flickr": REPO / "data" / "multi30k" / "test_2016_flickr",
         "software test split": REPO / "data" / "debian_catalogs" / "test"}
 # Where a change to the choice is decided before the test sets are read.
-DEVELOPMENT_SETS = {"test_2017_flickr": REPO / "data" / "multi30k" / "test_2017_flickr",
+DEVELOPMENT_# What `make serve` serves per direction: a caption model and a software model.
+MODEL_DIRS = {"en-de": [REPO / "models" / "en-de-align2", REPO / "models" / "en-de-software"],
+              "de-en": [REPO / "models" / "de-en-align", REPO / "models" / "de-en-software"]}
+SETS = {"test_2017_flickr": REPO / "data" / "multi30k" / "test_2017_flickr",
                     "software validation split": REPO / "data" / "debian_catalogs" / "valid"}
 
 
@@ -42,14 +49,18 @@ def lines(prefix: Path, lang: str, limit: int | None) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dirs", type=Path, nargs="+",
-                        default=[REPO / "models" / "en-de-align2", REPO / "models" / "en-de-software"])
+    parser.add_argument("--pair", choices=sorted(MODEL_DIRS), default="en-de",
+                        help="the direction: the test sets' sides swap for de-en")
+    parser.add_argument("--model-dirs", type=Path, nargs="+", default=None,
+                        help="the pair's models (default: the caption and the software model of --pair)")
     parser.add_argument("--limit", type=int, default=None, help="the first N texts of each set only")
     parser.add_argument("--development", action="store_true",
                         help="test_2017_flickr and the software validation split instead of the test sets")
     parser.add_argument("--note", default="", help="said in the run's heading")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "domain_routing.md")
     args = parser.parse_args()
+    source_lang, target_lang = args.pair.split("-")
+    args.model_dirs = args.model_dirs or MODEL_DIRS[args.pair]
 
     import sacrebleu
     import torch
@@ -65,10 +76,10 @@ def main() -> int:
     started = time.perf_counter()
     with in_process_service(settings) as client:
         translator = client.app.state.lifecycle.translator
-        default = translator.default_name(("en", "de"))
+        default = translator.default_name((source_lang, target_lang))
 
         def post(texts: list[str], model: str | None) -> list[str]:
-            body = {"source": "en", "target": "de", "text": texts, "beam_size": 5}
+            body = {"source": source_lang, "target": target_lang, "text": texts, "beam_size": 5}
             if model is not None:
                 body["model"] = model
             response = client.post("/translate", json=body)
@@ -77,7 +88,7 @@ def main() -> int:
             return [(answer["model"], nbest[0]["text"]) for nbest in answer["translations"]]
 
         for label, prefix in (DEVELOPMENT_SETS if args.development else SETS).items():
-            sources, references = lines(prefix, "en", args.limit), lines(prefix, "de", args.limit)
+            sources, references = lines(prefix, source_lang, args.limit), lines(prefix, target_lang, args.limit)
             def scored(outputs: list[str]) -> str:
                 cells = f"{sacrebleu.corpus_bleu(outputs, [references]).score:.2f} | " \
                         f"{sacrebleu.corpus_chrf(outputs, [references]).score:.2f}"
@@ -91,7 +102,7 @@ def main() -> int:
             # The choice alone, as the service makes it for a one-text request (every candidate's tokenizer).
             timed = time.perf_counter()
             for text in sources:
-                translator.model_for("en", "de", None, [text])
+                translator.model_for(source_lang, target_lang, None, [text])
             cost_us = 1e6 * (time.perf_counter() - timed) / len(sources)
             choice_rows.append(f"| {label} | {len(sources)} | "
                                + " | ".join(f"{alone.count(name)} ({100 * alone.count(name) / len(sources):.1f} %)"
@@ -102,8 +113,8 @@ def main() -> int:
                 rows.append(f"| {label} | {name}, 32 texts a request | {scored(named)} |")
     elapsed = time.perf_counter() - started
 
-    command = "python benchmarks/domain_routing.py" + (f" --limit {args.limit}" if args.limit else "") + (
-        " --development" if args.development else "")
+    command = "python benchmarks/domain_routing.py" + (f" --pair {args.pair}" if args.pair != "en-de" else "") + (
+        f" --limit {args.limit}" if args.limit else "") + (" --development" if args.development else "")
     models = ", ".join(str(path.relative_to(REPO) if path.is_relative_to(REPO) else path) for path in args.model_dirs)
     report = (
         f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}"
