@@ -8,7 +8,7 @@ PORT   ?= 8000
 # word alignment is on offer (docs/alignment.md), and the En->De software model. A request names a
 # model with "model"; naming none, its texts choose between the caption and the software model
 # (measured: RESULTS.md, "The software model"): docs/operations.md, "Several models per pair".
-MODEL_DIRS ?= models/en-de-align2 models/en-de-software models/de-en-align models/en-fr
+MODEL_DIRS ?= models/en-de-align2 models/en-de-software models/de-en-align models/de-en-software models/en-fr
 comma := ,
 empty :=
 space := $(empty) $(empty)

@@ -40,7 +40,7 @@ class Settings(BaseSettings):
 
     model_dirs: list[Path] = Field(
         default_factory=lambda: [Path("models/en-de-align2"), Path("models/en-de-software"), Path("models/de-en-align"),
-                                 Path("models/en-fr")],
+                                 Path("models/de-en-software"), Path("models/en-fr")],
         min_length=1,
         description="The model directories served: one or more per language pair; a model's name is its directory's name.",
     )

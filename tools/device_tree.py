@@ -31,7 +31,8 @@ MANIFEST = "manifest.json"
 # data/multi30k and the code; the study parts (studies/gpu/run-part.sh) read data/multi30k,
 # data/gold_align_deen_dev, models/en-de and results/study-en-de (a parent model), never the corpus.
 # The bundled models none of them reads (models/en-de is the one serving and the study read).
-OTHER_MODELS = ("models/en-de-align", "models/en-de-align2", "models/de-en-align", "models/en-de-software", "models/en-fr")
+OTHER_MODELS = ("models/en-de-align", "models/en-de-align2", "models/de-en-align", "models/en-de-software",
+                "models/de-en-software", "models/en-fr")
 UNUSED = {
     "serving": ("data/debian_catalogs", *OTHER_MODELS, "results/study-en-de"),
     "study": ("data/debian_catalogs", *OTHER_MODELS),

@@ -15,8 +15,8 @@ from tests.bundled.expectations import REPO
 BUNDLED = sorted(path.name for path in (REPO / "models").iterdir() if (path / "config.json").is_file())
 
 
-def test_the_six_bundled_models_are_checked():
-    assert BUNDLED == ["de-en-align", "en-de", "en-de-align", "en-de-align2", "en-de-software", "en-fr"]
+def test_the_seven_bundled_models_are_checked():
+    assert BUNDLED == ["de-en-align", "de-en-software", "en-de", "en-de-align", "en-de-align2", "en-de-software", "en-fr"]
 
 
 @pytest.mark.parametrize("name", BUNDLED)
@@ -24,9 +24,14 @@ def test_records_apply(name):
     path = REPO / "models" / name
     loaded = load_model_dir(path, device="cpu")
     assert kernels_check.record_problem(path, loaded) is None
-    assert int8_check.record_problem(path, loaded, KERNELS) is None
+    problem = int8_check.record_problem(path, loaded, KERNELS)
+    if name == "de-en-software":  # its int8 record failed, for these weights: served in float32
+        assert problem is not None and "failed verification" in problem and "36.03 -> 35.73" in problem
+    else:
+        assert problem is None
 
 
+# de-en-software's int8 record failed (BLEU 36.03 -> 35.73 on its validation split, the limit 0.3): float32.
 @pytest.mark.parametrize("name", ["en-de-align2", "en-de-software", "de-en-align", "en-fr"])
 def test_the_default_serves_int8_through_the_kernels(name):
     from model.decoding.kernel_backend import kernel_decoding_problem

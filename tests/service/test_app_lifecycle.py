@@ -129,7 +129,7 @@ def test_the_fake_runtime_factory_serves_pairs_named_by_the_directories():
 
 
 def test_settings_come_from_phrasal_environment(monkeypatch):
-    assert Settings().model_dirs == [Path("models/en-de-align2"), Path("models/en-de-software"), Path("models/de-en-align"),
+    assert Settings().model_dirs == [Path("models/en-de-align2"), Path("models/en-de-software"), Path("models/de-en-align"), Path("models/de-en-software"),
                                      Path("models/en-fr")]
     monkeypatch.setenv("PHRASAL_MODEL_DIRS", '["models/en-de", "models/en-fr"]')
     monkeypatch.setenv("PHRASAL_DEVICE", "cpu")
