@@ -80,13 +80,8 @@ def read_source_lengths(path: Path) -> list[int] | None:
 def record_source_lengths(path: Path, counts: list[int]) -> Path:
     """Write ``counts`` as the source_lengths of model directory ``path``'s card (made if missing,
     everything else kept)."""
-    card_path = Path(path) / CARD_FILE
     read_card(path)  # a malformed card stops here, before it is overwritten
-    current = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
-    current["source_lengths"] = list(counts)
-    _CardFile.model_validate(current)
-    card_path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return card_path
+    return _write_card_field(path, "source_lengths", list(counts))
 
 
 def model_kind(path: Path) -> str | None:
@@ -111,10 +106,15 @@ def model_kind(path: Path) -> str | None:
 def record_scores(path: Path, test_set: str, scores: Mapping[str, float | None]) -> Path:
     """Merge one test set's ``scores`` into the model_card.json of model directory ``path`` (made
     if missing; its domain and other test sets kept): what ``phrasal-eval --record`` writes."""
-    card_path = Path(path) / CARD_FILE
     card = read_card(path)  # a malformed card stops here, before it is overwritten
+    return _write_card_field(path, "scores", {**(card.scores or {}), test_set: dict(scores)})
+
+
+def _write_card_field(path: Path, key: str, value: object) -> Path:
+    """Set ``key`` of model directory ``path``'s card (made if missing, everything else kept)."""
+    card_path = Path(path) / CARD_FILE
     current = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
-    current["scores"] = {**(card.scores or {}), test_set: dict(scores)}
+    current[key] = value
     _CardFile.model_validate(current)
     card_path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return card_path

@@ -144,10 +144,9 @@ def split(text: str, protected: list[Protected]) -> Layout:
         segments.append(Segment(joined[piece_start:], origin[piece_start:]))
         column = start - (text.rfind("\n", 0, start) + 1)
         if len(chain) > 1:
-            lines = [_line_of(text, a) for a, _ in chain]
-            width = max(b - line_start for (_, b), line_start in zip(chain, lines))
-            indent = text[lines[1]:chain[1][0]]
-            parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column, width, indent, len(chain)))
+            indent = text[_line_of(text, chain[1][0]):chain[1][0]]
+            parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column, _width(text, chain), indent,
+                               len(chain)))
         else:
             parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column))
     if cursor < len(text) or not chains:
@@ -229,18 +228,22 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
     return chains
 
 
+def _width(text: str, chain: list[tuple[int, int]]) -> int:
+    """The column the chain's longest line ends at."""
+    return max(end - _line_of(text, start) for start, end in chain)
+
+
 def _cut_where_ended_short(text: str, chain: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     """`chain` cut after each line that its next line's first word would have fitted on, with
     ENDED_SHORT columns to spare, within the chain's width: that line was ended by choice (a
     command's synopsis above its description, a label above its value), not wrapped."""
     if len(chain) == 1:
         return [chain]
-    starts = [_line_of(text, a) for a, _ in chain]
-    width = max(b - line_start for (_, b), line_start in zip(chain, starts))
+    width = _width(text, chain)
     parts = [[chain[0]]]
     for k in range(1, len(chain)):
         first_word = _WORD.match(text, chain[k][0]).end() - chain[k][0]
-        if chain[k - 1][1] - starts[k - 1] + 1 + first_word + ENDED_SHORT <= width:
+        if chain[k - 1][1] - _line_of(text, chain[k - 1][0]) + 1 + first_word + ENDED_SHORT <= width:
             parts.append([chain[k]])
         else:
             parts[-1].append(chain[k])

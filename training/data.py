@@ -54,6 +54,17 @@ def read_parallel(data_dir: str | Path, split: str, source_lang: str, target_lan
     return src, tgt
 
 
+def read_training_text(recipe) -> tuple[list[str], list[str]]:
+    """A recipe's training pairs: `train_split` of `data_dir` (its first `train_limit`), then every
+    `train_mix` entry as many times as its `copies`."""
+    src, tgt = read_parallel(recipe.data_dir, recipe.train_split, recipe.source_lang, recipe.target_lang,
+                             recipe.train_limit)
+    for mix in recipe.train_mix:
+        mix_src, mix_tgt = read_parallel(mix["data_dir"], mix["split"], recipe.source_lang, recipe.target_lang)
+        src, tgt = src + mix_src * mix["copies"], tgt + mix_tgt * mix["copies"]
+    return src, tgt
+
+
 class ParallelDataset(torch.utils.data.Dataset):
     """(source ids, target ids) pairs; pairs with an empty side or a side over `max_len` pieces are dropped.
 

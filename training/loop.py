@@ -34,7 +34,7 @@ from model.text.tokenizer import Tokenizer
 from model.transformer import Transformer
 from training import checkpoints as ckpt
 from training.alignment_labels import LabelError, labels_path, piece_links, read_labels, target_rows
-from training.data import Batch, Data, ParallelDataset, collate, read_parallel, token_batches
+from training.data import Batch, Data, ParallelDataset, collate, read_parallel, read_training_text, token_batches
 from training.distributed import SINGLE, ProcessGroup, gradient_sync, join_from_environment, shard, wrap
 from training.finalize import average_and_save
 from training.recipe import RecipeError, TrainingRecipe
@@ -109,13 +109,10 @@ def prepare_data(recipe: TrainingRecipe, run_dir: Path, log: RunLog, alignment_l
     """Read the splits, train the SentencePiece model into the run dir if it is not there yet, encode;
     with `alignment_labels`, also map the split's cached eflomal labels to pieces."""
     r = recipe
-    train_src, train_tgt = read_parallel(r.data_dir, r.train_split, r.source_lang, r.target_lang, r.train_limit)
-    valid_src, valid_tgt = read_parallel(r.data_dir, r.valid_split, r.source_lang, r.target_lang, r.valid_limit)
     if r.train_mix and alignment_labels:
         raise RecipeError(["train_mix: the alignment labels cover train_split only; leave train_mix out"])
-    for mix in r.train_mix:
-        mix_src, mix_tgt = read_parallel(mix["data_dir"], mix["split"], r.source_lang, r.target_lang)
-        train_src, train_tgt = train_src + mix_src * mix["copies"], train_tgt + mix_tgt * mix["copies"]
+    train_src, train_tgt = read_training_text(r)
+    valid_src, valid_tgt = read_parallel(r.data_dir, r.valid_split, r.source_lang, r.target_lang, r.valid_limit)
     spm_path = run_dir / SPM_FILE
     if not spm_path.exists():
         started = time.perf_counter()

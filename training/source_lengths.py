@@ -4,8 +4,8 @@ training text by words and write the counts into its model_card.json (`source_le
 They are the length part of the model's domain language model (model/text/domain_scorer.py), by
 which a request naming no model chooses among a pair's models of several domains
 (service/domain_routing.py). The training text is the recipe's: its `train_split` of `data_dir`
-and every `train_mix` entry as many times as its `copies`, as the training loop reads them
-(training/loop.py `prepare_data`). Without --recipe, the recipe the model directory's manifest
+and every `train_mix` entry as many times as its `copies`, read as the training loop reads them
+(training/data.py `read_training_text`). Without --recipe, the recipe the model directory's manifest
 records (the last stage's: a model whose last stage was trained on other text than the first, such
 as an alignment head trained on part of the data, needs the first stage's named).
 
@@ -30,16 +30,6 @@ def count_lengths(texts: Sequence[str], bins: int) -> list[int]:
     return [counts.get(n, 0) for n in range(bins)]
 
 
-def training_sources(recipe) -> list[str]:
-    """The source side of a recipe's training text, train_mix copies included."""
-    from training.data import read_lines, split_path
-
-    texts = read_lines(split_path(recipe.data_dir, recipe.train_split, recipe.source_lang), recipe.train_limit)
-    for mix in recipe.train_mix:
-        texts += read_lines(split_path(mix["data_dir"], mix["split"], recipe.source_lang)) * mix["copies"]
-    return texts
-
-
 def run(argv: Sequence[str] | None) -> int:
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", type=Path, help="the model directory whose card gets the counts")
@@ -48,7 +38,8 @@ def run(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     from model.model_card import record_source_lengths
     from model.text.domain_scorer import LENGTH_BINS
-    from training.recipe import RecipeError, TrainingRecipe, load_recipe
+    from training.data import read_training_text
+    from training.recipe import TrainingRecipe, load_recipe
 
     if not (args.model_dir / "manifest.json").is_file():
         raise UsageError(f"model_dir: no manifest.json in {args.model_dir}")
@@ -64,10 +55,8 @@ def run(argv: Sequence[str] | None) -> int:
             if not recorded:
                 raise UsageError(f"{args.model_dir}/manifest.json records no recipe: name one with --recipe")
             recipe = TrainingRecipe.from_dict(recorded, str(args.model_dir / "manifest.json"))
-        texts = training_sources(recipe)
-    except RecipeError as error:
-        raise UsageError(str(error)) from None
-    except (FileNotFoundError, ValueError) as error:
+        texts, _ = read_training_text(recipe)
+    except (FileNotFoundError, ValueError) as error:  # RecipeError is a ValueError
         raise UsageError(str(error)) from None
     counts = count_lengths(texts, LENGTH_BINS)
     try:
