@@ -42,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training_arguments(t)
     t.add_argument("--init", type=Path, metavar="PATH",
                    help="start from a trained model (model dir, training checkpoint or run dir); the recipe may "
-                        "add a supervised alignment or global fertility head, or alignment biases "
-                        "(training/initialization.py)")
+                        "add a supervised alignment or global fertility head, or alignment biases, or leave out such a "
+                        "head (training/initialization.py)")
     t.add_argument("--spm", type=Path, metavar="PATH",
                    help="use this SentencePiece model instead of training one, e.g. the other direction's, so "
                         "that both can start a train-symmetric run (which needs one joint vocabulary)")

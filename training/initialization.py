@@ -6,13 +6,16 @@ fertility head, structural alignment biases on a model that has none (its cross-
 live one level down, under the biased wrapper's `inner`, and are copied there) — and change what only shapes training (dropouts) or which layer's attention is read
 (`alignment_layer`); every other config key must be equal, so that each copied weight means what it
 meant. Weights the initial model lacks keep their fresh initialisation and are listed (the run log's
-"init" event, and stderr); a weight the run's model lacks, or one of another shape, is an error.
+"init" event, and stderr); a weight the run's model lacks, or one of another shape, is an error,
+except the weights of a head the recipe removes (REMOVABLE_HEADS: fine-tuning the translation of a
+model whose alignment head is trained again afterwards, on the model it then is), which are left
+out and listed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 from torch import nn
@@ -27,6 +30,8 @@ CHANGEABLE_KEYS = frozenset({"supervised_alignment", "global_fertility", "alignm
                              "dropout", "attention_dropout", "activation_dropout", "alignment_biases"})
 # Keys that may be added to an initial model that lacks them, but not changed once it has them.
 ADD_ONLY_KEYS = frozenset({"alignment_biases"})
+# Heads a recipe may leave out of an initial model that has them: config key -> their weights' prefix.
+REMOVABLE_HEADS = {"supervised_alignment": "supervised_alignment.", "global_fertility": "global_fertility."}
 # BiasedCrossAttention keeps the attention it wraps as `inner` (model/biases/biased_cross_attention.py).
 CROSS_ATTENTION = ".cross_attention."
 BIASED_INNER = ".cross_attention.inner."
@@ -88,11 +93,20 @@ def target_name(name: str, own: dict[str, torch.Tensor]) -> str:
     return name
 
 
-def load_initial_weights(model: nn.Module, initial: InitialModel, flag: str) -> list[str]:
-    """Copy every weight of `initial` into `model`; returns the names of the weights it did not have
-    (left as initialised). Tied weights count once, under the name the state dict gives them."""
+def removed_heads(config: dict[str, Any], initial: InitialModel) -> list[str]:
+    """The weight prefixes of the heads `initial` has and the recipe's model `config` leaves out."""
+    return [prefix for key, prefix in REMOVABLE_HEADS.items()
+            if initial.config.get(key) is not None and config.get(key) is None]
+
+
+def load_initial_weights(model: nn.Module, initial: InitialModel, flag: str,
+                         removed: Sequence[str] = ()) -> list[str]:
+    """Copy every weight of `initial` into `model`, but those under a `removed` prefix
+    (`removed_heads`); returns the names of the weights it did not have (left as initialised).
+    Tied weights count once, under the name the state dict gives them."""
     own = model.state_dict()
-    state = {target_name(name, own): tensor for name, tensor in initial.state.items()}
+    state = {target_name(name, own): tensor for name, tensor in initial.state.items()
+             if not name.startswith(tuple(removed))}
     initial = replace(initial, state=state)
     unknown = sorted(set(initial.state) - set(own))
     if unknown:

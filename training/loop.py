@@ -430,7 +430,7 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
     `init`: start from a trained model (model dir, checkpoint or run dir; `training.initialization`),
     whose SentencePiece model becomes the run's. `spm`: a SentencePiece model to use instead of training
     one (not with `init`, which brings its own)."""
-    from training.initialization import check_initial_config, load_initial_weights, read_initial_model
+    from training.initialization import check_initial_config, load_initial_weights, read_initial_model, removed_heads
 
     if recipe.symmetric is not None:
         raise RecipeError([f"recipe {recipe.name!r} has 'symmetric' (two directions): train it with train-symmetric"],
@@ -459,9 +459,11 @@ def train(recipe: TrainingRecipe, run_dir: str | Path, *, device: str = "auto", 
     model = Transformer(config)
     if initial is not None:
         check_initial_config(config.to_dict(), initial, "--init")
-        new = load_initial_weights(model, initial, "--init")
-        session.log.write("init", path=str(initial.path), new_weights=new)
-        session.log.say(f"initialised from {initial.path}; new weights: {', '.join(new) if new else 'none'}")
+        removed = removed_heads(config.to_dict(), initial)
+        new = load_initial_weights(model, initial, "--init", removed)
+        session.log.write("init", path=str(initial.path), new_weights=new, removed_heads=removed)
+        session.log.say(f"initialised from {initial.path}; new weights: {', '.join(new) if new else 'none'}"
+                        + (f"; heads left out: {', '.join(removed)}" if removed else ""))
     if recipe.trainable is not None:
         frozen = freeze_except(model, recipe.trainable)
         session.log.write("frozen", parameters=frozen, trainable=recipe.trainable)

@@ -22,7 +22,7 @@ from training.corpus.archive import (HELD_OUT, Source, fetch_batch, is_fetched, 
 from training.corpus.as_written import read_as_written, sources_of, write_as_written
 from training.corpus.build import SplitSizes, assign_splits, build_corpus
 from training.corpus.catalog import CatalogError, read_catalog, write_catalog
-from training.corpus.clean import near_key, normalise, placeholders, rejection, strip_accelerators
+from training.corpus.clean import may_be_kept_identical, near_key, normalise, placeholders, rejection, strip_accelerators
 from training.corpus.cli import main as corpus_main
 from training.corpus.readme import render_readme
 
@@ -88,6 +88,15 @@ def test_placeholders_compare_printf_without_positions_and_braces_by_name():
 ])
 def test_rejection_reasons(source, target, reason):
     assert rejection(source, target) == reason
+
+
+@pytest.mark.parametrize("text,kept", [
+    ("Afghanistan", True), ("80 kbit/s", True), ("Unicode (UTF-8)", True), ("Remi Denis-Courmont", True),
+    ("Open the file", False),                  # a function word: a phrase left in English
+    ("Is it done", False), ("one two three four", True), ("one two three four five", False),
+])
+def test_which_untranslated_copies_may_be_translations_german_keeps(text, kept):
+    assert may_be_kept_identical(text) is kept
 
 
 def test_normalise_and_near_key():
@@ -196,10 +205,12 @@ def test_a_build_splits_by_source_package_and_removes_duplicates_and_overlap(tmp
     cache = tmp_path / "cache"
     sources = [
         _cached(cache, "alpha", "alpha", {"alpha.mo": [("Open file", "Datei öffnen"), ("Close", "Schließen"),
-                                                       ("%s saved", "gespeichert"), ("Print", "Drucken")]}),
+                                                       ("%s saved", "gespeichert"), ("Print", "Drucken"),
+                                                       ("ISDN", "ISDN"), ("Open the file", "Open the file")]}),
         _cached(cache, "alpha-data", "alpha", {"extra.mo": [("Open file", "Datei öffnen"),
                                                             ("Open File…", "Datei Öffnen"), ("Quit", "Beenden")]}),
-        _cached(cache, "beta", "beta", {"beta.mo": [("Close", "Schließen"), ("Zoom in", "Vergrößern")]}),
+        _cached(cache, "beta", "beta", {"beta.mo": [("Close", "Schließen"), ("Zoom in", "Vergrößern"),
+                                                    ("ISDN", "ISDN"), ("Help", "Help")]}),
         _cached(cache, "gamma", "gamma", {"gamma.mo": [("Print", "Drucken"), ("Help", "Hilfe"),
                                                        ("Status", "Status")]}),
     ]
@@ -218,17 +229,25 @@ def test_a_build_splits_by_source_package_and_removes_duplicates_and_overlap(tmp
     assert _lines(out / "train.en.gz") == ["Close", "Open file", "Print", "Quit"]
     assert _lines(out / "train.de.gz") == ["Schließen", "Datei öffnen", "Drucken", "Beenden"]
     assert _lines(out / "train.origin.gz") == ["alpha\talpha.mo"] * 3 + ["alpha-data\textra.mo"]
-    # valid (beta) and test (gamma) lose what train has (Close, Print); Status is an untranslated copy.
+    # valid (beta) and test (gamma) lose what train has (Close, Print).
     assert {split: _lines(out / f"{split}.en.gz") for split in ("valid", "test")} == {
         "valid": ["Zoom in"], "test": ["Help"]}
     stats = json.loads((out / "stats.json").read_text())
     assert stats["pairs"] == {"train": 4, "valid": 1, "test": 1}
     assert stats["dropped"]["exact duplicate"] == 1 and stats["dropped"]["near duplicate"] == 1
-    assert stats["dropped"]["placeholders differ"] == 1 and stats["dropped"]["untranslated copy"] == 1
+    assert stats["dropped"]["placeholders differ"] == 1
+    # Identical pairs: ISDN kept apart in train (beta's is the same one again), Status in test; "Open
+    # the file" has a function word, and gamma translates Help: both untranslated copies.
+    assert {split: _lines(out / f"{split}.identical.en.gz") for split in ("train", "valid", "test")} == {
+        "train": ["ISDN"], "valid": [], "test": ["Status"]}
+    assert _lines(out / "test.identical.de.gz") == ["Status"]
+    assert _lines(out / "test.identical.origin.gz") == ["gamma\tgamma.mo"]
+    assert stats["identical"] == {"train": 1, "valid": 0, "test": 1}
+    assert stats["dropped"]["untranslated copy"] == 2 and stats["dropped"]["identical: duplicate"] == 1
     assert stats["dropped"]["valid: English also in an earlier split"] == 1
     assert stats["dropped"]["test: English also in an earlier split"] == 1
     rows = [line.split("\t") for line in (out / "packages.tsv").read_text().splitlines()]
-    assert rows[1] == ["alpha", "1.0", "alpha", "train", "1", "4", "3", "GPL-2+"]
+    assert rows[1] == ["alpha", "1.0", "alpha", "train", "1", "6", "3", "GPL-2+"]
     first = (out / "train.en.gz").read_bytes()
     build_corpus(sources, cache, out, wanted)
     assert (out / "train.en.gz").read_bytes() == first          # the same input gives the same bytes

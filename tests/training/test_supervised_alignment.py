@@ -264,6 +264,25 @@ def test_init_keeps_every_weight_and_lists_the_new_ones(tmp_path, initial_dir):
     assert (tmp_path / "run" / "spm.model").read_bytes() == (initial_dir / "spm.model").read_bytes()
 
 
+def test_init_from_a_model_with_a_head_the_recipe_leaves_out_copies_every_other_weight(tmp_path, initial_dir):
+    # Fine-tuning the translation of a model whose head is trained again afterwards.
+    head = 'model.supervised_alignment={"layer": 0, "head": "added", "weight": 1.0}'
+    assert _train(tmp_path / "headed", initial_dir, head, 'trainable=["supervised_alignment."]',
+                  "checkpoint_interval=1") == 0
+    from training import checkpoints as ckpt
+
+    headed = ckpt.list_checkpoints(tmp_path / "headed" / "checkpoints")[-1]
+    with_head = ckpt.load_checkpoint(headed)["model"]
+    assert _train(tmp_path / "plain", headed, 'trainable=["decoder_norm."]') == 0
+    event = read_log(tmp_path / "plain", "init")[0]
+    assert event["new_weights"] == [] and event["removed_heads"] == ["supervised_alignment."]
+    trained = ckpt.load_checkpoint(ckpt.list_checkpoints(tmp_path / "plain" / "checkpoints")[-1])["model"]
+    # The head is gone; every frozen weight is the initial model's (the trained norm moved).
+    assert sorted(trained) == sorted(name for name in with_head if not name.startswith("supervised_alignment."))
+    assert all(torch.equal(trained[name], with_head[name]) for name in trained if not name.startswith("decoder_norm."))
+    assert not torch.equal(trained["decoder_norm.weight"], with_head["decoder_norm.weight"])
+
+
 def test_init_with_a_changed_architecture_exits_2_with_one_line(tmp_path, initial_dir, capsys):
     assert _train(tmp_path / "run", initial_dir, "model.d_model=64") == 2
     err = capsys.readouterr().err.strip()

@@ -22,11 +22,13 @@ from typing import Sequence
 
 from training.corpus.archive import Source, licence_of
 from training.corpus.catalog import CatalogError, read_catalog
-from training.corpus.clean import near_key, normalise, rejection, strip_accelerators
+from training.corpus.clean import may_be_kept_identical, near_key, normalise, rejection, strip_accelerators
 from training.corpus.readme import render_readme
 
 SPLITS = ("train", "valid", "test")
 CONTEXT_REMOVED = "msgctxt removed"   # counted with the reasons, reported apart: those pairs are kept
+UNTRANSLATED = "untranslated copy"
+IDENTICAL = "identical"   # SPLIT.identical.{en,de,origin}.gz: the identical pairs kept apart
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,15 @@ class PackageRecord:
     split: str = ""
 
 
-def package_pairs(source: Source, directory: Path, counts: Counter[str]) -> tuple[list[Pair], PackageRecord]:
-    """The clean pairs of one cached package, in catalog and entry order; counts what was dropped."""
+def package_pairs(source: Source, directory: Path,
+                  counts: Counter[str]) -> tuple[list[Pair], list[Pair], PackageRecord]:
+    """The clean pairs of one cached package and its untranslated copies that may be kept
+    (`may_be_kept_identical`), in catalog and entry order; counts what was dropped (those copies not:
+    the build decides on them)."""
     fetched = json.loads((directory / "fetched.json").read_text(encoding="utf-8"))
     record = PackageRecord(source, catalogs=len(fetched["catalogs"]))
     pairs: list[Pair] = []
+    identical: list[Pair] = []
     for path in fetched["catalogs"]:
         try:
             catalog = read_catalog((directory / path).read_bytes())
@@ -73,12 +79,15 @@ def package_pairs(source: Source, directory: Path, counts: Counter[str]) -> tupl
         for msgid, msgstr in catalog.entries:
             en, de = strip_accelerators(normalise(msgid), normalise(msgstr))
             reason = rejection(en, de)
+            if reason == UNTRANSLATED and may_be_kept_identical(en):
+                identical.append(Pair(en, de, source.package, PurePosixPath(path).name))
+                continue
             if reason is not None:
                 counts[reason] += 1
                 continue
             pairs.append(Pair(en, de, source.package, PurePosixPath(path).name))
     record.licence = _licence(source.package, directory, fetched.get("doc_link"))
-    return pairs, record
+    return pairs, identical, record
 
 
 def _licence(package: str, directory: Path, doc_link: str | None) -> str:
@@ -134,6 +143,31 @@ def deduplicate(by_split: dict[str, list[Pair]], counts: Counter[str]) -> dict[s
     return out
 
 
+def keep_identical(by_split: dict[str, list[Pair]], translated: set[str],
+                   counts: Counter[str]) -> dict[str, list[Pair]]:
+    """The identical pairs kept apart, per split: those whose English (near key) no catalog of the
+    archive translates otherwise (`translated`: the near keys of every clean pair, before the
+    splits were deduplicated), once each, and in valid and test only those that no earlier split's
+    identical pairs hold; the others are counted as untranslated copies or duplicates."""
+    out: dict[str, list[Pair]] = {}
+    seen: set[str] = set()
+    for split in SPLITS:
+        keys: set[str] = set()
+        kept = []
+        for pair in by_split[split]:
+            key = near_key(pair.source)
+            if key in translated:
+                counts[UNTRANSLATED] += 1
+            elif key in keys or key in seen:
+                counts["identical: duplicate"] += 1
+            else:
+                keys.add(key)
+                kept.append(pair)
+        seen |= keys
+        out[split] = kept
+    return out
+
+
 def _write_gzip(path: Path, lines: Sequence[str]) -> None:
     # mtime 0 and no file name in the header: the same corpus gives the same bytes.
     buffer = io.BytesIO()
@@ -146,18 +180,24 @@ def build_corpus(sources: Sequence[Source], cache: Path, out: Path, sizes_wanted
     counts: Counter[str] = Counter()
     records: dict[str, PackageRecord] = {}
     pairs_of: dict[str, list[Pair]] = {}
+    identical_of: dict[str, list[Pair]] = {}
     for source in sorted(sources, key=lambda s: s.package):
-        pairs, record = package_pairs(source, cache / source.package, counts)
+        pairs, identical, record = package_pairs(source, cache / source.package, counts)
         records[source.package] = record
         pairs_of[source.package] = pairs
+        identical_of[source.package] = identical
     sizes: Counter[str] = Counter()
     for package, pairs in pairs_of.items():
         sizes[records[package].source.source] += len(pairs)
     split_of = assign_splits(dict(sizes), sizes_wanted)
     by_split: dict[str, list[Pair]] = {split: [] for split in SPLITS}
+    identical_by_split: dict[str, list[Pair]] = {split: [] for split in SPLITS}
     for package, pairs in pairs_of.items():
         records[package].split = split_of[records[package].source.source]
         by_split[records[package].split] += pairs
+        identical_by_split[records[package].split] += identical_of[package]
+    translated = {near_key(pair.source) for pairs in pairs_of.values() for pair in pairs}
+    identical = keep_identical(identical_by_split, translated, counts)
     kept = deduplicate(by_split, counts)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -167,6 +207,10 @@ def build_corpus(sources: Sequence[Source], cache: Path, out: Path, sizes_wanted
         _write_gzip(out / f"{split}.origin.gz", [f"{p.package}\t{p.catalog}" for p in pairs])
         for p in pairs:
             records[p.package].kept += 1
+    for split, pairs in identical.items():
+        _write_gzip(out / f"{split}.{IDENTICAL}.en.gz", [p.source for p in pairs])
+        _write_gzip(out / f"{split}.{IDENTICAL}.de.gz", [p.target for p in pairs])
+        _write_gzip(out / f"{split}.{IDENTICAL}.origin.gz", [f"{p.package}\t{p.catalog}" for p in pairs])
     rows = ["package\tversion\tsource\tsplit\tcatalogs\tentries\tpairs\tlicence"]
     for package, r in sorted(records.items()):
         rows.append(f"{package}\t{r.source.version}\t{r.source.source}\t{r.split}\t{r.catalogs}\t{r.entries}"
@@ -180,6 +224,7 @@ def build_corpus(sources: Sequence[Source], cache: Path, out: Path, sizes_wanted
         "catalogs": sum(r.catalogs for r in records.values()),
         "entries": sum(r.entries for r in records.values()),
         "pairs": {split: len(pairs) for split, pairs in kept.items()},
+        "identical": {split: len(pairs) for split, pairs in identical.items()},
         "msgctxt_removed": counts.pop(CONTEXT_REMOVED, 0),
         "dropped": dict(sorted(counts.items())),
     }

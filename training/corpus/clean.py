@@ -10,6 +10,10 @@
   MAX_RATIO (characters, each side + RATIO_SMOOTHING so that "OK" / "Ja" is not extreme); a pair
   whose placeholders differ (`placeholders` below).
 - Near duplicates share `near_key`: case-folded, letters and digits only.
+- An identical pair is not always an untranslated copy: German keeps names, codes and units
+  ("Afghanistan", "ISDN", "80 kbit/s"). `may_be_kept_identical` admits the short ones without an
+  English function word; the build keeps those of them that no catalog translates otherwise, apart
+  from the translations (training/corpus/build.py), so that a model can learn to leave them alone.
 """
 from __future__ import annotations
 
@@ -34,6 +38,11 @@ _PLACEHOLDER = re.compile(
     r"[diouxXeEfFgGaAcspn%@])|\$?\{[A-Za-z_][A-Za-z0-9_.]*\}|\{\d+\}")
 _ACCELERATOR = re.compile(r"(?<![_&\w])[_&](?=\w)|(?<=\w)[_&](?=\w)")
 _LETTER = re.compile(r"[^\W\d_]")
+IDENTICAL_MAX_WORDS = 4
+# A message with one of these is an English phrase a translator left, not a name German keeps.
+ENGLISH_FUNCTION_WORDS = frozenset(
+    "a all an and any are as at be been by can could did do does for from has have if in into is it its no "
+    "not of on or should than that the then these this those to was were will with would you your".split())
 
 
 def normalise(text: str) -> str:
@@ -84,6 +93,13 @@ def rejection(source: str, target: str) -> str | None:
     if placeholders(source) != placeholders(target):
         return "placeholders differ"
     return None
+
+
+def may_be_kept_identical(text: str) -> bool:
+    """Whether an untranslated copy of `text` may be a translation German keeps as it is: at most
+    IDENTICAL_MAX_WORDS words, none of them an English function word."""
+    words = {word for word in re.findall(r"[^\W\d_]+", text.casefold())}
+    return len(text.split()) <= IDENTICAL_MAX_WORDS and not words & ENGLISH_FUNCTION_WORDS
 
 
 def near_key(text: str) -> str:

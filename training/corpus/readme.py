@@ -44,6 +44,15 @@ without a letter, untranslated copies, sides over 500 characters, a length ratio
 position, `{{name}}`, `{{0}}`, `${{VAR}}`), exact and near duplicates (case-folded letters and
 digits of both sides) within a split.
 
+An identical pair is not always an untranslated copy: German keeps names, codes and units
+("Afghanistan", "ISDN", "80 kbit/s"), and a model that never saw one kept changes them. So the
+identical pairs of at most 4 words, none an English function word ("the", "of", "is": a phrase
+a translator left in English), whose English (near key) no catalog of the archive translates
+otherwise, are kept apart in `SPLIT.identical.*` (once each; valid and test without those of an
+earlier split), outside the splits above, which stay translations. A recipe mixes
+`train.identical` in (`train_mix`); `benchmarks/identical.py` scores how many of
+`test.identical` a model leaves alone.
+
 Split by source package (a source package's binaries share catalogs): source packages in the
 order of the SHA-256 of their name; test, then valid, take packages of at most 600 clean pairs
 until they hold 5,000 and 3,000 pairs; the rest is train. Then valid loses the pairs whose English
@@ -56,6 +65,7 @@ model never saw, from packages it never saw.
 |---|---:|---:|---:|
 | pairs | {train} | {valid} | {test} |
 | source packages | {src_train} | {src_valid} | {src_test} |
+| identical pairs, kept apart | {identical_train} | {identical_valid} | {identical_test} |
 
 {packages} packages pinned, {with_pairs} with pairs in the corpus; {catalogs} catalogs, {entries}
 singular entries with a translation read ({context} of them had a msgctxt, removed). Left out:
@@ -69,6 +79,8 @@ singular entries with a translation read ({context} of them had a msgctxt, remov
 - `{{train,valid,test}}.{{en,de}}.gz`: line-parallel, one message a line (the layout `training`
   reads: recipes name `data_dir` `data/debian_catalogs`, splits `train` and `valid`).
 - `{{train,valid,test}}.origin.gz`: per line, the package and the catalog the pair came from.
+- `{{train,valid,test}}.identical.{{en,de,origin}}.gz`: the identical pairs kept apart, in the same
+  layout (recipes name the split `train.identical`).
 - `packages.tsv`: per package its version, source package, split, catalogs, entries, pairs kept
   and licence.
 - `sources.tsv`: the pinned packages, to rebuild exactly. `stats.json`: the counts above.
@@ -122,6 +134,8 @@ def render_readme(stats: dict[str, Any], rows: Sequence[dict[str, str]]) -> str:
         held_out=", ".join(sorted(HELD_OUT)), train=_number(stats["pairs"]["train"]),
         valid=_number(stats["pairs"]["valid"]), test=_number(stats["pairs"]["test"]),
         src_train=stats["source_packages"]["train"], src_valid=stats["source_packages"]["valid"],
-        src_test=stats["source_packages"]["test"], packages=_number(stats["packages"]),
+        src_test=stats["source_packages"]["test"],
+        identical_train=_number(stats["identical"]["train"]), identical_valid=_number(stats["identical"]["valid"]),
+        identical_test=_number(stats["identical"]["test"]), packages=_number(stats["packages"]),
         with_pairs=_number(stats["packages_with_pairs"]), catalogs=_number(stats["catalogs"]),
         entries=_number(stats["entries"]), context=_number(stats["msgctxt_removed"]), dropped=dropped, licences=licences)
