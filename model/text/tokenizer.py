@@ -48,9 +48,21 @@ class Tokenizer:
 
     def decode_with_offsets(self, ids: list[int]) -> tuple[str, list[str], list[Span]]:
         """The detokenised text, the pieces and each piece's (begin, end) character span in it."""
+        text, pieces, spans, _ = self.decode_with_unknown(ids)
+        return text, pieces, spans
+
+    def decode_with_unknown(self, ids: list[int]) -> tuple[str, list[str], list[Span], list[Span]]:
+        """As decode_with_offsets, and the untrimmed span of every unknown piece (SentencePiece
+        writes " ⁇ "), for model/text/unknown.py to replace."""
         mapping = self._sp.decode(ids, out_type="offset_mapping")
         text = mapping["text"]
-        return text, mapping["pieces"], _trim_spans(text, mapping["offsets"])
+        unknown = [span for token, span in zip(ids, mapping["offsets"]) if token == self.unk_id]
+        return text, mapping["pieces"], _trim_spans(text, mapping["offsets"]), unknown
+
+    def unknown_spans(self, ids: list[int]) -> list[Span]:
+        """The untrimmed span of every unknown piece in decode(ids); none without decoding again
+        where `ids` has no unknown piece (nearly always)."""
+        return self.decode_with_unknown(ids)[3] if self.unk_id in ids else []
 
     def id_to_piece(self, token_id: int) -> str:
         return self._sp.id_to_piece(token_id)

@@ -16,7 +16,7 @@ from model.alignments.word_alignment import TokenAlignment, token_alignment
 from model.decoding.beam_search import Hypothesis
 from model.alignments.phrase_pairs import PhraseMap, attended_phrase_pairs, extracted_phrase_pairs
 from model.alignments.attention_phrases import phrase_links
-from model.text import compatibility
+from model.text import compatibility, unknown
 from model.text.tokenizer import Tokenizer
 from model.decoding.options import DecodingOptions, MethodRows
 from service.runtime.base import TextRejected, Translation
@@ -65,12 +65,14 @@ def translate_texts(
 
 def _distinct(tokenizer: Tokenizer, source: str, hypotheses: list[Hypothesis], n_best: int) -> list[tuple[str, Hypothesis]]:
     """The first ``n_best`` hypotheses (best first) whose detokenised texts differ: of two that
-    read the same, the better-scored one stays. Texts carry `source`'s compatibility characters
-    where the tokenizer expanded them (model/text/compatibility.py)."""
+    read the same, the better-scored one stays. Texts carry `source`'s characters where the model
+    wrote an unknown piece for them (model/text/unknown.py) and its compatibility characters where
+    the tokenizer expanded them (model/text/compatibility.py)."""
     kept: list[tuple[str, Hypothesis]] = []
     seen: set[str] = set()
     for hypothesis in hypotheses:
-        text, _ = compatibility.restore(source, tokenizer.decode(hypothesis.tokens))
+        text, _ = unknown.restore(source, tokenizer.decode(hypothesis.tokens), tokenizer.unknown_spans(hypothesis.tokens))
+        text, _ = compatibility.restore(source, text)
         if text in seen:
             continue
         seen.add(text)
@@ -97,7 +99,8 @@ def _aligned(
     tokenizer: Tokenizer, source_text: str, encoded: Encoded, hypothesis: Hypothesis, with_phrase_map: bool,
     rows: MethodRows, link_threshold: float = 0.0,
 ) -> Translation:
-    text, pieces, spans = tokenizer.decode_with_offsets(hypothesis.tokens)
+    text, pieces, spans, unknown_spans = tokenizer.decode_with_unknown(hypothesis.tokens)
+    text, spans = unknown.restore(source_text, text, unknown_spans, spans)
     text, spans = compatibility.restore(source_text, text, spans)
     _, source_pieces, source_spans = encoded
     # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
