@@ -16,7 +16,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-Span = tuple[int, int]
+from model.text.edits import Span, apply, moved
+
 
 
 def restore(source: str, text: str, spans: Sequence[Span] | None = None) -> tuple[str, list[Span] | None]:
@@ -42,18 +43,7 @@ def restore(source: str, text: str, spans: Sequence[Span] | None = None) -> tupl
     if not edits:
         return text, None if spans is None else list(spans)
     edits.sort()
-    pieces, last = [], 0
-    for start, end, char in edits:
-        pieces += [text[last:start], char]
-        last = end
-    restored = "".join(pieces) + text[last:]
-    if spans is None:
-        return restored, None
-    moved = []
-    for begin, end in spans:
-        new_begin = _position(edits, begin, False)
-        moved.append((new_begin, new_begin) if begin == end else (new_begin, _position(edits, end, True)))
-    return restored, moved
+    return apply(text, edits), None if spans is None else moved(edits, spans)
 
 
 def _free(text: str, form: str, left_word: bool, right_word: bool) -> list[int]:
@@ -82,16 +72,3 @@ def _touches_words(source: str, char: str) -> tuple[bool, bool]:
         right |= at + 1 < len(source) and source[at + 1].isalnum()
         at = source.find(char, at + 1)
     return left, right
-
-
-def _position(edits: Sequence[tuple[int, int, str]], index: int, is_end: bool) -> int:
-    """Where `index` of the old text lands in the restored one; inside an expansion, at the start
-    of its character (a span's begin) or after it (a span's end)."""
-    delta = 0
-    for start, end, char in edits:
-        if index <= start:
-            break
-        if index < end:
-            return start + delta + (len(char) if is_end else 0)
-        delta += len(char) - (end - start)
-    return index + delta

@@ -2,7 +2,7 @@
 
 A model whose training targets held characters outside its vocabulary (the corpus has more
 characters than the SentencePiece model kept) learns to write the unknown piece for a rare
-character of the source, and SentencePiece renders it as " ⁇ ": "Aurimas Černius" came back as
+character of the source, even one its vocabulary has, and SentencePiece renders it as " ⁇ ": "Aurimas Černius" came back as
 "Aurimas  ⁇ ernius", "Save 💾 file" as " ⁇  speichern". No reader wants " ⁇ ", and the character
 it stands for is nearly always one the source has and the translation lacks, so each unknown
 piece is replaced by such a character of the source, in the source's order:
@@ -25,8 +25,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-Span = tuple[int, int]
-MARK = " ⁇ "   # SentencePiece's rendering of the unknown piece
+from model.text.edits import Span, apply, moved
+
 
 
 def restore(source: str, text: str, unknown: Sequence[Span],
@@ -40,14 +40,7 @@ def restore(source: str, text: str, unknown: Sequence[Span],
     replacements = _replacements(source, _without(text, unknown), len(unknown))
     edits = sorted(_dropping_a_space(text, b, e) if not written else (b, e, written)
                    for (b, e), written in zip(unknown, replacements))
-    pieces, last = [], 0
-    for start, end, written in edits:
-        pieces += [text[last:start], written]
-        last = end
-    restored = "".join(pieces) + text[last:]
-    if spans is None:
-        return restored, None
-    return restored, [(_position(edits, b, False), _position(edits, e, True)) for b, e in spans]
+    return apply(text, edits), None if spans is None else moved(edits, spans)
 
 
 def _dropping_a_space(text: str, begin: int, end: int) -> tuple[int, int, str]:
@@ -93,16 +86,3 @@ def _replacements(source: str, translated: str, count: int) -> list[str]:
     else:
         written = runs[:count]
     return list(written) + [""] * (count - len(written))
-
-
-def _position(edits: Sequence[tuple[int, int, str]], index: int, is_end: bool) -> int:
-    """Where `index` of the old text lands in the restored one; inside a replaced span, at the
-    start of what replaced it (a span's begin) or after it (a span's end)."""
-    delta = 0
-    for start, end, written in edits:
-        if index <= start:
-            break
-        if index < end:
-            return start + delta + (len(written) if is_end else 0)
-        delta += len(written) - (end - start)
-    return index + delta
