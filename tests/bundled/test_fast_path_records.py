@@ -24,15 +24,12 @@ def test_records_apply(name):
     path = REPO / "models" / name
     loaded = load_model_dir(path, device="cpu")
     assert kernels_check.record_problem(path, loaded) is None
-    problem = int8_check.record_problem(path, loaded, KERNELS)
-    if name == "de-en-software":  # its int8 record failed, for these weights: served in float32
-        assert problem is not None and "failed verification" in problem and "36.03 -> 35.73" in problem
-    else:
-        assert problem is None
+    assert int8_check.record_problem(path, loaded, KERNELS) is None
 
 
-# de-en-software's int8 record failed (BLEU 36.03 -> 35.73 on its validation split, the limit 0.3): float32.
-@pytest.mark.parametrize("name", ["en-de-align2", "en-de-software", "de-en-align", "en-fr"])
+# de-en-software's int8 record failed before its fine-tuning with the identical pairs (BLEU 36.03 -> 35.73 on
+# its validation split, the limit 0.3) and passes since (35.74 -> 35.91).
+@pytest.mark.parametrize("name", ["en-de-align2", "en-de-software", "de-en-align", "de-en-software", "en-fr"])
 def test_the_default_serves_int8_through_the_kernels(name):
     from model.decoding.kernel_backend import kernel_decoding_problem
     from service.runtime.factory import RuntimeSpec, load_runtime
