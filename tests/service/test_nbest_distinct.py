@@ -19,6 +19,9 @@ class StubTokenizer:
     def decode(self, tokens):
         return TEXTS[tuple(tokens)]
 
+    def unknown_spans(self, tokens):
+        return []
+
 
 def run(options: DecodingOptions, hypotheses: list[Hypothesis]):
     searches = []
