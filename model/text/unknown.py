@@ -38,9 +38,22 @@ def restore(source: str, text: str, unknown: Sequence[Span],
     if not unknown:
         return text, None if spans is None else list(spans)
     replacements = _replacements(source, _without(text, unknown), len(unknown))
-    edits = sorted(_dropping_a_space(text, b, e) if not written else (b, e, written)
-                   for (b, e), written in zip(unknown, replacements))
+    edits = sorted(_dropping_a_space(text, b, e) if taken is None else (b, e, _spaced(source, taken, text, b, e))
+                   for (b, e), taken in zip(unknown, replacements))
     return apply(text, edits), None if spans is None else moved(edits, spans)
+
+
+def _spaced(source: str, taken: Span, text: str, begin: int, end: int) -> str:
+    """The source's characters `taken`, with the space the source has beside them where the
+    translation would otherwise run them into a word ("⌘⌥⇧ shortcuts": "⌘⌥⇧ Tastenkürzel", not
+    "⌘⌥⇧Tastenkürzel")."""
+    start, stop = taken
+    written = source[start:stop]
+    if stop < len(source) and source[stop].isspace() and end < len(text) and text[end].isalnum():
+        written += " "
+    if start > 0 and source[start - 1].isspace() and begin > 0 and text[begin - 1].isalnum():
+        written = " " + written
+    return written
 
 
 def _dropping_a_space(text: str, begin: int, end: int) -> tuple[int, int, str]:
@@ -63,26 +76,25 @@ def _without(text: str, unknown: Sequence[Span]) -> str:
     return "".join(kept) + text[last:]
 
 
-def _replacements(source: str, translated: str, count: int) -> list[str]:
+def _replacements(source: str, translated: str, count: int) -> list[Span | None]:
+    """The source span each of `count` unknown pieces stands for, None for one dropped."""
     missing = Counter(source) - Counter(translated)
     candidates = [i for i, ch in enumerate(source)
                   if missing[ch] and not ch.isspace() and not (ch.isascii() and ch.isalnum())]
     tiers = ([i for i in candidates if not source[i].isascii() and not unicodedata.category(source[i]).startswith("P")],
              [i for i in candidates if not source[i].isascii()], candidates)
     chosen = next((tier for tier in tiers if tier), [])
-    runs: list[str] = []
-    previous = None
+    runs: list[Span] = []
     for i in chosen:
-        if previous is not None and i == previous + 1:
-            runs[-1] += source[i]
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
         else:
-            runs.append(source[i])
-        previous = i
-    characters = [source[i] for i in chosen]
+            runs.append((i, i + 1))
+    characters = [(i, i + 1) for i in chosen]
     if count == len(runs):
-        written = runs
+        taken = runs
     elif count == len(characters):
-        written = characters
+        taken = characters
     else:
-        written = runs[:count]
-    return list(written) + [""] * (count - len(written))
+        taken = runs[:count]
+    return list(taken) + [None] * (count - len(taken))

@@ -57,3 +57,11 @@ def test_the_tokenizer_gives_the_untrimmed_spans_of_unknown_pieces():
     assert spans[2] == (9, 11)            # trimmed: the alignment's word spans start at the mark
     assert tokenizer.unknown_spans(tokenizer.encode("5 kg")) == []
     assert restore("Weight ≥ 5 kg", text, unknown)[0] == "Gewicht ≥ 5 kg"
+
+
+def test_the_sources_space_beside_the_characters_comes_with_them_where_a_word_would_touch_them():
+    # The model wrote "Tasten..." without a word boundary after the unknown piece.
+    assert restore("⌘⌥⇧ shortcuts", " ⁇ Tastenkürzel", [(0, 3)])[0] == "⌘⌥⇧ Tastenkürzel"
+    assert restore("Open file 📂", "Datei öffnen ⁇ ", [(12, 15)])[0] == "Datei öffnen 📂"
+    # Inside a word in the source: no space added.
+    assert restore("Aurimas Černius", "Aurimas  ⁇ ernius", [(8, 11)])[0] == "Aurimas Černius"
