@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
+from benchmarks.host import append_report, in_process_service, run_heading, translate_through  # noqa: E402
 
 CORPUS = REPO / "data" / "debian_catalogs"
 
@@ -78,15 +78,7 @@ def main() -> int:
     model = None if args.model == "auto" else (args.model or args.model_dirs[0].name)
 
     def translate(client, texts: list[str]) -> list[str]:
-        out = []
-        for i in range(0, len(texts), 32):
-            body = {"source": "en", "target": "de", "text": texts[i:i + 32], "beam_size": 5}
-            if model is not None:
-                body["model"] = model
-            response = client.post("/translate", json=body)
-            response.raise_for_status()
-            out += [nbest[0]["text"] for nbest in response.json()["translations"]]
-        return out
+        return translate_through(client, texts, "en", "de", model)
 
     started = time.perf_counter()
     with (httpx.Client(base_url=args.url, timeout=600) if args.url else in_process_service(Settings(

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
+from benchmarks.host import append_report, in_process_service, run_heading, translate_through  # noqa: E402
 
 CORPUS = REPO / "data" / "debian_catalogs"
 SHOWN = 25   # changed outputs listed per model
@@ -59,15 +59,7 @@ def main() -> int:
     names = ["auto"] if args.model == "auto" else [d.name for d in args.model_dirs]
 
     def translate(client, texts: list[str], model: str) -> list[str]:
-        out = []
-        for i in range(0, len(texts), 32):
-            body = {"source": source, "target": target, "text": texts[i:i + 32], "beam_size": 5}
-            if model != "auto":
-                body["model"] = model
-            response = client.post("/translate", json=body)
-            response.raise_for_status()
-            out += [nbest[0]["text"] for nbest in response.json()["translations"]]
-        return out
+        return translate_through(client, texts, source, target, None if model == "auto" else model)
 
     rows, changed = [], []
     started = time.perf_counter()

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from model.text.edits import Span, apply, moved
 
 
-
 def restore(source: str, text: str, spans: Sequence[Span] | None = None) -> tuple[str, list[Span] | None]:
     """`text` with the expansions of `source`'s compatibility characters written back as those
     characters, at most as many times as the source has each, first occurrences first; and `spans`

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from model.text.edits import Span, apply, moved
 
 
-
 def restore(source: str, text: str, unknown: Sequence[Span],
             spans: Sequence[Span] | None = None) -> tuple[str, list[Span] | None]:
     """`text` with each of its `unknown` spans (where SentencePiece wrote an unknown piece, its

@@ -65,14 +65,11 @@ def translate_texts(
 
 def _distinct(tokenizer: Tokenizer, source: str, hypotheses: list[Hypothesis], n_best: int) -> list[tuple[str, Hypothesis]]:
     """The first ``n_best`` hypotheses (best first) whose detokenised texts differ: of two that
-    read the same, the better-scored one stays. Texts carry `source`'s characters where the model
-    wrote an unknown piece for them (model/text/unknown.py) and its compatibility characters where
-    the tokenizer expanded them (model/text/compatibility.py)."""
+    read the same, the better-scored one stays. Texts carry `source`'s characters back (`_restored`)."""
     kept: list[tuple[str, Hypothesis]] = []
     seen: set[str] = set()
     for hypothesis in hypotheses:
-        text, _ = unknown.restore(source, tokenizer.decode(hypothesis.tokens), tokenizer.unknown_spans(hypothesis.tokens))
-        text, _ = compatibility.restore(source, text)
+        text, _ = _restored(source, tokenizer.decode(hypothesis.tokens), tokenizer.unknown_spans(hypothesis.tokens))
         if text in seen:
             continue
         seen.add(text)
@@ -80,6 +77,15 @@ def _distinct(tokenizer: Tokenizer, source: str, hypotheses: list[Hypothesis], n
         if len(kept) == n_best:
             break
     return kept
+
+
+def _restored(source: str, text: str, unknown_spans: list[tuple[int, int]],
+              spans: list[tuple[int, int]] | None = None) -> tuple[str, list[tuple[int, int]] | None]:
+    """A decoded translation with the source's characters written back: where the model wrote an
+    unknown piece for one (model/text/unknown.py), then where the tokenizer expanded a compatibility
+    character (model/text/compatibility.py); `spans` moved with the text."""
+    text, spans = unknown.restore(source, text, unknown_spans, spans)
+    return compatibility.restore(source, text, spans)
 
 
 def alignment_rows(hypothesis: Hypothesis, rows: MethodRows, n_source: int) -> list[list[float]]:
@@ -100,8 +106,7 @@ def _aligned(
     rows: MethodRows, link_threshold: float = 0.0,
 ) -> Translation:
     text, pieces, spans, unknown_spans = tokenizer.decode_with_unknown(hypothesis.tokens)
-    text, spans = unknown.restore(source_text, text, unknown_spans, spans)
-    text, spans = compatibility.restore(source_text, text, spans)
+    text, spans = _restored(source_text, text, unknown_spans, spans)
     _, source_pieces, source_spans = encoded
     # Columns: the source pieces only (EOS and padding dropped); rows: the target pieces.
     attention = alignment_rows(hypothesis, rows, len(source_pieces))

@@ -98,7 +98,7 @@ def rejection(source: str, target: str) -> str | None:
 def may_be_kept_identical(text: str) -> bool:
     """Whether an untranslated copy of `text` may be a translation German keeps as it is: at most
     IDENTICAL_MAX_WORDS words, none of them an English function word."""
-    words = {word for word in re.findall(r"[^\W\d_]+", text.casefold())}
+    words = set(re.findall(r"[^\W\d_]+", text.casefold()))
     return len(text.split()) <= IDENTICAL_MAX_WORDS and not words & ENGLISH_FUNCTION_WORDS
 
 
