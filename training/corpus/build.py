@@ -168,7 +168,7 @@ def keep_identical(by_split: dict[str, list[Pair]], translated: set[str],
     return out
 
 
-def _write_gzip(path: Path, lines: Sequence[str]) -> None:
+def write_gzip(path: Path, lines: Sequence[str]) -> None:
     # mtime 0 and no file name in the header: the same corpus gives the same bytes.
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as handle:
@@ -202,15 +202,15 @@ def build_corpus(sources: Sequence[Source], cache: Path, out: Path, sizes_wanted
 
     out.mkdir(parents=True, exist_ok=True)
     for split, pairs in kept.items():
-        _write_gzip(out / f"{split}.en.gz", [p.source for p in pairs])
-        _write_gzip(out / f"{split}.de.gz", [p.target for p in pairs])
-        _write_gzip(out / f"{split}.origin.gz", [f"{p.package}\t{p.catalog}" for p in pairs])
+        write_gzip(out / f"{split}.en.gz", [p.source for p in pairs])
+        write_gzip(out / f"{split}.de.gz", [p.target for p in pairs])
+        write_gzip(out / f"{split}.origin.gz", [f"{p.package}\t{p.catalog}" for p in pairs])
         for p in pairs:
             records[p.package].kept += 1
     for split, pairs in identical.items():
-        _write_gzip(out / f"{split}.{IDENTICAL}.en.gz", [p.source for p in pairs])
-        _write_gzip(out / f"{split}.{IDENTICAL}.de.gz", [p.target for p in pairs])
-        _write_gzip(out / f"{split}.{IDENTICAL}.origin.gz", [f"{p.package}\t{p.catalog}" for p in pairs])
+        write_gzip(out / f"{split}.{IDENTICAL}.en.gz", [p.source for p in pairs])
+        write_gzip(out / f"{split}.{IDENTICAL}.de.gz", [p.target for p in pairs])
+        write_gzip(out / f"{split}.{IDENTICAL}.origin.gz", [f"{p.package}\t{p.catalog}" for p in pairs])
     rows = ["package\tversion\tsource\tsplit\tcatalogs\tentries\tpairs\tlicence"]
     for package, r in sorted(records.items()):
         rows.append(f"{package}\t{r.source.version}\t{r.source.source}\t{r.split}\t{r.catalogs}\t{r.entries}"

@@ -7,6 +7,8 @@
         --out data/debian_catalogs                           # fetch what is missing, clean, split, write
     python -m training.corpus as-written --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs \
         --corpus data/debian_catalogs                        # the valid and test messages as written
+    python -m training.corpus names --out data/cldr_names --exclude data/debian_catalogs
+                                                             # CLDR's names of countries, languages, ...
 
 The Contents index is the archive's (http://deb.debian.org/debian/dists/bookworm/main/Contents-all.gz
 and Contents-amd64.gz for the bookworm apt here is configured for). `build` with the committed
@@ -51,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--corpus", type=Path, required=True, help="the corpus directory (build's --out)")
     w.add_argument("--mirror", help="as for fetch")
     w.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
+    n = sub.add_parser("names", help="CLDR's English and German names of countries, languages, scripts, "
+                                     "currencies, time zones, months and weekdays (training/corpus/names.py)")
+    n.add_argument("--out", type=Path, required=True, help="the directory to write")
+    n.add_argument("--exclude", type=Path, nargs="*", default=[],
+                   help="corpus directories whose valid and test English no name may be")
     return parser
 
 
@@ -68,6 +75,16 @@ def run(argv: Sequence[str] | None) -> int:
         write_sources(args.sources, sources)
         say(f"{len(sources)} packages pinned in {args.sources}"
             + (f"; apt knows no version of {len(unknown)}: {' '.join(unknown)}" if unknown else ""))
+        return 0
+    if args.command == "names":
+        missing = [str(p) for p in args.exclude if not p.is_dir()]
+        if missing:
+            raise UsageError(f"--exclude: no such directory: {', '.join(missing)}")
+        try:
+            from training.corpus.names import build_names
+        except ImportError as error:
+            raise UsageError(f"{error.name} is not installed: pip install -e '.[train]'") from None
+        say(build_names(args.out, args.exclude))
         return 0
     if not args.sources.is_file():
         raise UsageError(f"--sources: no such file: {args.sources}")
