@@ -63,4 +63,5 @@ def test_the_shipped_software_study_parts_parse_and_their_recipes_load():
             recipe = load_recipe(REPO / run.recipe)
             assert (recipe.data_dir, recipe.train_split, recipe.valid_split) == ("data/debian_catalogs", "train", "valid")
             assert recipe.train_mix == [{"data_dir": "data/multi30k", "split": "train", "copies": 2},
-                                        {"data_dir": "data/debian_catalogs", "split": "train.identical", "copies": 1}]
+                                        {"data_dir": "data/debian_catalogs", "split": "train.identical", "copies": 1},
+                                        {"data_dir": "data/cldr_names", "split": "train", "copies": 48}]
