@@ -13,7 +13,7 @@
 # The device image has torch, sentencepiece, sacrebleu, safetensors and tqdm (all training needs), so
 # the call carries nothing: the repository alone must fit the 64 MiB a call takes (`python
 # tools/device_tree.py size`: 59.9 MiB on 2026-11-28; `python tools/device_tree.py aside --for software`
-# first, then `restore` after, leaves 34.7 MiB; this part reads data/debian_catalogs' splits).
+# first, then `restore` after, leaves 34.7 MiB; this part reads data/debian_catalogs' splits and data/cldr_names).
 # A study cut by the time limit keeps its checkpoints on that machine only: rerun on the same warm
 # machine to continue, or report it as partial (the table says which runs finished).
 set -euo pipefail
