@@ -3,6 +3,7 @@ the committed data/cldr_names is what the builder writes with the pinned babel."
 from __future__ import annotations
 
 import gzip
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -77,6 +78,15 @@ def test_names_cli_refuses_a_missing_exclude_in_one_line(tmp_path, capsys):
     assert corpus_main(["names", "--out", str(tmp_path / "o"), "--exclude", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.strip() == (
         f"python -m training.corpus: error: --exclude: no such directory: {tmp_path / 'none'}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_names_cli_without_babel_says_what_to_install_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "babel", None)   # what an import of a package not installed raises
+    monkeypatch.delitem(sys.modules, "training.corpus.names")
+    assert corpus_main(["names", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "python -m training.corpus: error: babel is not installed: pip install -e '.[train]'")
     assert not (tmp_path / "o").exists()
 
 

@@ -15,11 +15,18 @@ of the English name: a tenth is valid, the rest train.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
+
+# Imported here, not where used: the CLI reports a missing babel (the `train` extra) in one line.
+import babel
+from babel import Locale
+from babel.core import get_global
+from babel.dates import get_timezone_location
 
 from training.corpus.build import write_gzip
 from training.corpus.clean import near_key, normalise
@@ -38,10 +45,6 @@ class Name:
 
 
 def cldr_names() -> Iterator[Name]:
-    from babel import Locale
-    from babel.core import get_global
-    from babel.dates import get_timezone_location
-
     en, de = Locale("en"), Locale("de")
     for category, attribute in (("territory", "territories"), ("language", "languages"),
                                 ("script", "scripts"), ("currency", "currencies")):
@@ -74,24 +77,24 @@ def split_of(english: str) -> str:
 def lexicon(names: Sequence[Name], excluded: set[str], counts: Counter[str]) -> dict[str, list[Name]]:
     """Normalised, unambiguous, deduplicated names by split, in CLDR's order; `counts` gets
     what was left out and why."""
+    normalised = [Name(name.origin, normalise(name.en), normalise(name.de)) for name in names]
     germans: dict[str, set[str]] = defaultdict(set)
-    for name in names:
-        germans[normalise(name.en)].add(normalise(name.de))
+    for name in normalised:
+        germans[name.en].add(name.de)
     out: dict[str, list[Name]] = {split: [] for split in SPLITS}
     seen: set[str] = set()
-    for name in names:
-        english, german = normalise(name.en), normalise(name.de)
-        if not english or not german:
+    for name in normalised:
+        if not name.en or not name.de:
             counts["empty"] += 1
-        elif len(germans[english]) > 1:
+        elif len(germans[name.en]) > 1:
             counts["two German names"] += 1
-        elif english in seen:
+        elif name.en in seen:
             counts["duplicate"] += 1
-        elif near_key(english) in excluded:
+        elif near_key(name.en) in excluded:
             counts["in an excluded split"] += 1
         else:
-            seen.add(english)
-            out[split_of(english)].append(Name(name.origin, english, german))
+            seen.add(name.en)
+            out[split_of(name.en)].append(name)
             counts["kept"] += 1
     return out
 
@@ -99,8 +102,6 @@ def lexicon(names: Sequence[Name], excluded: set[str], counts: Counter[str]) -> 
 def excluded_keys(corpora: Sequence[Path]) -> set[str]:
     """The near keys of the English of every valid and test file (translations and identical
     pairs) of these corpus directories."""
-    import gzip
-
     keys: set[str] = set()
     for corpus in corpora:
         for path in sorted(corpus.glob("*.en.gz")):
@@ -111,8 +112,6 @@ def excluded_keys(corpora: Sequence[Path]) -> set[str]:
 
 
 def write_names(out: Path, by_split: dict[str, list[Name]], counts: Counter[str], exclude: Sequence[Path]) -> str:
-    import babel
-
     out.mkdir(parents=True, exist_ok=True)
     for split, names in by_split.items():
         write_gzip(out / f"{split}.en.gz", [name.en for name in names])
