@@ -9,6 +9,9 @@ PORT   ?= 8000
 # model with "model"; naming none, its texts choose between the caption and the software model
 # (measured: RESULTS.md, "The software model"): docs/operations.md, "Several models per pair".
 MODEL_DIRS ?= models/en-de-align2 models/en-de-software models/de-en-align models/de-en-software models/en-fr
+# The translation memories served (space-separated TMX files; empty: none): CLDR's names of countries,
+# languages, currencies, time zones, months and weekdays, answered as CLDR writes them (service/memory.py).
+MEMORIES ?= memories/cldr-names.tmx
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -29,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 serve: install
-	OMP_NUM_THREADS=$(OMP_NUM_THREADS) PHRASAL_MODEL_DIRS='["$(subst $(space),"$(comma)",$(strip $(MODEL_DIRS)))"]' $(PY) -m service --host $(HOST) --port $(PORT)
+	OMP_NUM_THREADS=$(OMP_NUM_THREADS) PHRASAL_MODEL_DIRS='["$(subst $(space),"$(comma)",$(strip $(MODEL_DIRS)))"]' PHRASAL_MEMORIES='$(if $(strip $(MEMORIES)),["$(subst $(space),"$(comma)",$(strip $(MEMORIES)))"],[])' $(PY) -m service --host $(HOST) --port $(PORT)
 
 # What the tests need that pip cannot install (Debian's chromium and docker-compose), with apt-get
 # where missing; checked once per virtual environment (the stamp), and again if the script changes.

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 if TYPE_CHECKING:
     from service.app import RuntimeFactory
@@ -43,6 +45,12 @@ def main(argv: list[str] | None = None, runtime_factory: RuntimeFactory | None =
             for err in exc.errors()
         )
         print(f"error: invalid settings: {problems}", file=sys.stderr)
+        return 2
+    except SettingsError as exc:  # a list or mapping setting whose value is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"PHRASAL_{field[1].upper()}" if field else "a PHRASAL_ variable"
+        print(f"error: invalid settings: {name}: not JSON (a list is written '[\"a\", \"b\"]', a mapping "
+              f"'{{\"key\": \"value\"}}')", file=sys.stderr)
         return 2
     serve(create_app(settings, runtime_factory), settings, host=args.host, port=args.port, log_level=args.log_level)
     return 0

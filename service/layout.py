@@ -38,7 +38,7 @@ from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
                                   has_visible_text, pharaoh)
-from service.served import Served
+from service.served import MemoryUse, Served
 
 # Whitespace between two columns of a line: a tab, three spaces or more, or two spaces that do not
 # follow a sentence's end (coreutils puts two spaces between sentences) after an option.
@@ -384,6 +384,7 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
     weights = [len(s.translation.text) + 1 for s in served]
     score = sum(w * s.translation.score for w, s in zip(weights, served)) / sum(weights) if served else 0.0
     removed: list[Removed] = []
+    memory: list[MemoryUse] = []
     reports: dict[tuple[str, str], list[TermReport]] = {}
     for segment, s, target in zip(layout.segments, served, target_maps):
         source = segment.origin.__getitem__
@@ -393,6 +394,11 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
             placed.append(replace(p, source_start=source_start, source_end=source_end, target_start=target_start,
                                   target_end=target_end))
         removed += [replace(r, at=target(r.at)) for r in s.removed]
+        for use in s.memory:
+            (source_start, source_end), (target_start, target_end) = (_mapped(source, use.source_start, use.source_end),
+                                                                      _mapped(target, use.target_start, use.target_end))
+            memory.append(replace(use, source_start=source_start, source_end=source_end, target_start=target_start,
+                                  target_end=target_end))
         for report in s.glossary:
             reports.setdefault((report.source, report.target), []).append(
                 replace(report, source_spans=[_mapped(source, a, b) for a, b in report.source_spans],
@@ -408,7 +414,7 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
             phrase_map = _joined_phrases(maps, alignments) if maps else PhraseMap("extracted", [])  # type: ignore[arg-type]
     translation = Translation(text, score, alignment, phrase_map)
     flags = alignment_flags(alignment) if alignment is not None else None
-    return Served(translation, placed, flags, removed, glossary)
+    return Served(translation, placed, flags, removed, glossary, memory)
 
 
 def _mapped(position: Callable[[int], int], start: int, end: int) -> tuple[int, int]:

@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from service.catalog import ServedModel
 from service.errors import NotReady
+from service.memory import Memories
 from service.metrics import Metrics
 from service.runtime.base import ModelLoadFailed, RuntimeProblem, TranslationRuntime, load_abandoned
 from service.settings import Settings
@@ -135,7 +136,8 @@ class Lifecycle:
         try:
             runtimes = list(await anyio.to_thread.run_sync(self.factory, settings))
             self._runtimes = runtimes
-            translator = Translator(runtimes, settings, self.metrics)
+            memories = await anyio.to_thread.run_sync(Memories.load, settings.memories)
+            translator = Translator(runtimes, settings, self.metrics, memories)
             if settings.warmup:
                 # A SIGTERM during the load has set "draining": that stop stands (no warm-up).
                 for runtime in translator.runtimes:

@@ -121,6 +121,12 @@ class Metrics:
             labelnames=("pair", "model"),
             registry=registry,
         )
+        self.memory_hits = Counter(
+            "phrasal_memory_segments",
+            "Segments answered by a translation memory instead of the model (service/memory.py).",
+            labelnames=("pair", "memory"),
+            registry=registry,
+        )
         self.ready = Gauge("phrasal_ready", "1 when /health/ready answers 200.", registry=registry)
         self._restarts = _RestartCounter()
         registry.register(self._restarts)

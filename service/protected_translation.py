@@ -112,7 +112,7 @@ _SYNTAX = frozenset("%{}$&<>`\\")
 
 def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode,
                      rescore: Rescore | None = None, articles: bool = True,
-                     known_word: KnownWord | None = None) -> list[Served] | None:
+                     known_word: KnownWord | None = None, stored: bool = False) -> list[Served] | None:
     """The hypotheses of the text as written that keep each of its placeholders and terms exactly,
     as often, adding none, with as many of each placeholder syntax character (`%`, braces, `$`, …);
     None when the best one does not (then the text is translated with
@@ -120,7 +120,9 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     »--size=M«). Each placed part is the output's occurrence of it in the same order (its target
     span with the output's own quotes). A glossary (plain text) is enforced on each hypothesis as on
     any translation (placement.restore, through `written`; `rescore` and the rest as for `serve`), and the
-    hypothesis is kept only if its placeholders are still exact afterwards."""
+    hypothesis is kept only if its placeholders are still exact afterwards. `stored`: the translation is
+    a translation memory's, not the model's: its syntax characters are what its author wrote
+    ("Antigua & Barbuda" for "Antigua und Barbuda"), so only its placeholders and terms are checked."""
     terms = [p.text for p in prepared.protected if p.kind == "term"]
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     syntax = Counter(c for c in prepared.original if c in _SYNTAX)
@@ -137,7 +139,7 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
         found = find_protected(output.plain, terms, prepared.styles)
         tags = _tags_as_written(source, output)
         if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
-                or Counter(c for c in text if c in _SYNTAX) != syntax):
+                or not stored and Counter(c for c in text if c in _SYNTAX) != syntax):
             return None
         return output, found, tags
 

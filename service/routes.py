@@ -23,6 +23,8 @@ from service.schemas import (
     ErrorResponse,
     HealthResponse,
     LiveResponse,
+    MemoriesResponse,
+    MemoryInfoOut,
     ModelOut,
     ModelsResponse,
     TranslateRequest,
@@ -114,7 +116,8 @@ async def translate(
     setattr(request.state, ONE_TEXT, isinstance(body.text, str))
     glossary = request_glossary(request, body.glossary)
     work = translator.translate_any(body.texts, body.source, body.target, body.decoding_options(translator.defaults),
-                                    body.format, body.do_not_translate, glossary, body.styles, model=body.model)
+                                    body.format, body.do_not_translate, glossary, body.styles, model=body.model,
+                                    memory=body.memory)
     try:
         answer = await unless_disconnected(request, work)
         if _answer_cost(answer.results, body.alignment) <= _RENDER_INLINE_COST:
@@ -179,6 +182,17 @@ async def models(translator: Translator = Depends(get_translator)) -> ModelsResp
     models = translator.models
     defaults = {model.pair: translator.default_name(model.key) for model in models}
     return ModelsResponse(models=[ModelOut.of(model, translator.is_default(model)) for model in models], defaults=defaults)
+
+
+@router.get("/memories", response_model=MemoriesResponse, responses={503: _ERRORS[503]})
+async def memories(translator: Translator = Depends(get_translator)) -> MemoriesResponse:
+    """The translation memories served (service/memory.py): per memory its name and how many sources it
+    answers per served direction. A /translate request's plain-text sentence or line that one holds is
+    answered from it unless the request says "memory": false."""
+    served = set(translator.pairs)
+    return MemoriesResponse(memories=[
+        MemoryInfoOut(name=memory.name, directions={pair: n for pair, n in memory.sizes().items() if pair in served})
+        for memory in translator.memories.memories])
 
 
 @router.get("/health/ready", response_model=HealthResponse, responses={503: {"model": HealthResponse}})

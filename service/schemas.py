@@ -21,7 +21,7 @@ from service.protection.placeholders import PLACEHOLDER_STYLES
 from service.protection.placement import Placed
 from service.runtime.base import (AlignmentMethod, AlignmentMode, DecodingOptions, PhraseMap, TokenAlignment, Word,
                                   n_best_problem)
-from service.served import Served
+from service.served import MemoryUse, Served
 from service.settings import MAX_BEAM_SIZE
 
 
@@ -155,6 +155,12 @@ class TranslateRequest(BaseModel):
         "still apply), or a list of styles.",
     )
     model: ModelName | None = Field(default=None, description=MODEL_HELP)
+    memory: bool = Field(
+        default=True,
+        description="Whether a plain-text sentence or line that a served translation memory holds (GET /memories) "
+        "is answered from it instead of by the model (compared in Unicode NFC with runs of whitespace as one "
+        "space, case included); such a hypothesis says so in memory. false: the model translates everything.",
+    )
 
     @field_validator("text", mode="before")
     @classmethod
@@ -320,6 +326,17 @@ class ProtectedOut(BaseModel):
                    target=SpanOut(start=placed.target_start, end=placed.target_end), placement=placed.placement)
 
 
+class MemoryOut(BaseModel):
+    memory: str = Field(description="The translation memory's name (GET /memories).")
+    source: SpanOut = Field(description="The sentence or line it held, in the text sent.")
+    target: SpanOut = Field(description="Its stored translation, in the output.")
+
+    @classmethod
+    def of(cls, use: MemoryUse) -> MemoryOut:
+        return cls(memory=use.memory, source=SpanOut(start=use.source_start, end=use.source_end),
+                   target=SpanOut(start=use.target_start, end=use.target_end))
+
+
 class RemovedOut(BaseModel):
     kind: str = Field(description="The placeholder style it looked like.")
     text: str
@@ -386,6 +403,10 @@ class HypothesisOut(BaseModel):
     glossary: list[TermReportOut] | None = Field(
         default=None, description="The glossary's terms found in the text: the compliance report; present with a glossary."
     )
+    memory: list[MemoryOut] | None = Field(
+        default=None, description="The sentences or lines a translation memory answered instead of the model (its score "
+        "there is the model's for the stored translation); present when there were any."
+    )
 
     @classmethod
     def from_served(cls, served: Served, source: str) -> HypothesisOut:
@@ -403,6 +424,7 @@ class HypothesisOut(BaseModel):
             ),
             removed=[RemovedOut(kind=r.kind, text=r.text, at=r.at) for r in served.removed] or None,
             glossary=[TermReportOut.of(report) for report in served.glossary] or None,
+            memory=[MemoryOut.of(use) for use in served.memory] or None,
         )
 
 
@@ -471,6 +493,16 @@ class ModelsResponse(BaseModel):
     defaults: dict[str, str] = Field(description='What answers each pair when a request names no model: a model\'s '
                                      'name, or "auto" where the texts choose by domain among the pair\'s models '
                                      'marked default.')
+
+
+class MemoryInfoOut(BaseModel):
+    name: str = Field(description='What a hypothesis\' memory names: the file\'s name without ".tmx".')
+    directions: dict[str, int] = Field(description='Sources it answers per direction ("en-de"), of the pairs served.')
+
+
+class MemoriesResponse(BaseModel):
+    memories: list[MemoryInfoOut] = Field(description="The translation memories served, in the order they are "
+                                          "consulted (the first holding a sentence answers it).")
 
 
 class HealthResponse(BaseModel):

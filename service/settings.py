@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(default_factory=list, description="Empty: no CORS headers at all.")
 
     # --- Stored glossaries (/glossaries).
+    memories: list[Path] = Field(
+        default_factory=list,
+        description="Translation memories (TMX files) whose segments are answered as stored, first listed first "
+        "(service/memory.py); `make serve` serves memories/cldr-names.tmx.",
+    )
     glossary_db: Path = Field(
         Path("glossaries.sqlite3"),
         description="The SQLite file that holds the stored glossaries (created on first use; relative to the "
@@ -183,6 +188,18 @@ class Settings(BaseSettings):
             if path in seen:
                 raise ValueError(f"model_dirs lists {path} twice")
             seen.add(path)
+        return self
+
+    @model_validator(mode="after")
+    def _memory_files(self) -> Settings:
+        # Checked before any model loads: a typo stops `python -m service` with one line.
+        seen = set()
+        for path in self.memories:
+            if path in seen:
+                raise ValueError(f"memories lists {path} twice")
+            seen.add(path)
+            if not path.is_file():
+                raise ValueError(f"memories: no file {path}")
         return self
 
     @property

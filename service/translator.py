@@ -29,6 +29,7 @@ from service.domain_routing import AUTO, likeliest
 from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
 from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
+from service.memory import MemoryMatch, Memories
 from service.metrics import Metrics
 from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written,
                                           tried_as_written)
@@ -48,8 +49,9 @@ from service.runtime.base import (
     has_visible_text,
     normalise_language_code,
     bidirectional_alignment,
+    given_translation,
 )
-from service.served import Served
+from service.served import MemoryUse, Served
 from service.settings import Settings
 
 log = logging.getLogger("service")
@@ -71,9 +73,10 @@ class Answer(NamedTuple):
 
 class Translator:
     def __init__(self, models: Sequence[ServedModel | TranslationRuntime], settings: Settings,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, memories: Memories | None = None) -> None:
         """``models``: what is served, several per pair if need be; a bare runtime is a model named
-        after its pair (service/catalog.py ``as_served_model``)."""
+        after its pair (service/catalog.py ``as_served_model``). ``memories``: the translation
+        memories whose segments are answered as stored (service/memory.py)."""
         if not models:
             raise ValueError("no runtime loaded: nothing to serve")
         by_name: dict[str, ServedModel] = {}
@@ -103,6 +106,13 @@ class Translator:
         self._routed = routed_pairs(self._candidates, settings.default_models)
         self._settings = settings
         self._metrics = metrics
+        self.memories = memories if memories is not None else Memories()
+        if metrics is not None:
+            served = {model.pair for model in by_name.values()}
+            for memory in self.memories.memories:
+                for pair in memory.sizes():
+                    if pair in served:
+                        metrics.memory_hits.labels(pair=pair, memory=memory.name)
         if metrics is not None:  # every series exists from the first scrape
             for candidates in self._candidates.values():
                 for model in candidates:
@@ -260,13 +270,15 @@ class Translator:
         glossary: Sequence[GlossaryEntry] = (),
         styles: Sequence[str] = PLACEHOLDER_STYLES,
         model: str | None = None,
+        memory: bool = True,
     ) -> tuple[ServedModel, list[list[Served]]]:
         """The model that translated, and one n-best list per text, in order. ``options``: the
         server's ``defaults`` unless given; an alignment_method of None is the server's choice
         (``alignment_method``). ``fmt``, ``terms``, ``glossary`` and ``styles``: how to read the
         texts, what to keep untranslated, which translations to require, which placeholder styles
         to keep (service/protection, service/glossary.py); ``model``: which of the pair's models
-        translates (None: the pair's default or the one its texts choose, ``model_for``). Raises
+        translates (None: the pair's default or the one its texts choose, ``model_for``); ``memory``:
+        whether segments a translation memory holds are answered from it (``_memory_hits``). Raises
         ``RequestError``, ``QueueFull`` / ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
@@ -276,6 +288,8 @@ class Translator:
             for text in texts:
                 protected = find_protected(text, terms, styles) if fmt == "text" else []
                 layout = split(text, protected) if fmt == "text" else whole(text)
+                if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
+                    layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
                 layouts.append(layout)
                 # A text translated whole has the parts split() read: prepare need not read them again.
                 found += [protected] if fmt == "text" and layout.whole else [None] * len(layout.segments)
@@ -301,7 +315,7 @@ class Translator:
         try:
             asked = options.alignment
             options = replace(options, alignment=alignment_needed(prepared, asked))
-            served = await self._served(chosen, prepared, options, asked)
+            served = await self._served(chosen, prepared, options, asked, memory)
         except RequestError as error:
             if error.index is not None:  # a segment's: the client knows the text it is part of
                 error.index = owner[error.index]
@@ -314,14 +328,26 @@ class Translator:
         return chosen, results
 
     async def _served(self, model: ServedModel, prepared: list[PreparedText], options: DecodingOptions,
-                      asked: AlignmentMode) -> list[list[Served]]:
-        """Each text translated as written where its placeholders may stay in (protected_translation
+                      asked: AlignmentMode, memory: bool = True) -> list[list[Served]]:
+        """Each text a translation memory holds answered from it (``_memory_hits``), as written: its
+        glossary enforced on it, and kept only where it keeps the text's placeholders. The others
+        translated as written where their placeholders may stay in (protected_translation
         ``tried_as_written``), the model is one that keeps them (``ServedModel.keeps_placeholders``)
-        and it kept them all; the others, and those where it did not, with them taken out and put back."""
+        and it kept them all; the rest, and those where it did not, with them taken out and put back."""
+        hits = self._memory_hits(model, prepared) if memory else {}
+        remembered = await self._remembered(model, [(prepared[i].original, hit.target) for i, hit in hits.items()],
+                                            options) if hits else None
+        if remembered is None:  # nothing held, or the backend cannot align given translations
+            hits = {}
         keeps = model.keeps_placeholders  # read off the card once a request, not once a segment
-        as_written = [keeps and tried_as_written(p) for p in prepared]
-        first = await self._translate(model, [p.original if w else p.model_text for p, w in zip(prepared, as_written)],
-                                      options)
+        as_written = [index in hits or (keeps and tried_as_written(p)) for index, p in enumerate(prepared)]
+        searched = [index for index in range(len(prepared)) if index not in hits]
+        first: list[list[Translation]] = [[] for _ in prepared]
+        for index, nbest in zip(hits, remembered or ()):
+            first[index] = nbest
+        for index, nbest in zip(searched, await self._translate(
+                model, [prepared[i].original if as_written[i] else prepared[i].model_text for i in searched], options)):
+            first[index] = nbest
         rescore = self._glossary_rescorer(model, prepared)
         articles = model.runtime.target_lang == "de"  # the determiners placement.py knows are German
         # A word the model's vocabulary holds whole ("Dialog"): where a term may cut a compound.
@@ -331,7 +357,8 @@ class Translator:
         def put_back(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             for index, nbest in zip(indices, results):
                 if first_pass and as_written[index]:
-                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles, known_word)
+                    served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles, known_word,
+                                                     stored=index in hits)
                 else:
                     served[index] = serve([prepared[index]], [nbest], asked, rescore, articles, known_word)[0]
 
@@ -342,11 +369,82 @@ class Translator:
                 await anyio.to_thread.run_sync(put_back, indices, results, first_pass)
 
         await finish(list(range(len(prepared))), first, True)
+        for index, hit in hits.items():
+            nbest = served[index]
+            if nbest is None:  # the memory's translation lost a placeholder: the model translates it
+                continue
+            served[index] = [replace(s, memory=[MemoryUse(hit.memory, 0, len(prepared[index].original), 0,
+                                                           len(s.translation.text))]) for s in nbest]
+            if self._metrics is not None:
+                self._metrics.memory_hits.labels(pair=model.pair, memory=hit.memory).inc()
         again = [index for index, s in enumerate(served) if s is None]
         if again:
             retried = await self._translate(model, [prepared[index].model_text for index in again], options)
             await finish(again, retried, False)
         return served  # type: ignore[return-value]  # every slot is filled above
+
+    def _memory_hits(self, model: ServedModel, prepared: list[PreparedText]) -> dict[int, MemoryMatch]:
+        """The plain-text segments a translation memory holds (service/memory.py), by index: not one
+        with do-not-translate terms or protected glossary terms (a stored translation knows nothing
+        of them), an accelerator (its letter is chosen in the translation), or more tokens on either
+        side than a forced pass may have."""
+        source, target = model.key
+        if not self.memories.serves(source, target):
+            return {}
+        hits = {}
+        for index, p in enumerate(prepared):
+            if (p.fmt != "text" or p.protected_terms or not has_visible_text(p.original)
+                    or any(part.kind in ("term", "accelerator") for part in p.protected)):
+                continue
+            match = self.memories.lookup(source, target, p.original)
+            if match is not None:
+                hits[index] = match
+        limit = self._forced_token_limit(model.runtime)
+        if hits and limit is not None:
+            counts = model.runtime.count_tokens([prepared[i].original for i in hits] + [h.target for h in hits.values()])
+            sources, targets = counts[:len(hits)], counts[len(hits):]
+            hits = {i: h for (i, h), s, t in zip(hits.items(), sources, targets) if s <= limit and t <= limit}
+        return hits
+
+    async def _remembered(self, model: ServedModel, pairs: list[tuple[str, str]],
+                          options: DecodingOptions) -> list[list[Translation]] | None:
+        """Each (segment, memory translation) pair as the one hypothesis of its segment: scored by the
+        model as a search would rank it (its log-probability over the length penalty; 0.0 where the
+        backend cannot score given translations) and, when an alignment is needed, aligned by the
+        model forced through it (by the method a search would use). None where the backend cannot
+        align given translations: the model translates those segments."""
+        runtime = model.runtime
+        aligning = options.alignment != "none"
+        method = self.alignment_method(model, options.alignment_method)
+        reverse = None
+        if aligning and method == "bidirectional":
+            reverse = self._reverse_runtime(model)
+            method = runtime.default_alignment_method
+        if aligning:
+            _check_options(runtime, replace(options, alignment_method=method))
+
+        def forced() -> tuple[list[float] | None, list[int], list[TokenAlignment] | None]:
+            return (runtime.score(pairs), runtime.count_tokens([target for _, target in pairs]),
+                    runtime.force_align(pairs, method) if aligning else None)
+
+        timeout = self._settings.request_timeout_s
+        try:
+            await asyncio.wait_for(self._forced_slots.acquire(), timeout)
+        except asyncio.TimeoutError:
+            raise QueueTimeout(f"server busy: not started within the {timeout:g} s deadline; retry later",
+                               retry_after=self._settings.retry_after_s) from None
+        try:
+            scores, lengths, aligned = await anyio.to_thread.run_sync(forced)
+        except UnsupportedOption:
+            return None
+        finally:
+            self._forced_slots.release()
+        results = [[given_translation(target, None if scores is None else scores[k], lengths[k], options,
+                                      aligned[k] if aligned is not None else None)]
+                   for k, (_, target) in enumerate(pairs)]
+        if reverse is not None:
+            results = await self._symmetrised(reverse, [source for source, _ in pairs], results)
+        return results
 
     def _glossary_rescorer(self, model: ServedModel, prepared: list[PreparedText]):
         """Where a glossary term may be placed: (source, candidate translations) -> the model's

@@ -22,7 +22,8 @@ from model.alignments.word_alignment import TokenAlignment, Word, pharaoh
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
 from model.alignments.bidirectional import bidirectional_alignment
-from model.alignments.phrase_pairs import PhraseMap, PhrasePair
+from model.alignments.phrase_pairs import PhraseMap, PhrasePair, extracted_phrase_pairs
+from model.decoding.length_penalty import length_normaliser
 
 __all__ = [
     "AlignmentMethod",
@@ -130,6 +131,19 @@ class Translation:
     score: float
     alignment: TokenAlignment | None = None
     phrase_map: PhraseMap | None = None
+
+
+def given_translation(text: str, log_prob: float | None, tokens: int, options: DecodingOptions,
+                      alignment: TokenAlignment | None) -> Translation:
+    """A translation the model did not search for (a translation memory's) as a search would return
+    it: its log-probability under the model over the length penalty of its `tokens` and EOS, as the
+    search ranks (0.0 where the backend cannot score it: `log_prob` None), its forced alignment, and
+    where a phrase map is asked for, the phrase pairs extracted from that alignment."""
+    score = 0.0 if log_prob is None else log_prob / length_normaliser(
+        tokens + 1, options.length_penalty, options.length_penalty_form)
+    phrase_map = (PhraseMap("extracted", extracted_phrase_pairs(alignment))
+                  if options.alignment == "phrase" and alignment is not None else None)
+    return Translation(text, score, alignment, phrase_map)
 
 
 class TranslationRuntime(ABC):

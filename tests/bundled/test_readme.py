@@ -19,6 +19,14 @@ from service.settings import Settings
 from tests.bundled.expectations import REPO, served, torch_settings
 
 README = REPO / "README.md"
+
+
+def make_variable(name: str) -> str:
+    """A variable's default as the Makefile sets it (`NAME ?= value`)."""
+    for line in (REPO / "Makefile").read_text(encoding="utf-8").splitlines():
+        if line.startswith(f"{name} ?="):
+            return line.partition("?=")[2].strip()
+    raise AssertionError(f"Makefile sets no {name}")
 # The README was captured from a running server (a child process with its own thread count and
 # batches), so its float32 scores differ from this process' in the 7th digit, and a weight rounded
 # to the 6 decimals it prints can land one unit away; 1e-5 is far below what a model change moves.
@@ -26,7 +34,7 @@ README_ATOL = 1e-5
 CURL = re.compile(r"^\$ curl .*?(?P<route>/translate|/align) .*?\n\s*-d '(?P<body>[^']*)'\n(?P<answer>.*?)(?=^```)",
                   re.M | re.S)
 ELIDED = "{...}"
-EXAMPLES = ["plain", "token-alignment", "align", "phrase-map", "html-tags", "glossary"]
+EXAMPLES = ["plain", "token-alignment", "align", "phrase-map", "html-tags", "glossary", "memory"]
 
 
 def readme_examples() -> list[tuple[str, dict[str, Any], str]]:
@@ -56,7 +64,8 @@ def client():
     # default precision (int8 on the CPU where verified).
     default = [REPO / path for path in Settings.model_fields["model_dirs"].default_factory()]
     quantization = Settings.model_fields["cpu_quantization"].default
-    update = {"model_dirs": default, "cpu_quantization": quantization}
+    memories = [REPO / path for path in make_variable("MEMORIES").split()]
+    update = {"model_dirs": default, "cpu_quantization": quantization, "memories": memories}
     with served(torch_settings().model_copy(update=update), pairs=("en-de", "de-en", "en-fr")) as test_client:
         yield test_client
 

@@ -182,3 +182,15 @@ def test_main_reports_bad_settings_in_one_line(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("error: invalid settings: PHRASAL_DEVICE: ")
+
+
+@pytest.mark.parametrize("name, value, said", [
+    ("PHRASAL_MEMORIES", "memories/cldr-names.tmx", "error: invalid settings: PHRASAL_MEMORIES: not JSON"),
+    ("PHRASAL_MEMORIES", '["nowhere.tmx"]', "error: invalid settings: Value error, memories: no file nowhere.tmx"),
+    ("PHRASAL_MODEL_DIRS", "models/en-de", "error: invalid settings: PHRASAL_MODEL_DIRS: not JSON"),
+])
+def test_main_reports_a_setting_that_is_not_json_or_a_missing_memory_in_one_line(monkeypatch, capsys, name, value, said):
+    monkeypatch.setenv(name, value)
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(said), err

@@ -110,8 +110,10 @@ def test_compose_file_structure():
         assert all(port.startswith("127.0.0.1:") for port in service["ports"])
         Settings.model_validate(  # the values themselves parse as settings
             {k.removeprefix("PHRASAL_").lower(): v for k, v in phrasal_env.items()}
-            | {"model_dirs": ["models/en-de"]}
+            | {"model_dirs": ["models/en-de"], "memories": []}
         )
+        memories = json.loads(phrasal_env["PHRASAL_MEMORIES"])  # the image's files, from the repository
+        assert memories and all((REPO / Path(path).relative_to("/app")).is_file() for path in memories)
     for name in ("prometheus", "grafana"):
         for volume in services[name]["volumes"]:
             source = volume.split(":")[0]

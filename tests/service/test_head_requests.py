@@ -24,6 +24,7 @@ def test_head_routes_stay_out_of_the_schema(client):
         "/translate": ["post"],
         "/align": ["post"],
         "/models": ["get"],
+        "/memories": ["get"],
         "/health/ready": ["get"],
         "/health": ["get"],
         "/health/live": ["get"],

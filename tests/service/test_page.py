@@ -41,7 +41,7 @@ def base_url(tmp_path_factory):
     shutil.copytree(REPO / "models" / "en-de-align", second)
     (second / "model_card.json").write_text(json.dumps({"domain": "software"}))
     settings = Settings(model_dirs=[REPO / "models" / "en-de", second], device="cpu", inference_process=False,
-                        warmup=False)
+                        warmup=False, memories=[REPO / "memories" / "cldr-names.tmx"])
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -170,4 +170,16 @@ def test_the_page_sends_a_glossary_and_shows_its_report(base_url, browser):
     # Only the terms the text holds are reported.
     assert page.eval_on_selector_all(".hyp ul.glossary li", "els => els.map(e => e.textContent)") == [
         "glossary dogs → Köter: at characters 5–10, replaced"]
+    page.close()
+
+
+def test_the_page_says_which_part_a_translation_memory_answered(base_url, browser):
+    page = browser.new_page()
+    page.goto(base_url + "/")
+    page.wait_for_selector("#target option", state="attached")
+    page.fill("#text", "Sunday")
+    page.click("#go")
+    page.wait_for_selector(".hyp .memory")
+    assert page.inner_text(".hyp .output") == "Sonntag"
+    assert page.inner_text(".hyp .memory") == "from a translation memory, not the model: cldr-names at characters 0–7"
     page.close()

@@ -43,7 +43,7 @@ def client():
 def test_the_schema_lists_the_operations():
     assert sorted(op.label for op in OPERATIONS) == [
         "DELETE /glossaries/{glossary_id}", "GET /glossaries", "GET /glossaries/{glossary_id}", "GET /health",
-        "GET /health/live", "GET /health/ready", "GET /models", "POST /align", "POST /glossaries", "POST /translate"
+        "GET /health/live", "GET /health/ready", "GET /memories", "GET /models", "POST /align", "POST /glossaries", "POST /translate"
     ]
 
 

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from service.memory import TranslationMemory
 from training.corpus.build import write_gzip
+from training.corpus.tmx import write_tmx
 from training.corpus.cli import main as corpus_main
-from training.corpus.names import Name, build_names, cldr_names, excluded_keys, lexicon, split_of
+from training.corpus.names import Name, build_names, cldr_names, excluded_keys, lexicon, memory_names, split_of
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "data" / "cldr_names"
@@ -45,6 +47,14 @@ def test_ambiguous_duplicate_empty_and_excluded_names_are_left_out():
                               "in an excluded split": 1})
 
 
+def test_the_memory_leaves_out_special_scripts_and_scripts_named_like_countries():
+    names = [Name("territory:MM", "Myanmar (Burma)", "Myanmar"), Name("script:Mymr", "Myanmar", "Birmanisch"),
+             Name("script:Zyyy", "Common", "Unbestimmt"), Name("script:Latn", "Latin", "Lateinisch"),
+             Name("month:3", "March", "März"), Name("territory:NO", "Norway", "Norwegen")]
+    by_split = {"train": [names[n] for n in (0, 1, 2, 3)], "valid": [names[4]]}  # Norway: not in the lexicon
+    assert [name.origin for name in memory_names(names, by_split)] == ["territory:MM", "script:Latn", "month:3"]
+
+
 def test_the_split_is_a_tenth_by_the_english_names_hash():
     # sha256(b"Iceland")[:8] as an integer is 0 modulo 10; "Austria"'s is not.
     assert (split_of("Iceland"), split_of("Austria")) == ("valid", "train")
@@ -65,7 +75,10 @@ def test_the_committed_lexicon_is_what_the_builder_writes(tmp_path, monkeypatch)
     # The command its README names, written elsewhere: the same bytes, the README but for --out.
     monkeypatch.chdir(REPO)
     out = tmp_path / "names"
-    build_names(out, [Path("data/debian_catalogs")])
+    said = build_names(out, [Path("data/debian_catalogs")], tmp_path / "cldr-names.tmx")
+    assert said.endswith("cldr-names.tmx: 2086 names")
+    # The translation memory `make serve` serves: every name, the same bytes.
+    assert (tmp_path / "cldr-names.tmx").read_bytes() == (REPO / "memories" / "cldr-names.tmx").read_bytes()
     # LICENSE, CLDR's notice, is committed beside what the builder writes.
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in COMMITTED.iterdir() if p.name != "LICENSE")
     for path in sorted(COMMITTED.glob("*.gz")):
@@ -94,3 +107,15 @@ def test_names_cli_without_babel_says_what_to_install_in_one_line(tmp_path, caps
 def test_names_cli_needs_out(argv, capsys):
     assert corpus_main(argv) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_write_tmx_round_trips_through_the_services_reader_and_escapes(tmp_path):
+    path = tmp_path / "m.tmx"
+    units = [("a&b", {"en": 'Say "<hi>" & go', "de": "Sag „<hi>“ & geh"})]
+    assert write_tmx(path, units, "en", note="a < b") == 1
+    text = path.read_text(encoding="utf-8")
+    assert '<tu tuid="a&amp;b">' in text and "<seg>Say \"&lt;hi&gt;\" &amp; go</seg>" in text
+    assert "<note>a &lt; b</note>" in text
+    assert TranslationMemory.load(path).get("en", "de", 'Say "<hi>" & go') == "Sag „<hi>“ & geh"
+    write_tmx(path, units, "en", note="a < b")
+    assert path.read_text(encoding="utf-8") == text

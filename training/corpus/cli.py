@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--out", type=Path, required=True, help="the directory to write")
     n.add_argument("--exclude", type=Path, nargs="*", default=[],
                    help="corpus directories whose valid and test English no name may be")
+    n.add_argument("--tmx", type=Path, help="also write every name as a translation memory the service serves "
+                                            "(service/memory.py), e.g. memories/cldr-names.tmx")
     return parser
 
 
@@ -84,7 +86,7 @@ def run(argv: Sequence[str] | None) -> int:
             from training.corpus.names import build_names
         except ImportError as error:
             raise UsageError(f"{error.name} is not installed: pip install -e '.[train]'") from None
-        say(build_names(args.out, args.exclude))
+        say(build_names(args.out, args.exclude, args.tmx))
         return 0
     if not args.sources.is_file():
         raise UsageError(f"--sources: no such file: {args.sources}")

@@ -29,6 +29,7 @@ from babel.core import get_global
 from babel.dates import get_timezone_location
 
 from training.corpus.build import write_gzip
+from training.corpus.tmx import write_tmx
 from training.corpus.clean import near_key, normalise
 
 SPLITS = ("train", "valid")
@@ -147,7 +148,37 @@ Names German writes as English does: train {identical['train']}, valid {identica
     return f"{out}: train {len(by_split['train'])}, valid {len(by_split['valid'])} names; left out: {left_out}"
 
 
-def build_names(out: Path, exclude: Sequence[Path]) -> str:
+def memory_names(names: Sequence[Name], by_split: dict[str, list[Name]]) -> list[Name]:
+    """The lexicon's names (both splits, in CLDR's order: `names`) that a whole UI segment means
+    nothing else by: not ISO 15924's special scripts (Zyyy "Common" -> "Unbestimmt", Zinh
+    "Inherited" -> "Geerbter Schriftwert", Zxxx "Unwritten": a settings tab "Common" is "Allgemein"),
+    nor a script named like a country ("Myanmar", the script "Birmanisch", the country
+    "Myanmar (Burma)")."""
+    kept = {name.origin: name for split in SPLITS for name in by_split[split]}
+    countries = {name.en.split(" (")[0] for name in names if name.origin.startswith("territory:")}
+    out = []
+    for name in names:
+        if name.origin not in kept:
+            continue
+        category, _, key = name.origin.partition(":")
+        if category == "script" and (key.startswith("Z") or kept[name.origin].en in countries):
+            continue
+        out.append(kept[name.origin])
+    return out
+
+
+def write_memory(path: Path, names: Sequence[Name]) -> str:
+    """`names` as a translation memory the service answers whole segments from (service/memory.py):
+    the names the models still get wrong ("Sunday", "Austria") come out as CLDR writes them."""
+    count = write_tmx(path, ((name.origin, {"en": name.en, "de": name.de}) for name in names), "en",
+                      f"CLDR's English and German names from babel {babel.__version__} (training/corpus/names.py); "
+                      "Unicode License v3: LICENSE")
+    return f"{path}: {count} names"
+
+
+def build_names(out: Path, exclude: Sequence[Path], memory: Path | None = None) -> str:
     counts: Counter[str] = Counter()
-    by_split = lexicon(list(cldr_names()), excluded_keys(exclude), counts)
-    return write_names(out, by_split, counts, exclude)
+    names = list(cldr_names())
+    by_split = lexicon(names, excluded_keys(exclude), counts)
+    said = write_names(out, by_split, counts, exclude)
+    return said if memory is None else f"{said}\n{write_memory(memory, memory_names(names, by_split))}"
