@@ -207,3 +207,10 @@ def test_a_memory_that_fails_to_load_leaves_the_service_live_and_not_ready_with_
         ready = client.get("/health/ready")
     assert ready.status_code == 503
     assert "bad.tmx: not well-formed XML: no element found" in ready.json()["reason"]
+
+
+def test_the_libretranslate_api_answers_from_memory_too(tmx):
+    with _client(Scoring("en", "de"), tmx) as client:
+        response = client.post("/libretranslate/translate", json={"q": ["Sunday", "Sunday morning"], "source": "en",
+                                                                   "target": "de"})
+    assert response.status_code == 200 and response.json() == {"translatedText": ["Sonntag", "MORNING SUNDAY"]}
