@@ -14,9 +14,10 @@ batchers' worker threads and never block the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -427,18 +428,11 @@ class Translator:
             return (runtime.score(pairs), runtime.count_tokens([target for _, target in pairs]),
                     runtime.force_align(pairs, method) if aligning else None)
 
-        timeout = self._settings.request_timeout_s
         try:
-            await asyncio.wait_for(self._forced_slots.acquire(), timeout)
-        except asyncio.TimeoutError:
-            raise QueueTimeout(f"server busy: not started within the {timeout:g} s deadline; retry later",
-                               retry_after=self._settings.retry_after_s) from None
-        try:
-            scores, lengths, aligned = await anyio.to_thread.run_sync(forced)
+            async with self._forced_slot():
+                scores, lengths, aligned = await anyio.to_thread.run_sync(forced)
         except UnsupportedOption:
             return None
-        finally:
-            self._forced_slots.release()
         results = [[given_translation(target, None if scores is None else scores[k], lengths[k], options,
                                       aligned[k] if aligned is not None else None)]
                    for k, (_, target) in enumerate(pairs)]
@@ -580,6 +574,21 @@ class Translator:
         # A forced pass costs what a search of beam 1 over both sides would.
         self._check_cost([tokens], options)
         pairs = list(zip(texts, translations))
+        try:
+            async with self._forced_slot():
+                aligned = await anyio.to_thread.run_sync(runtime.force_align, pairs, forward_method)
+                if reverse is not None:
+                    swapped = [(translation, text) for text, translation in pairs]
+                    backward = await anyio.to_thread.run_sync(reverse.force_align, swapped,
+                                                              reverse.default_alignment_method)
+                    aligned = [_combined(f, b) for f, b in zip(aligned, backward)]
+        except UnsupportedOption as exc:
+            raise _unsupported(exc) from exc
+        return chosen.name, method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
+
+    @contextlib.asynccontextmanager
+    async def _forced_slot(self) -> AsyncIterator[None]:
+        """One of the slots forced passes take turns in; a 503 when none frees within the deadline."""
         timeout = self._settings.request_timeout_s
         try:
             await asyncio.wait_for(self._forced_slots.acquire(), timeout)
@@ -587,16 +596,9 @@ class Translator:
             raise QueueTimeout(f"server busy: not started within the {timeout:g} s deadline; retry later",
                                retry_after=self._settings.retry_after_s) from None
         try:
-            aligned = await anyio.to_thread.run_sync(runtime.force_align, pairs, forward_method)
-            if reverse is not None:
-                swapped = [(translation, text) for text, translation in pairs]
-                backward = await anyio.to_thread.run_sync(reverse.force_align, swapped, reverse.default_alignment_method)
-                aligned = [_combined(f, b) for f, b in zip(aligned, backward)]
-        except UnsupportedOption as exc:
-            raise _unsupported(exc) from exc
+            yield
         finally:
             self._forced_slots.release()
-        return chosen.name, method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
 
     def _forced_token_limit(self, runtime: TranslationRuntime) -> int | None:
         """Tokens a side of a forced pair may have: the server's max_source_tokens and what the
