@@ -21,7 +21,8 @@ from service.alignment_flags import alignment_flags
 from service.errors import RequestError
 from service.protection.markup import Markup, MarkupError, Tag, TextFormat, read_markup
 from service.glossary import GlossaryEntry
-from service.protection.placeholders import PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, unenclosed
+from service.protection.placeholders import (PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, paired,
+                                             unenclosed)
 from service.protection.placement import (Placed, PreparedText, original_word, output_word, prepare, restore,
                                           terms_translated, written)
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
@@ -110,6 +111,13 @@ def _wraps_only_protected(prepared: PreparedText, tag: Tag) -> bool:
 _SYNTAX = frozenset("%{}$&<>`\\")
 
 
+def _syntax(written: str, markup: Markup, parts: Sequence[Protected]) -> Counter:
+    """The placeholder syntax characters of `written` (read as `markup`) but the quotes or brackets
+    right around a placeholder, which a translation may write its own way (GNU's `%s' as »%s«)."""
+    quotes = {markup.origin[k] for p in parts if paired(markup.plain, p.start, p.end) for k in (p.start - 1, p.end)}
+    return Counter(c for k, c in enumerate(written) if c in _SYNTAX and k not in quotes)
+
+
 def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode,
                      rescore: Rescore | None = None, articles: bool = True,
                      known_word: KnownWord | None = None, stored: bool = False) -> list[Served] | None:
@@ -125,8 +133,8 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     ("Antigua & Barbuda" for "Antigua und Barbuda"), so only its placeholders and terms are checked."""
     terms = [p.text for p in prepared.protected if p.kind == "term"]
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
-    syntax = Counter(c for c in prepared.original if c in _SYNTAX)
     source = prepared.markup
+    syntax = _syntax(prepared.original, source, prepared.protected)
     # The text as the model read it, to enforce its glossary on (None: no term in it).
     with_terms = written(prepared) if prepared.term_matches else None
     scorer = partial(rescore, terms_translated(with_terms)) if with_terms is not None and rescore is not None else None
@@ -139,7 +147,7 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
         found = find_protected(output.plain, terms, prepared.styles)
         tags = _tags_as_written(source, output)
         if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
-                or not stored and Counter(c for c in text if c in _SYNTAX) != syntax):
+                or not stored and _syntax(text, output, found) != syntax):
             return None
         return output, found, tags
 

@@ -179,12 +179,13 @@ _PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ru
 
 
 LITERALS = ("url", "email", "path", "option")
-_PAIRS = {"'": "'", '"': '"', "`": "`", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
+# Each opening quote or bracket and what may close it; GNU's messages quote `like this'.
+_PAIRS = {"'": "'", '"': '"', "`": "`'", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">"}
 
 
 def paired(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] has a quote or bracket pair right around it (`'%s'`, `<bugs@x.org>`)."""
-    return 0 < start and end < len(text) and _PAIRS.get(text[start - 1]) == text[end]
+    """Whether text[start:end] has a quote or bracket pair right around it (`'%s'`, `<bugs@x.org>`, `` `%s' ``)."""
+    return 0 < start and end < len(text) and text[end] in _PAIRS.get(text[start - 1], "")
 
 
 def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -194,7 +195,7 @@ def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
 def unenclosed(text: str) -> str:
     """A protected part without the quotes or angle brackets it was taken with (`'--size=M'` ->
     `--size=M`): a translation may write other quotes around the same literal (»--size=M«)."""
-    if len(text) > 2 and _PAIRS.get(text[0]) == text[-1]:
+    if len(text) > 2 and text[-1] in _PAIRS.get(text[0], ""):
         return text[1:-1]
     return text
 

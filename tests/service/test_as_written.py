@@ -155,3 +155,12 @@ def test_a_literal_taken_with_its_quotes_may_come_back_in_other_quotes():
     # The address without its brackets has one "<" and ">" fewer than the source: not taken.
     assert serve_as_written(prepared, [Translation("Verwenden Sie »--size=M« oder bugs@example.org", -1.0)],
                             "none") is None
+
+
+def test_quotes_right_around_a_placeholder_may_be_written_the_translations_way():
+    # GNU's `%s' as »%s«: the backtick is no placeholder syntax there; elsewhere it still counts.
+    prepared = prepare("Setting hostname to `%s'")
+    (served,) = serve_as_written(prepared, [Translation("Rechnername wird auf »%s« gesetzt", -1.0)], "none")
+    assert served.placed == [Placed("printf", "%s", 21, 23, 22, 24, "model")]
+    assert serve_as_written(prepared, [Translation("Rechnername wird auf %s gesetzt `", -1.0)], "none") is None
+    assert serve_as_written(prepare("Run `%s now"), [Translation("Führe %s jetzt aus", -1.0)], "none") is None

@@ -191,6 +191,9 @@ def test_the_largest_run_allows_a_gap_of_one_word_and_no_more(targets, run):
      "Datei “%s” nicht gefunden", [(7, 9)]),
     # Written as an entity, the pair comes back as the same entity.
     ("&quot;%s&quot; missing", "html", "missing", "fehlt", [(0, 0)], "&quot;%s&quot; fehlt", [(6, 8)]),
+    # GNU's `%s' is a pair: left in, the model wrote the pair empty beside the placeholder ("%s»«").
+    ("Setting hostname to `%s'", "text", "Setting hostname to", "Setze Hostname auf",
+     [(0, 0), (1, 1), (2, 2)], "Setze Hostname auf `%s'", [(20, 22)]),
     # A literal has its quotes in its own text; brackets are a pair too.
     ("Use '--all' or <%s>", "text", "Use or", "Nutze oder", [(0, 0), (1, 1)], "Nutze '--all' oder <%s>",
      [(6, 13), (20, 22)]),
