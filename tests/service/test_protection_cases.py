@@ -54,8 +54,12 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("Stat64()-Datei, IP(v4)-Adresse, 'Eingabe'-Taste, »Datei«-Menü, „Neu“-Knopf, </interface>-Knopf (-v) '-q' »-x«",
      [("option", "-v"), ("option", "'-q'"), ("option", "»-x«")]),
     ('GTK+-Bibliothek, C++-Compiler, Yahoo!-Konto, To:-Feld, "Öffnen mit..."-Dialog, 45°-Winkel [-a] (-b)',
-     [("option", "-a"), ("option", "-b")]),
+     [("option", "[-a]"), ("option", "-b")]),
     ("-v at the start, and '--size=M' quoted", [("option", "-v"), ("option", "'--size=M'")]),
+    # A usage line's optional option goes out and back with its brackets: left in, they reached the
+    # model empty and came back beside it ("route -v-FC[]").
+    ("route [-v] [-FC] {add|del} [-P|-d printer]",
+     [("option", "[-v]"), ("option", "[-FC]"), ("brace", "{add|del}"), ("option", "-P"), ("option", "-d")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
     assert [(p.kind, p.text) for p in find_protected(text)] == found
