@@ -6,6 +6,7 @@ what gettext checks of a translation's form.
     python benchmarks/as_written.py --model auto --model-dirs models/en-de-align2 models/en-de-software
                                                                       # no model named: the service chooses
     python benchmarks/as_written.py --url http://127.0.0.1:8000       # a running server instead
+    python benchmarks/as_written.py --pair de-en --split test         # De->En: the catalogs' German as written
 
 The corpus' splits are normalised (whitespace runs one space, accelerators removed), but a client
 sends a message as written: a command's help with its line breaks and columns, a label with `_`
@@ -19,13 +20,15 @@ the server at --url), and scored:
 - gettext's checks of form (`msgfmt --check-format`, `--check-accelerators`): the output begins
   and ends with a line break where the message does, and holds one accelerator marker of the
   message's kind where the message has one (the corpus' reading, training/corpus/clean.py, where
-  its reference has one too);
+  its reference has one too), and of those, the marker on a word the reference has (the word
+  translated, not the source's word copied with its marker: "Na_cht mode" for "Na_chtmodus");
 - lines: of the messages whose reference keeps their number of lines, those whose output does.
 Appends to results/as_written.md.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -42,11 +45,28 @@ def form_kept(message: str, output: str) -> bool:
     return message.startswith("\n") == output.startswith("\n") and message.endswith("\n") == output.endswith("\n")
 
 
+def on_a_word_of(output: str, reference: str) -> bool:
+    """Whether the output's one accelerator marker stands in a word the reference has (its own marker
+    taken out): the word was translated, not copied from the source with its marker."""
+    from training.corpus.clean import accelerator_markers
+
+    found = accelerator_markers(output)
+    if len(found) != 1:
+        return False
+    at = found[0].start()
+    start, end = output.rfind(" ", 0, at) + 1, (output.find(" ", at) + 1 or len(output) + 1) - 1
+    word = (output[start:at] + output[at + 1:end]).strip(".,:;!?…()»«\"'").casefold()
+    plain = "".join(c for k, c in enumerate(reference) if k not in {m.start() for m in accelerator_markers(reference)})
+    return bool(word) and re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", plain.casefold()) is not None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("valid", "test"), default="valid")
-    parser.add_argument("--model-dirs", type=Path, nargs="+", default=[REPO / "models" / "en-de-software"],
-                        help="the models the in-process service serves")
+    parser.add_argument("--pair", choices=("en-de", "de-en"), default="en-de",
+                        help="de-en: the catalogs' German translated to English")
+    parser.add_argument("--model-dirs", type=Path, nargs="+", default=None,
+                        help="the models the in-process service serves (default: the pair's software model)")
     parser.add_argument("--model", default=None,
                         help="the model a request names (default: the first of --model-dirs); 'auto' names none")
     parser.add_argument("--limit", type=int, default=None, help="the first N messages only (a quick look)")
@@ -54,6 +74,11 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=REPO / "results" / "as_written.md")
     parser.add_argument("--note", default="", help="said in the run's heading")
     args = parser.parse_args()
+    source_lang, target_lang = args.pair.split("-")
+    default_dirs = [REPO / "models" / f"{args.pair}-software"]
+    args.model_dirs = args.model_dirs or default_dirs
+    # The catalogs' msgid is the row's source, its msgstr the target; De->En reads them the other way.
+    side, other = ("source", "target") if args.pair == "en-de" else ("target", "source")
     path = CORPUS / f"{args.split}.as_written.jsonl.gz"
     if not path.is_file():
         parser.error(f"{path} is missing: python -m training.corpus as-written --sources "
@@ -72,13 +97,13 @@ def main() -> int:
 
     torch.set_num_threads(1)
     rows = read_as_written(path)[:args.limit]
-    written = [row["source"] for row in rows]
-    cleaned = [strip_accelerators(normalise(row["source"]), normalise(row["target"])) for row in rows]
-    corpus_sources, references = [en for en, _ in cleaned], [de for _, de in cleaned]
+    written = [row[side] for row in rows]
+    cleaned = [strip_accelerators(normalise(row[side]), normalise(row[other])) for row in rows]
+    corpus_sources, references = [src for src, _ in cleaned], [ref for _, ref in cleaned]
     model = None if args.model == "auto" else (args.model or args.model_dirs[0].name)
 
     def translate(client, texts: list[str]) -> list[str]:
-        return translate_through(client, texts, "en", "de", model)
+        return translate_through(client, texts, source_lang, target_lang, model)
 
     started = time.perf_counter()
     with (httpx.Client(base_url=args.url, timeout=600) if args.url else in_process_service(Settings(
@@ -87,7 +112,7 @@ def main() -> int:
         from_corpus = translate(client, corpus_sources)
     seconds = time.perf_counter() - started
     # The output of a message as written, read as the corpus reads a catalog's translation.
-    from_written_cleaned = [strip_accelerators(normalise(row["source"]), normalise(out))[1]
+    from_written_cleaned = [strip_accelerators(normalise(row[side]), normalise(out))[1]
                             for row, out in zip(rows, from_written)]
 
     def scores(outputs: list[str], subset: list[int]) -> str:
@@ -101,21 +126,22 @@ def main() -> int:
     differs = [i for i in everything if written[i] != corpus_sources[i]]
     breaks = [i for i in everything if written[i].startswith("\n") or written[i].endswith("\n")]
     # The corpus' reading of an accelerator (training/corpus/clean.py), confirmed by the reference.
-    marked = [i for i in everything if cleaned[i] != (normalise(written[i]), normalise(rows[i]["target"]))
+    marked = [i for i in everything if cleaned[i] != (normalise(written[i]), normalise(rows[i][other]))
               and accelerator_markers(written[i])]
 
     def markers(text: str) -> list[str]:
         return [m.group() for m in accelerator_markers(text)]
     line_kept = [i for i in everything if "\n" in written[i].strip("\n")
-                 and written[i].count("\n") == rows[i]["target"].count("\n")]
-    command = f"python benchmarks/as_written.py --split {args.split}" + (f" --limit {args.limit}" if args.limit else "") + (
+                 and written[i].count("\n") == rows[i][other].count("\n")]
+    command = f"python benchmarks/as_written.py --split {args.split}" + (
+        f" --pair {args.pair}" if args.pair != "en-de" else "") + (f" --limit {args.limit}" if args.limit else "") + (
         f" --model {args.model}" if args.model else "") + (
         " --model-dirs " + " ".join(str(d.relative_to(REPO) if d.is_relative_to(REPO) else d) for d in args.model_dirs)
-        if args.model_dirs != parser.get_default("model_dirs") else "") + (f" --url {args.url}" if args.url else "")
+        if args.model_dirs != default_dirs else "") + (f" --url {args.url}" if args.url else "")
     report = (
         run_heading(f" ({args.note})" if args.note else "") +
         f"    {command}\n\n"
-        f"{len(rows)} messages of data/debian_catalogs/{path.name}, {len(differs)} of them written otherwise than the "
+        f"{len(rows)} messages of data/debian_catalogs/{path.name} ({source_lang}→{target_lang}), {len(differs)} of them written otherwise than the "
         f"corpus has them; {'no model named (the service chooses)' if model is None else f'model {model}'}, beam 5; "
         f"{'the server at ' + args.url if args.url else 'this checkout, in-process'}; {seconds:.0f} s.\n\n"
         "| messages | as the corpus has them: BLEU / chrF2 | as written: BLEU / chrF2 |\n|---|---:|---:|\n"
@@ -129,6 +155,8 @@ def main() -> int:
         f"{share(sum(form_kept(written[i], from_written[i]) for i in breaks), len(breaks))} |\n"
         f"| one accelerator of the message's kind ({len(marked)} messages with one) | "
         f"{share(sum(markers(from_written[i]) == markers(written[i]) for i in marked), len(marked))} |\n"
+        f"| the same, its marker on a word the reference has | "
+        f"{share(sum(on_a_word_of(from_written[i], rows[i][other]) for i in marked), len(marked))} |\n"
         f"| as many lines as the message (of the {len(line_kept)} of several lines whose reference keeps their number) | "
         f"{share(sum(from_written[i].count(chr(10)) == written[i].count(chr(10)) for i in line_kept), len(line_kept))} |\n"
     )

@@ -285,7 +285,8 @@ class Translator:
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
 
         def cut_and_prepare() -> tuple[list[Layout], list[PreparedText], ServedModel]:
-            layouts, found = [], []
+            layouts, found, segment_styles = [], [], []
+            unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
                 protected = find_protected(text, terms, styles) if fmt == "text" else []
                 layout = split(text, protected) if fmt == "text" else whole(text)
@@ -294,10 +295,15 @@ class Translator:
                 layouts.append(layout)
                 # A text translated whole has the parts split() read: prepare need not read them again.
                 found += [protected] if fmt == "text" and layout.whole else [None] * len(layout.segments)
+                # An accelerator marks a label, a whole line: a sentence cut from a line without one has
+                # none either ("Key_ids dürfen nur einmal vorkommen." after "Doppelte key_id ...").
+                labels = _labelled_lines(text) if fmt == "text" and not layout.whole else None
+                segment_styles += [None if labels is None or text.count("\n", 0, segment.origin[0]) in labels
+                                   else unlabelled for segment in layout.segments]
             segments = [segment.text for layout in layouts for segment in layout.segments]
             # Only markup is refused here (malformed), and a text with markup is one segment: the
             # index prepare_texts names is the text's.
-            prepared = prepare_texts(segments, fmt, terms, glossary, styles, found)
+            prepared = prepare_texts(segments, fmt, terms, glossary, styles, found, segment_styles)
             # Where the pair is routed by domain, the words choose the model, not the markup and
             # placeholders the service keeps whatever the model (a caption in <b> is a caption).
             return layouts, prepared, self.model_for(source, target, model, [p.model_text for p in prepared])
@@ -670,6 +676,11 @@ class Translator:
             raise RequestError("text", exc.reason, todo[exc.slot], kind="text_rejected") from exc
         finally:
             batcher.drop(job)  # a no-op once the job is done; on cancellation it frees the queue
+
+
+def _labelled_lines(text: str) -> set[int]:
+    """The lines of `text` (by index) that are labels with an accelerator read whole."""
+    return {k for k, line in enumerate(text.split("\n")) if find_protected(line, (), ("accelerator",))}
 
 
 def _distinct(nbest: list[Served]) -> list[Served]:

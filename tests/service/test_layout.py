@@ -281,3 +281,26 @@ def test_the_joined_answer_counts_only_what_each_segment_found_for_its_terms():
     (answer,) = assemble(layout, [[first], [second]], "none")
     assert answer.translation.text == "Entfernen Sie es. Drücken Sie Löschen."
     assert answer.glossary == [TermReport("Delete", "Entfernen", [(17, 23)], [], "kept", ["missing"])]
+
+
+def test_an_accelerator_is_read_in_a_label_line_and_never_in_a_sentence_cut_from_a_longer_line():
+    runtime = FakeRuntime("de", "en")
+    settings = Settings(max_segments=4, max_chars=200, max_wait_ms=1.0)
+
+    async def main():
+        translator = Translator([runtime], settings)
+        translator.start()
+        try:
+            return await translator.translate(
+                ["Doppelte key_id gefunden. Key_ids dürfen nur einmal vorkommen.", "_Datei\n\nAn_sicht"], "de", "en",
+                DecodingOptions(beam_size=1))
+        finally:
+            await translator.stop()
+
+    (sentences,), (menu,) = asyncio.run(main())
+    # "Key_ids dürfen ..." alone would read as a label with a mnemonic; cut from a line of two `_`, it is not.
+    assert [p.kind for p in sentences.placed] == []
+    assert sentences.translation.text == "GEFUNDEN. KEY_ID DOPPELTE VORKOMMEN. EINMAL NUR DÜRFEN KEY_IDS"
+    # Each paragraph of lines is a label of its own: both mnemonics are read and put back.
+    assert [(p.kind, p.text, p.source_start) for p in menu.placed] == [("accelerator", "_", 0), ("accelerator", "_", 10)]
+    assert runtime.calls[0][0] == ["Doppelte key_id gefunden.", "Key_ids dürfen nur einmal vorkommen.", "Datei", "Ansicht"]

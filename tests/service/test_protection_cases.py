@@ -227,7 +227,13 @@ def test_a_pair_that_is_not_the_parts_own_stays_in_the_text(text, model_text):
     ("_Open", [0]), ("Save _As...", [5]), ("&File", [0]), ("E&xit", [1]), ("Show _hidden files", [5]),
     ("&4. Filename", [0]),
     ("_size must not be <2", []),     # an identifier: at the label's start only before a capital or digit
-    ("max_size too big", []),         # inside a word
+    ("max_size too big", []),         # inside a word of lower-case ASCII: an identifier
+    # Inside a word of letters, before a lower-case one: where translators put it as often as not.
+    ("Ni_ght Mode", [2]), ("Au_sgewähltes Format verwenden", [2]), ("Akt_ualisiere Cursor", [3]),
+    ("N_otizbuchname:", [1]),
+    ("The object_id value is missing.", []), ("pam_start: error", []),  # lower-case ASCII: identifiers
+    ("de_DE", []), ("WM_ROLE", []), ("Itdb_Track ID", []),  # no lower-case letter after it
+    ("Sc_anner-Einstellungen", []), ("Use x_y2 now", []),  # not a word of letters
     ("_One and _Two", []), ("__init__", []),  # more than one
     ("AT&T and R&D", []), ("Q&&A", []), ("Tom & Jerry", []),  # before a capital, doubled, alone
     # Over ACCELERATOR_MAX_WORDS words: `_` before a word of letters only, in a text without `%`.
