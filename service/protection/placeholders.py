@@ -257,4 +257,21 @@ def find_protected(text: str, terms: Sequence[str] = (),
             continue
         starts.insert(at, start)
         taken.insert(at, Protected(kind, text[start:end], start, end))
-    return taken
+    return _alternatives_joined(text, taken)
+
+
+def _alternatives_joined(text: str, parts: list[Protected]) -> list[Protected]:
+    """Options a usage line joins with `|` (`-V|--version|-h|--help`) as one option: taken one by one,
+    the model kept them and lost the bars between them ("-V --version -h||||--help")."""
+    joined: list[Protected] = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if (last is not None and last.kind == part.kind == "option" and text[last.end:part.start] == "|"
+                and not paired(text, last.start, last.end) and not paired(text, part.start, part.end)):
+            start, end = _enclosed(text, last.start, part.end)
+            if (start, end) != (last.start, part.end) and joined[-2:-1] and joined[-2].end > start:
+                start, end = last.start, part.end
+            joined[-1] = Protected("option", text[start:end], start, end)
+        else:
+            joined.append(part)
+    return joined

@@ -56,10 +56,13 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ('GTK+-Bibliothek, C++-Compiler, Yahoo!-Konto, To:-Feld, "Öffnen mit..."-Dialog, 45°-Winkel [-a] (-b)',
      [("option", "[-a]"), ("option", "-b")]),
     ("-v at the start, and '--size=M' quoted", [("option", "-v"), ("option", "'--size=M'")]),
+    # Options a usage line joins with bars are one: taken one by one, the bars were lost between them.
+    ("hostname -V|--version|-h|--help  print info", [("option", "-V|--version|-h|--help")]),
+    ("route [-v|-q] [-a|-b|-c]", [("option", "[-v|-q]"), ("option", "[-a|-b|-c]")]),
     # A usage line's optional option goes out and back with its brackets: left in, they reached the
     # model empty and came back beside it ("route -v-FC[]").
     ("route [-v] [-FC] {add|del} [-P|-d printer]",
-     [("option", "[-v]"), ("option", "[-FC]"), ("brace", "{add|del}"), ("option", "-P"), ("option", "-d")]),
+     [("option", "[-v]"), ("option", "[-FC]"), ("brace", "{add|del}"), ("option", "-P|-d")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
     assert [(p.kind, p.text) for p in find_protected(text)] == found
