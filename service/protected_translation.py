@@ -121,6 +121,12 @@ def _syntax(written: str, markup: Markup, parts: Sequence[Protected]) -> Counter
     return Counter(c for k, c in enumerate(written) if c in _SYNTAX and k not in quotes)
 
 
+def _in_pairs(plain: str, parts: Sequence[Protected]) -> Counter:
+    """The parts a quote, bracket or parenthesis pair wraps alone (`(%s)`, `'%s'`), of any style: the
+    model's "%s()" for "(%s)" keeps the placeholder and loses what it stood in."""
+    return Counter(unenclosed(p.text) for p in parts if paired(plain, p.start, p.end))
+
+
 def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], requested: AlignmentMode,
                      rescore: Rescore | None = None, articles: bool = True,
                      known_word: KnownWord | None = None, stored: bool = False) -> list[Served] | None:
@@ -138,6 +144,7 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     source = prepared.markup
     syntax = _syntax(prepared.original, source, prepared.protected)
+    in_pairs = _in_pairs(source.plain, prepared.protected)
     # The text as the model read it, to enforce its glossary on (None: no term in it).
     with_terms = written(prepared) if prepared.term_matches else None
     scorer = partial(rescore, terms_translated(with_terms)) if with_terms is not None and rescore is not None else None
@@ -150,7 +157,8 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
         found = find_protected(output.plain, terms, prepared.styles)
         tags = _tags_as_written(source, output)
         if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
-                or not stored and _syntax(text, output, found) != syntax):
+                or not stored and _syntax(text, output, found) != syntax
+                or not stored and _in_pairs(output.plain, found) != in_pairs):
             return None
         return output, found, tags
 

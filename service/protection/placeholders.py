@@ -201,7 +201,7 @@ _PATTERNS = {"email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ru
 
 LITERALS = ("url", "email", "path", "option")
 # Each opening quote or bracket and what may close it; GNU's messages quote `like this'.
-_PAIRS = {"'": "'", '"': '"', "`": "`'", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">", "[": "]"}
+_PAIRS = {"'": "'", '"': '"', "`": "`'", "‘": "’", "“": "”", "«": "»", "»": "«", "„": "“", "‚": "‘", "<": ">", "[": "]", "(": ")"}
 
 
 def paired(text: str, start: int, end: int) -> bool:

@@ -164,3 +164,15 @@ def test_quotes_right_around_a_placeholder_may_be_written_the_translations_way()
     assert served.placed == [Placed("printf", "%s", 21, 23, 22, 24, "model")]
     assert serve_as_written(prepared, [Translation("Rechnername wird auf %s gesetzt `", -1.0)], "none") is None
     assert serve_as_written(prepare("Run `%s now"), [Translation("Führe %s jetzt aus", -1.0)], "none") is None
+
+
+def test_a_placeholder_a_pair_wraps_alone_must_stay_wrapped_in_a_translation_sent_as_written():
+    # The model's "%s %s()" for "tool %s (%s)" keeps both placeholders and loses what the second stood in.
+    prepared = prepare("traceroute tool %s (%s)")
+    assert serve_as_written(prepared, [Translation("traceroute-Werkzeug %s %s()", -1.0)], "none") is None
+    (served,) = serve_as_written(prepared, [Translation("traceroute-Werkzeug %s (%s)", -1.0)], "none")
+    assert served.translation.text == "traceroute-Werkzeug %s (%s)"
+    # Other quotes may stand in for the source's: the placeholder is still wrapped.
+    (served,) = serve_as_written(prepare("Result: '%s'"), [Translation("Ergebnis: »%s«", -1.0)], "none")
+    assert served.translation.text == "Ergebnis: »%s«"
+    assert serve_as_written(prepare("Result: '%s'"), [Translation("Ergebnis: %s", -1.0)], "none") is None

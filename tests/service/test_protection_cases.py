@@ -52,9 +52,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     # A hyphen after a closing bracket, a quote that closes a word or a sign that ends one joins a
     # compound; at the start, after a space, an opening bracket or an opening quote, an option starts.
     ("Stat64()-Datei, IP(v4)-Adresse, 'Eingabe'-Taste, »Datei«-Menü, „Neu“-Knopf, </interface>-Knopf (-v) '-q' »-x«",
-     [("option", "-v"), ("option", "'-q'"), ("option", "»-x«")]),
+     [("option", "(-v)"), ("option", "'-q'"), ("option", "»-x«")]),
     ('GTK+-Bibliothek, C++-Compiler, Yahoo!-Konto, To:-Feld, "Öffnen mit..."-Dialog, 45°-Winkel [-a] (-b)',
-     [("option", "[-a]"), ("option", "-b")]),
+     [("option", "[-a]"), ("option", "(-b)")]),
     ("-v at the start, and '--size=M' quoted", [("option", "-v"), ("option", "'--size=M'")]),
     # Options a usage line joins with bars are one: taken one by one, the bars were lost between them.
     ("hostname -V|--version|-h|--help  print info", [("option", "-V|--version|-h|--help")]),
@@ -201,6 +201,8 @@ def test_the_largest_run_allows_a_gap_of_one_word_and_no_more(targets, run):
     # GNU's `%s' is a pair: left in, the model wrote the pair empty beside the placeholder ("%s»«").
     ("Setting hostname to `%s'", "text", "Setting hostname to", "Setze Hostname auf",
      [(0, 0), (1, 1), (2, 2)], "Setze Hostname auf `%s'", [(20, 22)]),
+    # Parentheses are a pair: "tool %s (%s)" came back "Werkzeug %s %s()".
+    ("tool %s (%s)", "text", "tool", "Werkzeug", [(0, 0)], "Werkzeug %s (%s)", [(9, 11), (13, 15)]),
     # A literal has its quotes in its own text; brackets are a pair too.
     ("Use '--all' or <%s>", "text", "Use or", "Nutze oder", [(0, 0), (1, 1)], "Nutze '--all' oder <%s>",
      [(6, 13), (20, 22)]),
