@@ -182,24 +182,20 @@ class Settings(BaseSettings):
     drain_timeout_s: float = Field(30.0, ge=0, description="After SIGTERM, time left to in-flight requests.")
 
     @model_validator(mode="after")
-    def _distinct_model_dirs(self) -> Settings:
-        seen = set()
-        for path in self.model_dirs:
-            if path in seen:
-                raise ValueError(f"model_dirs lists {path} twice")
-            seen.add(path)
+    def _distinct_paths(self) -> Settings:
+        for field in ("model_dirs", "memories"):
+            paths = getattr(self, field)
+            twice = next((path for k, path in enumerate(paths) if path in paths[:k]), None)
+            if twice is not None:
+                raise ValueError(f"{field} lists {twice} twice")
         return self
 
     @model_validator(mode="after")
     def _memory_files(self) -> Settings:
         # Checked before any model loads: a typo stops `python -m service` with one line.
-        seen = set()
-        for path in self.memories:
-            if path in seen:
-                raise ValueError(f"memories lists {path} twice")
-            seen.add(path)
-            if not path.is_file():
-                raise ValueError(f"memories: no file {path}")
+        missing = next((path for path in self.memories if not path.is_file()), None)
+        if missing is not None:
+            raise ValueError(f"memories: no file {missing}")
         return self
 
     @property
