@@ -27,7 +27,7 @@ from service.alignment_flags import AlignmentFlags, alignment_flags
 from service.batcher import BatchLimits, MicroBatcher, TextRefused
 from service.catalog import ServedModel, as_served_model, default_models, domain_candidates, routed_pairs
 from service.domain_routing import AUTO, likeliest
-from service.errors import DeadlineExceeded, QueueTimeout, RequestError, UnsupportedPair
+from service.errors import DeadlineExceeded, NotReady, QueueTimeout, RequestError, UnsupportedPair
 from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
 from service.memory import MemoryMatch, Memories
@@ -43,6 +43,7 @@ from service.runtime.base import (
     AlignmentMode,
     DecodingOptions,
     PhraseMap,
+    RuntimeUnavailable,
     TokenAlignment,
     Translation,
     TranslationRuntime,
@@ -439,6 +440,11 @@ class Translator:
                 scores, lengths, aligned = await anyio.to_thread.run_sync(forced)
         except UnsupportedOption:
             return None
+        except RuntimeUnavailable as exc:  # its process restarting: the search would wait for it too
+            raise NotReady(exc.reason, retry_after=exc.retry_after) from None
+        except Exception:  # the stored translations go unused; the model translates those segments
+            log.exception("scoring or aligning memory translations failed on %s", model.name)
+            return None
         results = [[given_translation(target, None if scores is None else scores[k], lengths[k], options,
                                       aligned[k] if aligned is not None else None)]
                    for k, (_, target) in enumerate(pairs)]
@@ -535,6 +541,8 @@ class Translator:
             aligned = await anyio.to_thread.run_sync(reverse.force_align, pairs, reverse.default_alignment_method)
         except UnsupportedOption as exc:
             raise _unsupported(exc) from exc
+        except RuntimeUnavailable as exc:  # the reverse model's process restarting
+            raise NotReady(exc.reason, retry_after=exc.retry_after) from None
         backward = iter(aligned)
         out = []
         for nbest in results:
@@ -590,6 +598,8 @@ class Translator:
                     aligned = [_combined(f, b) for f, b in zip(aligned, backward)]
         except UnsupportedOption as exc:
             raise _unsupported(exc) from exc
+        except RuntimeUnavailable as exc:  # its process restarting: a 503 with when to retry, not a 500
+            raise NotReady(exc.reason, retry_after=exc.retry_after) from None
         return chosen.name, method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
 
     @contextlib.asynccontextmanager

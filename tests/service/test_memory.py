@@ -214,3 +214,31 @@ def test_the_libretranslate_api_answers_from_memory_too(tmx):
         response = client.post("/libretranslate/translate", json={"q": ["Sunday", "Sunday morning"], "source": "en",
                                                                    "target": "de"})
     assert response.status_code == 200 and response.json() == {"translatedText": ["Sonntag", "MORNING SUNDAY"]}
+
+
+class Restarting(Scoring):
+    """Its inference process is being replaced: every model call says so."""
+
+    def score(self, pairs, method=None):
+        from service.runtime.base import RuntimeUnavailable
+        raise RuntimeUnavailable("the en-de inference process is restarting", retry_after=3)
+
+    force_align = score
+
+
+class FailingToScore(Scoring):
+    def score(self, pairs):
+        raise ValueError("a scoring bug")
+
+
+def test_a_runtime_restarting_is_a_503_and_a_failed_scoring_leaves_the_segment_to_the_model(tmx):
+    with _client(Restarting("en", "de"), tmx) as client:
+        refused = client.post("/translate", json={"text": "Sunday", "source": "en", "target": "de"})
+        aligned = client.post("/align", json={"text": "Sunday", "translation": "Sonntag", "source": "en",
+                                              "target": "de"})
+    for response in (refused, aligned):
+        assert (response.status_code, response.headers["retry-after"]) == (503, "3")
+        assert "restarting" in response.json()["message"]
+    with _client(FailingToScore("en", "de"), tmx) as client:
+        (hypothesis,) = _post(client, text="Sunday")[0]
+    assert hypothesis == {"text": "SUNDAY", "score": -0.5}
