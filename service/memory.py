@@ -159,9 +159,6 @@ class Memories:
                      f"; {left} left out ({_left_out(memory)})" if left else "")
         return memories
 
-    def __bool__(self) -> bool:
-        return bool(self.memories)
-
     def lookup(self, source: str, target: str, text: str) -> MemoryMatch | None:
         for memory in self.memories:
             found = memory.get(source, target, text)

@@ -166,12 +166,14 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(20, ge=1, description="Token-bucket size per key.")
     cors_origins: list[str] = Field(default_factory=list, description="Empty: no CORS headers at all.")
 
-    # --- Stored glossaries (/glossaries).
+    # --- Translation memories (/memories).
     memories: list[Path] = Field(
         default_factory=list,
         description="Translation memories (TMX files) whose segments are answered as stored, first listed first "
         "(service/memory.py); `make serve` serves memories/cldr-names.tmx.",
     )
+
+    # --- Stored glossaries (/glossaries).
     glossary_db: Path = Field(
         Path("glossaries.sqlite3"),
         description="The SQLite file that holds the stored glossaries (created on first use; relative to the "

@@ -29,8 +29,8 @@ from babel.core import get_global
 from babel.dates import get_timezone_location
 
 from training.corpus.build import write_gzip
-from training.corpus.tmx import write_tmx
 from training.corpus.clean import near_key, normalise
+from training.corpus.tmx import write_tmx
 
 SPLITS = ("train", "valid")
 VALID_SHARE = 10   # one English name in VALID_SHARE goes to valid
