@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from model.alignments.phrase_pairs import extracted_phrase_pairs
 from service.alignment_flags import alignment_flags
 from service.glossary import TermReport, violations
 from service.protection.placeholders import Protected
@@ -411,7 +412,7 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
         alignment = _joined_alignment(layout, alignments, target_maps)  # type: ignore[arg-type]
         maps = [s.translation.phrase_map for s in served]
         if requested == "phrase" and all(m is not None for m in maps):
-            phrase_map = _joined_phrases(maps, alignments) if maps else PhraseMap("extracted", [])  # type: ignore[arg-type]
+            phrase_map = _joined_phrases(maps, alignments)  # type: ignore[arg-type]
     translation = Translation(text, score, alignment, phrase_map)
     flags = alignment_flags(alignment) if alignment is not None else None
     return Served(translation, placed, flags, removed, glossary, memory)
@@ -445,6 +446,12 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
 
 
 def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> PhraseMap:
+    # One origin names the whole map: where segments came by different ways (a memory's segment
+    # beside a phrasal model's), every segment's pairs are extracted from its word alignment.
+    origins = {m.origin for m in maps}
+    if len(origins) != 1:
+        maps = [m if m.origin == "extracted" else PhraseMap("extracted", extracted_phrase_pairs(a))
+                for m, a in zip(maps, alignments)]
     pairs = []
     i0 = j0 = 0
     for phrase_map, alignment in zip(maps, alignments):
@@ -452,7 +459,7 @@ def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> 
                   for p in phrase_map.pairs]
         i0 += len(alignment.source_words)
         j0 += len(alignment.target_words)
-    return PhraseMap(maps[0].origin, pairs)
+    return PhraseMap(maps[0].origin if maps else "extracted", pairs)
 
 
 def _merged(group: list[TermReport]) -> TermReport:

@@ -304,3 +304,28 @@ def test_an_accelerator_is_read_in_a_label_line_and_never_in_a_sentence_cut_from
     # Each paragraph of lines is a label of its own: both mnemonics are read and put back.
     assert [(p.kind, p.text, p.source_start) for p in menu.placed] == [("accelerator", "_", 0), ("accelerator", "_", 10)]
     assert runtime.calls[0][0] == ["Doppelte key_id gefunden.", "Key_ids dürfen nur einmal vorkommen.", "Datei", "Ansicht"]
+
+
+def test_a_map_joined_from_segments_read_different_ways_is_extracted_throughout():
+    # A phrasal model's own phrases in one segment, a memory's extracted pairs in the other: the
+    # joined map had carried the first segment's origin for both.
+    text = "Stop it.  Go on."
+    layout = split(text, find_protected(text))
+    first = hypothesis("Stop it.", "Hör auf damit.", [(0, 0), (0, 1), (1, 2)], -1.0)
+    second = hypothesis("Go on.", "Geh weiter.", [(0, 0), (1, 1)], -1.0)
+
+    def mapped(served, origin, pairs):
+        return replace(served, translation=replace(served.translation, phrase_map=PhraseMap(origin, pairs)))
+
+    # Attended pairs may overlap; extraction gives the consistent blocks of the hard links.
+    attended = mapped(first, "attention", [PhrasePair((0, 2), (0, 2), 0.7), PhrasePair((1, 2), (2, 3), 0.9)])
+    remembered = mapped(second, "extracted", [PhrasePair((0, 1), (0, 1), 1.0), PhrasePair((1, 2), (1, 2), 1.0)])
+    (alike,) = assemble(layout, [[attended], [mapped(second, "attention", [PhrasePair((0, 2), (0, 2), 0.5)])]],
+                        "phrase")
+    assert alike.translation.phrase_map.origin == "attention"
+    assert [(p.source, p.target) for p in alike.translation.phrase_map.pairs] == [((0, 2), (0, 2)), ((1, 2), (2, 3)),
+                                                                                   ((2, 4), (3, 5))]
+    (mixed,) = assemble(layout, [[attended], [remembered]], "phrase")
+    assert mixed.translation.phrase_map.origin == "extracted"
+    assert [(p.source, p.target) for p in mixed.translation.phrase_map.pairs] == [((0, 1), (0, 2)), ((1, 2), (2, 3)),
+                                                                                   ((2, 3), (3, 4)), ((3, 4), (4, 5))]
