@@ -13,7 +13,9 @@ into the text's own layout:
 - Lines, and columns in a line (a tab, three spaces or more, or two spaces after an option such as
   `-v, --verbose`), are cut apart; the whitespace between them is kept as sent. A line whose last column does
   not end a sentence and whose next line continues at the same column (a hard-wrapped paragraph,
-  an option's description wrapped under itself) is joined to it by a space, and the joined part's
+  an option's description wrapped under itself) is joined to it by a space (a line of placeholders
+  and options alone, a value or a synopsis' command, starts no such run and ends one unless the
+  line before it ends in a word), and the joined part's
   translation is wrapped again to the width and indentation the source had (where the translation,
   longer than its source, would then take more lines, its lines may grow up to LINE_LIMIT columns,
   no wider than keeps the source's number of lines, as localisers write them). A list item's bullet
@@ -32,13 +34,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from model.alignments.phrase_pairs import extracted_phrase_pairs
 from service.alignment_flags import alignment_flags
 from service.glossary import TermReport, violations
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
-                                  has_visible_text, pharaoh)
+                                  extracted_phrase_pairs, has_visible_text, pharaoh)
 from service.served import MemoryUse, Served
 
 # Whitespace between two columns of a line: a tab, three spaces or more, or two spaces that do not
@@ -130,7 +131,7 @@ def split(text: str, protected: list[Protected]) -> Layout:
             parts.append(Kept(text[cursor:start], cursor))
         cursor = end
         joined, origin = _joined(text, chain)
-        if not _translatable(joined, origin, inside):
+        if not any(_worded(text, cell, inside) for cell in chain):
             first_inside = bisect.bisect_left(starts, start)
             parts.append(Kept(text[start:end], start, tuple(p for p in protected[first_inside:bisect.bisect_left(starts, end)]
                                                             if p.end <= end)))
@@ -216,17 +217,32 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
         for k, cell in enumerate(cells):
             continues = (k == 0 and len(cells) == 1 and open_chain is not None and not item
                          and cell[0] - line_start == open_chain[0][0] - _line_of(text, open_chain[0][0])
-                         and text[cell[0]] != "-")
+                         and text[cell[0]] != "-"
+                         and (_worded(text, cell, inside) or _ends_in_word(text, open_chain[-1], inside)))
             if continues:
                 open_chain.append(cell)
             else:
                 open_chain = [cell]
                 chains.append(open_chain)
         last = cells[-1] if cells else None
-        if last is None or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":":
+        # A line of placeholders and options alone ("%1", a synopsis' "%s -D") is a value or a
+        # command of its own: what follows it is not its sentence ("%1\nTrusted by %2" came back
+        # "%1 vertrauenswürdig\nvon %2"), and it is not the sentence of a line ending in another
+        # placeholder ("Encoding: %s\n%s"), only of one that ends in a word ("remain at\n'{}'").
+        if (last is None or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
+                or not _worded(text, last, inside)):
             open_chain = None
         line_start = line_end + 1
     return chains
+
+
+def _worded(text: str, cell: tuple[int, int], inside: list[bool]) -> bool:
+    """Whether the cell has a letter outside its placeholders and terms."""
+    return any(_LETTER.match(text, k) and not inside[k] for k in range(*cell))
+
+
+def _ends_in_word(text: str, cell: tuple[int, int], inside: list[bool]) -> bool:
+    return bool(_LETTER.match(text, cell[1] - 1)) and not inside[cell[1] - 1]
 
 
 def _width(text: str, chain: list[tuple[int, int]]) -> int:
@@ -261,10 +277,6 @@ def _joined(text: str, chain: list[tuple[int, int]]) -> tuple[str, tuple[int, ..
         origin.extend(range(start, end))
     origin.append(chain[-1][1])
     return "".join(pieces), tuple(origin)
-
-
-def _translatable(joined: str, origin: tuple[int, ...], inside: list[bool]) -> bool:
-    return any(_LETTER.match(c) and not inside[origin[k]] for k, c in enumerate(joined))
 
 
 def _sentence_gaps(joined: str, origin: tuple[int, ...], inside: list[bool]) -> list[tuple[int, int]]:

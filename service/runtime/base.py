@@ -40,6 +40,7 @@ __all__ = [
     "Translation",
     "TranslationRuntime",
     "ct2_problem",
+    "extracted_phrase_pairs",
     "UnsupportedOption",
     "Word",
     "has_visible_text",

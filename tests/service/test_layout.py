@@ -88,6 +88,13 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("-x  do it", ["-x  ", (["do it"], [], 4, None, "")]),
     ("Hello  big world", [(["Hello  big world"], [], 0, None, "")]),
     ("%s: %s", ["%s: %s"]),
+    # A line of placeholders and options alone is no piece of a wrapped sentence: nothing runs on
+    # from it, and it runs on only from a line that ends in a word (a preposition's object).
+    ("%1\nTrusted by %2", ["%1\n", (["Trusted by %2"], [], 0, None, "")]),
+    ("Usage: %s LOGIN\n       %s -D\n       %s -D [options]\n",
+     [(["Usage: %s LOGIN"], [], 0, None, ""), "\n       %s -D\n       ", (["%s -D [options]"], [], 7, None, ""), "\n"]),
+    ("%s%s\nEncoding: %s\n%s", ["%s%s\n", (["Encoding: %s"], [], 0, None, ""), "\n%s"]),
+    ("the file will remain at\n'{}'", [(["the file will remain at '{}'"], [], 0, 23, "")]),
 ])
 def test_cuts(text, expected):
     assert cut(text) == expected
