@@ -22,6 +22,9 @@ the server at --url), and scored:
   message's kind where the message has one (the corpus' reading, training/corpus/clean.py, where
   its reference has one too), and of those, the marker on a word the reference has (the word
   translated, not the source's word copied with its marker: "Na_cht mode" for "Na_chtmodus");
+- the first letter's case (translate-toolkit's pofilter "startcaps"): of the messages that start
+  with a capital letter, those whose output does where the reference does, and those whose output
+  does not where the reference does not;
 - lines: of the messages whose reference keeps their number of lines, those whose output does.
 Appends to results/as_written.md.
 """
@@ -92,6 +95,7 @@ def main() -> int:
     import torch
 
     from service.settings import Settings
+    from service.start_capital import opening_letter
     from training.corpus.as_written import read_as_written
     from training.corpus.clean import accelerator_markers, normalise, strip_accelerators
 
@@ -131,6 +135,12 @@ def main() -> int:
 
     def markers(text: str) -> list[str]:
         return [m.group() for m in accelerator_markers(text)]
+    def capital(text: str) -> bool | None:
+        """Whether text starts with a capital letter (service/start_capital.py); None: with no letter."""
+        at = opening_letter(text)
+        return None if at is None else text[at].isupper()
+    capitalised = [i for i in everything if capital(written[i]) and capital(rows[i][other])]
+    uncapitalised = [i for i in everything if capital(written[i]) and capital(rows[i][other]) is False]
     line_kept = [i for i in everything if "\n" in written[i].strip("\n")
                  and written[i].count("\n") == rows[i][other].count("\n")]
     command = f"python benchmarks/as_written.py --split {args.split}" + (
@@ -157,6 +167,10 @@ def main() -> int:
         f"{share(sum(markers(from_written[i]) == markers(written[i]) for i in marked), len(marked))} |\n"
         f"| the same, its marker on a word the reference has | "
         f"{share(sum(on_a_word_of(from_written[i], rows[i][other]) for i in marked), len(marked))} |\n"
+        f"| a capital first letter where the message and its reference start with one ({len(capitalised)} messages) | "
+        f"{share(sum(capital(from_written[i]) is True for i in capitalised), len(capitalised))} |\n"
+        f"| a lower-case one where the message starts with a capital and its reference with a lower-case letter "
+        f"({len(uncapitalised)}) | {share(sum(capital(from_written[i]) is False for i in uncapitalised), len(uncapitalised))} |\n"
         f"| as many lines as the message (of the {len(line_kept)} of several lines whose reference keeps their number) | "
         f"{share(sum(from_written[i].count(chr(10)) == written[i].count(chr(10)) for i in line_kept), len(line_kept))} |\n"
     )

@@ -156,6 +156,18 @@ def split(text: str, protected: list[Protected]) -> Layout:
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
 
 
+def openings(layout: Layout) -> list[bool]:
+    """Per segment, whether it opens a line (nothing but indentation before it on its line: not an
+    option's description, a column's cell or a list item's text) or follows a sentence in its part."""
+    text = layout.text
+    opens = [True] * len(layout.segments)
+    for part in layout.parts:
+        if isinstance(part, Block):
+            start = layout.segments[part.segments[0]].origin[0]
+            opens[part.segments[0]] = not text[_line_of(text, start):start].strip()
+    return opens
+
+
 def _merged_kept(parts: list[Kept | Block]) -> list[Kept | Block]:
     merged: list[Kept | Block] = []
     for part in parts:

@@ -36,7 +36,7 @@ from service.protected_translation import (alignment_needed, prepare_texts, serv
                                           tried_as_written)
 from service.protection.markup import TextFormat
 from service.protection.placement import PreparedText
-from service.layout import Layout, assemble, split, whole
+from service.layout import Layout, assemble, openings, split, whole
 from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
 from service.runtime.base import (
     AlignmentMethod,
@@ -55,6 +55,7 @@ from service.runtime.base import (
 )
 from service.served import MemoryUse, Served
 from service.settings import Settings
+from service.start_capital import capitalised
 
 log = logging.getLogger("service")
 
@@ -323,7 +324,8 @@ class Translator:
         try:
             asked = options.alignment
             options = replace(options, alignment=alignment_needed(prepared, asked))
-            served = await self._served(chosen, prepared, options, asked, memory)
+            opening = [opens for layout in layouts for opens in openings(layout)]
+            served = await self._served(chosen, prepared, options, asked, memory, opening)
         except RequestError as error:
             if error.index is not None:  # a segment's: the client knows the text it is part of
                 error.index = owner[error.index]
@@ -336,12 +338,14 @@ class Translator:
         return chosen, results
 
     async def _served(self, model: ServedModel, prepared: list[PreparedText], options: DecodingOptions,
-                      asked: AlignmentMode, memory: bool = True) -> list[list[Served]]:
+                      asked: AlignmentMode, memory: bool, opening: list[bool]) -> list[list[Served]]:
         """Each text a translation memory holds answered from it (``_memory_hits``), as written: its
         glossary enforced on it, and kept only where it keeps the text's placeholders. The others
         translated as written where their placeholders may stay in (protected_translation
         ``tried_as_written``), the model is one that keeps them (``ServedModel.keeps_placeholders``)
-        and it kept them all; the rest, and those where it did not, with them taken out and put back."""
+        and it kept them all; the rest, and those where it did not, with them taken out and put back.
+        A segment that ``opening`` says opens a line or follows a sentence starts with a capital
+        where its source does (service/start_capital.py)."""
         hits = self._memory_hits(model, prepared) if memory else {}
         remembered = await self._remembered(model, [(prepared[i].original, hit.target) for i, hit in hits.items()],
                                             options) if hits else None
@@ -364,11 +368,14 @@ class Translator:
 
         def put_back(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             for index, nbest in zip(indices, results):
+                stored = first_pass and index in hits
                 if first_pass and as_written[index]:
                     served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles, known_word,
-                                                     stored=index in hits)
+                                                     stored=stored)
                 else:
                     served[index] = serve([prepared[index]], [nbest], asked, rescore, articles, known_word)[0]
+                if not stored and served[index] is not None and prepared[index].fmt == "text" and opening[index]:
+                    served[index] = [capitalised(s, prepared[index]) for s in served[index]]
 
         async def finish(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             if rescore is None:
