@@ -1,20 +1,19 @@
 """A sentence's translation starts with a capital where its source does.
 
 Localisation checkers flag a translation whose first letter's case differs from its message's
-(translate-toolkit's pofilter "startcaps"), and catalogs keep it: in the software training pairs
-an English message that starts with a capital has a German translation that does 91.5 % of the
-time, and the other way round 90 %. The software models still answer a capitalised German
+(translate-toolkit's pofilter "startcaps"). The software models answered a capitalised German
 message in lower case now and then ("SELinux-Benutzer kann nicht verifiziert werden" -> "cannot
-verify SELinux user"): on the validation split, of the messages that start with a capital letter
-and whose De->En translation starts with a lower-case one, 25 references start with a capital and 8
-do not; En->De 10 and 1 (results/start_capital.md). So where a segment that opens a line or
-follows a sentence starts with a capital letter (its first character, not after a placeholder:
-"%s: Authentifizierung fehlgeschlagen" is "%s: authentication failed" in GNU's English), its
-translation's first word is capitalised when the translation starts with it (nothing the service
-placed comes first), the word is a plain lower-case word (not an identifier such as ``stdin``,
-``pam_start`` or ``example.com``, nor one the source writes in lower case itself) and no
-placeholder, tag or glossary term is it. An option's description, a column's cell, is left as
-the model wrote it: GNU writes those in lower case and German catalogs do not.
+verify SELinux user"): of the 1,360 validation messages that start with a capital letter, as their
+English reference does, 26 De->En and 16 En->De translations did not (`python
+benchmarks/as_written.py --split valid [--pair de-en]`, results/as_written.md). So where a segment
+that opens a line or follows a sentence starts with a capital letter (its first character, after
+space, quotes or an accelerator's marker; not after a placeholder: "%s: Authentifizierung
+fehlgeschlagen" is "%s: authentication failed" in GNU's English), its translation's first word is
+capitalised when the translation starts with it, the word is a plain lower-case word (not an
+identifier such as ``stdin``, ``pam_start`` or ``example.com``, nor one the source writes in lower
+case itself) and no placeholder, tag or glossary term the service placed is it. An option's
+description, a column's cell, is left as the model wrote it: GNU writes those in lower case and
+German catalogs do not.
 
 Never the other way: a German translation of a lower-case English message starts with a capital
 whenever its first word is a noun.
