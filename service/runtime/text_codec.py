@@ -9,6 +9,7 @@ otherwise by consistent extraction from the word alignment (model/alignments/phr
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ from model.decoding.beam_search import Hypothesis
 from model.alignments.phrase_pairs import PhraseMap, attended_phrase_pairs, extracted_phrase_pairs
 from model.alignments.attention_phrases import phrase_links
 from model.text import compatibility, unknown
+from model.text.edits import apply, moved
 from model.text.tokenizer import Tokenizer
 from model.decoding.options import DecodingOptions, MethodRows
 from service.runtime.base import TextRejected, Translation
@@ -83,9 +85,25 @@ def _restored(source: str, text: str, unknown_spans: list[tuple[int, int]],
               spans: list[tuple[int, int]] | None = None) -> tuple[str, list[tuple[int, int]] | None]:
     """A decoded translation with the source's characters written back: where the model wrote an
     unknown piece for one (model/text/unknown.py), then where the tokenizer expanded a compatibility
-    character (model/text/compatibility.py); `spans` moved with the text."""
+    character (model/text/compatibility.py), and a space run made one space (`_single_spaced`);
+    `spans` moved with the text."""
     text, spans = unknown.restore(source, text, unknown_spans, spans)
-    return compatibility.restore(source, text, spans)
+    text, spans = compatibility.restore(source, text, spans)
+    return _single_spaced(text, spans)
+
+
+_EXTRA_SPACES = re.compile(r"^ +|(?<= ) +| +$")
+
+
+def _single_spaced(text: str, spans: list[tuple[int, int]] | None) -> tuple[str, list[tuple[int, int]] | None]:
+    """SentencePiece decodes a bare "▁" piece before a word as a second space ("Drag an atom or a  Binding",
+    a De->En software translation), and one before the end as a trailing space; the models learned
+    text with every space run one space and none at the ends, so such spaces are that slip, never
+    the source's layout (service/layout.py keeps that)."""
+    edits = [(m.start(), m.end(), "") for m in _EXTRA_SPACES.finditer(text)]
+    if not edits:
+        return text, spans
+    return apply(text, edits), None if spans is None else moved(edits, spans)
 
 
 def alignment_rows(hypothesis: Hypothesis, rows: MethodRows, n_source: int) -> list[list[float]]:

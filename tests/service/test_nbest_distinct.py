@@ -57,3 +57,23 @@ def test_fewer_come_back_only_when_the_beam_holds_fewer_distinct_texts():
 def test_one_best_asks_the_search_for_one():
     kept, search = run(DecodingOptions(beam_size=5, n_best=1), HYPOTHESES)
     assert (search.n_best, kept) == (1, [("a dog", -0.1)])
+
+
+def test_a_bare_word_start_piece_decodes_to_no_second_space():
+    # The De->En software model wrote "▁" before a copied word: "Drag an atom or a  Binding".
+    from pathlib import Path
+
+    import sentencepiece
+
+    from model.text.tokenizer import Tokenizer
+    from service.runtime.text_codec import _restored
+
+    model = Path(__file__).resolve().parents[2] / "models" / "de-en-software" / "spm.model"
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(model))
+    ids = [pieces.piece_to_id(p) for p in ["▁a", "▁", "▁Bind", "ing", "▁to", "▁"]]
+    text, _, spans, unknown = Tokenizer(model).decode_with_unknown(ids)
+    assert text == "a  Binding to "  # SentencePiece's own reading
+    text, spans = _restored("eine Bindung zu", text, unknown, spans)
+    assert text == "a Binding to"
+    assert [text[begin:end] for begin, end in spans] == ["a", "", "Bind", "ing", "to", ""]
+    assert _restored("x", "a dog", [], [(0, 1), (2, 5)]) == ("a dog", [(0, 1), (2, 5)])
