@@ -49,7 +49,7 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin phrasal
 USER phrasal
 
 ENV PHRASAL_MODEL_DIRS='["/app/models/en-de-align2", "/app/models/en-de-software", "/app/models/de-en-align", "/app/models/de-en-software", "/app/models/en-fr"]' \
-    PHRASAL_MEMORIES='["/app/memories/cldr-names.tmx"]' \
+    PHRASAL_MEMORIES='["/app/memories/cldr-names.tmx", "/app/memories/debian-terms.tmx"]' \
     PHRASAL_DEVICE=auto
 EXPOSE 8000
 

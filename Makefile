@@ -11,7 +11,7 @@ PORT   ?= 8000
 MODEL_DIRS ?= models/en-de-align2 models/en-de-software models/de-en-align models/de-en-software models/en-fr
 # The translation memories served (space-separated TMX files; empty: none): CLDR's names of countries,
 # languages, currencies, time zones, months and weekdays, answered as CLDR writes them (service/memory.py).
-MEMORIES ?= memories/cldr-names.tmx
+MEMORIES ?= memories/cldr-names.tmx memories/debian-terms.tmx
 comma := ,
 empty :=
 space := $(empty) $(empty)

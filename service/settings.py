@@ -170,7 +170,7 @@ class Settings(BaseSettings):
     memories: list[Path] = Field(
         default_factory=list,
         description="Translation memories (TMX files) whose segments are answered as stored, first listed first "
-        "(service/memory.py); `make serve` serves memories/cldr-names.tmx.",
+        "(service/memory.py); `make serve` serves memories/cldr-names.tmx and memories/debian-terms.tmx.",
     )
 
     # --- Stored glossaries (/glossaries).

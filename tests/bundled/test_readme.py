@@ -34,7 +34,7 @@ README_ATOL = 1e-5
 CURL = re.compile(r"^\$ curl .*?(?P<route>/translate|/align) .*?\n\s*-d '(?P<body>[^']*)'\n(?P<answer>.*?)(?=^```)",
                   re.M | re.S)
 ELIDED = "{...}"
-EXAMPLES = ["plain", "token-alignment", "align", "phrase-map", "html-tags", "glossary", "memory"]
+EXAMPLES = ["plain", "token-alignment", "align", "phrase-map", "html-tags", "glossary", "memory", "terms-memory"]
 
 
 def readme_examples() -> list[tuple[str, dict[str, Any], str]]:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from service.memory import TranslationMemory
-from training.corpus.build import write_gzip
+from training.corpus.build import excluded_keys, write_gzip
 from training.corpus.tmx import write_tmx
 from training.corpus.cli import main as corpus_main
-from training.corpus.names import Name, build_names, cldr_names, excluded_keys, lexicon, memory_names, split_of
+from training.corpus.names import Name, build_names, cldr_names, lexicon, memory_names, split_of
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "data" / "cldr_names"

@@ -9,6 +9,9 @@
         --corpus data/debian_catalogs                        # the valid and test messages as written
     python -m training.corpus names --out data/cldr_names --exclude data/debian_catalogs
                                                              # CLDR's names of countries, languages, ...
+    python -m training.corpus terms --sources data/debian_catalogs/sources.tsv --cache /tmp/catalogs \
+        --corpus data/debian_catalogs --tmx memories/debian-terms.tmx
+                                                             # short messages the packages translate alike
 
 The Contents index is the archive's (http://deb.debian.org/debian/dists/bookworm/main/Contents-all.gz
 and Contents-amd64.gz for the bookworm apt here is configured for). `build` with the committed
@@ -53,6 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--corpus", type=Path, required=True, help="the corpus directory (build's --out)")
     w.add_argument("--mirror", help="as for fetch")
     w.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
+    t = sub.add_parser("terms", help="the short messages the train split's packages translate alike, as a "
+                                     "translation memory, and SPLIT.short.jsonl.gz (training/corpus/terms.py)")
+    t.add_argument("--sources", type=Path, required=True, help="the sources list the corpus was built from")
+    t.add_argument("--cache", type=Path, required=True, help="where the catalogs of each package are kept")
+    t.add_argument("--corpus", type=Path, required=True, help="the corpus directory (build's --out)")
+    t.add_argument("--tmx", type=Path, required=True, help="the memory to write, e.g. memories/debian-terms.tmx")
+    t.add_argument("--mirror", help="as for fetch")
+    t.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
     n = sub.add_parser("names", help="CLDR's English and German names of countries, languages, scripts, "
                                      "currencies, time zones, months and weekdays (training/corpus/names.py)")
     n.add_argument("--out", type=Path, required=True, help="the directory to write")
@@ -100,6 +111,8 @@ def run(argv: Sequence[str] | None) -> int:
 
     if args.command == "as-written":
         return _as_written(args, sources, say)
+    if args.command == "terms":
+        return _terms(args, sources, say)
     failures = fetch_all(sources, args.cache, workers=args.workers, mirror=args.mirror, say=say)
     if args.command == "fetch":
         say(f"{len(sources) - len(failures)} of {len(sources)} packages in {args.cache}")
@@ -133,6 +146,23 @@ def _as_written(args: argparse.Namespace, sources: list[Source], say: Callable[[
         if missing:
             raise UsageError(f"{missing} {split} pairs have no entry in {args.cache}: not the packages "
                              f"the corpus was built from")
+    return 0
+
+
+def _terms(args: argparse.Namespace, sources: list[Source], say: Callable[[str], None]) -> int:
+    from training.corpus.fetch import fetch_all
+    from training.corpus.terms import build_terms, packages_needed
+
+    absent = [str(args.corpus / f"{split}.origin.gz") for split in ("train", "valid", "test")
+              if not (args.corpus / f"{split}.origin.gz").is_file()]
+    if absent:
+        raise UsageError(f"--corpus: no such file: {', '.join(absent)}")
+    needed = set(packages_needed(args.corpus))
+    wanted = [source for source in sources if source.package in needed]
+    failures = fetch_all(wanted, args.cache, workers=args.workers, mirror=args.mirror, say=say)
+    if failures:
+        raise UsageError(f"{len(failures)} packages could not be fetched (first: {next(iter(failures.items()))})")
+    say(build_terms(args.corpus, args.cache, args.tmx))
     return 0
 
 

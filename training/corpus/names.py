@@ -28,7 +28,7 @@ from babel import Locale
 from babel.core import get_global
 from babel.dates import get_timezone_location
 
-from training.corpus.build import write_gzip
+from training.corpus.build import excluded_keys, write_gzip
 from training.corpus.clean import near_key, normalise
 from training.corpus.tmx import write_tmx
 
@@ -98,18 +98,6 @@ def lexicon(names: Sequence[Name], excluded: set[str], counts: Counter[str]) -> 
             out[split_of(name.en)].append(name)
             counts["kept"] += 1
     return out
-
-
-def excluded_keys(corpora: Sequence[Path]) -> set[str]:
-    """The near keys of the English of every valid and test file (translations and identical
-    pairs) of these corpus directories."""
-    keys: set[str] = set()
-    for corpus in corpora:
-        for path in sorted(corpus.glob("*.en.gz")):
-            if path.name.split(".")[0] in ("valid", "test"):
-                with gzip.open(path, "rt", encoding="utf-8") as handle:
-                    keys.update(near_key(line.rstrip("\n")) for line in handle)
-    return keys
 
 
 def write_names(out: Path, by_split: dict[str, list[Name]], counts: Counter[str], exclude: Sequence[Path]) -> str:

@@ -88,6 +88,10 @@ singular entries with a translation read ({context} of them had a msgctxt, remov
   columns, accelerators), with its package and catalog; written by `python -m training.corpus
   as-written --sources data/debian_catalogs/sources.tsv --cache CACHE --corpus data/debian_catalogs`
   (training/corpus/as_written.py), read by `benchmarks/as_written.py`.
+- `{{valid,test}}.short.jsonl.gz`: every message of at most four words of the split's packages, a package's
+  pair once, those the train split has too included (the splits above drop them); written by `python -m
+  training.corpus terms ... --corpus data/debian_catalogs --tmx memories/debian-terms.tmx`
+  (training/corpus/terms.py), read by `benchmarks/terms_memory.py`.
 
 ## Licences
 

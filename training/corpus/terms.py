@@ -1,0 +1,125 @@
+"""Short messages that the catalogs of many packages translate alike, as a translation memory.
+
+A UI string such as "Search Results", "Subject" or "Former maintainer" is translated the same way
+by package after package ("Suchergebnisse", "Betreff", "Ehemaliger Betreuer"), yet the software
+models, given two or three words without context, get a fair share of them wrong
+("Ergebnisse suchen", "Subject", "Formerbetreuer"). The corpus cannot say which translation is the
+usual one: it keeps one pair per distinct translation (training/corpus/build.py removes duplicates).
+The catalogs can: here every message of at most MAX_WORDS words of the train split's packages
+(normalised and cleaned as the corpus is: training/corpus/clean.py; an untranslated copy that may
+be a kept name counts as a translation by itself) votes for its translation once per package, and
+a message whose most-voted translation has at least MIN_PACKAGES packages, more than any other
+translation, and at least half of the packages that translate the message, is written to a TMX file
+the service answers whole segments from (service/memory.py), e.g. memories/debian-terms.tmx.
+
+Only the train split's packages vote, and no message whose English is in a valid or test split of
+the corpus (by near key) is written, so the splits stay unseen. The German side serves De->En too,
+where the memory loader leaves out a German text two English messages share ("Abbrechen" for
+"Cancel" and "Abort").
+
+`write_repeated` writes, per valid and test split, what measures the memory
+(benchmarks/terms_memory.py): every message of at most MAX_WORDS words of the split's packages, in
+their order, including those the corpus' deduplication took out of the split because the train split
+has them (the ones a memory of train packages can answer): `SPLIT.short.jsonl.gz`, JSON lines
+`{"source", "target", "package"}` (a package's pair once), normalised as the corpus is.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from training.corpus.as_written import split_packages
+from training.corpus.catalog import CatalogError, read_catalog
+from training.corpus.clean import may_be_kept_identical, near_key, normalise, rejection, strip_accelerators
+from training.corpus.build import excluded_keys
+from training.corpus.tmx import write_tmx
+
+MAX_WORDS = 4
+MIN_PACKAGES = 2
+UNTRANSLATED = "untranslated copy"
+
+
+def short_pairs(directory: Path) -> Iterator[tuple[str, str]]:
+    """The cleaned (English, German) pairs of at most MAX_WORDS English words of one cached package,
+    in catalog and entry order; an untranslated copy only where it may be a kept name."""
+    fetched = json.loads((directory / "fetched.json").read_text(encoding="utf-8"))
+    for path in fetched["catalogs"]:
+        try:
+            catalog = read_catalog((directory / path).read_bytes())
+        except CatalogError:
+            continue
+        for msgid, msgstr in catalog.entries:
+            en, de = strip_accelerators(normalise(msgid), normalise(msgstr))
+            if len(en.split()) > MAX_WORDS:
+                continue
+            reason = rejection(en, de)
+            if reason is None or (reason == UNTRANSLATED and may_be_kept_identical(en)):
+                yield en, de
+
+
+def votes(packages: Iterable[Iterable[tuple[str, str]]]) -> dict[str, Counter[str]]:
+    """English -> German translation -> the number of packages that give it (each package once)."""
+    found: dict[str, Counter[str]] = defaultdict(Counter)
+    for pairs in packages:
+        for en, de in set(pairs):
+            found[en][de] += 1
+    return found
+
+
+def agreed(found: dict[str, Counter[str]], excluded: set[str]) -> list[tuple[str, str, int, int]]:
+    """(English, German, packages giving it, packages translating the English), English sorted:
+    the messages whose usual translation the packages agree on (see the module's docstring)."""
+    kept = []
+    for en in sorted(found):
+        ranked = found[en].most_common()
+        de, count = ranked[0]
+        total = sum(found[en].values())
+        if (count >= MIN_PACKAGES and 2 * count >= total and (len(ranked) == 1 or ranked[1][1] < count)
+                and near_key(en) not in excluded):
+            kept.append((en, de, count, total))
+    return kept
+
+
+def train_packages(corpus: Path) -> list[str]:
+    with gzip.open(corpus / "train.origin.gz", "rt", encoding="utf-8") as handle:
+        return sorted({line.split("\t", 1)[0] for line in handle.read().splitlines()})
+
+
+def build_terms(corpus: Path, cache: Path, memory: Path) -> str:
+    """Writes the memory from the train split's cached packages, and SPLIT.short.jsonl.gz."""
+    found = votes(short_pairs(cache / package) for package in train_packages(corpus))
+    units = agreed(found, excluded_keys([corpus]))
+    count = write_tmx(memory, ((f"{k + 1}", {"en": en, "de": de}) for k, (en, de, _, _) in enumerate(units)), "en",
+                      f"The usual German translation of {len(units)} short messages, agreed by at least "
+                      f"{MIN_PACKAGES} of the train split's packages of data/debian_catalogs (training/corpus/terms.py); "
+                      "each package's licence: data/debian_catalogs/packages.tsv")
+    said = [f"{memory}: {count} messages ({len(found)} short messages voted on)"]
+    for split in ("valid", "test"):
+        rows = write_repeated(corpus, cache, split)
+        said.append(f"{corpus / f'{split}.short.jsonl.gz'}: {rows} messages")
+    return "\n".join(said)
+
+
+def write_repeated(corpus: Path, cache: Path, split: str) -> int:
+    rows = [json.dumps({"source": en, "target": de, "package": package}, ensure_ascii=False)
+            for package in split_packages(corpus, split) for en, de in dict.fromkeys(short_pairs(cache / package))]
+    buffer = io.BytesIO()
+    # mtime 0 and no file name in the header: the same packages give the same bytes.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as handle:
+        handle.write("".join(row + "\n" for row in rows).encode("utf-8"))
+    (corpus / f"{split}.short.jsonl.gz").write_bytes(buffer.getvalue())
+    return len(rows)
+
+
+def read_short(path: Path) -> list[dict[str, str]]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle.read().splitlines()]
+
+
+def packages_needed(corpus: Path) -> Sequence[str]:
+    """Every package the memory and the short splits are read from."""
+    return sorted(set(train_packages(corpus)) | {p for split in ("valid", "test") for p in split_packages(corpus, split)})
