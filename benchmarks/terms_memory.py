@@ -33,6 +33,8 @@ def main() -> int:
     parser.add_argument("--split", choices=("valid", "test"), default="valid")
     parser.add_argument("--pair", choices=("en-de", "de-en"), default="en-de")
     parser.add_argument("--limit", type=int, default=None, help="the first N messages only (a quick look)")
+    parser.add_argument("--memory", type=Path, default=MEMORIES[1],
+                        help="the terms memory to serve after the CLDR names (another build's, to compare)")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "terms_memory.md")
     args = parser.parse_args()
     path = REPO / "data" / "debian_catalogs" / f"{args.split}.short.jsonl.gz"
@@ -64,7 +66,9 @@ def main() -> int:
         return outputs, answered_by
 
     started = time.perf_counter()
-    with in_process_service(Settings(model_dirs=[REPO / "models" / model], memories=MEMORIES, device="cpu",
+    if not args.memory.is_file():
+        parser.error(f"--memory: no such file: {args.memory}")
+    with in_process_service(Settings(model_dirs=[REPO / "models" / model], memories=[MEMORIES[0], args.memory], device="cpu",
                                      inference_process=False, warmup=False, max_segments=32)) as client:
         plain, _ = translate(client, False)
         remembered, answered_by = translate(client, True)
@@ -82,7 +86,8 @@ def main() -> int:
     by_memory = Counter(name for name in answered_by if name is not None)
     answered = [i for i in everything if answered_by[i] is not None]
     command = f"python benchmarks/terms_memory.py --split {args.split}" + (
-        f" --pair {args.pair}" if args.pair != "en-de" else "") + (f" --limit {args.limit}" if args.limit else "")
+        f" --pair {args.pair}" if args.pair != "en-de" else "") + (f" --limit {args.limit}" if args.limit else "") + (
+        f" --memory {args.memory}" if args.memory != MEMORIES[1] else "")
     report = (
         run_heading("") + f"    {command}\n\n"
         f"{len(rows)} messages of data/debian_catalogs/{path.name} ({source_lang}→{target_lang}, "

@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--cache", type=Path, required=True, help="where the catalogs of each package are kept")
     t.add_argument("--corpus", type=Path, required=True, help="the corpus directory (build's --out)")
     t.add_argument("--tmx", type=Path, required=True, help="the memory to write, e.g. memories/debian-terms.tmx")
+    t.add_argument("--min-packages", type=int, default=2, help="packages that must give the translation")
+    t.add_argument("--min-share", type=float, default=0.5,
+                   help="the share of the packages translating the message that must give it")
     t.add_argument("--mirror", help="as for fetch")
     t.add_argument("--workers", type=int, default=2, help="batches of packages fetched at once")
     n = sub.add_parser("names", help="CLDR's English and German names of countries, languages, scripts, "
@@ -153,6 +156,8 @@ def _terms(args: argparse.Namespace, sources: list[Source], say: Callable[[str],
     from training.corpus.fetch import fetch_all
     from training.corpus.terms import build_terms, packages_needed
 
+    if args.min_packages < 1 or not 0 < args.min_share <= 1:
+        raise UsageError("--min-packages must be >= 1 and --min-share in (0, 1]")
     absent = [str(args.corpus / f"{split}.origin.gz") for split in ("train", "valid", "test")
               if not (args.corpus / f"{split}.origin.gz").is_file()]
     if absent:
@@ -162,7 +167,7 @@ def _terms(args: argparse.Namespace, sources: list[Source], say: Callable[[str],
     failures = fetch_all(wanted, args.cache, workers=args.workers, mirror=args.mirror, say=say)
     if failures:
         raise UsageError(f"{len(failures)} packages could not be fetched (first: {next(iter(failures.items()))})")
-    say(build_terms(args.corpus, args.cache, args.tmx))
+    say(build_terms(args.corpus, args.cache, args.tmx, args.min_packages, args.min_share))
     return 0
 
 

@@ -9,7 +9,7 @@ The catalogs can: here every message of at most MAX_WORDS words of the train spl
 (normalised and cleaned as the corpus is: training/corpus/clean.py; an untranslated copy that may
 be a kept name counts as a translation by itself) votes for its translation once per package, and
 a message whose most-voted translation has at least MIN_PACKAGES packages, more than any other
-translation, and at least half of the packages that translate the message, is written to a TMX file
+translation, and at least MIN_SHARE of the packages that translate the message, is written to a TMX file
 the service answers whole segments from (service/memory.py), e.g. memories/debian-terms.tmx.
 
 Only the train split's packages vote, and no message whose English is in a valid or test split of
@@ -40,6 +40,7 @@ from training.corpus.tmx import write_tmx
 
 MAX_WORDS = 4
 MIN_PACKAGES = 2
+MIN_SHARE = 0.5     # chosen on the validation packages: results/terms_memory.md
 UNTRANSLATED = "untranslated copy"
 
 
@@ -70,7 +71,8 @@ def votes(packages: Iterable[Iterable[tuple[str, str]]]) -> dict[str, Counter[st
     return found
 
 
-def agreed(found: dict[str, Counter[str]], excluded: set[str]) -> list[tuple[str, str, int, int]]:
+def agreed(found: dict[str, Counter[str]], excluded: set[str], min_packages: int = MIN_PACKAGES,
+           min_share: float = MIN_SHARE) -> list[tuple[str, str, int, int]]:
     """(English, German, packages giving it, packages translating the English), English sorted:
     the messages whose usual translation the packages agree on (see the module's docstring)."""
     kept = []
@@ -78,7 +80,7 @@ def agreed(found: dict[str, Counter[str]], excluded: set[str]) -> list[tuple[str
         ranked = found[en].most_common()
         de, count = ranked[0]
         total = sum(found[en].values())
-        if (count >= MIN_PACKAGES and 2 * count >= total and (len(ranked) == 1 or ranked[1][1] < count)
+        if (count >= min_packages and count >= min_share * total and (len(ranked) == 1 or ranked[1][1] < count)
                 and near_key(en) not in excluded):
             kept.append((en, de, count, total))
     return kept
@@ -89,13 +91,14 @@ def train_packages(corpus: Path) -> list[str]:
         return sorted({line.split("\t", 1)[0] for line in handle.read().splitlines()})
 
 
-def build_terms(corpus: Path, cache: Path, memory: Path) -> str:
+def build_terms(corpus: Path, cache: Path, memory: Path, min_packages: int = MIN_PACKAGES,
+                min_share: float = MIN_SHARE) -> str:
     """Writes the memory from the train split's cached packages, and SPLIT.short.jsonl.gz."""
     found = votes(short_pairs(cache / package) for package in train_packages(corpus))
-    units = agreed(found, excluded_keys([corpus]))
+    units = agreed(found, excluded_keys([corpus]), min_packages, min_share)
     count = write_tmx(memory, ((f"{k + 1}", {"en": en, "de": de}) for k, (en, de, _, _) in enumerate(units)), "en",
                       f"The usual German translation of {len(units)} short messages, agreed by at least "
-                      f"{MIN_PACKAGES} of the train split's packages of data/debian_catalogs (training/corpus/terms.py); "
+                      f"{min_packages} of the train split's packages of data/debian_catalogs (training/corpus/terms.py); "
                       "each package's licence: data/debian_catalogs/packages.tsv")
     said = [f"{memory}: {count} messages ({len(found)} short messages voted on)"]
     for split in ("valid", "test"):
