@@ -3,6 +3,7 @@ training/corpus/terms.py) does to short software messages, through the service.
 
     python benchmarks/terms_memory.py                       # En->De, the validation packages
     python benchmarks/terms_memory.py --split test --pair de-en
+    python benchmarks/terms_memory.py --as-written                 # accelerators and spaces as written
 
 `data/debian_catalogs/SPLIT.short.jsonl.gz` holds every message of at most four words of the split's
 packages, including those the train split has too (the corpus' splits drop them; a client's catalog
@@ -33,6 +34,9 @@ def main() -> int:
     parser.add_argument("--split", choices=("valid", "test"), default="valid")
     parser.add_argument("--pair", choices=("en-de", "de-en"), default="en-de")
     parser.add_argument("--limit", type=int, default=None, help="the first N messages only (a quick look)")
+    parser.add_argument("--as-written", action="store_true",
+                        help="send each message as its catalog writes it (an accelerator kept; the output "
+                             "scored with it taken out again, as benchmarks/as_written.py does)")
     parser.add_argument("--memory", type=Path, default=MEMORIES[1],
                         help="the terms memory to serve after the CLDR names (another build's, to compare)")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "terms_memory.md")
@@ -45,6 +49,7 @@ def main() -> int:
     import torch
 
     from service.settings import Settings
+    from training.corpus.clean import normalise, strip_accelerators
     from training.corpus.terms import read_short
 
     torch.set_num_threads(1)
@@ -52,6 +57,8 @@ def main() -> int:
     source_lang, target_lang = args.pair.split("-")
     side, other = ("source", "target") if args.pair == "en-de" else ("target", "source")
     texts, references = [row[side] for row in rows], [row[other] for row in rows]
+    if args.as_written:
+        texts = [row["written"][0 if side == "source" else 1] for row in rows]
     model = f"{args.pair}-software"
 
     def translate(client, memory: bool) -> tuple[list[str], list[str | None]]:
@@ -73,6 +80,9 @@ def main() -> int:
         plain, _ = translate(client, False)
         remembered, answered_by = translate(client, True)
     seconds = time.perf_counter() - started
+    if args.as_written:  # the output read as the corpus reads a catalog's translation
+        plain, remembered = ([strip_accelerators(normalise(text), normalise(out))[1] for text, out in zip(texts, outputs)]
+                             for outputs in (plain, remembered))
 
     def scores(outputs: list[str], subset: list[int]) -> str:
         if not subset:
@@ -87,10 +97,11 @@ def main() -> int:
     answered = [i for i in everything if answered_by[i] is not None]
     command = f"python benchmarks/terms_memory.py --split {args.split}" + (
         f" --pair {args.pair}" if args.pair != "en-de" else "") + (f" --limit {args.limit}" if args.limit else "") + (
-        f" --memory {args.memory}" if args.memory != MEMORIES[1] else "")
+        f" --memory {args.memory}" if args.memory != MEMORIES[1] else "") + (" --as-written" if args.as_written else "")
     report = (
         run_heading("") + f"    {command}\n\n"
         f"{len(rows)} messages of data/debian_catalogs/{path.name} ({source_lang}→{target_lang}, "
+        f"{'as their catalogs write them, ' + str(sum(t != row[side] for t, row in zip(texts, rows))) + ' of them otherwise than normalised, ' if args.as_written else ''}"
         f"{len({row['package'] for row in rows})} packages), model {model}, beam 5, this checkout in-process; "
         f"answered by a memory: {len(answered)} ("
         + (", ".join(f"{name} {count}" for name, count in sorted(by_memory.items())) or "none") +

@@ -347,12 +347,15 @@ class Translator:
         A segment that ``opening`` says opens a line or follows a sentence starts with a capital
         where its source does (service/start_capital.py)."""
         hits = self._memory_hits(model, prepared) if memory else {}
-        remembered = await self._remembered(model, [(prepared[i].original, hit.target) for i, hit in hits.items()],
-                                            options) if hits else None
+        remembered = await self._remembered(model, [(_remembered_text(prepared[i]), hit.target)
+                                                    for i, hit in hits.items()], options) if hits else None
         if remembered is None:  # nothing held, or the backend cannot align given translations
             hits = {}
         keeps = model.keeps_placeholders  # read off the card once a request, not once a segment
-        as_written = [index in hits or (keeps and tried_as_written(p)) for index, p in enumerate(prepared)]
+        # A memory's answer is taken as written, but for a label's accelerator: that is placed in it
+        # as in the model's translation of the label without it.
+        as_written = [(not _marked(p)) if index in hits else (keeps and tried_as_written(p))
+                      for index, p in enumerate(prepared)]
         searched = [index for index in range(len(prepared)) if index not in hits]
         first: list[list[Translation]] = [[] for _ in prepared]
         for index, nbest in zip(hits, remembered or ()):
@@ -401,22 +404,25 @@ class Translator:
     def _memory_hits(self, model: ServedModel, prepared: list[PreparedText]) -> dict[int, MemoryMatch]:
         """The plain-text segments a translation memory holds (service/memory.py), by index: not one
         with do-not-translate terms or protected glossary terms (a stored translation knows nothing
-        of them), an accelerator (its letter is chosen in the translation), or more tokens on either
-        side than a forced pass may have."""
+        of them), nor an accelerator beside placeholders, nor more tokens on either side than a forced
+        pass may have. A label with an accelerator and nothing else protected is looked up without
+        its marker ("_Cancel" as "Cancel")."""
         source, target = model.key
         if not self.memories.serves(source, target):
             return {}
         hits = {}
         for index, p in enumerate(prepared):
             if (p.fmt != "text" or p.protected_terms or not has_visible_text(p.original)
-                    or any(part.kind in ("term", "accelerator") for part in p.protected)):
+                    or any(part.kind == "term" for part in p.protected)
+                    or (_marked(p) and any(part.kind != "accelerator" for part in p.protected))):
                 continue
-            match = self.memories.lookup(source, target, p.original)
+            match = self.memories.lookup(source, target, _remembered_text(p))
             if match is not None:
                 hits[index] = match
         limit = self._forced_token_limit(model.runtime)
         if hits and limit is not None:
-            counts = model.runtime.count_tokens([prepared[i].original for i in hits] + [h.target for h in hits.values()])
+            counts = model.runtime.count_tokens([_remembered_text(prepared[i]) for i in hits]
+                                                + [h.target for h in hits.values()])
             sources, targets = counts[:len(hits)], counts[len(hits):]
             hits = {i: h for (i, h), s, t in zip(hits.items(), sources, targets) if s <= limit and t <= limit}
         return hits
@@ -712,6 +718,17 @@ def _distinct(nbest: list[Served]) -> list[Served]:
             seen.add(served.translation.text)
             distinct.append(served)
     return distinct
+
+
+def _marked(prepared: PreparedText) -> bool:
+    """Whether the segment has an accelerator marker the service took out."""
+    return any(part.kind == "accelerator" for part in prepared.protected)
+
+
+def _remembered_text(prepared: PreparedText) -> str:
+    """What a memory is asked for and forced through: the segment as written, a label without its
+    accelerator marker (the model's text of it)."""
+    return prepared.model_text if _marked(prepared) else prepared.original
 
 
 def _check_options(runtime: TranslationRuntime, options: DecodingOptions) -> None:

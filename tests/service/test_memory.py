@@ -242,3 +242,15 @@ def test_a_runtime_restarting_is_a_503_and_a_failed_scoring_leaves_the_segment_t
     with _client(FailingToScore("en", "de"), tmx) as client:
         (hypothesis,) = _post(client, text="Sunday")[0]
     assert hypothesis == {"text": "SUNDAY", "score": -0.5}
+
+
+def test_a_label_with_an_accelerator_is_answered_from_memory_its_marker_placed_in_the_answer(tmx):
+    with _client(Scoring("en", "de"), tmx) as client:
+        (gtk,), (qt,), (beside,) = _post(client, text=["_Sunday", "Save &the file", "_Sunday %s"])
+    # Looked up without the marker, which goes where the model's forced alignment puts its word.
+    assert gtk["text"] == "_Sonntag" and gtk["memory"][0]["memory"] == "ui"
+    assert gtk["protected"] == [{"kind": "accelerator", "text": "_", "source": {"start": 0, "end": 1},
+                                 "target": {"start": 0, "end": 1}, "placement": "aligned"}]
+    assert qt["text"] == "Datei &speichern" and qt["memory"][0]["source"] == {"start": 0, "end": 14}
+    # An accelerator beside a placeholder: the model's (its text without both is "Sunday", held).
+    assert beside["text"] == "_SUNDAY %s" and "memory" not in beside

@@ -21,7 +21,8 @@ where the memory loader leaves out a German text two English messages share ("Ab
 (benchmarks/terms_memory.py): every message of at most MAX_WORDS words of the split's packages, in
 their order, including those the corpus' deduplication took out of the split because the train split
 has them (the ones a memory of train packages can answer): `SPLIT.short.jsonl.gz`, JSON lines
-`{"source", "target", "package"}` (a package's pair once), normalised as the corpus is.
+`{"source", "target", "package", "written"}` (a package's pair once), normalised as the corpus is, and
+the msgid and msgstr of its first entry as the catalog writes them (`"written"`: an accelerator kept).
 """
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ UNTRANSLATED = "untranslated copy"
 def short_pairs(directory: Path) -> Iterator[tuple[str, str]]:
     """The cleaned (English, German) pairs of at most MAX_WORDS English words of one cached package,
     in catalog and entry order; an untranslated copy only where it may be a kept name."""
+    for en, de, _, _ in _short_entries(directory):
+        yield en, de
+
+
+def _short_entries(directory: Path) -> Iterator[tuple[str, str, str, str]]:
+    """short_pairs' pairs, each with the msgid and msgstr it was cleaned from."""
     fetched = json.loads((directory / "fetched.json").read_text(encoding="utf-8"))
     for path in fetched["catalogs"]:
         try:
@@ -59,7 +66,7 @@ def short_pairs(directory: Path) -> Iterator[tuple[str, str]]:
                 continue
             reason = rejection(en, de)
             if reason is None or (reason == UNTRANSLATED and may_be_kept_identical(en)):
-                yield en, de
+                yield en, de, msgid, msgstr
 
 
 def votes(packages: Iterable[Iterable[tuple[str, str]]]) -> dict[str, Counter[str]]:
@@ -108,8 +115,13 @@ def build_terms(corpus: Path, cache: Path, memory: Path, min_packages: int = MIN
 
 
 def write_repeated(corpus: Path, cache: Path, split: str) -> int:
-    rows = [json.dumps({"source": en, "target": de, "package": package}, ensure_ascii=False)
-            for package in split_packages(corpus, split) for en, de in dict.fromkeys(short_pairs(cache / package))]
+    rows = []
+    for package in split_packages(corpus, split):
+        first: dict[tuple[str, str], tuple[str, str]] = {}
+        for en, de, msgid, msgstr in _short_entries(cache / package):
+            first.setdefault((en, de), (msgid, msgstr))
+        rows += [json.dumps({"source": en, "target": de, "package": package, "written": list(written)},
+                            ensure_ascii=False) for (en, de), written in first.items()]
     buffer = io.BytesIO()
     # mtime 0 and no file name in the header: the same packages give the same bytes.
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as handle:
