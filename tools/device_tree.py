@@ -33,12 +33,13 @@ MANIFEST = "manifest.json"
 # The bundled models none of them reads (models/en-de is the one serving and the study read).
 OTHER_MODELS = ("models/en-de-align", "models/en-de-align2", "models/de-en-align", "models/en-de-software",
                 "models/de-en-software", "models/en-fr")
+# None of them serves a translation memory.
 UNUSED = {
-    "serving": ("data/debian_catalogs", *OTHER_MODELS, "results/study-en-de"),
-    "study": ("data/debian_catalogs", *OTHER_MODELS),
+    "serving": ("data/debian_catalogs", *OTHER_MODELS, "results/study-en-de", "memories"),
+    "study": ("data/debian_catalogs", *OTHER_MODELS, "memories"),
     # studies/en-de-software-gpu.sh reads the corpus' splits, not its alignment labels (no run of
     # studies/en-de-software.json trains a head), nor any bundled model.
-    "software": ("data/debian_catalogs/train.en-de.align.gz", *OTHER_MODELS),
+    "software": ("data/debian_catalogs/train.en-de.align.gz", *OTHER_MODELS, "memories"),
 }
 
 
