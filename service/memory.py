@@ -11,8 +11,11 @@ with an English and a German variant answers en->de and de->en.
 Matching (service/translator.py): a plain-text segment (a sentence or line, service/layout.py) whose
 text, in Unicode NFC with runs of whitespace as one space and none at either end, equals a unit's
 source variant exactly (case included: "March" the month, not "march") is answered by the unit's
-target variant. A source a memory holds with two different targets is not answered (the memory
-cannot say which); where several memories hold a source, the first listed answers.
+target variant. A unit whose `<tu>` names a source language (TMX's `srclang` attribute, not "*all*")
+serves only from that language: a memory can hold the usual German of "Cancel" for en->de and the
+usual English of "Abbrechen" for de->en without the two answering each other's direction. A source
+a memory holds with two different targets is not answered (the memory cannot say which); where
+several memories hold a source, the first listed answers.
 
 What a memory cannot hold is left out when it loads, counted and logged: a variant with inline
 markup (TMX's bpt, ept, ph, it, hi, ...), an empty one, a unit with one language. A file that
@@ -91,11 +94,15 @@ class TranslationMemory:
             if event != "end" or element.tag != "tu":
                 continue
             variants = self._variants(element)
+            only_from = element.get("srclang", "*all*")
+            only_from = None if only_from.lower() == "*all*" else _language_keys(only_from)[0]
             element.clear()   # a large memory is read unit by unit
             if len(variants) < 2:
                 self.skipped["unit with fewer than two languages"] += 1
                 continue
             for source_code, source in variants:
+                if only_from is not None and only_from not in _language_keys(source_code):
+                    continue
                 for target_code, target in variants:
                     if target_code == source_code:
                         continue

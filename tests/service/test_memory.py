@@ -254,3 +254,14 @@ def test_a_label_with_an_accelerator_is_answered_from_memory_its_marker_placed_i
     assert qt["text"] == "Datei &speichern" and qt["memory"][0]["source"] == {"start": 0, "end": 14}
     # An accelerator beside a placeholder: the model's (its text without both is "Sunday", held).
     assert beside["text"] == "_SUNDAY %s" and "memory" not in beside
+
+
+def test_a_unit_that_names_its_source_language_serves_only_from_it(tmp_path):
+    path = tmp_path / "terms.tmx"
+    write_tmx(path, [("1", {"en": "Cancel", "de": "Abbrechen"}), ("2", {"en": "Abort", "de": "Abbrechen"}),
+                     ("3", {"en": "Close", "de": "Schließen"})], "*all*", unit_sources={"1": "en", "2": "de"})
+    memory = TranslationMemory.load(path)
+    # "Abbrechen" is no longer ambiguous de->en: only unit 2 serves from German.
+    assert memory.directions == {("en", "de"): {"Cancel": "Abbrechen", "Close": "Schließen"},
+                                 ("de", "en"): {"Abbrechen": "Abort", "Schließen": "Close"}}
+    assert memory.ambiguous == {}

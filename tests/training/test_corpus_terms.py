@@ -7,12 +7,12 @@ from pathlib import Path
 from service.memory import TranslationMemory
 from training.corpus.build import write_gzip
 from training.corpus.cli import main as corpus_main
-from training.corpus.terms import agreed, build_terms, read_short, votes
+from training.corpus.terms import agreed, build_terms, read_short, units, votes
 from tests.training.test_corpus import _cached
 
 
 def test_a_translation_is_agreed_by_two_packages_more_than_any_other_and_half_of_them():
-    found = votes([
+    found, german = votes([
         [("Search Results", "Suchergebnisse"), ("Clear", "Leeren"), ("Stop", "Stopp"), ("Open", "Öffnen"),
          ("Quit", "Beenden"), ("Quit", "Beenden")],                      # one vote a package
         [("Search Results", "Suchergebnisse"), ("Clear", "Leeren"), ("Stop", "Stopp"), ("Open", "Offen"),
@@ -25,6 +25,18 @@ def test_a_translation_is_agreed_by_two_packages_more_than_any_other_and_half_of
     # Search Results: 2 of 3. Clear: a tie. Stop: 2 of 5, under half. Open, Quit: one package each.
     assert agreed(found, set()) == [("Search Results", "Suchergebnisse", 2, 3)]
     assert agreed(found, {"searchresults"}) == []                      # its English is in a valid or test split
+    # Read the other way: the usual English of a German message.
+    assert german["Beenden"] == {"Quit": 1, "Stop": 1}
+    # Clear's tie is two agreements read from German.
+    assert agreed(german, set()) == [("Leeren", "Clear", 2, 2), ("Löschen", "Clear", 2, 2), ("Stopp", "Stop", 2, 2),
+                                     ("Suchergebnisse", "Search Results", 2, 2)]
+
+
+def test_a_pair_agreed_both_ways_serves_both_directions_and_one_agreed_one_way_that_one():
+    english = [("Cancel", "Abbrechen", 5, 6), ("Close", "Schließen", 3, 3)]
+    german = [("Abbrechen", "Abort", 4, 7), ("Schließen", "Close", 3, 4)]
+    assert units(english, german) == [("Abort", "Abbrechen", "de"), ("Cancel", "Abbrechen", "en"),
+                                      ("Close", "Schließen", None)]
 
 
 def test_the_memory_and_the_short_splits_come_from_the_cached_packages(tmp_path):
@@ -45,15 +57,17 @@ def test_the_memory_and_the_short_splits_come_from_the_cached_packages(tmp_path)
     write_gzip(corpus / "test.en.gz", ["Help"])
     memory = tmp_path / "terms.tmx"
     said = build_terms(corpus, cache, memory)
-    assert said.splitlines()[0] == f"{memory}: 3 messages (5 short messages voted on)"
+    assert said.splitlines()[0] == (f"{memory}: 3 units: en->de 3, de->en 3 messages "
+                                    "(5 English and 5 German short messages voted on)")
     # "_Print" and "Print" are one message; ISDN a kept name; "Open the file" an untranslated copy
     # (a function word), five words too many, "Zoom in" in the valid split, Quit in one package.
     loaded = TranslationMemory.load(memory)
     assert loaded.directions[("en", "de")] == {"ISDN": "ISDN", "Print": "Drucken", "Search Results": "Suchergebnisse"}
-    assert loaded.directions[("de", "en")]["Suchergebnisse"] == "Search Results"
+    assert loaded.directions[("de", "en")] == {"ISDN": "ISDN", "Drucken": "Print", "Suchergebnisse": "Search Results"}
     # Every short message of a split's packages, once a package, those train has too included.
     assert [(r["source"], r["target"], r["package"]) for r in read_short(corpus / "valid.short.jsonl.gz")] == [
         ("Quit", "Verlassen", "beta"), ("Search Results", "Suchergebnisse", "beta")]
+    assert read_short(corpus / "valid.short.jsonl.gz")[0]["written"] == ["Quit", "Verlassen"]
     assert [r["source"] for r in read_short(corpus / "test.short.jsonl.gz")] == ["Help"]
     first = memory.read_bytes()
     build_terms(corpus, cache, memory)

@@ -168,12 +168,12 @@ def keep_identical(by_split: dict[str, list[Pair]], translated: set[str],
     return out
 
 
-def excluded_keys(corpora: Sequence[Path]) -> set[str]:
-    """The near keys of the English of every valid and test file (translations and identical
-    pairs) of these corpus directories."""
+def excluded_keys(corpora: Sequence[Path], language: str = "en") -> set[str]:
+    """The near keys of the English (or `language`) side of every valid and test file (translations
+    and identical pairs) of these corpus directories."""
     keys: set[str] = set()
     for corpus in corpora:
-        for path in sorted(corpus.glob("*.en.gz")):
+        for path in sorted(corpus.glob(f"*.{language}.gz")):
             if path.name.split(".")[0] in ("valid", "test"):
                 with gzip.open(path, "rt", encoding="utf-8") as handle:
                     keys.update(near_key(line.rstrip("\n")) for line in handle)

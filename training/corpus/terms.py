@@ -12,10 +12,14 @@ a message whose most-voted translation has at least MIN_PACKAGES packages, more 
 translation, and at least MIN_SHARE of the packages that translate the message, is written to a TMX file
 the service answers whole segments from (service/memory.py), e.g. memories/debian-terms.tmx.
 
-Only the train split's packages vote, and no message whose English is in a valid or test split of
-the corpus (by near key) is written, so the splits stay unseen. The German side serves De->En too,
-where the memory loader leaves out a German text two English messages share ("Abbrechen" for
-"Cancel" and "Abort").
+The packages vote the other way too, on the English of every German message, by the same rule: the
+usual English of "Abbrechen" is "Cancel", though "Abort" is the usual German of "Abort" too. A pair
+agreed both ways is one unit serving both directions; one agreed one way only names the language it
+serves from (TMX's `srclang` on its `<tu>`, which service/memory.py honours).
+
+Only the train split's packages vote, and no message whose English (or, for De->En, German) is in a
+valid or test split of the corpus (by near key) is written, nor a De->En answer whose English is, so
+the splits stay unseen.
 
 `write_repeated` writes, per valid and test split, what measures the memory
 (benchmarks/terms_memory.py): every message of at most MAX_WORDS words of the split's packages, in
@@ -69,28 +73,42 @@ def _short_entries(directory: Path) -> Iterator[tuple[str, str, str, str]]:
                 yield en, de, msgid, msgstr
 
 
-def votes(packages: Iterable[Iterable[tuple[str, str]]]) -> dict[str, Counter[str]]:
-    """English -> German translation -> the number of packages that give it (each package once)."""
-    found: dict[str, Counter[str]] = defaultdict(Counter)
+def votes(packages: Iterable[Iterable[tuple[str, str]]]) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
+    """English -> German translation -> the number of packages that give it (each package once),
+    and German -> English message -> the same."""
+    english: dict[str, Counter[str]] = defaultdict(Counter)
+    german: dict[str, Counter[str]] = defaultdict(Counter)
     for pairs in packages:
         for en, de in set(pairs):
-            found[en][de] += 1
-    return found
+            english[en][de] += 1
+            german[de][en] += 1
+    return english, german
 
 
 def agreed(found: dict[str, Counter[str]], excluded: set[str], min_packages: int = MIN_PACKAGES,
            min_share: float = MIN_SHARE) -> list[tuple[str, str, int, int]]:
-    """(English, German, packages giving it, packages translating the English), English sorted:
-    the messages whose usual translation the packages agree on (see the module's docstring)."""
+    """(message, translation, packages giving it, packages translating the message), messages
+    sorted: those whose usual translation the packages agree on (see the module's docstring), none
+    whose near key is `excluded`. Read either way: `found` is one of `votes`' two."""
     kept = []
-    for en in sorted(found):
-        ranked = found[en].most_common()
-        de, count = ranked[0]
-        total = sum(found[en].values())
+    for message in sorted(found):
+        ranked = found[message].most_common()
+        translation, count = ranked[0]
+        total = sum(found[message].values())
         if (count >= min_packages and count >= min_share * total and (len(ranked) == 1 or ranked[1][1] < count)
-                and near_key(en) not in excluded):
-            kept.append((en, de, count, total))
+                and near_key(message) not in excluded):
+            kept.append((message, translation, count, total))
     return kept
+
+
+def units(english: list[tuple[str, str, int, int]], german: list[tuple[str, str, int, int]]
+          ) -> list[tuple[str, str, str | None]]:
+    """(English, German, the one language the unit serves from or None for both), sorted: a pair
+    agreed both ways is one unit for both directions."""
+    forward = {(en, de) for en, de, _, _ in english}
+    backward = {(en, de) for de, en, _, _ in german}
+    return sorted((en, de, None if (en, de) in forward and (en, de) in backward else ("en" if (en, de) in forward else "de"))
+                  for en, de in forward | backward)
 
 
 def train_packages(corpus: Path) -> list[str]:
@@ -101,13 +119,19 @@ def train_packages(corpus: Path) -> list[str]:
 def build_terms(corpus: Path, cache: Path, memory: Path, min_packages: int = MIN_PACKAGES,
                 min_share: float = MIN_SHARE) -> str:
     """Writes the memory from the train split's cached packages, and SPLIT.short.jsonl.gz."""
-    found = votes(short_pairs(cache / package) for package in train_packages(corpus))
-    units = agreed(found, excluded_keys([corpus]), min_packages, min_share)
-    count = write_tmx(memory, ((f"{k + 1}", {"en": en, "de": de}) for k, (en, de, _, _) in enumerate(units)), "en",
-                      f"The usual German translation of {len(units)} short messages, agreed by at least "
+    english, german = votes(short_pairs(cache / package) for package in train_packages(corpus))
+    en_de = agreed(english, excluded_keys([corpus]), min_packages, min_share)
+    de_en = agreed(german, excluded_keys([corpus], "de"), min_packages, min_share)
+    excluded = excluded_keys([corpus])  # nor the English of a valid or test message, either way
+    de_en = [row for row in de_en if near_key(row[1]) not in excluded]
+    kept = units(en_de, de_en)
+    count = write_tmx(memory, ((f"{k + 1}", {"en": en, "de": de}) for k, (en, de, _) in enumerate(kept)), "*all*",
+                      f"The usual translation of short messages, En->De and De->En, agreed by at least "
                       f"{min_packages} of the train split's packages of data/debian_catalogs (training/corpus/terms.py); "
-                      "each package's licence: data/debian_catalogs/packages.tsv")
-    said = [f"{memory}: {count} messages ({len(found)} short messages voted on)"]
+                      "each package's licence: data/debian_catalogs/packages.tsv",
+                      {f"{k + 1}": only_from for k, (_, _, only_from) in enumerate(kept) if only_from})
+    said = [f"{memory}: {count} units: en->de {len(en_de)}, de->en {len(de_en)} messages "
+            f"({len(english)} English and {len(german)} German short messages voted on)"]
     for split in ("valid", "test"):
         rows = write_repeated(corpus, cache, split)
         said.append(f"{corpus / f'{split}.short.jsonl.gz'}: {rows} messages")
