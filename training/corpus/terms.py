@@ -21,7 +21,7 @@ Only the train split's packages vote, and no message whose English (or, for De->
 valid or test split of the corpus (by near key) is written, nor a De->En answer whose English is, so
 the splits stay unseen.
 
-`write_repeated` writes, per valid and test split, what measures the memory
+`write_short` writes, per valid and test split, what measures the memory
 (benchmarks/terms_memory.py): every message of at most MAX_WORDS words of the split's packages, in
 their order, including those the corpus' deduplication took out of the split because the train split
 has them (the ones a memory of train packages can answer): `SPLIT.short.jsonl.gz`, JSON lines
@@ -31,16 +31,15 @@ the msgid and msgstr of its first entry as the catalog writes them (`"written"`:
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from training.corpus.as_written import split_packages
+from training.corpus.build import excluded_keys, write_gzip
 from training.corpus.catalog import CatalogError, read_catalog
 from training.corpus.clean import may_be_kept_identical, near_key, normalise, rejection, strip_accelerators
-from training.corpus.build import excluded_keys
 from training.corpus.tmx import write_tmx
 
 MAX_WORDS = 4
@@ -120,10 +119,10 @@ def build_terms(corpus: Path, cache: Path, memory: Path, min_packages: int = MIN
                 min_share: float = MIN_SHARE) -> str:
     """Writes the memory from the train split's cached packages, and SPLIT.short.jsonl.gz."""
     english, german = votes(short_pairs(cache / package) for package in train_packages(corpus))
-    en_de = agreed(english, excluded_keys([corpus]), min_packages, min_share)
+    excluded = excluded_keys([corpus])
+    en_de = agreed(english, excluded, min_packages, min_share)
     de_en = agreed(german, excluded_keys([corpus], "de"), min_packages, min_share)
-    excluded = excluded_keys([corpus])  # nor the English of a valid or test message, either way
-    de_en = [row for row in de_en if near_key(row[1]) not in excluded]
+    de_en = [row for row in de_en if near_key(row[1]) not in excluded]  # nor a valid or test English as an answer
     kept = units(en_de, de_en)
     count = write_tmx(memory, ((f"{k + 1}", {"en": en, "de": de}) for k, (en, de, _) in enumerate(kept)), "*all*",
                       f"The usual translation of short messages, En->De and De->En, agreed by at least "
@@ -133,12 +132,12 @@ def build_terms(corpus: Path, cache: Path, memory: Path, min_packages: int = MIN
     said = [f"{memory}: {count} units: en->de {len(en_de)}, de->en {len(de_en)} messages "
             f"({len(english)} English and {len(german)} German short messages voted on)"]
     for split in ("valid", "test"):
-        rows = write_repeated(corpus, cache, split)
+        rows = write_short(corpus, cache, split)
         said.append(f"{corpus / f'{split}.short.jsonl.gz'}: {rows} messages")
     return "\n".join(said)
 
 
-def write_repeated(corpus: Path, cache: Path, split: str) -> int:
+def write_short(corpus: Path, cache: Path, split: str) -> int:
     rows = []
     for package in split_packages(corpus, split):
         first: dict[tuple[str, str], tuple[str, str]] = {}
@@ -146,11 +145,7 @@ def write_repeated(corpus: Path, cache: Path, split: str) -> int:
             first.setdefault((en, de), (msgid, msgstr))
         rows += [json.dumps({"source": en, "target": de, "package": package, "written": list(written)},
                             ensure_ascii=False) for (en, de), written in first.items()]
-    buffer = io.BytesIO()
-    # mtime 0 and no file name in the header: the same packages give the same bytes.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as handle:
-        handle.write("".join(row + "\n" for row in rows).encode("utf-8"))
-    (corpus / f"{split}.short.jsonl.gz").write_bytes(buffer.getvalue())
+    write_gzip(corpus / f"{split}.short.jsonl.gz", rows)
     return len(rows)
 
 
