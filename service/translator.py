@@ -49,6 +49,7 @@ from service.runtime.base import (
     TranslationRuntime,
     UnsupportedOption,
     has_visible_text,
+    in_source_characters,
     normalise_language_code,
     bidirectional_alignment,
     given_translation,
@@ -418,7 +419,7 @@ class Translator:
                 continue
             match = self.memories.lookup(source, target, _remembered_text(p))
             if match is not None:
-                hits[index] = match
+                hits[index] = replace(match, target=in_source_characters(_remembered_text(p), match.target))
         limit = self._forced_token_limit(model.runtime)
         if hits and limit is not None:
             counts = model.runtime.count_tokens([_remembered_text(prepared[i]) for i in hits]

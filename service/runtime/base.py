@@ -19,6 +19,7 @@ from typing import Literal
 from model.decoding.length_penalty import ct2_problem
 from model.decoding.options import AlignmentMethod, AlignmentMode, DecodingOptions, n_best_problem
 from model.alignments.word_alignment import TokenAlignment, Word, pharaoh
+from model.text import compatibility
 from model.text.invisible import has_visible_text
 from model.text.language_code import normalise_language_code
 from model.alignments.bidirectional import bidirectional_alignment
@@ -44,6 +45,7 @@ __all__ = [
     "UnsupportedOption",
     "Word",
     "has_visible_text",
+    "in_source_characters",
     "load_abandoned",
     "n_best_problem",
     "normalise_language_code",
@@ -132,6 +134,13 @@ class Translation:
     score: float
     alignment: TokenAlignment | None = None
     phrase_map: PhraseMap | None = None
+
+
+def in_source_characters(source: str, text: str) -> str:
+    """A translation the model did not write (a translation memory's) with `source`'s compatibility
+    characters written back where it has their expansion, as the model's translations get them
+    (model/text/compatibility.py): "Bitte warten …" answered "Please wait..." reads "Please wait…"."""
+    return compatibility.restore(source, text)[0]
 
 
 def given_translation(text: str, log_prob: float | None, tokens: int, options: DecodingOptions,

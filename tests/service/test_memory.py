@@ -34,6 +34,7 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
     <tu><tuv xml:lang="en"><seg>Fish &amp; chips</seg></tuv><tuv xml:lang="de"><seg>Fisch &amp; Pommes</seg></tuv></tu>
     <tu><tuv xml:lang="en"><seg>Salt &amp; pepper</seg></tuv><tuv xml:lang="de"><seg>Salz und Pfeffer</seg></tuv></tu>
     <tu><tuv xml:lang="en"><seg>Open it. Save it.</seg></tuv><tuv xml:lang="de"><seg>Öffnen. Speichern.</seg></tuv></tu>
+    <tu><tuv xml:lang="en"><seg>Loading…</seg></tuv><tuv xml:lang="de"><seg>Laden...</seg></tuv></tu>
   </body>
 </tmx>
 """
@@ -62,7 +63,7 @@ def test_a_tmx_file_answers_every_direction_between_its_languages(tmx):
     assert memory.ambiguous == {("de", "en"): 1}
     assert memory.skipped == {"variant with inline markup": 2, "empty variant": 1,
                               "unit with fewer than two languages": 3}
-    assert memory.sizes() == {"de-en": 7, "de-en-us": 1, "de-fr": 1, "en-de": 9, "en-fr": 1, "en-us-de": 1,
+    assert memory.sizes() == {"de-en": 8, "de-en-us": 1, "de-fr": 1, "en-de": 10, "en-fr": 1, "en-us-de": 1,
                               "en-us-fr": 1, "fr-de": 1, "fr-en": 1, "fr-en-us": 1}
 
 
@@ -146,7 +147,7 @@ def test_a_segment_the_memory_holds_is_answered_from_it_and_says_so(tmx):
         # "memory": false: the model translates everything; n_best from the memory is its one answer.
         assert _post(client, text="Sunday", memory=False)[0][0]["text"] == "SUNDAY"
         assert [h["text"] for h in _post(client, text="Sunday", n_best=3)[0]] == ["Sonntag"]
-        assert client.get("/memories").json() == {"memories": [{"name": "ui", "directions": {"en-de": 9}}]}
+        assert client.get("/memories").json() == {"memories": [{"name": "ui", "directions": {"en-de": 10}}]}
         metrics = client.get("/metrics").text
         assert 'phrasal_memory_segments_total{memory="ui",pair="en-de"} 3.0' in metrics
 
@@ -265,3 +266,11 @@ def test_a_unit_that_names_its_source_language_serves_only_from_it(tmp_path):
     assert memory.directions == {("en", "de"): {"Cancel": "Abbrechen", "Close": "Schließen"},
                                  ("de", "en"): {"Abbrechen": "Abort", "Schließen": "Close"}}
     assert memory.ambiguous == {}
+
+
+def test_a_memory_answer_writes_the_sources_compatibility_characters_as_the_models_do(tmx):
+    # The source writes "…", the stored answer its expansion: the answer gets the "…" back, as a
+    # model's translation does (model/text/compatibility.py).
+    with _client(Scoring("en", "de"), tmx) as client:
+        (loading,), = _post(client, text=["Loading…"])
+    assert loading["text"] == "Laden…" and loading["memory"][0]["target"] == {"start": 0, "end": 6}
