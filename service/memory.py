@@ -95,14 +95,14 @@ class TranslationMemory:
                 continue
             variants = self._variants(element)
             only_from = element.get("srclang", "*all*")
-            only_from = None if only_from.lower() == "*all*" else _language_keys(only_from)[0]
+            only_from = None if only_from.lower() == "*all*" else set(_language_keys(only_from))
             element.clear()   # a large memory is read unit by unit
             if len(variants) < 2:
                 self.skipped["unit with fewer than two languages"] += 1
                 continue
             for source_code, source in variants:
-                if only_from is not None and only_from not in _language_keys(source_code):
-                    continue
+                if only_from is not None and not only_from & set(_language_keys(source_code)):
+                    continue  # "de-DE" names a "de" variant too
                 for target_code, target in variants:
                     if target_code == source_code:
                         continue

@@ -260,7 +260,7 @@ def test_a_label_with_an_accelerator_is_answered_from_memory_its_marker_placed_i
 def test_a_unit_that_names_its_source_language_serves_only_from_it(tmp_path):
     path = tmp_path / "terms.tmx"
     write_tmx(path, [("1", {"en": "Cancel", "de": "Abbrechen"}), ("2", {"en": "Abort", "de": "Abbrechen"}),
-                     ("3", {"en": "Close", "de": "Schließen"})], "*all*", unit_sources={"1": "en", "2": "de"})
+                     ("3", {"en": "Close", "de": "Schließen"})], "*all*", unit_sources={"1": "en-US", "2": "DE"})
     memory = TranslationMemory.load(path)
     # "Abbrechen" is no longer ambiguous de->en: only unit 2 serves from German.
     assert memory.directions == {("en", "de"): {"Cancel": "Abbrechen", "Close": "Schließen"},
