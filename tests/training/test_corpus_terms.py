@@ -82,3 +82,7 @@ def test_the_cli_names_a_corpus_without_its_splits_in_one_line(tmp_path, capsys)
     assert capsys.readouterr().err.strip() == (
         f"python -m training.corpus: error: --corpus: no such file: {tmp_path / 'c' / 'train.origin.gz'}, "
         f"{tmp_path / 'c' / 'valid.origin.gz'}, {tmp_path / 'c' / 'test.origin.gz'}")
+    assert corpus_main(["terms", "--sources", str(sources), "--cache", str(tmp_path), "--corpus", str(tmp_path / "c"),
+                        "--tmx", str(tmp_path / "t.tmx"), "--min-share", "1.5"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "python -m training.corpus: error: --min-packages must be >= 1 and --min-share in (0, 1]")
