@@ -50,10 +50,10 @@ def main() -> int:
 
     from service.settings import Settings
     from training.corpus.clean import normalise, strip_accelerators
-    from training.corpus.terms import read_short
+    from training.corpus.build import read_jsonl_gzip
 
     torch.set_num_threads(1)
-    rows = read_short(path)[:args.limit]
+    rows = read_jsonl_gzip(path)[:args.limit]
     source_lang, target_lang = args.pair.split("-")
     side, other = ("source", "target") if args.pair == "en-de" else ("target", "source")
     texts, references = [row[side] for row in rows], [row[other] for row in rows]

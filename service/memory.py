@@ -5,8 +5,9 @@ A memory is a TMX file (the exchange format of translation memories: TMX 1.4, wh
 export) named by the ``memories`` setting; the bundled one, memories/cldr-names.tmx, holds CLDR's English
 and German names of countries, languages, scripts, currencies, time zones, months and weekdays
 (written by ``python -m training.corpus names --tmx``, training/corpus/tmx.py), which a small model leaves in English ("Norway",
-"Sunday") or mangles. Each translation unit serves every direction between its languages: a unit
-with an English and a German variant answers en->de and de->en.
+"Sunday") or mangles. A translation unit serves every direction between its languages (a unit
+with an English and a German variant answers en->de and de->en) unless it names its source
+language (below).
 
 Matching (service/translator.py): a plain-text segment (a sentence or line, service/layout.py) whose
 text, in Unicode NFC with runs of whitespace as one space and none at either end, equals a unit's

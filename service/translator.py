@@ -417,9 +417,10 @@ class Translator:
                     or any(part.kind == "term" for part in p.protected)
                     or (_marked(p) and any(part.kind != "accelerator" for part in p.protected))):
                 continue
-            match = self.memories.lookup(source, target, _remembered_text(p))
+            text = _remembered_text(p)
+            match = self.memories.lookup(source, target, text)
             if match is not None:
-                hits[index] = replace(match, target=in_source_characters(_remembered_text(p), match.target))
+                hits[index] = replace(match, target=in_source_characters(text, match.target))
         limit = self._forced_token_limit(model.runtime)
         if hits and limit is not None:
             counts = model.runtime.count_tokens([_remembered_text(prepared[i]) for i in hits]

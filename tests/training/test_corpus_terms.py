@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from service.memory import TranslationMemory
-from training.corpus.build import write_gzip
+from training.corpus.build import read_jsonl_gzip, write_gzip
 from training.corpus.cli import main as corpus_main
-from training.corpus.terms import agreed, build_terms, read_short, units, votes
+from training.corpus.terms import agreed, build_terms, units, votes
 from tests.training.test_corpus import _cached
 
 
@@ -65,10 +65,10 @@ def test_the_memory_and_the_short_splits_come_from_the_cached_packages(tmp_path)
     assert loaded.directions[("en", "de")] == {"ISDN": "ISDN", "Print": "Drucken", "Search Results": "Suchergebnisse"}
     assert loaded.directions[("de", "en")] == {"ISDN": "ISDN", "Drucken": "Print", "Suchergebnisse": "Search Results"}
     # Every short message of a split's packages, once a package, those train has too included.
-    assert [(r["source"], r["target"], r["package"]) for r in read_short(corpus / "valid.short.jsonl.gz")] == [
+    assert [(r["source"], r["target"], r["package"]) for r in read_jsonl_gzip(corpus / "valid.short.jsonl.gz")] == [
         ("Quit", "Verlassen", "beta"), ("Search Results", "Suchergebnisse", "beta")]
-    assert read_short(corpus / "valid.short.jsonl.gz")[0]["written"] == ["Quit", "Verlassen"]
-    assert [r["source"] for r in read_short(corpus / "test.short.jsonl.gz")] == ["Help"]
+    assert read_jsonl_gzip(corpus / "valid.short.jsonl.gz")[0]["written"] == ["Quit", "Verlassen"]
+    assert [r["source"] for r in read_jsonl_gzip(corpus / "test.short.jsonl.gz")] == ["Help"]
     first = memory.read_bytes()
     build_terms(corpus, cache, memory)
     assert memory.read_bytes() == first                                  # the same packages give the same bytes

@@ -15,12 +15,12 @@ exact duplicates).
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
 from training.corpus.archive import Source
+from training.corpus.build import read_jsonl_gzip, write_gzip
 from training.corpus.catalog import CatalogError, read_catalog
 from training.corpus.clean import normalise, strip_accelerators
 
@@ -69,17 +69,12 @@ def write_as_written(corpus: Path, cache: Path, split: str) -> tuple[int, int]:
             continue
         rows.append(json.dumps({"source": written[0], "target": written[1], "package": package, "catalog": catalog},
                                ensure_ascii=False))
-    buffer = io.BytesIO()
-    # mtime 0 and no file name in the header: the same packages give the same bytes.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as handle:
-        handle.write("".join(row + "\n" for row in rows).encode("utf-8"))
-    (corpus / file_name(split)).write_bytes(buffer.getvalue())
+    write_gzip(corpus / file_name(split), rows)  # the same packages give the same bytes
     return len(rows), missing
 
 
 def read_as_written(path: Path) -> list[dict[str, str]]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle.read().splitlines()]
+    return read_jsonl_gzip(path)
 
 
 def sources_of(sources: Sequence[Source], corpus: Path, splits: Sequence[str] = SPLITS) -> list[Source]:

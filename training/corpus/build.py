@@ -180,6 +180,12 @@ def excluded_keys(corpora: Sequence[Path], language: str = "en") -> set[str]:
     return keys
 
 
+def read_jsonl_gzip(path: Path) -> list[dict]:
+    """The JSON objects of a gzipped JSON-lines file, one a line."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle.read().splitlines()]
+
+
 def write_gzip(path: Path, lines: Sequence[str]) -> None:
     # mtime 0 and no file name in the header: the same corpus gives the same bytes.
     buffer = io.BytesIO()

@@ -130,18 +130,27 @@ def run(argv: Sequence[str] | None) -> int:
     return 0
 
 
-def _as_written(args: argparse.Namespace, sources: list[Source], say: Callable[[str], None]) -> int:
-    from training.corpus.as_written import SPLITS, file_name, sources_of, write_as_written
+def _fetch_splits(args: argparse.Namespace, sources: list[Source], splits: Sequence[str],
+                  say: Callable[[str], None]) -> None:
+    """Fetches the pinned packages the corpus' `splits` come from into --cache; a corpus without one
+    of those splits, or a package that cannot be fetched, is a UsageError."""
+    from training.corpus.as_written import sources_of
     from training.corpus.fetch import fetch_all
 
-    absent = [str(args.corpus / f"{split}.origin.gz") for split in SPLITS
+    absent = [str(args.corpus / f"{split}.origin.gz") for split in splits
               if not (args.corpus / f"{split}.origin.gz").is_file()]
     if absent:
         raise UsageError(f"--corpus: no such file: {', '.join(absent)}")
-    wanted = sources_of(sources, args.corpus)
-    failures = fetch_all(wanted, args.cache, workers=args.workers, mirror=args.mirror, say=say)
+    failures = fetch_all(sources_of(sources, args.corpus, splits), args.cache, workers=args.workers,
+                         mirror=args.mirror, say=say)
     if failures:
         raise UsageError(f"{len(failures)} packages could not be fetched (first: {next(iter(failures.items()))})")
+
+
+def _as_written(args: argparse.Namespace, sources: list[Source], say: Callable[[str], None]) -> int:
+    from training.corpus.as_written import SPLITS, file_name, write_as_written
+
+    _fetch_splits(args, sources, SPLITS, say)
     for split in SPLITS:
         written, missing = write_as_written(args.corpus, args.cache, split)
         say(f"{args.corpus / file_name(split)}: {written} messages"
@@ -153,20 +162,11 @@ def _as_written(args: argparse.Namespace, sources: list[Source], say: Callable[[
 
 
 def _terms(args: argparse.Namespace, sources: list[Source], say: Callable[[str], None]) -> int:
-    from training.corpus.fetch import fetch_all
-    from training.corpus.terms import build_terms, packages_needed
+    from training.corpus.terms import build_terms
 
     if args.min_packages < 1 or not 0 < args.min_share <= 1:
         raise UsageError("--min-packages must be >= 1 and --min-share in (0, 1]")
-    absent = [str(args.corpus / f"{split}.origin.gz") for split in ("train", "valid", "test")
-              if not (args.corpus / f"{split}.origin.gz").is_file()]
-    if absent:
-        raise UsageError(f"--corpus: no such file: {', '.join(absent)}")
-    needed = set(packages_needed(args.corpus))
-    wanted = [source for source in sources if source.package in needed]
-    failures = fetch_all(wanted, args.cache, workers=args.workers, mirror=args.mirror, say=say)
-    if failures:
-        raise UsageError(f"{len(failures)} packages could not be fetched (first: {next(iter(failures.items()))})")
+    _fetch_splits(args, sources, ("train", "valid", "test"), say)
     say(build_terms(args.corpus, args.cache, args.tmx, args.min_packages, args.min_share))
     return 0
 

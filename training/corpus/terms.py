@@ -30,10 +30,9 @@ the msgid and msgstr of its first entry as the catalog writes them (`"written"`:
 """
 from __future__ import annotations
 
-import gzip
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from training.corpus.as_written import split_packages
@@ -110,15 +109,10 @@ def units(english: list[tuple[str, str, int, int]], german: list[tuple[str, str,
                   for en, de in forward | backward)
 
 
-def train_packages(corpus: Path) -> list[str]:
-    with gzip.open(corpus / "train.origin.gz", "rt", encoding="utf-8") as handle:
-        return sorted({line.split("\t", 1)[0] for line in handle.read().splitlines()})
-
-
 def build_terms(corpus: Path, cache: Path, memory: Path, min_packages: int = MIN_PACKAGES,
                 min_share: float = MIN_SHARE) -> str:
     """Writes the memory from the train split's cached packages, and SPLIT.short.jsonl.gz."""
-    english, german = votes(short_pairs(cache / package) for package in train_packages(corpus))
+    english, german = votes(short_pairs(cache / package) for package in split_packages(corpus, "train"))
     excluded = excluded_keys([corpus])
     en_de = agreed(english, excluded, min_packages, min_share)
     de_en = agreed(german, excluded_keys([corpus], "de"), min_packages, min_share)
@@ -147,13 +141,3 @@ def write_short(corpus: Path, cache: Path, split: str) -> int:
                             ensure_ascii=False) for (en, de), written in first.items()]
     write_gzip(corpus / f"{split}.short.jsonl.gz", rows)
     return len(rows)
-
-
-def read_short(path: Path) -> list[dict[str, str]]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle.read().splitlines()]
-
-
-def packages_needed(corpus: Path) -> Sequence[str]:
-    """Every package the memory and the short splits are read from."""
-    return sorted(set(train_packages(corpus)) | {p for split in ("valid", "test") for p in split_packages(corpus, split)})
