@@ -95,7 +95,7 @@ class TranslationMemory:
             if event != "end" or element.tag != "tu":
                 continue
             variants = self._variants(element)
-            only_from = element.get("srclang", "*all*")
+            only_from = element.get("srclang") or "*all*"  # an empty one names no language
             only_from = None if only_from.lower() == "*all*" else set(_language_keys(only_from))
             element.clear()   # a large memory is read unit by unit
             if len(variants) < 2:

@@ -261,8 +261,10 @@ def test_a_unit_that_names_its_source_language_serves_only_from_it(tmp_path):
     path = tmp_path / "terms.tmx"
     write_tmx(path, [("1", {"en": "Cancel", "de": "Abbrechen"}), ("2", {"en": "Abort", "de": "Abbrechen"}),
                      ("3", {"en": "Close", "de": "Schließen"})], "*all*", unit_sources={"1": "en-US", "2": "DE"})
+    path.write_text(path.read_text(encoding="utf-8").replace('tuid="3"', 'tuid="3" srclang=""'), encoding="utf-8")
     memory = TranslationMemory.load(path)
-    # "Abbrechen" is no longer ambiguous de->en: only unit 2 serves from German.
+    # "Abbrechen" is no longer ambiguous de->en: only unit 2 serves from German; unit 3's empty
+    # srclang names no language, so it serves both.
     assert memory.directions == {("en", "de"): {"Cancel": "Abbrechen", "Close": "Schließen"},
                                  ("de", "en"): {"Abbrechen": "Abort", "Schließen": "Close"}}
     assert memory.ambiguous == {}
