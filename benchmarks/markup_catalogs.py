@@ -4,6 +4,7 @@ placeholders taken out and put back by the word alignment.
 
     python benchmarks/markup_catalogs.py                                  # the software validation split
     python benchmarks/markup_catalogs.py --split data/debian_catalogs/test
+    python benchmarks/markup_catalogs.py --pair de-en                     # the German side, to English
 
 The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
 service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
@@ -13,9 +14,10 @@ placeholders, is first sent as written to a model that keeps placeholders,
 service/protected_translation.py ``tried_as_written``),
 and with markup always taken out (``tried_as_written`` as it was before 2026-11-28: plain text only).
 Reported: BLEU and chrF2 (sacrebleu, cased) against the references, how many outputs were served
-as the model wrote them, and how many hold exactly the source's tags (each opening and closing
-tag as written, none added) and its placeholders (the service's detector). Appends to
-results/markup_catalogs.md.
+as the model wrote them, how many hold exactly the source's tags (each opening and closing
+tag as written, none added) and its placeholders (the service's detector), and how many nest
+their tags as the source does (each tag inside the same enclosing tags; siblings may change
+order: "<b>a</b>/<b>b</b>" -> "<b><b>x</b></b>" fails). Appends to results/markup_catalogs.md.
 """
 from __future__ import annotations
 
@@ -38,13 +40,13 @@ def lines(split: Path, suffix: str) -> list[str]:
         return handle.read().splitlines()
 
 
-def markup_messages(split: Path) -> list[tuple[str, str]]:
+def markup_messages(split: Path, source_lang: str, target_lang: str) -> list[tuple[str, str]]:
     """(source, reference) of the split's messages that the service reads as inline markup with tags."""
     from service.protected_translation import tags_only
     from service.protection.markup import MarkupError, read_markup
 
     chosen = []
-    for source, reference in zip(lines(split, "en"), lines(split, "de")):
+    for source, reference in zip(lines(split, source_lang), lines(split, target_lang)):
         try:
             markup = read_markup(source, "html")
         except MarkupError:
@@ -55,26 +57,42 @@ def markup_messages(split: Path) -> list[tuple[str, str]]:
 
 
 def tags_and_placeholders(text: str) -> Counter | None:
-    from service.protection.markup import MarkupError, read_markup
-    from service.protection.placeholders import find_placeholders
+    """The tags and placeholders as the service reads them (none across a tag's edge: "%2</message>A"
+    holds "%2", not printf's "%2A")."""
+    from service.protection.markup import MarkupError
+    from service.protection.placement import prepare
 
     try:
-        markup = read_markup(text, "html")
+        prepared = prepare(text, "html")
     except MarkupError:
         return None
-    return Counter([("tag", t.opening, t.closing) for t in markup.tags]
-                   + [("placeholder", p.text) for p in find_placeholders(markup.plain)])
+    return Counter([("tag", t.opening, t.closing) for t in prepared.markup.tags]
+                   + [("placeholder", p.text) for p in prepared.protected])
 
 
-def translate(model_dir: Path, sources: list[str]) -> list[dict]:
+def nesting(text: str) -> Counter | None:
+    """Each tag with the tags that enclose it, outermost first: the markup's tree, siblings unordered."""
+    from service.protection.markup import MarkupError, read_markup
+
+    try:
+        tags = read_markup(text, "html").tags
+    except MarkupError:
+        return None
+
+    def enclosing(tag) -> tuple[str, ...]:
+        return () if tag.parent is None else (*enclosing(tags[tag.parent]), tags[tag.parent].opening)
+    return Counter((tag.opening, enclosing(tag)) for tag in tags)
+
+
+def translate(model_dir: Path, sources: list[str], source_lang: str, target_lang: str) -> list[dict]:
     from service.settings import Settings
 
     answers = []
     with in_process_service(Settings(model_dirs=[model_dir], device="cpu", inference_process=False,
                                      warmup=False)) as client:
         for start in range(0, len(sources), 32):
-            response = client.post("/translate", json={"text": sources[start:start + 32], "source": "en",
-                                                       "target": "de", "format": "html", "beam_size": 5})
+            response = client.post("/translate", json={"text": sources[start:start + 32], "source": source_lang,
+                                                       "target": target_lang, "format": "html", "beam_size": 5})
             response.raise_for_status()
             answers += [nbest[0] for nbest in response.json()["translations"]]
     return answers
@@ -83,7 +101,8 @@ def translate(model_dir: Path, sources: list[str]) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", type=Path, default=REPO / "data" / "debian_catalogs" / "valid")
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-software")
+    parser.add_argument("--pair", choices=("en-de", "de-en"), default="en-de")
+    parser.add_argument("--model-dir", type=Path, default=None, help="default: models/PAIR-software")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "markup_catalogs.md")
     args = parser.parse_args()
     import sacrebleu
@@ -92,7 +111,9 @@ def main() -> int:
     import service.translator as translator
 
     torch.set_num_threads(1)
-    messages = markup_messages(args.split)
+    source_lang, target_lang = args.pair.split("-")
+    args.model_dir = args.model_dir or REPO / "models" / f"{args.pair}-software"
+    messages = markup_messages(args.split, source_lang, target_lang)
     sources, references = [s for s, _ in messages], [r for _, r in messages]
     served = translator.tried_as_written
     ways = {}
@@ -101,7 +122,7 @@ def main() -> int:
         if way == "markup always taken out":
             translator.tried_as_written = lambda prepared: prepared.fmt == "text" and served(prepared)
         try:
-            ways[way] = translate(args.model_dir, sources)
+            ways[way] = translate(args.model_dir, sources, source_lang, target_lang)
         finally:
             translator.tried_as_written = served
     seconds = time.perf_counter() - started
@@ -120,18 +141,21 @@ def main() -> int:
             refs = [[references[k] for k in chosen]]
             as_written = sum(any(p["placement"] == "model" for p in answers[k].get("protected", [])) for k in chosen)
             exact = sum(tags_and_placeholders(answers[k]["text"]) == wanted[k] for k in chosen)
+            nested = sum(nesting(answers[k]["text"]) == nesting(sources[k]) for k in chosen)
             bleu = sacrebleu.corpus_bleu(outputs, refs).score
             chrf = sacrebleu.corpus_chrf(outputs, refs).score
-            rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} |")
+            rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} | {nested}/{len(chosen)} |")
     split = args.split.relative_to(REPO) if args.split.is_relative_to(REPO) else args.split
     changed = [(s, a["text"], b["text"]) for s, a, b in zip(sources, *ways.values()) if a["text"] != b["text"]]
     report = (
         f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}\n\n"
-        f"    python benchmarks/markup_catalogs.py --split {split}\n\n"
+        f"    python benchmarks/markup_catalogs.py --split {split}" + (f" --pair {args.pair}" if args.pair != "en-de" else "")
+        + "\n\n"
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
         f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
-        "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source |\n"
-        "|---|---|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
+        "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source "
+        "| tags nested as in the source |\n"
+        "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
         f"{len(changed)} outputs differ between the two ways; the first 8 (source / as served / taken out):\n\n"
         + "".join(f"- `{s}`<br>`{a}`<br>`{b}`\n" for s, a, b in changed[:8])
     )

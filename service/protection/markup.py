@@ -36,6 +36,12 @@ UNTRANSLATED = {"script", "style", "code", "pre"}
 HTML_RAW_TEXT = {"script", "style"}
 TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]*|'[^']*|)\bnotranslate\b""", re.IGNORECASE)
 HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+# Elements a browser (or Qt's rich text) renders as a line or block of their own: where one starts
+# or ends between two characters, the words on either side are apart though no space is written
+# ("Line one.<br/>Line two.", "<p>A</p><p>B</p>", KDE's "<nl/>").
+WORD_BREAKING = {"address", "article", "aside", "blockquote", "body", "br", "dd", "div", "dl", "dt", "figcaption",
+                 "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html", "li", "nl",
+                 "ol", "p", "pre", "section", "table", "td", "th", "title", "tr", "ul"}
 
 
 class MarkupError(ValueError):

@@ -19,6 +19,7 @@ The report (`Placed`) gives its offsets in the source and in the output text.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Literal
 from service.glossary import (LINKING, Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms,
                               find_terms, grammatical, occurrences)
 from service.glossary import report as glossary_report
-from service.protection.markup import Markup, Tag, TextFormat, escape_text, read_markup
+from service.protection.markup import WORD_BREAKING, Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, blanked, find_placeholders,
                                              find_protected, paired)
 from service.runtime.base import TokenAlignment, Word
@@ -102,6 +103,8 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
     if found is not None and fmt != "text":
         raise ValueError("found protected parts are offsets into plain text")
     protected = find_protected(plain, terms, styles) if found is None else list(found)
+    if markup.tags:
+        protected = _uncrossed(plain, protected, markup.tags, terms, styles)
     if glossary_method == "protect":
         found = [m for m in find_terms(plain, glossary)
                  if not any(m.start < p.end and p.start < m.end for p in protected)]
@@ -113,9 +116,16 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
     chars: list[str] = []
     to_plain: list[int] = []
     removed = [(p.start - 1, p.end + 1) if i in quoted else (p.start, p.end) for i, p in enumerate(protected)]
+    # The model reads a space where an element breaks words and none is written: "one.<br/>Two"
+    # reached it as "one.Two".
+    breaks = {offset for tag in markup.tags if tag.name.lower() in WORD_BREAKING
+              for offset in ((tag.start,) if tag.standalone else (tag.start, tag.end))}
     i = 0
     for start, end in removed + [(len(plain), len(plain))]:
         for k in range(i, start):
+            if k in breaks and chars and not chars[-1].isspace() and not plain[k].isspace():
+                chars.append(" ")
+                to_plain.append(k)
             chars.append(plain[k])
             to_plain.append(k)
         i = end
@@ -136,6 +146,26 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
                             protected_terms, quoted)
     return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary),
                         tuple(find_terms(model_text, glossary)), (), quoted)
+
+
+def _uncrossed(plain: str, protected: list[Protected], tags: list[Tag], terms: Sequence[str],
+               styles: Sequence[str]) -> list[Protected]:
+    """The protected parts with none across a tag's edge: one that crosses is read again in each
+    piece between the edges. The plain text has no tags, so "<message>%2</message><nl/>Any" reads
+    "%2Any", where "%2A" is a printf conversion: it was taken out whole and the output read
+    "<message>%2</message> %2A"."""
+    edges = sorted({tag.start for tag in tags} | {tag.end for tag in tags})
+    parts = []
+    for part in protected:
+        cuts = [edge for edge in edges if part.start < edge < part.end]
+        if not cuts:
+            parts.append(part)
+            continue
+        pieces = [part.start, *cuts, part.end]
+        for start, end in zip(pieces, pieces[1:]):
+            parts += [Protected(p.kind, p.text, p.start + start, p.end + start)
+                      for p in find_protected(plain[start:end], terms, styles)]
+    return parts
 
 
 def written(prepared: PreparedText) -> PreparedText:
@@ -214,6 +244,13 @@ class _Insert:
     lead: str = ""  # spaces it needs where it lands
     trail: str = ""
     spaced: bool = False  # the source had whitespace before it: keep it from the insert before
+    tag: int | None = None  # an opening or closing tag: the tag's index
+    # Something placed between words (a placeholder, a standalone tag): the paired tags around it in
+    # the source, innermost first (None: not such an insert), where it stood there, and the
+    # characters beside it there.
+    within: tuple[int, ...] | None = None
+    at: int = 0
+    beside: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True)
@@ -251,15 +288,18 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     reports += [("tag", tag.opening, tag.source_start, tag.source_end) for tag in tags]
     how: dict[int, Placement] = {}
 
-    def atom(core: str, plain_start: int, plain_end: int, order: tuple, marks: list[tuple[int, int, int]]) -> None:
-        """Something with no words of its own to translate, placed between the words around it."""
+    def atom(core: str, plain_start: int, plain_end: int, order: tuple, marks: list[tuple[int, int, int]],
+             within: tuple[int, ...]) -> None:
+        """Something with no words of its own to translate, placed between the words around it;
+        `within`: the paired tags around it in the source, innermost first."""
         offset, placement = locate.anchor(plain_start, plain_end)
         for item, _, _ in marks:
             how[item] = placement
         before = plain[plain_start - 1] if plain_start > 0 else ""
         after = plain[plain_end] if plain_end < len(plain) else ""
         lead, trail = _spacing(translation, offset, before, after)
-        inserts.append(_Insert(offset, core, 1, order, marks, lead, trail, spaced=not before or before.isspace()))
+        inserts.append(_Insert(offset, core, 1, order, marks, lead, trail, spaced=not before or before.isspace(),
+                               within=within, at=plain_start, beside=(before, after)))
 
     # A paired tag around no words (`<i>%s</i>`, `<b></b>`) goes back whole, with what it holds,
     # placed like a placeholder: around no target words it would come back empty.
@@ -275,7 +315,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
         held_items.update(held)
         marks = [(i, reports[i][2] - base, reports[i][3] - base) for i in held]
         marks += [(len(protected) + k, tags[k].source_start - base, tags[k].source_end - base) for k in [index] + inner]
-        atom(prepared.original[base:tag.source_end], tag.start, tag.end, (tag.start, 0, index), marks)
+        atom(prepared.original[base:tag.source_end], tag.start, tag.end, (tag.start, 0, index), marks,
+             _ancestors(tags, index))
 
     substitutes = {i: prepared.glossary[entry].target for i, entry in prepared.protected_terms}
     for i, p in enumerate(protected):
@@ -291,9 +332,9 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
                 opening = prepared.original[origin[p.start - 1]:origin_end[p.start - 1]]
                 closing = prepared.original[origin[p.end]:origin_end[p.end]]
                 atom(opening + core + closing, p.start - 1, p.end + 1, (p.start, 1, i),
-                     [(i, len(opening), len(opening) + len(core))])
+                     [(i, len(opening), len(opening) + len(core))], _enclosing(tags, p.start - 1, p.end + 1))
             else:
-                atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))])
+                atom(core, p.start, p.end, (p.start, 1, i), [(i, 0, len(core))], _enclosing(tags, p.start, p.end))
 
     # Where each glossary entry's required translation already stands: read once a translation,
     # for the terms' edits and the article choice alike, and only for the entries they ask about.
@@ -317,25 +358,42 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     # word the alignment gave the term ("<b>Klicken</b> Sie auf Übernehmen").
     around = _tags_around_insertions(prepared, locate, changes, held_by)
     tag_spans: dict[int, tuple[int, int]] = {}
+    breaking: list[_Insert] = []  # the inserts of elements that break words glued in the source
     for index, tag in enumerate(tags):
         item = len(protected) + index
         if index in held_by or index in around:
             continue
         if tag.standalone:
             core = tag.verbatim or tag.opening
-            atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))])
+            atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))], _ancestors(tags, index))
+            if _breaks_glued_words(plain, tag, tag.start):
+                breaking.append(inserts[-1])
             continue
         start, end, how[item] = locate.wrap(tag.start, tag.end)
-        start, end = _nest(start, end, tag, tag_spans, tags)
+        start, end = _nest(start, end, tag, tag_spans, tags, translation)
         tag_spans[index] = (start, end)
         closing = tag.closing or ""
         if start == end:
             inserts.append(_Insert(start, tag.opening + closing, 1, (tag.start, 0, index),
-                                   [(item, 0, len(tag.opening) + len(closing))]))
+                                   [(item, 0, len(tag.opening) + len(closing))], within=_ancestors(tags, index),
+                                   at=tag.start))
         else:
-            inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))]))
-            inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))]))
+            inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))], tag=index))
+            if _breaks_glued_words(plain, tag, tag.start):
+                breaking.append(inserts[-1])
+            inserts.append(_Insert(end, closing, 0, (-start, -index), [(item, 0, len(closing))], tag=index))
+            if _breaks_glued_words(plain, tag, tag.end):
+                breaking.append(inserts[-1])
+    for insert in inserts:
+        _contain(insert, tags, tag_spans, translation)
     dropped = _dropped(translation, stray)
+    # The space the model read for such an element (`prepare`) is the element's: "eins.<br/>Zeile".
+    for insert in breaking:
+        at = insert.offset
+        if at > 0 and translation[at - 1] == " ":
+            dropped.add(at - 1)
+        elif at < len(translation) and translation[at] == " ":
+            dropped.add(at)
     wrapping = {number: index for index, number in around.items()}
     for number, edit in enumerate(changes):
         dropped.update(range(edit.start, edit.end))
@@ -789,6 +847,76 @@ def _claimed_targets(words: list[list[int]], locate: _Locator) -> list[list[int]
     return claimed
 
 
+def _breaks_glued_words(plain: str, tag: Tag, at: int) -> bool:
+    """Whether `tag`, standing at plain[at], is an element that breaks words and none but it stands
+    between the characters there (`prepare` gave the model a space for it)."""
+    return (tag.name.lower() in WORD_BREAKING and 0 < at < len(plain) and not plain[at - 1].isspace()
+            and not plain[at].isspace())
+
+
+def _ancestors(tags: list[Tag], index: int) -> tuple[int, ...]:
+    """The tags around tag `index`, innermost first."""
+    chain, parent = [], tags[index].parent
+    while parent is not None:
+        chain.append(parent)
+        parent = tags[parent].parent
+    return tuple(chain)
+
+
+def _enclosing(tags: list[Tag], start: int, end: int) -> tuple[int, ...]:
+    """The paired tags around plain[start:end] (not empty), innermost first."""
+    around = [k for k, tag in enumerate(tags) if not tag.standalone and tag.start <= start and end <= tag.end]
+    return tuple(sorted(around, key=lambda k: (tags[k].end - tags[k].start, -k)))
+
+
+def _contain(insert: _Insert, tags: list[Tag], spans: dict[int, tuple[int, int]], translation: str) -> None:
+    """Moves something placed between words into the target span of the innermost paired tag around
+    it in the source, and out of every other tag's ("<p>Files: %1</p>" came back "<p>Dateien:</p> %1",
+    "<b>Unit file state:</b><br>" "<b>Status <br> der Unit-Datei:</b>"): out of a tag, to the side
+    the source had it on. Where it lands at a tag's edge, `_assemble` orders it inside or outside."""
+    if insert.within is None:
+        return
+    offset = insert.offset
+    placed = [k for k in insert.within if k in spans]
+    if placed:
+        low, high = spans[placed[0]]
+        offset = min(max(offset, low), high)
+    for _ in range(len(spans)):
+        around = next(((k, s, e) for k, (s, e) in spans.items() if s < offset < e and k not in insert.within), None)
+        if around is None:
+            break
+        k, s, e = around
+        offset = s if insert.at <= tags[k].start else e
+    if offset != insert.offset:
+        insert.offset = offset
+        insert.lead, insert.trail = _spacing(translation, offset, *insert.beside)
+
+
+def _in_tag_order(inserts: list[_Insert]) -> list[_Insert]:
+    """Inserts sorted by offset, closings before standalone ones before openings; something placed
+    between words (`_Insert.within`) that lands where a tag around it in the source opens or closes
+    goes inside that tag ("<p>%1 Dateien</p>", not "%1<p> Dateien</p>"); <head/> between <html> and
+    <body> at the start of a Qt rich text stays there."""
+    inserts = sorted(inserts, key=lambda x: (x.offset, x.rank, x.order))
+    ordered: list[_Insert] = []
+    for _, same_offset in itertools.groupby(inserts, key=lambda x: x.offset):
+        group = list(same_offset)
+        base = [x for x in group if not x.within]
+        slots: list[list[_Insert]] = [[] for _ in range(len(base) + 1)]
+        for position, x in enumerate(group):
+            if not x.within:
+                continue
+            closing = [k for k, y in enumerate(base) if y.rank == 0 and y.tag in x.within]
+            opening = [k for k, y in enumerate(base) if y.rank == 2 and y.tag in x.within]
+            slot = closing[0] if closing else opening[-1] + 1 if opening else sum(
+                1 for y in group[:position] if not y.within)
+            slots[slot].append(x)
+        for k, x in enumerate(base):
+            ordered += slots[k] + [x]
+        ordered += slots[-1]
+    return ordered
+
+
 def _inside(tags: list[Tag], k: int, ancestor: int) -> bool:
     parent = tags[k].parent
     while parent is not None:
@@ -829,8 +957,12 @@ def _spacing(translation: str, offset: int, source_before: str, source_after: st
     return lead, trail
 
 
-def _nest(start: int, end: int, tag: Tag, spans: dict[int, tuple[int, int]], tags: list[Tag]) -> tuple[int, int]:
-    """The target span clamped into the parent's and off the earlier siblings' (no crossing)."""
+def _nest(start: int, end: int, tag: Tag, spans: dict[int, tuple[int, int]], tags: list[Tag],
+          translation: str) -> tuple[int, int]:
+    """The target span clamped into the parent's and off the earlier siblings' (no crossing, and no
+    sibling inside another: "<b>Leertaste</b>/<b>Umschalt+Leertaste</b>", both aligned to the same
+    words, came back "<b><b>space/Shift+space</b></b>"). Around an earlier sibling, the span keeps
+    its part after it (the source's order), else its part before it, else stands empty after it."""
     if tag.parent is not None and tag.parent in spans:
         low, high = spans[tag.parent]
         start, end = min(max(start, low), high), min(max(end, low), high)
@@ -846,6 +978,11 @@ def _nest(start: int, end: int, tag: Tag, spans: dict[int, tuple[int, int]], tag
                 end, changed = s, True
             if end < start:
                 end, changed = start, True
+            if s < e and start <= s and e <= end and start < end:
+                after = len(translation[e:end]) - len(translation[e:end].lstrip())
+                before = len(translation[start:s]) - len(translation[start:s].rstrip())
+                start, end = (e + after, end) if e + after < end else (start, s - before) if start < s - before else (e, e)
+                changed = True
     return start, end
 
 
@@ -1009,7 +1146,7 @@ def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert], items: 
     """The output: the translation (escaped where it is markup text, less the dropped characters)
     with the inserts; per report item its span in the output, and per translation character where
     it starts and ends there."""
-    inserts.sort(key=lambda x: (x.offset, x.rank, x.order))
+    inserts = _in_tag_order(inserts)
     out: list[str] = []
     length = 0
     starts: list[int] = []
@@ -1031,8 +1168,9 @@ def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert], items: 
     for insert in inserts:
         emit_text(insert.offset)
         written = "".join(out[-1:])
+        # Right after an opening tag, it stands at the start of that tag's text: no space.
         if (previous is not None and previous.offset == insert.offset and insert.spaced and written
-                and not written.endswith(" ")):
+                and not written.endswith(" ") and not (previous.tag is not None and previous.rank == 2)):
             insert.lead = " "
         elif written.endswith(" "):
             insert.lead = ""

@@ -102,6 +102,69 @@ def test_crossing_siblings_are_moved_apart():
     assert restored.text.count("<i>") == restored.text.count("</i>") == 1
 
 
+@pytest.mark.parametrize("links, expected", [
+    # "two" aligned to "X Y", "one" to "X": the later sibling keeps the words after the earlier one.
+    ([(0, 0), (2, 0), (2, 1), (1, 2), (3, 3)], "<b>X</b> <b>Y</b> und jetzt"),
+    # Both aligned to "X Y": the later one stands empty after the earlier (it would have wrapped it).
+    ([(0, 0), (0, 1), (2, 0), (2, 1), (1, 2), (3, 3)], "<b>X Y</b><b></b> und jetzt"),
+    # "two" aligned to "Y und", "one" to "Y": its part before the earlier sibling.
+    ([(0, 1), (2, 0), (2, 1), (1, 2), (3, 3)], "<b>X</b> <b>Y</b> und jetzt"),
+])
+def test_a_sibling_never_wraps_an_earlier_one(links, expected):
+    prepared = prepare("<b>one</b> and <b>two</b> now", "html")
+    translation = "X Y und jetzt"
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, links))
+    assert restored.text == expected
+    read_markup(restored.text, "xml")
+
+
+@pytest.mark.parametrize("text, translation, links, expected", [
+    # A placeholder at the edge of the paragraph that held it stays inside it.
+    ("<p>%1 files deleted</p>", "Dateien gelöscht", [(0, 0), (1, 1)], "<p>%1 Dateien gelöscht</p>"),
+    ("<p>Files: %1</p>", "Dateien:", [(0, 0)], "<p>Dateien: %1</p>"),
+    ("<p>Text<br/></p>", "Wort", [(0, 0)], "<p>Wort<br/></p>"),
+    # Qt's rich text: <head/> stays between <html> and <body>, out of the paragraph ("filter" is aligned
+    # to the last word: the placeholder rule alone would put it there).
+    ("<html><head/><body><p>Filter unit types.</p></body></html>", "Einheitentypen filtern.",
+     [(0, 1), (1, 0), (2, 0)], "<html><head/><body><p>Einheitentypen filtern.</p></body></html>"),
+    # Out of a tag that did not hold it, on the side the source had it.
+    ("<b>Unit file state:</b><br>", "Status der Unit-Datei:", [(0, 1), (1, 1), (2, 0)],
+     "<b>Status der Unit-Datei:</b><br>"),
+    ("<br><b>Unit file state:</b>", "Status der Unit-Datei:", [(0, 1), (1, 1), (2, 0)],
+     "<br><b>Status der Unit-Datei:</b>"),
+])
+def test_what_stands_between_words_stays_in_the_tags_that_held_it(text, translation, links, expected):
+    prepared = prepare(text, "html")
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, links))
+    assert restored.text == expected
+    for p in restored.placed:
+        assert restored.text[p.target_start:p.target_start + len(p.text)] == p.text
+
+
+@pytest.mark.parametrize("text, model_text, translation, expected", [
+    ("Line one.<br/>Line two.", "Line one. Line two.", "Zeile eins. Zeile zwei.", "Zeile eins.<br/>Zeile zwei."),
+    ("<p>A</p><p>B</p>", "A B", "X Y", "<p>X</p><p>Y</p>"),
+    # KDE's line break; a space written beside the element stays.
+    ("Corrupt.<nl/>Files missing.", "Corrupt. Files missing.", "Kaputt. Dateien fehlen.", "Kaputt.<nl/>Dateien fehlen."),
+    ("One. <br/>Two.", "One. Two.", "Eins. Zwei.", "Eins. <br/>Zwei."),
+    # An inline element does not break words.
+    ("Click <b>here</b>now.", "Click herenow.", "Klicke hierjetzt.", "Klicke <b>hierjetzt</b>."),
+])
+def test_an_element_that_breaks_words_is_a_space_to_the_model_and_takes_that_space_back(
+        text, model_text, translation, expected):
+    prepared = prepare(text, "html")
+    assert prepared.model_text == model_text
+    links = [(k, k) for k in range(len(model_text.split()))]
+    assert restore(prepared, translation, aligned(prepared.model_text, translation, links)).text == expected
+
+
+def test_no_placeholder_is_read_across_a_tag():
+    # The plain text reads "%2Any", where "%2A" is a printf conversion.
+    prepared = prepare("Failed: <message>%2</message><nl/>Any further archive is skipped.", "html")
+    assert [(p.kind, p.text) for p in prepared.protected] == [("qt", "%2")]
+    assert prepared.model_text == "Failed: Any further archive is skipped."
+
+
 @pytest.mark.parametrize("text, fmt, message", [
     ("<b>bold <i>both</b></i>", "html", "closing tag </b> at character 15 does not match <i> opened at character 8"),
     ("<b>bold", "html", "tag <b> opened at character 0 is never closed"),
