@@ -27,8 +27,8 @@ def train(out: Path, *extra: str, processes: int = 1) -> None:
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes)] \
         if processes > 1 else [sys.executable]
     # A process that aborts prints every thread's Python stack (faulthandler): a two-process run
-    # aborted in rank 1 about once in six fresh-clone suites, printing only "terminate called without
-    # an active exception", and never when repeated alone (80 runs, idle and loaded; session 34).
+    # aborted in rank 1 about once in eight suites, printing only "terminate called without an active
+    # exception"; the stacks showed it in the interpreter's teardown (training/__main__.py).
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
     done = subprocess.run([*launcher, "-m", "training", "train", *COMMON, "--out", str(out), *extra],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
