@@ -77,3 +77,15 @@ def test_a_bare_word_start_piece_decodes_to_no_second_space():
     assert text == "a Binding to"
     assert [text[begin:end] for begin, end in spans] == ["a", "", "Bind", "ing", "to", ""]
     assert _restored("x", "a dog", [], [(0, 1), (2, 5)]) == ("a dog", [(0, 1), (2, 5)])
+
+
+def test_no_space_after_an_opening_bracket_unless_the_source_spaces_one():
+    from service.runtime.text_codec import _restored
+
+    # The models decoded a word-start piece after "(": "exited normal ( signal %d)".
+    assert _restored("beendet (Signal %d)", "exited ( signal %d)", [], [(0, 6), (7, 8), (9, 15)]) == (
+        "exited (signal %d)", [(0, 6), (7, 8), (8, 14)])
+    assert _restored("<Datum nicht verfügbar>", "< Datum nicht da>", [], None) == ("<Datum nicht da>", None)
+    # A source that writes a space after a bracket keeps the output's.
+    assert _restored("Liste ( , )", "List ( a, b )", [], None) == ("List ( a, b )", None)
+    assert _restored("kaputt :( nochmal", "broken :( again", [], None) == ("broken :( again", None)
