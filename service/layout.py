@@ -25,7 +25,8 @@ into the text's own layout:
 - A part with no letter outside its placeholders (`-v, --verbose`, `%s: %s`) has nothing to
   translate: it is kept as sent.
 Nothing is cut inside a placeholder; a text with a placeholder that spans a line break is
-translated whole, as is a text in html or xml (its markup decides its whitespace).
+translated whole. A text in html or xml is cut only into its blocks (`markup_split`): its markup
+decides its whitespace.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from service.alignment_flags import alignment_flags
 from service.glossary import TermReport, violations
+from service.protection.markup import WORD_BREAKING, MarkupError, Tag, TextFormat, read_markup
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
@@ -154,6 +156,68 @@ def split(text: str, protected: list[Protected]) -> Layout:
     if cursor < len(text) or not chains:
         parts.append(Kept(text[cursor:], cursor))
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
+
+
+def markup_split(text: str, fmt: TextFormat) -> Layout:
+    """An html or xml text's layout: the text of each block (a paragraph, list item, heading, table
+    cell, the lines a `<br/>` parts; `WORD_BREAKING`) translated on its own, the block elements' tags
+    and the whitespace around them kept as sent. Sent whole, "<ul><li>Open file</li><li>Save
+    file</li><li>Close window</li></ul>" reached the model as one run-on sentence ("Open file Save
+    file Close window") and came back "<ul><li>Dateispeicher</li><li></li><li>schließendes
+    Fenster</li> öffnen</ul>"; a page of six paragraphs lost its tags in the fourth. A kept tag is
+    reported at its opening tag (`"placement": "kept"`). The text is translated whole where it has
+    one block, where an inline element spans a block's edge (`<b>one<br/>two</b>`), and where it
+    has comments or passed-through elements (code, translate="no"), whose place the markup decides."""
+    try:
+        tags = read_markup(text, fmt).tags
+    except MarkupError:
+        return whole(text)  # refused where it is read for translation, naming the problem
+    if any(tag.verbatim is not None or tag.name == "!--" for tag in tags):
+        return whole(text)
+    edges: list[tuple[int, int]] = []
+    for tag in tags:
+        if tag.name.lower() not in WORD_BREAKING:
+            continue
+        edges.append((tag.source_start, tag.source_start + len(tag.opening)))
+        if tag.closing:
+            edges.append((tag.source_end - len(tag.closing), tag.source_end))
+    kept: list[list[int]] = []  # the kept runs: block tags and the whitespace around them
+    for start, end in sorted(edges):
+        while start > 0 and text[start - 1].isspace():
+            start -= 1
+        while end < len(text) and text[end].isspace():
+            end += 1
+        if kept and start <= kept[-1][1]:
+            kept[-1][1] = max(kept[-1][1], end)
+        else:
+            kept.append([start, end])
+    parts: list[Kept | Block] = []
+    segments: list[Segment] = []
+    cursor = 0
+    for start, end in kept + [[len(text), len(text)]]:
+        if start > cursor:
+            between = text[cursor:start]
+            try:
+                visible = has_visible_text(read_markup(between, fmt).plain)
+            except MarkupError:
+                return whole(text)  # an inline element across a block's edge
+            if visible:
+                parts.append(Block((len(segments),), ()))
+                segments.append(Segment(between, tuple(range(cursor, start + 1))))
+            else:
+                parts.append(Kept(between, cursor, _tags_in(tags, cursor, start)))
+        if end > start:
+            parts.append(Kept(text[start:end], start, _tags_in(tags, start, end)))
+        cursor = end
+    if len(segments) < 2:
+        return whole(text)
+    return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
+
+
+def _tags_in(tags: list[Tag], start: int, end: int) -> tuple[Protected, ...]:
+    """The tags whose opening tag stands in text[start:end], as protected parts at their opening."""
+    return tuple(Protected("tag", tag.opening, tag.source_start, tag.source_start + len(tag.opening))
+                 for tag in tags if start <= tag.source_start and tag.source_start + len(tag.opening) <= end)
 
 
 def openings(layout: Layout) -> list[bool]:

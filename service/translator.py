@@ -36,7 +36,7 @@ from service.protected_translation import (alignment_needed, prepare_texts, serv
                                           tried_as_written)
 from service.protection.markup import TextFormat
 from service.protection.placement import PreparedText
-from service.layout import Layout, assemble, openings, split, whole
+from service.layout import Layout, assemble, markup_split, openings, split, whole
 from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
 from service.runtime.base import (
     AlignmentMethod,
@@ -292,7 +292,7 @@ class Translator:
             unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
                 protected = find_protected(text, terms, styles) if fmt == "text" else []
-                layout = split(text, protected) if fmt == "text" else whole(text)
+                layout = split(text, protected) if fmt == "text" else markup_split(text, fmt)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
                 layouts.append(layout)
@@ -304,9 +304,14 @@ class Translator:
                 segment_styles += [None if labels is None or text.count("\n", 0, segment.origin[0]) in labels
                                    else unlabelled for segment in layout.segments]
             segments = [segment.text for layout in layouts for segment in layout.segments]
-            # Only markup is refused here (malformed), and a text with markup is one segment: the
-            # index prepare_texts names is the text's.
-            prepared = prepare_texts(segments, fmt, terms, glossary, styles, found, segment_styles)
+            try:
+                prepared = prepare_texts(segments, fmt, terms, glossary, styles, found, segment_styles)
+            except RequestError as error:
+                # Only markup is refused here (malformed), and malformed markup is one segment whose
+                # offsets are its text's; the index is the segment's.
+                if error.index is not None:
+                    error.index = [index for index, layout in enumerate(layouts) for _ in layout.segments][error.index]
+                raise
             # Where the pair is routed by domain, the words choose the model, not the markup and
             # placeholders the service keeps whatever the model (a caption in <b> is a caption).
             return layouts, prepared, self.model_for(source, target, model, [p.model_text for p in prepared])

@@ -102,9 +102,12 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
     plain = markup.plain
     if found is not None and fmt != "text":
         raise ValueError("found protected parts are offsets into plain text")
-    protected = find_protected(plain, terms, styles) if found is None else list(found)
-    if markup.tags:
-        protected = _uncrossed(plain, protected, markup.tags, terms, styles)
+    if found is not None:
+        protected = list(found)
+    elif markup.tags:
+        protected = _read_between_tags(plain, markup.tags, terms, styles)
+    else:
+        protected = find_protected(plain, terms, styles)
     if glossary_method == "protect":
         found = [m for m in find_terms(plain, glossary)
                  if not any(m.start < p.end and p.start < m.end for p in protected)]
@@ -148,24 +151,14 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
                         tuple(find_terms(model_text, glossary)), (), quoted)
 
 
-def _uncrossed(plain: str, protected: list[Protected], tags: list[Tag], terms: Sequence[str],
-               styles: Sequence[str]) -> list[Protected]:
-    """The protected parts with none across a tag's edge: one that crosses is read again in each
-    piece between the edges. The plain text has no tags, so "<message>%2</message><nl/>Any" reads
-    "%2Any", where "%2A" is a printf conversion: it was taken out whole and the output read
-    "<message>%2</message> %2A"."""
-    edges = sorted({tag.start for tag in tags} | {tag.end for tag in tags})
-    parts = []
-    for part in protected:
-        cuts = [edge for edge in edges if part.start < edge < part.end]
-        if not cuts:
-            parts.append(part)
-            continue
-        pieces = [part.start, *cuts, part.end]
-        for start, end in zip(pieces, pieces[1:]):
-            parts += [Protected(p.kind, p.text, p.start + start, p.end + start)
-                      for p in find_protected(plain[start:end], terms, styles)]
-    return parts
+def _read_between_tags(plain: str, tags: list[Tag], terms: Sequence[str], styles: Sequence[str]) -> list[Protected]:
+    """The protected parts of a markup text's plain text, read in each piece between tags' edges:
+    the plain text has no tags, so "<message>%2</message><nl/>Any" reads "%2Any", where "%2A" is a
+    printf conversion (it was taken out whole and the output read "<message>%2</message> %2A"), and
+    "%1</filename><nl/>%2" reads "%1%2", where printf's "%1%" hid the "%2"."""
+    edges = sorted({0, len(plain)} | {tag.start for tag in tags} | {tag.end for tag in tags})
+    return [Protected(p.kind, p.text, p.start + start, p.end + start)
+            for start, end in zip(edges, edges[1:]) for p in find_protected(plain[start:end], terms, styles)]
 
 
 def written(prepared: PreparedText) -> PreparedText:

@@ -10,7 +10,7 @@ import pytest
 
 from model.alignments.word_alignment import TokenAlignment, Word
 from service.glossary import TermReport
-from service.layout import Block, Kept, assemble, split, whole, wrap
+from service.layout import Block, Kept, assemble, markup_split, split, whole, wrap
 from service.protection.placeholders import find_protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import DecodingOptions, PhraseMap, PhrasePair, Translation
@@ -336,3 +336,29 @@ def test_a_map_joined_from_segments_read_different_ways_is_extracted_throughout(
     assert mixed.translation.phrase_map.origin == "extracted"
     assert [(p.source, p.target) for p in mixed.translation.phrase_map.pairs] == [((0, 1), (0, 2)), ((1, 2), (2, 3)),
                                                                                    ((2, 3), (3, 4)), ((3, 4), (4, 5))]
+
+
+@pytest.mark.parametrize("text, segments, kept", [
+    ("<ul><li>Open file</li><li>Save file</li></ul>", ["Open file", "Save file"], ["<ul><li>", "</li><li>", "</li></ul>"]),
+    ("<p>A</p>\n<p>B <b>c</b></p>", ["A", "B <b>c</b>"], ["<p>", "</p>\n<p>", "</p>"]),
+    ("Line one.<br/>Line two.", ["Line one.", "Line two."], ["<br/>"]),
+    ("<html><head/><body><p>A</p><p>B</p></body></html>", ["A", "B"],
+     ["<html><head/><body><p>", "</p><p>", "</p></body></html>"]),
+])
+def test_html_is_cut_into_its_blocks_and_their_tags_kept(text, segments, kept):
+    layout = markup_split(text, "html")
+    assert [s.text for s in layout.segments] == segments
+    assert [p.text for p in layout.parts if isinstance(p, Kept)] == kept
+    for segment in layout.segments:
+        assert "".join(text[k] for k in segment.origin[:-1]) == segment.text
+
+
+@pytest.mark.parametrize("text", [
+    "<p>One block, <b>bold</b>.</p>",              # one block: as before
+    "<div>Intro <b>bold<br/>more</b></div>",       # an inline element across a block's edge
+    "<p>A</p><!-- note --><p>B</p>",               # a comment: its place is the markup's
+    "<p>A</p><p>B <code>x</code></p>",             # a passed-through element
+    "<p>A</b>",                                    # malformed: refused where it is read
+])
+def test_html_is_translated_whole_where_its_blocks_cannot_go_apart(text):
+    assert markup_split(text, "html").whole

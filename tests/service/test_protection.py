@@ -163,6 +163,9 @@ def test_no_placeholder_is_read_across_a_tag():
     prepared = prepare("Failed: <message>%2</message><nl/>Any further archive is skipped.", "html")
     assert [(p.kind, p.text) for p in prepared.protected] == [("qt", "%2")]
     assert prepared.model_text == "Failed: Any further archive is skipped."
+    # "%1%2More": printf's "%1%" hid the "%2".
+    prepared = prepare("Extracting <filename>%1</filename><nl/><message>%2</message><nl/>More", "html")
+    assert [(p.kind, p.text) for p in prepared.protected] == [("qt", "%1"), ("qt", "%2")]
 
 
 @pytest.mark.parametrize("text, fmt, message", [

@@ -76,6 +76,23 @@ def test_html_tags_wrap_the_translation_of_what_they_wrapped(client):
         assert text[p["source"]["start"]:].startswith(p["text"])
 
 
+def test_each_block_of_html_is_translated_on_its_own_and_its_tags_are_kept_as_sent(client):
+    text = "<ul>\n  <li>A dog runs.</li>\n  <li>A girl sleeps.</li>\n</ul>"
+    (nbest,) = translate(client, text=text, format="html", alignment="token")
+    output = nbest[0]["text"]
+    assert output.startswith("<ul>\n  <li>") and output.endswith("</li>\n</ul>")
+    first, second = read_markup(output, "html").plain.strip().split("\n  ")
+    assert "Hund" in first and "Hund" not in second and "Mädchen" in second
+    assert [(p["text"], p["placement"]) for p in nbest[0]["protected"]] == [
+        ("<ul>", "kept"), ("<li>", "kept"), ("<li>", "kept")]
+    for p in nbest[0]["protected"]:
+        assert output[p["target"]["start"]:p["target"]["end"]] == text[p["source"]["start"]:p["source"]["end"]]
+    for word in nbest[0]["alignment"]["source_words"]:
+        assert text[word["start"]:word["end"]] == word["text"]
+    for word in nbest[0]["alignment"]["target_words"]:
+        assert output[word["start"]:word["end"]] == word["text"]
+
+
 def test_entities_and_non_ascii_survive_html(client):
     (nbest,) = translate(client, text="Tom &amp; Jerry eat <i>crème brûlée</i>.", format="html")
     output = nbest[0]["text"]
@@ -87,6 +104,9 @@ def test_entities_and_non_ascii_survive_html(client):
     ({"text": "<b>bold <i>both</b></i>", "format": "html"},
      "text: malformed html: closing tag </b> at character 15 does not match <i> opened at character 8"),
     ({"text": ["fine", "fish & chips"], "format": "xml"},
+     "text.1: malformed xml: '&' at character 5 starts no entity (write &amp; for a literal '&')"),
+    # The text before is translated block by block (two segments): the index is still the text's.
+    ({"text": ["<p>A dog.</p><p>A cat.</p>", "fish & chips"], "format": "xml"},
      "text.1: malformed xml: '&' at character 5 starts no entity (write &amp; for a literal '&')"),
     ({"text": "x", "format": "markdown"}, "format: Input should be 'text', 'html' or 'xml'"),
     ({"text": "x", "do_not_translate": [""]}, "do_not_translate.0: String should have at least 1 character"),
