@@ -25,8 +25,8 @@ into the text's own layout:
 - A part with no letter outside its placeholders (`-v, --verbose`, `%s: %s`) has nothing to
   translate: it is kept as sent.
 Nothing is cut inside a placeholder; a text with a placeholder that spans a line break is
-translated whole. A text in html or xml is cut only into its blocks (`markup_split`): its markup
-decides its whitespace.
+translated whole. A text in html or xml is cut into its blocks and their sentences (`markup_split`):
+its markup decides its whitespace.
 """
 from __future__ import annotations
 
@@ -160,8 +160,8 @@ def split(text: str, protected: list[Protected]) -> Layout:
 
 def markup_split(text: str, fmt: TextFormat) -> Layout:
     """An html or xml text's layout: the text of each block (a paragraph, list item, heading, table
-    cell, the lines a `<br/>` parts; `WORD_BREAKING`) translated on its own, the block elements' tags
-    and the whitespace around them kept as sent. Sent whole, "<ul><li>Open file</li><li>Save
+    cell, the lines a `<br/>` parts; `WORD_BREAKING`) translated on its own, sentence by sentence as
+    plain text is, the block elements' tags and the whitespace around them kept as sent. Sent whole, "<ul><li>Open file</li><li>Save
     file</li><li>Close window</li></ul>" reached the model as one run-on sentence ("Open file Save
     file Close window") and came back "<ul><li>Dateispeicher</li><li></li><li>schließendes
     Fenster</li> öffnen</ul>"; a page of six paragraphs lost its tags in the fourth. A kept tag is
@@ -191,6 +191,13 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
             kept[-1][1] = max(kept[-1][1], end)
         else:
             kept.append([start, end])
+    # Sentences are cut apart as in plain text, but never inside a tag (an attribute's "Hello. World")
+    # nor where an inline element holds both sides ("<b>One. Two.</b>").
+    syntax = [False] * (len(text) + 1)
+    for tag in tags:
+        for start, end in ((tag.source_start, tag.source_start + len(tag.opening)),
+                           (tag.source_end - len(tag.closing or ""), tag.source_end)):
+            syntax[start:end] = [True] * (end - start)
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
     cursor = 0
@@ -202,8 +209,7 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
             except MarkupError:
                 return whole(text)  # an inline element across a block's edge
             if visible:
-                parts.append(Block((len(segments),), ()))
-                segments.append(Segment(between, tuple(range(cursor, start + 1))))
+                parts.append(_sentences(text, cursor, start, fmt, syntax, segments))
             else:
                 parts.append(Kept(between, cursor, _tags_in(tags, cursor, start)))
         if end > start:
@@ -212,6 +218,22 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
     if len(segments) < 2:
         return whole(text)
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
+
+
+def _sentences(text: str, start: int, end: int, fmt: TextFormat, syntax: list[bool], segments: list[Segment]) -> Block:
+    """text[start:end], a block's markup, as a Block of its sentences (appended to `segments`); not
+    cut where the sentence before would leave an inline element open."""
+    first, piece, gaps = len(segments), start, []
+    for gap_start, gap_end in _sentence_gaps(text[start:end], tuple(range(start, end + 1)), syntax):
+        try:
+            read_markup(text[piece:start + gap_start], fmt)
+        except MarkupError:
+            continue
+        segments.append(Segment(text[piece:start + gap_start], tuple(range(piece, start + gap_start + 1))))
+        gaps.append(text[start + gap_start:start + gap_end])
+        piece = start + gap_end
+    segments.append(Segment(text[piece:end], tuple(range(piece, end + 1))))
+    return Block(tuple(range(first, len(segments))), tuple(gaps))
 
 
 def _tags_in(tags: list[Tag], start: int, end: int) -> tuple[Protected, ...]:

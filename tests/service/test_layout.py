@@ -344,6 +344,10 @@ def test_a_map_joined_from_segments_read_different_ways_is_extracted_throughout(
     ("Line one.<br/>Line two.", ["Line one.", "Line two."], ["<br/>"]),
     ("<html><head/><body><p>A</p><p>B</p></body></html>", ["A", "B"],
      ["<html><head/><body><p>", "</p><p>", "</p></body></html>"]),
+    # Sentences too, as in plain text; not where an inline element holds both sides.
+    ("<p>Files shown. Open <b>one. Now</b>.</p><p>Go.</p>", ["Files shown.", "Open <b>one. Now</b>.", "Go."],
+     ["<p>", "</p><p>", "</p>"]),
+    ('<a title="Hello. World">Hi</a> there. Go on.', ['<a title="Hello. World">Hi</a> there.', "Go on."], []),
 ])
 def test_html_is_cut_into_its_blocks_and_their_tags_kept(text, segments, kept):
     layout = markup_split(text, "html")
@@ -359,6 +363,7 @@ def test_html_is_cut_into_its_blocks_and_their_tags_kept(text, segments, kept):
     "<p>A</p><!-- note --><p>B</p>",               # a comment: its place is the markup's
     "<p>A</p><p>B <code>x</code></p>",             # a passed-through element
     "<p>A</b>",                                    # malformed: refused where it is read
+    "<b>One. Two.</b>",                            # one sentence gap, inside an inline element
 ])
 def test_html_is_translated_whole_where_its_blocks_cannot_go_apart(text):
     assert markup_split(text, "html").whole
