@@ -161,13 +161,14 @@ def split(text: str, protected: list[Protected]) -> Layout:
 def markup_split(text: str, fmt: TextFormat) -> Layout:
     """An html or xml text's layout: the text of each block (a paragraph, list item, heading, table
     cell, the lines a `<br/>` parts; `WORD_BREAKING`) translated on its own, sentence by sentence as
-    plain text is, the block elements' tags and the whitespace around them kept as sent. Sent whole, "<ul><li>Open file</li><li>Save
-    file</li><li>Close window</li></ul>" reached the model as one run-on sentence ("Open file Save
-    file Close window") and came back "<ul><li>Dateispeicher</li><li></li><li>schließendes
-    Fenster</li> öffnen</ul>"; a page of six paragraphs lost its tags in the fourth. A kept tag is
-    reported at its opening tag (`"placement": "kept"`). The text is translated whole where it has
-    one block, where an inline element spans a block's edge (`<b>one<br/>two</b>`), and where it
-    has comments or passed-through elements (code, translate="no"), whose place the markup decides."""
+    plain text is, the block elements' tags and the whitespace around them kept as sent. Sent whole,
+    "<ul><li>Open file</li><li>Save file</li><li>Close window</li></ul>" reached the model as one
+    run-on sentence ("Open file Save file Close window") and came back "<ul><li>Dateispeicher</li>
+    <li></li><li>schließendes Fenster</li> öffnen</ul>"; a page of six paragraphs lost its tags in
+    the fourth. A kept tag is reported at its opening tag (`"placement": "kept"`). The text is
+    translated whole where it has one segment, where an inline element spans a block's edge
+    (`<b>one<br/>two</b>`), and where it has comments or passed-through elements (code,
+    translate="no"), whose place the markup decides."""
     try:
         tags = read_markup(text, fmt).tags
     except MarkupError:
