@@ -38,6 +38,9 @@ from dataclasses import dataclass, field, replace
 from service.alignment_flags import alignment_flags
 from service.glossary import TermReport, violations
 from service.protection.markup import WORD_BREAKING, MarkupError, Tag, TextFormat, read_markup
+
+# Passed-through elements that stand as blocks of their own on a page.
+PASSED_BLOCKS = {"pre", "script", "style"}
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
@@ -166,22 +169,23 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
     run-on sentence ("Open file Save file Close window") and came back "<ul><li>Dateispeicher</li>
     <li></li><li>schließendes Fenster</li> öffnen</ul>"; a page of six paragraphs lost its tags in
     the fourth. A kept tag is reported at its opening tag (`"placement": "kept"`). The text is
-    translated whole where it has one segment, where an inline element spans a block's edge
-    (`<b>one<br/>two</b>`), and where it has comments or passed-through elements (code,
-    translate="no"), whose place the markup decides."""
+    translated whole where it has one segment, and where an inline element spans a block's edge
+    (`<b>one<br/>two</b>`). A page's script, style and pre elements are kept whole between blocks."""
     try:
         tags = read_markup(text, fmt).tags
     except MarkupError:
         return whole(text)  # refused where it is read for translation, naming the problem
-    if any(tag.verbatim is not None or tag.name == "!--" for tag in tags):
-        return whole(text)
     edges: list[tuple[int, int]] = []
     for tag in tags:
-        if tag.name.lower() not in WORD_BREAKING:
-            continue
-        edges.append((tag.source_start, tag.source_start + len(tag.opening)))
-        if tag.closing:
-            edges.append((tag.source_end - len(tag.closing), tag.source_end))
+        if tag.verbatim is not None:
+            # A page's script, style or preformatted block stands between blocks, kept whole; code or
+            # a translate="no" element inside a sentence goes with it, untouched (placement.py).
+            if tag.name.lower() in PASSED_BLOCKS:
+                edges.append((tag.source_start, tag.source_end))
+        elif tag.name.lower() in WORD_BREAKING:
+            edges.append((tag.source_start, tag.source_start + len(tag.opening)))
+            if tag.closing:
+                edges.append((tag.source_end - len(tag.closing), tag.source_end))
     kept: list[list[int]] = []  # the kept runs: block tags and the whitespace around them
     for start, end in sorted(edges):
         while start > 0 and text[start - 1].isspace():
@@ -196,8 +200,9 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
     # nor where an inline element holds both sides ("<b>One. Two.</b>").
     syntax = [False] * (len(text) + 1)
     for tag in tags:
-        for start, end in ((tag.source_start, tag.source_start + len(tag.opening)),
-                           (tag.source_end - len(tag.closing or ""), tag.source_end)):
+        spans = (((tag.source_start, tag.source_end),) if tag.standalone else
+                 ((tag.source_start, tag.source_start + len(tag.opening)), (tag.source_end - len(tag.closing or ""), tag.source_end)))
+        for start, end in spans:
             syntax[start:end] = [True] * (end - start)
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
