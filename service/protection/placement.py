@@ -121,8 +121,7 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
     removed = [(p.start - 1, p.end + 1) if i in quoted else (p.start, p.end) for i, p in enumerate(protected)]
     # The model reads a space where an element breaks words and none is written: "one.<br/>Two"
     # reached it as "one.Two".
-    breaks = {offset for tag in markup.tags if tag.name.lower() in WORD_BREAKING
-              for offset in ((tag.start,) if tag.standalone else (tag.start, tag.end))}
+    breaks = _breaks(markup.tags)
     i = 0
     for start, end in removed + [(len(plain), len(plain))]:
         for k in range(i, start):
@@ -149,6 +148,12 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
                             protected_terms, quoted)
     return PreparedText(text, fmt, markup, protected, model_text, to_plain, tuple(styles), tuple(glossary),
                         tuple(find_terms(model_text, glossary)), (), quoted)
+
+
+def _breaks(tags: list[Tag]) -> set[int]:
+    """The plain-text offsets where an element that breaks words starts or ends."""
+    return {offset for tag in tags if tag.name.lower() in WORD_BREAKING
+            for offset in ((tag.start,) if tag.standalone else (tag.start, tag.end))}
 
 
 def _read_between_tags(plain: str, tags: list[Tag], terms: Sequence[str], styles: Sequence[str]) -> list[Protected]:
@@ -244,6 +249,7 @@ class _Insert:
     within: tuple[int, ...] | None = None
     at: int = 0
     beside: tuple[str, str] = ("", "")
+    inner_at: int | None = None  # an empty tag pair: where its inside starts in `core`
 
 
 @dataclass(frozen=True)
@@ -280,16 +286,19 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     reports: list[tuple[str, str, int, int]] = [(p.kind, p.text, origin[p.start], origin_end[p.end - 1]) for p in protected]
     reports += [("tag", tag.opening, tag.source_start, tag.source_end) for tag in tags]
     how: dict[int, Placement] = {}
+    breaks = _breaks(tags)
 
     def atom(core: str, plain_start: int, plain_end: int, order: tuple, marks: list[tuple[int, int, int]],
-             within: tuple[int, ...]) -> None:
+             within: tuple[int, ...], own: int | None = None) -> None:
         """Something with no words of its own to translate, placed between the words around it;
-        `within`: the paired tags around it in the source, innermost first."""
+        `within`: the paired tags around it in the source, innermost first; `own`: the tag it is
+        (None: a placeholder or term)."""
         offset, placement = locate.anchor(plain_start, plain_end)
         for item, _, _ in marks:
             how[item] = placement
-        before = plain[plain_start - 1] if plain_start > 0 else ""
-        after = plain[plain_end] if plain_end < len(plain) else ""
+        # Beside a placeholder, an element that breaks words stands for a space ("%2</p><p>File" is not glued).
+        before = " " if own is None and plain_start in breaks else plain[plain_start - 1] if plain_start > 0 else ""
+        after = " " if own is None and plain_end in breaks else plain[plain_end] if plain_end < len(plain) else ""
         lead, trail = _spacing(translation, offset, before, after)
         inserts.append(_Insert(offset, core, 1, order, marks, lead, trail, spaced=not before or before.isspace(),
                                within=within, at=plain_start, beside=(before, after)))
@@ -309,7 +318,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
         marks = [(i, reports[i][2] - base, reports[i][3] - base) for i in held]
         marks += [(len(protected) + k, tags[k].source_start - base, tags[k].source_end - base) for k in [index] + inner]
         atom(prepared.original[base:tag.source_end], tag.start, tag.end, (tag.start, 0, index), marks,
-             _ancestors(tags, index))
+             _ancestors(tags, index), index)
 
     substitutes = {i: prepared.glossary[entry].target for i, entry in prepared.protected_terms}
     for i, p in enumerate(protected):
@@ -358,7 +367,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             continue
         if tag.standalone:
             core = tag.verbatim or tag.opening
-            atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))], _ancestors(tags, index))
+            atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))], _ancestors(tags, index),
+                 index)
             if _breaks_glued_words(plain, tag, tag.start):
                 breaking.append(inserts[-1])
             continue
@@ -368,8 +378,8 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
         closing = tag.closing or ""
         if start == end:
             inserts.append(_Insert(start, tag.opening + closing, 1, (tag.start, 0, index),
-                                   [(item, 0, len(tag.opening) + len(closing))], within=_ancestors(tags, index),
-                                   at=tag.start))
+                                   [(item, 0, len(tag.opening) + len(closing))], tag=index,
+                                   within=_ancestors(tags, index), at=tag.start, inner_at=len(tag.opening)))
         else:
             inserts.append(_Insert(start, tag.opening, 2, (-end, index), [(item, 0, len(tag.opening))], tag=index))
             if _breaks_glued_words(plain, tag, tag.start):
@@ -380,12 +390,15 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     for insert in inserts:
         _contain(insert, tags, tag_spans, translation)
     dropped = _dropped(translation, stray)
-    # The space the model read for such an element (`prepare`) is the element's: "eins.<br/>Zeile".
+    # The space the model read for such an element (`prepare`) is the element's: "eins.<br/>Zeile";
+    # not where something else placed there would then touch a word ("%1WINDOW").
+    placed_between = {x.offset for x in inserts
+                      if x.within is not None and x.tag is None and not any(x is y for y in breaking)}
     for insert in breaking:
         at = insert.offset
-        if at > 0 and translation[at - 1] == " ":
+        if at > 0 and translation[at - 1] == " " and not {at - 1, at} & placed_between:
             dropped.add(at - 1)
-        elif at < len(translation) and translation[at] == " ":
+        elif at < len(translation) and translation[at] == " " and not {at, at + 1} & placed_between:
             dropped.add(at)
     wrapping = {number: index for index, number in around.items()}
     for number, edit in enumerate(changes):
@@ -904,10 +917,31 @@ def _in_tag_order(inserts: list[_Insert]) -> list[_Insert]:
             slot = closing[0] if closing else opening[-1] + 1 if opening else sum(
                 1 for y in group[:position] if not y.within)
             slots[slot].append(x)
-        for k, x in enumerate(base):
-            ordered += slots[k] + [x]
-        ordered += slots[-1]
+        same = [x for k, x in enumerate(base) for x in slots[k] + [x]] + slots[-1]
+        ordered += _filled(same)
     return ordered
+
+
+def _filled(same_offset: list[_Insert]) -> list[_Insert]:
+    """An empty tag pair with what the source held inside it at its offset put inside it ("<b>%1:</b>
+    file deleted", the colon left out, came back "<b></b> %1 Datei gelöscht"); the deepest pair first."""
+    pairs = sorted((x for x in same_offset if x.inner_at is not None), key=lambda x: -len(x.within or ()))
+    for pair in pairs:
+        inside = [x for x in same_offset if x is not pair and x.within and pair.tag in x.within]
+        if not inside:
+            continue
+        inner, marks = "", []
+        for x in inside:
+            space = " " if inner and x.spaced else ""
+            at = pair.inner_at + len(inner) + len(space)
+            marks += [(item, at + start, at + end) for item, start, end in x.marks]
+            inner += space + x.core
+        pair.core = pair.core[:pair.inner_at] + inner + pair.core[pair.inner_at:]
+        pair.marks = [(item, 0, len(pair.core)) for item, _, _ in pair.marks] + marks
+        # It stands where they would have: spaced as they were.
+        pair.lead, pair.trail = pair.lead or inside[0].lead, pair.trail or inside[-1].trail
+        same_offset = [x for x in same_offset if not any(x is y for y in inside)]
+    return same_offset
 
 
 def _inside(tags: list[Tag], k: int, ancestor: int) -> bool:

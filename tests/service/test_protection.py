@@ -132,6 +132,9 @@ def test_a_sibling_never_wraps_an_earlier_one(links, expected):
      "<b>Status der Unit-Datei:</b><br>"),
     ("<br><b>Unit file state:</b>", "Status der Unit-Datei:", [(0, 1), (1, 1), (2, 0)],
      "<br><b>Status der Unit-Datei:</b>"),
+    # A tag around a placeholder and a colon the translation left out stands empty: what it held goes in it.
+    ("<b>%1:</b> file deleted", "Datei gelöscht", [(1, 0), (2, 1)], "<b>%1</b> Datei gelöscht"),
+    ("<i><b>%1 %2:</b></i> ok", "gut", [(1, 0)], "<i><b>%1 %2</b></i> gut"),
 ])
 def test_what_stands_between_words_stays_in_the_tags_that_held_it(text, translation, links, expected):
     prepared = prepare(text, "html")
