@@ -133,8 +133,9 @@ class TranslateRequest(BaseModel):
     )
     format: Literal["text", "html", "xml"] = Field(
         default="text",
-        description='"html" / "xml": inline tags are taken out, the text translated, and each tag put back '
-        "around the translation of what it wrapped; malformed markup is a 422 naming the problem.",
+        description='"html" / "xml": each block (paragraph, list item, heading, cell, a line <br> parts) is '
+        "translated sentence by sentence, its block tags kept as sent; inline tags are taken out and each "
+        "put back around the translation of what it wrapped; malformed markup is a 422 naming the problem.",
     )
     do_not_translate: list[Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]] = Field(
         default_factory=list,
