@@ -373,6 +373,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
                 breaking.append(inserts[-1])
             continue
         start, end, how[item] = locate.wrap(tag.start, tag.end)
+        start, end = _parted(start, end, index, tags, plain, tag_spans, inserts, translation)
         start, end = _nest(start, end, tag, tag_spans, tags, translation)
         tag_spans[index] = (start, end)
         closing = tag.closing or ""
@@ -982,6 +983,38 @@ def _spacing(translation: str, offset: int, source_before: str, source_after: st
     lead = " " if before and not before.isspace() and not _glued(source_before, before) else ""
     trail = " " if after and not after.isspace() and not _glued(source_after, after) else ""
     return lead, trail
+
+
+def _parted(start: int, end: int, index: int, tags: list[Tag], plain: str, spans: dict[int, tuple[int, int]],
+            inserts: list[_Insert], translation: str) -> tuple[int, int]:
+    """Two sibling tags inside one word, parted by a sign ("<kbd>Ctrl</kbd>+<kbd>S</kbd>",
+    "<b>Tab</b>/<b>Shift+Tab</b>"), both aligned to the one target word: where that word holds the
+    sign once, the earlier tag ends before it and this one starts after it ("<kbd>Strg</kbd>+<kbd>S</kbd>",
+    not "<kbd>Strg+S</kbd><kbd></kbd>"). The span unchanged otherwise."""
+    tag = tags[index]
+    siblings = tags[tag.parent].children if tag.parent is not None else [k for k, t in enumerate(tags) if t.parent is None]
+    earlier = [k for k in siblings if k < index and k in spans]
+    if not earlier:
+        return start, end
+    previous = earlier[-1]
+    sign = plain[tags[previous].end:tag.start]
+    low, high = spans[previous]
+    if not sign or len(sign) > 2 or any(c.isalnum() or c.isspace() for c in sign) or not (low <= start < end <= high):
+        return start, end
+    word = translation[low:high]
+    if word.count(sign) != 1 or any(c.isspace() for c in word):
+        return start, end
+    cut = low + word.index(sign)
+    if cut == low or cut + len(sign) == high:
+        return start, end
+    spans[previous] = (low, cut)
+    for insert in inserts:
+        if insert.tag == previous and insert.inner_at is None:
+            if insert.rank == 0:
+                insert.offset = cut
+            else:
+                insert.order = (-cut, previous)
+    return cut + len(sign), high
 
 
 def _nest(start: int, end: int, tag: Tag, spans: dict[int, tuple[int, int]], tags: list[Tag],

@@ -118,6 +118,20 @@ def test_a_sibling_never_wraps_an_earlier_one(links, expected):
     read_markup(restored.text, "xml")
 
 
+@pytest.mark.parametrize("text, translation, expected", [
+    ("Press <kbd>Ctrl</kbd>+<kbd>S</kbd> to save.", "Drücke Strg+S zum Speichern.",
+     "Drücke <kbd>Strg</kbd>+<kbd>S</kbd> zum Speichern."),
+    ("Press <b>Tab</b>/<b>Shift+Tab</b> to jump.", "Drücke Tab/Umschalt+Tab zum Springen.",
+     "Drücke <b>Tab</b>/<b>Umschalt+Tab</b> zum Springen."),
+    # The sign twice in the target word: which one parts them is not known; the later tag stands empty.
+    ("Press <kbd>A</kbd>+<kbd>B</kbd> now.", "Drücke A+B+C jetzt.", "Drücke <kbd>A+B+C</kbd><kbd></kbd> jetzt."),
+])
+def test_siblings_inside_one_word_part_at_the_sign_between_them(text, translation, expected):
+    prepared = prepare(text, "html")
+    links = [(k, k) for k in range(len(prepared.model_text.split()))]
+    assert restore(prepared, translation, aligned(prepared.model_text, translation, links)).text == expected
+
+
 @pytest.mark.parametrize("text, translation, links, expected", [
     # A placeholder at the edge of the paragraph that held it stays inside it.
     ("<p>%1 files deleted</p>", "Dateien gelöscht", [(0, 0), (1, 1)], "<p>%1 Dateien gelöscht</p>"),
