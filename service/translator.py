@@ -310,7 +310,7 @@ class Translator:
                 # Only markup is refused here (malformed), and malformed markup is one segment whose
                 # offsets are its text's; the index is the segment's.
                 if error.index is not None:
-                    error.index = [index for index, layout in enumerate(layouts) for _ in layout.segments][error.index]
+                    error.index = _owners(layouts)[error.index]
                 raise
             # Where the pair is routed by domain, the words choose the model, not the markup and
             # placeholders the service keeps whatever the model (a caption in <b> is a caption).
@@ -321,7 +321,7 @@ class Translator:
             layouts, prepared, chosen = cut_and_prepare()
         else:
             layouts, prepared, chosen = await anyio.to_thread.run_sync(cut_and_prepare)
-        owner = [index for index, layout in enumerate(layouts) for _ in layout.segments]
+        owner = _owners(layouts)
         wanted = options.n_best
         if wanted > 1 and any(p.term_matches for p in prepared):
             # Enforcing the terms can make hypotheses alike (`_distinct`): the beam's other
@@ -725,6 +725,11 @@ def _distinct(nbest: list[Served]) -> list[Served]:
             seen.add(served.translation.text)
             distinct.append(served)
     return distinct
+
+
+def _owners(layouts: list[Layout]) -> list[int]:
+    """Per segment, the index of the text it was cut from."""
+    return [index for index, layout in enumerate(layouts) for _ in layout.segments]
 
 
 def _marked(prepared: PreparedText) -> bool:

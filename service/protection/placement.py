@@ -918,7 +918,7 @@ def _in_tag_order(inserts: list[_Insert]) -> list[_Insert]:
             slot = closing[0] if closing else opening[-1] + 1 if opening else sum(
                 1 for y in group[:position] if not y.within)
             slots[slot].append(x)
-        same = [x for k, x in enumerate(base) for x in slots[k] + [x]] + slots[-1]
+        same = [y for k, x in enumerate(base) for y in slots[k] + [x]] + slots[-1]
         ordered += _filled(same)
     return ordered
 
@@ -946,12 +946,12 @@ def _filled(same_offset: list[_Insert]) -> list[_Insert]:
 
 
 def _inside(tags: list[Tag], k: int, ancestor: int) -> bool:
-    parent = tags[k].parent
-    while parent is not None:
-        if parent == ancestor:
-            return True
-        parent = tags[parent].parent
-    return False
+    return ancestor in _ancestors(tags, k)
+
+
+def _siblings(tags: list[Tag], tag: Tag) -> list[int]:
+    """The indices of `tag`'s parent's children (the top-level tags where it has no parent), itself included."""
+    return tags[tag.parent].children if tag.parent is not None else [k for k, t in enumerate(tags) if t.parent is None]
 
 
 def _dropped(translation: str, stray: list[Protected]) -> set[int]:
@@ -992,8 +992,7 @@ def _parted(start: int, end: int, index: int, tags: list[Tag], plain: str, spans
     sign once, the earlier tag ends before it and this one starts after it ("<kbd>Strg</kbd>+<kbd>S</kbd>",
     not "<kbd>Strg+S</kbd><kbd></kbd>"). The span unchanged otherwise."""
     tag = tags[index]
-    siblings = tags[tag.parent].children if tag.parent is not None else [k for k, t in enumerate(tags) if t.parent is None]
-    earlier = [k for k in siblings if k < index and k in spans]
+    earlier = [k for k in _siblings(tags, tag) if k < index and k in spans]
     if not earlier:
         return start, end
     previous = earlier[-1]
@@ -1026,8 +1025,7 @@ def _nest(start: int, end: int, tag: Tag, spans: dict[int, tuple[int, int]], tag
     if tag.parent is not None and tag.parent in spans:
         low, high = spans[tag.parent]
         start, end = min(max(start, low), high), min(max(end, low), high)
-    siblings = [spans[i] for i in (tags[tag.parent].children if tag.parent is not None else
-                                   [k for k, t in enumerate(tags) if t.parent is None]) if i in spans]
+    siblings = [spans[i] for i in _siblings(tags, tag) if i in spans]
     changed = True
     while changed:
         changed = False

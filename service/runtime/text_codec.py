@@ -102,13 +102,11 @@ def _single_spaced(text: str, spans: list[tuple[int, int]] | None) -> tuple[str,
     a De->En software translation), and one before the end as a trailing space; the models learned
     text with every space run one space and none at the ends, so such spaces are that slip, never
     the source's layout (service/layout.py keeps that)."""
-    edits = [(m.start(), m.end(), "") for m in _EXTRA_SPACES.finditer(text)]
-    if not edits:
-        return text, spans
-    return apply(text, edits), None if spans is None else moved(edits, spans)
+    return _without(_EXTRA_SPACES, text, spans)
 
 
 _SPACE_IN_BRACKET = re.compile(r"(?<=[(\[{<]) (?=[^\W_])")
+_SPACED_BRACKET = re.compile(r"[(\[{<] ")
 
 
 def _bracket_spaced(source: str, text: str, spans: list[tuple[int, int]] | None
@@ -117,9 +115,17 @@ def _bracket_spaced(source: str, text: str, spans: list[tuple[int, int]] | None
     models decoded a word-start piece after "(" ("nscd exited normal ( signal %d)", "< Datum kann nicht
     ausgegeben werden>"; 7 of the 4,110 software validation outputs, both directions). A source
     that writes "( " anywhere (":( ", "(< 20") keeps the model's spacing."""
-    if not _SPACE_IN_BRACKET.search(text) or re.search(r"[(\[{<] ", source):
+    if not _SPACE_IN_BRACKET.search(text) or _SPACED_BRACKET.search(source):
         return text, spans
-    edits = [(m.start(), m.end(), "") for m in _SPACE_IN_BRACKET.finditer(text)]
+    return _without(_SPACE_IN_BRACKET, text, spans)
+
+
+def _without(pattern: re.Pattern[str], text: str, spans: list[tuple[int, int]] | None
+             ) -> tuple[str, list[tuple[int, int]] | None]:
+    """`text` with what `pattern` matches taken out, `spans` moved with it."""
+    edits = [(m.start(), m.end(), "") for m in pattern.finditer(text)]
+    if not edits:
+        return text, spans
     return apply(text, edits), None if spans is None else moved(edits, spans)
 
 
