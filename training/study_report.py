@@ -181,11 +181,15 @@ def _cell(value: tuple[float, float | None], digits: int = 2) -> str:
 
 def render_markdown(report: dict[str, Any]) -> str:
     splits = report["splits"]
+    # A study part without the baseline among its runs (studies/en-de-part2.json) leaves p to the
+    # merged study's report.
+    p_said = ("p = paired bootstrap (lowercased BLEU) against "
+              f"the baseline `{report['baseline']}`, the largest over seeds (it says whether the difference is "
+              "significant; the BLEU columns say which way)" if report["baseline"] is not None
+              else "no baseline named, so no p (a study part: the merged study's report has it)")
     lines = [f"# Study {report['study']}", "",
              f"Beam {report['beam']}, length penalty {report.get('length_penalty', 'each recipe’s own')}; BLEU = sacreBLEU 13a (cased detokenised, and lowercased), chrF2; "
-             "mean ± standard deviation over scored seeds; p = paired bootstrap (lowercased BLEU) against "
-             f"the baseline `{report['baseline']}`, the largest over seeds (it says whether the difference is "
-             "significant; the BLEU columns say which way).", ""]
+             f"mean ± standard deviation over scored seeds; {p_said}.", ""]
     header = ["run", "seeds scored / planned", "parameters"]
     for split in splits:
         header += [f"{split} {label}" for label in METRICS.values()] + [f"{split} p"]

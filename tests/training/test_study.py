@@ -274,6 +274,10 @@ def test_the_table_means_deviations_and_bootstrap_p_from_run_directories(tmp_pat
     # No placeholders column value: these scores hold none (a split without placeholders shows "—").
     assert f"| other | 1 / 1 | 2,000 | 40.00 | 41.00 | 60.00 | — | {expected_p:.4f} | — | — | — |" in markdown
     assert "| base | 2 / 2 | 1,000 | 31.50 ± 2.12 | 32.50 ± 2.12 | 51.50 ± 2.12 | — | — |" in markdown
+    assert "p = paired bootstrap (lowercased BLEU) against the baseline `base`" in markdown
+    # A study part that holds no baseline says so rather than naming one ("the baseline `None`").
+    part = render_markdown({**report, "baseline": None})
+    assert "no baseline named, so no p" in part and "`None`" not in part
 
     # Alignment figures, where scored: mean ± deviation of each over the seeds, the methods named.
     for seed, gold, agreement, method in ((1, 0.6, 0.3, "layer 0 shift, argmax"), (2, 0.5, None, "layer 2, argmax")):
