@@ -31,6 +31,7 @@ Appends to results/as_written.md.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -76,6 +77,8 @@ def main() -> int:
     parser.add_argument("--url", default=None, help="translate through this running server instead of in-process")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "as_written.md")
     parser.add_argument("--note", default="", help="said in the run's heading")
+    parser.add_argument("--outputs", type=Path, default=None,
+                        help="also write each message as written, its output and its reference here, a JSON object a line")
     args = parser.parse_args()
     source_lang, target_lang = args.pair.split("-")
     default_dirs = [REPO / "models" / f"{args.pair}-software"]
@@ -115,6 +118,11 @@ def main() -> int:
         from_written = translate(client, written)
         from_corpus = translate(client, corpus_sources)
     seconds = time.perf_counter() - started
+    if args.outputs:
+        with args.outputs.open("w", encoding="utf-8") as handle:
+            for row, out in zip(rows, from_written):
+                handle.write(json.dumps({"source": row[side], "output": out, "reference": row[other]},
+                                        ensure_ascii=False) + "\n")
     # The output of a message as written, read as the corpus reads a catalog's translation.
     from_written_cleaned = [strip_accelerators(normalise(row[side]), normalise(out))[1]
                             for row, out in zip(rows, from_written)]

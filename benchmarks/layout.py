@@ -79,7 +79,7 @@ def main() -> int:
         args.hypotheses.write_text("".join(text.replace("\\", "\\\\").replace("\n", "\\n") + "\n" for text in served),
                                    encoding="utf-8")
 
-    cut = [i for i, text in enumerate(sources) if len(split(text, find_protected(text)).segments) > 1]
+    cut = [i for i, text in enumerate(sources) if len(split(text, find_protected(text), "en").segments) > 1]
     placeholders = [i for i, text in enumerate(sources) if find_protected(text)]
 
     def scores(outputs: list[str], subset: list[int]) -> str:

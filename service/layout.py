@@ -15,7 +15,9 @@ into the text's own layout:
   not end a sentence and whose next line continues at the same column (a hard-wrapped paragraph,
   an option's description wrapped under itself) is joined to it by a space (a line of placeholders
   and options alone, a value or a synopsis' command, starts no such run and ends one unless the
-  line before it ends in a word), and the joined part's
+  line before it ends in a word; a line that begins anew, `_starts_anew`, is not joined either:
+  a capital after a value or a synopsis' argument, and where the text's language writes nouns in
+  lower case a capitalised word after a line of several words), and the joined part's
   translation is wrapped again to the width and indentation the source had (where the translation,
   longer than its source, would then take more lines, its lines may grow up to LINE_LIMIT columns,
   no wider than keeps the source's number of lines, as localisers write them). A list item's bullet
@@ -38,14 +40,14 @@ from dataclasses import dataclass, field, replace
 from service.alignment_flags import alignment_flags
 from service.glossary import TermReport, violations
 from service.protection.markup import WORD_BREAKING, MarkupError, Tag, TextFormat, read_markup
-
-# Passed-through elements that stand as blocks of their own on a page.
-PASSED_BLOCKS = {"pre", "script", "style"}
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
                                   extracted_phrase_pairs, has_visible_text, pharaoh)
 from service.served import MemoryUse, Served
+
+# Passed-through elements that stand as blocks of their own on a page.
+PASSED_BLOCKS = {"pre", "script", "style"}
 
 # Whitespace between two columns of a line: a tab, three spaces or more, or two spaces that do not
 # follow a sentence's end (coreutils puts two spaces between sentences) after an option.
@@ -58,6 +60,8 @@ _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
 _SENTENCE_GAP = re.compile(r"(?<=[^.][.!?])[\"'’”»)\]]*( +)(?=[\"'‘“«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _ABBREVIATION = re.compile(r"(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|No|Fig|St|[A-Za-z])\.")
 _LETTER = re.compile(r"[^\W\d_]")
+# Languages that write every noun with a capital letter: there a capital starts no sentence.
+NOUNS_CAPITALISED = {"de", "lb"}
 # The width terminal text is wrapped to (GNU's help texts stay within 79 columns): a block's lines
 # may grow to it, no further, to keep the source's number of lines.
 LINE_LIMIT = 79
@@ -117,8 +121,9 @@ def whole(text: str) -> Layout:
     return Layout(text, (Block((0,), ()),), (Segment(text, tuple(range(len(text) + 1))),))
 
 
-def split(text: str, protected: list[Protected]) -> Layout:
-    """`text`'s layout; `protected`: its placeholders and terms (nothing is cut inside one)."""
+def split(text: str, protected: list[Protected], language: str | None = None) -> Layout:
+    """`text`'s layout; `protected`: its placeholders and terms (nothing is cut inside one);
+    `language`: the text's (None: unknown), which says whether a capital letter starts a sentence."""
     if not has_visible_text(text) or any("\n" in p.text for p in protected):
         return whole(text)
     if (not protected and "\n" not in text and "\t" not in text and "  " not in text and text == text.strip()
@@ -126,7 +131,7 @@ def split(text: str, protected: list[Protected]) -> Layout:
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
     starts = [p.start for p in protected]  # protected is in text order
-    chains = [part for chain in _chains(text, inside) for part in _cut_where_ended_short(text, chain)]
+    chains = [part for chain in _chains(text, inside, language) for part in _cut_where_ended_short(text, chain)]
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
     cursor = 0
@@ -308,7 +313,7 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
     return cells, bool(bullet)
 
 
-def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
+def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tuple[int, int]]]:
     """The text's parts in order, each a list of (start, end) spans that read on from one line into
     the next (one span where it does not)."""
     chains: list[list[tuple[int, int]]] = []
@@ -322,7 +327,8 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
             continues = (k == 0 and len(cells) == 1 and open_chain is not None and not item
                          and cell[0] - line_start == open_chain[0][0] - _line_of(text, open_chain[0][0])
                          and text[cell[0]] != "-"
-                         and (_worded(text, cell, inside) or _ends_in_word(text, open_chain[-1], inside)))
+                         and (_worded(text, cell, inside) or _ends_in_word(text, open_chain[-1], inside))
+                         and not _starts_anew(text, open_chain[-1], cell, inside, language))
             if continues:
                 open_chain.append(cell)
             else:
@@ -338,6 +344,27 @@ def _chains(text: str, inside: list[bool]) -> list[list[tuple[int, int]]]:
             open_chain = None
         line_start = line_end + 1
     return chains
+
+
+def _starts_anew(text: str, before: tuple[int, int], cell: tuple[int, int], inside: list[bool],
+                 language: str | None) -> bool:
+    """Whether the line `cell` begins something new although the line `before` ends no sentence: a
+    capital letter after a value ("Trusted by %1\nSHA1 %2"), a capitalised word after a synopsis'
+    argument ("Usage: %s [options] <interface>\nSolicits on-link IPv6 routers"), and in a language
+    that writes its nouns in lower case a capitalised word after a line of several words ("Project is
+    opened\nPlease, close it first"; not "Click\nTo\nAdd\nImage", a label wrapped one word a line,
+    nor the metavariable of "(encrypted)\nPASSWORD", nor German's nouns). Hard-wrapped prose runs on
+    in lower case, or with a name, an acronym or a metavariable, which these leave joined."""
+    if inside[cell[0]] or not text[cell[0]].isupper():
+        return False
+    if inside[before[1] - 1]:
+        return True
+    word = _WORD.match(text, cell[0]).group()
+    capitalised = len(word) > 1 and word[1].islower()
+    if capitalised and text[before[1] - 1] in "]>":
+        return True
+    return (capitalised and language is not None and language not in NOUNS_CAPITALISED
+            and any(c.isspace() for c in text[before[0]:before[1]]))
 
 
 def _worded(text: str, cell: tuple[int, int], inside: list[bool]) -> bool:

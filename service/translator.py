@@ -292,7 +292,7 @@ class Translator:
             unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
                 protected = find_protected(text, terms, styles) if fmt == "text" else []
-                layout = split(text, protected) if fmt == "text" else markup_split(text, fmt)
+                layout = split(text, protected, source) if fmt == "text" else markup_split(text, fmt)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
                 layouts.append(layout)

@@ -28,9 +28,9 @@ HELP = ("Usage: frob [OPTION]... FILE...\n"
         "                     printing them\n")
 
 
-def cut(text: str) -> list:
+def cut(text: str, language: str | None = None) -> list:
     """The layout as plain values: kept strings, and per block its segments' texts and gaps."""
-    layout = split(text, find_protected(text))
+    layout = split(text, find_protected(text), language)
     out = []
     for part in layout.parts:
         if isinstance(part, Kept):
@@ -98,6 +98,37 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
 ])
 def test_cuts(text, expected):
     assert cut(text) == expected
+
+
+@pytest.mark.parametrize("text, language, expected", [
+    # A capital letter after a value begins a line of its own, in any language.
+    ("Trusted by %1\nSHA1 %2", None, [(["Trusted by %1"], [], 0, None, ""), "\n", (["SHA1 %2"], [], 0, None, "")]),
+    # A capitalised word after a synopsis' argument (a line too long to have been ended short:
+    # 31 + 1 + 8 + 10 = 50 > 33 columns) begins the description, German's too.
+    ("Usage: %s [options] <interface>\nSolicits IPv6 routers on the link\n", None,
+     [(["Usage: %s [options] <interface>"], [], 0, None, ""), "\n", (["Solicits IPv6 routers on the link"], [], 0, None, ""),
+      "\n"]),
+    ("Aufruf: %s [Optionen] <Schnittstelle>\nBietet IPv6-Router der Leitung an\n", "de",
+     [(["Aufruf: %s [Optionen] <Schnittstelle>"], [], 0, None, ""), "\n", (["Bietet IPv6-Router der Leitung an"], [], 0, None, ""),
+      "\n"]),
+    # In English a capitalised word after a line of several words begins something new; German
+    # writes its nouns so, and a line that breaks before one runs on.
+    ("Project is opened\nPlease, close it first", "en",
+     [(["Project is opened"], [], 0, None, ""), "\n", (["Please, close it first"], [], 0, None, "")]),
+    ("Project is opened\nPlease, close it first", "de", [(["Project is opened Please, close it first"], [], 0, 22, "")]),
+    ("Ändert das Basisverzeichnis für das\nHome-Verzeichnis des Benutzers", "de",
+     [(["Ändert das Basisverzeichnis für das Home-Verzeichnis des Benutzers"], [], 0, 35, "")]),
+    # A language not known: only what holds in every language cuts.
+    ("Project is opened\nPlease, close it first", None, [(["Project is opened Please, close it first"], [], 0, 22, "")]),
+    # A label wrapped one word a line, a metavariable, an acronym run on in English too.
+    ("Click\nTo\nAdd\nImage", "en", [(["Click To Add Image"], [], 0, 5, "")]),
+    ("Change the password to this (encrypted)\nPASSWORD", "en",
+     [(["Change the password to this (encrypted) PASSWORD"], [], 0, 39, "")]),
+    ("without even the implied warranty of\nMERCHANTABILITY or FITNESS", "en",
+     [(["without even the implied warranty of MERCHANTABILITY or FITNESS"], [], 0, 36, "")]),
+])
+def test_a_line_that_begins_anew_is_not_run_on(text, language, expected):
+    assert cut(text, language) == expected
 
 
 def test_nothing_is_cut_inside_a_placeholder_and_one_across_lines_keeps_the_text_whole():
@@ -238,7 +269,8 @@ def test_the_translator_sends_segments_and_answers_in_the_texts_layout():
         translator = Translator([runtime], settings)
         translator.start()
         try:
-            answers = await translator.translate(["Go home.  Stay here.\n  -q  be quiet\n", "%s: %s"], "en", "de",
+            answers = await translator.translate(["Go home.  Stay here.\n  -q  be quiet\n", "%s: %s",
+                                                  "Job done\nPlease wait"], "en", "de",
                                                  DecodingOptions(beam_size=1))
             with pytest.raises(Exception) as info:
                 await translator.translate(["Fine.", "Fine. one two three four"], "en", "de")
@@ -249,8 +281,9 @@ def test_the_translator_sends_segments_and_answers_in_the_texts_layout():
     answers, error = asyncio.run(main())
     # FakeRuntime reverses and upper-cases the words of each segment it is sent.
     assert [[h.translation.text for h in n] for n in answers] == [["HOME. GO  HERE. STAY\n  -q  QUIET BE\n"],
-                                                                  ["%s: %s"]]
-    assert runtime.calls[0][0] == ["Go home.", "Stay here.", "be quiet"]
+                                                                  ["%s: %s"], ["DONE JOB\nWAIT PLEASE"]]
+    # The request's source language decides that a capitalised line begins anew (English).
+    assert sorted(runtime.calls[0][0]) == sorted(["Go home.", "Stay here.", "be quiet", "Job done", "Please wait"])
     # A segment over the token limit is refused naming the text it is part of.
     assert (error.field, error.index, error.kind) == ("text", 1, "too_many_tokens")
 
