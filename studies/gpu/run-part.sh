@@ -45,6 +45,15 @@ print('recurrent-bias kernel:', f'checked on {torch.cuda.get_device_name()}' if 
 sys.exit(0 if ok else 1)" || exit 5
 fi
 
+# A dry run trains its part's runs anew: a toy run left by an earlier dry run would be skipped as
+# trained, and the dry run would then check nothing of the training.
+if [ -n "${tiny[*]}" ]; then
+    "$py" -c "import shutil, sys; from training.study_spec import load_study, run_dir, tiny
+spec = tiny(load_study('$study'))
+for run, seed in spec.jobs():
+    shutil.rmtree(run_dir(spec, run, seed), ignore_errors=True)" || exit 4
+fi
+
 # A fine-tuning run may start from a model trained in an earlier part, carried here (or committed):
 # refuse to retrain it, which would also overwrite its results. A parent this part trains is fine.
 "$py" - "$study" "$part" "${tiny[@]}" <<'PY' || exit 4
