@@ -5,6 +5,12 @@
     python benchmarks/placeholder_catalogs.py --split data/debian_catalogs/test --model-dir models/en-de-software
                                                         # the software corpus' test split (packages the
                                                         # software model never saw: its placeholder target)
+    python benchmarks/placeholder_catalogs.py --weblate # as Weblate sends them (below)
+
+With --weblate each message goes as Weblate's machine-translation client sends it to a
+LibreTranslate server (weblate/machinery/base.py `cleanup_text`): every placeholder replaced by a
+marker `[X<offset>X]`, the texts posted to `/libretranslate/translate` without a format, and the
+markers in the answer swapped back the way Weblate does (`[X12X]`, spaces allowed before the `]`).
 
 The set (data/protection_eval/debian_unseen.jsonl, built once by --build and committed): English UI
 messages and their German translations from the gettext catalogs (`usr/share/locale/de/LC_MESSAGES/
@@ -110,6 +116,22 @@ def split_items(split: Path) -> list[dict]:
     return items
 
 
+def weblate_cleanup(text: str) -> tuple[str, dict[str, str]]:
+    """`text` with each placeholder replaced by Weblate's marker, and the markers' placeholders."""
+    replacements: dict[str, str] = {}
+
+    def marker(match: re.Match) -> str:
+        replacements[f"[X{match.start()}X]"] = match.group()
+        return f"[X{match.start()}X]"
+    return REFERENCE.sub(marker, text), replacements
+
+
+def weblate_uncleanup(text: str, replacements: dict[str, str]) -> str:
+    for marker, placeholder in replacements.items():
+        text = re.sub(re.escape(marker[:-1]) + " *" + re.escape(marker[-1]), lambda _: placeholder, text)
+    return text
+
+
 def kept(source: str, output: str) -> bool:
     return collections.Counter(REFERENCE.findall(source)) == collections.Counter(REFERENCE.findall(output))
 
@@ -121,15 +143,23 @@ def measure(args: argparse.Namespace) -> str:
         items = split_items(args.split)
     else:
         items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
-    model_dirs = [args.model_dir] + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
+    model_dirs = args.model_dir + ([Path(args.reverse_model_dir)] if args.reverse_model_dir else [])
     started = time.perf_counter()
     outputs: list[str] = []
     with in_process_service(Settings(model_dirs=model_dirs, device="cpu", inference_process=False,
                                      warmup=False)) as client:
         precision = "/".join(sorted({str(m["precision"]) for m in client.get("/models").json()["models"]}))
         for start in range(0, len(items), 32):
-            response = client.post("/translate", json={"text": [i["source"] for i in items[start:start + 32]],
-                                                       "source": "en", "target": "de"})
+            batch = [i["source"] for i in items[start:start + 32]]
+            if args.weblate:
+                cleaned = [weblate_cleanup(text) for text in batch]
+                response = client.post("/libretranslate/translate", json={"q": [text for text, _ in cleaned],
+                                                                           "source": "en", "target": "de"})
+                assert response.status_code == 200, response.text
+                outputs += [weblate_uncleanup(text, replacements)
+                            for text, (_, replacements) in zip(response.json()["translatedText"], cleaned)]
+                continue
+            response = client.post("/translate", json={"text": batch, "source": "en", "target": "de"})
             assert response.status_code == 200, response.text
             outputs += [nbest[0]["text"] for nbest in response.json()["translations"]]
     seconds = time.perf_counter() - started
@@ -144,7 +174,8 @@ def measure(args: argparse.Namespace) -> str:
     lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
              f"torch backend on CPU ({precision}), {' + '.join(path.name for path in model_dirs)}", "",
              f"Command: `{args.command}` ({seconds:.0f} s).", "",
-             f"**{total}/{len(items)} = {total / len(items):.2%}** of the messages keep exactly their placeholders.", "",
+             f"**{total}/{len(items)} = {total / len(items):.2%}** of the messages keep exactly their placeholders"
+             + (" (sent as Weblate sends them: markers `[X<offset>X]`, swapped back)" if args.weblate else "") + ".", "",
              "| package | messages | kept exactly |", "|---|---:|---:|"]
     lines += [f"| {package} | {len(oks)} | {sum(oks) / len(oks):.1%} |" for package, oks in sorted(by_package.items())]
     if misses:
@@ -158,12 +189,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", action="store_true", help="download the packages and rebuild the set")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "placeholder_catalogs.md")
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "en-de-align2", help="default: what make serve serves")
+    parser.add_argument("--model-dir", type=Path, nargs="+", default=[REPO / "models" / "en-de-align2", REPO / "models" / "en-de-software"],
+                        help="the En->De models served (several: the service chooses per text); default: what make serve serves")
     parser.add_argument("--reverse-model-dir", default=str(REPO / "models" / "de-en-align"),
                         help="served beside it, as make serve does; '' for none")
     parser.add_argument("--split", type=Path, default=None,
                         help="instead of the built set: every pair with placeholders of a software-corpus split, "
                              "e.g. data/debian_catalogs/test (packages the software model never saw)")
+    parser.add_argument("--weblate", action="store_true",
+                        help="send each message as Weblate's LibreTranslate client does, its placeholders as [X<offset>X]")
     args = parser.parse_args()
     args.command = "python benchmarks/placeholder_catalogs.py " + shlex.join(sys.argv[1:])
     if args.build:

@@ -116,8 +116,12 @@ _SYNTAX = frozenset("%{}$&<>`\\")
 
 def _syntax(written: str, markup: Markup, parts: Sequence[Protected]) -> Counter:
     """The placeholder syntax characters of `written` (read as `markup`) but the quotes or brackets
-    right around a placeholder, which a translation may write its own way (GNU's `%s' as »%s«)."""
+    right around a placeholder, or the quotes a literal was taken with, which a translation may write
+    its own way (GNU's `%s' as »%s«, `` `%s --help' `` as »%s --help«; an address's angle brackets
+    count)."""
     quotes = {markup.origin[k] for p in parts if paired(markup.plain, p.start, p.end) for k in (p.start - 1, p.end)}
+    quotes |= {markup.origin[k] for p in parts if unenclosed(p.text) != p.text and p.text[0] not in "<[("
+               for k in (p.start, p.end - 1)}
     return Counter(c for k, c in enumerate(written) if c in _SYNTAX and k not in quotes)
 
 

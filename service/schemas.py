@@ -142,7 +142,7 @@ class TranslateRequest(BaseModel):
         max_length=MAX_TERMS,
         description="Terms kept as they are (whole words, case-sensitive), like placeholders: "
         "printf (%s, %1$d, %-10b), Qt (%1), Python (%(name)s), Ruby (%{name}), brace ({name}, {0}, {{0}}), "
-        "ICU ({n, plural, ...}), ${VAR} and HTML entities in plain text are always kept.",
+        "ICU ({n, plural, ...}), ${VAR}, Weblate's markers ([X12X]) and HTML entities in plain text are always kept.",
     )
     alignment_method: AlignmentMethod | None = Field(default=None, description=ALIGNMENT_METHOD_HELP)
     glossary: list[EntryIn] | Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
@@ -310,8 +310,8 @@ class SpanOut(BaseModel):
 
 
 class ProtectedOut(BaseModel):
-    kind: Literal["url", "email", "path", "printf", "python", "qt", "ruby", "brace", "icu", "shell", "entity", "option",
-                  "accelerator", "term", "glossary", "tag"]
+    kind: Literal["weblate", "url", "email", "path", "printf", "python", "qt", "ruby", "brace", "icu", "shell", "entity",
+                  "option", "accelerator", "term", "glossary", "tag"]
     text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent.")
     source: SpanOut = Field(description="Where it stood in the text sent (a tag: from its opening to its closing tag).")
     target: SpanOut = Field(description="Where it stands in the translation.")

@@ -34,6 +34,18 @@ def test_only_hypotheses_keeping_every_part_exactly_are_served_and_none_when_the
     assert serve_as_written(prepared, [drops, keeps], "none") is None
 
 
+def test_a_quoted_command_line_may_come_back_in_the_targets_quotes_and_no_other_syntax_changes():
+    prepared = prepare("Try `%s --help' for more")
+    assert [(p.kind, p.text) for p in prepared.protected] == [("option", "`%s --help'")]
+    german = Translation("Versuchen Sie »%s --help« für mehr", -1.0)
+    gnu = Translation("Versuchen Sie `%s --help' für mehr", -1.5)
+    split = Translation("Versuchen Sie »%s« --help für mehr", -2.0)      # the pair no longer holds the command
+    stray = Translation("Versuchen Sie `%s --help' für mehr`", -2.5)     # one backtick more than the source
+    served = serve_as_written(prepared, [german, gnu, split, stray], "none")
+    assert [s.translation.text for s in served] == [german.text, gnu.text]
+    assert served[0].placed == [Placed("option", "`%s --help'", 4, 15, 14, 25, "model")]
+
+
 def test_nothing_to_protect_a_glossary_in_markup_or_markup_beyond_tags_around_placeholders_goes_the_protected_way():
     assert not tried_as_written(prepare("Open the file"))
     assert not tried_as_written(prepare("Open the file", glossary=[GlossaryEntry("open", "öffnen")]))

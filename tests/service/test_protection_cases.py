@@ -63,6 +63,14 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     # model empty and came back beside it ("route -v-FC[]").
     ("route [-v] [-FC] {add|del} [-P|-d printer]",
      [("option", "[-v]"), ("option", "[-FC]"), ("brace", "{add|del}"), ("option", "-P|-d")]),
+    # A command line in quotes, placeholders and an option, is one part with its quotes; placeholders
+    # alone in a pair, or glued to each other, are not.
+    ("Try `%s --help' or '%s -v -q', not '%s %s' or '%s%s -x'",
+     [("option", "`%s --help'"), ("option", "'%s -v -q'"), ("printf", "%s"), ("printf", "%s"), ("printf", "%s"),
+      ("printf", "%s"), ("option", "-x")]),
+    # Weblate's markers for the placeholders it took out; nothing else in square brackets.
+    ("Trusted by [X11X]\nSHA1 [X19X]: [X] [x1x] [X1] [X12X ]",
+     [("weblate", "[X11X]"), ("weblate", "[X19X]")]),
 ])
 def test_every_placeholder_style_is_found_whole(text, found):
     assert [(p.kind, p.text) for p in find_protected(text)] == found
@@ -206,6 +214,10 @@ def test_the_largest_run_allows_a_gap_of_one_word_and_no_more(targets, run):
     # A literal has its quotes in its own text; brackets are a pair too.
     ("Use '--all' or <%s>", "text", "Use or", "Nutze oder", [(0, 0), (1, 1)], "Nutze '--all' oder <%s>",
      [(6, 13), (20, 22)]),
+    # A quoted command line goes out and back whole: one by one, the placeholders came back beside
+    # the empty pair the model kept ("Versuchen Sie %s --help`' für").
+    ("Try `%s --help' for more", "text", "Try for more", "Versuchen Sie für mehr", [(0, 0), (0, 1), (1, 2), (2, 3)],
+     "Versuchen Sie `%s --help' für mehr", [(14, 25)]),
 ])
 def test_a_placeholder_in_quotes_goes_out_and_back_with_them(text, fmt, model_text, translation, hard, expected,
                                                              spans):
