@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import platform
 import sys
 import time
 from collections import Counter
@@ -32,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
+from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
 
 
 def lines(split: Path, suffix: str) -> list[str]:
@@ -148,7 +147,7 @@ def main() -> int:
     split = args.split.relative_to(REPO) if args.split.is_relative_to(REPO) else args.split
     changed = [(s, a["text"], b["text"]) for s, a, b in zip(sources, *ways.values()) if a["text"] != b["text"]]
     report = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_name()}, {platform.machine()}\n\n"
+        run_heading() +
         f"    python benchmarks/markup_catalogs.py --split {split}" + (f" --pair {args.pair}" if args.pair != "en-de" else "")
         + "\n\n"
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "

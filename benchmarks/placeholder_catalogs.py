@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
-import platform
 import random
 import re
 import shlex
@@ -49,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.host import append_report, cpu_name, in_process_service  # noqa: E402
+from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
 
 DATA = REPO / "data" / "protection_eval" / "debian_unseen.jsonl"
 PACKAGES = ["bison", "cpio", "gawk", "kbd", "m4", "make", "man-db", "psmisc", "sharutils", "sudo", "xz-utils"]
@@ -171,8 +169,7 @@ def measure(args: argparse.Namespace) -> str:
         if not ok:
             misses.append((item["source"], output))
     total = sum(map(sum, by_package.values()))
-    lines = [f"## {time.strftime('%Y-%m-%d')} — {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
-             f"torch backend on CPU ({precision}), {' + '.join(path.name for path in model_dirs)}", "",
+    lines = [run_heading(f", torch backend on CPU ({precision}), {' + '.join(path.name for path in model_dirs)}").strip(), "",
              f"Command: `{args.command}` ({seconds:.0f} s).", "",
              f"**{total}/{len(items)} = {total / len(items):.2%}** of the messages keep exactly their placeholders"
              + (" (sent as Weblate sends them: markers `[X<offset>X]`, swapped back)" if args.weblate else "") + ".", "",
