@@ -369,7 +369,7 @@ class MicroBatcher:
                 return
             except RuntimeUnavailable as exc:
                 for item in items:
-                    item.job.fail(NotReady(exc.reason, retry_after=exc.retry_after))
+                    item.job.fail(NotReady.of(exc))
                 return
             except TextRejected as exc:
                 if not 0 <= exc.index < len(items):

@@ -6,6 +6,10 @@ gives each its status and body.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.runtime.base import RuntimeUnavailable
 
 
 class RequestError(Exception):
@@ -56,6 +60,11 @@ class NotReady(Rejected):
 
     def __init__(self, message: str = "models are not loaded yet; retry shortly", retry_after: int | None = 5) -> None:
         super().__init__(message, retry_after)
+
+    @classmethod
+    def of(cls, unavailable: RuntimeUnavailable) -> NotReady:
+        """The 503 for a runtime that cannot take batches now: its reason, and when to retry."""
+        return cls(unavailable.reason, retry_after=unavailable.retry_after)
 
 
 class CutOff(Rejected):

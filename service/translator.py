@@ -461,7 +461,7 @@ class Translator:
         except UnsupportedOption:
             return None
         except RuntimeUnavailable as exc:  # its process restarting: the search would wait for it too
-            raise NotReady(exc.reason, retry_after=exc.retry_after) from None
+            raise NotReady.of(exc) from None
         except Exception:  # the stored translations go unused; the model translates those segments
             log.exception("scoring or aligning memory translations failed on %s", model.name)
             return None
@@ -562,7 +562,7 @@ class Translator:
         except UnsupportedOption as exc:
             raise _unsupported(exc) from exc
         except RuntimeUnavailable as exc:  # the reverse model's process restarting
-            raise NotReady(exc.reason, retry_after=exc.retry_after) from None
+            raise NotReady.of(exc) from None
         backward = iter(aligned)
         out = []
         for nbest in results:
@@ -619,7 +619,7 @@ class Translator:
         except UnsupportedOption as exc:
             raise _unsupported(exc) from exc
         except RuntimeUnavailable as exc:  # its process restarting: a 503 with when to retry, not a 500
-            raise NotReady(exc.reason, retry_after=exc.retry_after) from None
+            raise NotReady.of(exc) from None
         return chosen.name, method, [(alignment, alignment_flags(alignment)) for alignment in aligned]
 
     @contextlib.asynccontextmanager
