@@ -24,9 +24,13 @@ PYTHON=${PYTHON:-$(command -v python3)}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/device.txt" 2>&1 || echo "no GPU" > "$OUT/device.txt"
+read -r study_out study_name < <("$PYTHON" -c "import sys; from training.study_spec import load_study; s = load_study(sys.argv[1]); print(s.out, s.name)" "$STUDY")
+# A dry run (another study than the GPU one) trains anew: runs left by an earlier dry run would be
+# skipped as trained, and it would check nothing of training. The GPU study keeps what a cut-short
+# call left on a warm machine, to continue it.
+if [ "$STUDY" != studies/en-de-software.json ]; then rm -rf "$study_out"; fi
 status=0
 "$PYTHON" -m training.study "$STUDY" --time-limit "$STUDY_TIME_LIMIT" 2>&1 | tee "$OUT/study.log" || status=$?
-read -r study_out study_name < <("$PYTHON" -c "import sys; from training.study_spec import load_study; s = load_study(sys.argv[1]); print(s.out, s.name)" "$STUDY")
 # The report is OUT/NAME.md and OUT/NAME.json (training/study.py); its absence is a failure of this command.
 cp "$study_out/$study_name.md" "$study_out/$study_name.json" "$OUT/" || status=1
 # Scores, hypotheses and training logs of every run (small); the checkpoints stay behind.
