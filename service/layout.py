@@ -121,10 +121,18 @@ def whole(text: str) -> Layout:
     return Layout(text, (Block((0,), ()),), (Segment(text, tuple(range(len(text) + 1))),))
 
 
+def as_sent(text: str) -> Layout:
+    """A text with nothing to translate (whitespace, invisible characters) as sent: gettext wants
+    "\n" for a message "\n", as a part of a text with nothing to translate is kept."""
+    return Layout(text, (Kept(text, 0),), ())
+
+
 def split(text: str, protected: list[Protected], language: str | None = None) -> Layout:
     """`text`'s layout; `protected`: its placeholders and terms (nothing is cut inside one);
     `language`: the text's (None: unknown), which says whether a capital letter starts a sentence."""
-    if not has_visible_text(text) or any("\n" in p.text for p in protected):
+    if text and not has_visible_text(text):
+        return as_sent(text)
+    if any("\n" in p.text for p in protected):
         return whole(text)
     if (not protected and "\n" not in text and "\t" not in text and "  " not in text and text == text.strip()
             and not _SENTENCE_GAP.search(text) and _LETTER.search(text)):
@@ -176,6 +184,8 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
     the fourth. A kept tag is reported at its opening tag (`"placement": "kept"`). The text is
     translated whole where it has one segment, and where an inline element spans a block's edge
     (`<b>one<br/>two</b>`). A page's script, style and pre elements are kept whole between blocks."""
+    if text and not has_visible_text(text):
+        return as_sent(text)
     try:
         tags = read_markup(text, fmt).tags
     except MarkupError:

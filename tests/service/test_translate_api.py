@@ -108,13 +108,13 @@ def test_no_alignment_key_unless_asked(translate):
         " \u200b\u0301 \ufeff\t",
     ],
 )
-def test_empty_text_translates_to_empty_without_a_runtime_call(translate, runtime, empty):
+def test_a_text_with_nothing_visible_comes_back_as_sent_without_a_runtime_call(translate, runtime, empty):
     response = translate(text=empty, alignment="token")
     assert response.status_code == 200
     assert response.json()["translations"] == [
         [
             {
-                "text": "",
+                "text": empty,
                 "score": 0.0,
                 "alignment": {"source_words": [], "target_words": [], "links": [], "pharaoh": "", "possible_omissions": [], "possible_insertions": []},
             }

@@ -110,18 +110,22 @@ def test_empty_texts_are_answered_without_the_model_in_every_alignment_mode():
                 for mode in ("none", "token", "phrase")]
 
     none, token, phrase = served(go, [runtime])
-    assert none[:2] == [[Translation(text="", score=0.0)]] * 2
-    assert token[:2] == [[Translation(text="", score=0.0, alignment=TokenAlignment.empty())]] * 2
-    assert phrase[:2] == [[Translation(text="", score=0.0, alignment=TokenAlignment.empty(),
-                                       phrase_map=PhraseMap("extracted", []))]] * 2
+    # Each comes back as sent: whitespace is the text's layout.
+    assert none[:2] == [[Translation(text=text, score=0.0)] for text in ("", " ")]
+    assert token[:2] == [[Translation(text=text, score=0.0, alignment=TokenAlignment.empty())] for text in ("", " ")]
+    assert phrase[:2] == [[Translation(text=text, score=0.0, alignment=TokenAlignment.empty(),
+                                       phrase_map=PhraseMap("extracted", []))] for text in ("", " ")]
     assert [texts for texts, _ in runtime.calls] == [["a b"]] * 3  # only the non-empty text reached the model
     assert phrase[2][0].phrase_map.origin == "extracted" and token[2][0].phrase_map is None
 
 
 def test_an_empty_request_of_blank_texts_never_calls_the_model():
     runtime = FakeRuntime()
-    results = served(lambda t: t.translate(["", "  "], "en", "de"), [runtime])
-    assert results == [[Served(Translation(text="", score=0.0), [])]] * 2 and runtime.calls == []
+    results = served(lambda t: t.translate(["", "  ", "\n"], "en", "de"), [runtime])
+    # Whitespace comes back as sent: gettext wants "\n" for a message "\n".
+    assert [[(s.translation.text, s.translation.score) for s in nbest] for nbest in results] == [
+        [("", 0.0)], [("  ", 0.0)], [("\n", 0.0)]]
+    assert runtime.calls == []
 
 
 def test_a_translation_still_computing_at_the_deadline_is_a_deadline_exceeded():
