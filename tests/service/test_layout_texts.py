@@ -35,7 +35,8 @@ def line(rng: random.Random) -> str:
         return rng.choice(["* ", "- ", "1. "]) + words(rng, 1, 4)
     if roll < 0.55:
         return ""
-    return " " * rng.choice([0, 0, 2]) + words(rng, 1, 7).capitalize() + rng.choice(["", ".", ":", ",", "?"])
+    prose = words(rng, 1, 7)
+    return " " * rng.choice([0, 0, 2]) + prose[:1].upper() + prose[1:] + rng.choice(["", ".", ":", ",", "?"])
 
 
 def text(rng: random.Random) -> str:
