@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -9,6 +10,11 @@ from contextlib import contextmanager
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+
+from service.runtime.base import DecodingOptions
+from service.settings import Settings
+from service.translator import Translator
+from testing.fake_runtime import FakeRuntime
 
 
 @contextmanager
@@ -59,3 +65,20 @@ def queued(app: FastAPI) -> int:
     """Texts waiting in the app's batchers."""
     translator = app.state.lifecycle.translator
     return 0 if translator is None else translator.queued
+
+
+def translated_by_fake(texts: list[str], fmt: str = "text", chunk: int = 50) -> list:
+    """Each text's n-best through a translator over the fake runtime (testing/fake_runtime.py:
+    words reversed and upper-cased), greedy, `chunk` texts a request."""
+    async def main():
+        translator = Translator([FakeRuntime("en", "de", max_source_pieces=512)], Settings(max_wait_ms=1.0, max_segments=64))
+        translator.start()
+        try:
+            answers = []
+            for start in range(0, len(texts), chunk):
+                answers += await translator.translate(texts[start:start + chunk], "en", "de", DecodingOptions(beam_size=1),
+                                                      fmt=fmt)
+            return answers
+        finally:
+            await translator.stop()
+    return asyncio.run(main())

@@ -6,15 +6,11 @@ placeholder and option exactly as often as sent, the line breaks at their start 
 each reported part slicing the output and the source where it says."""
 from __future__ import annotations
 
-import asyncio
 import random
 from collections import Counter
 
 from service.protection.placeholders import find_protected
-from service.runtime.base import DecodingOptions
-from service.settings import Settings
-from service.translator import Translator
-from testing.fake_runtime import FakeRuntime
+from tests.service.support import translated_by_fake
 
 WORDS = ["file", "open", "save", "the", "window", "now", "folder", "network", "is", "to", "Please", "Trusted",
          "%s", "%1", "{name}", "[X12X]", "PASSWORD", "`%s --help'"]
@@ -54,19 +50,7 @@ def test_random_messages_keep_their_placeholders_and_edge_line_breaks():
     rng = random.Random(35)
     texts = [text(rng) for _ in range(300)]
 
-    async def main():
-        translator = Translator([FakeRuntime("en", "de", max_source_pieces=512)],
-                                Settings(max_wait_ms=1.0, max_segments=64))
-        translator.start()
-        try:
-            answers = []
-            for start in range(0, len(texts), 50):
-                answers += await translator.translate(texts[start:start + 50], "en", "de", DecodingOptions(beam_size=1))
-            return answers
-        finally:
-            await translator.stop()
-
-    for source, (served,) in zip(texts, asyncio.run(main())):
+    for source, (served,) in zip(texts, translated_by_fake(texts)):
         output = served.translation.text
         assert kept(output) == kept(source), (source, output)
         assert (output.startswith("\n"), output.endswith("\n")) == (source.startswith("\n"), source.endswith("\n")), \

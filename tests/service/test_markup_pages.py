@@ -4,16 +4,12 @@ with every tag once, nested as in the source (siblings may change order), and ev
 and each reported tag slices the output and the source."""
 from __future__ import annotations
 
-import asyncio
 import random
 from collections import Counter
 
 from service.protection.markup import read_markup
 from service.protection.placement import prepare
-from service.runtime.base import DecodingOptions
-from service.settings import Settings
-from service.translator import Translator
-from testing.fake_runtime import FakeRuntime
+from tests.service.support import translated_by_fake
 
 WORDS = ["file", "open", "save", "the", "window", "now", "%1", "%2", "folder", "{name}"]
 
@@ -63,19 +59,7 @@ def test_random_pages_keep_their_tags_nested_and_their_placeholders():
     rng = random.Random(34)
     pages = [page(rng) for _ in range(300)]
 
-    async def main():
-        translator = Translator([FakeRuntime("en", "de", max_source_pieces=512)], Settings(max_wait_ms=1.0, max_segments=64))
-        translator.start()
-        try:
-            answers = []
-            for start in range(0, len(pages), 50):
-                answers += await translator.translate(pages[start:start + 50], "en", "de", DecodingOptions(beam_size=1),
-                                                      fmt="html")
-            return answers
-        finally:
-            await translator.stop()
-
-    for text, (served,) in zip(pages, asyncio.run(main())):
+    for text, (served,) in zip(pages, translated_by_fake(pages, "html")):
         output = served.translation.text
         assert tree(output) == tree(text), (text, output)
         wanted = Counter(p.text for p in prepare(text, "html").protected)
