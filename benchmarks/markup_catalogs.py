@@ -17,7 +17,9 @@ Reported: BLEU and chrF2 (sacrebleu, cased) against the references, how many out
 as the model wrote them, how many hold exactly the source's tags (each opening and closing
 tag as written, none added) and its placeholders (the service's detector), and how many nest
 their tags as the source does (each tag inside the same enclosing tags; siblings may change
-order: "<b>a</b>/<b>b</b>" -> "<b><b>x</b></b>" fails). Appends to results/markup_catalogs.md.
+order: "<b>a</b>/<b>b</b>" -> "<b><b>x</b></b>" fails), and of the messages whose plain text starts or
+ends with whitespace (inside a tag: "<b>Unit file: </b>", a label a program joins to a value), how
+many outputs start and end with the same. Appends to results/markup_catalogs.md.
 """
 from __future__ import annotations
 
@@ -83,6 +85,18 @@ def nesting(text: str) -> Counter | None:
     return Counter((tag.opening, enclosing(tag)) for tag in tags)
 
 
+def edge_space(text: str) -> tuple[str, str]:
+    """The whitespace that starts and ends the text's plain text (`<b>Unit file: </b>`: a label a
+    program joins to a value), as read in html."""
+    from service.protection.markup import MarkupError, read_markup
+
+    try:
+        plain = read_markup(text, "html").plain
+    except MarkupError:
+        return ("?", "?")
+    return plain[:len(plain) - len(plain.lstrip())], plain[len(plain.rstrip()):]
+
+
 def translate(model_dir: Path, sources: list[str], source_lang: str, target_lang: str) -> list[dict]:
     from service.settings import Settings
 
@@ -141,9 +155,11 @@ def main() -> int:
             as_written = sum(any(p["placement"] == "model" for p in answers[k].get("protected", [])) for k in chosen)
             exact = sum(tags_and_placeholders(answers[k]["text"]) == wanted[k] for k in chosen)
             nested = sum(nesting(answers[k]["text"]) == nesting(sources[k]) for k in chosen)
+            edged = [k for k in chosen if edge_space(sources[k]) != ("", "")]
+            edges = sum(edge_space(answers[k]["text"]) == edge_space(sources[k]) for k in edged)
             bleu = sacrebleu.corpus_bleu(outputs, refs).score
             chrf = sacrebleu.corpus_chrf(outputs, refs).score
-            rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} | {nested}/{len(chosen)} |")
+            rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} | {nested}/{len(chosen)} | {edges}/{len(edged)} |")
     split = args.split.relative_to(REPO) if args.split.is_relative_to(REPO) else args.split
     changed = [(s, a["text"], b["text"]) for s, a, b in zip(sources, *ways.values()) if a["text"] != b["text"]]
     report = (
@@ -153,8 +169,8 @@ def main() -> int:
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
         f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
         "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source "
-        "| tags nested as in the source |\n"
-        "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
+        "| tags nested as in the source | whitespace at the edges as in the source (of those with some) |\n"
+        "|---|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
         f"{len(changed)} outputs differ between the two ways; the first 8 (source / as served / taken out):\n\n"
         + "".join(f"- `{s}`<br>`{a}`<br>`{b}`\n" for s, a, b in changed[:8])
     )

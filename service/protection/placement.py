@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Literal
 
@@ -277,7 +277,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     stray = find_placeholders(translation, prepared.styles)
     if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
         text = escape_text(translation) if prepared.fmt != "text" else translation
-        return Restored(text, [], *_escaped_offsets(translation, prepared.fmt))
+        return _edge_space(prepared, Restored(text, [], *_escaped_offsets(translation, prepared.fmt)))
     locate = _Locator(prepared, translation, alignment)
     plain, origin, origin_end = prepared.markup.plain, prepared.markup.origin, prepared.markup.origin_end
     tags = prepared.markup.tags
@@ -437,10 +437,57 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, in_output,
                             owned_elsewhere)
     glossary_items = {i for i, _ in prepared.protected_terms}  # reported as glossary terms, not as placed parts
-    return Restored(text, [Placed(*report, target_start, target_end, how[i])
-                           for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
-                           if i not in glossary_items],
-                    starts, ends, removed, terms)
+    return _edge_space(prepared, Restored(text, [Placed(*report, target_start, target_end, how[i])
+                                                 for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
+                                                 if i not in glossary_items],
+                                          starts, ends, removed, terms))
+
+
+# A markup text's edge: whitespace and tags before its first or after its last visible character.
+_EDGE_TOKEN = re.compile(r"<[^<>]*>|[^<]+")
+
+
+def _edge_space(prepared: PreparedText, restored: Restored) -> Restored:
+    """`restored` with the whitespace at its markup source's edges put back where the source had it
+    among the tags there ("<b>Unit file: </b>" came back "<b>Unit-Datei:</b>": a label the program
+    joins to a value, now "<b>Unit-Datei: </b>"). The model never sees that whitespace. Only where
+    the output's edge holds the same tags in the same order and no whitespace of its own, and the
+    source's edge one run of it; plain text keeps its edges in its layout (service/layout.py)."""
+    plain = prepared.markup.plain
+    if prepared.fmt == "text" or not plain.strip():
+        return restored
+    first, last = len(plain) - len(plain.lstrip()), len(plain.rstrip()) - 1
+    source, text = prepared.original, restored.text
+    head_end = re.match(r"(?:\s|<[^<>]*>)*", text).end()
+    tail_start = re.search(r"(?:\s|<[^<>]*>)*\Z", text).start()
+    if tail_start < head_end:
+        return restored
+    inserts = []  # (offset in the output, whitespace as the source wrote it)
+    for source_edge, at in ((source[:prepared.markup.origin[first]], 0),
+                            (source[prepared.markup.origin_end[last]:], tail_start)):
+        tokens = _EDGE_TOKEN.findall(source_edge)
+        spaces = [k for k, token in enumerate(tokens) if not token.startswith("<")]
+        output_tags = _EDGE_TOKEN.findall(text[at:head_end] if at == 0 else text[at:])
+        if (len(spaces) != 1 or any(not tag.startswith("<") for tag in output_tags)
+                or [t for t in tokens if t.startswith("<")] != output_tags):
+            continue
+        k = spaces[0]
+        inserts.append((at + sum(len(tag) for tag in output_tags[:k]), tokens[k]))
+    if not inserts:
+        return restored
+    for at, space in reversed(inserts):
+        text = text[:at] + space + text[at:]
+
+    def start(x: int) -> int:
+        return x + sum(len(space) for at, space in inserts if x >= at)
+
+    def end(x: int) -> int:
+        return x + sum(len(space) for at, space in inserts if x > at)
+    placed = [replace(p, target_start=start(p.target_start), target_end=end(p.target_end)) for p in restored.placed]
+    removed = [replace(r, at=start(r.at)) for r in restored.removed]
+    terms = [replace(t, target_spans=[(start(a), end(b)) for a, b in t.target_spans]) for t in restored.glossary]
+    return Restored(text, placed, [start(x) for x in restored.char_start], [end(x) for x in restored.char_end],
+                    removed, terms)
 
 
 def _glossary_edits(prepared: PreparedText, translation: str, locate: _Locator,

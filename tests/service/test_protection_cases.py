@@ -320,3 +320,35 @@ def test_a_tag_around_every_source_word_is_around_the_whole_translation():
     translation = "Ein Klicken hier jetzt Spät."
     restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 1), (1, 2), (2, 3)]))
     assert restored.text == "<p>Ein Klicken <b>hier</b> jetzt Spät.</p>"
+
+
+@pytest.mark.parametrize("text, translation, expected, tag_span", [
+    # A label a program joins to a value keeps its space inside the tag, as sent.
+    ("<b>Unit file: </b>", "Unit-Datei:", "<b>Unit-Datei: </b>", (0, 19)),
+    ("<b> Unit file:</b>", "Unit-Datei:", "<b> Unit-Datei:</b>", (0, 19)),
+    # Outside the tags, before and after them.
+    (" <b>Unit file:</b>\n", "Unit-Datei:", " <b>Unit-Datei:</b>\n", (1, 19)),
+    ("<br><b>Created: </b>", "Erstellt:", "<br><b>Erstellt: </b>", (4, 21)),
+])
+def test_the_whitespace_at_a_markup_texts_edges_comes_back_where_it_was_among_the_tags(text, translation, expected,
+                                                                                    tag_span):
+    prepared = prepare(text, "html")
+    assert prepared.model_text.strip() == prepared.model_text.strip(" ") and not prepared.model_text.endswith(" ")
+    restored = restore(prepared, translation, diagonal(prepared, translation))
+    assert restored.text == expected
+    (b,) = [p for p in restored.placed if p.text == "<b>"]
+    assert (b.target_start, b.target_end) == tag_span and expected[b.target_start:b.target_end].startswith("<b>")
+    # The translation's characters still address the output: its last one is the colon.
+    assert expected[restored.char_start[len(translation) - 1]] == ":"
+
+
+def test_edge_whitespace_goes_inside_the_tag_that_ends_the_output_as_it_ended_the_source():
+    # The alignment put the colon in the second tag: the space is inside the tag that ends both.
+    prepared = prepare("<b>Unit</b> <i>file: </i>", "html")
+    restored = restore(prepared, "Unit-Datei:", aligned(prepared.model_text, "Unit-Datei:", [(0, 0), (1, 0)]))
+    assert restored.text == "<b>Unit-Datei</b><i>: </i>"
+    # After a placeholder at the end, the space follows it, outside the tag, as in the source.
+    prepared = prepare("<b>Unit file:</b> %1 ", "html")
+    restored = restore(prepared, "Unit-Datei:", aligned(prepared.model_text, "Unit-Datei:", [(0, 0), (1, 0)]))
+    assert restored.text == "<b>Unit-Datei:</b> %1 "
+    assert [(p.text, p.target_start, p.target_end) for p in restored.placed] == [("%1", 19, 21), ("<b>", 0, 18)]
