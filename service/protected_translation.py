@@ -28,20 +28,22 @@ from service.protection.placement import (Placed, PreparedText, original_word, o
 from service.runtime.base import AlignmentMode, TokenAlignment, Translation
 from service.served import Served
 
-def prepare_texts(texts: Sequence[str], fmt: TextFormat, terms: Sequence[str],
+def prepare_texts(texts: Sequence[str], fmt: TextFormat | Sequence[TextFormat], terms: Sequence[str],
                   glossary: Sequence[GlossaryEntry] = (), styles: Sequence[str] = PLACEHOLDER_STYLES,
                   found: Sequence[Sequence[Protected] | None] = (),
                   text_styles: Sequence[Sequence[str] | None] = ()) -> list[PreparedText]:
-    """Each text as the model will see it; ``found``: per text, its protected parts where the caller
-    has read them already (plain text), else None (or no list at all); ``text_styles``: per text, the
-    styles it is read with where not ``styles`` (None: ``styles``)."""
+    """Each text as the model will see it; ``fmt``: how to read them, or per text how to read it;
+    ``found``: per text, its protected parts where the caller has read them already (plain text),
+    else None (or no list at all); ``text_styles``: per text, the styles it is read with where not
+    ``styles`` (None: ``styles``)."""
     prepared = []
     for index, text in enumerate(texts):
         own = text_styles[index] if text_styles and text_styles[index] is not None else styles
+        text_fmt = fmt if isinstance(fmt, str) else fmt[index]
         try:
-            prepared.append(prepare(text, fmt, terms, own, glossary, found=found[index] if found else None))
+            prepared.append(prepare(text, text_fmt, terms, own, glossary, found=found[index] if found else None))
         except MarkupError as error:
-            raise RequestError("text", f"malformed {fmt}: {error}", index, kind="malformed_markup") from None
+            raise RequestError("text", f"malformed {text_fmt}: {error}", index, kind="malformed_markup") from None
     return prepared
 
 

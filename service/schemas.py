@@ -135,7 +135,9 @@ class TranslateRequest(BaseModel):
         default="text",
         description='"html" / "xml": each block (paragraph, list item, heading, cell, a line <br> parts) is '
         "translated sentence by sentence, its block tags kept as sent; inline tags are taken out and each "
-        "put back around the translation of what it wrapped; malformed markup is a 422 naming the problem.",
+        "put back around the translation of what it wrapped; malformed markup is a 422 naming the problem. "
+        '"text": a text that is one line of well-formed inline markup (no "&", no "<" or ">" but its tags\') '
+        "is read as html.",
     )
     do_not_translate: list[Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]] = Field(
         default_factory=list,

@@ -34,7 +34,7 @@ from service.memory import MemoryMatch, Memories
 from service.metrics import Metrics
 from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written,
                                           tried_as_written)
-from service.protection.markup import TextFormat
+from service.protection.markup import TextFormat, reads_as_markup
 from service.protection.placement import PreparedText
 from service.layout import Layout, assemble, markup_split, openings, split, whole
 from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
@@ -288,24 +288,27 @@ class Translator:
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
 
         def cut_and_prepare() -> tuple[list[Layout], list[PreparedText], ServedModel]:
-            layouts, found, segment_styles = [], [], []
+            layouts, found, segment_styles, segment_formats = [], [], [], []
             unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
-                protected = find_protected(text, terms, styles) if fmt == "text" else []
-                layout = split(text, protected, source) if fmt == "text" else markup_split(text, fmt)
+                # A plain text that is a line of well-formed inline markup is read as html.
+                text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
+                protected = find_protected(text, terms, styles) if text_fmt == "text" else []
+                layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
                 layouts.append(layout)
+                segment_formats += [text_fmt] * len(layout.segments)
                 # A text translated whole has the parts split() read: prepare need not read them again.
-                found += [protected] if fmt == "text" and layout.whole else [None] * len(layout.segments)
+                found += [protected] if text_fmt == "text" and layout.whole else [None] * len(layout.segments)
                 # An accelerator marks a label, a whole line: a sentence cut from a line without one has
                 # none either ("Key_ids dürfen nur einmal vorkommen." after "Doppelte key_id ...").
-                labels = _labelled_lines(text) if fmt == "text" and not layout.whole else None
+                labels = _labelled_lines(text) if text_fmt == "text" and not layout.whole else None
                 segment_styles += [None if labels is None or text.count("\n", 0, segment.origin[0]) in labels
                                    else unlabelled for segment in layout.segments]
             segments = [segment.text for layout in layouts for segment in layout.segments]
             try:
-                prepared = prepare_texts(segments, fmt, terms, glossary, styles, found, segment_styles)
+                prepared = prepare_texts(segments, segment_formats, terms, glossary, styles, found, segment_styles)
             except RequestError as error:
                 # Only markup is refused here (malformed), and malformed markup is one segment whose
                 # offsets are its text's; the index is the segment's.

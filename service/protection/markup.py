@@ -207,6 +207,23 @@ def _add(tags: list[Tag], open_stack: list[int], tag: Tag) -> None:
     tags.append(tag)
 
 
+def reads_as_markup(text: str) -> bool:
+    """Whether a text sent as plain text is one line of well-formed inline markup (Qt's and KDE's
+    rich text, Pango's, a web app's HTML: "<b>Remote host:</b> %1", "<filename>%1</filename>"), to be
+    read as html: its tags taken out and put back by the alignment, as `format` html does. Sent as
+    words, the software model broke some ("<b>Leerkey</b>/<b>Shift+Left</b> to scroll <b></b>%1 to
+    search something</b>") and translated the rest worse (results/as_written.md). Not over several
+    lines (plain text keeps its lines), nor with an `&` (an entity or an accelerator reads otherwise in
+    html) or a `<` or `>` that is no tag's ("Usage: %s <file>", "<unable to print date>": unclosed)."""
+    if "<" not in text or "&" in text or "\n" in text:
+        return False
+    try:
+        markup = read_markup(text, "html")
+    except MarkupError:
+        return False
+    return bool(markup.tags) and "<" not in markup.plain and ">" not in markup.plain
+
+
 def escape_text(text: str) -> str:
     """Plain text as markup text: the three characters that would start or end markup."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,13 +1,16 @@
 """Markup pages through the translator (testing/fake_runtime.py: each segment's words reversed): 300
 random well-formed pages of blocks, inline tags, line breaks, sentences and placeholders come back
 with every tag once, nested as in the source (siblings may change order), and every placeholder once,
-and each reported tag slices the output and the source."""
+and each reported tag slices the output and the source; sent as plain text, a page that is one line of
+markup comes back as it does sent as html."""
 from __future__ import annotations
 
 import random
 from collections import Counter
 
-from service.protection.markup import read_markup
+import pytest
+
+from service.protection.markup import read_markup, reads_as_markup
 from service.protection.placement import prepare
 from tests.service.support import translated_by_fake
 
@@ -69,3 +72,31 @@ def test_random_pages_keep_their_tags_nested_and_their_placeholders():
             if placed.kind == "tag":
                 assert output[placed.target_start:].startswith(placed.text), (text, output, placed)
                 assert text[placed.source_start:].startswith(placed.text), (text, output, placed)
+
+
+def test_a_plain_text_that_is_a_line_of_well_formed_markup_is_translated_as_html():
+    rng = random.Random(35)
+    lines = [text for text in (page(rng) for _ in range(300)) if reads_as_markup(text)]
+    assert len(lines) > 50
+    as_text, as_html = translated_by_fake(lines), translated_by_fake(lines, "html")
+    assert [[s.translation.text for s in nbest] for nbest in as_text] == [[s.translation.text for s in nbest]
+                                                                          for nbest in as_html]
+    assert [[s.placed for s in nbest] for nbest in as_text] == [[s.placed for s in nbest] for nbest in as_html]
+
+
+@pytest.mark.parametrize("text, markup", [
+    ("<b>Remote host:</b> %1", True),
+    ("The file <filename>%1</filename> exists.", True),
+    ("Press <kbd>Ctrl</kbd>+<kbd>S</kbd>", True),
+    ("<html><head/><body><p>Filter unit types.</p></body></html>", True),
+    ("one<br/>two", True),
+    ("Usage: %s [options] <interface>", False),   # a synopsis' argument: no closing tag
+    ("<unable to print date>", False),
+    ("Tom & Jerry <b>play</b>", False),           # html would read the & otherwise
+    ("<b>one</b>\n<b>two</b>", False),            # plain text keeps its lines
+    ("a < b <b>c</b>", False),                    # a < that is no tag's
+    ("Copy <%s> here", False),
+    ("No tags at all", False),
+])
+def test_which_plain_texts_read_as_markup(text, markup):
+    assert reads_as_markup(text) is markup
