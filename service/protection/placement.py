@@ -1128,7 +1128,10 @@ class _Locator:
             if inside in self.aligned:
                 target = self.target_words[max(self.aligned[inside])]
                 tail = word.text[at - word.start:]
-                cut = _trailing_punctuation(target.text) if _is_punctuation(tail) else 0
+                # Before as much of the target's punctuation as followed the part in the source:
+                # "deleted: %1]" is "gelöscht: %1]", not "gelöscht %1:]".
+                cut = 0 if not _is_punctuation(tail) else len(tail) if target.text.endswith(tail) \
+                    else _trailing_punctuation(target.text)
                 return target.end - cut, "aligned"
             return self._proportional(at), "fallback"
         right = next((i for i, w in enumerate(self.source_words) if w.start >= at), None)

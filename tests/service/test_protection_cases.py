@@ -352,3 +352,17 @@ def test_edge_whitespace_goes_inside_the_tag_that_ends_the_output_as_it_ended_th
     restored = restore(prepared, "Unit-Datei:", aligned(prepared.model_text, "Unit-Datei:", [(0, 0), (1, 0)]))
     assert restored.text == "<b>Unit-Datei:</b> %1 "
     assert [(p.text, p.target_start, p.target_end) for p in restored.placed] == [("%1", 19, 21), ("<b>", 0, 18)]
+
+
+@pytest.mark.parametrize("text, translation, expected", [
+    # The placeholder goes before the punctuation that followed it in the source, not before the
+    # punctuation the word before it had: "gelöscht %1:]" was wrong.
+    ("[This message was deleted: %1]", "[Diese Nachricht wurde gelöscht:]", "[Diese Nachricht wurde gelöscht: %1]"),
+    ("Read with %s.", "Gelesen mit.", "Gelesen mit %s."),
+    # The target's punctuation differs from the source's: before all of it, as before.
+    ("Read with %s.", "Gelesen mit!", "Gelesen mit %s!"),
+])
+def test_a_placeholder_before_punctuation_keeps_the_punctuation_before_it(text, translation, expected):
+    prepared = prepare(text)
+    restored = restore(prepared, translation, diagonal(prepared, translation))
+    assert restored.text == expected
