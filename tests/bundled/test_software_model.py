@@ -30,7 +30,9 @@ BLEU_PIN = {"bleu": 51.98, "chrf": 68.19}
 PINNED = {
     "texts": ["Datei %s konnte nicht geöffnet werden", "Ausgewählte Einträge löschen?",
               "<b>Warnung:</b> Die Festplatte ist fast voll."],
-    "scores": [-0.2254050, -0.4015858, -0.1913253],  # the first: "%s" written by the model itself
+    # The first: "%s" written by the model itself; the third, a line of markup, read as html (its
+    # tags taken out, so the model scores the text without them).
+    "scores": [-0.2254050, -0.4015858, -0.2576772],
 }
 MESSAGES = ["Could not open file %s", "Delete the selected items?", "<b>Warning:</b> the disk is almost full."]
 
