@@ -52,7 +52,8 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   words (not inside a longer word).
 A URL, address, path or option in quotes or angle brackets (`'--block-size=M'`, `<bugs@example.org>`)
 is taken out with them, and so is a command line in quotes of placeholders and such a literal
-(`` `%s --help' ``, one part).
+(`` `%s --help' ``, one part). Placeholders written one against the next (`%s%s`, `{0}{1}`) are one
+part: a program prints them so.
 
 A request may name the styles to look for (`PLACEHOLDER_STYLES`), or none: terms are kept either way.
 """
@@ -265,7 +266,7 @@ def find_protected(text: str, terms: Sequence[str] = (),
             continue
         starts.insert(at, start)
         taken.insert(at, Protected(kind, text[start:end], start, end))
-    return _quoted_runs_joined(text, _alternatives_joined(text, taken))
+    return _quoted_runs_joined(text, _glued_joined(text, _alternatives_joined(text, taken)))
 
 
 def _alternatives_joined(text: str, parts: list[Protected]) -> list[Protected]:
@@ -280,6 +281,19 @@ def _alternatives_joined(text: str, parts: list[Protected]) -> list[Protected]:
             if (start, end) != (last.start, part.end) and joined[-2:-1] and joined[-2].end > start:
                 start, end = last.start, part.end
             joined[-1] = Protected("option", text[start:end], start, end)
+        else:
+            joined.append(part)
+    return joined
+
+
+def _glued_joined(text: str, parts: list[Protected]) -> list[Protected]:
+    """Placeholders written one against the next (`%s%s`, `%s%c%s%s`, `{0}{1}`) as one part: taken out one
+    by one and put back by the alignment they came back apart ("%s %s"), printing otherwise."""
+    joined: list[Protected] = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if last is not None and last.end == part.start and last.kind not in UNJOINED and part.kind not in UNJOINED:
+            joined[-1] = Protected(last.kind, text[last.start:part.end], last.start, part.end)
         else:
             joined.append(part)
     return joined

@@ -15,7 +15,8 @@ from tests.service.hand_alignment import aligned, words
 
 @pytest.mark.parametrize("text, found", [
     ("%lu to remove and %lu not upgraded.\n", [("printf", "%lu"), ("printf", "%lu")]),
-    ("%1$s of %2$d (%-5.2f%%)", [("printf", "%1$s"), ("printf", "%2$d"), ("printf", "%-5.2f"), ("printf", "%%")]),
+    # Placeholders written one against the next are one part (`_glued_joined`).
+    ("%1$s of %2$d (%-5.2f%%)", [("printf", "%1$s"), ("printf", "%2$d"), ("printf", "%-5.2f%%")]),
     ("Hello {name}, you have {0} new {count, plural, one {# message} other {# messages}}",
      [("brace", "{name}"), ("brace", "{0}"), ("icu", "{count, plural, one {# message} other {# messages}}")]),
     ("Set ${HOME} and {user.name}", [("shell", "${HOME}"), ("brace", "{user.name}")]),

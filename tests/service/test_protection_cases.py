@@ -20,9 +20,12 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     # coreutils' stat: conversion letters printf does not define are placeholders all the same.
     ("File: %N\n Size: %-10s\tBlocks: %-10b IO Block: %-6o %F\n",
      [("printf", "%N"), ("printf", "%-10s"), ("printf", "%-10b"), ("printf", "%-6o"), ("printf", "%F")]),
-    ("%H:%M:%S, %m/%D, %'d, %zu, %lld%%", [("printf", "%H"), ("printf", "%M"), ("printf", "%S"), ("printf", "%m"),
-                                           ("printf", "%D"), ("printf", "%'d"), ("printf", "%zu"), ("printf", "%lld"),
-                                           ("printf", "%%")]),
+    ("%H:%M:%S, %m/%D, %'d, %zu, %lld %%", [("printf", "%H"), ("printf", "%M"), ("printf", "%S"), ("printf", "%m"),
+                                            ("printf", "%D"), ("printf", "%'d"), ("printf", "%zu"), ("printf", "%lld"),
+                                            ("printf", "%%")]),
+    # Written one against the next, they are one part: put back one by one they came apart ("%s %s").
+    ("Error: %s%s, %lld%%, {0}{1}, &nbsp;&#8212;", [("printf", "%s%s"), ("printf", "%lld%%"), ("brace", "{0}{1}"),
+                                                    ("entity", "&nbsp;&#8212;")]),
     ("%1$s of %2$*3$d", [("printf", "%1$s"), ("printf", "%2$*3$d")]),
     ("Copied %1 of %2 files to %L3.", [("qt", "%1"), ("qt", "%2"), ("qt", "%L3")]),
     ("Hello %(name)s, %(count) 5.2f left", [("python", "%(name)s"), ("python", "%(count) 5.2f")]),
@@ -31,8 +34,8 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
      [("brace", "{name!r:>10}"), ("brace", "{0:.2f}"), ("brace", "{}"), ("brace", "{items[0]}"),
       ("brace", "{{0}}"), ("brace", "{{ title }}")]),
     ("{0,number,#} of {1, date, short}", [("icu", "{0,number,#}"), ("icu", "{1, date, short}")]),
-    ("Tom &amp; Jerry&nbsp;&#8212;&#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
-                                             ("entity", "&#x2014;")]),
+    ("Tom &amp; Jerry &nbsp; &#8212; &#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
+                                                ("entity", "&#x2014;")]),
     ("${HOME}/x", [("shell", "${HOME}")]),
     # Literal syntax in braces (net-tools, onboard, bison): kept whole; braces around prose are not.
     ("route {-V|--version} QUIRKS={metacity|compiz|mutter} '{...}' cp x.{c,h} {with spaces}",
@@ -65,9 +68,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
      [("option", "[-v]"), ("option", "[-FC]"), ("brace", "{add|del}"), ("option", "-P|-d")]),
     # A command line in quotes, placeholders and an option, is one part with its quotes; placeholders
     # alone in a pair, or glued to each other, are not.
-    ("Try `%s --help' or '%s -v -q', not '%s %s' or '%s%s -x'",
-     [("option", "`%s --help'"), ("option", "'%s -v -q'"), ("printf", "%s"), ("printf", "%s"), ("printf", "%s"),
-      ("printf", "%s"), ("option", "-x")]),
+    ("Try `%s --help' or '%s -v -q', not '%s %s' or '%s%s' -x",
+     [("option", "`%s --help'"), ("option", "'%s -v -q'"), ("printf", "%s"), ("printf", "%s"), ("printf", "%s%s"),
+      ("option", "-x")]),
     # Weblate's markers for the placeholders it took out; nothing else in square brackets.
     ("Trusted by [X11X]\nSHA1 [X19X]: [X] [x1x] [X1] [X12X ]",
      [("weblate", "[X11X]"), ("weblate", "[X19X]")]),
@@ -230,7 +233,7 @@ def test_a_placeholder_in_quotes_goes_out_and_back_with_them(text, fmt, model_te
 
 
 @pytest.mark.parametrize("text, model_text", [
-    ('"%s%d"', '""'),             # two parts in one pair: neither has the pair to itself
+    ('"%s %d"', '""'),            # two parts in one pair: neither has the pair to itself
     ("'-v'%s'", "'"),             # the opening quote is the option's closing one: taken with it already
     ("'%s", "'"),                 # no closing quote
     ("'%s\"", "'\""),             # not a pair
@@ -363,6 +366,17 @@ def test_edge_whitespace_goes_inside_the_tag_that_ends_the_output_as_it_ended_th
     ("Read with %s.", "Gelesen mit!", "Gelesen mit %s!"),
 ])
 def test_a_placeholder_before_punctuation_keeps_the_punctuation_before_it(text, translation, expected):
+    prepared = prepare(text)
+    restored = restore(prepared, translation, diagonal(prepared, translation))
+    assert restored.text == expected
+
+
+@pytest.mark.parametrize("text, translation, expected", [
+    # Placeholders one against the next go back together: one by one they came back "%s %s".
+    ("Error: %s%s not found", "Fehler: nicht gefunden", "Fehler: %s%s nicht gefunden"),
+    ("to change (<1>%s%c%s%s.", "zu ändern (<1>.", "zu ändern (<1>%s%c%s%s."),
+])
+def test_placeholders_written_one_against_the_next_come_back_so(text, translation, expected):
     prepared = prepare(text)
     restored = restore(prepared, translation, diagonal(prepared, translation))
     assert restored.text == expected
