@@ -9,10 +9,10 @@ placeholders taken out and put back by the word alignment.
 The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
 service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
 element; each is translated by models/en-de-software (beam 5, CPU, in-process service, 32 texts a
-request) twice: as the service serves it (a text with placeholders, whose tags wrap nothing but
-placeholders, is first sent as written to a model that keeps placeholders,
-service/protected_translation.py ``tried_as_written``),
-and with markup always taken out (``tried_as_written`` as it was before 2026-11-28: plain text only).
+request) twice: as the service serves it (a text with placeholders is first sent to a model that
+keeps placeholders as written where its tags wrap nothing but placeholders,
+service/protected_translation.py ``tried_as_written``, else with only its tags taken out,
+``tried_tags_out``), and with markup and placeholders always taken out (as before 2026-11-28).
 Reported: BLEU and chrF2 (sacrebleu, cased) against the references, how many outputs were served
 as the model wrote them, how many hold exactly the source's tags (each opening and closing
 tag as written, none added) and its placeholders (the service's detector), and how many nest
@@ -128,16 +128,17 @@ def main() -> int:
     args.model_dir = args.model_dir or REPO / "models" / f"{args.pair}-software"
     messages = markup_messages(args.split, source_lang, target_lang)
     sources, references = [s for s, _ in messages], [r for _, r in messages]
-    served = translator.tried_as_written
+    served, tags_out = translator.tried_as_written, translator.tried_tags_out
     ways = {}
     started = time.perf_counter()
     for way in ("as the service serves it", "markup always taken out"):
         if way == "markup always taken out":
             translator.tried_as_written = lambda prepared: prepared.fmt == "text" and served(prepared)
+            translator.tried_tags_out = lambda prepared: False
         try:
             ways[way] = translate(args.model_dir, sources, source_lang, target_lang)
         finally:
-            translator.tried_as_written = served
+            translator.tried_as_written, translator.tried_tags_out = served, tags_out
     seconds = time.perf_counter() - started
 
     wanted = [tags_and_placeholders(s) for s in sources]

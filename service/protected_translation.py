@@ -95,6 +95,53 @@ def tried_as_written(prepared: PreparedText) -> bool:
             and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in prepared.markup.tags))
 
 
+def tried_tags_out(prepared: PreparedText) -> bool:
+    """Whether to send a markup text first with its tags taken out and its placeholders left in: it
+    has placeholders but a tag around words, so it does not go as written, and the model, missing a
+    placeholder the sentence needs, translated the rest wrong ("<p>%1 is calling you</p>" as "<p>%1
+    wird dich aufgerufen</p>"). Placeholders only: no terms, glossary or accelerator; tags only
+    (`tags_only`)."""
+    return (prepared.fmt != "text" and bool(prepared.protected) and not prepared.glossary
+            and all(p.kind not in ("term", "glossary", "accelerator") for p in prepared.protected)
+            and tags_only(prepared.original, prepared.markup) and not tried_as_written(prepared))
+
+
+def tags_out(prepared: PreparedText) -> PreparedText:
+    """`prepared`'s text with its tags taken out and its placeholders left in, for `tried_tags_out`."""
+    return prepare(prepared.original, prepared.fmt, styles=())
+
+
+def serve_tags_out(prepared: PreparedText, without_tags: PreparedText, nbest: Sequence[Translation],
+                   requested: AlignmentMode) -> list[Served] | None:
+    """The hypotheses of `without_tags` (`tags_out(prepared)`) with the tags put back that keep each of
+    `prepared`'s placeholders exactly, as often, with as many placeholder syntax characters, as
+    `serve_as_written` checks; None when the best one does not (then the text is translated with its
+    placeholders taken out too). Each placeholder is reported at its output occurrence, in order."""
+    source = prepared.markup
+    wanted = Counter(unenclosed(p.text) for p in prepared.protected)
+    syntax = _syntax(prepared.original, source, prepared.protected)
+    in_pairs = _in_pairs(source.plain, prepared.protected)
+    served = []
+    for translation in nbest:
+        one = _serve_one(without_tags, translation, requested)
+        output = read_markup(one.translation.text, prepared.fmt)
+        found = find_protected(output.plain, (), prepared.styles)
+        if (Counter(unenclosed(p.text) for p in found) != wanted or _syntax(one.translation.text, output, found) != syntax
+                or _in_pairs(output.plain, found) != in_pairs or one.removed):
+            if not served:
+                return None
+            continue
+        unused = list(found)
+        placed = []
+        for p in prepared.protected:
+            match = next(f for f in unused if unenclosed(f.text) == unenclosed(p.text))
+            unused.remove(match)
+            placed.append(Placed(p.kind, p.text, source.origin[p.start], source.origin_end[p.end - 1],
+                                 output.origin[match.start], output.origin_end[match.end - 1], "model"))
+        served.append(replace(one, placed=placed + one.placed))
+    return served
+
+
 def tags_only(original: str, markup: Markup) -> bool:
     """Whether the markup of `original` is tags and nothing the protected path must escape or pass
     through untouched: no entity, comment or passed-through element (code, translate="no")."""

@@ -32,8 +32,8 @@ from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
 from service.memory import MemoryMatch, Memories
 from service.metrics import Metrics
-from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written,
-                                          tried_as_written)
+from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written, serve_tags_out,
+                                          tags_out, tried_as_written, tried_tags_out)
 from service.protection.markup import TextFormat, reads_as_markup
 from service.protection.placement import PreparedText
 from service.layout import Layout, assemble, markup_split, openings, split, whole
@@ -365,12 +365,16 @@ class Translator:
         # as in the model's translation of the label without it.
         as_written = [(not _marked(p)) if index in hits else (keeps and tried_as_written(p))
                       for index, p in enumerate(prepared)]
+        # Markup whose placeholders may stay in but whose tags may not: sent with only its tags out.
+        without_tags = {index: tags_out(p) for index, p in enumerate(prepared)
+                        if keeps and index not in hits and tried_tags_out(p)}
         searched = [index for index in range(len(prepared)) if index not in hits]
         first: list[list[Translation]] = [[] for _ in prepared]
         for index, nbest in zip(hits, remembered or ()):
             first[index] = nbest
         for index, nbest in zip(searched, await self._translate(
-                model, [prepared[i].original if as_written[i] else prepared[i].model_text for i in searched], options)):
+                model, [prepared[i].original if as_written[i] else without_tags[i].model_text if i in without_tags
+                        else prepared[i].model_text for i in searched], options)):
             first[index] = nbest
         rescore = self._glossary_rescorer(model, prepared)
         articles = model.runtime.target_lang == "de"  # the determiners placement.py knows are German
@@ -384,6 +388,8 @@ class Translator:
                 if first_pass and as_written[index]:
                     served[index] = serve_as_written(prepared[index], nbest, asked, rescore, articles, known_word,
                                                      stored=stored)
+                elif first_pass and index in without_tags:
+                    served[index] = serve_tags_out(prepared[index], without_tags[index], nbest, asked)
                 else:
                     served[index] = serve([prepared[index]], [nbest], asked, rescore, articles, known_word)[0]
                 if not stored and served[index] is not None and prepared[index].fmt == "text" and opening[index]:

@@ -253,9 +253,10 @@ def test_a_tag_around_a_placeholder_goes_as_written_and_german_word_order_moves_
     assert moved["text"] == "Sind Sie sicher, dass Sie <b>%s</b> löschen wollen?"
     assert [(p["kind"], p["placement"]) for p in moved["protected"]] == [("printf", "model"), ("tag", "model")]
     assert moved["protected"][1]["target"] == {"start": 26, "end": 35}  # <b>%s</b> in the output
-    # A tag around words is still taken out and put back.
+    # A tag around words is still taken out and put back; the placeholder beside it goes as the model
+    # wrote it, sent with only the tags taken out (protected_translation.tried_tags_out).
     assert labelled["text"] == "<b>Warnung:</b> Datei %s ist schreibgeschützt."
-    assert [p["placement"] for p in labelled["protected"]] == ["aligned", "aligned"]
+    assert [(p["kind"], p["placement"]) for p in labelled["protected"]] == [("printf", "model"), ("tag", "aligned")]
 
 
 def test_a_rare_character_the_model_wrote_as_unknown_comes_back_from_the_source(client):

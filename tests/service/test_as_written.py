@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from service.protected_translation import serve_as_written, tried_as_written
+from service.protected_translation import serve_as_written, serve_tags_out, tags_out, tried_as_written, tried_tags_out
 from service.protection.placement import Placed, prepare, written
 from service.runtime.base import DecodingOptions, Translation
 from service.settings import Settings
@@ -188,3 +188,23 @@ def test_a_placeholder_a_pair_wraps_alone_must_stay_wrapped_in_a_translation_sen
     (served,) = serve_as_written(prepare("Result: '%s'"), [Translation("Ergebnis: »%s«", -1.0)], "none")
     assert served.translation.text == "Ergebnis: »%s«"
     assert serve_as_written(prepare("Result: '%s'"), [Translation("Ergebnis: %s", -1.0)], "none") is None
+
+
+def test_markup_with_a_tag_around_words_goes_first_with_only_its_tags_out():
+    prepared = prepare("<p>%1 is calling you</p>", "html")
+    assert not tried_as_written(prepared) and tried_tags_out(prepared)
+    without_tags = tags_out(prepared)
+    assert without_tags.model_text == "%1 is calling you"
+    text = "%1 ruft dich an"
+    keeps = Translation(text, -1.0, aligned(without_tags.model_text, text, [(0, 0), (1, 1), (2, 1), (3, 2)]))
+    drops = Translation("ruft dich an", -2.0, aligned(without_tags.model_text, "ruft dich an", [(1, 0), (2, 0), (3, 1)]))
+    (served,) = serve_tags_out(prepared, without_tags, [keeps, drops], "none")
+    assert served.translation.text == "<p>%1 ruft dich an</p>"
+    assert served.placed == [Placed("qt", "%1", 3, 5, 3, 5, "model"), Placed("tag", "<p>", 0, 24, 0, 22, "aligned")]
+    # The best hypothesis lost the placeholder: the text goes the protected way.
+    assert serve_tags_out(prepared, without_tags, [drops, keeps], "none") is None
+    # Not where the tags wrap only placeholders (as written), in plain text, or with terms or a glossary.
+    assert not tried_tags_out(prepare("<b>%1</b> is calling", "html"))
+    assert not tried_tags_out(prepare("%1 is calling you"))
+    assert not tried_tags_out(prepare("<p>%1 is calling Brompton</p>", "html", terms=["Brompton"]))
+    assert not tried_tags_out(prepare("<p>%1 is calling</p>", "html", glossary=[GlossaryEntry("calling", "ruft")]))
