@@ -131,14 +131,8 @@ def serve_tags_out(prepared: PreparedText, without_tags: PreparedText, nbest: Se
             if not served:
                 return None
             continue
-        unused = list(found)
-        placed = []
-        for p in prepared.protected:
-            match = next(f for f in unused if unenclosed(f.text) == unenclosed(p.text))
-            unused.remove(match)
-            placed.append(Placed(p.kind, p.text, source.origin[p.start], source.origin_end[p.end - 1],
-                                 output.origin[match.start], output.origin_end[match.end - 1], "model"))
-        served.append(replace(one, placed=placed + one.placed))
+        one = replace(one, placed=_written_places(prepared, output, found) + one.placed)
+        served.append(_flagged(one) if requested != "none" else one)
     return served
 
 
@@ -232,18 +226,25 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
                 return None
             continue
         output, found, tags = checked
-        unused = list(found)
-        placed = []
-        for p in prepared.protected:
-            match = next(f for f in unused if unenclosed(f.text) == unenclosed(p.text))
-            unused.remove(match)
-            placed.append(Placed(p.kind, p.text, source.origin[p.start], source.origin_end[p.end - 1],
-                                 output.origin[match.start], output.origin_end[match.end - 1], "model"))
-        placed += tags
+        placed = _written_places(prepared, output, found) + tags
         one = Served(translation if requested != "none" else Translation(translation.text, translation.score), placed,
                      glossary=reports)
         served.append(_flagged(one) if requested != "none" else one)
     return served
+
+
+def _written_places(prepared: PreparedText, output: Markup, found: Sequence[Protected]) -> list[Placed]:
+    """Each of `prepared`'s protected parts at its occurrence among `found` (the output's), in order:
+    where the model wrote it."""
+    source = prepared.markup
+    unused = list(found)
+    placed = []
+    for p in prepared.protected:
+        match = next(f for f in unused if unenclosed(f.text) == unenclosed(p.text))
+        unused.remove(match)
+        placed.append(Placed(p.kind, p.text, source.origin[p.start], source.origin_end[p.end - 1],
+                             output.origin[match.start], output.origin_end[match.end - 1], "model"))
+    return placed
 
 
 def _tags_as_written(source: Markup, output: Markup) -> list[Placed] | None:

@@ -201,6 +201,11 @@ def test_markup_with_a_tag_around_words_goes_first_with_only_its_tags_out():
     (served,) = serve_tags_out(prepared, without_tags, [keeps, drops], "none")
     assert served.translation.text == "<p>%1 ruft dich an</p>"
     assert served.placed == [Placed("qt", "%1", 3, 5, 3, 5, "model"), Placed("tag", "<p>", 0, 24, 0, 22, "aligned")]
+    # With an alignment asked for, its words address the output and it carries its flags.
+    (aligned_one,) = serve_tags_out(prepared, without_tags, [keeps], "token")
+    words = aligned_one.translation.alignment.target_words
+    assert [aligned_one.translation.text[w.start:w.end] for w in words] == ["%1", "ruft", "dich", "an"]
+    assert aligned_one.flags is not None
     # The best hypothesis lost the placeholder: the text goes the protected way.
     assert serve_tags_out(prepared, without_tags, [drops, keeps], "none") is None
     # Not where the tags wrap only placeholders (as written), in plain text, or with terms or a glossary.

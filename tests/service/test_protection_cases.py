@@ -364,19 +364,11 @@ def test_edge_whitespace_goes_inside_the_tag_that_ends_the_output_as_it_ended_th
     ("Read with %s.", "Gelesen mit.", "Gelesen mit %s."),
     # The target's punctuation differs from the source's: before all of it, as before.
     ("Read with %s.", "Gelesen mit!", "Gelesen mit %s!"),
-])
-def test_a_placeholder_before_punctuation_keeps_the_punctuation_before_it(text, translation, expected):
-    prepared = prepare(text)
-    restored = restore(prepared, translation, diagonal(prepared, translation))
-    assert restored.text == expected
-
-
-@pytest.mark.parametrize("text, translation, expected", [
     # Placeholders one against the next go back together: one by one they came back "%s %s".
     ("Error: %s%s not found", "Fehler: nicht gefunden", "Fehler: %s%s nicht gefunden"),
     ("to change (<1>%s%c%s%s.", "zu ändern (<1>.", "zu ändern (<1>%s%c%s%s."),
 ])
-def test_placeholders_written_one_against_the_next_come_back_so(text, translation, expected):
+def test_placeholders_go_back_beside_what_stood_beside_them_in_the_source(text, translation, expected):
     prepared = prepare(text)
     restored = restore(prepared, translation, diagonal(prepared, translation))
     assert restored.text == expected
