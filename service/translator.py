@@ -291,14 +291,16 @@ class Translator:
             layouts, found, segment_styles, segment_formats = [], [], [], []
             unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
-                # A plain text that is a line of well-formed inline markup is read as html.
+                # A plain text that is a line of well-formed inline markup is read as html; so is
+                # such a line of a longer text, once cut.
                 text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
                 protected = find_protected(text, terms, styles) if text_fmt == "text" else []
                 layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
                 layouts.append(layout)
-                segment_formats += [text_fmt] * len(layout.segments)
+                segment_formats += ["html" if text_fmt == "text" and not layout.whole and reads_as_markup(segment.text)
+                                    else text_fmt for segment in layout.segments]
                 # A text translated whole has the parts split() read: prepare need not read them again.
                 found += [protected] if text_fmt == "text" and layout.whole else [None] * len(layout.segments)
                 # An accelerator marks a label, a whole line: a sentence cut from a line without one has

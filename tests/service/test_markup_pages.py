@@ -100,3 +100,12 @@ def test_a_plain_text_that_is_a_line_of_well_formed_markup_is_translated_as_html
 ])
 def test_which_plain_texts_read_as_markup(text, markup):
     assert reads_as_markup(text) is markup
+
+
+def test_a_line_of_markup_in_a_longer_plain_text_is_translated_as_html():
+    text = "<b>Warning:</b> the disk is full.\nPlease delete <i>some</i> files."
+    ((served,),) = translated_by_fake([text])
+    # Each line comes back with its tags around the translation of what they wrapped (the fake
+    # runtime reverses and upper-cases words), reported as tags; the line break stays.
+    assert served.translation.text == "FULL. IS DISK THE <b>WARNING:</b>\nFILES. <i>SOME</i> DELETE PLEASE"
+    assert [(p.kind, p.text) for p in served.placed] == [("tag", "<b>"), ("tag", "<i>")]
