@@ -127,7 +127,7 @@ def serve_tags_out(prepared: PreparedText, without_tags: PreparedText, nbest: Se
         output = read_markup(one.translation.text, prepared.fmt)
         found = find_protected(output.plain, (), prepared.styles)
         if (Counter(unenclosed(p.text) for p in found) != wanted or _syntax(one.translation.text, output, found) != syntax
-                or _in_pairs(output.plain, found) != in_pairs or one.removed):
+                or _in_pairs(output.plain, found) != in_pairs):
             if not served:
                 return None
             continue
