@@ -58,6 +58,8 @@ _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
 _WORD = re.compile(r"\S*")
 _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
 _SENTENCE_GAP = re.compile(r"(?<=[^.][.!?])[\"'’”»)\]]*( +)(?=[\"'‘“«(\[]?[A-Z0-9À-ÖØ-Þ])")
+# A line break in markup, with the spaces and tabs before it and the whitespace after.
+_LINE_BREAK = re.compile(r"[ \t]*\n\s*")
 _ABBREVIATION = re.compile(r"(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|No|Fig|St|[A-Za-z])\.")
 _LETTER = re.compile(r"[^\W\d_]")
 # Languages that write every noun with a capital letter: there a capital starts no sentence.
@@ -174,10 +176,12 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
 
 
-def markup_split(text: str, fmt: TextFormat) -> Layout:
+def markup_split(text: str, fmt: TextFormat, language: str | None = None) -> Layout:
     """An html or xml text's layout: the text of each block (a paragraph, list item, heading, table
     cell, the lines a `<br/>` parts; `WORD_BREAKING`) translated on its own, sentence by sentence as
-    plain text is, the block elements' tags and the whitespace around them kept as sent. Sent whole,
+    plain text is, the block elements' tags and the whitespace around them kept as sent. A block's
+    lines are cut apart, their line breaks kept as sent, where plain text's would be (`_line_gaps`;
+    `language`: the text's, as for `split`). Sent whole,
     "<ul><li>Open file</li><li>Save file</li><li>Close window</li></ul>" reached the model as one
     run-on sentence ("Open file Save file Close window") and came back "<ul><li>Dateispeicher</li>
     <li></li><li>schließendes Fenster</li> öffnen</ul>"; a page of six paragraphs lost its tags in
@@ -230,7 +234,7 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
             except MarkupError:
                 return whole(text)  # an inline element across a block's edge
             if visible:
-                parts.append(_sentences(text, cursor, start, fmt, syntax, segments))
+                parts.append(_sentences(text, cursor, start, fmt, syntax, segments, language))
             else:
                 parts.append(Kept(between, cursor, _tags_in(tags, cursor, start)))
         if end > start:
@@ -241,11 +245,16 @@ def markup_split(text: str, fmt: TextFormat) -> Layout:
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
 
 
-def _sentences(text: str, start: int, end: int, fmt: TextFormat, syntax: list[bool], segments: list[Segment]) -> Block:
-    """text[start:end], a block's markup, as a Block of its sentences (appended to `segments`); not
-    cut where the sentence before would leave an inline element open."""
+def _sentences(text: str, start: int, end: int, fmt: TextFormat, syntax: list[bool], segments: list[Segment],
+               language: str | None) -> Block:
+    """text[start:end], a block's markup, as a Block of its sentences and lines (appended to
+    `segments`); not cut where the part before would leave an inline element open."""
     first, piece, gaps = len(segments), start, []
-    for gap_start, gap_end in _sentence_gaps(text[start:end], tuple(range(start, end + 1)), syntax):
+    cuts = _sentence_gaps(text[start:end], tuple(range(start, end + 1)), syntax)
+    cuts += [(gap_start - start, gap_end - start) for gap_start, gap_end in _line_gaps(text, start, end, syntax, language)]
+    for gap_start, gap_end in sorted(cuts):
+        if start + gap_start < piece:
+            continue
         try:
             read_markup(text[piece:start + gap_start], fmt)
         except MarkupError:
@@ -255,6 +264,38 @@ def _sentences(text: str, start: int, end: int, fmt: TextFormat, syntax: list[bo
         piece = start + gap_end
     segments.append(Segment(text[piece:end], tuple(range(piece, end + 1))))
     return Block(tuple(range(first, len(segments))), tuple(gaps))
+
+
+def _line_gaps(text: str, start: int, end: int, syntax: list[bool], language: str | None) -> list[tuple[int, int]]:
+    """The line breaks of a block's markup text[start:end] (with the whitespace around them; offsets
+    into `text`) that plain text's layout would not run on: a blank line, a line that ends a
+    sentence or a label (`:`), a next line that is a list item or an option, or one that begins anew
+    (`_starts_anew`), each read on the visible text, the tags at the lines' edges skipped. Html reads
+    a line break as a space, but messages in Pango or Qt markup are laid out by theirs, and sent as
+    one run-on sentence "<b>Copy</b> the file\nPaste it here" came back "Die Datei hier
+    <b>einfügen</b>". A line that runs on stays in its sentence."""
+    letters = [0]  # letters[k]: visible letters in text[start:start + k]
+    for k in range(start, end):
+        letters.append(letters[-1] + bool(not syntax[k] and _LETTER.match(text, k)))
+    gaps = []
+    for match in _LINE_BREAK.finditer(text, start, end):
+        gap_start, gap_end = match.span()
+        if any(syntax[gap_start:gap_end]) or letters[gap_start - start] == 0 or letters[end - start] == letters[gap_end - start]:
+            continue
+        before_end = gap_start  # the line's last visible character, closing tags skipped
+        while before_end > start and (syntax[before_end - 1] or text[before_end - 1].isspace()):
+            before_end -= 1
+        after = gap_end  # the next line's first visible character, opening tags skipped
+        while after < end and (syntax[after] or text[after].isspace()):
+            after += 1
+        line_start = max(start, text.rfind("\n", 0, before_end) + 1)
+        if before_end <= line_start or after >= end:
+            continue
+        if (match.group().count("\n") > 1 or _SENTENCE_END.search(text, line_start, before_end)
+                or text[before_end - 1] == ":" or text[after] == "-" or _BULLET.match(text, after, end)
+                or _starts_anew(text, (line_start, before_end), (after, end), syntax, language)):
+            gaps.append((gap_start, gap_end))
+    return gaps
 
 
 def _tags_in(tags: list[Tag], start: int, end: int) -> tuple[Protected, ...]:

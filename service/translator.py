@@ -295,7 +295,7 @@ class Translator:
                 # such a line of a longer text, once cut.
                 text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
                 protected = find_protected(text, terms, styles) if text_fmt == "text" else []
-                layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt)
+                layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
                 layouts.append(layout)

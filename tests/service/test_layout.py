@@ -396,6 +396,25 @@ def test_html_is_cut_into_its_blocks_and_their_tags_kept(text, segments, kept):
         assert "".join(text[k] for k in segment.origin[:-1]) == segment.text
 
 
+@pytest.mark.parametrize("text, language, segments, gaps", [
+    # A capitalised word after a line of words begins anew (English), tags at the lines' edges skipped.
+    ("<b>Copy</b> the file\nPaste it here", "en", ["<b>Copy</b> the file", "Paste it here"], ["\n"]),
+    ("<p>Copy the file\n  <i>Paste</i> it here</p>", "en", ["Copy the file", "<i>Paste</i> it here"], ["\n  "]),
+    # A blank line, a sentence's end and a label's colon end a line; a next line of a list item or an option.
+    ("<big>Failed.</big>\n\nThe error was:\n<tt>{}</tt>\nretry later", "en",
+     ["<big>Failed.</big>", "The error was:", "<tt>{}</tt>\nretry later"], ["\n\n", "\n"]),
+    ("Options\n- verbose\n--force now", "en", ["Options", "- verbose", "--force now"], ["\n", "\n"]),
+    # Run on (one segment: the text whole): lower case, a German noun, an inline element holding both lines.
+    ("<p>This is a long\nparagraph that runs on.</p>", "en", ["<p>This is a long\nparagraph that runs on.</p>"], []),
+    ("<b>Datei</b> kopieren\nDatei einfügen", "de", ["<b>Datei</b> kopieren\nDatei einfügen"], []),
+    ("<p>x <b>one\nTwo</b> y</p>", "en", ["<p>x <b>one\nTwo</b> y</p>"], []),
+])
+def test_html_lines_are_cut_where_plain_texts_are(text, language, segments, gaps):
+    layout = markup_split(text, "html", language)
+    assert [s.text for s in layout.segments] == segments
+    assert [gap for p in layout.parts if isinstance(p, Block) for gap in p.gaps] == gaps
+
+
 @pytest.mark.parametrize("text", [
     "<p>One block, <b>bold</b>.</p>",              # one block: as before
     "<div>Intro <b>bold<br/>more</b></div>",       # an inline element across a block's edge
