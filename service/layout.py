@@ -194,7 +194,10 @@ def markup_split(text: str, fmt: TextFormat, language: str | None = None) -> Lay
         tags = read_markup(text, fmt).tags
     except MarkupError:
         return whole(text)  # refused where it is read for translation, naming the problem
-    edges: list[tuple[int, int]] = []
+    # The text's own leading and trailing whitespace is kept as sent: html reads it as nothing, but
+    # gettext checks that a translation begins and ends with the line breaks its message does.
+    lead, trail = len(text) - len(text.lstrip()), len(text) - len(text.rstrip())
+    edges: list[tuple[int, int]] = [(0, 0)] * bool(lead) + [(len(text), len(text))] * bool(trail)
     for tag in tags:
         if tag.verbatim is not None:
             # A page's script, style or preformatted block stands between blocks, kept whole; code or
@@ -240,8 +243,12 @@ def markup_split(text: str, fmt: TextFormat, language: str | None = None) -> Lay
         if end > start:
             parts.append(Kept(text[start:end], start, _tags_in(tags, start, end)))
         cursor = end
-    if len(segments) < 2:
+    if len(segments) < 2 and not (lead or trail):
         return whole(text)
+    if len(segments) < 2:  # translated whole but for its edges
+        end = len(text) - trail
+        edges_kept = [Kept(text[:lead], 0)] * bool(lead) + [Block((0,), ())] + [Kept(text[end:], end)] * bool(trail)
+        return Layout(text, tuple(edges_kept), (Segment(text[lead:end], tuple(range(lead, end + 1))),))
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
 
 
