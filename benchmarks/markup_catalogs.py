@@ -5,6 +5,9 @@ placeholders taken out and put back by the word alignment.
     python benchmarks/markup_catalogs.py                                  # the software validation split
     python benchmarks/markup_catalogs.py --split data/debian_catalogs/test
     python benchmarks/markup_catalogs.py --pair de-en                     # the German side, to English
+    python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --tag para --tag list \
+        --tag item --tag link --tag qt --limit 150     # KDE's structure markup (KUIT), which no held-out
+                                                       # split holds: messages the model trained on
 
 The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
 service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
@@ -41,8 +44,10 @@ def lines(split: Path, suffix: str) -> list[str]:
         return handle.read().splitlines()
 
 
-def markup_messages(split: Path, source_lang: str, target_lang: str) -> list[tuple[str, str]]:
-    """(source, reference) of the split's messages that the service reads as inline markup with tags."""
+def markup_messages(split: Path, source_lang: str, target_lang: str, names: frozenset[str] = frozenset(),
+                    limit: int | None = None) -> list[tuple[str, str]]:
+    """(source, reference) of the split's messages that the service reads as inline markup with tags
+    (with `names`, a tag of one of those names among them), the first `limit`."""
     from service.protected_translation import tags_only
     from service.protection.markup import MarkupError, read_markup
 
@@ -52,8 +57,11 @@ def markup_messages(split: Path, source_lang: str, target_lang: str) -> list[tup
             markup = read_markup(source, "html")
         except MarkupError:
             continue
-        if markup.tags and tags_only(source, markup):
+        if (markup.tags and tags_only(source, markup)
+                and (not names or any(tag.name.lower() in names for tag in markup.tags))):
             chosen.append((source, reference))
+            if len(chosen) == limit:
+                break
     return chosen
 
 
@@ -117,6 +125,9 @@ def main() -> int:
     parser.add_argument("--pair", choices=("en-de", "de-en"), default="en-de")
     parser.add_argument("--model-dir", type=Path, default=None, help="default: models/PAIR-software")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "markup_catalogs.md")
+    parser.add_argument("--tag", action="append", default=[],
+                        help="only messages with a tag of this name (repeatable: any of them)")
+    parser.add_argument("--limit", type=int, default=None, help="the first this many messages chosen")
     args = parser.parse_args()
     import sacrebleu
     import torch
@@ -126,7 +137,7 @@ def main() -> int:
     torch.set_num_threads(1)
     source_lang, target_lang = args.pair.split("-")
     args.model_dir = args.model_dir or REPO / "models" / f"{args.pair}-software"
-    messages = markup_messages(args.split, source_lang, target_lang)
+    messages = markup_messages(args.split, source_lang, target_lang, frozenset(t.lower() for t in args.tag), args.limit)
     sources, references = [s for s, _ in messages], [r for _, r in messages]
     served, tags_out = translator.tried_as_written, translator.tried_tags_out
     ways = {}
@@ -166,7 +177,7 @@ def main() -> int:
     report = (
         run_heading() +
         f"    python benchmarks/markup_catalogs.py --split {split}" + (f" --pair {args.pair}" if args.pair != "en-de" else "")
-        + "\n\n"
+        + "".join(f" --tag {t}" for t in args.tag) + (f" --limit {args.limit}" if args.limit else "") + "\n\n"
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
         f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
         "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source "

@@ -6,7 +6,8 @@ are decoded in the plain text (the model reads `&`, not `&amp;`) and the output 
 again (service/protection/placement.py). A tag's own text (attributes and their quoting
 included) is kept byte for byte.
 
-"html" is lenient where browsers are: void elements (`<br>`, `<img …>`) need no closing slash,
+"html" is lenient where browsers are: void elements (`<br>`, `<img …>`) need no closing slash
+(one closed later, KDE's `<link url='%1'>More...</link>`, wraps text),
 a `<` or `&` that starts no tag or entity is text. "xml" is strict: every tag closed, `<` and
 `&` escaped, only XML's five named entities, and no character reference to a character XML does
 not allow (`&#0;`, a surrogate `&#xD800;`). Either way, tags must nest; anything else is a
@@ -38,10 +39,15 @@ TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]
 HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 # Elements a browser (or Qt's rich text) renders as a line or block of their own: where one starts
 # or ends between two characters, the words on either side are apart though no space is written
-# ("Line one.<br/>Line two.", "<p>A</p><p>B</p>", KDE's "<nl/>").
+# ("Line one.<br/>Line two.", "<p>A</p><p>B</p>", KDE's "<nl/>"). With them the structure elements of
+# KDE's semantic markup (KUIT: para, list, item, subtitle; "<qt>" wraps a rich text) and DocBook's
+# paragraphs and lists, which KDE's and GNOME's catalogs send: "<para>One.</para><para>Two.</para>"
+# had reached the model as "One.Two." and come back with a word moved across the paragraphs.
 WORD_BREAKING = {"address", "article", "aside", "blockquote", "body", "br", "dd", "div", "dl", "dt", "figcaption",
                  "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html", "li", "nl",
-                 "ol", "p", "pre", "section", "table", "td", "th", "title", "tr", "ul"}
+                 "ol", "p", "pre", "section", "table", "td", "th", "title", "tr", "ul",
+                 "para", "simpara", "list", "item", "subtitle", "qt",
+                 "itemizedlist", "orderedlist", "listitem", "variablelist", "varlistentry"}
 
 
 class MarkupError(ValueError):
@@ -128,7 +134,7 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
                 top.end = len(plain)
                 top.source_end = match.end()
                 open_stack.pop()
-            elif self_closing or (not strict and name.lower() in HTML_VOID):
+            elif self_closing or (not strict and name.lower() in HTML_VOID and not _closed_later(text, match)):
                 _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, match.end()))
             elif name.lower() in UNTRANSLATED or TRANSLATE_NO.search(match.group(3)):
                 end = _element_end(text, match, raw=not strict and name.lower() in HTML_RAW_TEXT)
@@ -198,6 +204,15 @@ def _element_end(text: str, opening: re.Match, raw: bool) -> int:
         if depth == 0:
             return match.end()
     raise MarkupError(f"tag <{name}> opened at character {opening.start()} is never closed")
+
+
+def _closed_later(text: str, opening: re.Match) -> bool:
+    """Whether an html void element's name (not `<br>`) is closed later in the text: then it is no
+    void element but another vocabulary's (KDE's "<link url='%1'>More...</link>"), which wraps text."""
+    name = opening.group(2)
+    if name.lower() == "br":
+        return False
+    return re.compile(r"</" + re.escape(name) + r"\s*>", re.IGNORECASE).search(text, opening.end()) is not None
 
 
 def _add(tags: list[Tag], open_stack: list[int], tag: Tag) -> None:

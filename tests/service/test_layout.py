@@ -377,6 +377,11 @@ def test_a_map_joined_from_segments_read_different_ways_is_extracted_throughout(
     ("Line one.<br/>Line two.", ["Line one.", "Line two."], ["<br/>"]),
     ("<html><head/><body><p>A</p><p>B</p></body></html>", ["A", "B"],
      ["<html><head/><body><p>", "</p><p>", "</p></body></html>"]),
+    # KDE's structure markup (KUIT) and DocBook's paragraphs: "One.Two." to the model before.
+    ("<para>One file.</para><para>Two <b>files</b>.</para>", ["One file.", "Two <b>files</b>."],
+     ["<para>", "</para><para>", "</para>"]),
+    ("<qt>Intro:<list><item>Open</item><item>Save</item></list></qt>", ["Intro:", "Open", "Save"],
+     ["<qt>", "<list><item>", "</item><item>", "</item></list></qt>"]),
     # Sentences too, as in plain text; not where an inline element holds both sides.
     ("<p>Files shown. Open <b>one. Now</b>.</p><p>Go.</p>", ["Files shown.", "Open <b>one. Now</b>.", "Go."],
      ["<p>", "</p><p>", "</p>"]),

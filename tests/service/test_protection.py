@@ -206,6 +206,14 @@ def test_html_is_lenient_where_browsers_are():
     assert [(t.name, t.standalone) for t in markup.tags] == [("br", True)]
 
 
+def test_an_html_void_name_closed_later_wraps_text():
+    # KDE's "<link url='%1'>More...</link>", not html's void <link>, which had made the text a 422;
+    # a <link> never closed and a <br> stay void.
+    markup = read_markup("See <link url='%1'>More...</link> <link rel=x>and<br>more", "html")
+    assert [(t.name, t.standalone, markup.plain[t.start:t.end]) for t in markup.tags] == [
+        ("link", False, "More..."), ("link", True, ""), ("br", True, "")]
+
+
 @pytest.mark.parametrize("text", ["Grüße {name} 🙂 aus Köln", "Cafe\u0301 {name} 👩‍👩‍👧 ok"])
 def test_offsets_slice_back_to_the_exact_words_with_umlauts_emoji_and_combining_marks(text):
     prepared = prepare(text)
