@@ -8,6 +8,7 @@ placeholders taken out and put back by the word alignment.
     python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --tag para --tag list \
         --tag item --tag link --tag qt --limit 150     # KDE's structure markup (KUIT), which no held-out
                                                        # split holds: messages the model trained on
+    python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --passed-through  # <code> inline
 
 The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
 service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
@@ -45,20 +46,28 @@ def lines(split: Path, suffix: str) -> list[str]:
 
 
 def markup_messages(split: Path, source_lang: str, target_lang: str, names: frozenset[str] = frozenset(),
-                    limit: int | None = None) -> list[tuple[str, str]]:
+                    limit: int | None = None, passed_through: bool = False) -> list[tuple[str, str]]:
     """(source, reference) of the split's messages that the service reads as inline markup with tags
-    (with `names`, a tag of one of those names among them), the first `limit`."""
+    (with `names`, a tag of one of those names among them), the first `limit`; with `passed_through`,
+    those with an inline element passed through untouched (`<code>`) instead."""
     from service.protected_translation import tags_only
     from service.protection.markup import MarkupError, read_markup
 
     chosen = []
     for source, reference in zip(lines(split, source_lang), lines(split, target_lang)):
+        if "<" not in source:
+            continue
         try:
             markup = read_markup(source, "html")
         except MarkupError:
             continue
-        if (markup.tags and tags_only(source, markup)
-                and (not names or any(tag.name.lower() in names for tag in markup.tags))):
+        if passed_through:
+            wanted = ("&" not in source and not any(tag.name == "!--" for tag in markup.tags)
+                      and any(tag.verbatim is not None and tag.name.lower() not in ("pre", "script", "style")
+                              for tag in markup.tags))
+        else:
+            wanted = bool(markup.tags) and tags_only(source, markup)
+        if wanted and (not names or any(tag.name.lower() in names for tag in markup.tags)):
             chosen.append((source, reference))
             if len(chosen) == limit:
                 break
@@ -128,6 +137,8 @@ def main() -> int:
     parser.add_argument("--tag", action="append", default=[],
                         help="only messages with a tag of this name (repeatable: any of them)")
     parser.add_argument("--limit", type=int, default=None, help="the first this many messages chosen")
+    parser.add_argument("--passed-through", action="store_true",
+                        help="messages with an inline element passed through untouched (<code>) instead")
     args = parser.parse_args()
     import sacrebleu
     import torch
@@ -137,7 +148,8 @@ def main() -> int:
     torch.set_num_threads(1)
     source_lang, target_lang = args.pair.split("-")
     args.model_dir = args.model_dir or REPO / "models" / f"{args.pair}-software"
-    messages = markup_messages(args.split, source_lang, target_lang, frozenset(t.lower() for t in args.tag), args.limit)
+    messages = markup_messages(args.split, source_lang, target_lang, frozenset(t.lower() for t in args.tag), args.limit,
+                               args.passed_through)
     sources, references = [s for s, _ in messages], [r for _, r in messages]
     served, tags_out = translator.tried_as_written, translator.tried_tags_out
     ways = {}
@@ -177,7 +189,8 @@ def main() -> int:
     report = (
         run_heading() +
         f"    python benchmarks/markup_catalogs.py --split {split}" + (f" --pair {args.pair}" if args.pair != "en-de" else "")
-        + "".join(f" --tag {t}" for t in args.tag) + (f" --limit {args.limit}" if args.limit else "") + "\n\n"
+        + "".join(f" --tag {t}" for t in args.tag) + (f" --limit {args.limit}" if args.limit else "")
+        + (" --passed-through" if args.passed_through else "") + "\n\n"
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
         f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
         "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source "

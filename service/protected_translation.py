@@ -19,6 +19,7 @@ from functools import partial
 
 from service.alignment_flags import alignment_flags
 from service.errors import RequestError
+from service.layout import PASSED_BLOCKS
 from service.protection.markup import Markup, MarkupError, Tag, TextFormat, read_markup
 from service.glossary import GlossaryEntry
 from service.protection.placeholders import (PLACEHOLDER_STYLES, Protected, find_placeholders, find_protected, paired,
@@ -83,15 +84,22 @@ def tried_as_written(prepared: PreparedText) -> bool:
     same holds for a tag that wraps nothing but placeholders (`<filename>%1</filename>`: "Das Archiv
     existiert <filename>%1</filename> bereits" taken out), which then goes as written with them,
     while a tag around words ("<b>Remote host:</b> %1") is still taken out: the model translates
-    short tagged labels worse as written (results/markup_catalogs.md). Markup only where tags are
-    all there is to it: entities, comments and passed-through elements (code, translate="no") stay
-    the protected path's, which escapes and keeps them exactly."""
+    short tagged labels worse as written (results/markup_catalogs.md). So does markup with an inline
+    element passed through (`<code>`, Android's `<xliff:g>`, translate="no"), placeholders or not:
+    taken out, it leaves a hole the model translates around ("Use <code>--force</code> to overwrite."
+    came back "<code>--force</code> Zum Überschreiben verwenden."); as written it is taken only where
+    the model wrote the element to the letter (`_tags_as_written`). Markup only where tags are all
+    there is to it: entities and comments stay the protected path's, which escapes them exactly."""
     # An accelerator is not left to the model: the software model copied "_Open" untranslated.
-    if not prepared.protected or prepared.protected_terms or any(p.kind == "accelerator" for p in prepared.protected):
+    if prepared.protected_terms or any(p.kind == "accelerator" for p in prepared.protected):
         return False
     if prepared.fmt == "text":
-        return True
-    return (not prepared.glossary and tags_only(prepared.original, prepared.markup)
+        return bool(prepared.protected)
+    passed = [tag for tag in prepared.markup.tags if tag.verbatim is not None]
+    if not prepared.protected and not passed:
+        return False
+    return (not prepared.glossary and tags_only(prepared.original, prepared.markup, passed_through=True)
+            and not any(tag.name.lower() in PASSED_BLOCKS for tag in passed)
             and all(tag.standalone or _wraps_only_protected(prepared, tag) for tag in prepared.markup.tags))
 
 
@@ -136,10 +144,12 @@ def serve_tags_out(prepared: PreparedText, without_tags: PreparedText, nbest: Se
     return served
 
 
-def tags_only(original: str, markup: Markup) -> bool:
+def tags_only(original: str, markup: Markup, passed_through: bool = False) -> bool:
     """Whether the markup of `original` is tags and nothing the protected path must escape or pass
-    through untouched: no entity, comment or passed-through element (code, translate="no")."""
-    return "&" not in original and not any(tag.verbatim is not None or tag.name == "!--" for tag in markup.tags)
+    through untouched: no entity, comment or (unless `passed_through`) passed-through element (code,
+    translate="no")."""
+    return "&" not in original and not any((tag.verbatim is not None and not passed_through) or tag.name == "!--"
+                                           for tag in markup.tags)
 
 
 def _wraps_only_protected(prepared: PreparedText, tag: Tag) -> bool:
@@ -250,10 +260,12 @@ def _written_places(prepared: PreparedText, output: Markup, found: Sequence[Prot
 def _tags_as_written(source: Markup, output: Markup) -> list[Placed] | None:
     """Each of the source's tags in the output, as written and inside the same enclosing tag (in
     any order: German may put two elements the other way round), a tag that wrapped text still
-    wrapping some, and no other tag; None where the output differs."""
-    def key(markup: Markup, index: int) -> tuple[str, str | None, str | None]:
+    wrapping some, an element passed through written to the letter, and no other tag; None where
+    the output differs."""
+    def key(markup: Markup, index: int) -> tuple[str, str | None, str | None, str | None]:
         tag = markup.tags[index]
-        return tag.opening, tag.closing, markup.tags[tag.parent].opening if tag.parent is not None else None
+        return (tag.opening, tag.closing, markup.tags[tag.parent].opening if tag.parent is not None else None,
+                tag.verbatim)
 
     if Counter(key(source, i) for i in range(len(source.tags))) != Counter(key(output, i) for i in range(len(output.tags))):
         return None

@@ -14,8 +14,8 @@ not allow (`&#0;`, a surrogate `&#xD800;`). Either way, tags must nest; anything
 `MarkupError` naming what is wrong and where (a character offset into the text).
 
 Elements that are not text to translate pass through untouched, as browsers' and LibreTranslate's
-translators leave them: `script`, `style`, `code`, `pre`, and any element marked `translate="no"`
-or `class="notranslate"`. Each is read as one standalone piece (`Tag.verbatim`, the element from
+translators leave them: `script`, `style`, `code`, `pre`, Android's `xliff:g` (its strings' mark for
+what not to translate), and any element marked `translate="no"` or `class="notranslate"`. Each is read as one standalone piece (`Tag.verbatim`, the element from
 its opening to its closing tag) that the translation carries like a placeholder. In html,
 `script` and `style` hold raw text (a `<` in a script is no tag), ended by their closing tag only.
 """
@@ -33,7 +33,7 @@ COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
 # Elements whose content is not prose to translate; script and style hold raw text in html.
-UNTRANSLATED = {"script", "style", "code", "pre"}
+UNTRANSLATED = {"script", "style", "code", "pre", "xliff:g"}
 HTML_RAW_TEXT = {"script", "style"}
 TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]*|'[^']*|)\bnotranslate\b""", re.IGNORECASE)
 HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}

@@ -55,7 +55,8 @@ def test_nothing_to_protect_a_glossary_in_markup_or_markup_beyond_tags_around_pl
     assert not tried_as_written(prepare("<b>Open</b> the file", "html"))  # tags alone: taken out
     assert not tried_as_written(prepare("<b>Remote host:</b> %1", "html"))  # a tag around words
     assert not tried_as_written(prepare("Open %s &amp; close", "html"))  # entities: the protected path escapes
-    assert not tried_as_written(prepare("Run <code>make</code> on %s", "html"))  # passed through untouched
+    assert not tried_as_written(prepare("Run <pre>make</pre> on %s", "html"))  # a block passed through
+    assert not tried_as_written(prepare("Run <code>make</code> on %s &amp; go", "html"))
     assert not tried_as_written(prepare("Open <!-- why --> %s", "html"))
     assert not tried_as_written(prepare("Open <b>%s</b>", "xml", terms=["Brompton"],
                                         glossary=[GlossaryEntry("open", "öffnen")]))
@@ -121,6 +122,23 @@ def test_a_markup_translation_keeps_every_tag_as_written_around_what_it_wrapped_
                    "<b>%s <i>%d</i></b> löschen?<br/>",      # inside another tag now
                    "<b>%s</b> aus <i>%d</i> <u>löschen</u>?<br/>",  # one added
                    "<b>%s</b> aus <i>%d</i> löschen?<br/></b>"]:  # not markup
+        assert serve_as_written(prepared, [Translation(broken, -1.0)], "none") is None, broken
+
+
+def test_an_inline_element_passed_through_goes_as_written_and_is_taken_only_written_to_the_letter():
+    # Taken out, it left a hole: "Use <code>--force</code> to overwrite." came back "<code>--force</code>
+    # Zum Überschreiben verwenden."; Android's <xliff:g> is such an element ("My App" came back "meinem App").
+    assert tried_as_written(prepare("Use <code>--force</code> to overwrite.", "html"))
+    assert tried_as_written(prepare('Open <span translate="no">Files</span> now', "html"))
+    prepared = prepare('Welcome to <xliff:g id="app">My App</xliff:g>, %s!', "xml")
+    assert tried_as_written(prepared) and prepared.markup.tags[0].verbatim == '<xliff:g id="app">My App</xliff:g>'
+    keeps = Translation('Willkommen bei <xliff:g id="app">My App</xliff:g>, %s!', -1.0)
+    served = serve_as_written(prepared, [keeps], "none")
+    assert served[0].placed == [Placed("printf", "%s", 47, 49, 51, 53, "model"),
+                                Placed("tag", '<xliff:g id="app">', 11, 45, 15, 49, "model")]
+    for broken in ['Willkommen bei <xliff:g id="app">meinem App</xliff:g>, %s!',  # translated inside
+                   'Willkommen bei <xliff:g id="app">My App</xliff:g>, %s! <xliff:g id="app">My App</xliff:g>',
+                   'Willkommen bei My App, %s!']:
         assert serve_as_written(prepared, [Translation(broken, -1.0)], "none") is None, broken
 
 
