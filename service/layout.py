@@ -633,8 +633,7 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
     hard: list[tuple[int, int]] = []
     for segment, alignment, target in zip(layout.segments, alignments, target_maps):
         i0, j0 = len(source_words), len(target_words)
-        source = segment.origin.__getitem__
-        source_words += [Word(w.text, *_mapped(source, w.start, w.end)) for w in alignment.source_words]
+        source_words += [_in_source(layout.text, segment.origin, w) for w in alignment.source_words]
         target_words += [Word(w.text, *_mapped(target, w.start, w.end)) for w in alignment.target_words]
         links += [[(i + i0, weight) for i, weight in row] for row in alignment.links]
         hard += [(i + i0, j + j0) for i, j in alignment.hard]
@@ -644,6 +643,17 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
         return TokenAlignment(source_words, target_words, links, hard, pharaoh(hard))
     return TokenAlignment(source_words, target_words, links, hard, pharaoh(hard),
                           [weight for a in alignments for weight in a.support or ()], kinds.pop())
+
+
+def _in_source(text: str, origin: tuple[int, ...], word: Word) -> Word:
+    """A segment's word as the text sent holds it: the run of its characters that stand together
+    there, from its first (a sentence of an ICU branch joins the branch's last word to the
+    punctuation after the argument, "balls" + "." of "{# balls}}.", which stand apart in the text)."""
+    last = word.start
+    while last + 1 < word.end and origin[last + 1] == origin[last] + 1:
+        last += 1
+    start, end = origin[word.start], origin[last] + 1
+    return Word(text[start:end], start, end)
 
 
 def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> PhraseMap:

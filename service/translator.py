@@ -36,6 +36,7 @@ from service.protected_translation import (alignment_needed, prepare_texts, serv
                                           tags_out, tried_as_written, tried_tags_out)
 from service.protection.markup import TextFormat, reads_as_markup
 from service.protection.placement import PreparedText
+from service.icu import icu_split
 from service.layout import Layout, assemble, markup_split, openings, split, whole
 from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
 from service.runtime.base import (
@@ -295,10 +296,21 @@ class Translator:
                 # such a line of a longer text, once cut.
                 text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
                 protected = find_protected(text, terms, styles) if text_fmt == "text" else []
-                layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
+                # A plural or select argument: a whole sentence per branch (service/icu.py).
+                branched = icu_split(text, protected, terms, styles) if text_fmt == "text" else None
+                if branched is not None:
+                    layout, branch_found, branch_styles = branched
+                else:
+                    layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
+                    branched = None
                 layouts.append(layout)
+                if branched is not None:
+                    segment_formats += ["text"] * len(layout.segments)
+                    found += branch_found
+                    segment_styles += [branch_styles] * len(layout.segments)
+                    continue
                 segment_formats += ["html" if text_fmt == "text" and not layout.whole and reads_as_markup(segment.text)
                                     else text_fmt for segment in layout.segments]
                 # A text translated whole has the parts split() read: prepare need not read them again.

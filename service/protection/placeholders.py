@@ -107,6 +107,9 @@ ICU_START = re.compile(
 
 PLACEHOLDER_STYLES = ("weblate", "url", "email", "path", "icu", "shell", "ruby", "python", "brace", "qt", "printf", "entity",
                       "option", "accelerator")
+# Not a style clients choose: `#`, the number, in a sentence made of an ICU plural branch (service/icu.py),
+# reported as an "icu" part.
+ICU_NUMBER = "icu-number"
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,8 @@ def find_protected(text: str, terms: Sequence[str] = (),
     # Longer terms first, so that "New York City" wins over "New York".
     for term in sorted({t for t in terms if t}, key=len, reverse=True):
         candidates += [("term", a, b) for a, b in _term_spans(text, term)]
+    if ICU_NUMBER in styles:  # last: a `#` inside a URL or a term is theirs
+        candidates += [("icu", m.start(), m.end()) for m in re.finditer("#", text)]
     # A literal in quotes or angle brackets, `'--block-size=M'`, `<bugs@example.org>`, is kept with
     # them: the model, seeing only the empty pair, moved it ("Fehler in <> melden bugs@example.org").
     candidates = [(kind, *_enclosed(text, start, end)) if kind in LITERALS else (kind, start, end)

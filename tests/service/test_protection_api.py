@@ -31,8 +31,9 @@ def translate(client, **body):
 @pytest.mark.parametrize("text, kept", [
     ("%lu to remove and %lu not upgraded.\n", ["%lu", "%lu"]),
     ("A {animal} is running in the park with %1$s.", ["{animal}", "%1$s"]),
-    ("Two ${CHILDREN} play with {count, plural, one {# ball} other {# balls}}.",
-     ["${CHILDREN}", "{count, plural, one {# ball} other {# balls}}"]),
+    # Two plural arguments: each one placeholder (one alone: test_an_icu_plural_...).
+    ("Two ${CHILDREN} play with {count, plural, one {# ball} other {# balls}} in {n, plural, other {# parks}}.",
+     ["${CHILDREN}", "{count, plural, one {# ball} other {# balls}}", "{n, plural, other {# parks}}"]),
 ])
 def test_placeholders_come_back_exactly_once_and_are_reported_where_they_are(client, text, kept):
     (nbest,) = translate(client, text=text, n_best=2, beam_size=4, alignment="token")
@@ -42,6 +43,26 @@ def test_placeholders_come_back_exactly_once_and_are_reported_where_they_are(cli
             assert output.count(placeholder) == kept.count(placeholder), output
         reported = hypothesis["protected"]
         assert [p["text"] for p in reported] == kept
+        for p in reported:
+            assert text[p["source"]["start"]:p["source"]["end"]] == p["text"]
+            assert output[p["target"]["start"]:p["target"]["end"]] == p["text"]
+        for word in hypothesis["alignment"]["target_words"]:
+            assert output[word["start"]:word["end"]] == word["text"]
+        for word in hypothesis["alignment"]["source_words"]:
+            assert text[word["start"]:word["end"]] == word["text"]
+
+
+def test_an_icu_plural_comes_back_a_translated_sentence_a_branch_with_every_offset_slicing_the_strings(client):
+    text = "Two ${CHILDREN} play with {count, plural, one {# ball} other {# balls}}."
+    (nbest,) = translate(client, text=text, n_best=2, beam_size=4, alignment="token")
+    for hypothesis in nbest:
+        output = hypothesis["text"]
+        assert output.startswith("{count, plural, one {") and output.endswith("}}"), output
+        one, other = output[len("{count, plural, one {"):-2].split("} other {")
+        for branch in (one, other):
+            assert branch.count("${CHILDREN}") == 1 and branch.count("#") == 1 and "play" not in branch, output
+        reported = hypothesis["protected"]
+        assert sorted(p["text"] for p in reported) == ["#", "#", "${CHILDREN}", "${CHILDREN}"]
         for p in reported:
             assert text[p["source"]["start"]:p["source"]["end"]] == p["text"]
             assert output[p["target"]["start"]:p["target"]["end"]] == p["text"]

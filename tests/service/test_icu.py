@@ -1,0 +1,71 @@
+"""ICU MessageFormat's plural and select arguments are translated as a whole sentence per branch,
+the text around the argument put into each, the argument's syntax kept (service/icu.py)."""
+from __future__ import annotations
+
+import pytest
+
+from service.icu import branches, icu_split
+from service.layout import Kept
+from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
+from testing.fake_runtime import FakeRuntime
+from tests.service.support import translated_by_fake
+from tests.service.test_as_written import translated
+
+
+def split(text: str):
+    return icu_split(text, find_protected(text), (), PLACEHOLDER_STYLES)
+
+
+def test_each_branch_is_a_sentence_with_the_text_around_the_argument_and_a_plurals_number_protected():
+    text = "You have {count, plural, offset:1 =0 {no messages} one { one message } other {# messages}}."
+    layout, found, _ = split(text)
+    assert [s.text for s in layout.segments] == ["You have no messages.", "You have one message.", "You have # messages."]
+    assert [p.text for p in layout.parts if isinstance(p, Kept)] == [
+        "{count, plural, offset:1 =0 {", "} one { ", " } other {", "}}"]
+    assert [[(p.kind, p.text, p.start) for p in parts] for parts in found] == [[], [], [("icu", "#", 9)]]
+    # Every character of a sentence stands for its own in the text sent.
+    for segment in layout.segments:
+        assert "".join(text[k] for k in segment.origin[:-1]) == segment.text
+
+
+def test_a_selects_hash_is_text_and_its_branches_are_read_as_sent():
+    layout, found, styles = split("{gender, select, male {He} female {She} other {They}} liked #5.")
+    assert [s.text for s in layout.segments] == ["He liked #5.", "She liked #5.", "They liked #5."]
+    assert found == [[], [], []] and styles == PLACEHOLDER_STYLES
+    assert branches("{n, plural, one {a} other}", find_protected("{n, plural, one {a} other}")[0]) is None
+
+
+@pytest.mark.parametrize("text", [
+    "{a, plural, one {x} other {y}} and {b, plural, one {x} other {y}}",  # two arguments
+    "{a, select, x {{n, plural, one {#} other {#}}} other {y}}",          # one inside another
+    "{n, plural, one {'{'#'}'} other {#}}",                                # ICU's quoting
+    "{n, plural, one {# line}\nother {# lines}}",                          # over lines
+    "{n, number} items",                                                   # no branches
+    "Issue #{n, plural, one {# file} other {# files}}",                    # against a word or placeholder
+    "{n, plural, one {} other {}}",                                        # nothing to translate
+    "Open %s",
+])
+def test_other_texts_are_not_cut_by_their_arguments(text):
+    assert split(text) is None
+
+
+def test_the_translation_is_the_argument_with_each_branchs_sentence_translated():
+    # The fake runtime reverses and upper-cases a sentence's words; `#`, taken out, goes back before the
+    # word it stood before.
+    text = "You have {count, plural, =0 {no messages} other {# new messages}}."
+    (served,) = translated_by_fake([text])[0]
+    assert served.translation.text == "{count, plural, =0 {MESSAGES. NO HAVE YOU} other {MESSAGES. # NEW HAVE YOU}}"
+    (number,) = served.placed
+    assert (number.kind, text[number.source_start:number.source_end]) == ("icu", "#")
+    assert served.translation.text[number.target_start:number.target_end] == "#"
+
+
+def test_a_model_that_keeps_placeholders_gets_each_sentence_as_written_and_its_number_taken_as_it_wrote_it():
+    runtime = FakeRuntime("en", "de")
+    text = "{n, plural, one {# file} other {# files}}"
+    (served,) = translated(runtime, {"software_test": {"bleu": 1.0, "placeholders": 97.5}}, [text])[0]
+    assert [texts for texts, _ in runtime.calls] == [["# file", "# files"]]  # no second pass: "#" kept
+    assert served.translation.text == "{n, plural, one {FILE #} other {FILES #}}"
+    assert [(p.kind, p.source_start, p.target_start, p.placement) for p in served.placed] == [
+        ("icu", 17, 22, "model"), ("icu", 32, 38, "model")]
+    assert {text[17], text[32], served.translation.text[22], served.translation.text[38]} == {"#"}
