@@ -28,6 +28,18 @@ def translate(client, **body):
     return response.json()["translations"]
 
 
+def assert_offsets_slice(text: str, hypothesis: dict) -> None:
+    """Every reported part and aligned word slices the text sent and the output where it says."""
+    output = hypothesis["text"]
+    for p in hypothesis["protected"]:
+        assert text[p["source"]["start"]:p["source"]["end"]] == p["text"]
+        assert output[p["target"]["start"]:p["target"]["end"]] == p["text"]
+    for word in hypothesis["alignment"]["target_words"]:
+        assert output[word["start"]:word["end"]] == word["text"]
+    for word in hypothesis["alignment"]["source_words"]:
+        assert text[word["start"]:word["end"]] == word["text"]
+
+
 @pytest.mark.parametrize("text, kept", [
     ("%lu to remove and %lu not upgraded.\n", ["%lu", "%lu"]),
     ("A {animal} is running in the park with %1$s.", ["{animal}", "%1$s"]),
@@ -43,13 +55,7 @@ def test_placeholders_come_back_exactly_once_and_are_reported_where_they_are(cli
             assert output.count(placeholder) == kept.count(placeholder), output
         reported = hypothesis["protected"]
         assert [p["text"] for p in reported] == kept
-        for p in reported:
-            assert text[p["source"]["start"]:p["source"]["end"]] == p["text"]
-            assert output[p["target"]["start"]:p["target"]["end"]] == p["text"]
-        for word in hypothesis["alignment"]["target_words"]:
-            assert output[word["start"]:word["end"]] == word["text"]
-        for word in hypothesis["alignment"]["source_words"]:
-            assert text[word["start"]:word["end"]] == word["text"]
+        assert_offsets_slice(text, hypothesis)
 
 
 def test_an_icu_plural_comes_back_a_translated_sentence_a_branch_with_every_offset_slicing_the_strings(client):
@@ -63,13 +69,7 @@ def test_an_icu_plural_comes_back_a_translated_sentence_a_branch_with_every_offs
             assert branch.count("${CHILDREN}") == 1 and branch.count("#") == 1 and "play" not in branch, output
         reported = hypothesis["protected"]
         assert sorted(p["text"] for p in reported) == ["#", "#", "${CHILDREN}", "${CHILDREN}"]
-        for p in reported:
-            assert text[p["source"]["start"]:p["source"]["end"]] == p["text"]
-            assert output[p["target"]["start"]:p["target"]["end"]] == p["text"]
-        for word in hypothesis["alignment"]["target_words"]:
-            assert output[word["start"]:word["end"]] == word["text"]
-        for word in hypothesis["alignment"]["source_words"]:
-            assert text[word["start"]:word["end"]] == word["text"]
+        assert_offsets_slice(text, hypothesis)
 
 
 def test_do_not_translate_terms_are_kept_as_words(client):
