@@ -246,9 +246,9 @@ def markup_split(text: str, fmt: TextFormat, language: str | None = None) -> Lay
     if len(segments) < 2 and not (lead or trail):
         return whole(text)
     if len(segments) < 2:  # translated whole but for its edges
-        end = len(text) - trail
-        edges_kept = [Kept(text[:lead], 0)] * bool(lead) + [Block((0,), ())] + [Kept(text[end:], end)] * bool(trail)
-        return Layout(text, tuple(edges_kept), (Segment(text[lead:end], tuple(range(lead, end + 1))),))
+        stop = len(text) - trail
+        edges_kept = [Kept(text[:lead], 0)] * bool(lead) + [Block((0,), ())] + [Kept(text[stop:], stop)] * bool(trail)
+        return Layout(text, tuple(edges_kept), (Segment(text[lead:stop], tuple(range(lead, stop + 1))),))
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
 
 

@@ -15,8 +15,9 @@ not allow (`&#0;`, a surrogate `&#xD800;`). Either way, tags must nest; anything
 
 Elements that are not text to translate pass through untouched, as browsers' and LibreTranslate's
 translators leave them: `script`, `style`, `code`, `pre`, Android's `xliff:g` (its strings' mark for
-what not to translate), and any element marked `translate="no"` or `class="notranslate"`. Each is read as one standalone piece (`Tag.verbatim`, the element from
-its opening to its closing tag) that the translation carries like a placeholder. In html,
+what not to translate), and any element marked `translate="no"` or `class="notranslate"`. Each is
+read as one standalone piece (`Tag.verbatim`, the element from its opening to its closing tag) that
+the translation carries like a placeholder. In html,
 `script` and `style` hold raw text (a `<` in a script is no tag), ended by their closing tag only.
 """
 from __future__ import annotations
