@@ -6,16 +6,18 @@ written: its English branches came back untranslated. Now a plain text with one 
 around the argument put into each: "You have {n, plural, one {one message} other {# messages}}."
 comes back "{n, plural, one {Sie haben eine Nachricht.} other {Sie haben # Nachrichten.}}", what
 ICU's guidance asks of messages (whole sentences in each branch, so that a translation may order
-its words its own way) and the same message to a program. A plural branch's `#`, the number, is a
-placeholder in its sentence (style ICU_NUMBER). Left one placeholder, as before: a text with more
-than one such argument, a branch holding another, ICU's apostrophe quoting (`'{'`), a line break,
-or the argument written against a word.
+its words its own way) and the same message to a program. Arguments inside a branch or beside one
+another nest in the translation, a sentence per combination of branches ("{g, select, female {She
+has {n, plural, one {# file} other {# files}}} other {…}}"), up to MAX_SENTENCES. A plural branch's
+`#`, the number, is a placeholder in its sentences (style ICU_NUMBER). Left one placeholder each, as
+before: ICU's apostrophe quoting (`'{'`), a line break, an argument written against a word, or more
+sentences than MAX_SENTENCES.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from service.layout import Block, Kept, Layout, Segment
 from service.protection.placeholders import ICU_NUMBER, Protected, find_protected
@@ -23,12 +25,17 @@ from service.runtime.base import has_visible_text
 
 _HEADER = re.compile(r"\{\s*[A-Za-z0-9_]+\s*,\s*(plural|selectordinal|select)\s*,\s*(?:offset\s*:\s*\d+\s*)?")
 _KEY = re.compile(r"\s*(?:=\d+|[A-Za-z0-9_-]+)\s*\{")
-_NESTED = re.compile(r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|selectordinal|select)\s*,")
 # ICU's quoting: an apostrophe before a brace, `#`, `|` or another apostrophe starts literal text.
 _QUOTING = re.compile(r"'[{}#|']")
 # What may stand right before and after the argument (the empty string: the text's edge).
 _OPEN_EDGE = frozenset(["", " ", "\t", "(", "[", "\"", "'", "„", "“", "«", "»", ":", "—", "–"])
-_CLOSE_EDGE = frozenset(["", " ", "\t", ".", ",", ";", ":", "!", "?", ")", "]", "\"", "'", "“", "”", "»", "«", "…", "—", "–"])
+_CLOSE_EDGE = frozenset(["", " ", "\t", ".", ",", ";", ":", "!", "?", ")", "]", "\"", "'", "“", "”", "»", "«", "…",
+                         "—", "–"])
+
+
+# More sentences than this (arguments inside or beside one another multiply their branches) leave
+# the text's arguments one placeholder each.
+MAX_SENTENCES = 32
 
 
 @dataclass(frozen=True)
@@ -40,13 +47,23 @@ class Branches:
     messages: tuple[tuple[int, int], ...]
 
 
-def branches(text: str, argument: Protected) -> Branches | None:
-    """The branches of the ICU argument text[argument.start:argument.end]; None where it is no
-    plural, selectordinal or select argument or does not read as one."""
-    header = _HEADER.match(text, argument.start, argument.end)
+def _closing(text: str, opening: int, end: int) -> int | None:
+    """The offset of the brace that closes the one at `opening`, before `end`; None if none does."""
+    depth = 0
+    for k in range(opening, end):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth == 0:
+            return k
+    return None
+
+
+def branches(text: str, start: int, end: int) -> Branches | None:
+    """The branches of the ICU argument text[start:end]; None where it is no plural, selectordinal or
+    select argument or does not read as one."""
+    header = _HEADER.match(text, start, end)
     if header is None:
         return None
-    closing = argument.end - 1
+    closing = end - 1
     messages = []
     at = header.end()
     while True:
@@ -57,62 +74,116 @@ def branches(text: str, argument: Protected) -> Branches | None:
         key = _KEY.match(text, at, closing)
         if key is None:
             return None
-        opening, depth, end = key.end() - 1, 0, None
-        for k in range(opening, closing):
-            depth += {"{": 1, "}": -1}.get(text[k], 0)
-            if depth == 0:
-                end = k
-                break
-        if end is None:
+        opening = key.end() - 1
+        stop = _closing(text, opening, closing)
+        if stop is None:
             return None
-        start, stop = opening + 1, end
-        while start < stop and text[start].isspace():
-            start += 1
-        while stop > start and text[stop - 1].isspace():
-            stop -= 1
-        messages.append((start, stop))
-        at = end + 1
+        first, last = opening + 1, stop
+        while first < last and text[first].isspace():
+            first += 1
+        while last > first and text[last - 1].isspace():
+            last -= 1
+        messages.append((first, last))
+        at = stop + 1
     if not messages:
         return None
     return Branches(header.group(1) != "select", tuple(messages))
 
 
+def _arguments(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
+    """The plural and select arguments in text[start:end] itself (not inside another), as (start,
+    end); None where its braces do not pair."""
+    found = []
+    k = start
+    while k < end:
+        if text[k] == "}":
+            return None
+        if text[k] != "{":
+            k += 1
+            continue
+        closing = _closing(text, k, end)
+        if closing is None:
+            return None
+        if _HEADER.match(text, k, closing + 1):
+            found.append((k, closing + 1))
+        k = closing + 1
+    return found
+
+
+@dataclass
+class _Expansion:
+    parts: list[Kept | Block] = field(default_factory=list)
+    sentences: list[tuple[tuple[int, int], ...]] = field(default_factory=list)  # each one's ranges of the text
+    plural: list[bool] = field(default_factory=list)  # each one's: made of a plural's branch
+
+
+def _edge(text: str, ranges: list[tuple[int, int]], last: bool) -> str:
+    """The last (or first) character of the ranges' text, "" for none."""
+    pieces = [text[a:b] for a, b in ranges if b > a]
+    if not pieces:
+        return ""
+    return pieces[-1][-1] if last else pieces[0][0]
+
+
+def _expand(text: str, ranges: list[tuple[int, int]], plural: bool, out: _Expansion) -> bool:
+    """Appends to `out` the translation's layout of the message made of `ranges` of the text: where
+    it holds an argument, the argument's syntax kept and, per branch, the message with the branch in
+    the argument's place, expanded in turn; else the message as one sentence. False where it cannot
+    be (an argument against a word, one that does not read, too many sentences)."""
+    for index, (start, end) in enumerate(ranges):
+        arguments = _arguments(text, start, end)
+        if arguments is None:
+            return False
+        if not arguments:
+            continue
+        first, last = arguments[0]
+        # Written against a word or placeholder ("files{n, …}"), a sentence would join the two, and a
+        # placeholder read across the join would stand for two places of the text sent.
+        before = text[first - 1] if first > start else _edge(text, ranges[:index], last=True)
+        after = text[last] if last < end else _edge(text, ranges[index + 1:], last=False)
+        parsed = branches(text, first, last)
+        if before not in _OPEN_EDGE or after not in _CLOSE_EDGE or parsed is None:
+            return False
+        cursor = first
+        for message in parsed.messages:
+            out.parts.append(Kept(text[cursor:message[0]], cursor))
+            if not _expand(text, ranges[:index] + [(start, first), message, (last, end)] + ranges[index + 1:],
+                           plural or parsed.plural, out):
+                return False
+            cursor = message[1]
+        out.parts.append(Kept(text[cursor:last], cursor))
+        return True
+    if len(out.sentences) == MAX_SENTENCES:
+        return False
+    out.parts.append(Block((len(out.sentences),), ()))
+    out.sentences.append(tuple((a, b) for a, b in ranges if b > a))
+    out.plural.append(plural)
+    return True
+
+
 def icu_split(text: str, protected: Sequence[Protected], terms: Sequence[str],
-              styles: Sequence[str]) -> tuple[Layout, list[list[Protected]], tuple[str, ...]] | None:
-    """The layout of a plain text with one plural or select argument (`protected`: the text's parts,
-    `find_protected`): a segment per branch, the branch's message with the text around the argument,
-    and the argument's own syntax kept; with each segment's protected parts (read with `terms` and
-    `styles`, and `#` in a plural's) and the styles they were read with. None where the text is not
-    such a text."""
+              styles: Sequence[str]) -> tuple[Layout, list[list[Protected]], list[tuple[str, ...]]] | None:
+    """The layout of a plain text with plural or select arguments (`protected`: the text's parts,
+    `find_protected`, of which one is such an argument): a segment per combination of branches, the
+    message with those branches in their arguments' places, and the arguments' own syntax kept; with
+    each segment's protected parts (read with `terms` and `styles`, and `#` in a plural's) and the
+    styles they were read with. None where the text is not such a text or cannot be cut so."""
     if "\n" in text or _QUOTING.search(text):
         return None
-    arguments = [p for p in protected if p.kind == "icu" and _HEADER.match(text, p.start, p.end)]
-    if len(arguments) != 1:
+    if not any(p.kind == "icu" and _HEADER.match(text, p.start, p.end) for p in protected):
         return None
-    argument = arguments[0]
-    # Written against a word or placeholder ("files{n, …}"), the sentence would join the two, and a
-    # placeholder read across the join would stand for two places of the text sent.
-    if (text[argument.start - 1:argument.start] not in _OPEN_EDGE
-            or text[argument.end:argument.end + 1] not in _CLOSE_EDGE):
+    out = _Expansion()
+    if not _expand(text, [(0, len(text))], False, out):
         return None
-    parsed = branches(text, argument)
-    if parsed is None or any(_NESTED.search(text, start, stop) for start, stop in parsed.messages):
-        return None
-    own = tuple(styles) + ((ICU_NUMBER,) if parsed.plural else ())
-    prefix, suffix = text[:argument.start], text[argument.end:]
-    parts: list[Kept | Block] = []
-    segments: list[Segment] = []
-    found: list[list[Protected]] = []
-    cursor = argument.start
-    for index, (start, stop) in enumerate(parsed.messages):
-        sentence = prefix + text[start:stop] + suffix
+    segments, found, own = [], [], []
+    for ranges, plural in zip(out.sentences, out.plural):
+        sentence = "".join(text[a:b] for a, b in ranges)
         if not has_visible_text(sentence):
             return None
-        origin = (*range(argument.start), *range(start, stop), *range(argument.end, len(text)),
-                  len(text) if suffix else stop)
-        parts += [Kept(text[cursor:start], cursor), Block((index,), ())]
+        origin = tuple(k for a, b in ranges for k in range(a, b)) + (ranges[-1][1],)
+        read = tuple(styles) + ((ICU_NUMBER,) if plural else ())
         segments.append(Segment(sentence, origin))
-        found.append(find_protected(sentence, terms, own))
-        cursor = stop
-    parts.append(Kept(text[cursor:argument.end], cursor))
-    return Layout(text, tuple(parts), tuple(segments)), found, own
+        found.append(find_protected(sentence, terms, read))
+        own.append(read)
+    return Layout(text, tuple(part for part in out.parts if not isinstance(part, Kept) or part.text),
+                  tuple(segments)), found, own

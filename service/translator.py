@@ -309,7 +309,7 @@ class Translator:
                 if branched is not None:
                     segment_formats += ["text"] * len(layout.segments)
                     found += branch_found
-                    segment_styles += [branch_styles] * len(layout.segments)
+                    segment_styles += branch_styles
                     continue
                 segment_formats += ["html" if text_fmt == "text" and not layout.whole and reads_as_markup(segment.text)
                                     else text_fmt for segment in layout.segments]

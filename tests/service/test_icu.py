@@ -19,7 +19,8 @@ def split(text: str):
 def test_each_branch_is_a_sentence_with_the_text_around_the_argument_and_a_plurals_number_protected():
     text = "You have {count, plural, offset:1 =0 {no messages} one { one message } other {# messages}}."
     layout, found, _ = split(text)
-    assert [s.text for s in layout.segments] == ["You have no messages.", "You have one message.", "You have # messages."]
+    assert [s.text for s in layout.segments] == [
+        "You have no messages.", "You have one message.", "You have # messages."]
     assert [p.text for p in layout.parts if isinstance(p, Kept)] == [
         "{count, plural, offset:1 =0 {", "} one { ", " } other {", "}}"]
     assert [[(p.kind, p.text, p.start) for p in parts] for parts in found] == [[], [], [("icu", "#", 9)]]
@@ -31,13 +32,34 @@ def test_each_branch_is_a_sentence_with_the_text_around_the_argument_and_a_plura
 def test_a_selects_hash_is_text_and_its_branches_are_read_as_sent():
     layout, found, styles = split("{gender, select, male {He} female {She} other {They}} liked #5.")
     assert [s.text for s in layout.segments] == ["He liked #5.", "She liked #5.", "They liked #5."]
-    assert found == [[], [], []] and styles == PLACEHOLDER_STYLES
-    assert branches("{n, plural, one {a} other}", find_protected("{n, plural, one {a} other}")[0]) is None
+    assert found == [[], [], []] and styles == [PLACEHOLDER_STYLES] * 3
+    assert branches("{n, plural, one {a} other}", 0, 26) is None
+
+
+def test_arguments_inside_and_beside_another_nest_a_sentence_per_combination_of_branches():
+    text = ("{g, select, female {She has {n, plural, one {# file} other {# files}}} other {They have {n, plural, "
+            "other {# files}}}} in {d} {k, select, a {A} other {B}}.")
+    layout, found, styles = split(text)
+    assert [s.text for s in layout.segments] == [
+        "She has # file in {d} A.", "She has # file in {d} B.", "She has # files in {d} A.",
+        "She has # files in {d} B.", "They have # files in {d} A.", "They have # files in {d} B."]
+    assert [p.text for p in layout.parts if isinstance(p, Kept)] == [
+        "{g, select, female {", "{n, plural, one {", "{k, select, a {", "} other {", "}}", "} other {",
+        "{k, select, a {", "} other {", "}}", "}}", "} other {", "{n, plural, other {", "{k, select, a {", "} other {",
+        "}}", "}}", "}}"]
+    assert [[p.text for p in parts] for parts in found] == [["#", "{d}"]] * 6
+    for segment in layout.segments:
+        assert "".join(text[k] for k in segment.origin[:-1]) == segment.text
+    # Put together, the kept syntax and the sentences are the message a program reads.
+    assert "".join(p.text if isinstance(p, Kept) else layout.segments[p.segments[0]].text for p in layout.parts) == (
+        "{g, select, female {{n, plural, one {{k, select, a {She has # file in {d} A.} other {She has # file in {d} "
+        "B.}}} other {{k, select, a {She has # files in {d} A.} other {She has # files in {d} B.}}}}} other {{n, "
+        "plural, other {{k, select, a {They have # files in {d} A.} other {They have # files in {d} B.}}}}}}")
 
 
 @pytest.mark.parametrize("text", [
-    "{a, plural, one {x} other {y}} and {b, plural, one {x} other {y}}",  # two arguments
-    "{a, select, x {{n, plural, one {#} other {#}}} other {y}}",          # one inside another
+    "{a, plural, one {x} other {y}} {b, plural, one {x} other {y}} {c, plural, one {x} other {y}} "
+    "{d, plural, one {x} other {y}} {e, plural, one {x} other {y}} {f, plural, one {x} other {y}}",  # 64 sentences
     "{n, plural, one {'{'#'}'} other {#}}",                                # ICU's quoting
     "{n, plural, one {# line}\nother {# lines}}",                          # over lines
     "{n, number} items",                                                   # no branches
