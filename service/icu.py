@@ -1,7 +1,7 @@
 """ICU MessageFormat's plural and select arguments, translated branch by branch.
 
 "{count, plural, one {# file selected} other {# files selected}}" was one placeholder, kept as
-written: its English branches came back untranslated. Now a plain text with one `plural`,
+written: its English branches came back untranslated. Now a plain text with a `plural`,
 `selectordinal` or `select` argument is translated as one whole sentence per branch, the text
 around the argument put into each: "You have {n, plural, one {one message} other {# messages}}."
 comes back "{n, plural, one {Sie haben eine Nachricht.} other {Sie haben # Nachrichten.}}", what
@@ -10,8 +10,8 @@ its words its own way) and the same message to a program. Arguments inside a bra
 another nest in the translation, a sentence per combination of branches ("{g, select, female {She
 has {n, plural, one {# file} other {# files}}} other {…}}"), up to MAX_SENTENCES. A plural branch's
 `#`, the number, is a placeholder in its sentences (style ICU_NUMBER). Left one placeholder each, as
-before: ICU's apostrophe quoting (`'{'`), a line break, an argument written against a word, or more
-sentences than MAX_SENTENCES.
+before: ICU's apostrophe quoting (`'{'`), a line break, an argument written against a word, more
+sentences than MAX_SENTENCES, or a `#` the nesting would give another plural's number (`_numbered`).
 """
 from __future__ import annotations
 
@@ -40,9 +40,10 @@ MAX_SENTENCES = 32
 
 @dataclass(frozen=True)
 class Branches:
-    """An argument's branches: whether it is a plural one (its `#` is the number), and each branch's
-    message, its whitespace stripped, as (start, end) offsets into the text."""
+    """The branches of the argument that starts at `start`: whether it is a plural one (its `#` is the
+    number), and each branch's message, its whitespace stripped, as (start, end) offsets into the text."""
 
+    start: int
     plural: bool
     messages: tuple[tuple[int, int], ...]
 
@@ -87,7 +88,7 @@ def branches(text: str, start: int, end: int) -> Branches | None:
         at = stop + 1
     if not messages:
         return None
-    return Branches(header.group(1) != "select", tuple(messages))
+    return Branches(start, header.group(1) != "select", tuple(messages))
 
 
 def _arguments(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
@@ -114,7 +115,8 @@ def _arguments(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
 class _Expansion:
     parts: list[Kept | Block] = field(default_factory=list)
     sentences: list[tuple[tuple[int, int], ...]] = field(default_factory=list)  # each one's ranges of the text
-    plural: list[bool] = field(default_factory=list)  # each one's: made of a plural's branch
+    plurals: list[Branches | None] = field(default_factory=list)  # each one's innermost plural in the output
+    read: list[Branches] = field(default_factory=list)  # every argument read
 
 
 def _edge(text: str, ranges: list[tuple[int, int]], last: bool) -> str:
@@ -125,11 +127,12 @@ def _edge(text: str, ranges: list[tuple[int, int]], last: bool) -> str:
     return pieces[-1][-1] if last else pieces[0][0]
 
 
-def _expand(text: str, ranges: list[tuple[int, int]], plural: bool, out: _Expansion) -> bool:
+def _expand(text: str, ranges: list[tuple[int, int]], plural: Branches | None, out: _Expansion) -> bool:
     """Appends to `out` the translation's layout of the message made of `ranges` of the text: where
     it holds an argument, the argument's syntax kept and, per branch, the message with the branch in
-    the argument's place, expanded in turn; else the message as one sentence. False where it cannot
-    be (an argument against a word, one that does not read, too many sentences)."""
+    the argument's place, expanded in turn; else the message as one sentence (`plural`: the innermost
+    plural argument the output puts it in). False where it cannot be (an argument against a word,
+    one that does not read, too many sentences)."""
     for index, (start, end) in enumerate(ranges):
         arguments = _arguments(text, start, end)
         if arguments is None:
@@ -144,11 +147,13 @@ def _expand(text: str, ranges: list[tuple[int, int]], plural: bool, out: _Expans
         parsed = branches(text, first, last)
         if before not in _OPEN_EDGE or after not in _CLOSE_EDGE or parsed is None:
             return False
+        if all(read.start != first for read in out.read):
+            out.read.append(parsed)
         cursor = first
         for message in parsed.messages:
             out.parts.append(Kept(text[cursor:message[0]], cursor))
             if not _expand(text, ranges[:index] + [(start, first), message, (last, end)] + ranges[index + 1:],
-                           plural or parsed.plural, out):
+                           parsed if parsed.plural else plural, out):
                 return False
             cursor = message[1]
         out.parts.append(Kept(text[cursor:last], cursor))
@@ -157,7 +162,23 @@ def _expand(text: str, ranges: list[tuple[int, int]], plural: bool, out: _Expans
         return False
     out.parts.append(Block((len(out.sentences),), ()))
     out.sentences.append(tuple((a, b) for a, b in ranges if b > a))
-    out.plural.append(plural)
+    out.plurals.append(plural)
+    return True
+
+
+def _numbered(text: str, ranges: tuple[tuple[int, int], ...], plural: Branches | None, read: list[Branches]) -> bool:
+    """Whether each `#` of the sentence of `ranges` is the number of the plural the output puts it in
+    (`plural`, the innermost), as it is in the text sent: not a `#` of a plural's branch that the
+    output puts inside another plural ("Deleted {n, plural, … {# files}} from {m, plural, … {# folders}}"
+    nests m in n's branches, where n's `#` would read m's number), nor a `#` of no plural that the
+    output puts in one. Written "{n}" instead, it would no longer be the placeholder as sent."""
+    for a, b in ranges:
+        for k in range(a, b):
+            if text[k] != "#":
+                continue
+            holding = [r for r in read if r.plural and any(m[0] <= k < m[1] for m in r.messages)]
+            if max(holding, key=lambda r: r.start, default=None) != plural:  # the innermost holding it
+                return False
     return True
 
 
@@ -173,15 +194,15 @@ def icu_split(text: str, protected: Sequence[Protected], terms: Sequence[str],
     if not any(p.kind == "icu" and _HEADER.match(text, p.start, p.end) for p in protected):
         return None
     out = _Expansion()
-    if not _expand(text, [(0, len(text))], False, out):
+    if not _expand(text, [(0, len(text))], None, out):
         return None
     segments, found, own = [], [], []
-    for ranges, plural in zip(out.sentences, out.plural):
+    for ranges, plural in zip(out.sentences, out.plurals):
         sentence = "".join(text[a:b] for a, b in ranges)
-        if not has_visible_text(sentence):
+        if not has_visible_text(sentence) or not _numbered(text, ranges, plural, out.read):
             return None
         origin = tuple(k for a, b in ranges for k in range(a, b)) + (ranges[-1][1],)
-        read = tuple(styles) + ((ICU_NUMBER,) if plural else ())
+        read = tuple(styles) + ((ICU_NUMBER,) if plural is not None else ())
         segments.append(Segment(sentence, origin))
         found.append(find_protected(sentence, terms, read))
         own.append(read)

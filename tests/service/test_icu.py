@@ -58,6 +58,9 @@ def test_arguments_inside_and_beside_another_nest_a_sentence_per_combination_of_
 
 
 @pytest.mark.parametrize("text", [
+    # Nested, n's `#` would stand in m's branches, where it reads m's number; a literal # would become n's.
+    "Deleted {n, plural, one {# file} other {# files}} from {m, plural, one {# folder} other {# folders}}.",
+    "Issue #5: {n, plural, one {# file} other {# files}}",
     "{a, plural, one {x} other {y}} {b, plural, one {x} other {y}} {c, plural, one {x} other {y}} "
     "{d, plural, one {x} other {y}} {e, plural, one {x} other {y}} {f, plural, one {x} other {y}}",  # 64 sentences
     "{n, plural, one {'{'#'}'} other {#}}",                                # ICU's quoting
