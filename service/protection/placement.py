@@ -231,6 +231,16 @@ def _trailing_punctuation(text: str) -> int:
     return len(text) - k
 
 
+def _outer_part(target: str, source: str, leading: bool) -> int:
+    """How much of a target word's edge punctuation `target` is outside what a tag wrapped, given
+    the wrapped source text's at that edge, `source`: all of it where the source has none, the
+    rest where the source's is its inner part, none where they differ otherwise."""
+    if not source:
+        return len(target)
+    inner = target.endswith(source) if leading else target.startswith(source)
+    return len(target) - len(source) if inner else 0
+
+
 @dataclass
 class _Insert:
     offset: int     # in the translation
@@ -1221,12 +1231,14 @@ class _Locator:
             start, end = first.start, last.end
             # "<b>Delete</b> all files?" -> "Alle Dateien löschen?": the question mark is the
             # sentence's, not the wrapped word's. Punctuation at an edge of the translation stays
-            # inside the tag only where the wrapped source text has punctuation at that edge too.
+            # inside the tag only where the wrapped source text has punctuation at that edge too,
+            # and no more of it than that where the source's is its inner part ("<b>{{name}}</b>,"
+            # -> "{{name}}," keeps the braces inside, the comma out).
             wrapped = self.model_text[a:b].strip()
-            if not _leading_punctuation(wrapped):
-                start += _leading_punctuation(first.text)
-            if not _trailing_punctuation(wrapped):
-                end -= _trailing_punctuation(last.text)
+            start += _outer_part(first.text[:_leading_punctuation(first.text)],
+                                 wrapped[:_leading_punctuation(wrapped)], leading=True)
+            end -= _outer_part(last.text[len(last.text) - _trailing_punctuation(last.text):],
+                               wrapped[len(wrapped) - _trailing_punctuation(wrapped):], leading=False)
             if start >= end:  # the run is punctuation only: keep it whole
                 start, end = first.start, last.end
             return start, end, "aligned"

@@ -307,6 +307,9 @@ def test_a_text_with_an_accelerator_is_not_sent_as_written():
     # Punctuation the tag wrapped in the source stays inside in the translation.
     ("<b>Delete all files?</b>", "Alle Dateien löschen?", [(0, 2), (1, 0), (2, 1)], "<b>Alle Dateien löschen?</b>"),
     ("<i>(dog)</i>", "(Hund)", [(0, 0)], "<i>(Hund)</i>"),
+    # ... and no more than that: the sentence's comma after it stays outside.
+    ("Hi <b>(dog)</b>, go", "Hallo (Hund), geh", [(0, 0), (1, 1), (2, 2)], "Hallo <b>(Hund)</b>, geh"),
+    ("Hi <b>{{name}}</b>, go", "Hallo {{name}}, geh", [(0, 0), (1, 1), (2, 2)], "Hallo <b>{{name}}</b>, geh"),
     # A run of punctuation only is wrapped whole.
     ("Really <b>?!</b>", "Wirklich ?!", [(0, 0), (1, 1)], "Wirklich <b>?!</b>"),
 ])
