@@ -7,7 +7,8 @@ again (service/protection/placement.py). A tag's own text (attributes and their 
 included) is kept byte for byte.
 
 "html" is lenient where browsers are: void elements (`<br>`, `<img …>`) need no closing slash
-(one closed later, KDE's `<link url='%1'>More...</link>`, wraps text),
+(one closed later, KDE's `<link url='%1'>More...</link>`, wraps text), react-i18next's numbered
+tags (`<1>here</1>`, `<2/>`) are tags where they pair,
 a `<` or `&` that starts no tag or entity is text. "xml" is strict: every tag closed, `<` and
 `&` escaped, only XML's five named entities, and no character reference to a character XML does
 not allow (`&#0;`, a surrogate `&#xD800;`). Either way, tags must nest; anything else is a
@@ -30,6 +31,8 @@ from typing import Literal
 TextFormat = Literal["text", "html", "xml"]
 
 TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.-]*)((?:\s+[^<>\s=/]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>=`]+))?)*)\s*(/?)>")
+# react-i18next's numbered tags, read in html where they pair (`_numbered_tag`); the same four groups.
+NUMBERED_TAG = re.compile(r"<(/?)([0-9]+)()\s*(/?)>")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
@@ -114,7 +117,7 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
                 _add(tags, open_stack, Tag("!--", comment.group(0), None, len(plain), len(plain), i, comment.end()))
                 i = comment.end()
                 continue
-            match = TAG.match(text, i)
+            match = TAG.match(text, i) or (None if strict else _numbered_tag(text, i, tags, open_stack))
             if match is None:
                 if strict:
                     raise MarkupError(f"'<' at character {i} starts no tag (write &lt; for a literal '<')")
@@ -205,6 +208,22 @@ def _element_end(text: str, opening: re.Match, raw: bool) -> int:
         if depth == 0:
             return match.end()
     raise MarkupError(f"tag <{name}> opened at character {opening.start()} is never closed")
+
+
+def _numbered_tag(text: str, at: int, tags: list[Tag], open_stack: list[int]) -> re.Match | None:
+    """react-i18next's numbered tags (`<1>here</1>`, `<2/>`, its Trans component's children) at
+    `at`, where they pair: an opening one closed later, a closing one that closes the open tag; None
+    for any other (`<1>` alone is text, "Press <1> for yes"). Read as words, "Click <1>here</1>"
+    came back "Klicken Sie auf <1>her</1>"."""
+    match = NUMBERED_TAG.match(text, at)
+    if match is None:
+        return None
+    closing, name, _, self_closing = match.groups()
+    if self_closing:
+        return match
+    if closing:
+        return match if open_stack and tags[open_stack[-1]].name == name else None
+    return match if re.search(r"</" + name + r"\s*>", text[match.end():]) else None
 
 
 def _closed_later(text: str, opening: re.Match) -> bool:

@@ -7,7 +7,7 @@ import pytest
 
 from model.alignments.word_alignment import TokenAlignment
 from service.alignment_flags import possible_insertions, possible_omissions
-from service.protection.markup import MarkupError, read_markup
+from service.protection.markup import MarkupError, read_markup, reads_as_markup
 from service.protection.placeholders import find_protected
 from service.protection.placement import original_word, output_word, prepare, restore
 from tests.service.hand_alignment import aligned, words
@@ -212,6 +212,16 @@ def test_an_html_void_name_closed_later_wraps_text():
     markup = read_markup("See <link url='%1'>More...</link> <link rel=x>and<br>more", "html")
     assert [(t.name, t.standalone, markup.plain[t.start:t.end]) for t in markup.tags] == [
         ("link", False, "More..."), ("link", True, ""), ("br", True, "")]
+
+
+def test_react_i18next_numbered_tags_are_tags_where_they_pair():
+    markup = read_markup("Click <1>here</1> or <2/>, press <3> for yes </4>", "html")
+    assert [(t.name, t.standalone, markup.plain[t.start:t.end]) for t in markup.tags] == [
+        ("1", False, "here"), ("2", True, "")]
+    assert markup.plain == "Click here or , press <3> for yes </4>"
+    assert reads_as_markup("Welcome <0>{{name}}</0>, click <1>here</1>.")
+    with pytest.raises(MarkupError):
+        read_markup("Click <1>here</1>", "xml")  # no XML name
 
 
 @pytest.mark.parametrize("text", ["Grüße {name} 🙂 aus Köln", "Cafe\u0301 {name} 👩‍👩‍👧 ok"])
