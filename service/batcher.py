@@ -229,10 +229,12 @@ class MicroBatcher:
 
     def submit(self, texts: Sequence[str], tokens: Sequence[int], options: DecodingOptions) -> Job:
         """Queue ``texts`` (non-empty, with their source token counts) at once, or raise
-        ``QueueFull`` at once: a request never waits for room."""
+        ``QueueFull`` at once: a request never waits for room. An empty queue takes any request."""
         if self._closed:
             raise NotReady("the server is shutting down", retry_after=1)
-        if self._queued + len(texts) > self.limits.max_queue:
+        # A request's segments may outnumber the queue (a help text of many lines, an ICU message's
+        # branches): an idle queue takes it whole, which it could otherwise never be.
+        if self._queued and self._queued + len(texts) > self.limits.max_queue:
             raise QueueFull(
                 f"server busy: {self._queued} texts queued for {self.model} (limit {self.limits.max_queue}); retry later",
                 retry_after=self.limits.retry_after_s,

@@ -127,7 +127,8 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(5.0, ge=0, le=1000, description="How long an idle worker waits for company.")
 
     # --- Backpressure.
-    max_queue: int = Field(1024, ge=1, description="Texts waiting for a worker; beyond it: 503 + Retry-After.")
+    max_queue: int = Field(1024, ge=1, description="Texts waiting for a worker; beyond it: 503 + Retry-After "
+                           "(an empty queue takes any one request, however many segments its texts are cut into).")
     request_timeout_s: float = Field(30.0, gt=0, description="Deadline of one request, queue + compute.")
     retry_after_s: int = Field(1, ge=1, description="Retry-After of a 503 (queue full, deadline in queue).")
     max_connections: int | None = Field(

@@ -59,6 +59,17 @@ def test_a_full_queue_answers_503_with_retry_after_and_the_held_requests_all_fin
     assert sample(metrics, "phrasal_queue_depth", {"pair": "en-de"}) == 0
 
 
+def test_an_idle_server_takes_a_request_cut_into_more_segments_than_its_queue_holds():
+    # Four texts of three lines each are twelve segments; they had been "server busy" on an idle server.
+    settings = Settings(max_segments=4, max_queue=4, max_wait_ms=0)
+    app, runtime, gate = gated_app(settings)
+    gate.set()
+    with serving(app) as client:
+        response = client.post("/translate", json={**BASE, "text": ["one line\nTwo lines\nThree lines"] * 4})
+    assert response.status_code == 200
+    assert [nbest[0]["text"] for nbest in response.json()["translations"]] == ["LINE ONE\nLINES TWO\nLINES THREE"] * 4
+
+
 def test_deadlines_answer_504_while_computing_and_503_while_queued():
     settings = Settings(request_timeout_s=0.3, max_wait_ms=0, retry_after_s=1)
     app, runtime, gate = gated_app(settings)
