@@ -2,11 +2,17 @@
 the text around the argument put into each, the argument's syntax kept (service/icu.py)."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from service.glossary import GlossaryEntry
 from service.icu import branches, icu_split
 from service.layout import Kept
 from service.protection.placeholders import PLACEHOLDER_STYLES, find_protected
+from service.runtime.base import DecodingOptions
+from service.settings import Settings
+from service.translator import Translator
 from testing.fake_runtime import FakeRuntime
 from tests.service.support import translated_by_fake
 from tests.service.test_as_written import translated
@@ -94,3 +100,21 @@ def test_a_model_that_keeps_placeholders_gets_each_sentence_as_written_and_its_n
     assert [(p.kind, p.source_start, p.target_start, p.placement) for p in served.placed] == [
         ("icu", 17, 22, "model"), ("icu", 32, 38, "model")]
     assert {text[17], text[32], served.translation.text[22], served.translation.text[38]} == {"#"}
+
+
+def test_a_glossary_term_the_sentences_share_is_reported_once_where_it_stands_and_satisfied_in_each():
+    async def main():
+        translator = Translator([FakeRuntime("en", "de")], Settings(max_wait_ms=1.0))
+        translator.start()
+        try:
+            return await translator.translate(["The server has {n, plural, one {# file} other {# files}}."], "en",
+                                              "de", DecodingOptions(beam_size=1),
+                                              glossary=[GlossaryEntry("server", "Dienstrechner")])
+        finally:
+            await translator.stop()
+
+    ((served,),) = asyncio.run(main())
+    assert served.translation.text.count("Dienstrechner") == 2
+    (report,) = served.glossary
+    assert (report.source_spans, report.violations) == ([(4, 10)], [])
+    assert [served.translation.text[a:b] for a, b in report.target_spans] == ["Dienstrechner"] * 2
