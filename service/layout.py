@@ -229,6 +229,7 @@ def markup_split(text: str, fmt: TextFormat, language: str | None = None) -> Lay
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
     cursor = 0
+    held = False  # whether a kept part holds more than block tags and whitespace
     for start, end in kept + [[len(text), len(text)]]:
         if start > cursor:
             between = text[cursor:start]
@@ -240,9 +241,15 @@ def markup_split(text: str, fmt: TextFormat, language: str | None = None) -> Lay
                 parts.append(_sentences(text, cursor, start, fmt, syntax, segments, language))
             else:
                 parts.append(Kept(between, cursor, _tags_in(tags, cursor, start)))
+                # A block of no text but an element passed through or an empty one stays where it is:
+                # sent whole, "default.<br/> <code>%1</code></p>" came back with the <br/> and the
+                # code in the middle of the sentence.
+                held |= bool(between.strip())
         if end > start:
             parts.append(Kept(text[start:end], start, _tags_in(tags, start, end)))
         cursor = end
+    if held and segments:
+        return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
     if len(segments) < 2 and not (lead or trail):
         return whole(text)
     if len(segments) < 2:  # translated whole but for its edges

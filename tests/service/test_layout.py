@@ -382,6 +382,8 @@ def test_a_map_joined_from_segments_read_different_ways_is_extracted_throughout(
      ["<para>", "</para><para>", "</para>"]),
     ("<qt>Intro:<list><item>Open</item><item>Save</item></list></qt>", ["Intro:", "Open", "Save"],
      ["<qt>", "<list><item>", "</item><item>", "</item></list></qt>"]),
+    # A block of nothing but an element passed through stays where it is, though one sentence is left.
+    ("<p>Ignored by default.<br/> <code>%1</code></p>", ["Ignored by default."], ["<p>", "<br/> <code>%1</code></p>"]),
     # Sentences too, as in plain text; not where an inline element holds both sides.
     ("<p>Files shown. Open <b>one. Now</b>.</p><p>Go.</p>", ["Files shown.", "Open <b>one. Now</b>.", "Go."],
      ["<p>", "</p><p>", "</p>"]),
