@@ -13,6 +13,9 @@ Styles, in the order they are matched (an earlier style wins where matches overl
 - "url": `https://example.org/a?b=c`, `ftp://…`, `file:///…`, `www.example.org/help` (punctuation
   that ends the sentence is not part of it; a closing parenthesis is where the URL opened one).
 - "email": `bugs@example.org` (the model "translated" it to `Fehler@example.org`).
+- "code": a Markdown code span with its backticks, `` `npm install` `` (the software model, which
+  learned GNU's `` `file' `` as »file«, wrote it »npm install«): no apostrophe inside, so that two of
+  GNU's quotes (`` `a' and `b' ``) are none.
 - "path": a file path of at least two parts, `/etc/apt/sources.list`, `~/.bashrc`, `./configure`,
   `../lib/x.so`.
 - "icu": an ICU MessageFormat argument with a format, `{count, plural, one {# file} other {# files}}`,
@@ -102,11 +105,12 @@ ACCELERATOR_MAX_WORDS = 6
 LONG_LABEL_MAX_WORDS = 16
 _LONG_LABEL_MNEMONIC = re.compile(r"(?:(?<=\s)|^)_[^\W\d_]{2,}(?![\w)])")
 WEBLATE = re.compile(r"\[X[0-9]+X\]")
+CODE = re.compile(r"(?<![\w`])`(?=[^\s`])[^`'\n]*[^\s`']`(?![\w`])")
 ICU_START = re.compile(
     r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice|spellout|ordinal|duration)\b")
 
-PLACEHOLDER_STYLES = ("weblate", "url", "email", "path", "icu", "shell", "ruby", "python", "brace", "qt", "printf", "entity",
-                      "option", "accelerator")
+PLACEHOLDER_STYLES = ("weblate", "code", "url", "email", "path", "icu", "shell", "ruby", "python", "brace", "qt", "printf",
+                      "entity", "option", "accelerator")
 # Not a style clients choose: `#`, the number, in a sentence made of an ICU plural branch (service/icu.py),
 # reported as an "icu" part.
 ICU_NUMBER = "icu-number"
@@ -205,7 +209,7 @@ def _accelerator(text: str) -> list[tuple[int, int]]:
     return [(at, at + 1)]
 
 
-_PATTERNS = {"weblate": WEBLATE, "email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
+_PATTERNS = {"weblate": WEBLATE, "code": CODE, "email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
              "entity": ENTITY}
 
 

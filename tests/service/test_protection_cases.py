@@ -71,6 +71,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("Try `%s --help' or '%s -v -q', not '%s %s' or '%s%s' -x",
      [("option", "`%s --help'"), ("option", "'%s -v -q'"), ("printf", "%s"), ("printf", "%s"), ("printf", "%s%s"),
       ("option", "-x")]),
+    # Markdown code spans whole, with their backticks; GNU's quotes (`a' and `b') are none, nor a span in a word.
+    ("Run `npm install` and `%s --force`, not `a' or `b', x`y` or ` z `",
+     [("code", "`npm install`"), ("code", "`%s --force`")]),
     # Weblate's markers for the placeholders it took out; nothing else in square brackets.
     ("Trusted by [X11X]\nSHA1 [X19X]: [X] [x1x] [X1] [X12X ]",
      [("weblate", "[X11X]"), ("weblate", "[X19X]")]),
@@ -375,3 +378,23 @@ def test_placeholders_go_back_beside_what_stood_beside_them_in_the_source(text, 
     prepared = prepare(text)
     restored = restore(prepared, translation, diagonal(prepared, translation))
     assert restored.text == expected
+
+
+@pytest.mark.parametrize("text, fmt, translation, links, expected", [
+    # Code put before the sentence's first word leaves it mid-sentence: a German word never a noun drops its capital.
+    ("Use <code>--force</code> to overwrite.", "html", "Zum Überschreiben verwenden.", [(0, 2), (1, 0), (2, 1)],
+     "<code>--force</code> zum Überschreiben verwenden."),
+    ("Use `--force` to overwrite.", "text", "Zum Überschreiben verwenden.", [(0, 2), (1, 0), (2, 1)],
+     "`--force` zum Überschreiben verwenden."),
+    # Kept: after a placeholder (measured worse), a noun, and where the source starts with the code and a capital.
+    ("Use %s to overwrite.", "text", "Zum Überschreiben verwenden.", [(0, 2), (1, 0), (2, 1)],
+     "%s Zum Überschreiben verwenden."),
+    ("<code>x</code> files are here.", "html", "Dateien sind hier.", [(0, 0), (1, 1), (2, 2)],
+     "<code>x</code> Dateien sind hier."),
+    ("<code>x</code> The files are here.", "html", "Die Dateien sind hier.", [(0, 0), (1, 1), (2, 2), (3, 3)],
+     "<code>x</code> Die Dateien sind hier."),
+])
+def test_code_put_before_a_sentence_takes_the_capital_of_a_german_function_word_after_it(text, fmt, translation, links,
+                                                                                          expected):
+    prepared = prepare(text, fmt)
+    assert restore(prepared, translation, aligned(prepared.model_text, translation, links)).text == expected
