@@ -809,8 +809,9 @@ def _decapitalised(translation: str, plain: str, inserts: list[_Insert], changes
     capital was the sentence's start, which it no longer is ("Use <code>--force</code> to
     overwrite." came back "<code>--force</code> Zum Überschreiben verwenden."). Not where the source
     itself starts with the code and a capital, nor a word an edit changed. Not after a placeholder:
-    on 300 Multi30k sentences with one put in at random, the ones placed first were more often
-    misplaced than first (BLEU around them 40.53 → 40.12, `python benchmarks/protection.py`)."""
+    on 300 Multi30k sentences with one put in at random it cost BLEU around them (40.53 → 40.12,
+    `python benchmarks/protection.py`): a placeholder put first there is often misplaced, and the
+    capital is the reference's."""
     first = _FIRST_WORD.match(translation)
     if first is None or not first.group(1)[:1].isupper() or first.group(1).lower() not in _FUNCTION_WORDS:
         return []
