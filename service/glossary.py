@@ -191,6 +191,16 @@ _CONTRACTIONS = {"im": ("in der", "in die", "in den"), "ins": ("in die", "in den
 _DETERMINER_FAMILY.update({form: (form, *others) for form, others in _CONTRACTIONS.items()})
 
 
+# German words that are never nouns (determiners, prepositions, conjunctions, particles, auxiliaries and
+# modals, some adverbs): their capital is only ever a sentence's start (service/layout.py, placement.py).
+FUNCTION_WORDS = frozenset(
+    "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner dieser diese "
+    "dieses diesen diesem jeder jede jedes jeden jedem alle zum zur zu mit von vom für auf aus bei beim nach "
+    "über unter vor durch um ohne gegen an am im in ins bis seit während wegen und oder aber wenn dass ob als "
+    "wie weil damit nicht nur auch noch bereits schon jetzt hier dort dann bitte ist sind war waren wird "
+    "werden wurde wurden kann können konnte konnten muss müssen soll sollen hat haben hatte darf dürfen".split())
+
+
 # German personal and reflexive pronouns: with the determiners, words that stand for grammar, never
 # for a glossary term (`grammatical`).
 _PRONOUNS = frozenset("ich du er sie es wir ihr man sich mich dich uns euch ihm ihn ihnen".split())

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from service.alignment_flags import alignment_flags
-from service.glossary import TermReport, violations
+from service.glossary import FUNCTION_WORDS, TermReport, violations
 from service.protection.markup import WORD_BREAKING, MarkupError, Tag, TextFormat, read_markup
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
@@ -418,7 +418,8 @@ def _starts_anew(text: str, before: tuple[int, int], cell: tuple[int, int], insi
     argument ("Usage: %s [options] <interface>\nSolicits on-link IPv6 routers"), and in a language
     that writes its nouns in lower case a capitalised word after a line of several words ("Project is
     opened\nPlease, close it first"; not "Click\nTo\nAdd\nImage", a label wrapped one word a line,
-    nor the metavariable of "(encrypted)\nPASSWORD", nor German's nouns). Hard-wrapped prose runs on
+    nor the metavariable of "(encrypted)\nPASSWORD", nor German's nouns, though a German word that is
+    never a noun, "Datei kopieren\nHier einfügen", does). Hard-wrapped prose runs on
     in lower case, or with a name, an acronym or a metavariable, which these leave joined."""
     if inside[cell[0]] or not text[cell[0]].isupper():
         return False
@@ -428,8 +429,11 @@ def _starts_anew(text: str, before: tuple[int, int], cell: tuple[int, int], insi
     capitalised = len(word) > 1 and word[1].islower()
     if capitalised and text[before[1] - 1] in "]>":
         return True
-    return (capitalised and language is not None and language not in NOUNS_CAPITALISED
-            and any(c.isspace() for c in text[before[0]:before[1]]))
+    if not capitalised or language is None or not any(c.isspace() for c in text[before[0]:before[1]]):
+        return False
+    if language == "de":  # a noun keeps its capital mid-sentence, a word that is never one does not
+        return re.match(r"[^\W\d_]+", word).group().lower() in FUNCTION_WORDS
+    return language not in NOUNS_CAPITALISED
 
 
 def _worded(text: str, cell: tuple[int, int], inside: list[bool]) -> bool:

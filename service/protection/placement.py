@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Literal
 
-from service.glossary import (LINKING, Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport, determiner_forms,
-                              find_terms, grammatical, occurrences)
+from service.glossary import (FUNCTION_WORDS, LINKING, Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport,
+                              determiner_forms, find_terms, grammatical, occurrences)
 from service.glossary import report as glossary_report
 from service.protection.markup import WORD_BREAKING, Markup, Tag, TextFormat, escape_text, read_markup
 from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, blanked, find_placeholders,
@@ -792,13 +792,6 @@ def _recased(translation: str, edits: list[Edit], rescore: Callable[[list[str]],
     return recased
 
 
-# German words that are never nouns: their capital is only ever a sentence's.
-_FUNCTION_WORDS = frozenset(
-    "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner dieser diese "
-    "dieses diesen diesem jeder jede jedes jeden jedem alle zum zur zu mit von vom für auf aus bei beim nach "
-    "über unter vor durch um ohne gegen an am im in ins bis seit während wegen und oder aber wenn dass ob als "
-    "wie weil damit nicht nur auch noch bereits schon jetzt hier dort dann ist sind war waren wird werden "
-    "wurde wurden kann können konnte konnten muss müssen soll sollen hat haben hatte darf dürfen".split())
 _FIRST_WORD = re.compile(r"\s*([^\W\d_]+)")
 
 
@@ -813,7 +806,7 @@ def _decapitalised(translation: str, plain: str, inserts: list[_Insert], changes
     `python benchmarks/protection.py`): a placeholder put first there is often misplaced, and the
     capital is the reference's."""
     first = _FIRST_WORD.match(translation)
-    if first is None or not first.group(1)[:1].isupper() or first.group(1).lower() not in _FUNCTION_WORDS:
+    if first is None or not first.group(1)[:1].isupper() or first.group(1).lower() not in FUNCTION_WORDS:
         return []
     at = first.start(1)
     if any(edit.start < at + 1 and at < edit.end for edit in changes):
