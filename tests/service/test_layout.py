@@ -118,6 +118,9 @@ def test_cuts(text, expected):
     ("Project is opened\nPlease, close it first", "de", [(["Project is opened Please, close it first"], [], 0, 22, "")]),
     ("Ändert das Basisverzeichnis für das\nHome-Verzeichnis des Benutzers", "de",
      [(["Ändert das Basisverzeichnis für das Home-Verzeichnis des Benutzers"], [], 0, 35, "")]),
+    # A German word that is never a noun keeps its capital only at a sentence's start.
+    ("Ein Projekt ist geöffnet\nBitte, schließen Sie es erst", "de",
+     [(["Ein Projekt ist geöffnet"], [], 0, None, ""), "\n", (["Bitte, schließen Sie es erst"], [], 0, None, "")]),
     # A language not known: only what holds in every language cuts.
     ("Project is opened\nPlease, close it first", None, [(["Project is opened Please, close it first"], [], 0, 22, "")]),
     # A label wrapped one word a line, a metavariable, an acronym run on in English too.
