@@ -27,10 +27,11 @@ _HEADER = re.compile(r"\{\s*[A-Za-z0-9_]+\s*,\s*(plural|selectordinal|select)\s*
 _KEY = re.compile(r"\s*(?:=\d+|[A-Za-z0-9_-]+)\s*\{")
 # ICU's quoting: an apostrophe before a brace, `#`, `|` or another apostrophe starts literal text.
 _QUOTING = re.compile(r"'[{}#|']")
-# What may stand right before and after the argument (the empty string: the text's edge).
-_OPEN_EDGE = frozenset(["", " ", "\t", "(", "[", "\"", "'", "„", "“", "«", "»", ":", "—", "–"])
+# What may stand right before and after the argument (the empty string: the text's edge; a tag's
+# bracket, "<b>{n, plural, …}</b>").
+_OPEN_EDGE = frozenset(["", " ", "\t", "(", "[", "\"", "'", "„", "“", "«", "»", ":", "—", "–", ">"])
 _CLOSE_EDGE = frozenset(["", " ", "\t", ".", ",", ";", ":", "!", "?", ")", "]", "\"", "'", "“", "”", "»", "«", "…",
-                         "—", "–"])
+                         "—", "–", "<"])
 
 
 # More sentences than this (arguments inside or beside one another multiply their branches) leave

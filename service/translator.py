@@ -294,23 +294,26 @@ class Translator:
             for text in texts:
                 # A plain text that is a line of well-formed inline markup is read as html; so is
                 # such a line of a longer text, once cut.
-                text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
-                protected = find_protected(text, terms, styles) if text_fmt == "text" else []
-                # A plural or select argument: a whole sentence per branch (service/icu.py).
-                branched = icu_split(text, protected, terms, styles) if text_fmt == "text" else None
-                if branched is not None:
+                protected = find_protected(text, terms, styles) if fmt == "text" else []
+                # A plural or select argument: a whole sentence per branch (service/icu.py), each read
+                # as html where it is a line of inline markup (format.js's "{n, plural, one {<b>#</b>
+                # file} ...}": read as html whole, its syntax reached the model, "{n, Plural, ein {").
+                branched = icu_split(text, protected, terms, styles) if fmt == "text" else None
+                if branched is not None and not (memory and self.memories.lookup(source, target, text) is not None):
                     layout, branch_found, branch_styles = branched
-                else:
-                    layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
-                if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
-                    layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
-                    branched = None
-                layouts.append(layout)
-                if branched is not None:
-                    segment_formats += ["text"] * len(layout.segments)
-                    found += branch_found
+                    layouts.append(layout)
+                    marked = [reads_as_markup(segment.text) for segment in layout.segments]
+                    segment_formats += ["html" if m else "text" for m in marked]
+                    found += [None if m else parts for m, parts in zip(marked, branch_found)]
                     segment_styles += branch_styles
                     continue
+                text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
+                if text_fmt != "text":
+                    protected = []
+                layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
+                if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
+                    layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
+                layouts.append(layout)
                 segment_formats += ["html" if text_fmt == "text" and not layout.whole and reads_as_markup(segment.text)
                                     else text_fmt for segment in layout.segments]
                 # A text translated whole has the parts split() read: prepare need not read them again.

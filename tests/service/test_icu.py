@@ -118,3 +118,15 @@ def test_a_glossary_term_the_sentences_share_is_reported_once_where_it_stands_an
     (report,) = served.glossary
     assert (report.source_spans, report.violations) == ([(4, 10)], [])
     assert [served.translation.text[a:b] for a, b in report.target_spans] == ["Dienstrechner"] * 2
+
+
+def test_branches_with_inline_markup_are_read_as_html_and_the_syntax_never_reaches_the_model():
+    # format.js's rich text: read as html whole, the argument's syntax went to the model as words
+    # ("{count, Plural, ein {<b>#</b> neue Nachricht} andere {...}}").
+    texts = ["You have {n, plural, one {<b>#</b> file} other {<b>#</b> files}}.",
+             "<b>{n, select, a {Alpha} other {Beta}}</b> chosen"]
+    (first,), (second,) = translated_by_fake(texts)
+    assert first.translation.text.startswith("{n, plural, one {") and first.translation.text.endswith("}}")
+    one, other = first.translation.text[len("{n, plural, one {"):-2].split("} other {")
+    assert "<b>#</b>" in one and "<b>#</b>" in other and "FILE" in one and "FILES" in other
+    assert second.translation.text == "{n, select, a {CHOSEN <b>ALPHA</b>} other {CHOSEN <b>BETA</b>}}"
