@@ -294,17 +294,18 @@ class Translator:
             for text in texts:
                 # A plain text that is a line of well-formed inline markup is read as html; so is
                 # such a line of a longer text, once cut.
-                protected = find_protected(text, terms, styles) if fmt == "text" else []
+                protected = find_protected(text, terms, styles)
                 # A plural or select argument: a whole sentence per branch (service/icu.py), each read
                 # as html where it is a line of inline markup (format.js's "{n, plural, one {<b>#</b>
                 # file} ...}": read as html whole, its syntax reached the model, "{n, Plural, ein {").
-                branched = icu_split(text, protected, terms, styles) if fmt == "text" else None
+                branched = icu_split(text, protected, terms, styles)
                 if branched is not None and not (memory and self.memories.lookup(source, target, text) is not None):
                     layout, branch_found, branch_styles = branched
                     layouts.append(layout)
-                    marked = [reads_as_markup(segment.text) for segment in layout.segments]
-                    segment_formats += ["html" if m else "text" for m in marked]
-                    found += [None if m else parts for m, parts in zip(marked, branch_found)]
+                    formats = [fmt if fmt != "text" else "html" if reads_as_markup(segment.text) else "text"
+                               for segment in layout.segments]
+                    segment_formats += formats
+                    found += [parts if f == "text" else None for f, parts in zip(formats, branch_found)]
                     segment_styles += branch_styles
                     continue
                 text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt

@@ -130,3 +130,9 @@ def test_branches_with_inline_markup_are_read_as_html_and_the_syntax_never_reach
     one, other = first.translation.text[len("{n, plural, one {"):-2].split("} other {")
     assert "<b>#</b>" in one and "<b>#</b>" in other and "FILE" in one and "FILES" in other
     assert second.translation.text == "{n, select, a {CHOSEN <b>ALPHA</b>} other {CHOSEN <b>BETA</b>}}"
+
+
+def test_an_html_text_with_a_plural_argument_is_cut_by_it_too():
+    (served,) = translated_by_fake(["Delete {n, plural, one {<b>#</b> file} other {<b>#</b> files}}?"], "html")[0]
+    assert served.translation.text.startswith("{n, plural, one {") and " other {" in served.translation.text
+    assert served.translation.text.count("<b>#</b>") == 2 and "PLURAL" not in served.translation.text
