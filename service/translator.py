@@ -308,7 +308,10 @@ class Translator:
                     found += [parts if f == "text" else None for f, parts in zip(formats, branch_found)]
                     segment_styles += branch_styles
                     continue
-                text_fmt = "html" if fmt == "text" and reads_as_markup(text) else fmt
+                # Markup inside an ICU argument that stays whole keeps the text plain, the argument one
+                # placeholder: read as markup, its syntax would reach the model as words.
+                icu_markup = any(p.kind == "icu" and "<" in p.text for p in protected)
+                text_fmt = "text" if icu_markup else "html" if fmt == "text" and reads_as_markup(text) else fmt
                 if text_fmt != "text":
                     protected = []
                 layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
