@@ -292,8 +292,6 @@ class Translator:
             layouts, found, segment_styles, segment_formats = [], [], [], []
             unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
-                # A plain text that is a line of well-formed inline markup is read as html; so is
-                # such a line of a longer text, once cut.
                 protected = find_protected(text, terms, styles)
                 # A plural or select argument: a whole sentence per branch (service/icu.py), each read
                 # as html where it is a line of inline markup (format.js's "{n, plural, one {<b>#</b>
@@ -308,8 +306,10 @@ class Translator:
                     found += [parts if f == "text" else None for f, parts in zip(formats, branch_found)]
                     segment_styles += branch_styles
                     continue
-                # Markup inside an ICU argument that stays whole keeps the text plain, the argument one
-                # placeholder: read as markup, its syntax would reach the model as words.
+                # A plain text that is a line of well-formed inline markup is read as html; so is such a
+                # line of a longer text, once cut. Markup inside an ICU argument that stays whole keeps
+                # the text plain, the argument one placeholder: read as markup, its syntax would reach
+                # the model as words.
                 icu_markup = any(p.kind == "icu" and "<" in p.text for p in protected)
                 text_fmt = "text" if icu_markup else "html" if fmt == "text" and reads_as_markup(text) else fmt
                 if text_fmt != "text":
