@@ -292,7 +292,8 @@ class Translator:
             layouts, found, segment_styles, segment_formats = [], [], [], []
             unlabelled = tuple(style for style in styles if style != "accelerator")
             for text in texts:
-                protected = find_protected(text, terms, styles)
+                # Markup is read for its placeholders later; here only for an ICU argument.
+                protected = find_protected(text, terms, styles) if fmt == "text" or "{" in text else []
                 # A plural or select argument: a whole sentence per branch (service/icu.py), each read
                 # as html where it is a line of inline markup (format.js's "{n, plural, one {<b>#</b>
                 # file} ...}": read as html whole, its syntax reached the model, "{n, Plural, ein {").
