@@ -125,17 +125,13 @@ def serve_tags_out(prepared: PreparedText, without_tags: PreparedText, nbest: Se
     `prepared`'s placeholders exactly, as often, with as many placeholder syntax characters, as
     `serve_as_written` checks; None when the best one does not (then the text is translated with its
     placeholders taken out too). Each placeholder is reported at its output occurrence, in order."""
-    source = prepared.markup
-    wanted = Counter(unenclosed(p.text) for p in prepared.protected)
-    syntax = _syntax(prepared.original, source, prepared.protected)
-    in_pairs = _in_pairs(source.plain, prepared.protected)
+    parts_kept = _parts_kept(prepared)
     served = []
     for translation in nbest:
         one = _serve_one(without_tags, translation, requested)
         output = read_markup(one.translation.text, prepared.fmt)
         found = find_protected(output.plain, (), prepared.styles)
-        if (Counter(unenclosed(p.text) for p in found) != wanted or _syntax(one.translation.text, output, found) != syntax
-                or _in_pairs(output.plain, found) != in_pairs):
+        if not parts_kept(one.translation.text, output, found):
             if not served:
                 return None
             continue
@@ -178,6 +174,22 @@ def _syntax(written: str, markup: Markup, parts: Sequence[Protected]) -> Counter
     return Counter(c for k, c in enumerate(written) if c in _SYNTAX and k not in quotes)
 
 
+def _parts_kept(prepared: PreparedText) -> Callable[..., bool]:
+    """Whether an output (`written`, read as `output`, its protected parts `found`) keeps each of
+    `prepared`'s protected parts exactly, as often, adding none, and, with `syntax`, as many of each
+    placeholder syntax character (`_syntax`) and the parts a pair wraps alone (`_in_pairs`)."""
+    source = prepared.markup
+    wanted = Counter(unenclosed(p.text) for p in prepared.protected)
+    syntax_wanted = _syntax(prepared.original, source, prepared.protected)
+    in_pairs = _in_pairs(source.plain, prepared.protected)
+
+    def kept(written: str, output: Markup, found: Sequence[Protected], syntax: bool = True) -> bool:
+        return (Counter(unenclosed(p.text) for p in found) == wanted
+                and (not syntax or _syntax(written, output, found) == syntax_wanted
+                     and _in_pairs(output.plain, found) == in_pairs))
+    return kept
+
+
 def _in_pairs(plain: str, parts: Sequence[Protected]) -> Counter:
     """The parts a quote, bracket or parenthesis pair wraps alone (`(%s)`, `'%s'`), of any style: the
     model's "%s()" for "(%s)" keeps the placeholder and loses what it stood in."""
@@ -198,10 +210,8 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
     a translation memory's, not the model's: its syntax characters are what its author wrote
     ("Antigua & Barbuda" for "Antigua und Barbuda"), so only its placeholders and terms are checked."""
     terms = [p.text for p in prepared.protected if p.kind == "term"]
-    wanted = Counter(unenclosed(p.text) for p in prepared.protected)
     source = prepared.markup
-    syntax = _syntax(prepared.original, source, prepared.protected)
-    in_pairs = _in_pairs(source.plain, prepared.protected)
+    parts_kept = _parts_kept(prepared)
     # The text as the model read it, to enforce its glossary on (None: no term in it).
     with_terms = written(prepared) if prepared.term_matches else None
     scorer = partial(rescore, terms_translated(with_terms)) if with_terms is not None and rescore is not None else None
@@ -213,9 +223,7 @@ def serve_as_written(prepared: PreparedText, nbest: Sequence[Translation], reque
             return None
         found = find_protected(output.plain, terms, prepared.styles)
         tags = _tags_as_written(source, output)
-        if (tags is None or Counter(unenclosed(p.text) for p in found) != wanted
-                or not stored and _syntax(text, output, found) != syntax
-                or not stored and _in_pairs(output.plain, found) != in_pairs):
+        if tags is None or not parts_kept(text, output, found, syntax=not stored):
             return None
         return output, found, tags
 

@@ -223,16 +223,19 @@ def _numbered_tag(text: str, at: int, tags: list[Tag], open_stack: list[int]) ->
         return match
     if closing:
         return match if open_stack and tags[open_stack[-1]].name == name else None
-    return match if re.search(r"</" + name + r"\s*>", text[match.end():]) else None
+    return match if _closes_later(text, match) else None
 
 
 def _closed_later(text: str, opening: re.Match) -> bool:
     """Whether an html void element's name (not `<br>`) is closed later in the text: then it is no
     void element but another vocabulary's (KDE's "<link url='%1'>More...</link>"), which wraps text."""
-    name = opening.group(2)
-    if name.lower() == "br":
-        return False
-    return re.compile(r"</" + re.escape(name) + r"\s*>", re.IGNORECASE).search(text, opening.end()) is not None
+    return opening.group(2).lower() != "br" and _closes_later(text, opening)
+
+
+def _closes_later(text: str, opening: re.Match) -> bool:
+    """Whether a closing tag of the name `opening` opens stands later in the text."""
+    closing = re.compile(r"</" + re.escape(opening.group(2)) + r"\s*>", re.IGNORECASE)
+    return closing.search(text, opening.end()) is not None
 
 
 def _add(tags: list[Tag], open_stack: list[int], tag: Tag) -> None:
