@@ -9,6 +9,7 @@ placeholders taken out and put back by the word alignment.
         --tag item --tag link --tag qt --limit 150     # KDE's structure markup (KUIT), which no held-out
                                                        # split holds: messages the model trained on
     python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --passed-through  # <code> inline
+    python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --attributes  # title="...", alt="..."
 
 The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
 service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
@@ -23,12 +24,16 @@ tag as written, none added) and its placeholders (the service's detector), and h
 their tags as the source does (each tag inside the same enclosing tags; siblings may change
 order: "<b>a</b>/<b>b</b>" -> "<b><b>x</b></b>" fails), and of the messages whose plain text starts or
 ends with whitespace (inside a tag: "<b>Unit file: </b>", a label a program joins to a value), how
-many outputs start and end with the same. Appends to results/markup_catalogs.md.
+many outputs start and end with the same. The tags are compared with the values of the attributes a
+translation translates (service/attributes.py: title, alt, ...) left out; with `--attributes` (the
+messages that hold such a value) those values are also scored on their own: BLEU and chrF2 of each
+output's values against its reference's, where both hold as many. Appends to results/markup_catalogs.md.
 """
 from __future__ import annotations
 
 import argparse
 import gzip
+import re
 import sys
 import time
 from collections import Counter
@@ -46,10 +51,12 @@ def lines(split: Path, suffix: str) -> list[str]:
 
 
 def markup_messages(split: Path, source_lang: str, target_lang: str, names: frozenset[str] = frozenset(),
-                    limit: int | None = None, passed_through: bool = False) -> list[tuple[str, str]]:
+                    limit: int | None = None, passed_through: bool = False,
+                    attributes: bool = False) -> list[tuple[str, str]]:
     """(source, reference) of the split's messages that the service reads as inline markup with tags
     (with `names`, a tag of one of those names among them), the first `limit`; with `passed_through`,
-    those with an inline element passed through untouched (`<code>`) instead."""
+    those with an inline element passed through untouched (`<code>`) instead; with `attributes`,
+    those with an attribute value to translate."""
     from service.protected_translation import tags_only
     from service.protection.markup import MarkupError, read_markup
 
@@ -61,7 +68,9 @@ def markup_messages(split: Path, source_lang: str, target_lang: str, names: froz
             markup = read_markup(source, "html")
         except MarkupError:
             continue
-        if passed_through:
+        if attributes:
+            wanted = bool(values(source))
+        elif passed_through:
             wanted = ("&" not in source and not any(tag.name == "!--" for tag in markup.tags)
                       and any(tag.verbatim is not None and tag.name.lower() not in ("pre", "script", "style")
                               for tag in markup.tags))
@@ -74,9 +83,25 @@ def markup_messages(split: Path, source_lang: str, target_lang: str, names: froz
     return chosen
 
 
+def values(text: str) -> list[str]:
+    """The attribute values of an html text a translation translates (service/attributes.py), lang's
+    aside; none where it is no well-formed html."""
+    from service.attributes import translatable
+    from service.protection.markup import MarkupError, read_markup
+
+    try:
+        return [a.text for a in translatable(read_markup(text, "html"), "", "") if a.given is None]
+    except MarkupError:
+        return []
+
+
+_TRANSLATED_VALUE = re.compile(r"""(\s(?:title|alt|abbr|label|placeholder|aria-label|value|lang|xml:lang)\s*=\s*)(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+)""",
+                               re.IGNORECASE)
+
+
 def tags_and_placeholders(text: str) -> Counter | None:
     """The tags and placeholders as the service reads them (none across a tag's edge: "%2</message>A"
-    holds "%2", not printf's "%2A")."""
+    holds "%2", not printf's "%2A"), a tag without the values a translation translates."""
     from service.protection.markup import MarkupError
     from service.protection.placement import prepare
 
@@ -84,7 +109,7 @@ def tags_and_placeholders(text: str) -> Counter | None:
         prepared = prepare(text, "html")
     except MarkupError:
         return None
-    return Counter([("tag", t.opening, t.closing) for t in prepared.markup.tags]
+    return Counter([("tag", _TRANSLATED_VALUE.sub(r"\1…", t.opening), t.closing) for t in prepared.markup.tags]
                    + [("placeholder", p.text) for p in prepared.protected])
 
 
@@ -97,9 +122,12 @@ def nesting(text: str) -> Counter | None:
     except MarkupError:
         return None
 
+    def opening(tag) -> str:
+        return _TRANSLATED_VALUE.sub(r"\1…", tag.opening)
+
     def enclosing(tag) -> tuple[str, ...]:
-        return () if tag.parent is None else (*enclosing(tags[tag.parent]), tags[tag.parent].opening)
-    return Counter((tag.opening, enclosing(tag)) for tag in tags)
+        return () if tag.parent is None else (*enclosing(tags[tag.parent]), opening(tags[tag.parent]))
+    return Counter((opening(tag), enclosing(tag)) for tag in tags)
 
 
 def edge_space(text: str) -> tuple[str, str]:
@@ -139,6 +167,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="the first this many messages chosen")
     parser.add_argument("--passed-through", action="store_true",
                         help="messages with an inline element passed through untouched (<code>) instead")
+    parser.add_argument("--attributes", action="store_true",
+                        help="messages with an attribute value to translate (title, alt, ...) instead")
     args = parser.parse_args()
     import sacrebleu
     import torch
@@ -149,7 +179,7 @@ def main() -> int:
     source_lang, target_lang = args.pair.split("-")
     args.model_dir = args.model_dir or REPO / "models" / f"{args.pair}-software"
     messages = markup_messages(args.split, source_lang, target_lang, frozenset(t.lower() for t in args.tag), args.limit,
-                               args.passed_through)
+                               args.passed_through, args.attributes)
     sources, references = [s for s, _ in messages], [r for _, r in messages]
     served, tags_out = translator.tried_as_written, translator.tried_tags_out
     ways = {}
@@ -184,13 +214,28 @@ def main() -> int:
             bleu = sacrebleu.corpus_bleu(outputs, refs).score
             chrf = sacrebleu.corpus_chrf(outputs, refs).score
             rows.append(f"| {name} ({len(chosen)}) | {way} | {bleu:.2f} / {chrf:.2f} | {as_written} | {exact}/{len(chosen)} | {nested}/{len(chosen)} | {edges}/{len(edged)} |")
+    if args.attributes:
+        # A value whose reference is the value as sent (a translator who kept a tooltip English) is
+        # scored apart: there keeping it is right whatever the translation.
+        for kept in (False, True):
+            for way, answers in ways.items():
+                pairs = [(out, ref) for k in range(len(sources))
+                           for ins, outs, refs in [(values(sources[k]), values(answers[k]["text"]), values(references[k]))]
+                           if len(ins) == len(outs) == len(refs) for sent, out, ref in zip(ins, outs, refs)
+                           if (ref == sent) == kept]
+                if not pairs:
+                    continue
+                bleu = sacrebleu.corpus_bleu([o for o, _ in pairs], [[r for _, r in pairs]]).score
+                chrf = sacrebleu.corpus_chrf([o for o, _ in pairs], [[r for _, r in pairs]]).score
+                whose = "the reference keeps as sent" if kept else "the reference translates"
+                rows.append(f"| attribute values {whose} ({len(pairs)}) | {way} | {bleu:.2f} / {chrf:.2f} | | | | |")
     split = args.split.relative_to(REPO) if args.split.is_relative_to(REPO) else args.split
     changed = [(s, a["text"], b["text"]) for s, a, b in zip(sources, *ways.values()) if a["text"] != b["text"]]
     report = (
         run_heading() +
         f"    python benchmarks/markup_catalogs.py --split {split}" + (f" --pair {args.pair}" if args.pair != "en-de" else "")
         + "".join(f" --tag {t}" for t in args.tag) + (f" --limit {args.limit}" if args.limit else "")
-        + (" --passed-through" if args.passed_through else "") + "\n\n"
+        + (" --passed-through" if args.passed_through else "") + (" --attributes" if args.attributes else "") + "\n\n"
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
         f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
         "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source "

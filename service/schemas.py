@@ -314,7 +314,8 @@ class SpanOut(BaseModel):
 class ProtectedOut(BaseModel):
     kind: Literal["weblate", "code", "url", "email", "path", "printf", "python", "qt", "ruby", "brace", "icu", "shell",
                   "entity", "option", "accelerator", "term", "glossary", "tag"]
-    text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent.")
+    text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent (in html the "
+                      "translation holds the tag with its alt, title and other text attributes translated).")
     source: SpanOut = Field(description="Where it stood in the text sent (a tag: from its opening to its closing tag).")
     target: SpanOut = Field(description="Where it stands in the translation.")
     placement: Literal["aligned", "fallback", "kept", "model"] = Field(

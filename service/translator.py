@@ -24,6 +24,7 @@ from typing import NamedTuple
 import anyio.to_thread
 
 from service.alignment_flags import AlignmentFlags, alignment_flags
+from service.attributes import Attribute, translatable, written
 from service.batcher import BatchLimits, MicroBatcher, TextRefused
 from service.catalog import ServedModel, as_served_model, default_models, domain_candidates, routed_pairs
 from service.domain_routing import AUTO, likeliest
@@ -34,7 +35,7 @@ from service.memory import MemoryMatch, Memories
 from service.metrics import Metrics
 from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written, serve_tags_out,
                                           tags_out, tried_as_written, tried_tags_out)
-from service.protection.markup import TextFormat, reads_as_markup
+from service.protection.markup import MarkupError, TextFormat, read_markup, reads_as_markup
 from service.protection.placement import PreparedText
 from service.icu import icu_split
 from service.layout import Layout, assemble, markup_split, openings, split, whole
@@ -287,13 +288,21 @@ class Translator:
         ``RequestError``, ``QueueFull`` / ``QueueTimeout``, ``DeadlineExceeded``, ``TranslationFailed``."""
         options = options if options is not None else self.defaults
         self.check_limits(texts)  # on the texts as sent, before anything is taken out
+        attributes: list[list[Attribute]] = [[] for _ in texts]
+        parents = list(range(len(texts)))
 
         def cut_and_prepare() -> tuple[list[Layout], list[PreparedText], ServedModel]:
             layouts, found, segment_styles, segment_formats = [], [], [], []
             unlabelled = tuple(style for style in styles if style != "accelerator")
-            for text in texts:
+            # The texts, then the attribute values of those read as html (service/attributes.py),
+            # each a plain text of its own; parents[k]: the text sent that item k is (part of).
+            items: list[tuple[str, TextFormat]] = [(text, fmt) for text in texts]
+            k = 0
+            while k < len(items):
+                text, item_fmt = items[k]
+                k += 1
                 # Markup is read for its placeholders later; here only for an ICU argument.
-                protected = find_protected(text, terms, styles) if fmt == "text" or "{" in text else []
+                protected = find_protected(text, terms, styles) if item_fmt == "text" or "{" in text else []
                 # A plural or select argument: a whole sentence per branch (service/icu.py), each read
                 # as html where it is a line of inline markup (format.js's "{n, plural, one {<b>#</b>
                 # file} ...}": read as html whole, its syntax reached the model, "{n, Plural, ein {").
@@ -301,7 +310,7 @@ class Translator:
                 if branched is not None and not (memory and self.memories.lookup(source, target, text) is not None):
                     layout, branch_found, branch_styles = branched
                     layouts.append(layout)
-                    formats = [fmt if fmt != "text" else "html" if reads_as_markup(segment.text) else "text"
+                    formats = [item_fmt if item_fmt != "text" else "html" if reads_as_markup(segment.text) else "text"
                                for segment in layout.segments]
                     segment_formats += formats
                     found += [parts if f == "text" else None for f, parts in zip(formats, branch_found)]
@@ -312,12 +321,16 @@ class Translator:
                 # the text plain, the argument one placeholder: read as markup, its syntax would reach
                 # the model as words.
                 icu_markup = any(p.kind == "icu" and "<" in p.text for p in protected)
-                text_fmt = "text" if icu_markup else "html" if fmt == "text" and reads_as_markup(text) else fmt
+                text_fmt = "text" if icu_markup else "html" if item_fmt == "text" and reads_as_markup(text) else item_fmt
                 if text_fmt != "text":
                     protected = []
                 layout = split(text, protected, source) if text_fmt == "text" else markup_split(text, text_fmt, source)
                 if memory and len(layout.segments) > 1 and self.memories.lookup(source, target, text) is not None:
                     layout = whole(text)  # a memory holding the text whole answers it whole ("U.S. Outlying Islands")
+                if k <= len(texts) and text_fmt == "html":
+                    attributes[k - 1] = _attributes(text, source, target)
+                    items += [(a.text, "text") for a in attributes[k - 1] if a.given is None]
+                    parents.extend([k - 1] * (len(items) - len(parents)))
                 layouts.append(layout)
                 segment_formats += ["html" if text_fmt == "text" and not layout.whole and reads_as_markup(segment.text)
                                     else text_fmt for segment in layout.segments]
@@ -335,7 +348,7 @@ class Translator:
                 # Only markup is refused here (malformed), and malformed markup is one segment whose
                 # offsets are its text's; the index is the segment's.
                 if error.index is not None:
-                    error.index = _owners(layouts)[error.index]
+                    error.index = parents[_owners(layouts)[error.index]]
                 raise
             # Where the pair is routed by domain, the words choose the model, not the markup and
             # placeholders the service keeps whatever the model (a caption in <b> is a caption).
@@ -346,7 +359,7 @@ class Translator:
             layouts, prepared, chosen = cut_and_prepare()
         else:
             layouts, prepared, chosen = await anyio.to_thread.run_sync(cut_and_prepare)
-        owner = _owners(layouts)
+        owner = [parents[k] for k in _owners(layouts)]
         wanted = options.n_best
         if wanted > 1 and any(p.term_matches for p in prepared):
             # Enforcing the terms can make hypotheses alike (`_distinct`): the beam's other
@@ -366,7 +379,12 @@ class Translator:
         for layout in layouts:
             results.append(_distinct(assemble(layout, served[first:first + len(layout.segments)], asked))[:wanted])
             first += len(layout.segments)
-        return chosen, results
+        values = iter(results[len(texts):])
+        for index, found in enumerate(attributes):
+            if found:
+                translations = [a.given if a.given is not None else _best_text(next(values), a.text) for a in found]
+                results[index] = [written(s, texts[index], found, translations) for s in results[index]]
+        return chosen, results[:len(texts)]
 
     async def _served(self, model: ServedModel, prepared: list[PreparedText], options: DecodingOptions,
                       asked: AlignmentMode, memory: bool, opening: list[bool]) -> list[list[Served]]:
@@ -742,6 +760,19 @@ class Translator:
 def _labelled_lines(text: str) -> set[int]:
     """The lines of `text` (by index) that are labels with an accelerator read whole."""
     return {k for k, line in enumerate(text.split("\n")) if find_protected(line, (), ("accelerator",))}
+
+
+def _best_text(nbest: list[Served], otherwise: str) -> str:
+    return nbest[0].translation.text if nbest else otherwise
+
+
+def _attributes(text: str, source: str, target: str) -> list[Attribute]:
+    """An html text's attribute values to translate (none where the markup is malformed: the text
+    is refused where it is read for translation, naming the problem)."""
+    try:
+        return translatable(read_markup(text, "html"), source, target)
+    except MarkupError:
+        return []
 
 
 def _distinct(nbest: list[Served]) -> list[Served]:

@@ -67,16 +67,17 @@ def queued(app: FastAPI) -> int:
     return 0 if translator is None else translator.queued
 
 
-def translated_by_fake(texts: list[str], fmt: str = "text", chunk: int = 50) -> list:
+def translated_by_fake(texts: list[str], fmt: str = "text", chunk: int = 50,
+                       options: DecodingOptions = DecodingOptions(beam_size=1)) -> list:
     """Each text's n-best through a translator over the fake runtime (testing/fake_runtime.py:
-    words reversed and upper-cased), greedy, `chunk` texts a request."""
+    words reversed and upper-cased), greedy unless `options` say otherwise, `chunk` texts a request."""
     async def main():
         translator = Translator([FakeRuntime("en", "de", max_source_pieces=512)], Settings(max_wait_ms=1.0, max_segments=64))
         translator.start()
         try:
             answers = []
             for start in range(0, len(texts), chunk):
-                answers += await translator.translate(texts[start:start + chunk], "en", "de", DecodingOptions(beam_size=1),
+                answers += await translator.translate(texts[start:start + chunk], "en", "de", options,
                                                       fmt=fmt)
             return answers
         finally:

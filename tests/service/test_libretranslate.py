@@ -68,6 +68,15 @@ def test_json_lists_alternatives_and_auto_detection_per_text(server):
     assert [d["language"] for d in body["detectedLanguage"]] == ["en", "de"]
 
 
+def test_html_comes_back_with_its_tags_and_its_image_descriptions_translated(server):
+    status, body = call(server.port, "POST", "/libretranslate/translate", {
+        "q": '<p>two dogs <img src="d.png" alt="two dogs"> play</p>', "source": "en", "target": "de",
+        "format": "html"})
+    assert status == 200
+    assert body["translatedText"].startswith("<p>") and body["translatedText"].endswith("</p>")
+    assert '<img src="d.png" alt="DOGS TWO">' in body["translatedText"]
+
+
 @pytest.mark.parametrize("body, error", [
     ({"source": "en", "target": "de"}, "Invalid request: missing q parameter"),
     ({"q": [], "source": "en", "target": "de"}, "Invalid request: missing q parameter"),

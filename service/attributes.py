@@ -1,0 +1,167 @@
+"""The text of html attributes a reader sees, translated with the text around them.
+
+HTML names the attributes whose values are text for people, which a translation translates
+(the HTML standard, "The translate attribute": alt, title, placeholder, label, abbr, the value of a
+button, and lang, which must name the translation's language). Kept as sent, "<img alt="Save
+icon">" came back in a German page with an English description, and a search box's
+placeholder="Search files" stayed English. With them `aria-label`, the name a screen reader speaks
+(WAI-ARIA), which is as much text for people. An element passed through untouched (`code`,
+`translate="no"`, service/protection/markup.py) keeps its attributes too: `translate="no"` covers
+them.
+
+Each value is translated as a plain text of its own, in the same batch as the text it stands in,
+placeholders kept ("Delete %s"); its translation is written into the tag where the translation
+put it, escaped for its quotes, and every offset of the answer after it moves along. The tag's
+protected report keeps its opening tag as sent; its target span covers the tag as written in the
+translation. An attribute's words are not in the text's word alignment (they are not in its
+sentences).
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, replace
+
+from service.protection.markup import TAG, Markup
+from service.runtime.base import Translation, Word, has_visible_text
+from service.served import Served
+
+# Attribute -> the elements it is text for people on (None: every element).
+TRANSLATABLE: dict[str, frozenset[str] | None] = {
+    "title": None,
+    "aria-label": None,
+    "alt": frozenset({"area", "img", "input"}),
+    "abbr": frozenset({"th"}),
+    "label": frozenset({"optgroup", "option", "track"}),
+    "placeholder": frozenset({"input", "textarea"}),
+    # A button's caption; a submit button's value is also what the form sends, so it stays.
+    "value": frozenset({"input"}),
+}
+_BUTTONS = {"button", "reset"}
+ATTRIBUTE = re.compile(r"""\s+([^<>\s=/]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'<>=`]+))?""")
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One attribute value to translate. `start`/`end`: the value's span in `opening` (its quotes
+    outside it); `quote`: the quote it was written in ("" unquoted); `text`: the value as a reader
+    sees it (entities decoded); `given`: its translation where no model writes it (lang)."""
+
+    tag_start: int  # where the opening tag stands in the text sent
+    opening: str
+    start: int
+    end: int
+    quote: str
+    text: str
+    given: str | None = None
+
+
+def translatable(markup: Markup, source: str, target: str) -> list[Attribute]:
+    """The attribute values of `markup` (an html text read by `read_markup`) a translation
+    translates, in the order they stand. An element that names its language (`lang`, `xml:lang`)
+    and wraps the whole text says the text's language: that name becomes the translation's. One
+    that wraps only a part marks words of another language, kept as they are, its attributes with
+    them: "<abbr lang="en" title="HyperText Markup Language">HTML</abbr>" in a French list server's
+    messages, whose German translators keep the English expansion."""
+    found = []
+    foreign: set[int] = set()  # tags inside a part marked with its own language
+    for index, tag in enumerate(markup.tags):
+        if tag.verbatim is not None or tag.name == "!--" or not tag.name[0].isalpha():
+            continue
+        match = TAG.match(tag.opening)
+        if match is None:
+            continue
+        element = tag.name.lower()
+        attributes = {m.group(1).lower(): m for m in ATTRIBUTE.finditer(tag.opening, match.start(3), match.end(3))}
+        whole = (not tag.standalone and not markup.plain[:tag.start].strip() and not markup.plain[tag.end:].strip())
+        if tag.parent in foreign or (not whole and ("lang" in attributes or "xml:lang" in attributes)):
+            foreign.add(index)
+            continue
+        for name, attribute in attributes.items():
+            raw = attribute.group(2)
+            if raw is None:
+                continue
+            quoted = raw[0] in "\"'"
+            start, end = attribute.start(2) + quoted, attribute.end(2) - quoted
+            value = html.unescape(tag.opening[start:end])
+            quote = raw[0] if quoted else ""
+            if name in ("lang", "xml:lang"):
+                if value.split("-")[0].lower() == source.lower():
+                    found.append(Attribute(tag.source_start, tag.opening, start, end, quote, value, target))
+                continue
+            if name not in TRANSLATABLE or not has_visible_text(value):
+                continue
+            elements = TRANSLATABLE[name]
+            if elements is not None and element not in elements:
+                continue
+            if name == "value" and _value_of("type", attributes).lower() not in _BUTTONS:
+                continue
+            found.append(Attribute(tag.source_start, tag.opening, start, end, quote, value))
+    return found
+
+
+def _value_of(name: str, attributes: dict[str, re.Match]) -> str:
+    match = attributes.get(name)
+    raw = match.group(2) if match is not None else None
+    return "" if raw is None else raw.strip("\"'")
+
+
+def written(served: Served, source: str, attributes: list[Attribute], translations: list[str]) -> Served:
+    """`served` (a translation of `source`) with each attribute's translation written into its tag,
+    every target offset after it moved along. A tag the translation does not hold as sent is left."""
+    output = served.translation.text
+    edits: list[tuple[int, int, str]] = []
+    for attribute, translation in zip(attributes, translations):
+        at = _where(served, source, attribute)
+        if at is None or not translation.strip():
+            continue
+        value = _escaped(translation, attribute.quote or '"')
+        edits.append((at + attribute.start, at + attribute.end, value if attribute.quote else f'"{value}"'))
+    edits.sort()
+    if not edits:
+        return served
+    parts, cursor = [], 0
+    for start, end, value in edits:
+        parts += [output[cursor:start], value]
+        cursor = end
+    text = "".join(parts) + output[cursor:]
+
+    def moved(offset: int) -> int:
+        shift = 0
+        for start, end, value in edits:
+            if offset >= end:
+                shift += len(value) - (end - start)
+            elif offset > start:  # inside a value: where that value's translation stands
+                return start + shift + min(offset - start, len(value))
+        return offset + shift
+
+    alignment = served.translation.alignment
+    if alignment is not None:
+        alignment = replace(alignment, target_words=[Word(text[moved(w.start):moved(w.end)], moved(w.start), moved(w.end))
+                                                     for w in alignment.target_words])
+    translation: Translation = replace(served.translation, text=text, alignment=alignment)
+    return replace(
+        served, translation=translation,
+        placed=[replace(p, target_start=moved(p.target_start), target_end=moved(p.target_end)) for p in served.placed],
+        removed=[replace(r, at=moved(r.at)) for r in served.removed],
+        glossary=[replace(g, target_spans=[(moved(a), moved(b)) for a, b in g.target_spans]) for g in served.glossary],
+        memory=[replace(m, target_start=moved(m.target_start), target_end=moved(m.target_end)) for m in served.memory])
+
+
+def _where(served: Served, source: str, attribute: Attribute) -> int | None:
+    """Where the attribute's opening tag stands in the translation: where its report says, or
+    where the text sent and the translation each hold it once (a text of only an image)."""
+    output = served.translation.text
+    for placed in served.placed:
+        if placed.kind == "tag" and placed.source_start == attribute.tag_start \
+                and output.startswith(attribute.opening, placed.target_start):
+            return placed.target_start
+    if source.count(attribute.opening) == 1 and output.count(attribute.opening) == 1:
+        return output.index(attribute.opening)
+    return None
+
+
+def _escaped(value: str, quote: str) -> str:
+    """A value as attribute text in `quote`: what would end it or start markup, as entities."""
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return value.replace('"', "&quot;") if quote == '"' else value.replace("'", "&#39;")
