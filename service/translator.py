@@ -35,6 +35,7 @@ from service.memory import MemoryMatch, Memories
 from service.metrics import Metrics
 from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written, serve_tags_out,
                                           tags_out, tried_as_written, tried_tags_out)
+from service.protection.markdown import reads_as_markdown
 from service.protection.markup import MarkupError, TextFormat, read_markup, reads_as_markup
 from service.protection.placement import PreparedText
 from service.icu import icu_split
@@ -310,7 +311,7 @@ class Translator:
                 if branched is not None and not (memory and self.memories.lookup(source, target, text) is not None):
                     layout, branch_found, branch_styles = branched
                     layouts.append(layout)
-                    formats = [item_fmt if item_fmt != "text" else "html" if reads_as_markup(segment.text) else "text"
+                    formats = [item_fmt if item_fmt != "text" else _plain_format(segment.text, True)
                                for segment in layout.segments]
                     segment_formats += formats
                     found += [parts if f == "text" else None for f, parts in zip(formats, branch_found)]
@@ -332,10 +333,11 @@ class Translator:
                     items += [(a.text, "text") for a in attributes[k - 1] if a.given is None]
                     parents.extend([k - 1] * (len(items) - len(parents)))
                 layouts.append(layout)
-                segment_formats += ["html" if text_fmt == "text" and not layout.whole and reads_as_markup(segment.text)
-                                    else text_fmt for segment in layout.segments]
+                formats = [_plain_format(segment.text, not layout.whole) if text_fmt == "text" else text_fmt
+                           for segment in layout.segments]
+                segment_formats += formats
                 # A text translated whole has the parts split() read: prepare need not read them again.
-                found += [protected] if text_fmt == "text" and layout.whole else [None] * len(layout.segments)
+                found += [protected] if formats == ["text"] and layout.whole else [None] * len(layout.segments)
                 # An accelerator marks a label, a whole line: a sentence cut from a line without one has
                 # none either ("Key_ids dürfen nur einmal vorkommen." after "Doppelte key_id ...").
                 labels = _labelled_lines(text) if text_fmt == "text" and not layout.whole else None
@@ -432,7 +434,8 @@ class Translator:
                     served[index] = serve_tags_out(prepared[index], without_tags[index], nbest, asked)
                 else:
                     served[index] = serve([prepared[index]], [nbest], asked, rescore, articles, known_word)[0]
-                if not stored and served[index] is not None and prepared[index].fmt == "text" and opening[index]:
+                if not stored and served[index] is not None and prepared[index].fmt in ("text", "markdown") \
+                        and opening[index]:
                     served[index] = [capitalised(s, prepared[index]) for s in served[index]]
 
         async def finish(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
@@ -760,6 +763,15 @@ class Translator:
 def _labelled_lines(text: str) -> set[int]:
     """The lines of `text` (by index) that are labels with an accelerator read whole."""
     return {k for k, line in enumerate(text.split("\n")) if find_protected(line, (), ("accelerator",))}
+
+
+def _plain_format(segment: str, cut: bool) -> TextFormat:
+    """How a segment of a plain text is read: as html where it is a line of inline markup (a text is
+    asked that before it is cut: `cut`, whether it was), as Markdown where it has emphasis
+    (service/protection/markdown.py), else as plain text."""
+    if cut and reads_as_markup(segment):
+        return "html"
+    return "markdown" if reads_as_markdown(segment) else "text"
 
 
 def _best_text(nbest: list[Served], otherwise: str) -> str:

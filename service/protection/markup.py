@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-TextFormat = Literal["text", "html", "xml"]
+# "markdown": a plain text's segment with emphasis (service/protection/markdown.py), never a request's format.
+TextFormat = Literal["text", "html", "xml", "markdown"]
 
 TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.-]*)((?:\s+[^<>\s=/]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>=`]+))?)*)\s*(/?)>")
 # react-i18next's numbered tags, read in html where they pair (`_numbered_tag`); the same four groups.
@@ -96,6 +97,9 @@ class Markup:
 def read_markup(text: str, fmt: TextFormat) -> Markup:
     if fmt == "text":
         return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
+    if fmt == "markdown":
+        from service.protection.markdown import read_markdown
+        return read_markdown(text)
     strict = fmt == "xml"
     plain: list[str] = []
     origin: list[int] = []
@@ -262,6 +266,8 @@ def reads_as_markup(text: str) -> bool:
     return bool(markup.tags) and "<" not in markup.plain and ">" not in markup.plain
 
 
-def escape_text(text: str) -> str:
-    """Plain text as markup text: the three characters that would start or end markup."""
+def escaped(text: str, fmt: TextFormat) -> str:
+    """Plain text as text of `fmt`: markup's escaped, a plain text's and Markdown's as it is."""
+    if fmt not in ("html", "xml"):
+        return text
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

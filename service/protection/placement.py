@@ -29,7 +29,7 @@ from typing import Literal
 from service.glossary import (FUNCTION_WORDS, LINKING, Edit, GlossaryEntry, GlossaryMethod, TermMatch, TermReport,
                               determiner_forms, find_terms, grammatical, occurrences)
 from service.glossary import report as glossary_report
-from service.protection.markup import WORD_BREAKING, Markup, Tag, TextFormat, escape_text, read_markup
+from service.protection.markup import WORD_BREAKING, Markup, Tag, TextFormat, escaped, read_markup
 from service.protection.placeholders import (LITERALS, PLACEHOLDER_STYLES, Protected, blanked, find_placeholders,
                                              find_protected, paired)
 from service.runtime.base import TokenAlignment, Word
@@ -286,7 +286,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     where a term may take one part of a closed compound (`_compound_choices`)."""
     stray = find_placeholders(translation, prepared.styles)
     if not prepared.protected and not prepared.markup.tags and not stray and not prepared.term_matches:
-        text = escape_text(translation) if prepared.fmt != "text" else translation
+        text = escaped(translation, prepared.fmt)
         return _edge_space(prepared, Restored(text, [], *_escaped_offsets(translation, prepared.fmt)))
     locate = _Locator(prepared, translation, alignment)
     plain, origin, origin_end = prepared.markup.plain, prepared.markup.origin, prepared.markup.origin_end
@@ -334,7 +334,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     for i, p in enumerate(protected):
         if i not in held_items:
             core = substitutes.get(i, p.text)
-            core = escape_text(core) if prepared.fmt != "text" else core
+            core = escaped(core, prepared.fmt)
             if p.kind == "accelerator":
                 # On the label's word, before its first letter; after a tag opened there.
                 offset, how[i] = locate.mnemonic(p.start)
@@ -416,7 +416,7 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     wrapping = {number: index for index, number in around.items()}
     for number, edit in enumerate(changes):
         dropped.update(range(edit.start, edit.end))
-        core = escape_text(edit.text) if prepared.fmt != "text" else edit.text
+        core = escaped(edit.text, prepared.fmt)
         marks = [(len(reports) + number, 0, len(core))]
         if number in wrapping:
             index = wrapping[number]
@@ -466,7 +466,7 @@ def _edge_space(prepared: PreparedText, restored: Restored) -> Restored:
     the output's edge holds the same tags in the same order and no whitespace of its own, and the
     source's edge one run of it; plain text keeps its edges in its layout (service/layout.py)."""
     plain = prepared.markup.plain
-    if prepared.fmt == "text" or not plain.strip():
+    if prepared.fmt in ("text", "markdown") or not plain.strip():
         return restored
     first, last = len(plain) - len(plain.lstrip()), len(plain.rstrip()) - 1
     source, text = prepared.original, restored.text
@@ -1313,7 +1313,7 @@ def _assemble(fmt: TextFormat, translation: str, inserts: list[_Insert], items: 
     def emit_text(upto: int) -> None:
         nonlocal cursor, length
         for k in range(cursor, upto):
-            piece = "" if k in dropped else escape_text(translation[k]) if fmt != "text" else translation[k]
+            piece = "" if k in dropped else escaped(translation[k], fmt)
             starts.append(length)
             out.append(piece)
             length += len(piece)
@@ -1345,7 +1345,7 @@ def _escaped_offsets(translation: str, fmt: TextFormat) -> tuple[list[int], list
     starts, ends, length = [], [], 0
     for ch in translation:
         starts.append(length)
-        length += len(escape_text(ch)) if fmt != "text" else 1
+        length += len(escaped(ch, fmt))
         ends.append(length)
     return starts, ends
 

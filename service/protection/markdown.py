@@ -1,0 +1,106 @@
+"""Markdown's inline emphasis in a plain text: `*very*`, `**Save**`, `_this_`, `__that__`,
+`***both***`, `~~gone~~`, read as tags whose opening and closing tags are their delimiters.
+
+Sent as words, the model copies an emphasised word untranslated: "Use *only* the **latest**
+version." came back "Verwenden Sie *only* die **latest** Version.", "The file was *successfully*
+uploaded." as "*successful* hochgeladen". Read as tags, the words inside are translated with the
+sentence and the delimiters put back around their translation by the word alignment, as html's tags
+are (service/protection/placement.py).
+
+The delimiters pair as CommonMark's do where it matters for UI text and documentation: a run of one
+to three `*` or `_` (two `~`) opens where it is followed by a visible character and not written
+inside a word, closes where it follows one and is not followed by a word character, and closes the
+nearest open run of the same character and length. Stricter than CommonMark, which lets `*` pair
+inside words: "2*3*4" and "**/*.js" stay text. Nothing pairs inside a code span (`` `a*b*` ``), a
+link's destination (`[docs](http://x/_y_)`), a bare URL, or a character escaped with a backslash.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from service.protection.markup import Markup, Tag
+
+_RUN = re.compile(r"\*{1,3}|_{1,3}|~~")
+# Where emphasis cannot start or end: code spans, link destinations, autolinks and bare URLs, escapes.
+_OPAQUE = re.compile(r"(`+)[^`]*?\1|\]\([^()\s]*\)|<[a-z][a-z0-9+.-]*:[^<>\s]*>|\b[a-z][a-z0-9+.-]*://\S+|\\.",
+                     re.IGNORECASE)
+_NAMES = {1: "em", 2: "strong", 3: "strong-em"}
+_IDENTIFIER = re.compile(r"\w+")
+_LISP_SPECIAL = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
+_ENDS = ".,!?:;…)]}%\"'”’»"
+
+
+def _punctuation(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "PS"
+
+
+def _emphasised(inside: str, delimiter: str) -> bool:
+    """Whether `inside` reads as emphasised words, not as a file pattern or an identifier: it starts
+    with a letter, a digit or a placeholder's first character (an opening quote or bracket before
+    one), and ends with one or with closing punctuation. "(*.svg)|*.svg|" is a file dialog's
+    filter, "*.reg" a pattern, "__init__" Python's name and "*GENSYM-COUNTER*" a Lisp variable (as
+    the German catalog keeps it), not emphasis."""
+    if not inside or (delimiter == "__" and _IDENTIFIER.fullmatch(inside)) or _LISP_SPECIAL.fullmatch(inside):
+        return False
+    first = inside.lstrip("\"'“„«‘([")
+    return bool(first) and (first[0].isalnum() or first[0] in "%{$") and (inside[-1].isalnum() or inside[-1] in _ENDS)
+
+
+def read_markdown(text: str) -> Markup:
+    """`text` with its paired emphasis delimiters taken out as tags (a Markup as read_markup's)."""
+    opaque = [False] * len(text)
+    for match in _OPAQUE.finditer(text):
+        opaque[match.start():match.end()] = [True] * (match.end() - match.start())
+    pairs: list[tuple[int, int, int]] = []  # (opening run start, closing run start, length)
+    stack: list[tuple[str, int, int]] = []   # open runs: (delimiter, start, length)
+    for match in _RUN.finditer(text):
+        start, end = match.span()
+        if opaque[start] or (start and text[start - 1] == match.group()[0]) or (end < len(text) and text[end] == match.group()[0]):
+            continue  # in code or a URL, or part of a longer run ("****")
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        opens = not after.isspace() and not before.isalnum() and (not _punctuation(after) or before.isspace() or _punctuation(before))
+        closes = not before.isspace() and not after.isalnum() and (not _punctuation(before) or after.isspace() or _punctuation(after))
+        delimiter = match.group()
+        if closes and not (after == "." and end + 1 < len(text) and text[end + 1].isalnum()):
+            found = next((k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == delimiter), None)
+            if found is not None and _emphasised(text[stack[found][1] + len(delimiter):start], delimiter):
+                pairs.append((stack[found][1], start, len(delimiter)))
+                del stack[found:]
+                continue
+        if opens:
+            stack.append((delimiter, start, len(delimiter)))
+    if not pairs:
+        return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
+    hidden = [False] * len(text)
+    for opening, closing, length in pairs:
+        hidden[opening:opening + length] = [True] * length
+        hidden[closing:closing + length] = [True] * length
+    plain_at = [0] * (len(text) + 1)  # plain_at[i]: where text[i] (or what follows it) stands in the plain text
+    plain, origin, origin_end = [], [], []
+    for i, ch in enumerate(text):
+        plain_at[i] = len(plain)
+        if not hidden[i]:
+            plain.append(ch)
+            origin.append(i)
+            origin_end.append(i + 1)
+    plain_at[len(text)] = len(plain)
+    origin.append(len(text))
+    tags: list[Tag] = []
+    for opening, closing, length in sorted(pairs):
+        delimiter = text[opening:opening + length]
+        name = "del" if delimiter == "~~" else _NAMES[length]
+        tag = Tag(name, delimiter, delimiter, plain_at[opening], plain_at[closing], opening, closing + length)
+        parent = next((k for k in range(len(tags) - 1, -1, -1)
+                       if tags[k].source_start < opening and closing + length <= tags[k].source_end), None)
+        if parent is not None:
+            tag.parent = parent
+            tags[parent].children.append(len(tags))
+        tags.append(tag)
+    return Markup("".join(plain), tags, origin, origin_end)
+
+
+def reads_as_markdown(text: str) -> bool:
+    """Whether a plain text has emphasis to read as tags (and no html: that reading comes first)."""
+    return any(ch in text for ch in "*_~") and bool(read_markdown(text).tags)

@@ -1,0 +1,88 @@
+"""Markdown emphasis in plain texts (service/protection/markdown.py): which delimiters pair, and the
+words inside translated with the sentence, the delimiters put back around their translation
+(testing/fake_runtime.py translates: words reversed, upper-cased)."""
+from __future__ import annotations
+
+import pytest
+
+from service.protection.markdown import read_markdown, reads_as_markdown
+from service.runtime.base import DecodingOptions
+from tests.service.support import translated_by_fake
+
+
+def emphasis(text: str) -> tuple[str, list[tuple[str, str, int | None]]]:
+    markup = read_markdown(text)
+    return markup.plain, [(tag.opening, markup.plain[tag.start:tag.end], tag.parent) for tag in markup.tags]
+
+
+@pytest.mark.parametrize("text, plain, tags", [
+    ("Use *only* the **latest** version.", "Use only the latest version.", [("*", "only", None), ("**", "latest", None)]),
+    ("This is _very_ important, __this__ is not.", "This is very important, __this__ is not.", [("_", "very", None)]),
+    ("__Read me__ first", "Read me first", [("__", "Read me", None)]),
+    ("***Both*** at once", "Both at once", [("***", "Both", None)]),
+    ("**Bold *and* more**", "Bold and more", [("**", "Bold and more", None), ("*", "and", 0)]),
+    ("It is ~~gone~~ now", "It is gone now", [("~~", "gone", None)]),
+    ("*BAD* signature from:", "BAD signature from:", [("*", "BAD", None)]),
+    ("*%s (AI)* Peace in our time.", "%s (AI) Peace in our time.", [("*", "%s (AI)", None)]),
+    ("device **%1**.", "device %1.", [("**", "%1", None)]),
+    ('"*clicking noises*"', '"clicking noises"', [("*", "clicking noises", None)]),
+])
+def test_emphasis_pairs_into_tags(text, plain, tags):
+    assert emphasis(text) == (plain, tags)
+
+
+@pytest.mark.parametrize("text", [
+    "2*3*4 and 5 * 3 * 2",
+    "**/*.js",
+    "Images (*.svg)|*.svg|All files (*)|*",
+    "a regedit *.reg file, not *.txt",
+    "Missing __init__.py or __name__ in %s",
+    "Reset *PACKAGE-NAME* to ~s",
+    "snake_case_name and CONSTANT_NAME_HERE",
+    "Run `make *all*` first",
+    "See [the docs](http://example.org/_build_/) and https://example.org/*a*/",
+    r"An \*escaped\* star",
+    "* item one\n* item two",
+    "****",
+    "Ctrl+* zooms, Ctrl+_ shrinks",
+    "_Open a file_Save",
+])
+def test_what_is_not_emphasis_stays_text(text):
+    assert not reads_as_markdown(text)
+    assert read_markdown(text).plain == text
+
+
+def test_the_plain_text_knows_where_each_character_stood():
+    markup = read_markdown("A **b** c")
+    assert markup.plain == "A b c"
+    assert [markup.origin[k] for k in range(len(markup.plain))] == [0, 1, 4, 7, 8]
+    assert (markup.tags[0].source_start, markup.tags[0].source_end) == (2, 7)
+
+
+def only(text: str):
+    (served,) = translated_by_fake([text], options=DecodingOptions(beam_size=1, alignment="token"))[0]
+    return served
+
+
+@pytest.mark.parametrize("text, expected", [
+    # The fake writes words in reverse: the delimiters go with the words they wrapped.
+    ("Use *only* the **latest** version", "VERSION **LATEST** THE *ONLY* USE"),
+    ("You can *drag and drop* files", "FILES *DROP AND DRAG* CAN YOU"),
+    ("Keep *(all)* files and (*.log)", "(*.LOG) AND FILES *(ALL)* KEEP"),
+])
+def test_emphasised_words_are_translated_inside_their_delimiters(text, expected):
+    served = only(text)
+    assert served.translation.text == expected
+    output = served.translation.text
+    for word in served.translation.alignment.target_words:
+        assert output[word.start:word.end] == word.text
+    for placed in served.placed:
+        assert output[placed.target_start:].startswith(placed.text) and text[placed.source_start:].startswith(placed.text)
+
+
+def test_a_text_without_emphasis_is_translated_as_before():
+    assert only("Images (*.svg)|*.svg").translation.text == "(*.SVG)|*.SVG IMAGES"
+
+
+def test_lines_are_read_one_by_one():
+    assert only("- Open the *file*\n- Save *all* changes").translation.text == "- *FILE* THE OPEN\n- CHANGES *ALL* SAVE"
