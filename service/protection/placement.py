@@ -449,10 +449,33 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     terms = glossary_report(prepared.glossary, sorted(found, key=lambda f: f[1]), text, enforced, in_output,
                             owned_elsewhere)
     glossary_items = {i for i, _ in prepared.protected_terms}  # reported as glossary terms, not as placed parts
-    return _edge_space(prepared, Restored(text, [Placed(*report, target_start, target_end, how[i])
-                                                 for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
-                                                 if i not in glossary_items],
-                                          starts, ends, removed, terms))
+    restored = Restored(text, [Placed(*report, target_start, target_end, how[i])
+                               for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
+                               if i not in glossary_items], starts, ends, removed, terms)
+    return _flanking(restored) if prepared.fmt == "markdown" else _edge_space(prepared, restored)
+
+
+def _flanking(restored: Restored) -> Restored:
+    """A Markdown output with the whitespace just inside each pair of emphasis delimiters moved out
+    ("*** %1 Datei***" -> " ***%1 Datei***"): Markdown does not read a delimiter next to whitespace on
+    its inside as emphasis. The words keep their offsets; only delimiters move."""
+    text = restored.text
+    placed = []
+    for p in restored.placed:
+        delimiter = p.text
+        if p.kind != "tag" or not text.startswith(delimiter, p.target_start) \
+                or not text.endswith(delimiter, p.target_start, p.target_end):
+            placed.append(p)
+            continue
+        inside = text[p.target_start + len(delimiter):p.target_end - len(delimiter)]
+        core = inside.strip()
+        if not core:
+            placed.append(p)
+            continue
+        lead, trail = inside[:len(inside) - len(inside.lstrip())], inside[len(inside.rstrip()):]
+        text = text[:p.target_start] + lead + delimiter + core + delimiter + trail + text[p.target_end:]
+        placed.append(replace(p, target_start=p.target_start + len(lead), target_end=p.target_end - len(trail)))
+    return replace(restored, text=text, placed=placed)
 
 
 # A markup text's edge: whitespace and tags before its first or after its last visible character.

@@ -3,6 +3,9 @@ words inside translated with the sentence, the delimiters put back around their 
 (testing/fake_runtime.py translates: words reversed, upper-cased)."""
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pytest
 
 from service.protection.markdown import read_markdown, reads_as_markdown
@@ -86,3 +89,27 @@ def test_a_text_without_emphasis_is_translated_as_before():
 
 def test_lines_are_read_one_by_one():
     assert only("- Open the *file*\n- Save *all* changes").translation.text == "- *FILE* THE OPEN\n- CHANGES *ALL* SAVE"
+
+
+def test_random_texts_keep_their_emphasis_and_every_offset():
+    rng = random.Random(11)
+    words = ["open", "the", "file", "now", "%1", "save", "(all)", "window", "*.txt", "a_b"]
+
+    def span() -> str:
+        inner = " ".join(rng.choice(words[:8]) for _ in range(rng.randint(1, 3)))
+        return rng.choice(["*", "**", "_", "~~", "***"]).join(["", inner, ""])
+
+    texts = []
+    for _ in range(300):
+        parts = [span() if rng.random() < 0.3 else rng.choice(words) for _ in range(rng.randint(1, 8))]
+        texts.append(" ".join(parts) + rng.choice(["", ".", "!\nAnd " + span() + " more."]))
+    answers = translated_by_fake(texts, options=DecodingOptions(beam_size=1, alignment="token"))
+    for text, (served,) in zip(texts, answers):
+        output = served.translation.text
+        assert Counter(t.opening for t in read_markdown(output).tags) == \
+            Counter(t.opening for t in read_markdown(text).tags) or not reads_as_markdown(text), (text, output)
+        for word in served.translation.alignment.target_words:
+            assert output[word.start:word.end] == word.text, (text, output)
+        for placed in served.placed:
+            assert output[placed.target_start:].startswith(placed.text), (text, output, placed)
+            assert text[placed.source_start:].startswith(placed.text), (text, output, placed)
