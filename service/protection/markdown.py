@@ -1,5 +1,9 @@
-"""Markdown's inline emphasis in a plain text: `*very*`, `**Save**`, `_this_`, `__that__`,
-`***both***`, `~~gone~~`, read as tags whose opening and closing tags are their delimiters.
+"""Markdown's inline emphasis and links in a plain text: `*very*`, `**Save**`, `_this_`, `__that__`,
+`***both***`, `~~gone~~`, read as tags whose opening and closing tags are their delimiters, and
+`[the guide](docs/guide.md)` or `![a screenshot](main.png)`, read as a tag whose opening tag is
+`[` (`![`) and whose closing tag is `](destination)`: the link's text is translated, its
+destination kept as written (a relative one, "images/main.png", had come back "Bilder/main.png",
+and a URL put back apart from its text: "[**release Notizen**] (https://…)").
 
 Sent as words, the model copies an emphasised word untranslated: "Use *only* the **latest**
 version." came back "Verwenden Sie *only* die **latest** Version.", "The file was *successfully*
@@ -26,6 +30,9 @@ _RUN = re.compile(r"\*{1,3}|_{1,3}|~~")
 _OPAQUE = re.compile(r"(`+)[^`]*?\1|\]\([^()\s]*\)|<[a-z][a-z0-9+.-]*:[^<>\s]*>|\b[a-z][a-z0-9+.-]*://\S+|\\.",
                      re.IGNORECASE)
 _NAMES = {1: "em", 2: "strong", 3: "strong-em"}
+_CODE = re.compile(r"(`+)[^`]*?\1")
+# An inline link or image: its text is translated, its destination kept as written.
+_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\([^()\s]*\)")
 _IDENTIFIER = re.compile(r"\w+")
 _LISP_SPECIAL = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
 _ENDS = ".,!?:;…)]}%\"'”’»"
@@ -52,6 +59,9 @@ def read_markdown(text: str) -> Markup:
     opaque = [False] * len(text)
     for match in _OPAQUE.finditer(text):
         opaque[match.start():match.end()] = [True] * (match.end() - match.start())
+    code = [False] * len(text)
+    for match in _CODE.finditer(text):
+        code[match.start():match.end()] = [True] * (match.end() - match.start())
     pairs: list[tuple[int, int, int]] = []  # (opening run start, closing run start, length)
     stack: list[tuple[str, int, int]] = []   # open runs: (delimiter, start, length)
     for match in _RUN.finditer(text):
@@ -71,12 +81,21 @@ def read_markdown(text: str) -> Markup:
                 continue
         if opens:
             stack.append((delimiter, start, len(delimiter)))
-    if not pairs:
+    # (where the opening tag starts, its length, where the closing tag starts, its length, name)
+    spans = [(opening, length, closing, length, "del" if text[opening] == "~" else _NAMES[length])
+             for opening, closing, length in pairs]
+    links = [match for match in _LINK.finditer(text) if not code[match.start()]]
+    # Emphasis across a link's edge ("*a [b* c](x)") pairs no more.
+    spans = [span for span in spans
+             if not any((link.start() < span[0] < link.end()) != (link.start() < span[2] < link.end()) for link in links)]
+    spans += [(link.start(), len(link.group(1)) + 1, link.end(2), link.end() - link.end(2), "img" if link.group(1) else "a")
+              for link in links]
+    if not spans:
         return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
     hidden = [False] * len(text)
-    for opening, closing, length in pairs:
-        hidden[opening:opening + length] = [True] * length
-        hidden[closing:closing + length] = [True] * length
+    for opening, opening_length, closing, closing_length, _ in spans:
+        hidden[opening:opening + opening_length] = [True] * opening_length
+        hidden[closing:closing + closing_length] = [True] * closing_length
     plain_at = [0] * (len(text) + 1)  # plain_at[i]: where text[i] (or what follows it) stands in the plain text
     plain, origin, origin_end = [], [], []
     for i, ch in enumerate(text):
@@ -88,12 +107,12 @@ def read_markdown(text: str) -> Markup:
     plain_at[len(text)] = len(plain)
     origin.append(len(text))
     tags: list[Tag] = []
-    for opening, closing, length in sorted(pairs):
-        delimiter = text[opening:opening + length]
-        name = "del" if delimiter == "~~" else _NAMES[length]
-        tag = Tag(name, delimiter, delimiter, plain_at[opening], plain_at[closing], opening, closing + length)
+    for opening, opening_length, closing, closing_length, name in sorted(spans, key=lambda span: (span[0], -span[2])):
+        end = closing + closing_length
+        tag = Tag(name, text[opening:opening + opening_length], text[closing:end], plain_at[opening], plain_at[closing],
+                  opening, end)
         parent = next((k for k in range(len(tags) - 1, -1, -1)
-                       if tags[k].source_start < opening and closing + length <= tags[k].source_end), None)
+                       if tags[k].source_start <= opening and end <= tags[k].source_end), None)
         if parent is not None:
             tag.parent = parent
             tags[parent].children.append(len(tags))
@@ -103,4 +122,4 @@ def read_markdown(text: str) -> Markup:
 
 def reads_as_markdown(text: str) -> bool:
     """Whether a plain text has emphasis to read as tags (and no html: that reading comes first)."""
-    return any(ch in text for ch in "*_~") and bool(read_markdown(text).tags)
+    return any(ch in text for ch in "*_~[") and bool(read_markdown(text).tags)

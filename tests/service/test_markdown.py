@@ -34,6 +34,31 @@ def test_emphasis_pairs_into_tags(text, plain, tags):
     assert emphasis(text) == (plain, tags)
 
 
+def links(text: str) -> tuple[str, list[tuple[str, str | None, str, int | None]]]:
+    markup = read_markdown(text)
+    return markup.plain, [(tag.opening, tag.closing, markup.plain[tag.start:tag.end], tag.parent) for tag in markup.tags]
+
+
+@pytest.mark.parametrize("text, plain, tags", [
+    ("See the [guide](docs/guide.md) now", "See the guide now", [("[", "](docs/guide.md)", "guide", None)]),
+    ("![A screenshot](images/main.png)", "A screenshot", [("![", "](images/main.png)", "A screenshot", None)]),
+    ("Read the [**notes**](https://x.org/n).", "Read the notes.",
+     [("[", "](https://x.org/n)", "notes", None), ("**", "**", "notes", 0)]),
+    ("**[Docs](d) first**", "Docs first", [("**", "**", "Docs first", None), ("[", "](d)", "Docs", 0)]),
+    # Emphasis across a link's edge pairs no more; its stars stay text.
+    ("*a [b* c](x)", "*a b* c", [("[", "](x)", "b* c", None)]),
+    ("`[not](a link)` and [](empty)", "`[not](a link)` and ", [("[", "](empty)", "", None)]),
+    ("[the docs](http://x.org/_build_/*a*)", "the docs", [("[", "](http://x.org/_build_/*a*)", "the docs", None)]),
+])
+def test_links_are_tags_around_their_text_their_destination_kept(text, plain, tags):
+    assert links(text) == (plain, tags)
+
+
+@pytest.mark.parametrize("text", ["Usage: %s [OPTION]... [FILE]...", "[options] (file)", "a [b](c d) e"])
+def test_brackets_that_are_no_link_stay_text(text):
+    assert not reads_as_markdown(text)
+
+
 @pytest.mark.parametrize("text", [
     "2*3*4 and 5 * 3 * 2",
     "**/*.js",
@@ -43,7 +68,7 @@ def test_emphasis_pairs_into_tags(text, plain, tags):
     "Reset *PACKAGE-NAME* to ~s",
     "snake_case_name and CONSTANT_NAME_HERE",
     "Run `make *all*` first",
-    "See [the docs](http://example.org/_build_/) and https://example.org/*a*/",
+    "See http://example.org/_build_/ and https://example.org/*a*/",
     r"An \*escaped\* star",
     "* item one\n* item two",
     "****",
@@ -72,6 +97,9 @@ def only(text: str):
     ("Use *only* the **latest** version", "VERSION **LATEST** THE *ONLY* USE"),
     ("You can *drag and drop* files", "FILES *DROP AND DRAG* CAN YOU"),
     ("Keep *(all)* files and (*.log)", "(*.LOG) AND FILES *(ALL)* KEEP"),
+    # A link's destination stays as written, its text translated.
+    ("Read [the guide](docs/guide.md) now", "NOW [GUIDE THE](docs/guide.md) READ"),
+    ("![A screenshot](images/main.png)", "![SCREENSHOT A](images/main.png)"),
 ])
 def test_emphasised_words_are_translated_inside_their_delimiters(text, expected):
     served = only(text)
