@@ -55,6 +55,8 @@ _COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {3,}|(?<![.!?:;,]) {2}(?! )")
 # A list item's bullet or number: kept as sent, the item's text after it translated. An item, or a
 # line that starts with an option, starts a line of its own even where the line before it runs on.
 _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
+_HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
+_QUOTE = re.compile(r"(?:>[ \t]*)*>[ \t]+")  # Markdown's (and e-mail's) quote, nested ones too
 _WORD = re.compile(r"\S*")
 _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
 _SENTENCE_GAP = re.compile(r"(?<=[^.][.!?])[\"'’”»)\]]*( +)(?=[\"'‘“«(\[]?[A-Z0-9À-ÖØ-Þ])")
@@ -137,7 +139,8 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
     if any("\n" in p.text for p in protected):
         return whole(text)
     if (not protected and "\n" not in text and "\t" not in text and "  " not in text and text == text.strip()
-            and not _SENTENCE_GAP.search(text) and _LETTER.search(text)):
+            and not _SENTENCE_GAP.search(text) and _LETTER.search(text)
+            and not any(mark.match(text) for mark in (_BULLET, _HEADING, _QUOTE))):
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
     starts = [p.start for p in protected]  # protected is in text order
@@ -352,17 +355,22 @@ def _line_of(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
-def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tuple[int, int]], bool]:
+def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tuple[int, int]], str | None]:
     """The columns of the line text[start:end] (content runs, without the whitespace around them
-    or a list item's bullet or number), and whether the line is a list item."""
+    or the mark a line of Markdown starts with), and that mark's kind: "item" (a list item's bullet
+    or number), "heading" (Markdown's `## `), "quote" (`> `), or None. A mark is no word of the
+    sentence: sent with it, "# Getting started" came back "# Hole gestartet" (alone "Erste Schritte")."""
     line = text[start:end]
     content_start = start + (len(line) - len(line.lstrip()))
     content_end = start + len(line.rstrip())
     if content_start >= content_end:
-        return [], False
-    bullet = _BULLET.match(text, content_start, content_end)
-    if bullet and not inside[content_start] and bullet.end() < content_end:
-        content_start = bullet.end()
+        return [], None
+    mark = None
+    for kind, pattern in (("item", _BULLET), ("heading", _HEADING), ("quote", _QUOTE)):
+        found = pattern.match(text, content_start, content_end)
+        if found and not inside[content_start] and found.end() < content_end:
+            content_start, mark = found.end(), kind
+            break
     cells = []
     cell_start = content_start
     for gap in _COLUMN_GAP.finditer(text, content_start, content_end):
@@ -375,7 +383,7 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
         cells.append((cell_start, gap.start()))
         cell_start = gap.end()
     cells.append((cell_start, content_end))
-    return cells, bool(bullet)
+    return cells, mark
 
 
 def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tuple[int, int]]]:
@@ -387,9 +395,11 @@ def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tu
     while line_start <= len(text):
         line_end = text.find("\n", line_start)
         line_end = len(text) if line_end < 0 else line_end
-        cells, item = _cells(text, line_start, line_end, inside)
+        cells, mark = _cells(text, line_start, line_end, inside)
         for k, cell in enumerate(cells):
-            continues = (k == 0 and len(cells) == 1 and open_chain is not None and not item
+            # A quote's lines run on like any (at the column after their mark); an item or a heading
+            # starts anew.
+            continues = (k == 0 and len(cells) == 1 and open_chain is not None and mark in (None, "quote")
                          and cell[0] - line_start == open_chain[0][0] - _line_of(text, open_chain[0][0])
                          and text[cell[0]] != "-"
                          and (_worded(text, cell, inside) or _ends_in_word(text, open_chain[-1], inside))
@@ -404,7 +414,7 @@ def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tu
         # command of its own: what follows it is not its sentence ("%1\nTrusted by %2" came back
         # "%1 vertrauenswürdig\nvon %2"), and it is not the sentence of a line ending in another
         # placeholder ("Encoding: %s\n%s"), only of one that ends in a word ("remain at\n'{}'").
-        if (last is None or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
+        if (last is None or mark == "heading" or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
                 or not _worded(text, last, inside)):
             open_chain = None
         line_start = line_end + 1

@@ -78,6 +78,16 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
                                                          (["second that runs on"], [], 4, 15, "    "), "\n1. ",
                                                          (["Open it"], [], 3, None, "")]),
     ("Choose one of\n   these", [(["Choose one of"], [], 0, None, ""), "\n   ", (["these"], [], 3, None, "")]),
+    # A single item keeps its bullet out of its sentence too.
+    ("- Open the file", ["- ", (["Open the file"], [], 2, None, "")]),
+    # Markdown's heading and quote marks are kept, not words: a heading is a line of its own, a
+    # quote's lines run on at the column after their mark.
+    ("# Getting started", ["# ", (["Getting started"], [], 2, None, "")]),
+    ("## Installation\nRun the installer and\nfollow the steps.",
+     ["## ", (["Installation"], [], 3, None, ""), "\n", (["Run the installer and follow the steps."], [], 0, 21, "")]),
+    ("Before:\n> Back up your\n> files first.", [(["Before:"], [], 0, None, ""), "\n> ",
+                                                  (["Back up your files first."], [], 2, 14, "> ")]),
+    ("#%d of %d", [(["#%d of %d"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
     ("See e.g. Fig. 2 and J. Smith. then go. Done.", [(["See e.g. Fig. 2 and J. Smith. then go.", "Done."], [" "],
                                                       0, None, "")]),
