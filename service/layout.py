@@ -56,6 +56,7 @@ _COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {3,}|(?<![.!?:;,]) {2}(?! )")
 # line that starts with an option, starts a line of its own even where the line before it runs on.
 _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
 _HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)  # a code block's fence line
 _QUOTE = re.compile(r"(?:>[ \t]*)*>[ \t]+")  # Markdown's (and e-mail's) quote, nested ones too
 _WORD = re.compile(r"\S*")
 _SENTENCE_END = re.compile(r"[.!?…][\"'’”»)\]]*$")
@@ -143,8 +144,11 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
             and not any(mark.match(text) for mark in (_BULLET, _HEADING, _QUOTE))):
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
+    fenced = _fenced(text)
+    for start, end in fenced:
+        inside[start:end] = [True] * (end - start)
     starts = [p.start for p in protected]  # protected is in text order
-    chains = [part for chain in _chains(text, inside, language) for part in _cut_where_ended_short(text, chain)]
+    chains = [part for chain in _chains(text, inside, language, fenced) for part in _cut_where_ended_short(text, chain)]
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
     cursor = 0
@@ -351,6 +355,23 @@ def _inside(length: int, protected: list[Protected]) -> list[bool]:
     return inside
 
 
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """Markdown's fenced code blocks (from a line of three or more backticks or tildes to the next
+    such line of at least as many), each from its opening fence's line to its closing fence's end:
+    code, kept as written. Sent as prose, "pip install phrasal\nphrasal serve" came back "pip install
+    phrasal-Phrasal\nserve". A fence never closed is no fence (the text is read as prose)."""
+    blocks = []
+    opening = None
+    for line in _FENCE.finditer(text):
+        if opening is None:
+            opening = line
+        elif line.group(2)[0] == opening.group(2)[0] and len(line.group(2)) >= len(opening.group(2)) \
+                and not line.group(3).strip():
+            blocks.append((opening.start(), line.end()))
+            opening = None
+    return blocks
+
+
 def _line_of(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
@@ -386,9 +407,11 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
     return cells, mark
 
 
-def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tuple[int, int]]]:
+def _chains(text: str, inside: list[bool], language: str | None,
+            fenced: list[tuple[int, int]] = ()) -> list[list[tuple[int, int]]]:
     """The text's parts in order, each a list of (start, end) spans that read on from one line into
-    the next (one span where it does not)."""
+    the next (one span where it does not); a line of a fenced code block (`fenced`) reads on from
+    none and none from it."""
     chains: list[list[tuple[int, int]]] = []
     open_chain: list[tuple[int, int]] | None = None  # the last column of the line before, if it runs on
     line_start = 0
@@ -396,6 +419,8 @@ def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tu
         line_end = text.find("\n", line_start)
         line_end = len(text) if line_end < 0 else line_end
         cells, mark = _cells(text, line_start, line_end, inside)
+        if any(start <= line_start < end for start, end in fenced):
+            mark, open_chain = "code", None
         for k, cell in enumerate(cells):
             # A quote's lines run on like any (at the column after their mark); an item or a heading
             # starts anew.
@@ -414,7 +439,7 @@ def _chains(text: str, inside: list[bool], language: str | None) -> list[list[tu
         # command of its own: what follows it is not its sentence ("%1\nTrusted by %2" came back
         # "%1 vertrauenswürdig\nvon %2"), and it is not the sentence of a line ending in another
         # placeholder ("Encoding: %s\n%s"), only of one that ends in a word ("remain at\n'{}'").
-        if (last is None or mark == "heading" or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
+        if (last is None or mark in ("heading", "code") or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
                 or not _worded(text, last, inside)):
             open_chain = None
         line_start = line_end + 1

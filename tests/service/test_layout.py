@@ -88,6 +88,12 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Before:\n> Back up your\n> files first.", [(["Before:"], [], 0, None, ""), "\n> ",
                                                   (["Back up your files first."], [], 2, 14, "> ")]),
     ("#%d of %d", [(["#%d of %d"], [], 0, None, "")]),
+    # A fenced code block is kept as written, and no line runs on into it or out of it.
+    ("Run this\n```sh\nmake all\nmake install\n```\nand wait.",
+     [(["Run this"], [], 0, None, ""), "\n```sh\nmake all\nmake install\n```\n", (["and wait."], [], 0, None, "")]),
+    ("~~~~\ncode\n~~~\nstill code\n~~~~~", ["~~~~\ncode\n~~~\nstill code\n~~~~~"]),
+    # A fence never closed is no fence.
+    ("```\nNot closed", ["```\n", (["Not closed"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
     ("See e.g. Fig. 2 and J. Smith. then go. Done.", [(["See e.g. Fig. 2 and J. Smith. then go.", "Done."], [" "],
                                                       0, None, "")]),
