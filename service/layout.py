@@ -56,6 +56,8 @@ _COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {3,}|(?<![.!?:;,]) {2}(?! )")
 # line that starts with an option, starts a line of its own even where the line before it runs on.
 _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
 _HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
+_TABLE_ROW = re.compile(r"\|.*\|")
+_TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not escaped or in a code span
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)  # a code block's fence line
 _QUOTE = re.compile(r"(?:>[ \t]*)*>[ \t]+")  # Markdown's (and e-mail's) quote, nested ones too
 _WORD = re.compile(r"\S*")
@@ -379,13 +381,25 @@ def _line_of(text: str, offset: int) -> int:
 def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tuple[int, int]], str | None]:
     """The columns of the line text[start:end] (content runs, without the whitespace around them
     or the mark a line of Markdown starts with), and that mark's kind: "item" (a list item's bullet
-    or number), "heading" (Markdown's `## `), "quote" (`> `), or None. A mark is no word of the
+    or number), "heading" (Markdown's `## `), "quote" (`> `), "row" (a Markdown table's row, its cells
+    the columns; sent whole, "| `--port` | The port |" came back with its pipes moved), or None. A
+    mark is no word of the
     sentence: sent with it, "# Getting started" came back "# Hole gestartet" (alone "Erste Schritte")."""
     line = text[start:end]
     content_start = start + (len(line) - len(line.lstrip()))
     content_end = start + len(line.rstrip())
     if content_start >= content_end:
         return [], None
+    row = _TABLE_ROW.fullmatch(text, content_start, content_end)
+    if row and not inside[content_start] and not inside[content_end - 1]:
+        # A Markdown table's row: its cells, cut at the pipes (none escaped or in code), kept.
+        cells = []
+        for cell in _TABLE_CELL.finditer(text, content_start + 1, content_end - 1):
+            cell_start = cell.start() + len(cell.group()) - len(cell.group().lstrip())
+            cell_end = cell.start() + len(cell.group().rstrip())
+            if cell_start < cell_end:
+                cells.append((cell_start, cell_end))
+        return cells, "row"
     mark = None
     for kind, pattern in (("item", _BULLET), ("heading", _HEADING), ("quote", _QUOTE)):
         found = pattern.match(text, content_start, content_end)
@@ -439,7 +453,7 @@ def _chains(text: str, inside: list[bool], language: str | None,
         # command of its own: what follows it is not its sentence ("%1\nTrusted by %2" came back
         # "%1 vertrauenswürdig\nvon %2"), and it is not the sentence of a line ending in another
         # placeholder ("Encoding: %s\n%s"), only of one that ends in a word ("remain at\n'{}'").
-        if (last is None or mark in ("heading", "code") or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
+        if (last is None or mark in ("heading", "code", "row") or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
                 or not _worded(text, last, inside)):
             open_chain = None
         line_start = line_end + 1

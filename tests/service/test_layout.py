@@ -92,6 +92,11 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Run this\n```sh\nmake all\nmake install\n```\nand wait.",
      [(["Run this"], [], 0, None, ""), "\n```sh\nmake all\nmake install\n```\n", (["and wait."], [], 0, None, "")]),
     ("~~~~\ncode\n~~~\nstill code\n~~~~~", ["~~~~\ncode\n~~~\nstill code\n~~~~~"]),
+    # A Markdown table's cells are columns, its pipes and delimiter row kept; a pipe escaped or in
+    # code is no cell's edge.
+    ("| Option | Meaning |\n|---|:---:|\n| `a|b` | Pick a \\| b |",
+     ["| ", (["Option"], [], 2, None, ""), " | ", (["Meaning"], [], 11, None, ""), " |\n|---|:---:|\n| `a|b` | ",
+      (["Pick a \\| b"], [], 10, None, ""), " |"]),
     # A fence never closed is no fence.
     ("```\nNot closed", ["```\n", (["Not closed"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
