@@ -58,6 +58,12 @@ _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
 _HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
 _TABLE_ROW = re.compile(r"\|.*\|")
 _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not escaped or in a code span
+# A line break written as an escape (with the spaces around it), and a backslash that escapes
+# anything but a line break, a tab, a quote or a backslash: then the text's backslashes mean
+# something else (a Windows path) and no `\n` is a line break.
+_ESCAPED_BREAK = re.compile(r"[ \t]*(?<!\\)(?:\\\\)*(?:\\n[ \t]*)+")
+_QUOTES = set("'\"`«»‘’‚“”„‹›") - {""}
+_OTHER_BACKSLASH = re.compile(r"\\[^ntr\"'\\]|[A-Za-z]:\\")
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)  # a code block's fence line
 _QUOTE = re.compile(r"(?:>[ \t]*)*>[ \t]+")  # Markdown's (and e-mail's) quote, nested ones too
 _WORD = re.compile(r"\S*")
@@ -139,6 +145,9 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
     `language`: the text's (None: unknown), which says whether a capital letter starts a sentence."""
     if text and not has_visible_text(text):
         return as_sent(text)
+    breaks = _escaped_breaks(text, protected)
+    if breaks:
+        return _split_at(text, protected, language, breaks)
     if any("\n" in p.text for p in protected):
         return whole(text)
     if (not protected and "\n" not in text and "\t" not in text and "  " not in text and text == text.strip()
@@ -182,6 +191,49 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
             parts.append(Block(tuple(range(first, len(segments))), tuple(gaps), column))
     if cursor < len(text) or not chains:
         parts.append(Kept(text[cursor:], cursor))
+    return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
+
+
+def _escaped_breaks(text: str, protected: list[Protected]) -> list[tuple[int, int]]:
+    """The line breaks a text writes escaped, as a resource file holds them (Android's strings,
+    Java's properties, iOS's .strings, a JSON string sent as written): each run of `\\n` with the
+    whitespace around it. Read as words, "First line.\\nSecond line." came back "Erste
+    Zeile.\\nSekond-Zeile.". None where a backslash stands for anything else (a Windows path,
+    "C:\\new\\data") or inside a placeholder."""
+    if "\\n" not in text or _OTHER_BACKSLASH.search(text):
+        return []
+    inside = _inside(len(text), protected)
+    return [match.span() for match in _ESCAPED_BREAK.finditer(text) if not any(inside[match.start():match.end()])
+            # one in quotes is named, not made: "start with '-- \\n'", "the separator ("\\n")"
+            and not text[match.start() - 1:match.start()] in _QUOTES and not text[match.end():match.end() + 1] in _QUOTES
+            # one inside a sentence wraps it: cut there, its halves would be translated apart
+            and not (re.match(r"[\w,]", text[match.start() - 1:match.start()]) and text[match.end():match.end() + 1].islower())]
+
+
+def _split_at(text: str, protected: list[Protected], language: str | None, breaks: list[tuple[int, int]]) -> Layout:
+    """`text`'s layout with `breaks` kept as sent and the text between each two laid out on its own."""
+    parts: list[Kept | Block] = []
+    segments: list[Segment] = []
+    cursor = 0
+    for start, end in breaks + [(len(text), len(text))]:
+        piece = text[cursor:start]
+        if piece:
+            inner = [replace(p, start=p.start - cursor, end=p.end - cursor) for p in protected
+                     if cursor <= p.start and p.end <= start]
+            layout = split(piece, inner, language)
+            first = len(segments)
+            segments += [Segment(segment.text, tuple(k + cursor for k in segment.origin)) for segment in layout.segments]
+            for part in layout.parts:
+                if isinstance(part, Kept):
+                    parts.append(Kept(part.text, part.start + cursor,
+                                      tuple(replace(p, start=p.start + cursor, end=p.end + cursor) for p in part.protected)))
+                else:
+                    parts.append(replace(part, segments=tuple(k + first for k in part.segments)))
+        if end > start:
+            parts.append(Kept(text[start:end], start))
+        cursor = end
+    if not segments:
+        return as_sent(text)
     return Layout(text, tuple(_merged_kept(parts)), tuple(segments))
 
 

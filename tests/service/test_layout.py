@@ -97,6 +97,18 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("| Option | Meaning |\n|---|:---:|\n| `a|b` | Pick a \\| b |",
      ["| ", (["Option"], [], 2, None, ""), " | ", (["Meaning"], [], 11, None, ""), " |\n|---|:---:|\n| `a|b` | ",
       (["Pick a \\| b"], [], 10, None, ""), " |"]),
+    # A line break written as an escape (a resource file's `\n`) breaks the line like one.
+    (r"First line.\n\n  Second line. Third one.", [(["First line."], [], 0, None, ""), r"\n\n  ",
+                                                    (["Second line.", "Third one."], [" "], 0, None, "")]),
+    (r"Press \"OK\" now \nTo go", [([r'Press \"OK\" now'], [], 0, None, ""), r" \n", (["To go"], [], 0, None, "")]),
+    (r"%s\n%s", [r"%s\n%s"]),
+    # Not where it is named in quotes, nor inside a sentence it wraps.
+    (r"Start with '-- \n' here.", [([r"Start with '-- \n' here."], [], 0, None, "")]),
+    (r"Remove the package name\nspecified on the command line.",
+     [([r"Remove the package name\nspecified on the command line."], [], 0, None, "")]),
+    # Not where a backslash means something else, or is itself escaped.
+    (r"Saved to C:\new\data now", [([r"Saved to C:\new\data now"], [], 0, None, "")]),
+    (r"Write \\n for a break", [([r"Write \\n for a break"], [], 0, None, "")]),
     # A fence never closed is no fence.
     ("```\nNot closed", ["```\n", (["Not closed"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
@@ -454,3 +466,20 @@ def test_html_lines_are_cut_where_plain_texts_are(text, language, segments, gaps
 ])
 def test_html_is_translated_whole_where_its_blocks_cannot_go_apart(text):
     assert markup_split(text, "html").whole
+
+
+def test_escaped_line_breaks_come_back_escaped_with_every_offset_in_the_text_sent():
+    from tests.service.support import translated_by_fake
+
+    text = r"Open the file %s now.\nSave it first."
+    (served,), = translated_by_fake([text], options=DecodingOptions(beam_size=1, alignment="token"))
+    output = served.translation.text
+    assert output == r"%s NOW. FILE THE OPEN\nFIRST. IT SAVE"
+    alignment = served.translation.alignment
+    assert [w.text for w in alignment.source_words] == ["Open", "the", "file", "now.", "Save", "it", "first."]
+    for word in alignment.source_words:
+        assert text[word.start:word.end] == word.text
+    for word in alignment.target_words:
+        assert output[word.start:word.end] == word.text
+    (placed,) = served.placed
+    assert text[placed.source_start:placed.source_end] == output[placed.target_start:placed.target_end] == "%s"
