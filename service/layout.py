@@ -21,7 +21,10 @@ into the text's own layout:
   translation is wrapped again to the width and indentation the source had (where the translation,
   longer than its source, would then take more lines, its lines may grow up to LINE_LIMIT columns,
   no wider than keeps the source's number of lines, as localisers write them). A list item's bullet
-  or number is kept as sent, its text translated (with the lines wrapped under it).
+  or number is kept as sent, its text translated (with the lines wrapped under it), and so are
+  Markdown's heading and quote marks; a Markdown table's cells are columns, and a fenced code
+  block is kept whole. A line break written as an escape (`\\n`, a resource file's) breaks a line
+  like one (`_escaped_breaks`).
 - Each part is cut into sentences (after `.`, `!` or `?` and a space, before a capital letter
   or a digit; not after a known abbreviation or a single letter); the whitespace between them is kept.
 - A part with no letter outside its placeholders (`-v, --verbose`, `%s: %s`) has nothing to
