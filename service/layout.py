@@ -725,7 +725,7 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
     alignments = [s.translation.alignment for s in served]
     alignment = phrase_map = None
     if requested != "none" and all(a is not None for a in alignments):
-        alignment = _joined_alignment(layout, alignments, target_maps)  # type: ignore[arg-type]
+        alignment = _joined_alignment(layout, alignments, target_maps, text)  # type: ignore[arg-type]
         maps = [s.translation.phrase_map for s in served]
         if requested == "phrase" and all(m is not None for m in maps):
             phrase_map = _joined_phrases(maps, alignments)  # type: ignore[arg-type]
@@ -741,7 +741,7 @@ def _mapped(position: Callable[[int], int], start: int, end: int) -> tuple[int, 
 
 
 def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
-                      target_maps: list[Callable[[int], int]]) -> TokenAlignment:
+                      target_maps: list[Callable[[int], int]], output: str) -> TokenAlignment:
     source_words: list[Word] = []
     target_words: list[Word] = []
     links: list[list[tuple[int, float]]] = []
@@ -749,7 +749,9 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
     for segment, alignment, target in zip(layout.segments, alignments, target_maps):
         i0, j0 = len(source_words), len(target_words)
         source_words += [_in_source(layout.text, segment.origin, w) for w in alignment.source_words]
-        target_words += [Word(w.text, *_mapped(target, w.start, w.end)) for w in alignment.target_words]
+        # As the output holds it: a word the wrap broke holds the line break, not the space it had.
+        target_words += [Word(output[start:end], start, end)
+                         for start, end in (_mapped(target, w.start, w.end) for w in alignment.target_words)]
         links += [[(i + i0, weight) for i, weight in row] for row in alignment.links]
         hard += [(i + i0, j + j0) for i, j in alignment.hard]
     # Segments read the same way give one reading; mixed (a fallback in one segment) give none.

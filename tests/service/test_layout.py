@@ -483,3 +483,13 @@ def test_escaped_line_breaks_come_back_escaped_with_every_offset_in_the_text_sen
         assert output[word.start:word.end] == word.text
     (placed,) = served.placed
     assert text[placed.source_start:placed.source_end] == output[placed.target_start:placed.target_end] == "%s"
+
+
+def test_a_target_word_a_joined_line_break_falls_in_holds_the_break_as_the_output_does():
+    from tests.service.support import translated_by_fake
+
+    text = "C:\\new\n%s'```"  # two lines run on; the fake's one word spans the placeholder put back
+    (served,), = translated_by_fake([text], options=DecodingOptions(beam_size=1, alignment="token"))
+    output = served.translation.text
+    assert output == "C:\\NEW\n%s'```"
+    assert [(w.text, w.start, w.end) for w in served.translation.alignment.target_words] == [(output, 0, len(output))]
