@@ -333,7 +333,8 @@ class Translator:
                     items += [(a.text, "text") for a in attributes[k - 1] if a.given is None]
                     parents.extend([k - 1] * (len(items) - len(parents)))
                 layouts.append(layout)
-                formats = [_plain_format(segment.text, not layout.whole) if text_fmt == "text" else text_fmt
+                formats = [_plain_format(segment.text, not layout.whole) if text_fmt == "text"
+                           else _plain_format(segment.text, True) if item_fmt == "text" else text_fmt
                            for segment in layout.segments]
                 segment_formats += formats
                 # A text translated whole has the parts split() read: prepare need not read them again.
@@ -767,10 +768,10 @@ def _labelled_lines(text: str) -> set[int]:
 
 def _plain_format(segment: str, cut: bool) -> TextFormat:
     """How a segment of a plain text is read: as html where it is a line of inline markup (a text is
-    asked that before it is cut: `cut`, whether it was), as Markdown where it has emphasis
-    (service/protection/markdown.py), else as plain text."""
+    asked that before it is cut: `cut`, whether it was), as Markdown where it has emphasis or links
+    (service/protection/markdown.py), both where it has both, else as plain text."""
     if cut and reads_as_markup(segment):
-        return "html"
+        return "html-markdown" if reads_as_markdown(read_markup(segment, "html").plain) else "html"
     return "markdown" if reads_as_markdown(segment) else "text"
 
 

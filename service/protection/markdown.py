@@ -20,8 +20,10 @@ link's destination (`[docs](http://x/_y_)`), a bare URL, or a character escaped 
 """
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
+from dataclasses import replace
 
 from service.protection.markup import Markup, Tag
 
@@ -123,3 +125,35 @@ def read_markdown(text: str) -> Markup:
 def reads_as_markdown(text: str) -> bool:
     """Whether a plain text has emphasis to read as tags (and no html: that reading comes first)."""
     return any(ch in text for ch in "*_~[") and bool(read_markdown(text).tags)
+
+
+def with_markdown(markup: Markup, text: str) -> Markup:
+    """An html reading of `text` (`markup`) with the Markdown emphasis and links of its plain text
+    read too, as a plain text that is a line of inline html and Markdown holds them ("Press
+    <kbd>Ctrl</kbd>+<kbd>S</kbd> to **save**": read as html only, "**save**" came back untranslated).
+    Where a Markdown pair crosses an html element's edge, the html reading alone."""
+    inner = read_markdown(markup.plain)
+    if not inner.tags:
+        return markup
+    for md in inner.tags:
+        for tag in markup.tags:
+            if not tag.standalone and (md.source_start < tag.start < md.source_end) != (md.source_start < tag.end < md.source_end):
+                return markup
+
+    def inner_at(k: int) -> int:  # where the html reading's plain[k] stands in the Markdown reading's
+        return bisect.bisect_left(inner.origin, k, 0, len(inner.plain))
+
+    origin = [markup.origin[k] for k in inner.origin[:-1]] + [len(text)]
+    origin_end = [markup.origin_end[k] for k in inner.origin[:-1]]
+    tags = [replace(tag, start=inner_at(tag.start), end=inner_at(tag.end), parent=None, children=[])
+            for tag in markup.tags]
+    tags += [replace(md, source_start=markup.origin[md.source_start], source_end=markup.origin_end[md.source_end - 1],
+                     parent=None, children=[]) for md in inner.tags]
+    tags.sort(key=lambda tag: (tag.source_start, -tag.source_end))
+    for index, tag in enumerate(tags):
+        parent = next((k for k in range(index - 1, -1, -1) if not tags[k].standalone
+                       and tags[k].source_start <= tag.source_start and tag.source_end <= tags[k].source_end), None)
+        if parent is not None:
+            tag.parent = parent
+            tags[parent].children.append(index)
+    return Markup(inner.plain, tags, origin, origin_end)

@@ -28,8 +28,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-# "markdown": a plain text's segment with emphasis (service/protection/markdown.py), never a request's format.
-TextFormat = Literal["text", "html", "xml", "markdown"]
+# "markdown": a plain text's segment with emphasis or links (service/protection/markdown.py); "html-markdown":
+# one that is a line of inline html with them. Never a request's format.
+TextFormat = Literal["text", "html", "xml", "markdown", "html-markdown"]
 
 TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.-]*)((?:\s+[^<>\s=/]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>=`]+))?)*)\s*(/?)>")
 # react-i18next's numbered tags, read in html where they pair (`_numbered_tag`); the same four groups.
@@ -97,9 +98,9 @@ class Markup:
 def read_markup(text: str, fmt: TextFormat) -> Markup:
     if fmt == "text":
         return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
-    if fmt == "markdown":
-        from service.protection.markdown import read_markdown
-        return read_markdown(text)
+    if fmt in ("markdown", "html-markdown"):
+        from service.protection.markdown import read_markdown, with_markdown
+        return read_markdown(text) if fmt == "markdown" else with_markdown(read_markup(text, "html"), text)
     strict = fmt == "xml"
     plain: list[str] = []
     origin: list[int] = []
@@ -268,6 +269,6 @@ def reads_as_markup(text: str) -> bool:
 
 def escaped(text: str, fmt: TextFormat) -> str:
     """Plain text as text of `fmt`: markup's escaped, a plain text's and Markdown's as it is."""
-    if fmt not in ("html", "xml"):
+    if fmt not in ("html", "xml", "html-markdown"):
         return text
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

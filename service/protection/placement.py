@@ -452,7 +452,9 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     restored = Restored(text, [Placed(*report, target_start, target_end, how[i])
                                for i, (report, (target_start, target_end)) in enumerate(zip(reports, placed))
                                if i not in glossary_items], starts, ends, removed, terms)
-    return _flanking(restored) if prepared.fmt == "markdown" else _edge_space(prepared, restored)
+    if prepared.fmt in ("markdown", "html-markdown"):
+        restored = _flanking(restored)
+    return restored if prepared.fmt == "markdown" else _edge_space(prepared, restored)
 
 
 def _flanking(restored: Restored) -> Restored:

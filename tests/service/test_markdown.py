@@ -141,3 +141,27 @@ def test_random_texts_keep_their_emphasis_and_every_offset():
         for placed in served.placed:
             assert output[placed.target_start:].startswith(placed.text), (text, output, placed)
             assert text[placed.source_start:].startswith(placed.text), (text, output, placed)
+
+
+@pytest.mark.parametrize("text, plain, tags", [
+    ("Press <kbd>Ctrl</kbd>+<kbd>S</kbd> to **save**.", "Press Ctrl+S to save.",
+     [("<kbd>", "Ctrl", None), ("<kbd>", "S", None), ("**", "save", None)]),
+    ("<b>**x** y</b> and *z*", "x y and z", [("<b>", "x y", None), ("**", "x", 0), ("*", "z", None)]),
+    ("**<b>x</b> y**", "x y", [("**", "x y", None), ("<b>", "x", 0)]),
+    # A Markdown pair across an element's edge: the html reading alone.
+    ("<b>**x</b>**", "**x**", [("<b>", "**x", None)]),
+])
+def test_a_line_of_html_reads_the_markdown_of_its_text_too(text, plain, tags):
+    from service.protection.markup import read_markup
+
+    markup = read_markup(text, "html-markdown")
+    assert (markup.plain, [(t.opening, markup.plain[t.start:t.end], t.parent) for t in markup.tags]) == (plain, tags)
+    assert "".join(text[k] for k in markup.origin[:-1]) == markup.plain
+
+
+def test_a_plain_text_of_html_and_markdown_gets_both_put_back():
+    served = only("Press <kbd>Ctrl</kbd> to **save it** now")
+    assert served.translation.text == "NOW **IT SAVE** TO <kbd>CTRL</kbd> PRESS"
+    # Sent as html, asterisks are text: the markup is html's alone.
+    (html,), = translated_by_fake(["Press <kbd>Ctrl</kbd> to **save it** now"], "html")
+    assert html.translation.text == "NOW IT** **SAVE TO <kbd>CTRL</kbd> PRESS"
