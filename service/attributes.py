@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from service.protection.markup import TAG, Markup
-from service.runtime.base import Translation, Word, has_visible_text
-from service.served import Served
+from service.runtime.base import has_visible_text
+from service.served import Served, edited
 
 # Attribute -> the elements it is text for people on (None: every element).
 TRANSLATABLE: dict[str, frozenset[str] | None] = {
@@ -109,7 +109,6 @@ def _value_of(name: str, attributes: dict[str, re.Match]) -> str:
 def written(served: Served, source: str, attributes: list[Attribute], translations: list[str]) -> Served:
     """`served` (a translation of `source`) with each attribute's translation written into its tag,
     every target offset after it moved along. A tag the translation does not hold as sent is left."""
-    output = served.translation.text
     edits: list[tuple[int, int, str]] = []
     for attribute, translation in zip(attributes, translations):
         at = _where(served, source, attribute)
@@ -117,35 +116,7 @@ def written(served: Served, source: str, attributes: list[Attribute], translatio
             continue
         value = _escaped(translation, attribute.quote or '"')
         edits.append((at + attribute.start, at + attribute.end, value if attribute.quote else f'"{value}"'))
-    edits.sort()
-    if not edits:
-        return served
-    parts, cursor = [], 0
-    for start, end, value in edits:
-        parts += [output[cursor:start], value]
-        cursor = end
-    text = "".join(parts) + output[cursor:]
-
-    def moved(offset: int) -> int:
-        shift = 0
-        for start, end, value in edits:
-            if offset >= end:
-                shift += len(value) - (end - start)
-            elif offset > start:  # inside a value: where that value's translation stands
-                return start + shift + min(offset - start, len(value))
-        return offset + shift
-
-    alignment = served.translation.alignment
-    if alignment is not None:
-        alignment = replace(alignment, target_words=[Word(text[moved(w.start):moved(w.end)], moved(w.start), moved(w.end))
-                                                     for w in alignment.target_words])
-    translation: Translation = replace(served.translation, text=text, alignment=alignment)
-    return replace(
-        served, translation=translation,
-        placed=[replace(p, target_start=moved(p.target_start), target_end=moved(p.target_end)) for p in served.placed],
-        removed=[replace(r, at=moved(r.at)) for r in served.removed],
-        glossary=[replace(g, target_spans=[(moved(a), moved(b)) for a, b in g.target_spans]) for g in served.glossary],
-        memory=[replace(m, target_start=moved(m.target_start), target_end=moved(m.target_end)) for m in served.memory])
+    return edited(served, edits)
 
 
 def _where(served: Served, source: str, attribute: Attribute) -> int | None:

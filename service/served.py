@@ -2,12 +2,12 @@
 layer renders it)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from service.alignment_flags import AlignmentFlags
 from service.glossary import TermReport
 from service.protection.placement import Placed, Removed
-from service.runtime.base import Translation
+from service.runtime.base import Translation, Word
 
 
 @dataclass(frozen=True)
@@ -33,3 +33,37 @@ class Served:
     removed: list[Removed] = field(default_factory=list)      # placeholder-like text the model made up
     glossary: list[TermReport] = field(default_factory=list)  # the request glossary's terms found in the text
     memory: list[MemoryUse] = field(default_factory=list)     # the parts a translation memory answered
+
+
+def edited(served: Served, edits: list[tuple[int, int, str]]) -> Served:
+    """`served` with output[start:end] replaced by each edit's text (edits apart, in any order), every
+    target offset after an edit moved along; one inside an edited span goes where its text stands."""
+    edits = sorted(edits)
+    if not edits:
+        return served
+    output = served.translation.text
+    parts, cursor = [], 0
+    for start, end, value in edits:
+        parts += [output[cursor:start], value]
+        cursor = end
+    text = "".join(parts) + output[cursor:]
+
+    def moved(offset: int) -> int:
+        shift = 0
+        for start, end, value in edits:
+            if offset >= end:
+                shift += len(value) - (end - start)
+            elif offset > start:
+                return start + shift + min(offset - start, len(value))
+        return offset + shift
+
+    alignment = served.translation.alignment
+    if alignment is not None:
+        alignment = replace(alignment, target_words=[Word(text[moved(w.start):moved(w.end)], moved(w.start), moved(w.end))
+                                                     for w in alignment.target_words])
+    return replace(
+        served, translation=replace(served.translation, text=text, alignment=alignment),
+        placed=[replace(p, target_start=moved(p.target_start), target_end=moved(p.target_end)) for p in served.placed],
+        removed=[replace(r, at=moved(r.at)) for r in served.removed],
+        glossary=[replace(g, target_spans=[(moved(a), moved(b)) for a, b in g.target_spans]) for g in served.glossary],
+        memory=[replace(m, target_start=moved(m.target_start), target_end=moved(m.target_end)) for m in served.memory])
