@@ -11,7 +11,8 @@ another nest in the translation, a sentence per combination of branches ("{g, se
 has {n, plural, one {# file} other {# files}}} other {…}}"), up to MAX_SENTENCES. A plural branch's
 `#`, the number, is a placeholder in its sentences (style ICU_NUMBER). Left one placeholder each, as
 before: ICU's apostrophe quoting (`'{'`), a line break, an argument written against a word, more
-sentences than MAX_SENTENCES, or a `#` the nesting would give another plural's number (`_numbered`).
+sentences than MAX_SENTENCES, or a `#` the nesting would give another plural's number and that cannot
+be written by its plural's name instead (`_renamed`: one of a plural with an offset, or of none).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from service.layout import Block, Kept, Layout, Segment
 from service.protection.placeholders import ICU_NUMBER, Protected, find_protected
 from service.runtime.base import has_visible_text
 
-_HEADER = re.compile(r"\{\s*[A-Za-z0-9_]+\s*,\s*(plural|selectordinal|select)\s*,\s*(?:offset\s*:\s*\d+\s*)?")
+_HEADER = re.compile(r"\{\s*([A-Za-z0-9_]+)\s*,\s*(plural|selectordinal|select)\s*,\s*(offset\s*:\s*\d+\s*)?")
 _KEY = re.compile(r"\s*(?:=\d+|[A-Za-z0-9_-]+)\s*\{")
 # ICU's quoting: an apostrophe before a brace, `#`, `|` or another apostrophe starts literal text.
 _QUOTING = re.compile(r"'[{}#|']")
@@ -47,6 +48,8 @@ class Branches:
     start: int
     plural: bool
     messages: tuple[tuple[int, int], ...]
+    name: str = ""        # the argument's name: its number is "{name}" where `#` would read another's
+    offset: bool = False  # whether it has an offset (then `#` is not "{name}")
 
 
 def _closing(text: str, opening: int, end: int) -> int | None:
@@ -89,7 +92,7 @@ def branches(text: str, start: int, end: int) -> Branches | None:
         at = stop + 1
     if not messages:
         return None
-    return Branches(start, header.group(1) != "select", tuple(messages))
+    return Branches(start, header.group(2) != "select", tuple(messages), header.group(1), header.group(3) is not None)
 
 
 def _arguments(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
@@ -167,20 +170,27 @@ def _expand(text: str, ranges: list[tuple[int, int]], plural: Branches | None, o
     return True
 
 
-def _numbered(text: str, ranges: tuple[tuple[int, int], ...], plural: Branches | None, read: list[Branches]) -> bool:
-    """Whether each `#` of the sentence of `ranges` is the number of the plural the output puts it in
-    (`plural`, the innermost), as it is in the text sent: not a `#` of a plural's branch that the
-    output puts inside another plural ("Deleted {n, plural, … {# files}} from {m, plural, … {# folders}}"
-    nests m in n's branches, where n's `#` would read m's number), nor a `#` of no plural that the
-    output puts in one. Written "{n}" instead, it would no longer be the placeholder as sent."""
+def _renamed(text: str, ranges: tuple[tuple[int, int], ...], plural: Branches | None,
+             read: list[Branches]) -> dict[int, str] | None:
+    """The `#`s of the sentence of `ranges` that the output puts inside another plural than their own
+    (`plural`, the innermost the output puts the sentence in), each with what the translation writes
+    for it: "{name}", its own plural's number by name, as ICU's guidance writes nested plurals.
+    "Deleted {n, plural, … {# files}} from {m, plural, … {# folders}}" nests m in n's branches, where
+    n's `#` would read m's number: it comes back "{n}". None where a `#` cannot be so written: its
+    plural has an offset (`#` is the number less it), or it is a `#` of no plural put in one."""
+    renamed = {}
     for a, b in ranges:
         for k in range(a, b):
             if text[k] != "#":
                 continue
             holding = [r for r in read if r.plural and any(m[0] <= k < m[1] for m in r.messages)]
-            if max(holding, key=lambda r: r.start, default=None) != plural:  # the innermost holding it
-                return False
-    return True
+            own = max(holding, key=lambda r: r.start, default=None)  # the innermost holding it
+            if own == plural:
+                continue
+            if own is None or own.offset:
+                return None
+            renamed[k] = "{" + own.name + "}"
+    return renamed
 
 
 def icu_split(text: str, protected: Sequence[Protected], terms: Sequence[str],
@@ -198,14 +208,17 @@ def icu_split(text: str, protected: Sequence[Protected], terms: Sequence[str],
     if not _expand(text, [(0, len(text))], None, out):
         return None
     segments, found, own = [], [], []
+    renamed: dict[int, str] = {}
     for ranges, plural in zip(out.sentences, out.plurals):
         sentence = "".join(text[a:b] for a, b in ranges)
-        if not has_visible_text(sentence) or not _numbered(text, ranges, plural, out.read):
+        numbers = _renamed(text, ranges, plural, out.read)
+        if not has_visible_text(sentence) or numbers is None:
             return None
+        renamed.update(numbers)
         origin = tuple(k for a, b in ranges for k in range(a, b)) + (ranges[-1][1],)
         read = tuple(styles) + ((ICU_NUMBER,) if plural is not None else ())
         segments.append(Segment(sentence, origin))
         found.append(find_protected(sentence, terms, read))
         own.append(read)
     return Layout(text, tuple(part for part in out.parts if not isinstance(part, Kept) or part.text),
-                  tuple(segments)), found, own
+                  tuple(segments), tuple(sorted(renamed.items()))), found, own

@@ -47,7 +47,7 @@ from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
 from service.runtime.base import (AlignmentMode, PhraseMap, PhrasePair, TokenAlignment, Translation, Word,
                                   extracted_phrase_pairs, has_visible_text, pharaoh)
-from service.served import MemoryUse, Served
+from service.served import MemoryUse, Served, edited
 
 # Passed-through elements that stand as blocks of their own on a page.
 PASSED_BLOCKS = {"pre", "script", "style"}
@@ -124,6 +124,9 @@ class Layout:
     text: str
     parts: tuple[Kept | Block, ...]
     segments: tuple[Segment, ...] = field(default=())
+    # (offset of a `#` in the text, what the translation writes for it): an ICU plural's number that
+    # the translation's nesting puts inside another plural, written by name (service/icu.py).
+    renamed: tuple[tuple[int, str], ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -665,7 +668,13 @@ def assemble(layout: Layout, nbests: list[list[Served]], requested: AlignmentMod
     if layout.whole:
         return nbests[0]
     size = max((len(n) for n in nbests), default=1)
-    return [_assemble_one(layout, [n[min(k, len(n) - 1)] for n in nbests], requested) for k in range(size)]
+    joined = [_assemble_one(layout, [n[min(k, len(n) - 1)] for n in nbests], requested) for k in range(size)]
+    if layout.renamed:
+        names = dict(layout.renamed)
+        joined = [edited(served, [(p.target_start, p.target_end, names[p.source_start]) for p in served.placed
+                                  if p.kind == "icu" and p.text == "#" and p.source_start in names])
+                  for served in joined]
+    return joined
 
 
 def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode) -> Served:

@@ -333,7 +333,8 @@ class Translator:
                     items += [(a.text, "text") for a in attributes[k - 1] if a.given is None]
                     parents.extend([k - 1] * (len(items) - len(parents)))
                 layouts.append(layout)
-                formats = [_plain_format(segment.text, not layout.whole) if text_fmt == "text"
+                # Nor is a sentence cut from such a text read as markup: its argument would go as words.
+                formats = [("text" if icu_markup else _plain_format(segment.text, not layout.whole)) if text_fmt == "text"
                            else _plain_format(segment.text, True) if item_fmt == "text" else text_fmt
                            for segment in layout.segments]
                 segment_formats += formats

@@ -64,8 +64,9 @@ def test_arguments_inside_and_beside_another_nest_a_sentence_per_combination_of_
 
 
 @pytest.mark.parametrize("text", [
-    # Nested, n's `#` would stand in m's branches, where it reads m's number; a literal # would become n's.
-    "Deleted {n, plural, one {# file} other {# files}} from {m, plural, one {# folder} other {# folders}}.",
+    # Nested, n's `#` would stand in m's branches, where it reads m's number, and with an offset it
+    # is no "{n}"; a literal # would become n's.
+    "Deleted {n, plural, offset:1 one {# file} other {# files}} from {m, plural, one {# folder} other {# folders}}.",
     "Issue #5: {n, plural, one {# file} other {# files}}",
     "{a, plural, one {x} other {y}} {b, plural, one {x} other {y}} {c, plural, one {x} other {y}} "
     "{d, plural, one {x} other {y}} {e, plural, one {x} other {y}} {f, plural, one {x} other {y}}",  # 64 sentences
@@ -138,11 +139,28 @@ def test_an_html_text_with_a_plural_argument_is_cut_by_it_too():
     assert served.translation.text.count("<b>#</b>") == 2 and "PLURAL" not in served.translation.text
 
 
+def test_sibling_plurals_nest_and_the_outer_number_is_written_by_its_name():
+    # Nested in the translation, n's `#` would stand in m's branches and read m's number: "{n}" says n's.
+    text = "Deleted {n, plural, one {# file} other {# files}} from {m, plural, one {# folder} other {# folders}}."
+    (served,) = translated_by_fake([text])[0]
+    output = served.translation.text
+    assert output == ("{n, plural, one {{m, plural, one {# FOLDER. FROM {n} FILE DELETED} other {# FOLDERS. FROM {n} FILE "
+                      "DELETED}}} other {{m, plural, one {# FOLDER. FROM {n} FILES DELETED} other {# FOLDERS. FROM {n} "
+                      "FILES DELETED}}}}")
+    # Each `#` is reported as sent, where it stands in the text sent and where the translation writes it.
+    ns, ms = {text.index("# file"), text.index("# files")}, {text.index("# folder"), text.index("# folders")}
+    written = {(p.text, p.source_start, output[p.target_start:p.target_end]) for p in served.placed}
+    assert written == {("#", k, "{n}") for k in ns} | {("#", k, "#") for k in ms} and len(served.placed) == 8
+
+
 @pytest.mark.parametrize("fmt", ["text", "html"])
 def test_an_argument_with_markup_that_stays_whole_keeps_the_text_plain_and_the_argument_as_sent(fmt):
-    # Two sibling plurals with `#` are not cut (test_other_texts_...); read as markup, the first's
-    # syntax had gone to the model as words.
-    first, second = "{n, plural, one {<b>#</b> file} other {<b>#</b> files}}", "{m, plural, other {# folders}}"
+    # Sibling plurals with `#` and an offset are not cut (test_other_texts_...); read as markup, the
+    # first's syntax had gone to the model as words.
+    first, second = "{n, plural, offset:1 one {<b>#</b> file} other {<b>#</b> files}}", "{m, plural, other {# folders}}"
     (served,) = translated_by_fake([f"Deleted {first} from {second}."], fmt)[0]
     assert first in served.translation.text and second in served.translation.text
     assert "DELETED" in served.translation.text
+    # Nor is a sentence cut from such a text read as markup ("# " is a heading's mark, cut off).
+    (served,) = translated_by_fake([f"# Deleted {first} now"], fmt)[0]
+    assert served.translation.text.startswith("# ") and first in served.translation.text
