@@ -135,9 +135,11 @@ class TranslateRequest(BaseModel):
         default="text",
         description='"html" / "xml": each block (paragraph, list item, heading, cell, a line <br> parts) is '
         "translated sentence by sentence, its block tags kept as sent; inline tags are taken out and each "
-        "put back around the translation of what it wrapped; malformed markup is a 422 naming the problem. "
+        "put back around the translation of what it wrapped; html's text attributes (alt, title, placeholder, "
+        "label, abbr, a button's value, aria-label) are translated; malformed markup is a 422 naming the problem. "
         '"text": a text that is one line of well-formed inline markup (no "&", no "<" or ">" but its tags\') '
-        "is read as html.",
+        "is read as html; Markdown's emphasis and links are read as tags (their delimiters put back around the "
+        "translation), its heading and quote marks, table pipes and fenced code blocks kept.",
     )
     do_not_translate: list[Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]] = Field(
         default_factory=list,
