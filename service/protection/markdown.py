@@ -28,11 +28,11 @@ from dataclasses import replace
 from service.protection.markup import Markup, Tag
 
 _RUN = re.compile(r"\*{1,3}|_{1,3}|~~")
+_CODE = re.compile(r"(`+)[^`]*?\1")
 # Where emphasis cannot start or end: code spans, link destinations, autolinks and bare URLs, escapes.
-_OPAQUE = re.compile(r"(`+)[^`]*?\1|\]\([^()\s]*\)|<[a-z][a-z0-9+.-]*:[^<>\s]*>|\b[a-z][a-z0-9+.-]*://\S+|\\.",
+_OPAQUE = re.compile(_CODE.pattern + r"|\]\([^()\s]*\)|<[a-z][a-z0-9+.-]*:[^<>\s]*>|\b[a-z][a-z0-9+.-]*://\S+|\\.",
                      re.IGNORECASE)
 _NAMES = {1: "em", 2: "strong", 3: "strong-em"}
-_CODE = re.compile(r"(`+)[^`]*?\1")
 # An inline link or image: its text is translated, its destination kept as written.
 _LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\([^()\s]*\)")
 _IDENTIFIER = re.compile(r"\w+")
@@ -57,7 +57,8 @@ def _emphasised(inside: str, delimiter: str) -> bool:
 
 
 def read_markdown(text: str) -> Markup:
-    """`text` with its paired emphasis delimiters taken out as tags (a Markup as read_markup's)."""
+    """`text` with its paired emphasis delimiters and its links' brackets and destinations taken out
+    as tags (a Markup as read_markup's)."""
     opaque = [False] * len(text)
     for match in _OPAQUE.finditer(text):
         opaque[match.start():match.end()] = [True] * (match.end() - match.start())
