@@ -25,7 +25,7 @@ import re
 import unicodedata
 from dataclasses import replace
 
-from service.protection.markup import Markup, Tag
+from service.protection.tagged import Markup, Tag
 
 _RUN = re.compile(r"\*{1,3}|_{1,3}|~~")
 _CODE = re.compile(r"(`+)[^`]*?\1")

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
 from typing import Literal
+
+from service.protection.markdown import read_markdown, with_markdown
+from service.protection.tagged import Markup, Tag
 
 # "markdown": a plain text's segment with emphasis or links (service/protection/markdown.py); "html-markdown":
 # one that is a line of inline html with them. Never a request's format.
@@ -60,46 +62,10 @@ class MarkupError(ValueError):
     """Markup that cannot be taken apart and put back: one line saying what and where."""
 
 
-@dataclass
-class Tag:
-    """One element of the markup. A paired tag wraps plain[start:end]; a standalone one (void,
-    self-closing or a comment) stands at `start` (== end). `parent`: index of the enclosing tag."""
-
-    name: str
-    opening: str
-    closing: str | None
-    start: int
-    end: int
-    source_start: int  # where `opening` stands in the original text
-    source_end: int    # where the element ends there (after its closing tag)
-    parent: int | None = None
-    children: list[int] = field(default_factory=list)
-    verbatim: str | None = None  # an element passed through untouched: all of it, as written
-
-    @property
-    def standalone(self) -> bool:
-        return self.closing is None
-
-    def plain_inside(self, markup: Markup) -> bool:
-        """Whether it wraps visible text of `markup` (its own)."""
-        return bool(markup.plain[self.start:self.end].strip())
-
-
-@dataclass(frozen=True)
-class Markup:
-    plain: str
-    tags: list[Tag]
-    # origin[i] / origin_end[i]: where plain[i] starts / ends in the original text (an entity
-    # is several characters there); origin[len(plain)]: the text's end.
-    origin: list[int]
-    origin_end: list[int]
-
-
 def read_markup(text: str, fmt: TextFormat) -> Markup:
     if fmt == "text":
         return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
     if fmt in ("markdown", "html-markdown"):
-        from service.protection.markdown import read_markdown, with_markdown
         return read_markdown(text) if fmt == "markdown" else with_markdown(read_markup(text, "html"), text)
     strict = fmt == "xml"
     plain: list[str] = []
