@@ -20,6 +20,7 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   `../lib/x.so`.
 - "icu": an ICU MessageFormat argument with a format, `{count, plural, one {# file} other {# files}}`,
   `{0,number,#}` (braces balanced; the whole argument is one placeholder).
+- "fluent": Fluent's placeables, `{ $user }`, `{ -brand-name }`, `{ NUMBER($count) }`.
 - "shell": `${VAR}`.
 - "ruby": `%{name}` and `%<name>s`.
 - "python": `%(name)s`, `%(count)5.2f`.
@@ -36,6 +37,9 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   flags, width, precision, a length modifier and any conversion letter (`%s`, `%1$s`, `%-5.2f`,
   `%lu`, `%N`, `%-10b`, `%H`), and `%%`. The space flag is not read: "100% sure" and "50 % off"
   are prose far more often than `% d`.
+- "laravel": Laravel's named parameters, `:attribute`, `:min` ("The :attribute field is required."),
+  a colon that starts a word after a space or a parenthesis (not in a word, a time `12:30`, a URL, a path
+  or an emoji's `:smile:`, nor after other punctuation: `?:help`, `[:second]`, which translators translate).
 - "entity": an HTML character reference in plain text, `&amp;`, `&#160;`, `&#x2014;` (in html
   and xml the markup reader decodes them instead).
 - "option": a command-line option, `--color=WHEN`, `--block-size[=SIZE]`, `-v`, `-rf`, standing as
@@ -77,6 +81,14 @@ BRACE = re.compile(
     r"\{\{\s*[A-Za-z0-9_.]*\s*\}\}"  # escaped, or a template variable: one literal whole
     r"|(?<!\{)\{[^{}\s]*\}(?!\})")  # a format field, `{name!r:>10}`, or literal syntax, `{-V|--version}`
 SHELL = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+# Fluent's placeables (Mozilla's Project Fluent, .ftl): a variable `{ $user }`, a term `{ -brand-name }`
+# or its attribute `{ -brand.gender }`, a message `{ menu-save }` is too rare to tell from prose; a
+# function call `{ NUMBER($count, minimumFractionDigits: 2) }`.
+FLUENT = re.compile(r"\{\s*(?:[$-][A-Za-z][\w-]*(?:\.[A-Za-z][\w-]*)?|[A-Z][A-Z0-9_-]*\([^{}()]*\))\s*\}")
+# Laravel's named parameters, `:attribute`, `:min` ("The :attribute field is required."): a colon that
+# starts a word after a space or a parenthesis, not one after other punctuation, whose word translators
+# translate ("[hour:minute[:second]]", "?:help q:quit"), nor inside a word, a time, a URL or a path.
+LARAVEL = re.compile(r"(?<![^\s(]):[A-Za-z_][A-Za-z0-9_]*(?![\w:/])")
 ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 # Sentence punctuation after a URL ends the sentence, not the URL; a closing bracket is the URL's
 # only where the URL opened it (Wikipedia's `Foo_(bar)`).
@@ -109,8 +121,8 @@ CODE = re.compile(r"(?<![\w`])`(?=[^\s`])[^`'\n]*[^\s`']`(?![\w`])")
 ICU_START = re.compile(
     r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice|spellout|ordinal|duration)\b")
 
-PLACEHOLDER_STYLES = ("weblate", "code", "url", "email", "path", "icu", "shell", "ruby", "python", "brace", "qt", "printf",
-                      "entity", "option", "accelerator")
+PLACEHOLDER_STYLES = ("weblate", "code", "url", "email", "path", "icu", "fluent", "shell", "ruby", "python", "brace", "qt",
+                      "printf", "laravel", "entity", "option", "accelerator")
 # Not a style clients choose: `#`, the number, in a sentence made of an ICU plural branch (service/icu.py),
 # reported as an "icu" part.
 ICU_NUMBER = "icu-number"
@@ -210,7 +222,7 @@ def _accelerator(text: str) -> list[tuple[int, int]]:
 
 
 _PATTERNS = {"weblate": WEBLATE, "code": CODE, "email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
-             "entity": ENTITY}
+             "entity": ENTITY, "fluent": FLUENT, "laravel": LARAVEL}
 
 
 LITERALS = ("url", "email", "path", "option")

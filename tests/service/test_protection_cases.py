@@ -37,6 +37,14 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("Tom &amp; Jerry &nbsp; &#8212; &#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
                                                 ("entity", "&#x2014;")]),
     ("${HOME}/x", [("shell", "${HOME}")]),
+    ("Hello { $user }, { -brand-name } has { NUMBER($count, minimumFractionDigits: 2) } of { -brand.gender }",
+     [("fluent", "{ $user }"), ("fluent", "{ -brand-name }"), ("fluent", "{ NUMBER($count, minimumFractionDigits: 2) }"),
+      ("fluent", "{ -brand.gender }")]),
+    ("The :attribute must be at least :min characters (:count).",
+     [("laravel", ":attribute"), ("laravel", ":min"), ("laravel", ":count")]),
+    ("Error: :message", [("laravel", ":message")]),
+    # A colon in a word, a time, a URL, an emoji, or after punctuation (words translators translate) is none.
+    ("At 12:30 see a:b, :smile:, ?:help, [hour:minute[:second]] and std::string", []),
     # Literal syntax in braces (net-tools, onboard, bison): kept whole; braces around prose are not.
     ("route {-V|--version} QUIRKS={metacity|compiz|mutter} '{...}' cp x.{c,h} {with spaces}",
      [("brace", "{-V|--version}"), ("brace", "{metacity|compiz|mutter}"), ("brace", "{...}"), ("brace", "{c,h}")]),
