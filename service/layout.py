@@ -67,6 +67,7 @@ _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not
 _ESCAPED_BREAK = re.compile(r"[ \t]*(?<!\\)(?:\\\\)*(?:\\n[ \t]*)+")
 _QUOTES = set("'\"`«»‘’‚“”„‹›") - {""}
 _OTHER_BACKSLASH = re.compile(r"\\[^ntr\"'\\]|[A-Za-z]:\\")
+_RULE = re.compile(r"[ \t]*(?:={3,}|-{3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t]*")  # Markdown's rule, setext underline
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)  # a code block's fence line
 _QUOTE = re.compile(r"(?:>[ \t]*)*>[ \t]+")  # Markdown's (and e-mail's) quote, nested ones too
 _WORD = re.compile(r"\S*")
@@ -492,6 +493,10 @@ def _chains(text: str, inside: list[bool], language: str | None,
         line_end = len(text) if line_end < 0 else line_end
         cells, mark = _cells(text, line_start, line_end, inside)
         if any(start <= line_start < end for start, end in fenced):
+            mark, open_chain = "code", None
+        elif _RULE.fullmatch(text, line_start, line_end):
+            # A rule or a heading's underline ("Installation\n============") is a line of its own: run
+            # on, the heading had reached the model as "Installation ============".
             mark, open_chain = "code", None
         for k, cell in enumerate(cells):
             # A quote's lines run on like any (at the column after their mark); an item or a heading

@@ -109,6 +109,10 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     # Not where a backslash means something else, or is itself escaped.
     (r"Saved to C:\new\data now", [([r"Saved to C:\new\data now"], [], 0, None, "")]),
     (r"Write \\n for a break", [([r"Write \\n for a break"], [], 0, None, "")]),
+    # A heading's underline or a rule is a line of its own.
+    ("Installation\n============\n\nRun the installer.", [(["Installation"], [], 0, None, ""), "\n============\n\n",
+                                                          (["Run the installer."], [], 0, None, "")]),
+    ("First part\n* * *\nsecond part", [(["First part"], [], 0, None, ""), "\n* * *\n", (["second part"], [], 0, None, "")]),
     # A fence never closed is no fence.
     ("```\nNot closed", ["```\n", (["Not closed"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
