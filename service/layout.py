@@ -65,7 +65,7 @@ _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not
 # anything but a line break, a tab, a quote or a backslash: then the text's backslashes mean
 # something else (a Windows path) and no `\n` is a line break.
 _ESCAPED_BREAK = re.compile(r"[ \t]*(?<!\\)(?:\\\\)*(?:\\n[ \t]*)+")
-_QUOTES = set("'\"`«»‘’‚“”„‹›") - {""}
+_QUOTES = set("'\"`«»‘’‚“”„‹›")
 _OTHER_BACKSLASH = re.compile(r"\\[^ntr\"'\\]|[A-Za-z]:\\")
 _RULE = re.compile(r"[ \t]*(?:={3,}|-{3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t]*")  # Markdown's rule, setext underline
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)  # a code block's fence line
@@ -442,8 +442,8 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
     or the mark a line of Markdown starts with), and that mark's kind: "item" (a list item's bullet
     or number), "heading" (Markdown's `## `), "quote" (`> `), "row" (a Markdown table's row, its cells
     the columns; sent whole, "| `--port` | The port |" came back with its pipes moved), or None. A
-    mark is no word of the
-    sentence: sent with it, "# Getting started" came back "# Hole gestartet" (alone "Erste Schritte")."""
+    mark is no word of the sentence: sent with it, "# Getting started" came back "# Hole gestartet"
+    (alone "Erste Schritte")."""
     line = text[start:end]
     content_start = start + (len(line) - len(line.lstrip()))
     content_end = start + len(line.rstrip())
@@ -497,7 +497,7 @@ def _chains(text: str, inside: list[bool], language: str | None,
         elif _RULE.fullmatch(text, line_start, line_end):
             # A rule or a heading's underline ("Installation\n============") is a line of its own: run
             # on, the heading had reached the model as "Installation ============".
-            mark, open_chain = "code", None
+            mark, open_chain = "rule", None
         for k, cell in enumerate(cells):
             # A quote's lines run on like any (at the column after their mark); an item or a heading
             # starts anew.
@@ -516,7 +516,7 @@ def _chains(text: str, inside: list[bool], language: str | None,
         # command of its own: what follows it is not its sentence ("%1\nTrusted by %2" came back
         # "%1 vertrauenswürdig\nvon %2"), and it is not the sentence of a line ending in another
         # placeholder ("Encoding: %s\n%s"), only of one that ends in a word ("remain at\n'{}'").
-        if (last is None or mark in ("heading", "code", "row") or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
+        if (last is None or mark in ("heading", "code", "rule", "row") or _SENTENCE_END.search(text, last[0], last[1]) or text[last[1] - 1] == ":"
                 or not _worded(text, last, inside)):
             open_chain = None
         line_start = line_end + 1
