@@ -110,15 +110,17 @@ def read_markdown(text: str) -> Markup:
     plain_at[len(text)] = len(plain)
     origin.append(len(text))
     tags: list[Tag] = []
+    enclosing: list[int] = []  # the tags open around the one being read, innermost last (pairs nest)
     for opening, opening_length, closing, closing_length, name in sorted(spans, key=lambda span: (span[0], -span[2])):
         end = closing + closing_length
         tag = Tag(name, text[opening:opening + opening_length], text[closing:end], plain_at[opening], plain_at[closing],
                   opening, end)
-        parent = next((k for k in range(len(tags) - 1, -1, -1)
-                       if tags[k].source_start <= opening and end <= tags[k].source_end), None)
-        if parent is not None:
-            tag.parent = parent
-            tags[parent].children.append(len(tags))
+        while enclosing and tags[enclosing[-1]].source_end < end:
+            enclosing.pop()
+        if enclosing:
+            tag.parent = enclosing[-1]
+            tags[enclosing[-1]].children.append(len(tags))
+        enclosing.append(len(tags))
         tags.append(tag)
     return Markup("".join(plain), tags, origin, origin_end)
 
