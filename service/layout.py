@@ -492,7 +492,8 @@ def _chains(text: str, inside: list[bool], language: str | None,
         line_end = text.find("\n", line_start)
         line_end = len(text) if line_end < 0 else line_end
         cells, mark = _cells(text, line_start, line_end, inside)
-        if any(start <= line_start < end for start, end in fenced):
+        block = bisect.bisect_right(fenced, (line_start, len(text) + 1)) - 1  # the last fence opened by here
+        if block >= 0 and line_start < fenced[block][1]:
             mark, open_chain = "code", None
         elif _RULE.fullmatch(text, line_start, line_end):
             # A rule or a heading's underline ("Installation\n============") is a line of its own: run
