@@ -78,7 +78,9 @@ QT = re.compile(r"%L?[0-9]{1,2}(?![0-9$A-Za-z]|\.[0-9])")
 PYTHON = re.compile(r"%\([^()\s]{1,64}\)[-+ 0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[A-Za-z%]")
 RUBY = re.compile(r"%\{[A-Za-z_][A-Za-z0-9_]*\}|%<[A-Za-z_][A-Za-z0-9_]*>[-+0#]*\d*(?:\.\d+)?[A-Za-z]")
 BRACE = re.compile(
-    r"\{\{\s*[A-Za-z0-9_.]*\s*\}\}"  # escaped, or a template variable: one literal whole
+    # escaped, or a template variable (i18next's unescaped `{{- name}}` and formatted `{{count, number}}`
+    # too): one literal whole
+    r"\{\{\s*-?\s*[A-Za-z0-9_.]*\s*(?:,[^{}]*)?\}\}"
     r"|(?<!\{)\{[^{}\s]*\}(?!\})")  # a format field, `{name!r:>10}`, or literal syntax, `{-V|--version}`
 SHELL = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 # Fluent's placeables (Mozilla's Project Fluent, .ftl): a variable `{ $user }`, a term `{ -brand-name }`
@@ -157,7 +159,10 @@ def _icu_arguments(text: str) -> list[tuple[int, int]]:
             elif text[i] == "}":
                 depth -= 1
                 if depth == 0:
-                    spans.append((match.start(), i + 1))
+                    # i18next's `{{count, number}}` wraps it in a pair of its own: the template
+                    # variable is the placeholder ("brace"), braces and all.
+                    if not (text[match.start() - 1:match.start()] == "{" and text[i + 1:i + 2] == "}"):
+                        spans.append((match.start(), i + 1))
                     break
     return spans
 

@@ -34,6 +34,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
      [("brace", "{name!r:>10}"), ("brace", "{0:.2f}"), ("brace", "{}"), ("brace", "{items[0]}"),
       ("brace", "{{0}}"), ("brace", "{{ title }}")]),
     ("{0,number,#} of {1, date, short}", [("icu", "{0,number,#}"), ("icu", "{1, date, short}")]),
+    # i18next's formatted and unescaped interpolations are one template variable, braces and all (the
+    # ICU-looking inside alone had been kept, and the model dropped the outer braces).
+    ("You have {{count, number}} items, {{- name}}", [("brace", "{{count, number}}"), ("brace", "{{- name}}")]),
     ("Tom &amp; Jerry &nbsp; &#8212; &#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
                                                 ("entity", "&#x2014;")]),
     ("${HOME}/x", [("shell", "${HOME}")]),
