@@ -157,7 +157,7 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
         return _split_at(text, protected, language, breaks)
     if any("\n" in p.text for p in protected):
         return whole(text)
-    if (not protected and "\n" not in text and "\t" not in text and "  " not in text and text == text.strip()
+    if (not protected and "\n" not in text and "\t" not in text and "  " not in text and "|" not in text and text == text.strip()
             and not _SENTENCE_GAP.search(text) and _LETTER.search(text)
             and not any(mark.match(text) for mark in (_BULLET, _HEADING, _QUOTE))):
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
@@ -441,7 +441,8 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
     """The columns of the line text[start:end] (content runs, without the whitespace around them
     or the mark a line of Markdown starts with), and that mark's kind: "item" (a list item's bullet
     or number), "heading" (Markdown's `## `), "quote" (`> `), "row" (a Markdown table's row, its cells
-    the columns; sent whole, "| `--port` | The port |" came back with its pipes moved), or None. A
+    the columns; sent whole, "| `--port` | The port |" came back with its pipes moved), "forms" (plural
+    forms, `_plural_forms`), or None. A
     mark is no word of the sentence: sent with it, "# Getting started" came back "# Hole gestartet"
     (alone "Erste Schritte")."""
     line = text[start:end]
@@ -459,6 +460,9 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
             if cell_start < cell_end:
                 cells.append((cell_start, cell_end))
         return cells, "row"
+    forms = _plural_forms(text, content_start, content_end, inside)
+    if forms:
+        return forms, "forms"
     mark = None
     for kind, pattern in (("item", _BULLET), ("heading", _HEADING), ("quote", _QUOTE)):
         found = pattern.match(text, content_start, content_end)
@@ -478,6 +482,31 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
         cell_start = gap.end()
     cells.append((cell_start, content_end))
     return cells, mark
+
+
+def _plural_forms(text: str, start: int, end: int, inside: list[bool]) -> list[tuple[int, int]]:
+    """The plural forms of a line that is vue-i18n's choice of them, "no apples | one apple | {count}
+    apples" (each form's span), or none. Sent whole, "car | cars" came back "Autos"; each alone, the
+    model translates it as the message it is ("Auto | Autos"). Not where
+    the line has a bracket outside its placeholders (a command's alternatives, "[ add | del ]",
+    Laravel's counted ranges "[1,19] some|[20,*] many"), an empty form ("a || b"), or a form without
+    a letter."""
+    if "|" not in text[start:end] or any(text[k] in "[](){}<>" and not inside[k] for k in range(start, end)):
+        return []
+    pipes = [k for k in range(start, end) if text[k] == "|" and not inside[k]]
+    # Written without spaces, "Fade|Linear" is as likely glib's context prefix (Q_(), whose translation
+    # leaves the context out), so only forms apart as vue-i18n writes them are cut.
+    if any(text[k - 1:k] != " " or text[k + 1:k + 2] != " " for k in pipes):
+        return []
+    forms, form_start = [], start
+    for k in pipes + [end]:
+        piece = text[form_start:k]
+        form = (form_start + len(piece) - len(piece.lstrip()), form_start + len(piece.rstrip()))
+        if form[0] >= form[1] or not _LETTER.search(text, form[0], form[1]):
+            return []
+        forms.append(form)
+        form_start = k + 1
+    return forms if len(forms) > 1 else []
 
 
 def _chains(text: str, inside: list[bool], language: str | None,

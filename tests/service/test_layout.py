@@ -113,6 +113,15 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Installation\n============\n\nRun the installer.", [(["Installation"], [], 0, None, ""), "\n============\n\n",
                                                           (["Run the installer."], [], 0, None, "")]),
     ("First part\n* * *\nsecond part", [(["First part"], [], 0, None, ""), "\n* * *\n", (["second part"], [], 0, None, "")]),
+    # Plural forms as vue-i18n writes them are each a message of its own; a command's alternatives,
+    # Laravel's counted ranges and a shell's "||" are not forms.
+    ("no apples | one apple | {count} apples", [(["no apples"], [], 0, None, ""), " | ", (["one apple"], [], 12, None, ""),
+                                                " | ", (["{count} apples"], [], 24, None, "")]),
+    ("car | cars", [(["car"], [], 0, None, ""), " | ", (["cars"], [], 6, None, "")]),
+    ("Fade|Linear", [(["Fade|Linear"], [], 0, None, "")]),  # glib's context prefix, Q_()
+    ("Usage: ipmaddr [ add | del ] ADDR", [(["Usage: ipmaddr [ add | del ] ADDR"], [], 0, None, "")]),
+    ("{0} None|[1,19] Some|[20,*] Many", [(["{0} None|[1,19] Some|[20,*] Many"], [], 0, None, "")]),
+    ("make || exit", [(["make || exit"], [], 0, None, "")]),
     # A fence never closed is no fence.
     ("```\nNot closed", ["```\n", (["Not closed"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
