@@ -68,6 +68,11 @@ _ESCAPED_BREAK = re.compile(r"[ \t]*(?<!\\)(?:\\\\)*(?:\\n[ \t]*)+")
 _QUOTES = set("'\"`«»‘’‚“”„‹›")
 _OTHER_BACKSLASH = re.compile(r"\\[^ntr\"'\\]|[A-Za-z]:\\")
 _RULE = re.compile(r"[ \t]*(?:={3,}|-{3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t]*")  # Markdown's rule, setext underline
+# Markdown's link reference definition, "[guide]: https://example.org/guide": kept as written, as code is
+# (its label is a name the text's links use); its destination a URL or a path, not words ("[%s]: No
+# such color" is a message).
+_REFERENCE = re.compile(r"^ {0,3}\[[^\[\]\n]+\]:[ \t]*(?:<[^<>\s]+>|[^\s<>\[\]]*[/.#:][^\s<>\[\]]*)"
+                        r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*$", re.MULTILINE)
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)  # a code block's fence line
 _QUOTE = re.compile(r"(?:>[ \t]*)*>[ \t]+")  # Markdown's (and e-mail's) quote, nested ones too
 _WORD = re.compile(r"\S*")
@@ -163,6 +168,8 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
     fenced = _fenced(text)
+    fenced = sorted(fenced + [line.span() for line in _REFERENCE.finditer(text)
+                              if not any(start <= line.start() < end for start, end in fenced)])
     for start, end in fenced:
         inside[start:end] = [True] * (end - start)
     starts = [p.start for p in protected]  # protected is in text order

@@ -122,6 +122,11 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Usage: ipmaddr [ add | del ] ADDR", [(["Usage: ipmaddr [ add | del ] ADDR"], [], 0, None, "")]),
     ("{0} None|[1,19] Some|[20,*] Many", [(["{0} None|[1,19] Some|[20,*] Many"], [], 0, None, "")]),
     ("make || exit", [(["make || exit"], [], 0, None, "")]),
+    # A link reference definition is kept as written, as code is (a fenced one stays the fence's).
+    ('See the [guide][g].\n\n[g]: https://example.org/guide "The Guide"',
+     [(["See the [guide][g]."], [], 0, None, ""), '\n\n[g]: https://example.org/guide "The Guide"']),
+    ("```\n[a]: b.c\nmore code\n```\nDone.", ["```\n[a]: b.c\nmore code\n```\n", (["Done."], [], 0, None, "")]),
+    ("[%s]: No such color", [(["[%s]: No such color"], [], 0, None, "")]),  # a message, not a definition
     # A fence never closed is no fence.
     ("```\nNot closed", ["```\n", (["Not closed"], [], 0, None, "")]),
     # Abbreviations, single letters and lower case after a full stop are no sentence end.
