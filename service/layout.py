@@ -167,13 +167,11 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
             and not any(mark.match(text) for mark in (_BULLET, _HEADING, _QUOTE))):
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
-    fenced = _fenced(text)
-    fenced = sorted(fenced + [line.span() for line in _REFERENCE.finditer(text)
-                              if not any(start <= line.start() < end for start, end in fenced)])
-    for start, end in fenced:
+    verbatim = _verbatim(text)
+    for start, end in verbatim:
         inside[start:end] = [True] * (end - start)
     starts = [p.start for p in protected]  # protected is in text order
-    chains = [part for chain in _chains(text, inside, language, fenced) for part in _cut_where_ended_short(text, chain)]
+    chains = [part for chain in _chains(text, inside, language, verbatim) for part in _cut_where_ended_short(text, chain)]
     parts: list[Kept | Block] = []
     segments: list[Segment] = []
     cursor = 0
@@ -423,11 +421,12 @@ def _inside(length: int, protected: list[Protected]) -> list[bool]:
     return inside
 
 
-def _fenced(text: str) -> list[tuple[int, int]]:
-    """Markdown's fenced code blocks (from a line of three or more backticks or tildes to the next
-    such line of at least as many), each from its opening fence's line to its closing fence's end:
-    code, kept as written. Sent as prose, "pip install phrasal\nphrasal serve" came back "pip install
-    phrasal-Phrasal\nserve". A fence never closed is no fence (the text is read as prose)."""
+def _verbatim(text: str) -> list[tuple[int, int]]:
+    """The spans of `text` kept as written, in order: Markdown's fenced code blocks (from a line of
+    three or more backticks or tildes to the next such line of at least as many, each from its
+    opening fence's line to its closing fence's end; sent as prose, "pip install phrasal\nphrasal
+    serve" came back "pip install phrasal-Phrasal\nserve"; a fence never closed is no fence) and the
+    link reference definitions outside them (`_REFERENCE`)."""
     blocks = []
     opening = None
     for line in _FENCE.finditer(text):
@@ -437,7 +436,15 @@ def _fenced(text: str) -> list[tuple[int, int]]:
                 and not line.group(3).strip():
             blocks.append((opening.start(), line.end()))
             opening = None
-    return blocks
+    return sorted(blocks + [line.span() for line in _REFERENCE.finditer(text)
+                            if not any(start <= line.start() < end for start, end in blocks)])
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of text[start:end] without the whitespace at its edges (empty where it is all
+    whitespace: start >= end)."""
+    piece = text[start:end]
+    return start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -452,9 +459,7 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
     forms, `_plural_forms`), or None. A
     mark is no word of the sentence: sent with it, "# Getting started" came back "# Hole gestartet"
     (alone "Erste Schritte")."""
-    line = text[start:end]
-    content_start = start + (len(line) - len(line.lstrip()))
-    content_end = start + len(line.rstrip())
+    content_start, content_end = _stripped(text, start, end)
     if content_start >= content_end:
         return [], None
     row = _TABLE_ROW.fullmatch(text, content_start, content_end)
@@ -462,8 +467,7 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
         # A Markdown table's row: its cells, cut at the pipes (none escaped or in code), kept.
         cells = []
         for cell in _TABLE_CELL.finditer(text, content_start + 1, content_end - 1):
-            cell_start = cell.start() + len(cell.group()) - len(cell.group().lstrip())
-            cell_end = cell.start() + len(cell.group().rstrip())
+            cell_start, cell_end = _stripped(text, *cell.span())
             if cell_start < cell_end:
                 cells.append((cell_start, cell_end))
         return cells, "row"
@@ -507,8 +511,7 @@ def _plural_forms(text: str, start: int, end: int, inside: list[bool]) -> list[t
         return []
     forms, form_start = [], start
     for k in pipes + [end]:
-        piece = text[form_start:k]
-        form = (form_start + len(piece) - len(piece.lstrip()), form_start + len(piece.rstrip()))
+        form = _stripped(text, form_start, k)
         if form[0] >= form[1] or not _LETTER.search(text, form[0], form[1]):
             return []
         forms.append(form)
@@ -517,10 +520,10 @@ def _plural_forms(text: str, start: int, end: int, inside: list[bool]) -> list[t
 
 
 def _chains(text: str, inside: list[bool], language: str | None,
-            fenced: list[tuple[int, int]] = ()) -> list[list[tuple[int, int]]]:
+            verbatim: list[tuple[int, int]] = ()) -> list[list[tuple[int, int]]]:
     """The text's parts in order, each a list of (start, end) spans that read on from one line into
-    the next (one span where it does not); a line of a fenced code block (`fenced`) reads on from
-    none and none from it."""
+    the next (one span where it does not); a line of a span kept as written (`verbatim`, in order:
+    `_verbatim`) reads on from none and none from it."""
     chains: list[list[tuple[int, int]]] = []
     open_chain: list[tuple[int, int]] | None = None  # the last column of the line before, if it runs on
     line_start = 0
@@ -528,8 +531,8 @@ def _chains(text: str, inside: list[bool], language: str | None,
         line_end = text.find("\n", line_start)
         line_end = len(text) if line_end < 0 else line_end
         cells, mark = _cells(text, line_start, line_end, inside)
-        block = bisect.bisect_right(fenced, (line_start, len(text) + 1)) - 1  # the last fence opened by here
-        if block >= 0 and line_start < fenced[block][1]:
+        block = bisect.bisect_right(verbatim, (line_start, len(text) + 1)) - 1  # the last one begun by here
+        if block >= 0 and line_start < verbatim[block][1]:
             mark, open_chain = "code", None
         elif _RULE.fullmatch(text, line_start, line_end):
             # A rule or a heading's underline ("Installation\n============") is a line of its own: run

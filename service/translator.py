@@ -36,7 +36,7 @@ from service.metrics import Metrics
 from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written, serve_tags_out,
                                           tags_out, tried_as_written, tried_tags_out)
 from service.protection.markdown import reads_as_markdown
-from service.protection.markup import MarkupError, TextFormat, read_markup, reads_as_markup
+from service.protection.markup import MarkupError, TextFormat, inline_markup, read_markup, reads_as_markup
 from service.protection.placement import PreparedText
 from service.icu import icu_split
 from service.layout import Layout, assemble, markup_split, openings, split, whole
@@ -771,8 +771,9 @@ def _plain_format(segment: str, cut: bool) -> TextFormat:
     """How a segment of a plain text is read: as html where it is a line of inline markup (a text is
     asked that before it is cut: `cut`, whether it was), as Markdown where it has emphasis or links
     (service/protection/markdown.py), both where it has both, else as plain text."""
-    if cut and reads_as_markup(segment):
-        return "html-markdown" if reads_as_markdown(read_markup(segment, "html").plain) else "html"
+    markup = inline_markup(segment) if cut else None
+    if markup is not None:
+        return "html-markdown" if reads_as_markdown(markup.plain) else "html"
     return "markdown" if reads_as_markdown(segment) else "text"
 
 

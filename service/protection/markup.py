@@ -224,13 +224,18 @@ def reads_as_markup(text: str) -> bool:
     search something</b>") and translated the rest worse (results/as_written.md). Not over several
     lines (plain text keeps its lines), nor with an `&` (an entity or an accelerator reads otherwise in
     html) or a `<` or `>` that is no tag's ("Usage: %s <file>", "<unable to print date>": unclosed)."""
+    return inline_markup(text) is not None
+
+
+def inline_markup(text: str) -> Markup | None:
+    """`text` read as html where it `reads_as_markup`, else None."""
     if "<" not in text or "&" in text or "\n" in text:
-        return False
+        return None
     try:
         markup = read_markup(text, "html")
     except MarkupError:
-        return False
-    return bool(markup.tags) and "<" not in markup.plain and ">" not in markup.plain
+        return None
+    return markup if markup.tags and "<" not in markup.plain and ">" not in markup.plain else None
 
 
 def escaped(text: str, fmt: TextFormat) -> str:
