@@ -25,7 +25,7 @@ import re
 import unicodedata
 from dataclasses import replace
 
-from service.protection.tagged import Markup, Tag
+from service.protection.tagged import Markup, Tag, nested, plain_markup
 
 _RUN = re.compile(r"\*{1,3}|_{1,3}|~~")
 _CODE = re.compile(r"(`+)[^`]*?\1")
@@ -94,35 +94,25 @@ def read_markdown(text: str) -> Markup:
     spans += [(link.start(), len(link.group(1)) + 1, link.end(2), link.end() - link.end(2), "img" if link.group(1) else "a")
               for link in links]
     if not spans:
-        return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
+        return plain_markup(text)
     hidden = [False] * len(text)
     for opening, opening_length, closing, closing_length, _ in spans:
         hidden[opening:opening + opening_length] = [True] * opening_length
         hidden[closing:closing + closing_length] = [True] * closing_length
     plain_at = [0] * (len(text) + 1)  # plain_at[i]: where text[i] (or what follows it) stands in the plain text
-    plain, origin, origin_end = [], [], []
+    kept, origin, origin_end = [], [], []
     for i, ch in enumerate(text):
-        plain_at[i] = len(plain)
+        plain_at[i] = len(kept)
         if not hidden[i]:
-            plain.append(ch)
+            kept.append(ch)
             origin.append(i)
             origin_end.append(i + 1)
-    plain_at[len(text)] = len(plain)
+    plain_at[len(text)] = len(kept)
     origin.append(len(text))
-    tags: list[Tag] = []
-    enclosing: list[int] = []  # the tags open around the one being read, innermost last (pairs nest)
-    for opening, opening_length, closing, closing_length, name in sorted(spans, key=lambda span: (span[0], -span[2])):
-        end = closing + closing_length
-        tag = Tag(name, text[opening:opening + opening_length], text[closing:end], plain_at[opening], plain_at[closing],
-                  opening, end)
-        while enclosing and tags[enclosing[-1]].source_end < end:
-            enclosing.pop()
-        if enclosing:
-            tag.parent = enclosing[-1]
-            tags[enclosing[-1]].children.append(len(tags))
-        enclosing.append(len(tags))
-        tags.append(tag)
-    return Markup("".join(plain), tags, origin, origin_end)
+    tags = nested([Tag(name, text[opening:opening + opening_length], text[closing:closing + closing_length],
+                       plain_at[opening], plain_at[closing], opening, closing + closing_length)
+                   for opening, opening_length, closing, closing_length, name in spans])
+    return Markup("".join(kept), tags, origin, origin_end)
 
 
 def reads_as_markdown(text: str) -> bool:
@@ -152,11 +142,4 @@ def with_markdown(markup: Markup, text: str) -> Markup:
             for tag in markup.tags]
     tags += [replace(md, source_start=markup.origin[md.source_start], source_end=markup.origin_end[md.source_end - 1],
                      parent=None, children=[]) for md in inner.tags]
-    tags.sort(key=lambda tag: (tag.source_start, -tag.source_end))
-    for index, tag in enumerate(tags):
-        parent = next((k for k in range(index - 1, -1, -1) if not tags[k].standalone
-                       and tags[k].source_start <= tag.source_start and tag.source_end <= tags[k].source_end), None)
-        if parent is not None:
-            tag.parent = parent
-            tags[parent].children.append(index)
-    return Markup(inner.plain, tags, origin, origin_end)
+    return Markup(inner.plain, nested(tags), origin, origin_end)

@@ -28,7 +28,7 @@ import re
 from typing import Literal
 
 from service.protection.markdown import read_markdown, with_markdown
-from service.protection.tagged import Markup, Tag
+from service.protection.tagged import Markup, Tag, plain_markup
 
 # "markdown": a plain text's segment with emphasis or links (service/protection/markdown.py); "html-markdown":
 # one that is a line of inline html with them. Never a request's format.
@@ -64,7 +64,7 @@ class MarkupError(ValueError):
 
 def read_markup(text: str, fmt: TextFormat) -> Markup:
     if fmt == "text":
-        return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
+        return plain_markup(text)
     if fmt in ("markdown", "html-markdown"):
         return read_markdown(text) if fmt == "markdown" else with_markdown(read_markup(text, "html"), text)
     strict = fmt == "xml"

@@ -38,3 +38,24 @@ class Markup:
     # is several characters there); origin[len(plain)]: the text's end.
     origin: list[int]
     origin_end: list[int]
+
+
+def plain_markup(text: str) -> Markup:
+    """`text` read as holding no tags: its plain text is itself."""
+    return Markup(text, [], list(range(len(text) + 1)), list(range(1, len(text) + 1)))
+
+
+def nested(tags: list[Tag]) -> list[Tag]:
+    """`tags`, spans that nest, in the order they start (an enclosing one first), each with its
+    enclosing tag as `parent` and its enclosed ones as `children` (a standalone tag encloses none)."""
+    tags = sorted(tags, key=lambda tag: (tag.source_start, -tag.source_end))
+    enclosing: list[int] = []  # the tags open around the one being read, innermost last
+    for index, tag in enumerate(tags):
+        while enclosing and tags[enclosing[-1]].source_end < tag.source_end:
+            enclosing.pop()
+        if enclosing:
+            tag.parent = enclosing[-1]
+            tags[enclosing[-1]].children.append(index)
+        if not tag.standalone:
+            enclosing.append(index)
+    return tags
