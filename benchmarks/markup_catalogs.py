@@ -43,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.host import append_report, in_process_service, run_heading  # noqa: E402
+from service.attributes import TRANSLATABLE  # noqa: E402
 
 
 def lines(split: Path, suffix: str) -> list[str]:
@@ -95,8 +96,9 @@ def values(text: str) -> list[str]:
         return []
 
 
-_TRANSLATED_VALUE = re.compile(r"""(\s(?:title|alt|abbr|label|placeholder|aria-label|value|lang|xml:lang)\s*=\s*)(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+)""",
-                               re.IGNORECASE)
+# The attributes whose values a translation translates (service/attributes.py), and lang.
+_TRANSLATED_VALUE = re.compile(r"(\s(?:" + "|".join(map(re.escape, [*TRANSLATABLE, "lang", "xml:lang"]))
+                               + r""")\s*=\s*)(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+)""", re.IGNORECASE)
 
 
 def tags_and_placeholders(text: str) -> Counter | None:
