@@ -271,3 +271,20 @@ def test_a_rare_character_the_model_wrote_as_unknown_comes_back_from_the_source(
         words = answer["alignment"]["target_words"]
         assert [answer["text"][w["start"]:w["end"]] for w in words] == [w["text"] for w in words]
     assert [w["text"] for w in answers[0]["alignment"]["target_words"]] == ["Autor:", "Łukasz", "Kowalski"]
+
+
+def test_what_localisers_send_beyond_gettext_comes_back_translated_in_its_own_syntax(client):
+    # Markdown emphasis read as tags (service/protection/markdown.py), a resource file's escaped line
+    # break (service/layout.py), sibling ICU plurals with the outer `#` written by name (service/icu.py),
+    # and an html image's description (service/attributes.py): the answers measured with this code on
+    # CPU at beam 5. Sent as words, the first had come back "Verwenden Sie *only* die **latest** Version."
+    texts = ["Use *only* the **latest** version.", "First line.\\nSecond line.",
+             "Deleted {n, plural, one {# file} other {# files}} from {m, plural, one {# folder} other {# folders}}."]
+    answer = client.post("/translate", json={"text": texts, **SOFTWARE}).json()
+    assert [nbest[0]["text"] for nbest in answer["translations"]] == [
+        "*Nur* die **neueste** Version verwenden.", "Erste Zeile.\\nZweite Zeile.",
+        "{n, plural, one {{m, plural, one {{n} Datei aus # Ordner gelöscht.} other {{n} Datei aus # Ordnern gelöscht.}}} "
+        "other {{m, plural, one {{n} Dateien wurden aus # Ordner gelöscht.} other {{n} Dateien aus # Ordnern gelöscht.}}}}"]
+    page = client.post("/translate", json={"text": '<p>Click the <img src="a.png" alt="Save icon"> button.</p>',
+                                           "format": "html", **SOFTWARE}).json()
+    assert page["translations"][0][0]["text"] == '<p>Klicken Sie auf den <img src="a.png" alt="Symbol speichern"> Knopf.</p>'
