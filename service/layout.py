@@ -24,7 +24,8 @@ into the text's own layout:
   or number is kept as sent, its text translated (with the lines wrapped under it), and so are
   Markdown's heading and quote marks; a Markdown table's cells are columns, and a fenced code
   block is kept whole. A line break written as an escape (`\\n`, a resource file's) breaks a line
-  like one (`_escaped_breaks`).
+  like one (`_escaped_breaks`), and a quote written escaped (`\\'`, `\\"`; a MessageFormat
+  message's `''`) reaches the model as the quote and comes back written the same way (`_escapes`).
 - Each part is cut into sentences (after `.`, `!` or `?` and a space, before a capital letter
   or a digit; not after a known abbreviation or a single letter); the whitespace between them is kept.
 - A part with no letter outside its placeholders (`-v, --verbose`, `%s: %s`) has nothing to
@@ -67,6 +68,7 @@ _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not
 _ESCAPED_BREAK = re.compile(r"[ \t]*(?<!\\)(?:\\\\)*(?:\\n[ \t]*)+")
 _QUOTES = set("'\"`«»‘’‚“”„‹›")
 _OTHER_BACKSLASH = re.compile(r"\\[^ntr\"'\\]|[A-Za-z]:\\")
+_MESSAGE_FORMAT_ARGUMENT = re.compile(r"\{\d+[,}]")
 _RULE = re.compile(r"[ \t]*(?:={3,}|-{3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t]*")  # Markdown's rule, setext underline
 # Markdown's link reference definition, "[guide]: https://example.org/guide": kept as written, as code is
 # (its label is a name the text's links use); its destination a URL or a path, not words ("[%s]: No
@@ -133,6 +135,9 @@ class Layout:
     # (offset of a `#` in the text, what the translation writes for it): an ICU plural's number that
     # the translation's nesting puts inside another plural, written by name (service/icu.py).
     renamed: tuple[tuple[int, str], ...] = ()
+    # (how the text writes a quote, the quote): the segments hold the quote, the translation writes it
+    # the text's way (`_escapes`).
+    escapes: tuple[tuple[str, str], ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -155,6 +160,12 @@ def as_sent(text: str) -> Layout:
 def split(text: str, protected: list[Protected], language: str | None = None) -> Layout:
     """`text`'s layout; `protected`: its placeholders and terms (nothing is cut inside one);
     `language`: the text's (None: unknown), which says whether a capital letter starts a sentence."""
+    layout = _split(text, protected, language)
+    escapes = _escapes(text, protected)
+    return _unescaped(layout, escapes) if escapes and layout.segments else layout
+
+
+def _split(text: str, protected: list[Protected], language: str | None) -> Layout:
     if text and not has_visible_text(text):
         return as_sent(text)
     breaks = _escaped_breaks(text, protected)
@@ -222,6 +233,67 @@ def _escaped_breaks(text: str, protected: list[Protected]) -> list[tuple[int, in
             and not (re.match(r"[\w,]", text[match.start() - 1:match.start()]) and text[match.end():match.end() + 1].islower())]
 
 
+def _escapes(text: str, protected: list[Protected]) -> tuple[tuple[str, str], ...]:
+    """How the text writes its quotes where it writes them escaped, as a resource file or a string
+    literal holds them: Android's and iOS's strings and C's literals write `\\'` and `\\"`, Java's
+    MessageFormat (a message with a `{0}`) writes an apostrophe `''`. Read as written, "Don\\'t save
+    the file" came back "Konnte die Datei nicht speichern" (could not save), and "Can''t open file
+    ''{0}''." lost an apostrophe of a pair. A quote counts as escaped where every one the text holds
+    is written so; a backslash that escapes anything else (a path), an escaped backslash, an escape
+    inside a placeholder or one named in quotes leaves the text as written ("trailing '\\' escape
+    character" names a backslash)."""
+    found: list[tuple[str, str]] = []
+    if "\\" in text and "\\\\" not in text and not _OTHER_BACKSLASH.search(text):
+        found += [("\\" + quote, quote) for quote in "'\"" if ("\\" + quote) in text
+                  and text.count(quote) == text.count("\\" + quote)]
+    if ("''" in text and _MESSAGE_FORMAT_ARGUMENT.search(text) and not any(quote == "'" for _, quote in found)
+            and all(len(run) % 2 == 0 for run in re.findall("'+", text))):
+        found.append(("''", "'"))
+    inside = _inside(len(text), protected)
+    for written, quote in list(found):
+        for m in re.finditer(re.escape(written), text):
+            # one after a quote mark is named, not written: 'Sets whether "\\'" is allowed', GNU's
+            # "ends with `\\' at end of file"
+            named = text[m.start() - 1:m.start()] in _QUOTES
+            if named or any(inside[m.start():m.end()]):
+                found.remove((written, quote))
+                break
+    return tuple(found)
+
+
+def _unescaped(layout: Layout, escapes: tuple[tuple[str, str], ...]) -> Layout:
+    """`layout` with each escaped quote of its segments written as the quote alone, standing for
+    the quote as sent (a word "Don\\'t" is the model's "Don't")."""
+    segments = []
+    for segment in layout.segments:
+        text, origin = segment.text, segment.origin
+        chars: list[str] = []
+        kept: list[int] = []
+        k = 0
+        while k < len(text):
+            for written, quote in escapes:
+                last = k + len(written) - 1
+                if text.startswith(written, k) and origin[last] == origin[k] + len(written) - 1:
+                    chars.append(quote)
+                    kept.append(origin[last])
+                    k = last + 1
+                    break
+            else:
+                chars.append(text[k])
+                kept.append(origin[k])
+                k += 1
+        segments.append(Segment("".join(chars), tuple(kept) + (origin[-1],)))
+    return replace(layout, segments=tuple(segments), escapes=escapes)
+
+
+def _escaped(served: Served, escapes: tuple[tuple[str, str], ...]) -> Served:
+    """A segment's translation with its quotes written as the text writes them: the model read
+    every quote of the segment unescaped, placeholders and tags too, so every one is escaped again."""
+    output = served.translation.text
+    return edited(served, [(match.start(), match.end(), written) for written, quote in escapes
+                           for match in re.finditer(re.escape(quote), output)])
+
+
 def _split_at(text: str, protected: list[Protected], language: str | None, breaks: list[tuple[int, int]]) -> Layout:
     """`text`'s layout with `breaks` kept as sent and the text between each two laid out on its own."""
     parts: list[Kept | Block] = []
@@ -232,7 +304,7 @@ def _split_at(text: str, protected: list[Protected], language: str | None, break
         if piece:
             inner = [replace(p, start=p.start - cursor, end=p.end - cursor) for p in protected
                      if cursor <= p.start and p.end <= start]
-            layout = split(piece, inner, language)
+            layout = _split(piece, inner, language)
             first = len(segments)
             segments += [Segment(segment.text, tuple(k + cursor for k in segment.origin)) for segment in layout.segments]
             for part in layout.parts:
@@ -723,6 +795,8 @@ def assemble(layout: Layout, nbests: list[list[Served]], requested: AlignmentMod
 
 
 def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode) -> Served:
+    if layout.escapes:
+        served = [_escaped(s, layout.escapes) for s in served]
     out: list[str] = []
     length = 0
     target_maps: list[Callable[[int], int]] = []  # per segment: its output offset -> the text's output offset
@@ -802,7 +876,7 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
     hard: list[tuple[int, int]] = []
     for segment, alignment, target in zip(layout.segments, alignments, target_maps):
         i0, j0 = len(source_words), len(target_words)
-        source_words += [_in_source(layout.text, segment.origin, w) for w in alignment.source_words]
+        source_words += [_in_source(layout, segment.origin, w) for w in alignment.source_words]
         # As the output holds it: a word the wrap broke holds the line break, not the space it had.
         target_words += [Word(output[start:end], start, end)
                          for start, end in (_mapped(target, w.start, w.end) for w in alignment.target_words)]
@@ -816,12 +890,15 @@ def _joined_alignment(layout: Layout, alignments: list[TokenAlignment],
                           [weight for a in alignments for weight in a.support or ()], kinds.pop())
 
 
-def _in_source(text: str, origin: tuple[int, ...], word: Word) -> Word:
+def _in_source(layout: Layout, origin: tuple[int, ...], word: Word) -> Word:
     """A segment's word as the text sent holds it: the run of its characters that stand together
     there, from its first (a sentence of an ICU branch joins the branch's last word to the
-    punctuation after the argument, "balls" + "." of "{# balls}}.", which stand apart in the text)."""
+    punctuation after the argument, "balls" + "." of "{# balls}}.", which stand apart in the text);
+    an escaped quote stands with the characters before it ("Don\\'t")."""
+    text = layout.text
     last = word.start
-    while last + 1 < word.end and origin[last + 1] == origin[last] + 1:
+    while last + 1 < word.end and (origin[last + 1] == origin[last] + 1 or any(
+            text[origin[last] + 1:origin[last + 1] + 1] == written for written, _ in layout.escapes)):
         last += 1
     start, end = origin[word.start], origin[last] + 1
     return Word(text[start:end], start, end)

@@ -100,7 +100,7 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     # A line break written as an escape (a resource file's `\n`) breaks the line like one.
     (r"First line.\n\n  Second line. Third one.", [(["First line."], [], 0, None, ""), r"\n\n  ",
                                                     (["Second line.", "Third one."], [" "], 0, None, "")]),
-    (r"Press \"OK\" now \nTo go", [([r'Press \"OK\" now'], [], 0, None, ""), r" \n", (["To go"], [], 0, None, "")]),
+    (r"Press \"OK\" now \nTo go", [(['Press "OK" now'], [], 0, None, ""), r" \n", (["To go"], [], 0, None, "")]),
     (r"%s\n%s", [r"%s\n%s"]),
     # Not where it is named in quotes, nor inside a sentence it wraps.
     (r"Start with '-- \n' here.", [([r"Start with '-- \n' here."], [], 0, None, "")]),
@@ -109,6 +109,19 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     # Not where a backslash means something else, or is itself escaped.
     (r"Saved to C:\new\data now", [([r"Saved to C:\new\data now"], [], 0, None, "")]),
     (r"Write \\n for a break", [([r"Write \\n for a break"], [], 0, None, "")]),
+    # A quote written escaped (a resource file's `\'`, a MessageFormat message's `''`) reaches the
+    # model as the quote.
+    (r"Don\'t save \"%s\"", [(["Don't save \"%s\""], [], 0, None, "")]),
+    ("Can''t open file ''{0}''.", [(["Can't open file '{0}'."], [], 0, None, "")]),
+    # Not where some of them are written plain, one is named (after a quote mark), a backslash means something
+    # else, or a text's doubled apostrophes are not MessageFormat's (no argument).
+    (r"Don\'t save 'x'", [([r"Don\'t save 'x'"], [], 0, None, "")]),
+    (r"Trailing '\' found", [([r"Trailing '\' found"], [], 0, None, "")]),
+    (r"Regexp ends with `\' here", [([r"Regexp ends with `\' here"], [], 0, None, "")]),
+    ("Sets whether \"\\'\" is allowed", [(["Sets whether \"\\'\" is allowed"], [], 0, None, "")]),
+    (r"Don\'t write to C:\temp", [([r"Don\'t write to C:\temp"], [], 0, None, "")]),
+    ("It''s ''quoted''", [(["It''s ''quoted''"], [], 0, None, "")]),
+    ("Can''t open '{0}'", [(["Can''t open '{0}'"], [], 0, None, "")]),  # MessageFormat's quoted text
     # A heading's underline or a rule is a line of its own.
     ("Installation\n============\n\nRun the installer.", [(["Installation"], [], 0, None, ""), "\n============\n\n",
                                                           (["Run the installer."], [], 0, None, "")]),
@@ -501,6 +514,32 @@ def test_escaped_line_breaks_come_back_escaped_with_every_offset_in_the_text_sen
         assert output[word.start:word.end] == word.text
     (placed,) = served.placed
     assert text[placed.source_start:placed.source_end] == output[placed.target_start:placed.target_end] == "%s"
+
+
+def test_escaped_quotes_reach_the_model_plain_and_come_back_escaped_with_every_offset_in_the_text_sent():
+    from tests.service.support import translated_by_fake
+
+    plain, text = "Don't open \"%s\". It's read-only.", r"Don\'t open \"%s\". It\'s read-only."
+    options = DecodingOptions(beam_size=1, alignment="token")
+    (expected,), (served,) = translated_by_fake([plain, text], options=options)
+
+    def escaped(value: str) -> str:
+        return value.replace("'", "\\'").replace('"', '\\"')
+
+    output = served.translation.text
+    assert output == escaped(expected.translation.text) == r"OPEN \"%s\". DON\'T READ-ONLY. IT\'S"
+    alignment = served.translation.alignment
+    for words, within, plain_words in ((alignment.source_words, text, expected.translation.alignment.source_words),
+                                       (alignment.target_words, output, expected.translation.alignment.target_words)):
+        assert [w.text for w in words] == [escaped(w.text) for w in plain_words]
+        assert all(within[w.start:w.end] == w.text for w in words)
+    assert alignment.links == expected.translation.alignment.links
+    (placed,) = served.placed
+    assert text[placed.source_start:placed.source_end] == output[placed.target_start:placed.target_end] == "%s"
+
+    message = "Can''t open ''{0}''."
+    (served,), = translated_by_fake([message])
+    assert served.translation.text == "OPEN ''{0}''. CAN''T"
 
 
 def test_a_target_word_a_joined_line_break_falls_in_holds_the_break_as_the_output_does():
