@@ -24,8 +24,9 @@ into the text's own layout:
   or number is kept as sent, its text translated (with the lines wrapped under it), and so are
   Markdown's heading and quote marks; a Markdown table's cells are columns, and a fenced code
   block is kept whole. A line break written as an escape (`\\n`, a resource file's) breaks a line
-  like one (`_escaped_breaks`), and a quote written escaped (`\\'`, `\\"`; a MessageFormat
-  message's `''`) reaches the model as the quote and comes back written the same way (`_escapes`).
+  like one (`_escaped_breaks`), and a character written escaped (`\\'`, `\\"`, `\\u00e9`; a
+  MessageFormat message's `''`) reaches the model as the character and comes back written the same
+  way (`_escapes`).
 - Each part is cut into sentences (after `.`, `!` or `?` and a space, before a capital letter
   or a digit; not after a known abbreviation or a single letter); the whitespace between them is kept.
 - A part with no letter outside its placeholders (`-v, --verbose`, `%s: %s`) has nothing to
@@ -62,12 +63,15 @@ _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
 _HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
 _TABLE_ROW = re.compile(r"\|.*\|")
 _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not escaped or in a code span
-# A line break written as an escape (with the spaces around it), and a backslash that escapes
+# A line break written as an escape, or as Java's format strings write one (`%n`), with the spaces
+# around it; and a backslash that escapes
 # anything but a line break, a tab, a quote or a backslash: then the text's backslashes mean
 # something else (a Windows path) and no `\n` is a line break.
-_ESCAPED_BREAK = re.compile(r"[ \t]*(?<!\\)(?:\\\\)*(?:\\n[ \t]*)+")
+_ESCAPED_BREAK = re.compile(r"[ \t]*(?<![\\%])(?:\\\\)*(?:(?:\\n|%n)[ \t]*)+")
 _QUOTES = set("'\"`«»‘’‚“”„‹›")
-_OTHER_BACKSLASH = re.compile(r"\\[^ntr\"'\\]|[A-Za-z]:\\")
+_OTHER_BACKSLASH = re.compile(r"\\(?=[^ntr\"'\\])(?!u[0-9a-fA-F]{4})|(?<![A-Za-z])[A-Za-z]:\\")
+# A character written as Java's properties and JSON write one in ASCII: a UTF-16 surrogate pair, or one unit.
+_UNICODE_ESCAPE = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})")
 _MESSAGE_FORMAT_ARGUMENT = re.compile(r"\{\d+[,}]")
 _RULE = re.compile(r"[ \t]*(?:={3,}|-{3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t]*")  # Markdown's rule, setext underline
 # Markdown's link reference definition, "[guide]: https://example.org/guide": kept as written, as code is
@@ -135,9 +139,11 @@ class Layout:
     # (offset of a `#` in the text, what the translation writes for it): an ICU plural's number that
     # the translation's nesting puts inside another plural, written by name (service/icu.py).
     renamed: tuple[tuple[int, str], ...] = ()
-    # (how the text writes a quote, the quote): the segments hold the quote, the translation writes it
-    # the text's way (`_escapes`).
+    # (how the text writes a character, the character): the segments hold the character, the
+    # translation writes a quote the text's way (`_escapes`)
     escapes: tuple[tuple[str, str], ...] = ()
+    # How a text written in ASCII writes every other character ("\\u%04x"), the translation's too; "": as it is.
+    unicode_escape: str = ""
 
     @property
     def whole(self) -> bool:
@@ -220,32 +226,39 @@ def _split(text: str, protected: list[Protected], language: str | None) -> Layou
 def _escaped_breaks(text: str, protected: list[Protected]) -> list[tuple[int, int]]:
     """The line breaks a text writes escaped, as a resource file holds them (Android's strings,
     Java's properties, iOS's .strings, a JSON string sent as written): each run of `\\n` with the
-    whitespace around it. Read as words, "First line.\\nSecond line." came back "Erste
-    Zeile.\\nSekond-Zeile.". None where a backslash stands for anything else (a Windows path,
-    "C:\\new\\data") or inside a placeholder."""
-    if "\\n" not in text or _OTHER_BACKSLASH.search(text):
+    whitespace around it; so is Java's `%n` (String.format's line break). Read as words, "First
+    line.\\nSecond line." came back "Erste Zeile.\\nSekond-Zeile.", and "Done.%nStarting the next
+    step." "Beendet.%n Starte den nächsten Schritt.". None where a backslash stands for anything else
+    (a Windows path, "C:\\new\\data") or inside a placeholder."""
+    if ("\\n" not in text and "%n" not in text) or _OTHER_BACKSLASH.search(text):
         return []
-    inside = _inside(len(text), protected)
+    inside = _inside(len(text), [p for p in protected if not re.fullmatch(r"(?:%n)+", p.text)])
     return [match.span() for match in _ESCAPED_BREAK.finditer(text) if not any(inside[match.start():match.end()])
             # one in quotes is named, not made: "start with '-- \\n'", "the separator ("\\n")"
             and not text[match.start() - 1:match.start()] in _QUOTES and not text[match.end():match.end() + 1] in _QUOTES
             # one inside a sentence wraps it: cut there, its halves would be translated apart
-            and not (re.match(r"[\w,]", text[match.start() - 1:match.start()]) and text[match.end():match.end() + 1].islower())]
+            and not (re.match(r"[\w,]", text[match.start() - 1:match.start()]) and text[match.end():match.end() + 1].islower())
+            # a `%n` apart from the words around it, or followed by what defines it, is a program's
+            # own code: "%l Lyricist %n Session name", "%n: track number"
+            and not ("%n" in match.group() and (match.group() != match.group().strip()
+                                                or text[match.end():match.end() + 1] in (":", "=")))]
 
 
 def _escapes(text: str, protected: list[Protected]) -> tuple[tuple[str, str], ...]:
-    """How the text writes its quotes where it writes them escaped, as a resource file or a string
-    literal holds them: Android's and iOS's strings and C's literals write `\\'` and `\\"`, Java's
-    MessageFormat (a message with a `{0}`) writes an apostrophe `''`. Read as written, "Don\\'t save
-    the file" came back "Konnte die Datei nicht speichern" (could not save), and "Can''t open file
-    ''{0}''." lost an apostrophe of a pair. A quote counts as escaped where every one the text holds
-    is written so; a backslash that escapes anything else (a path), an escaped backslash, an escape
-    inside a placeholder or one named in quotes leaves the text as written ("trailing '\\' escape
-    character" names a backslash)."""
-    found: list[tuple[str, str]] = []
-    if "\\" in text and "\\\\" not in text and not _OTHER_BACKSLASH.search(text):
-        found += [("\\" + quote, quote) for quote in "'\"" if ("\\" + quote) in text
-                  and text.count(quote) == text.count("\\" + quote)]
+    """How the text writes the characters it writes escaped, as a resource file or a string literal
+    holds them: Android's and iOS's strings and C's literals write `\\'` and `\\"`, Java's
+    MessageFormat (a message with a `{0}`) writes an apostrophe `''`, and Java's properties and JSON
+    in ASCII write any other character `\\u00e9`. Read as written, "Don\\'t save the file" came back
+    "Konnte die Datei nicht speichern" (could not save), "Can''t open file ''{0}''." lost an
+    apostrophe of a pair, and "Click \\u201cSave\\u201d" kept "Save" in English. A quote counts as
+    escaped where every one the text holds is written so, a `\\u` escape where the text is ASCII; a
+    backslash that escapes anything else (a path), an escaped backslash, an escape inside a
+    placeholder or a quote named (after a quote mark) leaves the text as written ("trailing '\\'
+    escape character" names a backslash)."""
+    if "\\" in text and ("\\\\" in text or _OTHER_BACKSLASH.search(text)):
+        return ()
+    found: list[tuple[str, str]] = [("\\" + quote, quote) for quote in "'\"" if ("\\" + quote) in text
+                                    and text.count(quote) == text.count("\\" + quote)]
     if ("''" in text and _MESSAGE_FORMAT_ARGUMENT.search(text) and not any(quote == "'" for _, quote in found)
             and all(len(run) % 2 == 0 for run in re.findall("'+", text))):
         found.append(("''", "'"))
@@ -258,7 +271,25 @@ def _escapes(text: str, protected: list[Protected]) -> tuple[tuple[str, str], ..
             if named or any(inside[m.start():m.end()]):
                 found.remove((written, quote))
                 break
+    if "\\u" in text and text.isascii():
+        for m in _UNICODE_ESCAPE.finditer(text):
+            high, low, unit = m.groups()
+            point = int(unit, 16) if unit else 0x10000 + (int(high, 16) - 0xD800) * 0x400 + int(low, 16) - 0xDC00
+            if 0xD800 <= point < 0xE000:
+                return tuple(found)  # half a character: the text is not what it seems
+            # an ASCII character or a control written so is meant as written ("\\u000A" is no line break to cut at)
+            if point >= 0xA0 and not any(inside[m.start():m.end()]) and (m.group(0), chr(point)) not in found:
+                found.append((m.group(0), chr(point)))
     return tuple(found)
+
+
+def _unicode_escape(escapes: tuple[tuple[str, str], ...]) -> str:
+    """How the translation writes a character that is not ASCII: as the text's `\\u` escapes are
+    written (their hex digits in the case the text writes them), or "" where it has none."""
+    units = [written[2:] for written, char in escapes if written.startswith("\\u")]
+    if not units:
+        return ""
+    return "\\u%04X" if any(c.isupper() for unit in units for c in unit) else "\\u%04x"
 
 
 def _unescaped(layout: Layout, escapes: tuple[tuple[str, str], ...]) -> Layout:
@@ -283,15 +314,23 @@ def _unescaped(layout: Layout, escapes: tuple[tuple[str, str], ...]) -> Layout:
                 kept.append(origin[k])
                 k += 1
         segments.append(Segment("".join(chars), tuple(kept) + (origin[-1],)))
-    return replace(layout, segments=tuple(segments), escapes=escapes)
+    return replace(layout, segments=tuple(segments), escapes=escapes, unicode_escape=_unicode_escape(escapes))
 
 
-def _escaped(served: Served, escapes: tuple[tuple[str, str], ...]) -> Served:
-    """A segment's translation with its quotes written as the text writes them: the model read
-    every quote of the segment unescaped, placeholders and tags too, so every one is escaped again."""
-    output = served.translation.text
-    return edited(served, [(match.start(), match.end(), written) for written, quote in escapes
-                           for match in re.finditer(re.escape(quote), output)])
+def _escaped(served: Served, layout: Layout) -> Served:
+    """A segment's translation written as the text writes its characters: the model read every
+    escaped quote of the segment unescaped, placeholders and tags too, so every one is escaped again,
+    and in a text written in ASCII every other character is written as an escape."""
+    quotes = {char: written for written, char in layout.escapes if char in "'\""}
+    edits = []
+    for k, char in enumerate(served.translation.text):
+        if char in quotes:
+            edits.append((k, k + 1, quotes[char]))
+        elif layout.unicode_escape and not char.isascii():
+            units = char.encode("utf-16-be")
+            edits.append((k, k + 1, "".join(layout.unicode_escape % int.from_bytes(units[i:i + 2], "big")
+                                            for i in range(0, len(units), 2))))
+    return edited(served, edits)
 
 
 def _split_at(text: str, protected: list[Protected], language: str | None, breaks: list[tuple[int, int]]) -> Layout:
@@ -314,7 +353,7 @@ def _split_at(text: str, protected: list[Protected], language: str | None, break
                 else:
                     parts.append(replace(part, segments=tuple(k + first for k in part.segments)))
         if end > start:
-            parts.append(Kept(text[start:end], start))
+            parts.append(Kept(text[start:end], start, tuple(p for p in protected if start <= p.start and p.end <= end)))
         cursor = end
     if not segments:
         return as_sent(text)
@@ -796,7 +835,7 @@ def assemble(layout: Layout, nbests: list[list[Served]], requested: AlignmentMod
 
 def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode) -> Served:
     if layout.escapes:
-        served = [_escaped(s, layout.escapes) for s in served]
+        served = [_escaped(s, layout) for s in served]
     out: list[str] = []
     length = 0
     target_maps: list[Callable[[int], int]] = []  # per segment: its output offset -> the text's output offset
@@ -894,13 +933,17 @@ def _in_source(layout: Layout, origin: tuple[int, ...], word: Word) -> Word:
     """A segment's word as the text sent holds it: the run of its characters that stand together
     there, from its first (a sentence of an ICU branch joins the branch's last word to the
     punctuation after the argument, "balls" + "." of "{# balls}}.", which stand apart in the text);
-    an escaped quote stands with the characters before it ("Don\\'t")."""
+    an escaped character is its escape, whole ("Don\\'t", "caf\\u00e9")."""
     text = layout.text
+
+    def written(end: int) -> int:  # the length of an escape that ends at `end`, 1 for a character
+        return next((len(form) for form, _ in layout.escapes if text[max(0, end - len(form)):end] == form), 1)
+
     last = word.start
-    while last + 1 < word.end and (origin[last + 1] == origin[last] + 1 or any(
-            text[origin[last] + 1:origin[last + 1] + 1] == written for written, _ in layout.escapes)):
+    while last + 1 < word.end and origin[last + 1] - written(origin[last + 1] + 1) == origin[last]:
         last += 1
-    start, end = origin[word.start], origin[last] + 1
+    # an escaped character stands for its escape's last character
+    start, end = origin[word.start] + 1 - written(origin[word.start] + 1), origin[last] + 1
     return Word(text[start:end], start, end)
 
 

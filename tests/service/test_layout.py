@@ -102,17 +102,27 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
                                                     (["Second line.", "Third one."], [" "], 0, None, "")]),
     (r"Press \"OK\" now \nTo go", [(['Press "OK" now'], [], 0, None, ""), r" \n", (["To go"], [], 0, None, "")]),
     (r"%s\n%s", [r"%s\n%s"]),
+    # So does Java's `%n` (String.format's line break, and aptitude's).
+    ("Usage: %s [options]%n%nOptions:", [(["Usage: %s [options]"], [], 0, None, ""), "%n%n", (["Options:"], [], 0, None, "")]),
+    # Not a percent sign's "%%n", nor a `%n` that is a program's own code (apart from the words
+    # around it, or defined by what follows).
+    ("Save 100%%n", [(["Save 100%%n"], [], 0, None, "")]),
+    ("%l Lyricist %n Session name", [(["%l Lyricist %n Session name"], [], 0, None, "")]),
+    ("%n: track number", [(["%n: track number"], [], 0, None, "")]),
     # Not where it is named in quotes, nor inside a sentence it wraps.
     (r"Start with '-- \n' here.", [([r"Start with '-- \n' here."], [], 0, None, "")]),
     (r"Remove the package name\nspecified on the command line.",
      [([r"Remove the package name\nspecified on the command line."], [], 0, None, "")]),
     # Not where a backslash means something else, or is itself escaped.
     (r"Saved to C:\new\data now", [([r"Saved to C:\new\data now"], [], 0, None, "")]),
+    (r"Name:\nValue", [(["Name:"], [], 0, None, ""), r"\n", (["Value"], [], 0, None, "")]),  # no drive "e:\"
     (r"Write \\n for a break", [([r"Write \\n for a break"], [], 0, None, "")]),
     # A quote written escaped (a resource file's `\'`, a MessageFormat message's `''`) reaches the
     # model as the quote.
     (r"Don\'t save \"%s\"", [(["Don't save \"%s\""], [], 0, None, "")]),
     ("Can''t open file ''{0}''.", [(["Can't open file '{0}'."], [], 0, None, "")]),
+    # So does a character a text in ASCII writes as Java's properties and JSON do.
+    (r"Click \u201cSave\u201d \ud83d\ude00", [(["Click \u201cSave\u201d \U0001F600"], [], 0, None, "")]),
     # Not where some of them are written plain, one is named (after a quote mark), a backslash means something
     # else, or a text's doubled apostrophes are not MessageFormat's (no argument).
     (r"Don\'t save 'x'", [([r"Don\'t save 'x'"], [], 0, None, "")]),
@@ -122,6 +132,10 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     (r"Don\'t write to C:\temp", [([r"Don\'t write to C:\temp"], [], 0, None, "")]),
     ("It''s ''quoted''", [(["It''s ''quoted''"], [], 0, None, "")]),
     ("Can''t open '{0}'", [(["Can''t open '{0}'"], [], 0, None, "")]),  # MessageFormat's quoted text
+    # Nor a text that is not ASCII, half a character, or a control (no line break to cut at).
+    (r"Caf\u00e9 in Köln", [([r"Caf\u00e9 in Köln"], [], 0, None, "")]),
+    (r"Half \ud83d here", [([r"Half \ud83d here"], [], 0, None, "")]),
+    (r"Line\u000Anext", [([r"Line\u000Anext"], [], 0, None, "")]),
     # A heading's underline or a rule is a line of its own.
     ("Installation\n============\n\nRun the installer.", [(["Installation"], [], 0, None, ""), "\n============\n\n",
                                                           (["Run the installer."], [], 0, None, "")]),
@@ -516,6 +530,18 @@ def test_escaped_line_breaks_come_back_escaped_with_every_offset_in_the_text_sen
     assert text[placed.source_start:placed.source_end] == output[placed.target_start:placed.target_end] == "%s"
 
 
+def test_a_java_line_break_is_kept_between_the_lines_and_reported_where_it_stands():
+    from tests.service.support import translated_by_fake
+
+    text = "Done.%nStart %s now."
+    (served,), = translated_by_fake([text])
+    output = served.translation.text
+    assert output == "DONE.%n%s NOW. START"
+    assert [(p.text, p.placement) for p in served.placed] == [("%n", "kept"), ("%s", "aligned")]
+    for p in served.placed:
+        assert text[p.source_start:p.source_end] == output[p.target_start:p.target_end] == p.text
+
+
 def test_escaped_quotes_reach_the_model_plain_and_come_back_escaped_with_every_offset_in_the_text_sent():
     from tests.service.support import translated_by_fake
 
@@ -536,6 +562,17 @@ def test_escaped_quotes_reach_the_model_plain_and_come_back_escaped_with_every_o
     assert alignment.links == expected.translation.alignment.links
     (placed,) = served.placed
     assert text[placed.source_start:placed.source_end] == output[placed.target_start:placed.target_end] == "%s"
+
+    plain, text = "Open café \U0001F600 now.", r"Open caf\u00e9 \ud83d\ude00 now."
+    (expected,), (served,) = translated_by_fake([plain, text], options=options)
+    output = served.translation.text
+    assert expected.translation.text == "NOW. \U0001F600 CAFÉ OPEN"
+    assert output == r"NOW. \ud83d\ude00 CAF\u00c9 OPEN"
+    alignment = served.translation.alignment
+    assert [w.text for w in alignment.source_words] == ["Open", r"caf\u00e9", r"\ud83d\ude00", "now."]
+    assert all(text[w.start:w.end] == w.text for w in alignment.source_words)
+    assert [w.text for w in alignment.target_words] == ["NOW.", r"\ud83d\ude00", r"CAF\u00c9", "OPEN"]
+    assert all(output[w.start:w.end] == w.text for w in alignment.target_words)
 
     message = "Can''t open ''{0}''."
     (served,), = translated_by_fake([message])
