@@ -13,17 +13,19 @@ Each value is translated as a plain text of its own, in the same batch as the te
 placeholders kept ("Delete %s"); its translation is written into the tag where the translation
 put it, escaped for its quotes, and every offset of the answer after it moves along. The tag's
 protected report keeps its opening tag as sent; its target span covers the tag as written in the
-translation. An attribute's words are not in the text's word alignment (they are not in its
-sentences).
+translation. A glossary's terms in an attribute are enforced as in the text, and reported with the
+text's occurrences at their places in the text sent and the output. An attribute's words are not in
+the text's word alignment (they are not in its sentences).
 """
 from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.protection.markup import TAG, Markup
 from service.runtime.base import has_visible_text
+from service.glossary import TermReport, merged
 from service.served import Served, edited
 
 # Attribute -> the elements it is text for people on (None: every element).
@@ -106,17 +108,40 @@ def _value_of(name: str, attributes: dict[str, re.Match]) -> str:
     return "" if raw is None else raw.strip("\"'")
 
 
-def written(served: Served, source: str, attributes: list[Attribute], translations: list[str]) -> Served:
+def written(served: Served, source: str, attributes: list[Attribute], translations: list[Served]) -> Served:
     """`served` (a translation of `source`) with each attribute's translation written into its tag,
-    every target offset after it moved along. A tag the translation does not hold as sent is left."""
+    every target offset after it moved along, and the glossary's terms found in the attribute
+    reported with the text's, at their places in the text sent and the output. A tag the
+    translation does not hold as sent is left."""
     edits: list[tuple[int, int, str]] = []
+    placed: list[tuple[Attribute, int, Served, list[int]]] = []  # per value written: where, and its offsets
     for attribute, translation in zip(attributes, translations):
         at = _where(served, source, attribute)
-        if at is None or not translation.strip():
+        if at is None or not translation.translation.text.strip():
             continue
-        value = _escaped(translation, attribute.quote or '"')
-        edits.append((at + attribute.start, at + attribute.end, value if attribute.quote else f'"{value}"'))
-    return edited(served, edits)
+        value, offsets = _escaped(translation.translation.text, attribute.quote or '"')
+        if not attribute.quote:
+            value, offsets = f'"{value}"', [k + 1 for k in offsets]
+        edits.append((at + attribute.start, at + attribute.end, value))
+        placed.append((attribute, at + attribute.start, translation, offsets))
+    result = edited(served, edits)
+    reports = list(result.glossary)
+    for attribute, at, translation, offsets in placed:
+        if not translation.glossary:
+            continue
+        # where the value stands in the output: after every value written before it
+        at += sum(len(value) - (end - start) for start, end, value in edits if start < at)
+        sent = _unescaped_offsets(attribute.opening[attribute.start:attribute.end])
+        base = attribute.tag_start + attribute.start
+        reports += [replace(report, source_spans=[(base + sent[a], base + sent[b]) for a, b in report.source_spans],
+                            target_spans=[(at + offsets[a], at + offsets[b]) for a, b in report.target_spans])
+                    for report in translation.glossary]
+    if len(reports) == len(result.glossary):
+        return result
+    terms: dict[tuple[str, str], list[TermReport]] = {}
+    for report in reports:
+        terms.setdefault((report.source, report.target), []).append(report)
+    return replace(result, glossary=[merged(group) for group in terms.values()])
 
 
 def _where(served: Served, source: str, attribute: Attribute) -> int | None:
@@ -132,7 +157,33 @@ def _where(served: Served, source: str, attribute: Attribute) -> int | None:
     return None
 
 
-def _escaped(value: str, quote: str) -> str:
-    """A value as attribute text in `quote`: what would end it or start markup, as entities."""
-    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return value.replace('"', "&quot;") if quote == '"' else value.replace("'", "&#39;")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _escaped(value: str, quote: str) -> tuple[str, list[int]]:
+    """A value as attribute text in `quote` (what would end it or start markup, as entities), and
+    for each offset of the value (and its end) where it stands in that text."""
+    entities = {**_ENTITIES, quote: "&quot;" if quote == '"' else "&#39;"}
+    parts, offsets, length = [], [], 0
+    for char in value:
+        offsets.append(length)
+        parts.append(entities.get(char, char))
+        length += len(parts[-1])
+    return "".join(parts), offsets + [length]
+
+
+_REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);?")
+
+
+def _unescaped_offsets(raw: str) -> list[int]:
+    """For each offset of an attribute's value as a reader sees it (`html.unescape(raw)`, and its
+    end), where it stands in `raw`: a character reference is one character."""
+    offsets, cursor = [], 0
+    for match in _REFERENCE.finditer(raw):
+        decoded = html.unescape(match.group())
+        offsets += range(cursor, match.start())
+        # a reference html does not know stays as written, every character its own
+        offsets += [match.start()] * len(decoded) if decoded != match.group() else range(match.start(), match.end())
+        cursor = match.end()
+    offsets += range(cursor, len(raw) + 1)
+    return offsets

@@ -277,3 +277,18 @@ def violations(present: Sequence[tuple[int, int]], spans: Sequence[tuple[int, in
     if len(present) < len(spans):
         return [f"{len(present)} of {len(spans)} occurrences"]
     return []
+
+
+def merged(group: list[TermReport]) -> TermReport:
+    """One glossary entry's reports from several segments, as one text's (`report`): the
+    occurrences its segments found, which only the segments' alignments can tell from words that
+    translate another source word or hold the term inside a compound (placement.py)."""
+    first = group[0]
+    # An ICU message's sentences share the text around its argument: each of their occurrences is
+    # one to satisfy, reported once at its place in the text sent.
+    occurrences = [span for report in group for span in report.source_spans]
+    present = sorted({span for report in group for span in report.target_spans})
+    ways = {report.enforced for report in group}
+    enforced = next((way for way in ("inserted", "replaced") if way in ways), "kept")
+    return TermReport(first.source, first.target, sorted(set(occurrences)), present, enforced,
+                      violations(present, occurrences))

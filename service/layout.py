@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from service.alignment_flags import alignment_flags
-from service.glossary import FUNCTION_WORDS, TermReport, violations
+from service.glossary import FUNCTION_WORDS, TermReport, merged
 from service.protection.markup import WORD_BREAKING, MarkupError, Tag, TextFormat, read_markup
 from service.protection.placeholders import Protected
 from service.protection.placement import Placed, Removed
@@ -888,7 +888,7 @@ def _assemble_one(layout: Layout, served: list[Served], requested: AlignmentMode
                 replace(report, source_spans=[_mapped(source, a, b) for a, b in report.source_spans],
                         target_spans=[_mapped(target, a, b) for a, b in report.target_spans]))
     placed.sort(key=lambda p: p.target_start)
-    glossary = [_merged(group) for group in reports.values()]
+    glossary = [merged(group) for group in reports.values()]
     alignments = [s.translation.alignment for s in served]
     alignment = phrase_map = None
     if requested != "none" and all(a is not None for a in alignments):
@@ -962,18 +962,3 @@ def _joined_phrases(maps: list[PhraseMap], alignments: list[TokenAlignment]) -> 
         i0 += len(alignment.source_words)
         j0 += len(alignment.target_words)
     return PhraseMap(maps[0].origin if maps else "extracted", pairs)
-
-
-def _merged(group: list[TermReport]) -> TermReport:
-    """One glossary entry's reports from several segments, as one text's (glossary.report): the
-    occurrences its segments found, which only the segments' alignments can tell from words that
-    translate another source word or hold the term inside a compound (placement.py)."""
-    first = group[0]
-    # An ICU message's sentences share the text around its argument: each of their occurrences is
-    # one to satisfy, reported once at its place in the text sent.
-    occurrences = [span for report in group for span in report.source_spans]
-    present = sorted({span for report in group for span in report.target_spans})
-    ways = {report.enforced for report in group}
-    enforced = next((way for way in ("inserted", "replaced") if way in ways), "kept")
-    return TermReport(first.source, first.target, sorted(set(occurrences)), present, enforced,
-                      violations(present, occurrences))

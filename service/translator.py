@@ -386,7 +386,8 @@ class Translator:
         values = iter(results[len(texts):])
         for index, found in enumerate(attributes):
             if found:
-                translations = [a.given if a.given is not None else _best_text(next(values), a.text) for a in found]
+                translations = [_best(next(values), a.text) if a.given is None else Served(Translation(a.given, 0.0), [])
+                                for a in found]
                 results[index] = [written(s, texts[index], found, translations) for s in results[index]]
         return chosen, results[:len(texts)]
 
@@ -777,8 +778,8 @@ def _plain_format(segment: str, cut: bool) -> TextFormat:
     return "markdown" if reads_as_markdown(segment) else "text"
 
 
-def _best_text(nbest: list[Served], otherwise: str) -> str:
-    return nbest[0].translation.text if nbest else otherwise
+def _best(nbest: list[Served], otherwise: str) -> Served:
+    return nbest[0] if nbest else Served(Translation(otherwise, 0.0), [])
 
 
 def _attributes(text: str, source: str, target: str) -> list[Attribute]:

@@ -144,3 +144,38 @@ def test_an_error_names_the_text_sent_not_an_attribute():
     with pytest.raises(RequestError) as caught:
         translated_by_fake(texts, "html")
     assert caught.value.index == 2
+
+
+def test_a_glossary_term_in_an_attribute_is_reported_with_the_text_s_at_its_places():
+    import asyncio
+
+    from service.glossary import GlossaryEntry
+    from service.settings import Settings
+    from service.translator import Translator
+    from testing.fake_runtime import FakeRuntime
+
+    async def main(text: str, glossary: list[GlossaryEntry]):
+        translator = Translator([FakeRuntime("en", "de")], Settings(max_wait_ms=1.0))
+        translator.start()
+        try:
+            (answer,) = await translator.translate([text], "en", "de", DecodingOptions(beam_size=1), "html",
+                                                   glossary=glossary)
+            return answer[0]
+        finally:
+            await translator.stop()
+
+    # An entity before the term in the value sent (&amp;), and one before it in the value written.
+    text = '<p title="Tom &amp; file">Open the file</p><img alt="file &lt;new&gt; for Tom">'
+    served = asyncio.run(main(text, [GlossaryEntry("file", "Akte")]))
+    output = served.translation.text
+    assert output == '<p title="Akte &amp; TOM">Akte THE OPEN</p><img alt="TOM FOR &lt;NEW&gt; Akte">'
+    (report,) = served.glossary
+    assert [text[a:b] for a, b in report.source_spans] == ["file"] * 3
+    assert [output[a:b] for a, b in report.target_spans] == ["Akte"] * 3
+    assert report.satisfied and report.enforced == "replaced"
+    # Without the term in the text, the attribute's occurrences are the report.
+    text = '<img alt="the file">'
+    served = asyncio.run(main(text, [GlossaryEntry("file", "Akte")]))
+    (report,) = served.glossary
+    assert (report.source_spans, report.target_spans) == ([(14, 18)], [(10, 14)])
+    assert (text[14:18], served.translation.text) == ("file", '<img alt="Akte THE">')
