@@ -10,6 +10,7 @@ placeholders taken out and put back by the word alignment.
                                                        # split holds: messages the model trained on
     python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --passed-through  # <code> inline
     python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --attributes  # title="...", alt="..."
+    python benchmarks/markup_catalogs.py --split data/debian_catalogs/train --edges  # "files?<br/>"
 
 The messages of a split of data/debian_catalogs whose English side holds at least one tag by the
 service's own html reading (service/protection/markup.py) and no entity, comment or passed-through
@@ -27,7 +28,9 @@ ends with whitespace (inside a tag: "<b>Unit file: </b>", a label a program join
 many outputs start and end with the same. The tags are compared with the values of the attributes a
 translation translates (service/attributes.py: title, alt, ...) left out; with `--attributes` (the
 messages that hold such a value) those values are also scored on their own: BLEU and chrF2 of each
-output's values against its reference's, where both hold as many. Appends to results/markup_catalogs.md.
+output's values against its reference's, where both hold as many. With `--edges`, the messages with an
+empty element at an edge of the text (`<br/>` ending it, no text after), and how many outputs keep the
+empty elements at each edge as the source has them. Appends to results/markup_catalogs.md.
 """
 from __future__ import annotations
 
@@ -53,11 +56,12 @@ def lines(split: Path, suffix: str) -> list[str]:
 
 def markup_messages(split: Path, source_lang: str, target_lang: str, names: frozenset[str] = frozenset(),
                     limit: int | None = None, passed_through: bool = False,
-                    attributes: bool = False) -> list[tuple[str, str]]:
+                    attributes: bool = False, edges: bool = False) -> list[tuple[str, str]]:
     """(source, reference) of the split's messages that the service reads as inline markup with tags
     (with `names`, a tag of one of those names among them), the first `limit`; with `passed_through`,
     those with an inline element passed through untouched (`<code>`) instead; with `attributes`,
-    those with an attribute value to translate."""
+    those with an attribute value to translate; with `edges`, those of the first kind with an empty
+    element at an edge."""
     from service.protected_translation import tags_only
     from service.protection.markup import MarkupError, read_markup
 
@@ -76,7 +80,7 @@ def markup_messages(split: Path, source_lang: str, target_lang: str, names: froz
                       and any(tag.verbatim is not None and tag.name.lower() not in ("pre", "script", "style")
                               for tag in markup.tags))
         else:
-            wanted = bool(markup.tags) and tags_only(source, markup)
+            wanted = bool(markup.tags) and tags_only(source, markup) and (not edges or edge_elements(source) != ((), ()))
         if wanted and (not names or any(tag.name.lower() in names for tag in markup.tags)):
             chosen.append((source, reference))
             if len(chosen) == limit:
@@ -144,6 +148,22 @@ def edge_space(text: str) -> tuple[str, str]:
     return plain[:len(plain) - len(plain.lstrip())], plain[len(plain.rstrip()):]
 
 
+def edge_elements(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The empty elements (`<br/>`, `<x id="1"/>`) before the text's first visible character and
+    after its last, as read in html, in order."""
+    from service.protection.markup import MarkupError, read_markup
+
+    try:
+        markup = read_markup(text, "html")
+    except MarkupError:
+        return (("?",), ("?",))
+    plain = markup.plain
+    first, last = len(plain) - len(plain.lstrip()), len(plain.rstrip())
+    empty = [tag for tag in markup.tags if tag.standalone and tag.verbatim is None and tag.name != "!--"]
+    return (tuple(tag.opening for tag in empty if tag.start <= first),
+            tuple(tag.opening for tag in empty if tag.start >= last))
+
+
 def translate(model_dir: Path, sources: list[str], source_lang: str, target_lang: str) -> list[dict]:
     from service.settings import Settings
 
@@ -171,6 +191,8 @@ def main() -> int:
                         help="messages with an inline element passed through untouched (<code>) instead")
     parser.add_argument("--attributes", action="store_true",
                         help="messages with an attribute value to translate (title, alt, ...) instead")
+    parser.add_argument("--edges", action="store_true",
+                        help="only messages with an empty element (<br/>) at an edge of the text")
     args = parser.parse_args()
     import sacrebleu
     import torch
@@ -181,7 +203,7 @@ def main() -> int:
     source_lang, target_lang = args.pair.split("-")
     args.model_dir = args.model_dir or REPO / "models" / f"{args.pair}-software"
     messages = markup_messages(args.split, source_lang, target_lang, frozenset(t.lower() for t in args.tag), args.limit,
-                               args.passed_through, args.attributes)
+                               args.passed_through, args.attributes, args.edges)
     sources, references = [s for s, _ in messages], [r for _, r in messages]
     served, tags_out = translator.tried_as_written, translator.tried_tags_out
     ways = {}
@@ -231,18 +253,24 @@ def main() -> int:
                 chrf = sacrebleu.corpus_chrf([o for o, _ in pairs], [[r for _, r in pairs]]).score
                 whose = "the reference keeps as sent" if kept else "the reference translates"
                 rows.append(f"| attribute values {whose} ({len(pairs)}) | {way} | {bleu:.2f} / {chrf:.2f} | | | | |")
+    kept_at_edges = ""
+    if args.edges:
+        kept_at_edges = "Empty elements at the edges of the text as the source has them: " + "; ".join(
+            f"{way}, {sum(edge_elements(a['text']) == edge_elements(s) for s, a in zip(sources, answers))}/{len(sources)}"
+            for way, answers in ways.items()) + ".\n\n"
     split = args.split.relative_to(REPO) if args.split.is_relative_to(REPO) else args.split
     changed = [(s, a["text"], b["text"]) for s, a, b in zip(sources, *ways.values()) if a["text"] != b["text"]]
     report = (
         run_heading() +
         f"    python benchmarks/markup_catalogs.py --split {split}" + (f" --pair {args.pair}" if args.pair != "en-de" else "")
         + "".join(f" --tag {t}" for t in args.tag) + (f" --limit {args.limit}" if args.limit else "")
-        + (" --passed-through" if args.passed_through else "") + (" --attributes" if args.attributes else "") + "\n\n"
+        + (" --passed-through" if args.passed_through else "") + (" --attributes" if args.attributes else "")
+        + (" --edges" if args.edges else "") + "\n\n"
         f"Model {args.model_dir.name}, format html, beam 5: {len(sources)} messages with tags "
         f"({sum(with_placeholder)} with a placeholder too); {seconds:.0f} s for both ways.\n\n"
         "| messages | way | BLEU / chrF2 | served as the model wrote it | tags and placeholders exactly as in the source "
         "| tags nested as in the source | whitespace at the edges as in the source (of those with some) |\n"
-        "|---|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
+        "|---|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n" + kept_at_edges +
         f"{len(changed)} outputs differ between the two ways; the first 8 (source / as served / taken out):\n\n"
         + "".join(f"- `{s}`<br>`{a}`<br>`{b}`\n" for s, a, b in changed[:8])
     )

@@ -324,7 +324,8 @@ class ProtectedOut(BaseModel):
     placement: Literal["aligned", "fallback", "kept", "model"] = Field(
         description='"aligned": placed by the word alignment; "fallback": no aligned word near it, placed by '
         'its relative position; "kept": in a part of the text with nothing else to translate (an option '
-        'column, `%s: %s`), kept as sent; "model": the model wrote it itself, from the text as sent.'
+        'column, `%s: %s`), kept as sent, or an empty element at an edge of the text (`<br/>`, XLIFF\'s `<x/>`) '
+        'kept at that edge; "model": the model wrote it itself, from the text as sent.'
     )
 
     @classmethod

@@ -40,8 +40,13 @@ NUMBERED_TAG = re.compile(r"<(/?)([0-9]+)()\s*(/?)>")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
-# Elements whose content is not prose to translate; script and style hold raw text in html.
-UNTRANSLATED = {"script", "style", "code", "pre", "xliff:g"}
+# Elements whose content is not prose to translate; script and style hold raw text in html. With
+# them XLIFF's and TMX's codes, which hold the native code a tool took out of the text it sends
+# (`<ph>`, `<it>`, and a paired code's halves `<bpt>` and `<ept>`, read as one pair where they nest:
+# `_paired_code`).
+UNTRANSLATED = {"script", "style", "code", "pre", "xliff:g", "bpt", "ept", "ph", "it"}
+# A paired code's halves name their pair by the same `rid`, or lacking one, `id` (XLIFF) or `i` (TMX).
+_CODE_PAIR = re.compile(r"""\s(rid|id|i)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 HTML_RAW_TEXT = {"script", "style"}
 TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]*|'[^']*|)\bnotranslate\b""", re.IGNORECASE)
 HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -73,6 +78,7 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
     origin_end: list[int] = []
     tags: list[Tag] = []
     open_stack: list[int] = []
+    code_ends: dict[int, int] = {}  # an open paired code's tag -> where its ept starts
 
     def keep(c: str, start: int, end: int) -> None:
         plain.append(c)
@@ -99,6 +105,8 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
             if closing:
                 if self_closing:
                     raise MarkupError(f"closing tag {match.group(0)} at character {i} cannot also be self-closing")
+                if not strict:
+                    _end_implied(tags, open_stack, i, len(plain), closed_by=name)
                 if not open_stack:
                     raise MarkupError(f"closing tag </{name}> at character {i} has no opening tag")
                 top = tags[open_stack[-1]]
@@ -109,12 +117,24 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
                 top.end = len(plain)
                 top.source_end = match.end()
                 open_stack.pop()
+            elif not strict and open_stack and name.lower() in _ENDS.get(tags[open_stack[-1]].name.lower(), ()):
+                _end_implied(tags, open_stack, i, len(plain))  # "<li>One<li>Two": the first item ends
+                continue
             elif self_closing or (not strict and name.lower() in HTML_VOID and not _closed_later(text, match)):
                 _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, match.end()))
             elif name.lower() in UNTRANSLATED or TRANSLATE_NO.search(match.group(3)):
                 end = _element_end(text, match, raw=not strict and name.lower() in HTML_RAW_TEXT)
-                _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, end,
-                                           verbatim=text[i:end]))
+                if name == "ept" and open_stack and code_ends.get(open_stack[-1]) == i:
+                    top = tags[open_stack.pop()]  # a paired code's end
+                    top.closing, top.end, top.source_end = text[i:end], len(plain), end
+                elif name == "bpt" and (ept := _paired_code(text, match, end)) is not None:
+                    # the pair is one element around its text, open until its ept
+                    _add(tags, open_stack, Tag(name, text[i:end], "", len(plain), len(plain), i, end))
+                    open_stack.append(len(tags) - 1)
+                    code_ends[len(tags) - 1] = ept
+                else:
+                    _add(tags, open_stack, Tag(name, match.group(0), None, len(plain), len(plain), i, end,
+                                               verbatim=text[i:end]))
                 i = end
                 continue
             else:
@@ -148,11 +168,48 @@ def read_markup(text: str, fmt: TextFormat) -> Markup:
         else:
             keep(ch, i, i + 1)
             i += 1
+    if not strict:
+        _end_implied(tags, open_stack, len(text), len(plain), closed_by="")
     if open_stack:
         top = tags[open_stack[-1]]
         raise MarkupError(f"tag <{top.name}> opened at character {top.source_start} is never closed")
     origin.append(len(text))
     return Markup("".join(plain), tags, origin, origin_end)
+
+
+# HTML's elements whose end tag may be left out (the HTML standard, "Optional tags"), each with the
+# elements whose start ends it; any also ends where its parent does (a closing tag, the text's end).
+# Qt's and KDE's rich text leaves them out ("<html>…<p>One.<br>", "<p>Two</p>"): a 422 before.
+_BLOCKS = frozenset({"address", "article", "aside", "blockquote", "details", "div", "dl", "fieldset", "figcaption",
+                     "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "main", "menu",
+                     "nav", "ol", "p", "pre", "section", "table", "ul"})
+_ENDS: dict[str, frozenset[str]] = {
+    "p": _BLOCKS, "li": frozenset({"li"}), "dt": frozenset({"dt", "dd"}), "dd": frozenset({"dt", "dd"}),
+    "tr": frozenset({"tr", "tbody", "tfoot"}), "td": frozenset({"td", "th", "tr", "tbody", "tfoot"}),
+    "th": frozenset({"td", "th", "tr", "tbody", "tfoot"}), "thead": frozenset({"tbody", "tfoot"}),
+    "tbody": frozenset({"tbody", "tfoot"}), "tfoot": frozenset(), "option": frozenset({"option", "optgroup"}),
+    "optgroup": frozenset({"optgroup"}), "colgroup": frozenset(), "caption": frozenset(), "rt": frozenset({"rt", "rp"}),
+    "rp": frozenset({"rt", "rp"}), "html": frozenset(), "head": frozenset({"body"}), "body": frozenset(),
+}
+
+
+def _end_implied(tags: list[Tag], open_stack: list[int], at: int, plain_at: int, closed_by: str | None = None) -> None:
+    """Ends, at `at` (`plain_at` in the plain text), the open elements whose end tag HTML lets a
+    text leave out: the innermost one (a start that ends it follows, `closed_by` None), or every one
+    inside the open element named `closed_by` (its closing tag follows; "": the text ends). Each
+    keeps an empty closing tag: the translation leaves it out too."""
+    names = [tags[k].name for k in open_stack]
+    if closed_by is None:
+        count = 1
+    elif closed_by in names:
+        count = names[::-1].index(closed_by)
+    else:
+        count = len(names) if closed_by == "" else 0
+    if not all(name.lower() in _ENDS for name in names[len(names) - count:]):
+        return  # another element left open: malformed, the caller names it
+    for _ in range(count):
+        tag = tags[open_stack.pop()]
+        tag.end, tag.source_end = plain_at, at
 
 
 def _xml_char(reference: str) -> bool:
@@ -179,6 +236,33 @@ def _element_end(text: str, opening: re.Match, raw: bool) -> int:
         if depth == 0:
             return match.end()
     raise MarkupError(f"tag <{name}> opened at character {opening.start()} is never closed")
+
+
+def _paired_code(text: str, bpt: re.Match, end: int) -> int | None:
+    """Where the `<ept>` that ends the paired code `bpt` starts (its element ending at `end`), where
+    the text between them nests (their pair then reads as one element around its text, carried
+    together: sent apart, "Press <bpt id="1">&lt;b&gt;</bpt>Enter<ept id="1">&lt;/b&gt;</ept>" came
+    back with "Eingabe" and the ept's code inside the bpt); None where it does not (each half
+    then carried as a placeholder of its own)."""
+    key = _code_key(bpt.group(3))
+    if key is None:
+        return None
+    depth = 0
+    for match in TAG.finditer(text, end):
+        name = match.group(2)
+        if name == "ept" and not match.group(1) and _code_key(match.group(3)) == key:
+            return match.start() if depth == 0 else None
+        if name in ("bpt", "ept") or match.group(4):
+            continue
+        depth += -1 if match.group(1) else 1
+        if depth < 0:
+            return None
+    return None
+
+
+def _code_key(attributes: str) -> str | None:
+    found = {m.group(1): m.group(2) if m.group(2) is not None else m.group(3) for m in _CODE_PAIR.finditer(attributes)}
+    return found.get("rid", found.get("id", found.get("i")))
 
 
 def _numbered_tag(text: str, at: int, tags: list[Tag], open_stack: list[int]) -> re.Match | None:
@@ -223,7 +307,8 @@ def reads_as_markup(text: str) -> bool:
     words, the software model broke some ("<b>Leerkey</b>/<b>Shift+Left</b> to scroll <b></b>%1 to
     search something</b>") and translated the rest worse (results/as_written.md). Not over several
     lines (plain text keeps its lines), nor with an `&` (an entity or an accelerator reads otherwise in
-    html) or a `<` or `>` that is no tag's ("Usage: %s <file>", "<unable to print date>": unclosed)."""
+    html) or a `<` or `>` that is no tag's ("Usage: %s <file>", "<unable to print date>": unclosed), nor
+    with an element HTML lets go unclosed that wraps no text ("Insert in <li>" names one)."""
     return inline_markup(text) is not None
 
 
@@ -235,7 +320,12 @@ def inline_markup(text: str) -> Markup | None:
         markup = read_markup(text, "html")
     except MarkupError:
         return None
-    return markup if markup.tags and "<" not in markup.plain and ">" not in markup.plain else None
+    if not markup.tags or "<" in markup.plain or ">" in markup.plain:
+        return None
+    # An element left open around no text is named, not markup: "Insert in <li>".
+    if any(tag.closing == "" and not tag.plain_inside(markup) for tag in markup.tags):
+        return None
+    return markup
 
 
 def escaped(text: str, fmt: TextFormat) -> str:

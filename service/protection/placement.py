@@ -299,11 +299,11 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
     breaks = _breaks(tags)
 
     def atom(core: str, plain_start: int, plain_end: int, order: tuple, marks: list[tuple[int, int, int]],
-             within: tuple[int, ...], own: int | None = None) -> None:
+             within: tuple[int, ...], own: int | None = None, edge: int | None = None) -> None:
         """Something with no words of its own to translate, placed between the words around it;
         `within`: the paired tags around it in the source, innermost first; `own`: the tag it is
-        (None: a placeholder or term)."""
-        offset, placement = locate.anchor(plain_start, plain_end)
+        (None: a placeholder or term); `edge`: where it goes instead, kept at an edge of the text."""
+        offset, placement = (edge, "kept") if edge is not None else locate.anchor(plain_start, plain_end)
         for item, _, _ in marks:
             how[item] = placement
         # Beside a placeholder, an element that breaks words stands for a space ("%2</p><p>File" is not glued).
@@ -377,8 +377,12 @@ def restore(prepared: PreparedText, translation: str, alignment: TokenAlignment,
             continue
         if tag.standalone:
             core = tag.verbatim or tag.opening
+            # An empty element at an edge of the text (a line break, an XLIFF code `<x/>`) stays
+            # there: by the alignment, "Delete the files?<br/>" had come back "Dateien <br/> löschen?".
+            # One with content (code, a placeholder's native code) moves with the words, as an argument.
+            edge = locate.edge(tag.start) if tag.verbatim is None and tag.name != "!--" else None
             atom(core, tag.start, tag.start, (tag.start, 1, index), [(item, 0, len(core))], _ancestors(tags, index),
-                 index)
+                 index, edge)
             if _breaks_glued_words(plain, tag, tag.start):
                 breaking.append(inserts[-1])
             continue
@@ -1212,6 +1216,16 @@ class _Locator:
         if left is not None and left in self.aligned:
             return self.target_words[max(self.aligned[left])].end, "aligned"
         return self._proportional(at), "fallback"
+
+    def edge(self, plain_start: int) -> int | None:
+        """Where something at an edge of the text goes: the translation's start where no words stand
+        before it, its end (before the closing punctuation that followed it) where none stand after;
+        None elsewhere."""
+        at = self.to_model[plain_start]
+        before, after = self.model_text[:at].strip(), self.model_text[at:].strip()
+        if before and after and not _is_punctuation(after):
+            return None
+        return 0 if not before and after else self._proportional(at)
 
     def mnemonic(self, plain_start: int) -> tuple[int, Placement]:
         """Where an accelerator taken out at `plain_start` goes: before the first letter of the

@@ -77,10 +77,30 @@ def test_tags_wrap_the_target_words_aligned_to_what_they_wrapped_with_entities_a
     assert (b.text, restored.text[b.target_start:b.target_end]) == ("<b>", "<b>Hallo</b>")
     assert prepared.original[a.source_start:a.source_end] == '<a href="/x?a=1&amp;b=2">dear friend</a>'
     assert restored.text[a.target_start:a.target_end] == '<a href="/x?a=1&amp;b=2">lieber Freund</a>'
-    assert (br.text, br.placement) == ("<br/>", "aligned")
+    assert (br.text, br.placement) == ("<br/>", "kept")  # at the text's end, kept there
     # The alignment's words, re-addressed, slice the output and the original text.
     assert [output_word(w, restored).text for w in words(translation)] == ["Hallo", "&amp;", "lieber", "Freund"]
     assert [original_word(w, prepared).text for w in words(prepared.model_text)] == ["Hello", "&amp;", "dear", "friend"]
+
+
+@pytest.mark.parametrize("text, fmt, translation, links, expected", [
+    # The alignment puts the word before each tag in the middle ("files?" -> "Dateien"); the empty
+    # elements stay at their edges, after or before the closing punctuation as in the source.
+    ("Delete the files?<br/>", "html", "Dateien löschen?", [(2, 0), (0, 1)], ("Dateien löschen?<br/>", "kept")),
+    ('Delete the files<x id="1"/>?', "xml", "Dateien löschen?", [(2, 0), (0, 1)], ('Dateien löschen<x id="1"/>?', "kept")),
+    ('<x id="1"/>Delete the files', "xml", "Dateien löschen", [(2, 0), (0, 1)], ('<x id="1"/>Dateien löschen', "kept")),
+    # Inside the text it goes by the alignment, and so does an element with content at an edge,
+    # an argument.
+    ("Delete the<br/> files", "html", "Die Dateien löschen", [(1, 0), (2, 1), (0, 2)],
+     ("Die <br/> Dateien löschen", "aligned")),
+    ("<code>ls</code> lists the files", "html", "Dateien auflisten", [(2, 0), (0, 1)],
+     ("Dateien <code>ls</code> auflisten", "aligned")),
+])
+def test_an_empty_element_at_an_edge_of_the_text_stays_there(text, fmt, translation, links, expected):
+    prepared = prepare(text, fmt)
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, links))
+    (placed,) = restored.placed
+    assert (restored.text, placed.placement) == expected
 
 
 def test_reordered_words_keep_tags_nested():
@@ -284,3 +304,56 @@ def test_a_tag_stays_on_the_largest_cluster_of_its_words_when_the_translation_mo
     hard = [(0, 3), (1, 4), (2, 5), (3, 6), (4, 0), (5, 1), (6, 2)]
     restored = restore(prepared, translation, aligned(prepared.model_text, translation, hard))
     assert restored.text == "in einer Küche eine Schüssel <b>mit Essen</b>"
+
+
+def test_xliff_codes_hold_native_code_and_a_paired_code_wraps_its_text_where_it_nests():
+    text = 'Press <bpt id="1">&lt;b&gt;</bpt>Enter<ept id="1">&lt;/b&gt;</ept> to <ph id="2">&lt;br/&gt;</ph>go.'
+    markup = read_markup(text, "xml")
+    assert markup.plain == "Press Enter to go."
+    pair, ph = markup.tags
+    assert (pair.opening, pair.closing, markup.plain[pair.start:pair.end]) == (
+        '<bpt id="1">&lt;b&gt;</bpt>', '<ept id="1">&lt;/b&gt;</ept>', "Enter")
+    assert (ph.standalone, ph.verbatim) == (True, '<ph id="2">&lt;br/&gt;</ph>')
+    prepared = prepare(text, "xml")
+    translation = "Zum Gehen Eingabe drücken."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(3, 1), (1, 2), (0, 3)]))
+    assert restored.text == ('Zum <ph id="2">&lt;br/&gt;</ph>Gehen <bpt id="1">&lt;b&gt;</bpt>Eingabe<ept id="1">'
+                             '&lt;/b&gt;</ept> drücken.')
+    # Halves that cross another element's edge (TMX's `i`) are each a code of their own.
+    markup = read_markup('A <bpt i="1">&lt;i&gt;</bpt>b <g id="2">c<ept i="1">&lt;/i&gt;</ept> d</g>', "xml")
+    assert [(tag.name, tag.standalone) for tag in markup.tags] == [("bpt", True), ("g", False), ("ept", True)]
+
+
+@pytest.mark.parametrize("text, plain, wrapped", [
+    # HTML lets a text leave out these end tags: the element ends where its parent does, the text
+    # ends, or a start that HTML says ends it follows.
+    ("<html>Enter the date format:<br>", "Enter the date format:", [("html", "Enter the date format:")]),
+    ("<ul><li>One<li>Two</ul>", "OneTwo", [("ul", "OneTwo"), ("li", "One"), ("li", "Two")]),
+    ("<p>One<div>x</div>", "Onex", [("p", "One"), ("div", "x")]),
+    ("<table><tr><td>a<td>b<tr><td>c</table>", "abc",
+     [("table", "abc"), ("tr", "ab"), ("td", "a"), ("td", "b"), ("tr", "c"), ("td", "c")]),
+])
+def test_html_end_tags_the_standard_lets_a_text_leave_out_are_implied(text, plain, wrapped):
+    markup = read_markup(text, "html")
+    assert markup.plain == plain
+    assert [(tag.name, markup.plain[tag.start:tag.end]) for tag in markup.tags if not tag.standalone] == wrapped
+    assert all(tag.closing == "" for tag in markup.tags if tag.name in ("html", "li", "td", "tr", "p"))
+
+
+@pytest.mark.parametrize("text, fmt", [
+    ("<b>bold", "html"),         # not an element HTML lets go unclosed
+    ("<p><b>bold</p>", "html"),  # one inside it left open
+    ("<p>One", "xml"),           # xml closes every element
+])
+def test_other_unclosed_elements_are_still_malformed(text, fmt):
+    with pytest.raises(MarkupError):
+        read_markup(text, fmt)
+
+
+def test_a_translation_leaves_out_the_end_tags_its_source_left_out():
+    prepared = prepare("<p>Crashed.<br>Report it.<br>", "html")
+    translation = "Abgestürzt. Melden."
+    restored = restore(prepared, translation, aligned(prepared.model_text, translation, [(0, 0), (2, 1)]))
+    assert restored.text == "<p>Abgestürzt.<br>Melden.<br>"
+    # A plain text naming such an element is no markup.
+    assert not reads_as_markup("Insert in <li>") and reads_as_markup("<qt>Saved.<p>Close it?</qt>")
