@@ -23,9 +23,9 @@ import html
 import re
 from dataclasses import dataclass, replace
 
+from service.glossary import TermReport, merged
 from service.protection.markup import TAG, Markup
 from service.runtime.base import has_visible_text
-from service.glossary import TermReport, merged
 from service.served import Served, edited
 
 # Attribute -> the elements it is text for people on (None: every element).

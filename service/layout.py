@@ -64,9 +64,9 @@ _HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
 _TABLE_ROW = re.compile(r"\|.*\|")
 _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not escaped or in a code span
 # A line break written as an escape, or as Java's format strings write one (`%n`), with the spaces
-# around it; and a backslash that escapes
-# anything but a line break, a tab, a quote or a backslash: then the text's backslashes mean
-# something else (a Windows path) and no `\n` is a line break.
+# around it; and a backslash that escapes anything but a line break, a tab, a quote, a backslash or
+# a `\u` character: then the text's backslashes mean something else (a Windows path), and no `\n`
+# is a line break nor any escape one.
 _ESCAPED_BREAK = re.compile(r"[ \t]*(?<![\\%])(?:\\\\)*(?:(?:\\n|%n)[ \t]*)+")
 _QUOTES = set("'\"`«»‘’‚“”„‹›")
 _OTHER_BACKSLASH = re.compile(r"\\(?=[^ntr\"'\\])(?!u[0-9a-fA-F]{4})|(?<![A-Za-z])[A-Za-z]:\\")
@@ -293,8 +293,8 @@ def _unicode_escape(escapes: tuple[tuple[str, str], ...]) -> str:
 
 
 def _unescaped(layout: Layout, escapes: tuple[tuple[str, str], ...]) -> Layout:
-    """`layout` with each escaped quote of its segments written as the quote alone, standing for
-    the quote as sent (a word "Don\\'t" is the model's "Don't")."""
+    """`layout` with each escaped character of its segments written as the character, standing for
+    the escape's last character (a word "Don\\'t" is the model's "Don't")."""
     segments = []
     for segment in layout.segments:
         text, origin = segment.text, segment.origin
