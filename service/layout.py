@@ -238,10 +238,12 @@ def _escaped_breaks(text: str, protected: list[Protected]) -> list[tuple[int, in
             and not text[match.start() - 1:match.start()] in _QUOTES and not text[match.end():match.end() + 1] in _QUOTES
             # one inside a sentence wraps it: cut there, its halves would be translated apart
             and not (re.match(r"[\w,]", text[match.start() - 1:match.start()]) and text[match.end():match.end() + 1].islower())
-            # a `%n` apart from the words around it, or followed by what defines it, is a program's
-            # own code: "%l Lyricist %n Session name", "%n: track number"
+            # a `%n` apart from the words around it, in brackets or followed by what defines it is a
+            # value: a program's own code ("%l Lyricist %n Session name", "%n: track number") or
+            # Qt's plural count ("%n file(s)", "Selected (%n)")
             and not ("%n" in match.group() and (match.group() != match.group().strip()
-                                                or text[match.end():match.end() + 1] in (":", "=")))]
+                                                or text[match.end():match.end() + 1] in tuple(")]}.,;:=")
+                                                or text[match.start() - 1:match.start()] in tuple("([{")))]
 
 
 def _escapes(text: str, protected: list[Protected]) -> tuple[tuple[str, str], ...]:

@@ -109,6 +109,8 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     ("Save 100%%n", [(["Save 100%%n"], [], 0, None, "")]),
     ("%l Lyricist %n Session name", [(["%l Lyricist %n Session name"], [], 0, None, "")]),
     ("%n: track number", [(["%n: track number"], [], 0, None, "")]),
+    ("Selected (%n)", [(["Selected (%n)"], [], 0, None, "")]),  # Qt's plural count
+    ("%n file(s) deleted", [(["%n file(s) deleted"], [], 0, None, "")]),
     # Not where it is named in quotes, nor inside a sentence it wraps.
     (r"Start with '-- \n' here.", [([r"Start with '-- \n' here."], [], 0, None, "")]),
     (r"Remove the package name\nspecified on the command line.",
