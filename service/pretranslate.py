@@ -1,0 +1,203 @@
+"""Pre-translate a gettext catalog through a running phrasal service: each message nobody has
+translated gets the service's translation, marked fuzzy, gettext's (and Poedit's and Weblate's)
+sign of a translation for a translator to review; msgfmt leaves fuzzy ones out of the program until
+then.
+
+    python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
+    python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
+    python -m service.pretranslate de.po --in-place --model en-de-software --fuzzy   # fuzzy ones again
+
+Messages go as their catalog writes them, 32 a request (the service keeps their placeholders,
+markup, accelerators and layout); a plural message gets its singular's translation as form 0 and
+its plural's as every other form its catalog's Plural-Forms header counts; a message's context
+(msgctxt) and comments are not sent. Translated, obsolete and (unless --fuzzy) fuzzy messages are
+left as they are. A message the service refuses (a 4xx naming it: too long, malformed markup) stays
+untranslated and is named on stderr; the rest are written.
+
+Exit status 0 when the catalog was written (with the count of messages translated on stdout), 1
+with one line on stderr when it was not: the catalog cannot be read or written, names no target
+language, or the service cannot be reached or does not serve the pair.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import polib
+
+BATCH = 32
+RETRIES = 5          # for a busy server's 429 and 503, waiting what its Retry-After says
+LONGEST_WAIT_S = 30.0
+_PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
+
+
+class Failed(Exception):
+    """What stops the run: one line for stderr."""
+
+
+class Refused(Exception):
+    """The service turned a request away with a 4xx: its message, and its error type."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Service:
+    """The service's /translate over HTTP (the standard library's client: nothing to install)."""
+
+    def __init__(self, url: str, source: str, target: str, model: str | None, api_key: str | None,
+                 timeout_s: float) -> None:
+        self.url = url.rstrip("/") + "/translate"
+        self.source, self.target, self.model = source, target, model
+        self.headers = {"Content-Type": "application/json", **({"X-API-Key": api_key} if api_key else {})}
+        self.timeout_s = timeout_s
+
+    def translate(self, texts: list[str]) -> list[str]:
+        body = {"text": texts, "source": self.source, "target": self.target, **({"model": self.model} if self.model else {})}
+        for attempt in range(RETRIES + 1):
+            request = urllib.request.Request(self.url, json.dumps(body).encode("utf-8"), self.headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    answer = json.load(response)
+                return [nbest[0]["text"] for nbest in answer["translations"]]
+            except urllib.error.HTTPError as error:
+                detail = _error_body(error)
+                if error.code in (429, 503) and attempt < RETRIES:
+                    time.sleep(min(LONGEST_WAIT_S, _retry_after(error)))
+                    continue
+                if 400 <= error.code < 500 and error.code not in (401, 403, 404, 429):
+                    raise Refused(detail.get("message", f"HTTP {error.code}"), _kind(detail)) from None
+                raise Failed(f"{self.url} answered {error.code}: {detail.get('message', error.reason)}") from None
+            except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
+                raise Failed(f"cannot get translations from {self.url}: {getattr(error, 'reason', error)}") from None
+        raise Failed(f"{self.url} stayed busy after {RETRIES} retries")
+
+
+def _error_body(error: urllib.error.HTTPError) -> dict:
+    try:
+        body = json.loads(error.read())
+    except (ValueError, OSError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _kind(detail: dict) -> str:
+    items = detail.get("detail")
+    return str(items[0].get("type", "")) if isinstance(items, list) and items and isinstance(items[0], dict) else ""
+
+
+def _retry_after(error: urllib.error.HTTPError) -> float:
+    try:
+        return max(0.1, float(error.headers.get("Retry-After", 1)))
+    except ValueError:
+        return 1.0
+
+
+def untranslated(entry: polib.POEntry, fuzzy: bool) -> bool:
+    """Whether the message is one to pre-translate: nobody translated it (or, with `fuzzy`, only a
+    tool did: it is marked fuzzy)."""
+    if entry.obsolete or not entry.msgid:
+        return False
+    if entry.fuzzy:
+        return fuzzy
+    return entry.msgstr == "" and all(form == "" for form in entry.msgstr_plural.values())
+
+
+def plural_forms(catalog: polib.POFile) -> int:
+    """How many forms a plural message has in the catalog's language (its Plural-Forms header; 2, as
+    English and German have, where it names none)."""
+    match = _PLURALS.search(catalog.metadata.get("Plural-Forms", ""))
+    return max(1, int(match.group(1))) if match else 2
+
+
+def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False, mark_fuzzy: bool = True) -> int:
+    """Translates the catalog's untranslated messages in place; returns how many got a translation."""
+    entries = [entry for entry in catalog if untranslated(entry, fuzzy)]
+    # Each text the service translates: (entry, plural form or None for msgstr, text).
+    texts: list[tuple[polib.POEntry, int | None, str]] = []
+    forms = plural_forms(catalog)
+    for entry in entries:
+        if entry.msgid_plural:
+            texts += [(entry, 0, entry.msgid)] + [(entry, k, entry.msgid_plural) for k in range(1, forms)]
+        else:
+            texts.append((entry, None, entry.msgid))
+    # One request per distinct text: a plural's forms beyond the first share one translation.
+    distinct = list(dict.fromkeys(text for _, _, text in texts))
+    translated: dict[str, str] = {}
+    for start in range(0, len(distinct), BATCH):
+        batch = distinct[start:start + BATCH]
+        try:
+            translated.update(zip(batch, service.translate(batch)))
+        except Refused:
+            for text in batch:  # which of them: each alone
+                try:
+                    translated[text] = service.translate([text])[0]
+                except Refused as refused:
+                    if refused.kind == "unsupported_pair":
+                        raise Failed(str(refused)) from None
+                    print(f"pretranslate: left untranslated, {text[:60]!r}: {refused}", file=sys.stderr)
+    done = 0
+    for entry in entries:
+        mine = [(form, translated.get(text)) for owner, form, text in texts if owner is entry]
+        if any(translation is None for _, translation in mine):
+            continue
+        for form, translation in mine:
+            if form is None:
+                entry.msgstr = translation
+            else:
+                entry.msgstr_plural[form] = translation
+        if mark_fuzzy and "fuzzy" not in entry.flags:
+            entry.flags.insert(0, "fuzzy")  # first, as msgmerge writes it
+        done += 1
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
+    parser.add_argument("catalog", type=Path, help="a .po or .pot file")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog")
+    where.add_argument("--in-place", action="store_true", help="write it over the catalog read")
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service (default: what `make serve` starts)")
+    parser.add_argument("--source", default="en", help="the messages' language (default: en)")
+    parser.add_argument("--target", help="the translations' language (default: the catalog's Language header)")
+    parser.add_argument("--model", help="which of the pair's models translates (GET /models; default: the service's choice)")
+    parser.add_argument("--api-key", help="the service's API key, where it asks for one")
+    parser.add_argument("--fuzzy", action="store_true", help="translate messages marked fuzzy again too")
+    parser.add_argument("--no-fuzzy-mark", dest="mark_fuzzy", action="store_false",
+                        help="do not mark the translations fuzzy (they go into the program unreviewed)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one request (default: 120)")
+    args = parser.parse_args(argv)
+    try:
+        if not args.catalog.is_file():  # polib reads a string that names no file as a catalog's text
+            raise Failed(f"cannot read {args.catalog}: no such file")
+        try:
+            catalog = polib.pofile(str(args.catalog))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise Failed(f"cannot read {args.catalog}: {error}") from None
+        target = args.target or re.split(r"[_@.-]", catalog.metadata.get("Language", ""))[0].lower()
+        if not target:
+            raise Failed(f"{args.catalog} names no language (its Language header is empty): pass --target")
+        service = Service(args.url, args.source, target, args.model, args.api_key, args.timeout)
+        done = pretranslate(catalog, service, args.fuzzy, args.mark_fuzzy)
+        output = args.catalog if args.in_place else args.output
+        try:
+            catalog.save(str(output))
+        except OSError as error:
+            raise Failed(f"cannot write {output}: {error}") from None
+    except Failed as failed:
+        print(f"pretranslate: {failed}", file=sys.stderr)
+        return 1
+    print(f"{done} messages translated{' (marked fuzzy)' if args.mark_fuzzy else ''}: {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

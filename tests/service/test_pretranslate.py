@@ -1,0 +1,145 @@
+"""service/pretranslate.py: a gettext catalog pre-translated through a running service over HTTP
+(uvicorn in a thread, the fake runtime translating: words reversed, upper-cased)."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.request
+
+import polib
+import pytest
+import uvicorn
+
+from service.app import create_app
+from service.pretranslate import main
+from service.settings import Settings
+from testing.fake_runtime import FakeRuntime
+
+CATALOG = r'''msgid ""
+msgstr ""
+"Language: de_DE\n"
+"Content-Type: text/plain; charset=UTF-8\n"
+"Plural-Forms: nplurals=2; plural=(n != 1);\n"
+
+#: src/main.c:10
+#, c-format
+msgid "Open %s now"
+msgstr ""
+
+msgctxt "menu"
+msgid "Save the file"
+msgstr ""
+
+msgid "Done"
+msgstr "Fertig"
+
+#, fuzzy
+msgid "Close it"
+msgstr "Schließen"
+
+msgid "One file"
+msgid_plural "%d files"
+msgstr[0] ""
+msgstr[1] ""
+
+msgid "<b>never closed"
+msgstr ""
+
+#~ msgid "Old message"
+#~ msgstr ""
+'''
+
+
+@pytest.fixture(scope="module")
+def url():
+    def factory(received: Settings):
+        return [FakeRuntime("en", "de")]
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(Settings(model_dirs=["models/test-en-de"], inference_process=False), runtime_factory=factory)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    address = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(address + "/health/ready", timeout=1) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the server did not become ready"
+        time.sleep(0.05)
+    yield address
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_untranslated_messages_get_the_service_s_translation_marked_fuzzy(url, tmp_path, capsys):
+    source = tmp_path / "de.po"
+    source.write_text(CATALOG, encoding="utf-8")
+    output = tmp_path / "out.po"
+    assert main([str(source), "--output", str(output), "--url", url]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out.strip(), captured.err) == (f"4 messages translated (marked fuzzy): {output}", "")
+    catalog = polib.pofile(str(output))
+    found = {(entry.msgctxt, entry.msgid): entry for entry in catalog}
+    opened = found[(None, "Open %s now")]
+    assert (opened.msgstr, opened.flags) == ("%s NOW OPEN", ["fuzzy", "c-format"])
+    assert opened.occurrences == [("src/main.c", "10")]
+    saved = found[("menu", "Save the file")]
+    assert (saved.msgstr, saved.fuzzy) == ("FILE THE SAVE", True)
+    plural = found[(None, "One file")]
+    assert plural.msgstr_plural == {0: "FILE ONE", 1: "%d FILES"}
+    # Translated, fuzzy and obsolete messages are left as they are.
+    assert (found[(None, "Done")].msgstr, found[(None, "Done")].fuzzy) == ("Fertig", False)
+    assert found[(None, "Close it")].msgstr == "Schließen"
+    assert [entry.msgstr for entry in catalog.obsolete_entries()] == [""]
+    # Sent as a plain text, "<b>" that is no markup is words (html would be a 422).
+    assert found[(None, "<b>never closed")].msgstr == "CLOSED <B>NEVER"
+    assert source.read_text(encoding="utf-8") == CATALOG  # --output leaves the catalog read alone
+
+
+def test_fuzzy_messages_are_translated_again_when_asked_and_the_mark_can_be_left_off(url, tmp_path):
+    source = tmp_path / "de.po"
+    source.write_text(CATALOG, encoding="utf-8")
+    assert main([str(source), "--in-place", "--url", url, "--fuzzy", "--no-fuzzy-mark"]) == 0
+    found = {entry.msgid: entry for entry in polib.pofile(str(source))}
+    assert (found["Close it"].msgstr, found["Open %s now"].fuzzy) == ("IT CLOSE", False)
+    assert found["Close it"].fuzzy  # marked by whoever made it; --fuzzy translates, it does not review
+
+
+def test_a_message_the_service_refuses_stays_untranslated_and_is_named(url, tmp_path, capsys):
+    source = tmp_path / "de.po"
+    long = "word " * 2100  # over the service's 10,000 characters per text
+    source.write_text(CATALOG + f'\nmsgid "{long}"\nmsgstr ""\n', encoding="utf-8")
+    assert main([str(source), "--in-place", "--url", url]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("4 messages translated")
+    (line,) = captured.err.splitlines()
+    assert line.startswith("pretranslate: left untranslated, 'word word") and "text" in line
+    assert {entry.msgid: entry.msgstr for entry in polib.pofile(str(source))}[long] == ""
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["missing.po", "--in-place"], "pretranslate: cannot read missing.po: no such file"),
+    (["{catalog}", "--in-place", "--target", "fr"], "pretranslate: target: language pair en-fr is not served"),
+    (["{catalog}", "--in-place", "--url", "http://127.0.0.1:9"], "pretranslate: cannot get translations from"),
+    (["{bare}", "--in-place"], "pretranslate: {bare} names no language (its Language header is empty): pass --target"),
+])
+def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, monkeypatch, argv, error):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "de.po").write_text(CATALOG, encoding="utf-8")
+    (tmp_path / "bare.pot").write_text('msgid ""\nmsgstr ""\n\nmsgid "Open"\nmsgstr ""\n', encoding="utf-8")
+    names = {"catalog": "de.po", "bare": "bare.pot"}
+    argv = [arg.format(**names) for arg in argv]
+    if "--url" not in argv:
+        argv += ["--url", url]
+    assert main(argv) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(error.format(**names))
+    assert (tmp_path / "de.po").read_text(encoding="utf-8") == CATALOG  # nothing written
