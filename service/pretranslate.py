@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             raise Failed(f"{args.catalog} names no language (its Language header is empty): pass --target")
         service = Service(args.url, args.source, target, args.model, args.api_key, args.timeout)
         done = pretranslate(catalog, service, args.fuzzy, args.mark_fuzzy)
+        if not catalog.metadata.get("Language"):
+            catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
         output = args.catalog if args.in_place else args.output
         try:
             catalog.save(str(output))

@@ -113,6 +113,15 @@ def test_fuzzy_messages_are_translated_again_when_asked_and_the_mark_can_be_left
     assert found["Close it"].fuzzy  # marked by whoever made it; --fuzzy translates, it does not review
 
 
+def test_a_template_s_translation_names_its_language(url, tmp_path):
+    template = tmp_path / "messages.pot"
+    template.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "Open"\nmsgstr ""\n',
+                        encoding="utf-8")
+    assert main([str(template), "--output", str(tmp_path / "de.po"), "--target", "de", "--url", url]) == 0
+    catalog = polib.pofile(str(tmp_path / "de.po"))
+    assert (catalog.metadata["Language"], [entry.msgstr for entry in catalog]) == ("de", ["OPEN"])
+
+
 def test_a_message_the_service_refuses_stays_untranslated_and_is_named(url, tmp_path, capsys):
     source = tmp_path / "de.po"
     long = "word " * 2100  # over the service's 10,000 characters per text
