@@ -6,18 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import uvicorn
 from playwright.sync_api import sync_playwright
 
 from service.app import create_app
 from service.settings import Settings
+from tests.service.support import live_server
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("PHRASAL_CHROMIUM", "/usr/bin/chromium")
@@ -25,12 +21,6 @@ ARTIFACTS = REPO / "build" / "test-artifacts"
 # What a root process in a sandbox without a network needs (no sandbox, no GPU, no phoning home).
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -42,24 +32,8 @@ def base_url(tmp_path_factory):
     (second / "model_card.json").write_text(json.dumps({"domain": "software"}))
     settings = Settings(model_dirs=[REPO / "models" / "en-de", second], device="cpu", inference_process=False,
                         warmup=False, memories=[REPO / "memories" / "cldr-names.tmx"])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/health/ready", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "the server did not become ready"
-        time.sleep(0.1)
-    yield url
-    server.should_exit = True
-    thread.join(10)
+    with live_server(create_app(settings)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

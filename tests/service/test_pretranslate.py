@@ -2,19 +2,14 @@
 (uvicorn in a thread, the fake runtime translating: words reversed, upper-cased)."""
 from __future__ import annotations
 
-import socket
-import threading
-import time
-import urllib.request
-
 import polib
 import pytest
-import uvicorn
 
 from service.app import create_app
 from service.pretranslate import main
 from service.settings import Settings
 from testing.fake_runtime import FakeRuntime
+from tests.service.support import live_server
 
 CATALOG = r'''msgid ""
 msgstr ""
@@ -56,27 +51,9 @@ def url():
     def factory(received: Settings):
         return [FakeRuntime("en", "de")]
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     app = create_app(Settings(model_dirs=["models/test-en-de"], inference_process=False), runtime_factory=factory)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    address = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(address + "/health/ready", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "the server did not become ready"
-        time.sleep(0.05)
-    yield address
-    server.should_exit = True
-    thread.join(10)
+    with live_server(app, ready_within_s=30) as address:
+        yield address
 
 
 def test_untranslated_messages_get_the_service_s_translation_marked_fuzzy(url, tmp_path, capsys):
