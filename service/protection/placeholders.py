@@ -21,12 +21,14 @@ Styles, in the order they are matched (an earlier style wins where matches overl
 - "icu": an ICU MessageFormat argument with a format, `{count, plural, one {# file} other {# files}}`,
   `{0,number,#}` (braces balanced; the whole argument is one placeholder).
 - "fluent": Fluent's placeables, `{ $user }`, `{ -brand-name }`, `{ NUMBER($count) }`.
-- "shell": `${VAR}`.
+- "shell": `${VAR}`, and a JavaScript template literal's `${user.name}`.
 - "ruby": `%{name}` and `%<name>s`.
 - "python": `%(name)s`, `%(count)5.2f`.
 - "brace": `{name}`, `{0}`, `{}`, `{user.name}`, `{items[0]}`, `{name!r:>10}`, `{0:.2f}` (Python
   str.format, .NET, i18next-style names) and the escaped `{{0}}` / `{{ name }}` as one literal
-  whole (format strings print it as "{0}"; Jinja and Handlebars read it as a variable); and any
+  whole (format strings print it as "{0}"; Jinja, Go's templates and Handlebars read it as a
+  variable or a helper: `{{ name | upper }}`, `{{len .Items}}`, `{{#if admin}}`, `{{{raw}}}`), with
+  Jinja's, Django's, Twig's and Liquid's tags and comments (`{% if user %}`, `{# note #}`); and any
   other braces around text without whitespace: a command line's alternatives `{-V|--version}`,
   `QUIRKS={metacity|compiz|mutter}`, shell brace expansion `{a,b}`, code `'{...}'`. These are
   literal syntax: the model can only break them (it dropped a dash of `--version` and renamed
@@ -78,11 +80,15 @@ QT = re.compile(r"%L?[0-9]{1,2}(?![0-9$A-Za-z]|\.[0-9])")
 PYTHON = re.compile(r"%\([^()\s]{1,64}\)[-+ 0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[A-Za-z%]")
 RUBY = re.compile(r"%\{[A-Za-z_][A-Za-z0-9_]*\}|%<[A-Za-z_][A-Za-z0-9_]*>[-+0#]*\d*(?:\.\d+)?[A-Za-z]")
 BRACE = re.compile(
-    # escaped, or a template variable (i18next's unescaped `{{- name}}` and formatted `{{count, number}}`
-    # too): one literal whole
-    r"\{\{\s*-?\s*[A-Za-z0-9_.]*\s*(?:,[^{}]*)?\}\}"
+    # escaped, or a template's variable or helper (i18next's unescaped `{{- name}}` and formatted
+    # `{{count, number}}`, Jinja's `{{ name | upper }}`, Go's `{{len .Items}}`, Handlebars' `{{#if x}}`
+    # and unescaped `{{{raw}}}`): one literal whole; Jinja's, Django's, Twig's and Liquid's tags and
+    # comments, `{% if user %}`, `{# note #}`, too
+    r"\{\{\{[^{}\n]*\}\}\}|\{\{[^{}\n]*\}\}|\{%[^\n]*?%\}|\{#[^\n]*?#\}"
     r"|(?<!\{)\{[^{}\s]*\}(?!\})")  # a format field, `{name!r:>10}`, or literal syntax, `{-V|--version}`
-SHELL = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+# A shell's variable, `${HOME}`, `${name:-default}`, or a JavaScript template literal's expression,
+# `${user.name}`, `${formatPrice(total)}` (read as a brace field, its `$` had reached the model).
+SHELL = re.compile(r"\$\{[^{}\n]+\}")
 # Fluent's placeables (Mozilla's Project Fluent, .ftl): a variable `{ $user }`, a term `{ -brand-name }`
 # or its attribute `{ -brand.gender }`, a message `{ menu-save }` is too rare to tell from prose; a
 # function call `{ NUMBER($count, minimumFractionDigits: 2) }`.

@@ -39,7 +39,12 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     ("You have {{count, number}} items, {{- name}}", [("brace", "{{count, number}}"), ("brace", "{{- name}}")]),
     ("Tom &amp; Jerry &nbsp; &#8212; &#x2014;", [("entity", "&amp;"), ("entity", "&nbsp;"), ("entity", "&#8212;"),
                                                 ("entity", "&#x2014;")]),
-    ("${HOME}/x", [("shell", "${HOME}")]),
+    ("${HOME}/x, ${name:-none}, `${user.name}` ${formatPrice(total)}",
+     [("shell", "${HOME}"), ("shell", "${name:-none}"), ("code", "`${user.name}`"), ("shell", "${formatPrice(total)}")]),
+    # A template's variables, helpers, tags and comments, whatever their inside (Jinja, Go, Handlebars).
+    ("Hi {{ name | upper }}, {{len .Items}} {{#if admin}}Admin{{/if}} {{{raw}}} {% if user %}back{% endif %} {# x #}",
+     [("brace", "{{ name | upper }}"), ("brace", "{{len .Items}}"), ("brace", "{{#if admin}}"), ("brace", "{{/if}}"),
+      ("brace", "{{{raw}}}"), ("brace", "{% if user %}"), ("brace", "{% endif %}"), ("brace", "{# x #}")]),
     ("Hello { $user }, { -brand-name } has { NUMBER($count, minimumFractionDigits: 2) } of { -brand.gender }",
      [("fluent", "{ $user }"), ("fluent", "{ -brand-name }"), ("fluent", "{ NUMBER($count, minimumFractionDigits: 2) }"),
       ("fluent", "{ -brand.gender }")]),
