@@ -26,7 +26,7 @@ from service.http.auth import ApiKeyMiddleware, KeyRing, TokenBucket
 from service.http.body_guard import BodyGuardMiddleware
 from service.http.errors import install_error_handlers
 from service.http.glossaries import router as glossaries_router
-from service.http.libretranslate import KeyCheck
+from service.http.compatible import KeyCheck
 from service.http.libretranslate import router as libretranslate_router
 from service.http.openapi import install_served_openapi
 from service.http.request_metrics import MetricsMiddleware

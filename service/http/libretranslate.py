@@ -24,13 +24,8 @@ the translation failed.
 """
 from __future__ import annotations
 
-import json
-import math
-from typing import Any
-from urllib.parse import parse_qs
-
 import logging
-from dataclasses import dataclass, replace
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -39,30 +34,18 @@ from service.errors import Rejected, RequestError, TranslationFailed, Unsupporte
 from service.glossary import GlossaryEntry
 from service.glossary_schemas import TermReportOut
 from service.glossary_store import GlossaryInvalid, checked_entries
+from service.http.auth import LIBRETRANSLATE_PREFIX
+from service.http.compatible import KeyCheck, ParamsInvalid, request_params, translate_each
 from service.http.glossaries import glossary_store
 from service.language_detection import Detection
 from service.language_names import language_name
 from service.protection.placeholders import PLACEHOLDER_STYLES
-from service.runtime.base import Translation
-from service.served import Served
-from service.translator import Translator
-from service.metrics import Metrics
-from service.http.auth import LIBRETRANSLATE_PREFIX, KeyRing, TokenBucket
 from service.settings import MAX_BEAM_SIZE
 
 log = logging.getLogger("service")
 
 # Out of this service's OpenAPI schema: its shapes are LibreTranslate's (the module docstring).
 router = APIRouter(prefix=LIBRETRANSLATE_PREFIX, include_in_schema=False)
-
-
-@dataclass(frozen=True)
-class KeyCheck:
-    """The server's API keys and rate limits, for the routes that read the key from a parameter."""
-
-    ring: KeyRing
-    buckets: TokenBucket | None
-    metrics: Metrics
 
 
 class LibreError(Exception):
@@ -78,27 +61,10 @@ def _error(error: LibreError) -> JSONResponse:
 
 
 async def _params(request: Request) -> dict[str, Any]:
-    """The request's parameters: the query string, then the body's (JSON or form-urlencoded)."""
-    params: dict[str, Any] = dict(request.query_params)
-    body = await request.body()
-    if not body.strip():
-        return params
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/x-www-form-urlencoded":
-        try:
-            form = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-        except UnicodeDecodeError:
-            raise LibreError(400, "Invalid request: the body is not UTF-8") from None
-        params.update({key: values[0] if len(values) == 1 else values for key, values in form.items()})
-        return params
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        raise LibreError(400, "Invalid JSON format") from None
-    if not isinstance(data, dict):
-        raise LibreError(400, "Invalid JSON format")
-    params.update(data)
-    return params
+        return await request_params(request)
+    except ParamsInvalid as error:
+        raise LibreError(400, str(error)) from None
 
 
 def _required(params: dict[str, Any], name: str) -> Any:
@@ -149,30 +115,17 @@ def _authorise(request: Request, api_key: Any) -> None:
     guard: KeyCheck | None = getattr(request.app.state, "api_keys", None)
     if guard is None:
         return
-    name = guard.ring.identify(api_key.encode("utf-8")) if isinstance(api_key, str) and api_key else None
-    if name is None:
-        guard.metrics.rejected("unauthorized")
+    status, retry = guard.refusal(api_key if isinstance(api_key, str) else None)
+    if status == 403:
         raise LibreError(403, "Invalid API key")
-    if guard.buckets is not None:
-        wait = guard.buckets.take(name)
-        if wait > 0:
-            guard.metrics.rejected("rate_limited")
-            retry = max(1, math.ceil(wait))
-            raise LibreError(429, f"Slowdown: rate limit of {guard.buckets.rate:g} requests/s exceeded; retry in {retry} s",
-                             {"Retry-After": str(retry)})
+    if status == 429:
+        raise LibreError(429, f"Slowdown: rate limit of {guard.buckets.rate:g} requests/s exceeded; retry in {retry} s",
+                         {"Retry-After": str(retry)})
 
 
 def _detected(detection: Detection) -> dict[str, Any]:
     # LibreTranslate's confidence is a percentage.
     return {"language": detection.language, "confidence": round(detection.confidence * 100, 1)}
-
-
-async def _translate_group(translator: Translator, texts: list[str], source: str, target: str, fmt: str,
-                           n_best: int, glossary: list[GlossaryEntry], styles: tuple[str, ...],
-                           model: str | None) -> list[list[Served]]:
-    defaults = translator.defaults
-    options = replace(defaults, n_best=n_best, beam_size=max(defaults.beam_size, n_best), alignment="none")
-    return await translator.translate(texts, source, target, options, fmt, (), glossary, styles, model)
 
 
 @router.post("/translate")
@@ -197,18 +150,8 @@ async def translate(request: Request) -> JSONResponse:
         detections = [translator.detector.detect(text) for text in texts] if source == "auto" else []
         if source == "auto" and any(d is None for d in detections):
             raise LibreError(400, "Invalid request: no served source language can be detected")
-        languages = [d.language for d in detections] if detections else [source] * len(texts)
-        served: list[list[Served] | None] = [None] * len(texts)
-        for language in dict.fromkeys(languages):
-            indices = [k for k, lang in enumerate(languages) if lang == language]
-            if language == target and source == "auto":
-                for k in indices:
-                    served[k] = [Served(Translation(texts[k], 0.0), [])]
-                continue
-            group = await _translate_group(translator, [texts[k] for k in indices], language, target, fmt,
-                                           alternatives + 1, glossary, styles, model)
-            for k, nbest in zip(indices, group):
-                served[k] = nbest
+        served = await translate_each(translator, texts, None if source == "auto" else source, target, fmt,
+                                      alternatives + 1, glossary, styles, model, detections)
     except LibreError as error:
         return _error(error)
     except Exception as error:  # noqa: BLE001 - every failure answers LibreTranslate's way

@@ -1,0 +1,97 @@
+"""What the APIs compatible with other services' (LibreTranslate's, service/http/libretranslate.py;
+DeepL's, service/http/deepl.py) share: reading a request's parameters as those services' clients
+send them, checking a key they send their own way against the server's keys and rate limits, and
+translating texts each in its detected language."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import Request
+
+from service.glossary import GlossaryEntry
+from service.http.auth import KeyRing, TokenBucket
+from service.language_detection import Detection
+from service.metrics import Metrics
+from service.runtime.base import Translation
+from service.served import Served
+from service.translator import Translator
+
+
+class ParamsInvalid(ValueError):
+    """A body that cannot be read: its message says why, in the words LibreTranslate uses."""
+
+
+async def request_params(request: Request) -> dict[str, Any]:
+    """The query string's parameters, then the body's: a JSON object or form-urlencoded (a repeated
+    name is a list: DeepL's clients send `text=a&text=b`). A GET may carry a body too: DeepL's Python
+    client sends `type=target` so."""
+    params: dict[str, Any] = dict(request.query_params)
+    body = await request.body()
+    if not body.strip():
+        return params
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            form = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError:
+            raise ParamsInvalid("Invalid request: the body is not UTF-8") from None
+        params.update({key: values[0] if len(values) == 1 else values for key, values in form.items()})
+        return params
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ParamsInvalid("Invalid JSON format") from None
+    if not isinstance(data, dict):
+        raise ParamsInvalid("Invalid JSON format")
+    params.update(data)
+    return params
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """The server's API keys and rate limits, for the routes whose clients send the key their own
+    way (a parameter, DeepL's `Authorization: DeepL-Auth-Key`): the middleware lets them pass."""
+
+    ring: KeyRing
+    buckets: TokenBucket | None
+    metrics: Metrics
+
+    def refusal(self, presented: str | None) -> tuple[int, int | None]:
+        """(0, None) for a known key with a token left; (403, None) for a missing or wrong key;
+        (429, seconds to wait) for one whose rate limit is spent."""
+        name = self.ring.identify(presented.encode("utf-8")) if presented else None
+        if name is None:
+            self.metrics.rejected("unauthorized")
+            return 403, None
+        wait = self.buckets.take(name) if self.buckets is not None else 0.0
+        if wait > 0:
+            self.metrics.rejected("rate_limited")
+            return 429, max(1, math.ceil(wait))
+        return 0, None
+
+
+async def translate_each(translator: Translator, texts: list[str], source: str | None, target: str, fmt: str,
+                         n_best: int, glossary: list[GlossaryEntry], styles: tuple[str, ...], model: str | None,
+                         detections: list[Detection] | None = None) -> list[list[Served]]:
+    """Each text's n-best list, translated from `source`, or (None) from the language `detections`
+    gives it, each language's texts in one batch; a text detected in the target language comes back
+    as it is, as LibreTranslate's and DeepL's do."""
+    options = replace(translator.defaults, n_best=n_best, beam_size=max(translator.defaults.beam_size, n_best),
+                      alignment="none")
+    languages = [d.language for d in detections] if source is None and detections else [source] * len(texts)
+    served: list[list[Served]] = [[] for _ in texts]
+    for language in dict.fromkeys(languages):
+        indices = [k for k, lang in enumerate(languages) if lang == language]
+        if language == target and source is None:
+            for k in indices:
+                served[k] = [Served(Translation(texts[k], 0.0), [])]
+            continue
+        group = await translator.translate([texts[k] for k in indices], language, target, options, fmt, (),
+                                           glossary, styles, model)
+        for k, nbest in zip(indices, group):
+            served[k] = nbest
+    return served
