@@ -27,6 +27,8 @@ from service.http.errors import error_response
 from service.metrics import Metrics
 
 LIBRETRANSLATE_PREFIX = "/libretranslate"
+# DeepL's clients send their key as `Authorization: DeepL-Auth-Key KEY`: its routes check it themselves.
+DEEPL_PREFIX = "/deepl"
 
 # The health checks stay open: load balancers and orchestrators probe without credentials. So does
 # the page (static, no data): it asks the user for a key and sends it with each translation.
@@ -101,10 +103,10 @@ class ApiKeyMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # CORS preflights (OPTIONS) carry no credentials by design; the CORS middleware outside
         # this one answers them.
-        # LibreTranslate's clients send their key as a parameter: its routes check it themselves
-        # (service/http/libretranslate.py), with this middleware's keys and buckets.
+        # LibreTranslate's and DeepL's clients send their key their own way: their routes check it
+        # themselves (service/http/libretranslate.py, deepl.py), with this middleware's keys and buckets.
         if (scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS"
-                or scope["path"].startswith(LIBRETRANSLATE_PREFIX + "/")):
+                or scope["path"].startswith((LIBRETRANSLATE_PREFIX + "/", DEEPL_PREFIX + "/"))):
             await self.app(scope, receive, send)
             return
         presented = _presented_key(scope, self.header)

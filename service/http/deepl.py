@@ -1,0 +1,297 @@
+"""DeepL's API (v2), so that tools that call DeepL at a server they are given work unchanged.
+
+Base URL to give a DeepL client: ``http://HOST:PORT/deepl/`` (deepl-python's
+``deepl.Translator(auth_key, server_url="http://HOST:PORT/deepl/")``; tools whose DeepL settings
+take an API URL). Under it, as DeepL answers them:
+
+- ``POST v2/translate``: ``text`` (a list; in a form, the name repeated), ``target_lang`` (``DE``,
+  ``EN-US``, ``EN-GB``, ``FR``: a regional variant is its language), ``source_lang`` (absent: each
+  text's detected), ``tag_handling`` (``xml`` or ``html``: the texts are markup, read as the
+  service reads it), ``glossary_id`` (a stored glossary); answers ``translations``, per text its
+  ``text``, ``detected_source_language`` and ``billed_characters`` (its length). Accepted and
+  without effect: ``split_sentences`` and ``preserve_formatting`` (the service cuts sentences and
+  keeps the layout itself), ``formality``, ``context``, ``outline_detection``, ``splitting_tags``,
+  ``non_splitting_tags``, ``ignore_tags`` (the empty element a client puts in place of a
+  placeholder, Weblate's ``<x id="1"/>``, stays where it stands, as every empty element does; the
+  content of a non-empty element named there is translated), ``show_billed_characters``,
+  ``model_type``. This service's own: ``model``, which of the pair's models translates.
+- ``GET`` (or ``POST``) ``v2/languages`` with ``type`` ``source`` (default) or ``target``: the
+  served languages, English as a target as ``EN-GB`` and ``EN-US``, as DeepL lists it.
+- ``GET v2/usage``: the characters this process translated through this API (no limit).
+- ``GET v2/glossary-language-pairs``; ``POST v2/glossaries`` (``name``, ``source_lang``,
+  ``target_lang``, ``entries`` in ``entries_format`` ``tsv`` or ``csv``), ``GET v2/glossaries``,
+  ``GET`` and ``DELETE v2/glossaries/{id}``, ``GET v2/glossaries/{id}/entries`` (tab-separated):
+  the service's stored glossaries, the ones /glossaries serves (service/glossary_store.py).
+
+Where the server has API keys, the key comes as DeepL's clients send it, ``Authorization:
+DeepL-Auth-Key <key>`` (or ``auth_key``, DeepL's older parameter), checked against the same keys
+and rate limits as every route's. Errors are ``{"message": ...}``: 400 a bad request, 403 a missing
+or wrong key, 404 no such glossary, 429 slow down (with Retry-After), 500 a failed translation, 503
+not ready.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import logging
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from service.errors import QueueFull, Rejected, RequestError, UnsupportedPair
+from service.glossary import GlossaryEntry
+from service.glossary_store import GlossaryInvalid, StoredGlossary
+from service.http.auth import DEEPL_PREFIX
+from service.http.compatible import KeyCheck, ParamsInvalid, request_params, translate_each
+from service.http.glossaries import glossary_store
+from service.language_names import language_name
+from service.protection.placeholders import PLACEHOLDER_STYLES
+
+log = logging.getLogger("service")
+
+router = APIRouter(prefix=DEEPL_PREFIX + "/v2", include_in_schema=False)
+
+# How DeepL lists a target language it writes in regional variants.
+_REGIONAL = {"en": ("EN-GB", "EN-US"), "pt": ("PT-BR", "PT-PT"), "zh": ("ZH-HANS", "ZH-HANT")}
+_FORMATS = {None: "text", "": "text", "xml": "xml", "html": "html"}
+
+
+class DeepLError(Exception):
+    """An answer DeepL's way: ``{"message": message}`` with its status."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"message": self.message}, status_code=self.status, headers=self.headers)
+
+
+def _failure(error: Exception) -> DeepLError:
+    """A domain error (service/errors.py) as DeepL would answer it."""
+    if isinstance(error, DeepLError):
+        return error
+    if isinstance(error, UnsupportedPair):
+        return DeepLError(400, f"Value for '{error.field}_lang' not supported.")
+    if isinstance(error, RequestError):
+        where = "text" if error.field == "text" else error.field
+        where += f".{error.index}" if error.index is not None else ""
+        return DeepLError(400, f"Bad request: {where}: {error.message}")
+    if isinstance(error, Rejected):
+        # A full queue is DeepL's "too many requests"; anything else turned away whole is unavailability.
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+        if isinstance(error, QueueFull):
+            return DeepLError(429, f"Too many requests: {error.message}", headers)
+        return DeepLError(503, f"Service unavailable: {error.message}", headers)
+    if isinstance(error, ParamsInvalid):
+        return DeepLError(400, f"Bad request: {error}")
+    log.exception("DeepL request failed")
+    return DeepLError(500, "Internal error; details are in the server log")
+
+
+async def _checked(request: Request) -> dict[str, Any]:
+    """The request's parameters, once its key (where the server has keys) is one of them."""
+    params = await request_params(request)
+    guard: KeyCheck | None = getattr(request.app.state, "api_keys", None)
+    if guard is not None:
+        header = request.headers.get("authorization", "")
+        presented = header[len("DeepL-Auth-Key "):].strip() if header.startswith("DeepL-Auth-Key ") else None
+        auth_key = params.get("auth_key")
+        status, retry = guard.refusal(presented or (auth_key if isinstance(auth_key, str) else None))
+        if status == 403:
+            raise DeepLError(403, "Authorization failure: missing or wrong key (Authorization: DeepL-Auth-Key KEY)")
+        if status == 429:
+            raise DeepLError(429, "Too many requests: this key's rate limit is spent", {"Retry-After": str(retry)})
+    return params
+
+
+def _language(code: Any, name: str) -> str:
+    """A DeepL language code as the service's: `EN-US` is `en`."""
+    if not isinstance(code, str) or not code.strip():
+        raise DeepLError(400, f"Value for '{name}' not supported.")
+    return code.strip().split("-")[0].lower()
+
+
+def _served(request: Request) -> list[tuple[str, str]]:
+    translator = request.app.state.lifecycle.translator
+    return [tuple(pair.split("-", 1)) for pair in translator.pairs] if translator is not None else []
+
+
+@router.post("/translate")
+async def translate(request: Request) -> Response:
+    try:
+        params = await _checked(request)
+        texts = params.get("text")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not texts:
+            raise DeepLError(400, "Parameter 'text' not specified.")
+        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+            raise DeepLError(400, "Parameter 'text' must be a string or a list of strings.")
+        target = _language(params.get("target_lang"), "target_lang")
+        source = _language(params["source_lang"], "source_lang") if params.get("source_lang") else None
+        fmt = _FORMATS.get(params.get("tag_handling"))
+        if fmt is None:
+            raise DeepLError(400, "Value for 'tag_handling' not supported.")
+        translator = request.app.state.lifecycle.translator_or_raise()
+        glossary = _glossary(request, params.get("glossary_id"), source, target)
+        model = str(params["model"]) if params.get("model") not in (None, "") else None
+        detections = [translator.detector.detect(text) for text in texts] if source is None else []
+        if source is None and any(d is None for d in detections):
+            raise DeepLError(400, "Bad request: no served source language can be detected; give source_lang")
+        served = await translate_each(translator, texts, source, target, fmt, 1, glossary, PLACEHOLDER_STYLES,
+                                      model, detections)
+    except Exception as error:  # noqa: BLE001 - every failure answers DeepL's way
+        return _failure(error).response()
+    request.app.state.deepl_characters = getattr(request.app.state, "deepl_characters", 0) + sum(map(len, texts))
+    languages = [d.language for d in detections] if detections else [source] * len(texts)
+    return JSONResponse({"translations": [
+        {"detected_source_language": language.upper(), "text": nbest[0].translation.text, "billed_characters": len(text)}
+        for text, language, nbest in zip(texts, languages, served)]})
+
+
+def _glossary(request: Request, glossary_id: Any, source: str | None, target: str) -> list[GlossaryEntry]:
+    if glossary_id in (None, ""):
+        return []
+    if source is None:
+        raise DeepLError(400, "Bad request: a glossary needs source_lang")
+    stored = glossary_store(request).get(str(glossary_id))
+    if stored is None:
+        raise DeepLError(400, f"Bad request: no glossary {str(glossary_id)[:64]!r}")
+    if (stored.source, stored.target) != (source, target):
+        raise DeepLError(400, f"Bad request: glossary {stored.id} is {stored.source}-{stored.target}, "
+                              f"not {source}-{target}")
+    return list(stored.entries)
+
+
+@router.api_route("/languages", methods=["GET", "POST"])
+async def languages(request: Request) -> Response:
+    try:
+        params = await _checked(request)
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    pairs = _served(request)
+    if params.get("type", "source") == "target":
+        codes = sorted({code for _, target in pairs for code in _REGIONAL.get(target, (target.upper(),))})
+        return JSONResponse([{"language": code, "name": _name(code), "supports_formality": False} for code in codes])
+    return JSONResponse([{"language": source.upper(), "name": language_name(source)}
+                         for source in sorted({source for source, _ in pairs})])
+
+
+def _name(code: str) -> str:
+    base, _, region = code.partition("-")
+    name = language_name(base.lower())
+    return f"{name} ({region})" if region else name
+
+
+@router.api_route("/usage", methods=["GET", "POST"])
+async def usage(request: Request) -> Response:
+    try:
+        await _checked(request)
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return JSONResponse({"character_count": getattr(request.app.state, "deepl_characters", 0)})
+
+
+@router.get("/glossary-language-pairs")
+async def glossary_language_pairs(request: Request) -> Response:
+    try:
+        await _checked(request)
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return JSONResponse({"supported_languages": [{"source_lang": source, "target_lang": target}
+                                                 for source, target in sorted(_served(request))]})
+
+
+def _info(stored: StoredGlossary) -> dict[str, Any]:
+    created = datetime.fromisoformat(stored.created)
+    return {"glossary_id": stored.id, "name": stored.name, "ready": True, "source_lang": stored.source,
+            "target_lang": stored.target, "creation_time": created.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "entry_count": len(stored.entries)}
+
+
+def _entries(text: Any, entries_format: Any) -> list[GlossaryEntry]:
+    """A glossary's entries as DeepL takes them: a line per entry, source and target term apart by a
+    tab (tsv) or a comma (csv, quoted as CSV quotes)."""
+    if not isinstance(text, str) or not text.strip():
+        raise DeepLError(400, "Parameter 'entries' not specified.")
+    if entries_format in (None, "", "tsv"):
+        rows = [line.split("\t") for line in text.splitlines() if line.strip()]
+    elif entries_format == "csv":
+        rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    else:
+        raise DeepLError(400, "Value for 'entries_format' not supported.")
+    for number, row in zip(itertools.count(1), rows):
+        if len(row) < 2:
+            raise DeepLError(400, f"Bad request: entry {number} has no target term")
+    return [GlossaryEntry(row[0], row[1]) for row in rows]
+
+
+@router.post("/glossaries", status_code=201)
+async def create_glossary(request: Request) -> Response:
+    try:
+        params = await _checked(request)
+        name = params.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise DeepLError(400, "Parameter 'name' not specified.")
+        source = _language(params.get("source_lang"), "source_lang")
+        target = _language(params.get("target_lang"), "target_lang")
+        entries = _entries(params.get("entries"), params.get("entries_format"))
+        try:
+            stored = glossary_store(request).create(name.strip(), source, target, entries)
+        except GlossaryInvalid as error:
+            raise DeepLError(400, f"Bad request: {error}") from None
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return JSONResponse(_info(stored), status_code=201)
+
+
+@router.get("/glossaries")
+async def list_glossaries(request: Request) -> Response:
+    try:
+        await _checked(request)
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return JSONResponse({"glossaries": [_info(stored) for stored in glossary_store(request).list()]})
+
+
+def _stored(request: Request, glossary_id: str) -> StoredGlossary:
+    stored = glossary_store(request).get(glossary_id)
+    if stored is None:
+        raise DeepLError(404, "Glossary not found")
+    return stored
+
+
+@router.get("/glossaries/{glossary_id}")
+async def get_glossary(glossary_id: str, request: Request) -> Response:
+    try:
+        await _checked(request)
+        stored = _stored(request, glossary_id)
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return JSONResponse(_info(stored))
+
+
+@router.get("/glossaries/{glossary_id}/entries")
+async def glossary_entries(glossary_id: str, request: Request) -> Response:
+    try:
+        await _checked(request)
+        stored = _stored(request, glossary_id)
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return Response("\n".join(f"{e.source}\t{e.target}" for e in stored.entries),
+                    media_type="text/tab-separated-values")
+
+
+@router.delete("/glossaries/{glossary_id}", status_code=204)
+async def delete_glossary(glossary_id: str, request: Request) -> Response:
+    try:
+        await _checked(request)
+        if not glossary_store(request).delete(glossary_id):
+            raise DeepLError(404, "Glossary not found")
+    except Exception as error:  # noqa: BLE001
+        return _failure(error).response()
+    return Response(status_code=204)
