@@ -11,10 +11,10 @@ take an API URL). Under it, as DeepL answers them:
   ``text``, ``detected_source_language`` and ``billed_characters`` (its length). Accepted and
   without effect: ``split_sentences`` and ``preserve_formatting`` (the service cuts sentences and
   keeps the layout itself), ``formality``, ``context``, ``outline_detection``, ``splitting_tags``,
-  ``non_splitting_tags``, ``ignore_tags`` (the empty element a client puts in place of a
-  placeholder, Weblate's ``<x id="1"/>``, stays where it stands, as every empty element does; the
-  content of a non-empty element named there is translated), ``show_billed_characters``,
-  ``model_type``. This service's own: ``model``, which of the pair's models translates.
+  ``non_splitting_tags``, ``show_billed_characters``, ``model_type``. ``ignore_tags`` (with
+  ``tag_handling``) names elements whose content is not translated: each is passed through as the
+  service passes through an element marked ``translate="no"``. This service's own: ``model``, which
+  of the pair's models translates.
 - ``GET`` (or ``POST``) ``v2/languages`` with ``type`` ``source`` (default) or ``target``: the
   served languages, English as a target as ``EN-GB`` and ``EN-US``, as DeepL lists it.
 - ``GET v2/usage``: the characters this process translated through this API (no limit).
@@ -35,6 +35,7 @@ import csv
 import io
 import itertools
 import logging
+import re
 from datetime import datetime
 from typing import Any
 
@@ -142,15 +143,35 @@ async def translate(request: Request) -> Response:
         detections = [translator.detector.detect(text) for text in texts] if source is None else []
         if source is None and any(d is None for d in detections):
             raise DeepLError(400, "Bad request: no served source language can be detected; give source_lang")
-        served = await translate_each(translator, texts, source, target, fmt, 1, glossary, PLACEHOLDER_STYLES,
+        ignored = _tag_names(params.get("ignore_tags")) if fmt != "text" else set()
+        sent = [_marked(text, ignored) for text in texts] if ignored else texts
+        served = await translate_each(translator, sent, source, target, fmt, 1, glossary, PLACEHOLDER_STYLES,
                                       model, detections)
     except Exception as error:  # noqa: BLE001 - every failure answers DeepL's way
         return _failure(error).response()
     request.app.state.deepl_characters = getattr(request.app.state, "deepl_characters", 0) + sum(map(len, texts))
     languages = [d.language for d in detections] if detections else [source] * len(texts)
     return JSONResponse({"translations": [
-        {"detected_source_language": language.upper(), "text": nbest[0].translation.text, "billed_characters": len(text)}
+        {"detected_source_language": language.upper(), "text": nbest[0].translation.text.replace(_IGNORED, ""),
+         "billed_characters": len(text)}
         for text, language, nbest in zip(texts, languages, served)]})
+
+
+# What marks an element `ignore_tags` names: the service passes an element with `translate="no"`
+# through byte for byte, and the second attribute tells the mark from one the text had.
+_IGNORED = ' translate="no" data-deepl-ignored=""'
+
+
+def _tag_names(value: Any) -> set[str]:
+    """DeepL's tag list: comma-separated, or (JSON) a list of such."""
+    values = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    return {name.strip() for item in values if isinstance(item, str) for name in item.split(",") if name.strip()}
+
+
+def _marked(text: str, names: set[str]) -> str:
+    """`text` with the opening tag of each element named in `names` marked `_IGNORED`."""
+    pattern = re.compile(r"<(" + "|".join(map(re.escape, sorted(names))) + r")(?=[\s/>])")
+    return pattern.sub(lambda m: m.group(0) + _IGNORED, text)
 
 
 def _glossary(request: Request, glossary_id: Any, source: str | None, target: str) -> list[GlossaryEntry]:

@@ -55,7 +55,13 @@ def test_deepl_s_client_translates_with_the_source_given_or_detected(server):
     result = translator.translate_text('two <x id="1"/> dogs <b>play</b>', source_lang="EN", target_lang="DE",
                                        tag_handling="xml", ignore_tags="x")
     assert result.text.count('<x id="1"/>') == 1 and "<b>PLAY</b>" in result.text
-    assert translator.get_usage().character.count == 13 + 29 + 13 + 32
+    # An element ignore_tags names is passed through, its words untranslated.
+    result = translator.translate_text("two <keep>dogs play</keep> now", source_lang="EN", target_lang="DE",
+                                       tag_handling="xml", ignore_tags=["keep"])
+    assert "<keep>dogs play</keep>" in result.text and "TWO" in result.text and "NOW" in result.text
+    sent = ["two dogs play", "Zwei Hunde spielen im Schnee.", "two dogs play", 'two <x id="1"/> dogs <b>play</b>',
+            "two <keep>dogs play</keep> now"]
+    assert translator.get_usage().character.count == sum(map(len, sent))
 
 
 def test_languages_are_listed_as_deepl_lists_them(server):
