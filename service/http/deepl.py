@@ -111,6 +111,8 @@ async def _checked(request: Request) -> dict[str, Any]:
 
 def _language(code: Any, name: str) -> str:
     """A DeepL language code as the service's: `EN-US` is `en`."""
+    if code is None or code == "":
+        raise DeepLError(400, f"Parameter '{name}' not specified.")
     if not isinstance(code, str) or not code.strip():
         raise DeepLError(400, f"Value for '{name}' not supported.")
     return code.strip().split("-")[0].lower()

@@ -92,6 +92,8 @@ def test_a_form_with_text_repeated_is_a_list_and_errors_are_deepl_s(server):
         {"detected_source_language": "EN", "text": "PLAY", "billed_characters": 4}]})
     assert post(server, "/deepl/v2/translate", [("target_lang", "DE")]) == (
         400, {"message": "Parameter 'text' not specified."})
+    assert post(server, "/deepl/v2/translate", [("text", "x")]) == (
+        400, {"message": "Parameter 'target_lang' not specified."})
     assert post(server, "/deepl/v2/translate", [("text", "x"), ("source_lang", "EN"), ("target_lang", "JA")]) == (
         400, {"message": "Value for 'target_lang' not supported."})
     assert post(server, "/deepl/v2/translate", [("text", "x"), ("target_lang", "DE"), ("tag_handling", "json")]) == (
