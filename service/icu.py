@@ -10,7 +10,8 @@ its words its own way) and the same message to a program. Arguments inside a bra
 another nest in the translation, a sentence per combination of branches ("{g, select, female {She
 has {n, plural, one {# file} other {# files}}} other {…}}"), up to MAX_SENTENCES. A plural branch's
 `#`, the number, is a placeholder in its sentences (style ICU_NUMBER). Left one placeholder each, as
-before: ICU's apostrophe quoting (`'{'`), a line break, an argument written against a word, more
+before: ICU's apostrophe quoting (`'{'`; its doubled apostrophe, "Don''t", reaches the model as one and
+comes back doubled), a line break, an argument written against a word, more
 sentences than MAX_SENTENCES, or a `#` the nesting would give another plural's number and that cannot
 be written by its plural's name instead (`_renamed`: one of a plural with an offset, or of none).
 """
@@ -20,14 +21,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from service.layout import Block, Kept, Layout, Segment
+from service.layout import Block, Kept, Layout, Segment, unescaped
 from service.protection.placeholders import ICU_NUMBER, Protected, find_protected
 from service.runtime.base import has_visible_text
 
 _HEADER = re.compile(r"\{\s*([A-Za-z0-9_]+)\s*,\s*(plural|selectordinal|select)\s*,\s*(offset\s*:\s*\d+\s*)?")
 _KEY = re.compile(r"\s*(?:=\d+|[A-Za-z0-9_-]+)\s*\{")
-# ICU's quoting: an apostrophe before a brace, `#`, `|` or another apostrophe starts literal text.
-_QUOTING = re.compile(r"'[{}#|']")
+# ICU's quoting: an apostrophe before a brace, `#` or `|` starts literal text. Two apostrophes are
+# one, written: "Don''t" reaches the model as "Don't" and comes back written so (layout.unescaped).
+_QUOTING = re.compile(r"(?<!')'[{}#|]|'{3}")
+_APOSTROPHE = (("''", "'"),)
 # What may stand right before and after the argument (the empty string: the text's edge; a tag's
 # bracket, "<b>{n, plural, …}</b>").
 _OPEN_EDGE = frozenset(["", " ", "\t", "(", "[", "\"", "'", "„", "“", "«", "»", ":", "—", "–", ">"])
@@ -207,7 +210,7 @@ def icu_split(text: str, protected: Sequence[Protected], terms: Sequence[str],
     out = _Expansion()
     if not _expand(text, [(0, len(text))], None, out):
         return None
-    segments, found, own = [], [], []
+    segments, own = [], []
     renamed: dict[int, str] = {}
     for ranges, plural in zip(out.sentences, out.plurals):
         sentence = "".join(text[a:b] for a, b in ranges)
@@ -216,9 +219,11 @@ def icu_split(text: str, protected: Sequence[Protected], terms: Sequence[str],
             return None
         renamed.update(numbers)
         origin = tuple(k for a, b in ranges for k in range(a, b)) + (ranges[-1][1],)
-        read = tuple(styles) + ((ICU_NUMBER,) if plural is not None else ())
         segments.append(Segment(sentence, origin))
-        found.append(find_protected(sentence, terms, read))
-        own.append(read)
-    return Layout(text, tuple(part for part in out.parts if not isinstance(part, Kept) or part.text),
-                  tuple(segments), tuple(sorted(renamed.items()))), found, own
+        own.append(tuple(styles) + ((ICU_NUMBER,) if plural is not None else ()))
+    layout = Layout(text, tuple(part for part in out.parts if not isinstance(part, Kept) or part.text),
+                    tuple(segments), tuple(sorted(renamed.items())))
+    if "''" in text:
+        layout = unescaped(layout, _APOSTROPHE)
+    found = [find_protected(segment.text, terms, read) for segment, read in zip(layout.segments, own)]
+    return layout, found, own

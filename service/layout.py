@@ -72,7 +72,7 @@ _QUOTES = set("'\"`«»‘’‚“”„‹›")
 _OTHER_BACKSLASH = re.compile(r"\\(?=[^ntr\"'\\])(?!u[0-9a-fA-F]{4})|(?<![A-Za-z])[A-Za-z]:\\")
 # A character written as Java's properties and JSON write one in ASCII: a UTF-16 surrogate pair, or one unit.
 _UNICODE_ESCAPE = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})")
-_MESSAGE_FORMAT_ARGUMENT = re.compile(r"\{\d+[,}]")
+_MESSAGE_FORMAT_ARGUMENT = re.compile(r"\{\s*[A-Za-z0-9_]+\s*[,}]")  # `{0}`, ICU's `{name}`
 _RULE = re.compile(r"[ \t]*(?:={3,}|-{3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t]*")  # Markdown's rule, setext underline
 # Markdown's link reference definition, "[guide]: https://example.org/guide": kept as written, as code is
 # (its label is a name the text's links use); its destination a URL or a path, not words ("[%s]: No
@@ -168,7 +168,7 @@ def split(text: str, protected: list[Protected], language: str | None = None) ->
     `language`: the text's (None: unknown), which says whether a capital letter starts a sentence."""
     layout = _split(text, protected, language)
     escapes = _escapes(text, protected)
-    return _unescaped(layout, escapes) if escapes and layout.segments else layout
+    return unescaped(layout, escapes) if escapes and layout.segments else layout
 
 
 def _split(text: str, protected: list[Protected], language: str | None) -> Layout:
@@ -249,14 +249,14 @@ def _escaped_breaks(text: str, protected: list[Protected]) -> list[tuple[int, in
 def _escapes(text: str, protected: list[Protected]) -> tuple[tuple[str, str], ...]:
     """How the text writes the characters it writes escaped, as a resource file or a string literal
     holds them: Android's and iOS's strings and C's literals write `\\'` and `\\"`, Java's
-    MessageFormat (a message with a `{0}`) writes an apostrophe `''`, and Java's properties and JSON
-    in ASCII write any other character `\\u00e9`. Read as written, "Don\\'t save the file" came back
-    "Konnte die Datei nicht speichern" (could not save), "Can''t open file ''{0}''." lost an
-    apostrophe of a pair, and "Click \\u201cSave\\u201d" kept "Save" in English. A quote counts as
-    escaped where every one the text holds is written so, a `\\u` escape where the text is ASCII; a
-    backslash that escapes anything else (a path), an escaped backslash, an escape inside a
-    placeholder or a quote named (after a quote mark) leaves the text as written ("trailing '\\'
-    escape character" names a backslash)."""
+    MessageFormat and ICU's (a message with a `{0}` or `{name}`) write an apostrophe `''`, and Java's
+    properties and JSON in ASCII write any other character `\\u00e9`. Read as written, "Don\\'t save
+    the file" came back "Konnte die Datei nicht speichern" (could not save), "Can''t open file
+    ''{0}''." lost an apostrophe of a pair, and "Click \\u201cSave\\u201d" kept "Save" in English. A
+    quote counts as escaped where every one the text holds is written so, a `\\u` escape where the
+    text is ASCII; a backslash that escapes anything else (a path), an escaped backslash, an escape
+    inside a placeholder or a quote named (after a quote mark) leaves the text as written ("trailing
+    '\\' escape character" names a backslash)."""
     if "\\" in text and ("\\\\" in text or _OTHER_BACKSLASH.search(text)):
         return ()
     found: list[tuple[str, str]] = [("\\" + quote, quote) for quote in "'\"" if ("\\" + quote) in text
@@ -294,7 +294,7 @@ def _unicode_escape(escapes: tuple[tuple[str, str], ...]) -> str:
     return "\\u%04X" if any(c.isupper() for unit in units for c in unit) else "\\u%04x"
 
 
-def _unescaped(layout: Layout, escapes: tuple[tuple[str, str], ...]) -> Layout:
+def unescaped(layout: Layout, escapes: tuple[tuple[str, str], ...]) -> Layout:
     """`layout` with each escaped character of its segments written as the character, standing for
     the escape's last character (a word "Don\\'t" is the model's "Don't")."""
     segments = []

@@ -164,3 +164,12 @@ def test_an_argument_with_markup_that_stays_whole_keeps_the_text_plain_and_the_a
     # Nor is a sentence cut from such a text read as markup ("# " is a heading's mark, cut off).
     (served,) = translated_by_fake([f"# Deleted {first} now"], fmt)[0]
     assert served.translation.text.startswith("# ") and first in served.translation.text
+
+
+def test_a_doubled_apostrophe_reaches_the_model_as_one_and_comes_back_doubled():
+    text = "{n, plural, one {Don''t delete # file} other {Don''t delete # files}}"
+    layout, _, _ = split(text)
+    assert [segment.text for segment in layout.segments] == ["Don't delete # file", "Don't delete # files"]
+    (served,) = translated_by_fake([text])[0]
+    # The fake reverses and upper-cases the words; `#` goes back by the alignment.
+    assert served.translation.text == "{n, plural, one {# FILE DELETE DON''T} other {# FILES DELETE DON''T}}"

@@ -123,6 +123,7 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
     # model as the quote.
     (r"Don\'t save \"%s\"", [(["Don't save \"%s\""], [], 0, None, "")]),
     ("Can''t open file ''{0}''.", [(["Can't open file '{0}'."], [], 0, None, "")]),
+    ("It''s {name}''s file.", [(["It's {name}'s file."], [], 0, None, "")]),  # ICU's named argument
     # So does a character a text in ASCII writes as Java's properties and JSON do.
     (r"Click \u201cSave\u201d \ud83d\ude00", [(["Click \u201cSave\u201d \U0001F600"], [], 0, None, "")]),
     # Not where some of them are written plain, one is named (after a quote mark), a backslash means something
