@@ -6,6 +6,7 @@ then.
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
     python -m service.pretranslate de.po --in-place --model en-de-software --fuzzy   # fuzzy ones again
+    python -m service.pretranslate de.po --in-place --glossary 3f2a…        # a stored glossary's terms
 
 Messages go as their catalog writes them, 32 a request (the service keeps their placeholders,
 markup, accelerators and layout); a plural message gets its singular's translation as form 0 and
@@ -16,7 +17,8 @@ untranslated and is named on stderr; the rest are written.
 
 Exit status 0 when the catalog was written (with the count of messages translated on stdout), 1
 with one line on stderr when it was not: the catalog cannot be read or written, names no target
-language, or the service cannot be reached or does not serve the pair.
+language, or the service cannot be reached or refuses the request itself (the pair, the model or the
+glossary named).
 """
 from __future__ import annotations
 
@@ -42,25 +44,27 @@ class Failed(Exception):
 
 
 class Refused(Exception):
-    """The service turned a request away with a 4xx: its message, and its error type."""
+    """The service turned a request away with a 4xx: its message, and the field it names ("text":
+    one of the texts; any other, the request itself: the pair, the model, the glossary)."""
 
-    def __init__(self, message: str, kind: str) -> None:
+    def __init__(self, message: str, field: str) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.field = field
 
 
 class Service:
     """The service's /translate over HTTP (the standard library's client: nothing to install)."""
 
     def __init__(self, url: str, source: str, target: str, model: str | None, api_key: str | None,
-                 timeout_s: float) -> None:
+                 timeout_s: float, glossary: str | None = None) -> None:
         self.url = url.rstrip("/") + "/translate"
-        self.source, self.target, self.model = source, target, model
+        self.source, self.target, self.model, self.glossary = source, target, model, glossary
         self.headers = {"Content-Type": "application/json", **({"X-API-Key": api_key} if api_key else {})}
         self.timeout_s = timeout_s
 
     def translate(self, texts: list[str]) -> list[str]:
-        body = {"text": texts, "source": self.source, "target": self.target, **({"model": self.model} if self.model else {})}
+        body = {"text": texts, "source": self.source, "target": self.target, **({"model": self.model} if self.model else {}),
+                **({"glossary": self.glossary} if self.glossary else {})}
         for attempt in range(RETRIES + 1):
             request = urllib.request.Request(self.url, json.dumps(body).encode("utf-8"), self.headers, method="POST")
             try:
@@ -73,7 +77,7 @@ class Service:
                     time.sleep(min(LONGEST_WAIT_S, _retry_after(error)))
                     continue
                 if 400 <= error.code < 500 and error.code not in (401, 403, 404, 429):
-                    raise Refused(detail.get("message", f"HTTP {error.code}"), _kind(detail)) from None
+                    raise Refused(detail.get("message", f"HTTP {error.code}"), _field(detail)) from None
                 raise Failed(f"{self.url} answered {error.code}: {detail.get('message', error.reason)}") from None
             except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
                 raise Failed(f"cannot get translations from {self.url}: {getattr(error, 'reason', error)}") from None
@@ -88,9 +92,9 @@ def _error_body(error: urllib.error.HTTPError) -> dict:
     return body if isinstance(body, dict) else {}
 
 
-def _kind(detail: dict) -> str:
+def _field(detail: dict) -> str:
     items = detail.get("detail")
-    return str(items[0].get("type", "")) if isinstance(items, list) and items and isinstance(items[0], dict) else ""
+    return str(items[0].get("field", "")) if isinstance(items, list) and items and isinstance(items[0], dict) else ""
 
 
 def _retry_after(error: urllib.error.HTTPError) -> float:
@@ -140,7 +144,7 @@ def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False, m
                 try:
                     translated[text] = service.translate([text])[0]
                 except Refused as refused:
-                    if refused.kind == "unsupported_pair":
+                    if refused.field.split(".")[0] != "text":  # the request's, not this text's: every one would be refused
                         raise Failed(str(refused)) from None
                     print(f"pretranslate: left untranslated, {text[:60]!r}: {refused}", file=sys.stderr)
     done = 0
@@ -169,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", default="en", help="the messages' language (default: en)")
     parser.add_argument("--target", help="the translations' language (default: the catalog's Language header)")
     parser.add_argument("--model", help="which of the pair's models translates (GET /models; default: the service's choice)")
+    parser.add_argument("--glossary", help="a stored glossary's id (POST /glossaries) whose terms the translations use")
     parser.add_argument("--api-key", help="the service's API key, where it asks for one")
     parser.add_argument("--fuzzy", action="store_true", help="translate messages marked fuzzy again too")
     parser.add_argument("--no-fuzzy-mark", dest="mark_fuzzy", action="store_false",
@@ -185,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         target = args.target or re.split(r"[_@.-]", catalog.metadata.get("Language", ""))[0].lower()
         if not target:
             raise Failed(f"{args.catalog} names no language (its Language header is empty): pass --target")
-        service = Service(args.url, args.source, target, args.model, args.api_key, args.timeout)
+        service = Service(args.url, args.source, target, args.model, args.api_key, args.timeout, args.glossary)
         done = pretranslate(catalog, service, args.fuzzy, args.mark_fuzzy)
         if not catalog.metadata.get("Language"):
             catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does

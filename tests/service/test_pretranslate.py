@@ -2,6 +2,9 @@
 (uvicorn in a thread, the fake runtime translating: words reversed, upper-cased)."""
 from __future__ import annotations
 
+import json
+import urllib.request
+
 import polib
 import pytest
 
@@ -97,6 +100,21 @@ def test_a_template_s_translation_names_its_language(url, tmp_path):
     assert main([str(template), "--output", str(tmp_path / "de.po"), "--target", "de", "--url", url]) == 0
     catalog = polib.pofile(str(tmp_path / "de.po"))
     assert (catalog.metadata["Language"], [entry.msgstr for entry in catalog]) == ("de", ["OPEN"])
+
+
+def test_a_stored_glossary_s_terms_are_used(url, tmp_path, capsys):
+    body = json.dumps({"name": "ui", "source": "en", "target": "de", "entries": [{"source": "file", "target": "Datei"}]})
+    request = urllib.request.Request(url + "/glossaries", body.encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        glossary = json.load(response)["id"]
+    source = tmp_path / "de.po"
+    source.write_text(CATALOG, encoding="utf-8")
+    assert main([str(source), "--in-place", "--url", url, "--glossary", glossary]) == 0
+    found = {entry.msgid: entry for entry in polib.pofile(str(source))}
+    assert (found["Save the file"].msgstr, found["One file"].msgstr_plural[0]) == ("Datei THE SAVE", "Datei ONE")
+    # An id the service does not store stops the run: every message would be refused.
+    assert main([str(source), "--in-place", "--url", url, "--glossary", "nope", "--fuzzy"]) == 1
+    assert capsys.readouterr().err == "pretranslate: glossary: no stored glossary has the id 'nope'\n"
 
 
 def test_a_message_the_service_refuses_stays_untranslated_and_is_named(url, tmp_path, capsys):
