@@ -136,7 +136,8 @@ async def translate(request: Request) -> Response:
             raise DeepLError(400, "Parameter 'text' must be a string or a list of strings.")
         target = _language(params.get("target_lang"), "target_lang")
         source = _language(params["source_lang"], "source_lang") if params.get("source_lang") else None
-        fmt = _FORMATS.get(params.get("tag_handling"))
+        handling = params.get("tag_handling")
+        fmt = _FORMATS.get(handling) if handling is None or isinstance(handling, str) else None
         if fmt is None:
             raise DeepLError(400, "Value for 'tag_handling' not supported.")
         translator = request.app.state.lifecycle.translator_or_raise()

@@ -103,3 +103,18 @@ def test_a_form_with_text_repeated_is_a_list_and_errors_are_deepl_s(server):
     assert post(server, "/deepl/v2/translate", [("text", "x"), ("target_lang", "DE")], key=None)[0] == 403
     with pytest.raises(deepl.AuthorizationException):
         client(server, "wrong").translate_text("two dogs", target_lang="DE")
+
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"text": "x", "target_lang": "DE", "tag_handling": ["xml"]}, "Value for 'tag_handling' not supported."),
+    ({"text": ["a", 1], "target_lang": "DE"}, "Parameter 'text' must be a string or a list of strings."),
+    ({"text": "x", "target_lang": ["DE"]}, "Value for 'target_lang' not supported."),
+    ({"text": "x", "source_lang": "EN", "target_lang": "DE", "glossary_id": ["g"]}, "Bad request: no glossary \"['g']\""),
+])
+def test_parameters_of_the_wrong_type_are_a_400_naming_them(server, body, message):
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/deepl/v2/translate", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json", "Authorization": f"DeepL-Auth-Key {KEY}"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert (caught.value.code, json.loads(caught.value.read())) == (400, {"message": message})
