@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -163,6 +164,36 @@ def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False, m
     return done
 
 
+# A line of a message's strings (a keyword and a string, or a string going on), obsolete (`#~`) or a
+# previous one (`#|`) too, and what it must be: the keyword and one whole string.
+_STRING_LINE = re.compile(r'^(?:#[~|]\s*)?(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s|")')
+_WHOLE_STRING = re.compile(r'^(?:#[~|]\s*)?(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?"(?:[^"\\]|\\.)*"\s*$')
+# Where a message starts (`msgid`, an obsolete one's `#~ msgid`), and a header: an empty msgid right
+# before its msgstr.
+_MSGID = re.compile(r"^(?:#~\s*)?msgid\s", re.MULTILINE)
+_HEADER = re.compile(r'^msgid\s+""\s*\n(?:#~\s*)?msgstr\s', re.MULTILINE)
+
+
+def _read(path: Path) -> polib.POFile:
+    """The catalog at `path`, every message of it as written: polib reads past some malformed lines,
+    an unterminated string losing its last character ("Offen" read "Offe") or its message, and a
+    catalog written back so would lose them, so such a file is refused, naming the line."""
+    if not path.is_file():  # polib reads a string that names no file as a catalog's text
+        raise Failed(f"cannot read {path}: no such file")
+    try:
+        catalog = polib.pofile(str(path))  # in the charset its header names
+        keywords = path.read_bytes().decode("latin-1")  # gettext's keywords are ASCII in any charset
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise Failed(f"cannot read {path}: {error}") from None
+    for number, line in enumerate(keywords.splitlines(), 1):
+        if _STRING_LINE.match(line) and not _WHOLE_STRING.match(line):
+            raise Failed(f"cannot read {path}: line {number} holds no whole string; check it with msgfmt -c")
+    written = len(_MSGID.findall(keywords)) - len(_HEADER.findall(keywords))
+    if len(catalog) != written:
+        raise Failed(f"cannot read {path}: {written} messages written, {len(catalog)} readable; check it with msgfmt -c")
+    return catalog
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
     parser.add_argument("catalog", type=Path, help="a .po or .pot file")
@@ -181,12 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one request (default: 120)")
     args = parser.parse_args(argv)
     try:
-        if not args.catalog.is_file():  # polib reads a string that names no file as a catalog's text
-            raise Failed(f"cannot read {args.catalog}: no such file")
-        try:
-            catalog = polib.pofile(str(args.catalog))
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            raise Failed(f"cannot read {args.catalog}: {error}") from None
+        catalog = _read(args.catalog)
         target = args.target or re.split(r"[_@.-]", catalog.metadata.get("Language", ""))[0].lower()
         if not target:
             raise Failed(f"{args.catalog} names no language (its Language header is empty): pass --target")
@@ -195,9 +221,13 @@ def main(argv: list[str] | None = None) -> int:
         if not catalog.metadata.get("Language"):
             catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
         output = args.catalog if args.in_place else args.output
+        # Written beside it and moved over it: a catalog is never left half written.
+        partial = output.with_name(output.name + ".pretranslate-partial")
         try:
-            catalog.save(str(output))
+            catalog.save(str(partial))
+            os.replace(partial, output)
         except OSError as error:
+            partial.unlink(missing_ok=True)
             raise Failed(f"cannot write {output}: {error}") from None
     except Failed as failed:
         print(f"pretranslate: {failed}", file=sys.stderr)

@@ -129,17 +129,31 @@ def test_a_message_the_service_refuses_stays_untranslated_and_is_named(url, tmp_
     assert {entry.msgid: entry.msgstr for entry in polib.pofile(str(source))}[long] == ""
 
 
+def test_a_catalog_in_another_charset_is_read_and_written_in_it(url, tmp_path):
+    latin = tmp_path / "de.po"
+    latin.write_bytes(b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=ISO-8859-1\\n"\n"Language: de\\n"\n\n'
+                      b'msgid "caf\xe9 open"\nmsgstr ""\n\nmsgid ""\n"a long one"\nmsgstr ""\n')
+    assert main([str(latin), "--in-place", "--url", url]) == 0
+    written = latin.read_bytes()
+    assert b'msgstr "OPEN CAF\xc9"' in written and b'msgstr "ONE LONG A"' in written
+
+
 @pytest.mark.parametrize("argv, error", [
     (["missing.po", "--in-place"], "pretranslate: cannot read missing.po: no such file"),
     (["{catalog}", "--in-place", "--target", "fr"], "pretranslate: target: language pair en-fr is not served"),
     (["{catalog}", "--in-place", "--url", "http://127.0.0.1:9"], "pretranslate: cannot get translations from"),
     (["{bare}", "--in-place"], "pretranslate: {bare} names no language (its Language header is empty): pass --target"),
+    # polib reads an unterminated string less its last character ("Offen" as "Offe"): written back,
+    # the translation would be cut.
+    (["{broken}", "--in-place"], "pretranslate: cannot read {broken}: line 5 holds no whole string"),
 ])
 def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, monkeypatch, argv, error):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "de.po").write_text(CATALOG, encoding="utf-8")
     (tmp_path / "bare.pot").write_text('msgid ""\nmsgstr ""\n\nmsgid "Open"\nmsgstr ""\n', encoding="utf-8")
-    names = {"catalog": "de.po", "bare": "bare.pot"}
+    broken = 'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Open"\nmsgstr "Offen\n\nmsgid "Save"\nmsgstr ""\n'
+    (tmp_path / "broken.po").write_text(broken, encoding="utf-8")
+    names = {"catalog": "de.po", "bare": "bare.pot", "broken": "broken.po"}
     argv = [arg.format(**names) for arg in argv]
     if "--url" not in argv:
         argv += ["--url", url]
@@ -147,3 +161,5 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(error.format(**names))
     assert (tmp_path / "de.po").read_text(encoding="utf-8") == CATALOG  # nothing written
+    assert (tmp_path / "broken.po").read_text(encoding="utf-8") == broken
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.pot", "broken.po", "de.po"]
