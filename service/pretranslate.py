@@ -122,8 +122,9 @@ def plural_forms(catalog: polib.POFile) -> int:
     return max(1, int(match.group(1))) if match else 2
 
 
-def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False, mark_fuzzy: bool = True) -> int:
-    """Translates the catalog's untranslated messages in place; returns how many got a translation."""
+def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False,
+                 mark_fuzzy: bool = True) -> list[polib.POEntry]:
+    """Translates the catalog's untranslated messages in place; returns those that got a translation."""
     entries = [entry for entry in catalog if untranslated(entry, fuzzy)]
     # Each text the service translates: (entry, plural form or None for msgstr, text).
     texts: list[tuple[polib.POEntry, int | None, str]] = []
@@ -148,7 +149,7 @@ def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False, m
                     if refused.field.split(".")[0] != "text":  # the request's, not this text's: every one would be refused
                         raise Failed(str(refused)) from None
                     print(f"pretranslate: left untranslated, {text[:60]!r}: {refused}", file=sys.stderr)
-    done = 0
+    done = []
     for entry in entries:
         mine = [(form, translated.get(text)) for owner, form, text in texts if owner is entry]
         if any(translation is None for _, translation in mine):
@@ -160,8 +161,72 @@ def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False, m
                 entry.msgstr_plural[form] = translation
         if mark_fuzzy and "fuzzy" not in entry.flags:
             entry.flags.insert(0, "fuzzy")  # first, as msgmerge writes it
-        done += 1
+        done.append(entry)
     return done
+
+
+# gettext's tools write a string on lines of at most this many columns, quotes included.
+WIDTH = 79
+
+
+def _string_lines(keyword: str, value: str) -> list[str]:
+    """`keyword "value"` as msgmerge writes it: on one line where it fits and holds no line break
+    but at its end; else an empty first line and the value on lines broken after each line break
+    and, to fit, after a space (checked against msgcat on random Latin-script strings: identical but
+    where Unicode's line breaking forbids a break after a space, "— —"; and CJK text, which gettext
+    measures in double columns)."""
+    escaped = polib.escape(value)
+    if len(keyword) + len(escaped) + 3 <= WIDTH and "\n" not in value[:-1]:
+        return [f'{keyword} "{escaped}"']
+    lines = [f'{keyword} ""']
+    for piece in re.findall(r"[^\n]*\n|[^\n]+", value):
+        line = ""
+        for word in re.findall(r"[^ ]* *", polib.escape(piece)):
+            if line.strip() and len(line) + len(word) + 2 > WIDTH:
+                lines.append(f'"{line}"')
+                line = ""
+            line += word
+        if line:
+            lines.append(f'"{line}"')
+    # a string with nowhere to break it stays beside its keyword, however long
+    return [f"{keyword} {lines[1]}"] if len(lines) == 2 and not re.search(r" [^ ]", escaped) else lines
+
+
+def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
+    """`text` (a catalog as written) with each of `entries` given its translation and flags where
+    it stands, every other line as it was: polib writes a whole catalog again with its own line
+    breaks, a diff of every long message. None where the catalog's messages are not one paragraph
+    each (then polib writes it)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    blocks = re.split(r"(?:\r?\n)(?:[ \t]*\r?\n)+", text)
+    where: dict[tuple[str | None, str], int] = {}
+    for index, block in enumerate(blocks):
+        # a paragraph of comments or an obsolete message reads as none
+        parsed = [entry for entry in polib.pofile(block + "\n") if not entry.obsolete]
+        if len(parsed) > 1:
+            return None
+        if parsed:
+            where[(parsed[0].msgctxt, parsed[0].msgid)] = index
+    for entry in entries:
+        index = where.get((entry.msgctxt, entry.msgid))
+        if index is None:
+            return None
+        lines = blocks[index].split(newline)
+        first = next(k for k, line in enumerate(lines) if line.startswith("msgstr"))
+        strings = (_string_lines("msgstr", entry.msgstr) if not entry.msgid_plural else
+                   [line for form in sorted(entry.msgstr_plural)
+                    for line in _string_lines(f"msgstr[{form}]", entry.msgstr_plural[form])])
+        head = lines[:first]
+        if "fuzzy" in entry.flags:
+            flagged = next((k for k, line in enumerate(head) if line.startswith("#,")), None)
+            if flagged is None:
+                at = next(k for k, line in enumerate(head) if line.startswith(("#|", "msgctxt", "msgid")))
+                head.insert(at, "#, fuzzy")
+            elif "fuzzy" not in [flag.strip() for flag in head[flagged][2:].split(",")]:
+                head[flagged] = "#, fuzzy," + head[flagged][2:]
+        blocks[index] = newline.join(head + strings)
+    separators = re.findall(r"(?:\r?\n)(?:[ \t]*\r?\n)+", text)
+    return "".join(block + separator for block, separator in zip(blocks, separators + [""]))
 
 
 # A line of a message's strings (a keyword and a string, or a string going on), obsolete (`#~`) or a
@@ -218,13 +283,18 @@ def main(argv: list[str] | None = None) -> int:
             raise Failed(f"{args.catalog} names no language (its Language header is empty): pass --target")
         service = Service(args.url, args.source, target, args.model, args.api_key, args.timeout, args.glossary)
         done = pretranslate(catalog, service, args.fuzzy, args.mark_fuzzy)
+        written = args.catalog.read_bytes().decode(catalog.encoding)
+        spliced = _spliced(written, done) if catalog.metadata.get("Language") else None
         if not catalog.metadata.get("Language"):
             catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
         output = args.catalog if args.in_place else args.output
         # Written beside it and moved over it: a catalog is never left half written.
         partial = output.with_name(output.name + ".pretranslate-partial")
         try:
-            catalog.save(str(partial))
+            if spliced is not None:
+                partial.write_bytes(spliced.encode(catalog.encoding))
+            else:
+                catalog.save(str(partial))
             os.replace(partial, output)
         except OSError as error:
             partial.unlink(missing_ok=True)
@@ -232,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     except Failed as failed:
         print(f"pretranslate: {failed}", file=sys.stderr)
         return 1
-    print(f"{done} messages translated{' (marked fuzzy)' if args.mark_fuzzy else ''}: {output}")
+    print(f"{len(done)} messages translated{' (marked fuzzy)' if args.mark_fuzzy else ''}: {output}")
     return 0
 
 

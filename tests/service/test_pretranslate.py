@@ -84,6 +84,26 @@ def test_untranslated_messages_get_the_service_s_translation_marked_fuzzy(url, t
     assert source.read_text(encoding="utf-8") == CATALOG  # --output leaves the catalog read alone
 
 
+def test_only_the_translated_messages_lines_change(url, tmp_path):
+    # Written as msgmerge writes: wrapped after spaces, which polib would wrap otherwise.
+    written = (
+        'msgid ""\nmsgstr ""\n"Language: de\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#. TRANSLATORS: a button\n#: src/main.c:12\nmsgid "Open"\nmsgstr ""\n\n'
+        '#: src/main.c:20\n#, c-format\nmsgid ""\n"Could not open the configuration file %s because it does not exist or you do "\n'
+        '"not have the permission to read it."\nmsgstr ""\n"Die Konfigurationsdatei %s konnte nicht geöffnet werden, weil sie nicht "\n'
+        '"existiert oder Sie keine Berechtigung haben, sie zu lesen."\n\n'
+        'msgid "Save the document and all of the files that belong to it, then close the window now"\nmsgstr ""\n\n'
+        '#~ msgid "Old"\n#~ msgstr ""\n')
+    catalog = tmp_path / "de.po"
+    catalog.write_text(written, encoding="utf-8")
+    assert main([str(catalog), "--in-place", "--url", url]) == 0
+    assert catalog.read_text(encoding="utf-8") == written.replace(
+        '#: src/main.c:12\nmsgid "Open"\nmsgstr ""', '#: src/main.c:12\n#, fuzzy\nmsgid "Open"\nmsgstr "OPEN"').replace(
+        'msgid "Save the document and all of the files that belong to it, then close the window now"\nmsgstr ""',
+        '#, fuzzy\nmsgid "Save the document and all of the files that belong to it, then close the window now"\n'
+        'msgstr ""\n"NOW WINDOW THE CLOSE THEN IT, TO BELONG THAT FILES THE OF ALL AND DOCUMENT "\n"THE SAVE"')
+
+
 def test_fuzzy_messages_are_translated_again_when_asked_and_the_mark_can_be_left_off(url, tmp_path):
     source = tmp_path / "de.po"
     source.write_text(CATALOG, encoding="utf-8")
@@ -163,3 +183,19 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     assert (tmp_path / "de.po").read_text(encoding="utf-8") == CATALOG  # nothing written
     assert (tmp_path / "broken.po").read_text(encoding="utf-8") == broken
     assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.pot", "broken.po", "de.po"]
+
+
+@pytest.mark.parametrize("value, lines", [
+    ("Open", ['msgstr "Open"']),
+    ("Done.\n", ['msgstr "Done.\\n"']),                       # a line break at the end only: one line
+    ("One.\nTwo.", ['msgstr ""', '"One.\\n"', '"Two."']),       # broken after each line break
+    ("ab " * 23 + "c", ['msgstr "' + "ab " * 23 + 'c"']),     # 79 columns with its keyword: one line
+    ("ab " * 23 + "cd", ['msgstr ""', '"' + "ab " * 23 + 'cd"']),  # 80: the value on a line of its own
+    ("word " * 16, ['msgstr ""', '"' + "word " * 15 + '"', '"word "']),   # a line of at most 79 columns
+    ("z" * 90, ['msgstr "' + "z" * 90 + '"']),                 # nowhere to break: beside its keyword
+    ('say "hi"', ['msgstr "say \\"hi\\""']),
+])
+def test_a_translation_is_written_on_lines_as_msgmerge_writes_them(value, lines):
+    from service.pretranslate import _string_lines
+
+    assert _string_lines("msgstr", value) == lines
