@@ -211,7 +211,9 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
         index = where.get((entry.msgctxt, entry.msgid))
         if index is None:
             return None
-        lines = blocks[index].split(newline)
+        body = blocks[index].rstrip("\r\n")
+        tail = blocks[index][len(body):]  # the file's last line break, in its last paragraph
+        lines = body.split(newline)
         first = next(k for k, line in enumerate(lines) if line.startswith("msgstr"))
         strings = (_string_lines("msgstr", entry.msgstr) if not entry.msgid_plural else
                    [line for form in sorted(entry.msgstr_plural)
@@ -224,7 +226,7 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
                 head.insert(at, "#, fuzzy")
             elif "fuzzy" not in [flag.strip() for flag in head[flagged][2:].split(",")]:
                 head[flagged] = "#, fuzzy," + head[flagged][2:]
-        blocks[index] = newline.join(head + strings)
+        blocks[index] = newline.join(head + strings) + tail
     separators = re.findall(r"(?:\r?\n)(?:[ \t]*\r?\n)+", text)
     return "".join(block + separator for block, separator in zip(blocks, separators + [""]))
 

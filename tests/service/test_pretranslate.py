@@ -93,7 +93,7 @@ def test_only_the_translated_messages_lines_change(url, tmp_path):
         '"not have the permission to read it."\nmsgstr ""\n"Die Konfigurationsdatei %s konnte nicht geöffnet werden, weil sie nicht "\n'
         '"existiert oder Sie keine Berechtigung haben, sie zu lesen."\n\n'
         'msgid "Save the document and all of the files that belong to it, then close the window now"\nmsgstr ""\n\n'
-        '#~ msgid "Old"\n#~ msgstr ""\n')
+        '#~ msgid "Old"\n#~ msgstr ""\n\nmsgid "Last"\nmsgstr ""\n')
     catalog = tmp_path / "de.po"
     catalog.write_text(written, encoding="utf-8")
     assert main([str(catalog), "--in-place", "--url", url]) == 0
@@ -101,7 +101,8 @@ def test_only_the_translated_messages_lines_change(url, tmp_path):
         '#: src/main.c:12\nmsgid "Open"\nmsgstr ""', '#: src/main.c:12\n#, fuzzy\nmsgid "Open"\nmsgstr "OPEN"').replace(
         'msgid "Save the document and all of the files that belong to it, then close the window now"\nmsgstr ""',
         '#, fuzzy\nmsgid "Save the document and all of the files that belong to it, then close the window now"\n'
-        'msgstr ""\n"NOW WINDOW THE CLOSE THEN IT, TO BELONG THAT FILES THE OF ALL AND DOCUMENT "\n"THE SAVE"')
+        'msgstr ""\n"NOW WINDOW THE CLOSE THEN IT, TO BELONG THAT FILES THE OF ALL AND DOCUMENT "\n"THE SAVE"').replace(
+        'msgid "Last"\nmsgstr ""\n', '#, fuzzy\nmsgid "Last"\nmsgstr "LAST"\n')  # its last line break kept
 
 
 def test_fuzzy_messages_are_translated_again_when_asked_and_the_mark_can_be_left_off(url, tmp_path):
