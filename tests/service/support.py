@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,36 +24,6 @@ def serving(app: FastAPI, **client_options) -> Iterator[TestClient]:
     with TestClient(app, **client_options) as client:
         client.portal.call(app.state.lifecycle.wait_loaded)
         yield client
-
-
-@contextmanager
-def live_server(app: FastAPI, ready_within_s: float = 60.0) -> Iterator[str]:
-    """`app` served by uvicorn in a thread on a free local port, for clients that speak HTTP
-    themselves: its base URL once /health/ready answers 200; stopped on exit."""
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + ready_within_s
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/health/ready", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "the server did not become ready"
-        time.sleep(0.05)
-    try:
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def wait_until(predicate, timeout: float = 10.0, what: str = "condition") -> None:

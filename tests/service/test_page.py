@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 
 from service.app import create_app
 from service.settings import Settings
-from tests.service.support import live_server
+from testing.live_server import live_server
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("PHRASAL_CHROMIUM", "/usr/bin/chromium")

@@ -12,7 +12,7 @@ from service.app import create_app
 from service.pretranslate import main
 from service.settings import Settings
 from testing.fake_runtime import FakeRuntime
-from tests.service.support import live_server
+from testing.live_server import live_server
 
 CATALOG = r'''msgid ""
 msgstr ""
