@@ -1,12 +1,13 @@
-"""Pre-translate a gettext catalog through a running phrasal service: each message nobody has
-translated gets the service's translation, marked fuzzy, gettext's (and Poedit's and Weblate's)
-sign of a translation for a translator to review; msgfmt leaves fuzzy ones out of the program until
-then.
+"""Pre-translate a gettext catalog (or an XLIFF file, service/xliff.py) through a running phrasal
+service: each message nobody has translated gets the service's translation, marked fuzzy, gettext's
+(and Poedit's and Weblate's) sign of a translation for a translator to review; msgfmt leaves fuzzy
+ones out of the program until then. An XLIFF file's segments go as xml, their inline codes kept.
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
     python -m service.pretranslate de.po --in-place --model en-de-software --fuzzy   # fuzzy ones again
     python -m service.pretranslate de.po --in-place --glossary 3f2a…        # a stored glossary's terms
+    python -m service.pretranslate ui.de.xlf --in-place                    # XLIFF 1.2 or 2.x
 
 Messages go as their catalog writes them, 32 a request (the service keeps their placeholders,
 markup, accelerators and layout); a plural message gets its singular's translation as form 0 and
@@ -34,6 +35,8 @@ from pathlib import Path
 
 import polib
 
+from service import xliff
+
 BATCH = 32
 RETRIES = 5          # for a busy server's 429 and 503, waiting what its Retry-After says
 LONGEST_WAIT_S = 30.0
@@ -57,15 +60,15 @@ class Service:
     """The service's /translate over HTTP (the standard library's client: nothing to install)."""
 
     def __init__(self, url: str, source: str, target: str, model: str | None, api_key: str | None,
-                 timeout_s: float, glossary: str | None = None) -> None:
+                 timeout_s: float, glossary: str | None = None, fmt: str = "text") -> None:
         self.url = url.rstrip("/") + "/translate"
-        self.source, self.target, self.model, self.glossary = source, target, model, glossary
+        self.source, self.target, self.model, self.glossary, self.fmt = source, target, model, glossary, fmt
         self.headers = {"Content-Type": "application/json", **({"X-API-Key": api_key} if api_key else {})}
         self.timeout_s = timeout_s
 
     def translate(self, texts: list[str]) -> list[str]:
         body = {"text": texts, "source": self.source, "target": self.target, **({"model": self.model} if self.model else {}),
-                **({"glossary": self.glossary} if self.glossary else {})}
+                **({"glossary": self.glossary} if self.glossary else {}), **({"format": self.fmt} if self.fmt != "text" else {})}
         for attempt in range(RETRIES + 1):
             request = urllib.request.Request(self.url, json.dumps(body).encode("utf-8"), self.headers, method="POST")
             try:
@@ -115,6 +118,27 @@ def untranslated(entry: polib.POEntry, fuzzy: bool) -> bool:
     return entry.msgstr == "" and all(form == "" for form in entry.msgstr_plural.values())
 
 
+def translate_all(service: Service, texts: list[str]) -> dict[str, str]:
+    """Each distinct text's translation, BATCH texts a request; a text the service refuses is
+    named on stderr and left out, a refusal of the request itself (the pair, the model, the
+    glossary) stops the run."""
+    translated: dict[str, str] = {}
+    distinct = list(dict.fromkeys(texts))  # a plural's forms beyond the first share one translation
+    for start in range(0, len(distinct), BATCH):
+        batch = distinct[start:start + BATCH]
+        try:
+            translated.update(zip(batch, service.translate(batch)))
+        except Refused:
+            for text in batch:  # which of them: each alone
+                try:
+                    translated[text] = service.translate([text])[0]
+                except Refused as refused:
+                    if refused.field.split(".")[0] != "text":  # the request's, not this text's: every one would be refused
+                        raise Failed(str(refused)) from None
+                    print(f"pretranslate: left untranslated, {text[:60]!r}: {refused}", file=sys.stderr)
+    return translated
+
+
 def plural_forms(catalog: polib.POFile) -> int:
     """How many forms a plural message has in the catalog's language (its Plural-Forms header; 2, as
     English and German have, where it names none)."""
@@ -134,21 +158,7 @@ def pretranslate(catalog: polib.POFile, service: Service, fuzzy: bool = False,
             texts += [(entry, 0, entry.msgid)] + [(entry, k, entry.msgid_plural) for k in range(1, forms)]
         else:
             texts.append((entry, None, entry.msgid))
-    # One request per distinct text: a plural's forms beyond the first share one translation.
-    distinct = list(dict.fromkeys(text for _, _, text in texts))
-    translated: dict[str, str] = {}
-    for start in range(0, len(distinct), BATCH):
-        batch = distinct[start:start + BATCH]
-        try:
-            translated.update(zip(batch, service.translate(batch)))
-        except Refused:
-            for text in batch:  # which of them: each alone
-                try:
-                    translated[text] = service.translate([text])[0]
-                except Refused as refused:
-                    if refused.field.split(".")[0] != "text":  # the request's, not this text's: every one would be refused
-                        raise Failed(str(refused)) from None
-                    print(f"pretranslate: left untranslated, {text[:60]!r}: {refused}", file=sys.stderr)
+    translated = translate_all(service, [text for _, _, text in texts])
     done = []
     for entry in entries:
         mine = [(form, translated.get(text)) for owner, form, text in texts if owner is entry]
@@ -263,7 +273,7 @@ def _read(path: Path) -> polib.POFile:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
-    parser.add_argument("catalog", type=Path, help="a .po or .pot file")
+    parser.add_argument("catalog", type=Path, help="a .po or .pot file, or an XLIFF file (.xlf, .xliff)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog")
     where.add_argument("--in-place", action="store_true", help="write it over the catalog read")
@@ -279,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one request (default: 120)")
     args = parser.parse_args(argv)
     try:
+        if args.catalog.suffix.lower() in (".xlf", ".xliff"):
+            return _pretranslate_xliff(args)
         catalog = _read(args.catalog)
         target = args.target or re.split(r"[_@.-]", catalog.metadata.get("Language", ""))[0].lower()
         if not target:
@@ -290,22 +302,51 @@ def main(argv: list[str] | None = None) -> int:
         if not catalog.metadata.get("Language"):
             catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
         output = args.catalog if args.in_place else args.output
-        # Written beside it and moved over it: a catalog is never left half written.
-        partial = output.with_name(output.name + ".pretranslate-partial")
-        try:
-            if spliced is not None:
-                partial.write_bytes(spliced.encode(catalog.encoding))
-            else:
-                catalog.save(str(partial))
-            os.replace(partial, output)
-        except OSError as error:
-            partial.unlink(missing_ok=True)
-            raise Failed(f"cannot write {output}: {error}") from None
+        _replace(output, (spliced if spliced is not None else str(catalog)).encode(catalog.encoding))
     except Failed as failed:
         print(f"pretranslate: {failed}", file=sys.stderr)
         return 1
     print(f"{len(done)} messages translated{' (marked fuzzy)' if args.mark_fuzzy else ''}: {output}")
     return 0
+
+
+def _pretranslate_xliff(args: argparse.Namespace) -> int:
+    """main's XLIFF path (service/xliff.py); Failed for what stops it."""
+    if not args.catalog.is_file():
+        raise Failed(f"cannot read {args.catalog}: no such file")
+    try:
+        document = xliff.read(args.catalog.read_bytes())
+    except (OSError, xliff.XliffError) as error:
+        raise Failed(f"cannot read {args.catalog}: {error}") from None
+    source = args.source if args.source != "en" or not document.source_language else document.source_language
+    target = args.target or document.target_language
+    source, target = (re.split(r"[_@.-]", code)[0].lower() for code in (source, target))
+    if not target:
+        raise Failed(f"{args.catalog} names no target language (target-language, trgLang): pass --target")
+    if document.skipped:
+        print(f"pretranslate: {document.skipped} units segmented again (seg-source) left as they are", file=sys.stderr)
+    service = Service(args.url, source, target, args.model, args.api_key, args.timeout, args.glossary, fmt="xml")
+    translations = translate_all(service, [segment.source for segment in document.segments])
+    try:
+        text, done = xliff.written(document, translations, args.mark_fuzzy)
+    except xliff.XliffError as error:
+        raise Failed(str(error)) from None
+    output = args.catalog if args.in_place else args.output
+    _replace(output, text.encode(document.encoding))
+    print(f"{done} segments translated{' (marked for review)' if args.mark_fuzzy and document.version == '1' else ''}: "
+          f"{output}")
+    return 0
+
+
+def _replace(output: Path, data: bytes) -> None:
+    """`data` written beside `output` and moved over it: a file is never left half written."""
+    partial = output.with_name(output.name + ".pretranslate-partial")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, output)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise Failed(f"cannot write {output}: {error}") from None
 
 
 if __name__ == "__main__":

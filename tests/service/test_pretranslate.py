@@ -200,3 +200,74 @@ def test_a_translation_is_written_on_lines_as_msgmerge_writes_them(value, lines)
     from service.pretranslate import _string_lines
 
     assert _string_lines("msgstr", value) == lines
+
+
+XLIFF_1 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file original="ui.properties" source-language="en" target-language="de" datatype="plaintext">
+    <body>
+      <trans-unit id="1">
+        <source>Open the <g id="1">file</g> now<x id="2"/></source>
+      </trans-unit>
+      <trans-unit id="2">
+        <source>Press <bpt id="3">&lt;b&gt;</bpt>Enter<ept id="3">&lt;/b&gt;</ept> &amp; go</source>
+        <target xml:lang="de"/>
+      </trans-unit>
+      <trans-unit id="3">
+        <source>Done</source>
+        <target>Fertig</target>
+      </trans-unit>
+      <trans-unit id="4" translate="no">
+        <source>Acme</source>
+      </trans-unit>
+    </body>
+  </file>
+</xliff>
+"""
+
+XLIFF_2 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en-US" trgLang="de-DE">
+  <file id="f1">
+    <unit id="u1">
+      <segment>
+        <source>Delete <pc id="1">all</pc> files?</source>
+      </segment>
+    </unit>
+    <unit id="u2" translate="no">
+      <segment>
+        <source>Acme Cloud</source>
+      </segment>
+    </unit>
+  </file>
+</xliff>
+"""
+
+
+def test_xliff_segments_without_a_translation_get_one_every_other_byte_as_it_was(url, tmp_path, capsys):
+    one, two = tmp_path / "ui.xlf", tmp_path / "app.xliff"
+    one.write_text(XLIFF_1, encoding="utf-8")
+    two.write_text(XLIFF_2, encoding="utf-8")
+    assert main([str(one), "--in-place", "--url", url]) == 0
+    assert main([str(two), "--in-place", "--url", url]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"2 segments translated (marked for review): {one}",
+                                                    f"1 segments translated: {two}"]
+    # The inline codes kept (the fake reverses the words; each code goes back by the alignment).
+    first = one.read_text(encoding="utf-8")
+    assert first == XLIFF_1.replace(
+        '<source>Open the <g id="1">file</g> now<x id="2"/></source>\n',
+        '<source>Open the <g id="1">file</g> now<x id="2"/></source>\n'
+        '        <target state="needs-review-translation">NOW <g id="1">FILE</g> THE OPEN<x id="2"/></target>\n').replace(
+        '<target xml:lang="de"/>',
+        '<target xml:lang="de" state="needs-review-translation">GO &amp; <bpt id="3">&lt;b&gt;</bpt>ENTER<ept id="3">'
+        '&lt;/b&gt;</ept> PRESS</target>')
+    assert two.read_text(encoding="utf-8") == XLIFF_2.replace(
+        "<source>Delete <pc id=\"1\">all</pc> files?</source>\n",
+        "<source>Delete <pc id=\"1\">all</pc> files?</source>\n        <target>FILES? <pc id=\"1\">ALL</pc> DELETE</target>\n")
+
+
+def test_a_file_that_is_not_well_formed_xliff_is_refused_and_left(url, tmp_path, capsys):
+    broken = tmp_path / "ui.xlf"
+    broken.write_text(XLIFF_1.replace("</body>", ""), encoding="utf-8")
+    assert main([str(broken), "--in-place", "--url", url]) == 1
+    assert capsys.readouterr().err.startswith(f"pretranslate: cannot read {broken}: not well-formed XML:")
+    assert broken.read_text(encoding="utf-8") == XLIFF_1.replace("</body>", "")

@@ -1,0 +1,130 @@
+"""XLIFF files (1.2 and 2.x, what CAT tools exchange) for service/pretranslate.py: which segments
+have no translation, and the file with theirs written in, every other byte as it was.
+
+A segment is XLIFF 1.2's `<trans-unit>` or 2.x's `<segment>`; its `<source>` goes to the service as
+xml as written, inline codes and all (`<g>`, `<x/>`, `<bpt>`/`<ept>`, `<ph>`, `<pc>`, `<mrk>`:
+service/protection/markup.py keeps them), and its translation is written as its `<target>`: after the
+source, indented as the source is, or into an empty target. A 1.2 target written so says
+`state="needs-review-translation"` (a translation for a translator to review) unless asked not to;
+a 2.x segment is left in its state (XLIFF 2 has no state for that: a tool shows the target to
+review). Skipped: a segment with a target that holds text, one marked `translate="no"` (or inside
+a 2.x `<unit>` so marked), and a 1.2 unit segmented again (`<seg-source>`, SDL's and Okapi's: its
+segments are `<mrk>`s in the target, named on stderr). The languages are the file's
+(`source-language`/`target-language`, `srcLang`/`trgLang`). The file written must parse as XML, or
+nothing is written.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+
+_DECLARED = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+_VERSION_1 = re.compile(r"<xliff\b[^>]*\bversion\s*=\s*[\"']1\.")
+_FILE_LANGUAGES = re.compile(r"<file\b[^>]*>")
+_XLIFF_LANGUAGES = re.compile(r"<xliff\b[^>]*>")
+_UNIT_2 = re.compile(r"<unit\b([^>]*)>(.*?)</unit\s*>", re.DOTALL)
+_SEGMENT = {"1": re.compile(r"<trans-unit\b([^>]*)>(.*?)</trans-unit\s*>", re.DOTALL),
+            "2": re.compile(r"<segment\b([^>]*)>(.*?)</segment\s*>", re.DOTALL)}
+_SOURCE = re.compile(r"([ \t]*)<source\b[^>]*>(.*?)</source\s*>", re.DOTALL)
+_TARGET = re.compile(r"<target\b([^>]*?)(?:/>|>(.*?)</target\s*>)", re.DOTALL)
+_NO = re.compile(r"""\btranslate\s*=\s*["']no["']""")
+_STATE = re.compile(r"""\bstate\s*=""")
+
+
+class XliffError(ValueError):
+    """A file that is no XLIFF this reads, or whose translation would not be XML: one line."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    source: str          # the source's content, as written (xml)
+    insert_at: int       # where its target goes in the file's text
+    replace_to: int      # up to where the text there is replaced (an empty target's end; insert_at: none)
+    indent: str          # the whitespace before its source, which a target written after it takes too
+    target_attributes: str | None  # an empty target's attributes (None: no target)
+
+
+@dataclass(frozen=True)
+class Xliff:
+    text: str
+    encoding: str
+    version: str                # "1" or "2"
+    source_language: str
+    target_language: str
+    segments: tuple[Segment, ...]
+    skipped: int                # segmented again (1.2's seg-source): left as they are
+
+
+def _attribute(tag: str, *names: str) -> str:
+    for name in names:
+        match = re.search(r"\b" + re.escape(name) + r"""\s*=\s*["']([^"']*)["']""", tag)
+        if match:
+            return match.group(1)
+    return ""
+
+
+def read(data: bytes) -> Xliff:
+    """The file's untranslated segments."""
+    declared = _DECLARED.match(data)
+    encoding = declared.group(1).decode("ascii") if declared else "utf-8"
+    try:
+        text = data.decode(encoding)
+        ElementTree.fromstring(data)
+    except (UnicodeDecodeError, LookupError, ElementTree.ParseError) as error:
+        raise XliffError(f"not well-formed XML: {error}") from None
+    if "<xliff" not in text:
+        raise XliffError("no <xliff> element: not an XLIFF file")
+    version = "1" if _VERSION_1.search(text) else "2"
+    if version == "1":
+        head = _FILE_LANGUAGES.search(text)
+        languages = (_attribute(head.group(0), "source-language"), _attribute(head.group(0), "target-language")) if head else ("", "")
+    else:
+        head = _XLIFF_LANGUAGES.search(text)
+        languages = (_attribute(head.group(0), "srcLang"), _attribute(head.group(0), "trgLang")) if head else ("", "")
+    untranslatable: list[tuple[int, int]] = []
+    if version == "2":
+        untranslatable = [m.span() for m in _UNIT_2.finditer(text) if _NO.search(m.group(1))]
+    segments, skipped = [], 0
+    for match in _SEGMENT[version].finditer(text):
+        attributes, body, start = match.group(1), match.group(2), match.start(2)
+        if _NO.search(attributes) or any(a <= match.start() < b for a, b in untranslatable):
+            continue
+        if "<seg-source" in body:
+            skipped += 1
+            continue
+        source = _SOURCE.search(body)
+        if source is None or not source.group(2).strip():
+            continue
+        target = _TARGET.search(body, source.end())
+        if target is None:
+            at = start + source.end()
+            segments.append(Segment(source.group(2), at, at, source.group(1), None))
+        elif not (target.group(2) or "").strip():
+            segments.append(Segment(source.group(2), start + target.start(), start + target.end(), source.group(1),
+                                    target.group(1)))
+    return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped)
+
+
+def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str, int]:
+    """The file's text with each segment that has a translation given its target, and how many."""
+    parts, cursor, done = [], 0, 0
+    for segment in xliff.segments:
+        translation = translations.get(segment.source)
+        if translation is None:
+            continue
+        attributes = segment.target_attributes or ""
+        if mark and xliff.version == "1" and not _STATE.search(attributes):
+            attributes += ' state="needs-review-translation"'
+        element = f"<target{attributes}>{translation}</target>"
+        if segment.target_attributes is None:  # after the source, on a line of its own as it is
+            element = ("\n" + segment.indent if segment.indent else "") + element
+        parts += [xliff.text[cursor:segment.insert_at], element]
+        cursor = segment.replace_to
+        done += 1
+    text = "".join(parts) + xliff.text[cursor:]
+    try:
+        ElementTree.fromstring(text.encode(xliff.encoding))
+    except ElementTree.ParseError as error:
+        raise XliffError(f"the translated file would not be well-formed XML ({error}); nothing written") from None
+    return text, done
