@@ -42,7 +42,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from service.errors import QueueFull, Rejected, RequestError, UnsupportedPair
+from service.errors import QueueFull, Rejected, RequestError, TranslationFailed, UnsupportedPair
 from service.glossary import GlossaryEntry
 from service.glossary_store import GlossaryInvalid, StoredGlossary
 from service.http.auth import DEEPL_PREFIX
@@ -78,8 +78,7 @@ def _failure(error: Exception) -> DeepLError:
     if isinstance(error, UnsupportedPair):
         return DeepLError(400, f"Value for '{error.field}_lang' not supported.")
     if isinstance(error, RequestError):
-        where = "text" if error.field == "text" else error.field
-        where += f".{error.index}" if error.index is not None else ""
+        where = error.field + (f".{error.index}" if error.index is not None else "")
         return DeepLError(400, f"Bad request: {where}: {error.message}")
     if isinstance(error, Rejected):
         # A full queue is DeepL's "too many requests"; anything else turned away whole is unavailability.
@@ -89,7 +88,8 @@ def _failure(error: Exception) -> DeepLError:
         return DeepLError(503, f"Service unavailable: {error.message}", headers)
     if isinstance(error, ParamsInvalid):
         return DeepLError(400, f"Bad request: {error}")
-    log.exception("DeepL request failed")
+    if not isinstance(error, TranslationFailed):  # that one the translator has logged
+        log.exception("DeepL request failed")
     return DeepLError(500, "Internal error; details are in the server log")
 
 
