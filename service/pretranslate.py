@@ -1,13 +1,15 @@
-"""Pre-translate a gettext catalog (or an XLIFF file, service/xliff.py) through a running phrasal
-service: each message nobody has translated gets the service's translation, marked fuzzy, gettext's
-(and Poedit's and Weblate's) sign of a translation for a translator to review; msgfmt leaves fuzzy
-ones out of the program until then. An XLIFF file's segments go as xml, their inline codes kept.
+"""Pre-translate a gettext catalog through a running phrasal service: each message nobody has
+translated gets the service's translation, marked fuzzy, gettext's (and Poedit's and Weblate's) sign
+of a translation for a translator to review; msgfmt leaves fuzzy ones out of the program until then.
+An XLIFF file (service/xliff.py) and a Qt Linguist one (service/linguist.py) are pre-translated the
+same way, marked as their tools mark a translation to review.
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
     python -m service.pretranslate de.po --in-place --model en-de-software --fuzzy   # fuzzy ones again
     python -m service.pretranslate de.po --in-place --glossary 3f2a…        # a stored glossary's terms
     python -m service.pretranslate ui.de.xlf --in-place                    # XLIFF 1.2 or 2.x
+    python -m service.pretranslate app_de.ts --in-place                    # Qt Linguist
 
 Messages go as their catalog writes them, 32 a request (the service keeps their placeholders,
 markup, accelerators and layout); a plural message gets its singular's translation as form 0 and
@@ -35,7 +37,7 @@ from pathlib import Path
 
 import polib
 
-from service import xliff
+from service import linguist, xliff
 
 BATCH = 32
 RETRIES = 5          # for a busy server's 429 and 503, waiting what its Retry-After says
@@ -273,7 +275,7 @@ def _read(path: Path) -> polib.POFile:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
-    parser.add_argument("catalog", type=Path, help="a .po or .pot file, or an XLIFF file (.xlf, .xliff)")
+    parser.add_argument("catalog", type=Path, help="a .po or .pot file, an XLIFF file (.xlf, .xliff) or a Qt Linguist one (.ts)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog")
     where.add_argument("--in-place", action="store_true", help="write it over the catalog read")
@@ -289,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one request (default: 120)")
     args = parser.parse_args(argv)
     try:
-        if args.catalog.suffix.lower() in (".xlf", ".xliff"):
-            return _pretranslate_xliff(args)
+        if args.catalog.suffix.lower() in (".xlf", ".xliff", ".ts"):
+            return _pretranslate_xml(args)
         catalog = _read(args.catalog)
         target = args.target or re.split(r"[_@.-]", catalog.metadata.get("Language", ""))[0].lower()
         if not target:
@@ -310,30 +312,35 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _pretranslate_xliff(args: argparse.Namespace) -> int:
-    """main's XLIFF path (service/xliff.py); Failed for what stops it."""
+def _pretranslate_xml(args: argparse.Namespace) -> int:
+    """main's path for an XLIFF file (service/xliff.py) or a Qt Linguist one (.ts, service/linguist.py);
+    Failed for what stops it."""
+    reader = linguist if args.catalog.suffix.lower() == ".ts" else xliff
     if not args.catalog.is_file():
         raise Failed(f"cannot read {args.catalog}: no such file")
     try:
-        document = xliff.read(args.catalog.read_bytes())
+        document = reader.read(args.catalog.read_bytes())
     except (OSError, xliff.XliffError) as error:
         raise Failed(f"cannot read {args.catalog}: {error}") from None
     source = args.source if args.source != "en" or not document.source_language else document.source_language
     target = args.target or document.target_language
     source, target = (re.split(r"[_@.-]", code)[0].lower() for code in (source, target))
     if not target:
-        raise Failed(f"{args.catalog} names no target language (target-language, trgLang): pass --target")
-    if document.skipped:
+        raise Failed(f"{args.catalog} names no target language: pass --target")
+    if getattr(document, "skipped", 0):
         print(f"pretranslate: {document.skipped} units segmented again (seg-source) left as they are", file=sys.stderr)
-    service = Service(args.url, source, target, args.model, args.api_key, args.timeout, args.glossary, fmt="xml")
+    # XLIFF's sources are markup (inline codes); a .ts file's are plain text written as XML
+    fmt = "text" if reader is linguist else "xml"
+    service = Service(args.url, source, target, args.model, args.api_key, args.timeout, args.glossary, fmt=fmt)
     translations = translate_all(service, [segment.source for segment in document.segments])
     try:
-        text, done = xliff.written(document, translations, args.mark_fuzzy)
+        text, done = reader.written(document, translations, args.mark_fuzzy)
     except xliff.XliffError as error:
         raise Failed(str(error)) from None
     output = args.catalog if args.in_place else args.output
     _replace(output, text.encode(document.encoding))
-    print(f"{done} segments translated{' (marked for review)' if args.mark_fuzzy and document.version == '1' else ''}: "
+    marked = args.mark_fuzzy and (reader is linguist or document.version == "1")
+    print(f"{done} {'messages' if reader is linguist else 'segments'} translated{' (marked for review)' if marked else ''}: "
           f"{output}")
     return 0
 

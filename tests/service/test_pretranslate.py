@@ -271,3 +271,47 @@ def test_a_file_that_is_not_well_formed_xliff_is_refused_and_left(url, tmp_path,
     assert main([str(broken), "--in-place", "--url", url]) == 1
     assert capsys.readouterr().err.startswith(f"pretranslate: cannot read {broken}: not well-formed XML:")
     assert broken.read_text(encoding="utf-8") == XLIFF_1.replace("</body>", "")
+
+
+LINGUIST = """<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="de_DE" sourcelanguage="en">
+<context>
+    <name>MainWindow</name>
+    <message>
+        <location filename="../mainwindow.cpp" line="42"/>
+        <source>Save the &amp;file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n files deleted</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>Beenden</translation>
+    </message>
+    <message>
+        <source>Old one</source>
+        <translation type="vanished"></translation>
+    </message>
+</context>
+</TS>
+"""
+
+
+def test_a_qt_linguist_file_s_unfinished_messages_get_a_translation_still_unfinished(url, tmp_path, capsys):
+    ts = tmp_path / "app_de.ts"
+    ts.write_text(LINGUIST, encoding="utf-8")
+    assert main([str(ts), "--in-place", "--url", url]) == 0
+    assert capsys.readouterr().out == f"2 messages translated (marked for review): {ts}\n"
+    # The source is text written as XML: "&amp;file" is an accelerator, written back escaped.
+    assert ts.read_text(encoding="utf-8") == LINGUIST.replace(
+        '<translation type="unfinished"></translation>', '<translation type="unfinished">&amp;FILE THE SAVE</translation>'
+    ).replace("<numerusform></numerusform>", "<numerusform>DELETED %n FILES</numerusform>")
+    ts.write_text(LINGUIST, encoding="utf-8")
+    assert main([str(ts), "--in-place", "--url", url, "--no-fuzzy-mark"]) == 0
+    assert '<translation>&amp;FILE THE SAVE</translation>' in ts.read_text(encoding="utf-8")
