@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import html
 import re
-import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 
-from service.xliff import XliffError as TsError  # one line, as XLIFF's
+from service.xliff import FileInvalid, checked, decoded
 
-_DECLARED = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _TS = re.compile(r"<TS\b[^>]*>")
 _MESSAGE = re.compile(r"<message\b([^>]*)>(.*?)</message\s*>", re.DOTALL)
 _SOURCE = re.compile(r"<source>(.*?)</source\s*>", re.DOTALL)
@@ -47,16 +45,11 @@ class Linguist:
 
 
 def read(data: bytes) -> Linguist:
-    declared = _DECLARED.match(data)
-    encoding = declared.group(1).decode("ascii") if declared else "utf-8"
-    try:
-        text = data.decode(encoding)
-        ElementTree.fromstring(data)
-    except (UnicodeDecodeError, LookupError, ElementTree.ParseError) as error:
-        raise TsError(f"not well-formed XML: {error}") from None
+    """The file's unfinished messages without a translation."""
+    text, encoding = decoded(data)
     head = _TS.search(text)
     if head is None:
-        raise TsError("no <TS> element: not a Qt Linguist file")
+        raise FileInvalid("no <TS> element: not a Qt Linguist file")
     languages = [re.search(name + r"""\s*=\s*["']([^"']*)["']""", head.group(0)) for name in (r"\bsourcelanguage", r"\blanguage")]
     messages = []
     for match in _MESSAGE.finditer(text):
@@ -97,9 +90,4 @@ def written(linguist: Linguist, translations: dict[str, str], mark: bool) -> tup
         parts += [linguist.text[cursor:message.start], f"<translation{attributes}>{inner}</translation>"]
         cursor = message.end
         done += 1
-    text = "".join(parts) + linguist.text[cursor:]
-    try:
-        ElementTree.fromstring(text.encode(linguist.encoding))
-    except ElementTree.ParseError as error:
-        raise TsError(f"the translated file would not be well-formed XML ({error}); nothing written") from None
-    return text, done
+    return checked("".join(parts) + linguist.text[cursor:], linguist.encoding), done

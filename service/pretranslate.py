@@ -320,7 +320,7 @@ def _pretranslate_xml(args: argparse.Namespace) -> int:
         raise Failed(f"cannot read {args.catalog}: no such file")
     try:
         document = reader.read(args.catalog.read_bytes())
-    except (OSError, xliff.XliffError) as error:
+    except (OSError, xliff.FileInvalid) as error:
         raise Failed(f"cannot read {args.catalog}: {error}") from None
     source = args.source if args.source != "en" or not document.source_language else document.source_language
     target = args.target or document.target_language
@@ -335,7 +335,7 @@ def _pretranslate_xml(args: argparse.Namespace) -> int:
     translations = translate_all(service, [segment.source for segment in document.segments])
     try:
         text, done = reader.written(document, translations, args.mark_fuzzy)
-    except xliff.XliffError as error:
+    except xliff.FileInvalid as error:
         raise Failed(str(error)) from None
     output = args.catalog if args.in_place else args.output
     _replace(output, text.encode(document.encoding))

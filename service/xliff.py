@@ -32,8 +32,9 @@ _NO = re.compile(r"""\btranslate\s*=\s*["']no["']""")
 _STATE = re.compile(r"""\bstate\s*=""")
 
 
-class XliffError(ValueError):
-    """A file that is no XLIFF this reads, or whose translation would not be XML: one line."""
+class FileInvalid(ValueError):
+    """A file this cannot read (not well-formed, not of its kind), or whose translation would not be
+    XML: one line. Qt Linguist's files (service/linguist.py) say so the same way."""
 
 
 @dataclass(frozen=True)
@@ -64,17 +65,33 @@ def _attribute(tag: str, *names: str) -> str:
     return ""
 
 
-def read(data: bytes) -> Xliff:
-    """The file's untranslated segments."""
+def decoded(data: bytes) -> tuple[str, str]:
+    """An XML file's text and the encoding it declares (UTF-8 where it declares none); FileInvalid
+    where it is not well-formed."""
     declared = _DECLARED.match(data)
     encoding = declared.group(1).decode("ascii") if declared else "utf-8"
     try:
         text = data.decode(encoding)
         ElementTree.fromstring(data)
     except (UnicodeDecodeError, LookupError, ElementTree.ParseError) as error:
-        raise XliffError(f"not well-formed XML: {error}") from None
+        raise FileInvalid(f"not well-formed XML: {error}") from None
+    return text, encoding
+
+
+def checked(text: str, encoding: str) -> str:
+    """`text`, a file's translation, once it parses as XML; FileInvalid where it does not."""
+    try:
+        ElementTree.fromstring(text.encode(encoding))
+    except ElementTree.ParseError as error:
+        raise FileInvalid(f"the translated file would not be well-formed XML ({error}); nothing written") from None
+    return text
+
+
+def read(data: bytes) -> Xliff:
+    """The file's untranslated segments."""
+    text, encoding = decoded(data)
     if "<xliff" not in text:
-        raise XliffError("no <xliff> element: not an XLIFF file")
+        raise FileInvalid("no <xliff> element: not an XLIFF file")
     version = "1" if _VERSION_1.search(text) else "2"
     if version == "1":
         head = _FILE_LANGUAGES.search(text)
@@ -122,9 +139,4 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str
         parts += [xliff.text[cursor:segment.insert_at], element]
         cursor = segment.replace_to
         done += 1
-    text = "".join(parts) + xliff.text[cursor:]
-    try:
-        ElementTree.fromstring(text.encode(xliff.encoding))
-    except ElementTree.ParseError as error:
-        raise XliffError(f"the translated file would not be well-formed XML ({error}); nothing written") from None
-    return text, done
+    return checked("".join(parts) + xliff.text[cursor:], xliff.encoding), done
