@@ -83,7 +83,9 @@ class Service:
                     time.sleep(min(LONGEST_WAIT_S, _retry_after(error)))
                     continue
                 if 400 <= error.code < 500 and error.code not in (401, 403, 404, 429):
-                    raise Refused(detail.get("message", f"HTTP {error.code}"), _field(detail)) from None
+                    # a body too large is its texts' doing: sent one by one, only the longest are refused
+                    field = "text" if error.code == 413 else _field(detail)
+                    raise Refused(detail.get("message", f"HTTP {error.code}"), field) from None
                 raise Failed(f"{self.url} answered {error.code}: {detail.get('message', error.reason)}") from None
             except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
                 raise Failed(f"cannot get translations from {self.url}: {getattr(error, 'reason', error)}") from None

@@ -315,3 +315,23 @@ def test_a_qt_linguist_file_s_unfinished_messages_get_a_translation_still_unfini
     ts.write_text(LINGUIST, encoding="utf-8")
     assert main([str(ts), "--in-place", "--url", url, "--no-fuzzy-mark"]) == 0
     assert '<translation>&amp;FILE THE SAVE</translation>' in ts.read_text(encoding="utf-8")
+
+
+def test_a_batch_over_the_server_s_body_limit_goes_text_by_text_and_only_a_text_over_it_is_left(tmp_path, capsys):
+    def factory(received: Settings):
+        return [FakeRuntime("en", "de")]
+
+    app = create_app(Settings(model_dirs=["models/test-en-de"], inference_process=False, max_body_bytes=1024),
+                     runtime_factory=factory)
+    messages = [f"message number {k} says something about the files" for k in range(40)] + ["word " * 220]
+    catalog = tmp_path / "de.po"
+    catalog.write_text('msgid ""\nmsgstr "Language: de\\n"\n' + "".join(f'\nmsgid "{m}"\nmsgstr ""\n' for m in messages),
+                       encoding="utf-8")
+    with live_server(app, ready_within_s=30) as address:
+        assert main([str(catalog), "--in-place", "--url", address]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("40 messages translated")
+    (line,) = captured.err.splitlines()
+    assert line.startswith("pretranslate: left untranslated, 'word word")
+    found = {entry.msgid: entry.msgstr for entry in polib.pofile(str(catalog))}
+    assert found[messages[0]] == "FILES THE ABOUT SOMETHING SAYS 0 NUMBER MESSAGE" and found[messages[-1]] == ""
