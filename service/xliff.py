@@ -4,10 +4,11 @@ have no translation, and the file with theirs written in, every other byte as it
 A segment is XLIFF 1.2's `<trans-unit>` or 2.x's `<segment>`; its `<source>` goes to the service as
 xml as written, inline codes and all (`<g>`, `<x/>`, `<bpt>`/`<ept>`, `<ph>`, `<pc>`, `<mrk>`:
 service/protection/markup.py keeps them), and its translation is written as its `<target>`: after the
-source, indented as the source is, or into an empty target. A 1.2 target written so says
-`state="needs-review-translation"` (a translation for a translator to review) unless asked not to;
-a 2.x segment is left in its state (XLIFF 2 has no state for that: a tool shows the target to
-review). Skipped: a segment with a target that holds text, one marked `translate="no"` (or inside
+source, indented as the source is, or into an empty target, or over a 1.2 target in the state `new`
+or `needs-translation` (a copy of the source a tool put there). A 1.2 target written so says
+`state="needs-review-translation"` (a translation for a translator to review), or `translated` where
+asked not to mark it; a 2.x segment is left in its state (XLIFF 2 has no state for that: a tool shows
+the target to review). Skipped: a segment with a target that holds text, one marked `translate="no"` (or inside
 a 2.x `<unit>` so marked), and a 1.2 unit segmented again (`<seg-source>`, SDL's and Okapi's: its
 segments are `<mrk>`s in the target, named on stderr). The languages are the file's
 (`source-language`/`target-language`, `srcLang`/`trgLang`). The file written must parse as XML, or
@@ -29,7 +30,9 @@ _SEGMENT = {"1": re.compile(r"<trans-unit\b([^>]*)>(.*?)</trans-unit\s*>", re.DO
 _SOURCE = re.compile(r"([ \t]*)<source\b[^>]*>(.*?)</source\s*>", re.DOTALL)
 _TARGET = re.compile(r"<target\b([^>]*?)(?:/>|>(.*?)</target\s*>)", re.DOTALL)
 _NO = re.compile(r"""\btranslate\s*=\s*["']no["']""")
-_STATE = re.compile(r"""\bstate\s*=""")
+_STATE = re.compile(r"""\s*\bstate\s*=\s*["'][^"']*["']""")
+# XLIFF 1.2's states of a target nobody translated yet (tools put the source there as a placeholder).
+_UNTRANSLATED_STATE = re.compile(r"""\bstate\s*=\s*["'](?:new|needs-translation)["']""")
 
 
 class FileInvalid(ValueError):
@@ -117,7 +120,7 @@ def read(data: bytes) -> Xliff:
         if target is None:
             at = start + source.end()
             segments.append(Segment(source.group(2), at, at, source.group(1), None))
-        elif not (target.group(2) or "").strip():
+        elif not (target.group(2) or "").strip() or _UNTRANSLATED_STATE.search(target.group(1)):
             segments.append(Segment(source.group(2), start + target.start(), start + target.end(), source.group(1),
                                     target.group(1)))
     return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped)
@@ -131,8 +134,9 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str
         if translation is None:
             continue
         attributes = segment.target_attributes or ""
-        if mark and xliff.version == "1" and not _STATE.search(attributes):
-            attributes += ' state="needs-review-translation"'
+        if xliff.version == "1":
+            state = "needs-review-translation" if mark else "translated"
+            attributes = _STATE.sub("", attributes) + f' state="{state}"'
         element = f"<target{attributes}>{translation}</target>"
         if segment.target_attributes is None:  # after the source, on a line of its own as it is
             element = ("\n" + segment.indent if segment.indent else "") + element

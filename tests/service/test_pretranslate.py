@@ -217,6 +217,10 @@ XLIFF_1 = """<?xml version="1.0" encoding="UTF-8"?>
         <source>Done</source>
         <target>Fertig</target>
       </trans-unit>
+      <trans-unit id="5">
+        <source>Close it</source>
+        <target state="new">Close it</target>
+      </trans-unit>
       <trans-unit id="4" translate="no">
         <source>Acme</source>
       </trans-unit>
@@ -249,7 +253,7 @@ def test_xliff_segments_without_a_translation_get_one_every_other_byte_as_it_was
     two.write_text(XLIFF_2, encoding="utf-8")
     assert main([str(one), "--in-place", "--url", url]) == 0
     assert main([str(two), "--in-place", "--url", url]) == 0
-    assert capsys.readouterr().out.splitlines() == [f"2 segments translated (marked for review): {one}",
+    assert capsys.readouterr().out.splitlines() == [f"3 segments translated (marked for review): {one}",
                                                     f"1 segments translated: {two}"]
     # The inline codes kept (the fake reverses the words; each code goes back by the alignment).
     first = one.read_text(encoding="utf-8")
@@ -259,10 +263,19 @@ def test_xliff_segments_without_a_translation_get_one_every_other_byte_as_it_was
         '        <target state="needs-review-translation">NOW <g id="1">FILE</g> THE OPEN<x id="2"/></target>\n').replace(
         '<target xml:lang="de"/>',
         '<target xml:lang="de" state="needs-review-translation">GO &amp; <bpt id="3">&lt;b&gt;</bpt>ENTER<ept id="3">'
-        '&lt;/b&gt;</ept> PRESS</target>')
+        '&lt;/b&gt;</ept> PRESS</target>').replace(  # the source copied there as a placeholder, translated
+        '<target state="new">Close it</target>', '<target state="needs-review-translation">IT CLOSE</target>')
     assert two.read_text(encoding="utf-8") == XLIFF_2.replace(
         "<source>Delete <pc id=\"1\">all</pc> files?</source>\n",
         "<source>Delete <pc id=\"1\">all</pc> files?</source>\n        <target>FILES? <pc id=\"1\">ALL</pc> DELETE</target>\n")
+
+
+def test_an_xliff_translation_left_unmarked_is_in_the_state_translated(url, tmp_path):
+    one = tmp_path / "ui.xlf"
+    one.write_text(XLIFF_1, encoding="utf-8")
+    assert main([str(one), "--in-place", "--url", url, "--no-fuzzy-mark"]) == 0
+    written = one.read_text(encoding="utf-8")
+    assert written.count('state="translated"') == 3 and "needs-review" not in written and 'state="new"' not in written
 
 
 def test_a_file_that_is_not_well_formed_xliff_is_refused_and_left(url, tmp_path, capsys):
