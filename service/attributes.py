@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from service.glossary import TermReport, merged
 from service.protection.markup import TAG, Markup
 from service.runtime.base import has_visible_text
-from service.served import Served, edited
+from service.served import Served, edited, mover
 
 # Attribute -> the elements it is text for people on (None: every element).
 TRANSLATABLE: dict[str, frozenset[str] | None] = {
@@ -126,11 +126,11 @@ def written(served: Served, source: str, attributes: list[Attribute], translatio
         placed.append((attribute, at + attribute.start, translation, offsets))
     result = edited(served, edits)
     reports = list(result.glossary)
+    moved = mover(sorted(edits))
     for attribute, at, translation, offsets in placed:
         if not translation.glossary:
             continue
-        # where the value stands in the output: after every value written before it
-        at += sum(len(value) - (end - start) for start, end, value in edits if start < at)
+        at = moved(at)  # where the value stands in the output
         sent = _unescaped_offsets(attribute.opening[attribute.start:attribute.end])
         base = attribute.tag_start + attribute.start
         reports += [replace(report, source_spans=[(base + sent[a], base + sent[b]) for a, b in report.source_spans],

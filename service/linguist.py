@@ -16,6 +16,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from service.served import spliced
 from service.xliff import FileInvalid, checked, decoded
 
 _TS = re.compile(r"<TS\b[^>]*>")
@@ -76,7 +77,7 @@ def _escaped(text: str) -> str:
 
 def written(linguist: Linguist, translations: dict[str, str], mark: bool) -> tuple[str, int]:
     """The file's text with each message that has a translation given it, and how many."""
-    parts, cursor, done = [], 0, 0
+    edits = []
     for message in linguist.segments:
         translation = translations.get(message.source)
         if translation is None:
@@ -87,7 +88,5 @@ def written(linguist: Linguist, translations: dict[str, str], mark: bool) -> tup
             inner = _NUMERUSFORM.sub(lambda m: f"{m.group(1)}>{value}</numerusform>", message.body)
         else:
             inner = value
-        parts += [linguist.text[cursor:message.start], f"<translation{attributes}>{inner}</translation>"]
-        cursor = message.end
-        done += 1
-    return checked("".join(parts) + linguist.text[cursor:], linguist.encoding), done
+        edits.append((message.start, message.end, f"<translation{attributes}>{inner}</translation>"))
+    return checked(spliced(linguist.text, edits), linguist.encoding), len(edits)

@@ -2,6 +2,7 @@
 layer renders it)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from service.alignment_flags import AlignmentFlags
@@ -35,19 +36,18 @@ class Served:
     memory: list[MemoryUse] = field(default_factory=list)     # the parts a translation memory answered
 
 
-def edited(served: Served, edits: list[tuple[int, int, str]]) -> Served:
-    """`served` with output[start:end] replaced by each edit's text (edits apart, in any order), every
-    target offset after an edit moved along; one inside an edited span goes where its text stands."""
-    edits = sorted(edits)
-    if not edits:
-        return served
-    output = served.translation.text
+def spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with text[start:end] replaced by each edit's text (edits apart, in order)."""
     parts, cursor = [], 0
     for start, end, value in edits:
-        parts += [output[cursor:start], value]
+        parts += [text[cursor:start], value]
         cursor = end
-    text = "".join(parts) + output[cursor:]
+    return "".join(parts) + text[cursor:]
 
+
+def mover(edits: list[tuple[int, int, str]]) -> Callable[[int], int]:
+    """Where an offset of a text stands once `edits` (apart, in order) are `spliced` into it; one
+    inside an edited span goes where its text stands."""
     def moved(offset: int) -> int:
         shift = 0
         for start, end, value in edits:
@@ -56,7 +56,17 @@ def edited(served: Served, edits: list[tuple[int, int, str]]) -> Served:
             elif offset > start:
                 return start + shift + min(offset - start, len(value))
         return offset + shift
+    return moved
 
+
+def edited(served: Served, edits: list[tuple[int, int, str]]) -> Served:
+    """`served` with output[start:end] replaced by each edit's text (edits apart, in any order), every
+    target offset after an edit moved along; one inside an edited span goes where its text stands."""
+    edits = sorted(edits)
+    if not edits:
+        return served
+    text = spliced(served.translation.text, edits)
+    moved = mover(edits)
     alignment = served.translation.alignment
     if alignment is not None:
         alignment = replace(alignment, target_words=[Word(text[moved(w.start):moved(w.end)], moved(w.start), moved(w.end))

@@ -20,6 +20,8 @@ import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 
+from service.served import spliced
+
 _DECLARED = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _VERSION_1 = re.compile(r"<xliff\b[^>]*\bversion\s*=\s*[\"']1\.")
 _FILE_LANGUAGES = re.compile(r"<file\b[^>]*>")
@@ -128,7 +130,7 @@ def read(data: bytes) -> Xliff:
 
 def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str, int]:
     """The file's text with each segment that has a translation given its target, and how many."""
-    parts, cursor, done = [], 0, 0
+    edits = []
     for segment in xliff.segments:
         translation = translations.get(segment.source)
         if translation is None:
@@ -140,7 +142,5 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str
         element = f"<target{attributes}>{translation}</target>"
         if segment.target_attributes is None:  # after the source, on a line of its own as it is
             element = ("\n" + segment.indent if segment.indent else "") + element
-        parts += [xliff.text[cursor:segment.insert_at], element]
-        cursor = segment.replace_to
-        done += 1
-    return checked("".join(parts) + xliff.text[cursor:], xliff.encoding), done
+        edits.append((segment.insert_at, segment.replace_to, element))
+    return checked(spliced(xliff.text, edits), xliff.encoding), len(edits)
