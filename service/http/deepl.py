@@ -32,10 +32,12 @@ not ready.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -93,6 +95,17 @@ def _failure(error: Exception) -> DeepLError:
     return DeepLError(500, "Internal error; details are in the server log")
 
 
+def _answered(route: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    """A route whose every failure answers DeepL's way (`_failure`)."""
+    @functools.wraps(route)
+    async def answer(*args: Any, **kwargs: Any) -> Response:
+        try:
+            return await route(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - every failure answers DeepL's way
+            return _failure(error).response()
+    return answer
+
+
 async def _checked(request: Request) -> dict[str, Any]:
     """The request's parameters, once its key (where the server has keys) is one of them."""
     params = await request_params(request)
@@ -124,34 +137,32 @@ def _served(request: Request) -> list[tuple[str, str]]:
 
 
 @router.post("/translate")
+@_answered
 async def translate(request: Request) -> Response:
-    try:
-        params = await _checked(request)
-        texts = params.get("text")
-        if isinstance(texts, str):
-            texts = [texts]
-        if not texts:
-            raise DeepLError(400, "Parameter 'text' not specified.")
-        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
-            raise DeepLError(400, "Parameter 'text' must be a string or a list of strings.")
-        target = _language(params.get("target_lang"), "target_lang")
-        source = _language(params["source_lang"], "source_lang") if params.get("source_lang") else None
-        handling = params.get("tag_handling")
-        fmt = _FORMATS.get(handling) if handling is None or isinstance(handling, str) else None
-        if fmt is None:
-            raise DeepLError(400, "Value for 'tag_handling' not supported.")
-        translator = request.app.state.lifecycle.translator_or_raise()
-        glossary = _glossary(request, params.get("glossary_id"), source, target)
-        model = str(params["model"]) if params.get("model") not in (None, "") else None
-        detections = [translator.detector.detect(text) for text in texts] if source is None else []
-        if source is None and any(d is None for d in detections):
-            raise DeepLError(400, "Bad request: no served source language can be detected; give source_lang")
-        ignored = _tag_names(params.get("ignore_tags")) if fmt != "text" else set()
-        sent = [_marked(text, ignored) for text in texts] if ignored else texts
-        served = await translate_each(translator, sent, source, target, fmt, 1, glossary, PLACEHOLDER_STYLES,
-                                      model, detections)
-    except Exception as error:  # noqa: BLE001 - every failure answers DeepL's way
-        return _failure(error).response()
+    params = await _checked(request)
+    texts = params.get("text")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not texts:
+        raise DeepLError(400, "Parameter 'text' not specified.")
+    if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+        raise DeepLError(400, "Parameter 'text' must be a string or a list of strings.")
+    target = _language(params.get("target_lang"), "target_lang")
+    source = _language(params["source_lang"], "source_lang") if params.get("source_lang") else None
+    handling = params.get("tag_handling")
+    fmt = _FORMATS.get(handling) if handling is None or isinstance(handling, str) else None
+    if fmt is None:
+        raise DeepLError(400, "Value for 'tag_handling' not supported.")
+    translator = request.app.state.lifecycle.translator_or_raise()
+    glossary = _glossary(request, params.get("glossary_id"), source, target)
+    model = str(params["model"]) if params.get("model") not in (None, "") else None
+    detections = [translator.detector.detect(text) for text in texts] if source is None else []
+    if source is None and any(d is None for d in detections):
+        raise DeepLError(400, "Bad request: no served source language can be detected; give source_lang")
+    ignored = _tag_names(params.get("ignore_tags")) if fmt != "text" else set()
+    sent = [_marked(text, ignored) for text in texts] if ignored else texts
+    served = await translate_each(translator, sent, source, target, fmt, 1, glossary, PLACEHOLDER_STYLES,
+                                  model, detections)
     request.app.state.deepl_characters = getattr(request.app.state, "deepl_characters", 0) + sum(map(len, texts))
     languages = [d.language for d in detections] if detections else [source] * len(texts)
     return JSONResponse({"translations": [
@@ -192,11 +203,9 @@ def _glossary(request: Request, glossary_id: Any, source: str | None, target: st
 
 
 @router.api_route("/languages", methods=["GET", "POST"])
+@_answered
 async def languages(request: Request) -> Response:
-    try:
-        params = await _checked(request)
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    params = await _checked(request)
     pairs = _served(request)
     if params.get("type", "source") == "target":
         codes = sorted({code for _, target in pairs for code in _REGIONAL.get(target, (target.upper(),))})
@@ -212,20 +221,16 @@ def _name(code: str) -> str:
 
 
 @router.api_route("/usage", methods=["GET", "POST"])
+@_answered
 async def usage(request: Request) -> Response:
-    try:
-        await _checked(request)
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    await _checked(request)
     return JSONResponse({"character_count": getattr(request.app.state, "deepl_characters", 0)})
 
 
 @router.get("/glossary-language-pairs")
+@_answered
 async def glossary_language_pairs(request: Request) -> Response:
-    try:
-        await _checked(request)
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    await _checked(request)
     return JSONResponse({"supported_languages": [{"source_lang": source, "target_lang": target}
                                                  for source, target in sorted(_served(request))]})
 
@@ -255,30 +260,26 @@ def _entries(text: Any, entries_format: Any) -> list[GlossaryEntry]:
 
 
 @router.post("/glossaries", status_code=201)
+@_answered
 async def create_glossary(request: Request) -> Response:
+    params = await _checked(request)
+    name = params.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise DeepLError(400, "Parameter 'name' not specified.")
+    source = _language(params.get("source_lang"), "source_lang")
+    target = _language(params.get("target_lang"), "target_lang")
+    entries = _entries(params.get("entries"), params.get("entries_format"))
     try:
-        params = await _checked(request)
-        name = params.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise DeepLError(400, "Parameter 'name' not specified.")
-        source = _language(params.get("source_lang"), "source_lang")
-        target = _language(params.get("target_lang"), "target_lang")
-        entries = _entries(params.get("entries"), params.get("entries_format"))
-        try:
-            stored = glossary_store(request).create(name.strip(), source, target, entries)
-        except GlossaryInvalid as error:
-            raise DeepLError(400, f"Bad request: {error}") from None
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+        stored = glossary_store(request).create(name.strip(), source, target, entries)
+    except GlossaryInvalid as error:
+        raise DeepLError(400, f"Bad request: {error}") from None
     return JSONResponse(_info(stored), status_code=201)
 
 
 @router.get("/glossaries")
+@_answered
 async def list_glossaries(request: Request) -> Response:
-    try:
-        await _checked(request)
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    await _checked(request)
     return JSONResponse({"glossaries": [_info(stored) for stored in glossary_store(request).list()]})
 
 
@@ -290,32 +291,26 @@ def _stored(request: Request, glossary_id: str) -> StoredGlossary:
 
 
 @router.get("/glossaries/{glossary_id}")
+@_answered
 async def get_glossary(glossary_id: str, request: Request) -> Response:
-    try:
-        await _checked(request)
-        stored = _stored(request, glossary_id)
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    await _checked(request)
+    stored = _stored(request, glossary_id)
     return JSONResponse(_info(stored))
 
 
 @router.get("/glossaries/{glossary_id}/entries")
+@_answered
 async def glossary_entries(glossary_id: str, request: Request) -> Response:
-    try:
-        await _checked(request)
-        stored = _stored(request, glossary_id)
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    await _checked(request)
+    stored = _stored(request, glossary_id)
     return Response("\n".join(f"{e.source}\t{e.target}" for e in stored.entries),
                     media_type="text/tab-separated-values")
 
 
 @router.delete("/glossaries/{glossary_id}", status_code=204)
+@_answered
 async def delete_glossary(glossary_id: str, request: Request) -> Response:
-    try:
-        await _checked(request)
-        if not glossary_store(request).delete(glossary_id):
-            raise DeepLError(404, "Glossary not found")
-    except Exception as error:  # noqa: BLE001
-        return _failure(error).response()
+    await _checked(request)
+    if not glossary_store(request).delete(glossary_id):
+        raise DeepLError(404, "Glossary not found")
     return Response(status_code=204)
