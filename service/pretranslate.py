@@ -206,17 +206,20 @@ def _string_lines(keyword: str, value: str) -> list[str]:
     return [f"{keyword} {lines[1]}"] if len(lines) == 2 and not re.search(r" [^ ]", escaped) else lines
 
 
+_PARAGRAPH_BREAK = re.compile(r"((?:\r?\n)(?:[ \t]*\r?\n)+)")
+
+
 def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
     """`text` (a catalog as written) with each of `entries` given its translation and flags where
     it stands, every other line as it was: polib writes a whole catalog again with its own line
     breaks, a diff of every long message. None where the catalog's messages are not one paragraph
     each (then polib writes it)."""
     newline = "\r\n" if "\r\n" in text else "\n"
-    blocks = re.split(r"(?:\r?\n)(?:[ \t]*\r?\n)+", text)
+    blocks = _PARAGRAPH_BREAK.split(text)  # paragraphs at even places, the blank lines between at odd ones
     where: dict[tuple[str | None, str], int] = {}
-    for index, block in enumerate(blocks):
+    for index in range(0, len(blocks), 2):
         # a paragraph of comments or an obsolete message reads as none
-        parsed = [entry for entry in polib.pofile(block + "\n") if not entry.obsolete]
+        parsed = [entry for entry in polib.pofile(blocks[index] + "\n") if not entry.obsolete]
         if len(parsed) > 1:
             return None
         if parsed:
@@ -241,8 +244,7 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
             elif "fuzzy" not in [flag.strip() for flag in head[flagged][2:].split(",")]:
                 head[flagged] = "#, fuzzy," + head[flagged][2:]
         blocks[index] = newline.join(head + strings) + tail
-    separators = re.findall(r"(?:\r?\n)(?:[ \t]*\r?\n)+", text)
-    return "".join(block + separator for block, separator in zip(blocks, separators + [""]))
+    return "".join(blocks)
 
 
 # A line of a message's strings (a keyword and a string, or a string going on), obsolete (`#~`) or a
@@ -255,15 +257,16 @@ _MSGID = re.compile(r"^(?:#~\s*)?msgid\s", re.MULTILINE)
 _HEADER = re.compile(r'^msgid\s+""\s*\n(?:#~\s*)?msgstr\s', re.MULTILINE)
 
 
-def _read(path: Path) -> polib.POFile:
-    """The catalog at `path`, every message of it as written: polib reads past some malformed lines,
-    an unterminated string losing its last character ("Offen" read "Offe") or its message, and a
-    catalog written back so would lose them, so such a file is refused, naming the line."""
+def _read(path: Path) -> tuple[polib.POFile, bytes]:
+    """The catalog at `path` and its bytes, every message of it as written: polib reads past some
+    malformed lines, an unterminated string losing its last character ("Offen" read "Offe") or its
+    message, and a catalog written back so would lose them, so such a file is refused, naming the line."""
     if not path.is_file():  # polib reads a string that names no file as a catalog's text
         raise Failed(f"cannot read {path}: no such file")
     try:
+        data = path.read_bytes()
         catalog = polib.pofile(str(path))  # in the charset its header names
-        keywords = path.read_bytes().decode("latin-1")  # gettext's keywords are ASCII in any charset
+        keywords = data.decode("latin-1")  # gettext's keywords are ASCII in any charset
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise Failed(f"cannot read {path}: {error}") from None
     for number, line in enumerate(keywords.splitlines(), 1):
@@ -272,7 +275,7 @@ def _read(path: Path) -> polib.POFile:
     written = len(_MSGID.findall(keywords)) - len(_HEADER.findall(keywords))
     if len(catalog) != written:
         raise Failed(f"cannot read {path}: {written} messages written, {len(catalog)} readable; check it with msgfmt -c")
-    return catalog
+    return catalog, data
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,14 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.catalog.suffix.lower() in (".xlf", ".xliff", ".ts"):
             return _pretranslate_xml(args)
-        catalog = _read(args.catalog)
+        catalog, data = _read(args.catalog)
         target = args.target or re.split(r"[_@.-]", catalog.metadata.get("Language", ""))[0].lower()
         if not target:
             raise Failed(f"{args.catalog} names no language (its Language header is empty): pass --target")
         service = Service(args.url, args.source, target, args.model, args.api_key, args.timeout, args.glossary)
         done = pretranslate(catalog, service, args.fuzzy, args.mark_fuzzy)
-        written = args.catalog.read_bytes().decode(catalog.encoding)
-        spliced = _spliced(written, done) if catalog.metadata.get("Language") else None
+        spliced = _spliced(data.decode(catalog.encoding), done) if catalog.metadata.get("Language") else None
         if not catalog.metadata.get("Language"):
             catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
         output = args.catalog if args.in_place else args.output
