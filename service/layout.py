@@ -257,6 +257,8 @@ def _escapes(text: str, protected: list[Protected]) -> tuple[tuple[str, str], ..
     text is ASCII; a backslash that escapes anything else (a path), an escaped backslash, an escape
     inside a placeholder or a quote named (after a quote mark) leaves the text as written ("trailing
     '\\' escape character" names a backslash)."""
+    if "\\" not in text and "''" not in text:
+        return ()  # what nearly every text is: nothing escaped, and no position map built for it
     if "\\" in text and ("\\\\" in text or _OTHER_BACKSLASH.search(text)):
         return ()
     found: list[tuple[str, str]] = [("\\" + quote, quote) for quote in "'\"" if ("\\" + quote) in text
