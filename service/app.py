@@ -22,7 +22,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.http.admission import AdmissionMiddleware
-from service.http.auth import ApiKeyMiddleware, KeyRing, TokenBucket
+from service.http.auth import DEEPL_PREFIX, LIBRETRANSLATE_PREFIX, ApiKeyMiddleware, KeyRing, TokenBucket
 from service.http.body_guard import BodyGuardMiddleware
 from service.http.errors import install_error_handlers
 from service.http.glossaries import router as glossaries_router
@@ -34,6 +34,8 @@ from service.http.request_metrics import MetricsMiddleware
 from service.runtime.cards import read_card
 from service.catalog import ServedModel
 from service.runtime.domains import DomainScorer
+from service.document_store import DocumentStore
+from service.document_worker import DocumentWorker
 from service.glossary_store import GlossaryStore
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
@@ -81,6 +83,10 @@ def process_options(settings: Settings) -> ProcessOptions:
     )
 
 
+# The routes that take a document to translate (a multipart form up to max_document_bytes).
+UPLOAD_ROUTES = {("POST", LIBRETRANSLATE_PREFIX + "/translate_file"), ("POST", DEEPL_PREFIX + "/v2/document")}
+
+
 def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
     """(method, path) of every route that reads a request body: what the body guard checks."""
     return {
@@ -103,11 +109,14 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         lifecycle.start_loading()
+        app.state.document_worker.start()
         try:
             yield
         finally:
+            await app.state.document_worker.stop()  # the document in hand is queued again for the next start
             await lifecycle.shutdown()
             app.state.glossaries.close()
+            app.state.documents.close()
 
     app = FastAPI(
         title="phrasal",
@@ -119,6 +128,8 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     app.state.metrics = metrics
     app.state.lifecycle = lifecycle
     app.state.glossaries = GlossaryStore(settings.glossary_db)
+    app.state.documents = DocumentStore(settings.document_db, retention_s=settings.document_retention_s)
+    app.state.document_worker = DocumentWorker(app.state.documents, lifecycle)
     install_error_handlers(app)
     install_served_openapi(
         app,
@@ -134,6 +145,8 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         routes=body_routes(router) | body_routes(glossaries_router),
         # DeepL's routes read parameters from a body whatever the method (its client sends a GET's so).
         form_routes=body_routes(libretranslate_router) | {(m, r.path) for r in deepl_router.routes for m in r.methods},
+        upload_routes=UPLOAD_ROUTES,
+        max_upload_bytes=settings.max_document_bytes,
         stopping=lambda: lifecycle.stopping,
     )
     if settings.api_keys:

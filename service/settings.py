@@ -181,6 +181,17 @@ class Settings(BaseSettings):
         "working directory); ':memory:' keeps them for the process only.",
     )
 
+    # --- Documents sent to be translated (LibreTranslate's translate_file, DeepL's v2/document).
+    document_db: Path = Field(
+        Path("documents.sqlite3"),
+        description="The SQLite file that holds documents sent to be translated until they are done and fetched "
+        "(created on first use; relative to the working directory): one accepted is translated after a restart too.",
+    )
+    max_document_bytes: int = Field(10 << 20, ge=1024, description="A document's size; beyond it: 413.")
+    document_retention_s: float = Field(
+        86_400.0, gt=0, description="How long a document and its translation are kept after it arrived."
+    )
+
     # --- Lifecycle.
     drain_timeout_s: float = Field(30.0, ge=0, description="After SIGTERM, time left to in-flight requests.")
 

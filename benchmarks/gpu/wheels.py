@@ -26,7 +26,7 @@ from pathlib import Path
 # sacrebleu, prometheus-client, httpx, anyio, click and h11 are there).
 PACKAGES = ("fastapi", "starlette", "pydantic", "pydantic-core", "pydantic-settings", "python-dotenv", "uvicorn",
             "annotated-types", "typing-inspection", "annotated-doc", "typing-extensions", "opentelemetry-api",
-            "rapidfuzz", "ctranslate2")
+            "rapidfuzz", "polib", "python-multipart", "ctranslate2")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64")
 STRIPPED = ("ctranslate2",)

@@ -4,6 +4,8 @@
   body would otherwise reach the JSON parser and be refused as "invalid UTF-8"). The routes of
   LibreTranslate's API (``form_routes``) also take form-urlencoded bodies and none at all, as its
   clients send them.
+  The routes that take a document (``upload_routes``: LibreTranslate's translate_file, DeepL's
+  v2/document) take multipart/form-data, and up to ``max_upload_bytes``; the form routes take it too.
 - ``Content-Length`` above ``max_body_bytes``: 413 at once, without reading a byte.
 - A body sent without a length (chunked) or longer than it said: counted as it streams, 413
   as soon as the count passes the limit; nothing larger is ever buffered.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import email.message
+import re
 from collections.abc import Callable, Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -45,8 +48,23 @@ def _is_json(content_type: str) -> bool:
     return subtype == "json" or subtype.endswith("+json")
 
 
-def _is_form(content_type: str) -> bool:
-    return content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded"
+def _is_form(content_type: str, multipart: bool) -> bool:
+    kind = content_type.split(";")[0].strip().lower()
+    return kind == "application/x-www-form-urlencoded" or (multipart and kind == "multipart/form-data")
+
+
+class _Routes:
+    """(method, path) pairs, a path possibly a template ("/v2/document/{document_id}")."""
+
+    def __init__(self, routes: Iterable[tuple[str, str]]) -> None:
+        routes = set(routes)
+        self.exact = {(method, path) for method, path in routes if "{" not in path}
+        self.templates = [(method, re.compile(re.sub(r"\\\{[^/]*?\\\}", "[^/]+", re.escape(path)) + "$"))
+                          for method, path in routes if "{" in path]
+
+    def __contains__(self, route: tuple[str, str]) -> bool:
+        method, path = route
+        return route in self.exact or any(m == method and p.match(path) for m, p in self.templates)
 
 
 class BodyGuardMiddleware:
@@ -59,6 +77,8 @@ class BodyGuardMiddleware:
         metrics: Metrics,
         routes: Iterable[tuple[str, str]],
         form_routes: Iterable[tuple[str, str]] = (),
+        upload_routes: Iterable[tuple[str, str]] = (),
+        max_upload_bytes: int = 0,
         stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         """``routes``: the (method, path) pairs that take a body; any other request passes
@@ -66,9 +86,11 @@ class BodyGuardMiddleware:
         path lacks) before its content type matters. ``stopping()``: the server is shutting
         down (a cancelled body read is then the drain timeout, answered 503)."""
         self.app = app
-        self.form_routes = frozenset(form_routes)
-        self.routes = frozenset(routes) | self.form_routes
+        self.form_routes = _Routes(set(form_routes) | set(upload_routes))
+        self.upload_routes = _Routes(upload_routes)
+        self.routes = _Routes(set(routes) | set(form_routes) | set(upload_routes))
         self.max_bytes = max_bytes
+        self.max_upload_bytes = max(max_upload_bytes, max_bytes)
         self.timeout_s = timeout_s
         self.metrics = metrics
         self.stopping = stopping
@@ -78,17 +100,19 @@ class BodyGuardMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {name: value for name, value in scope["headers"]}
-        refusal = self._check_headers(headers, (scope["method"], scope["path"]) in self.form_routes)
+        route = (scope["method"], scope["path"])
+        limit = self.max_upload_bytes if route in self.upload_routes else self.max_bytes
+        refusal = self._check_headers(headers, route in self.form_routes, limit)
         if refusal is not None:
             status, reason, message = refusal
             self.metrics.rejected(reason)
             await error_response(status, [], message, _CLOSE)(scope, receive, send)
             return
-        await self.app(scope, self._guarded(receive), send)
+        await self.app(scope, self._guarded(receive, limit), send)
 
-    def _check_headers(self, headers: dict[bytes, bytes], form: bool) -> tuple[int, str, str] | None:
+    def _check_headers(self, headers: dict[bytes, bytes], form: bool, limit: int) -> tuple[int, str, str] | None:
         content_type = headers.get(b"content-type", b"").decode("latin-1")
-        if form and (not content_type or _is_form(content_type)):
+        if form and (not content_type or _is_form(content_type, multipart=True)):
             pass
         elif not _is_json(content_type):
             shown = content_type[:60] or "none"
@@ -106,11 +130,11 @@ class BodyGuardMiddleware:
         if length is not None:
             if not length.isdigit():
                 return 400, "bad_body", "body: Content-Length must be a non-negative integer"
-            if int(length) > self.max_bytes:
-                return 413, "body_too_large", f"body: at most {self.max_bytes} bytes, Content-Length says {int(length)}"
+            if int(length) > limit:
+                return 413, "body_too_large", f"body: at most {limit} bytes, Content-Length says {int(length)}"
         return None
 
-    def _guarded(self, receive: Receive) -> Receive:
+    def _guarded(self, receive: Receive, limit: int) -> Receive:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         received = 0
@@ -136,8 +160,8 @@ class BodyGuardMiddleware:
                 ) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise BodyRejected(413, "body_too_large", f"body: at most {self.max_bytes} bytes", _CLOSE)
+                if received > limit:
+                    raise BodyRejected(413, "body_too_large", f"body: at most {limit} bytes", _CLOSE)
                 complete = not message.get("more_body", False)
             else:
                 complete = True

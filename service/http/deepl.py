@@ -15,6 +15,14 @@ take an API URL). Under it, as DeepL answers them:
   ``tag_handling``) names elements whose content is not translated: each is passed through as the
   service passes through an element marked ``translate="no"``. This service's own: ``model``, which
   of the pair's models translates.
+- ``POST v2/document``: a multipart form with ``file`` (a gettext catalog, XLIFF, Qt Linguist, text
+  or SubRip file: service/documents.py; ``filename`` names it where the part does not),
+  ``target_lang``, ``source_lang`` (absent: the one the file names, else detected), ``glossary_id``,
+  ``output_format`` (only the file's own); answers ``document_id`` and ``document_key``. ``POST
+  v2/document/{id}`` with ``document_key``: its ``status`` (``queued``, ``translating`` with
+  ``seconds_remaining``, ``done`` with ``billed_characters``, ``error`` with ``error_message``);
+  ``POST v2/document/{id}/result``: the translated file (503 until it is done). Documents outlive a
+  restart (service/document_store.py) and are kept for the ``document_retention_s`` setting.
 - ``GET`` (or ``POST``) ``v2/languages`` with ``type`` ``source`` (default) or ``target``: the
   served languages, English as a target as ``EN-GB`` and ``EN-US``, as DeepL lists it.
 - ``GET v2/usage``: the characters this process translated through this API (no limit).
@@ -26,8 +34,8 @@ take an API URL). Under it, as DeepL answers them:
 Where the server has API keys, the key comes as DeepL's clients send it, ``Authorization:
 DeepL-Auth-Key <key>`` (or ``auth_key``, DeepL's older parameter), checked against the same keys
 and rate limits as every route's. Errors are ``{"message": ...}``: 400 a bad request, 403 a missing
-or wrong key, 404 no such glossary, 429 slow down (with Retry-After), 500 a failed translation, 503
-not ready.
+or wrong key, 404 no such glossary or document, 413 a document over the size limit, 429 slow down
+(with Retry-After), 500 a failed translation, 503 not ready (or a document not yet translated).
 """
 from __future__ import annotations
 
@@ -37,6 +45,8 @@ import io
 import itertools
 import logging
 import re
+import secrets
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
@@ -48,7 +58,10 @@ from service.errors import QueueFull, Rejected, RequestError, TranslationFailed,
 from service.glossary import GlossaryEntry
 from service.glossary_store import GlossaryInvalid, StoredGlossary
 from service.http.auth import DEEPL_PREFIX
-from service.http.compatible import KeyCheck, ParamsInvalid, request_params, translate_each
+from service.document_store import DONE, ERROR, QUEUED, Document
+from service.documents import format_of
+from service.http.compatible import (DocumentRefused, KeyCheck, ParamsInvalid, document_store, file_headers, queued,
+                                     request_params, translate_each, uploaded)
 from service.http.glossaries import glossary_store
 from service.language_names import language_name
 from service.protection.placeholders import PLACEHOLDER_STYLES
@@ -90,6 +103,8 @@ def _failure(error: Exception) -> DeepLError:
         return DeepLError(503, f"Service unavailable: {error.message}", headers)
     if isinstance(error, ParamsInvalid):
         return DeepLError(400, f"Bad request: {error}")
+    if isinstance(error, DocumentRefused):
+        return DeepLError(error.status, f"Bad request: {error}")
     if not isinstance(error, TranslationFailed):  # that one the translator has logged
         log.exception("DeepL request failed")
     return DeepLError(500, "Internal error; details are in the server log")
@@ -314,3 +329,58 @@ async def delete_glossary(glossary_id: str, request: Request) -> Response:
     if not glossary_store(request).delete(glossary_id):
         raise DeepLError(404, "Glossary not found")
     return Response(status_code=204)
+
+
+@router.post("/document")
+@_answered
+async def upload_document(request: Request) -> Response:
+    params = await _checked(request)
+    target = _language(params.get("target_lang"), "target_lang")
+    source = _language(params["source_lang"], "source_lang") if params.get("source_lang") else None
+    name, data = await uploaded(params, params.get("filename"))
+    wanted = params.get("output_format")
+    if wanted not in (None, "") and (not isinstance(wanted, str) or format_of("." + wanted) != format_of(name)):
+        raise DeepLError(400, "Value for 'output_format' not supported: a document is written in its own format.")
+    request.app.state.lifecycle.translator_or_raise()  # not ready: a 503 before the document is taken
+    if target not in {served for _, served in _served(request)}:
+        raise DeepLError(400, "Value for 'target_lang' not supported.")
+    glossary = _glossary(request, params.get("glossary_id"), source, target)
+    model = str(params["model"]) if params.get("model") not in (None, "") else None
+    document = queued(request, name, data, source, target, model, glossary)
+    return JSONResponse({"document_id": document.id, "document_key": document.key})
+
+
+def _document(request: Request, document_id: str, params: dict[str, Any]) -> Document:
+    """The document the id names, where the key shown is its key."""
+    store, key = document_store(request), params.get("document_key")
+    document = store.get(document_id) if store.exists() else None
+    if document is None or not isinstance(key, str) or not secrets.compare_digest(key.encode(), document.key.encode()):
+        raise DeepLError(404, "Document not found")
+    return document
+
+
+@router.post("/document/{document_id}")
+@_answered
+async def document_status(document_id: str, request: Request) -> Response:
+    document = _document(request, document_id, await _checked(request))
+    body: dict[str, Any] = {"document_id": document.id, "status": document.status}
+    remaining = document.seconds_remaining(time.time())
+    if remaining is not None:
+        body["seconds_remaining"] = remaining
+    if document.status == DONE:
+        body["billed_characters"] = document.characters
+    if document.status == ERROR:
+        body["error_message"] = document.error
+    return JSONResponse(body)
+
+
+@router.post("/document/{document_id}/result")
+@_answered
+async def document_result(document_id: str, request: Request) -> Response:
+    document = _document(request, document_id, await _checked(request))
+    if document.status == ERROR:
+        raise DeepLError(400, f"Bad request: the document was not translated: {document.error}")
+    if document.status != DONE:
+        waiting = "is queued" if document.status == QUEUED else "is being translated"
+        raise DeepLError(503, f"Document not ready: it {waiting}", {"Retry-After": "1"})
+    return Response(document_store(request).output(document.id), headers=file_headers(document.name))

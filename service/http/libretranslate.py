@@ -13,6 +13,13 @@ LibreTranslate machinery, `libretranslatepy`'s ``LibreTranslateAPI(url)``, `deep
   compliance report per term. A third, ``model``, names which of the pair's models translates (as
   in /translate; absent: the pair's default).
 - ``POST detect``: ``q``; answers the served languages, likeliest first, with a confidence 0-100.
+- ``POST translate_file``: a multipart form with ``file`` (a gettext catalog, XLIFF, Qt Linguist,
+  text or SubRip file: service/documents.py), ``source`` (``auto``: the one the file names, else
+  detected), ``target``, ``api_key``; answers ``translatedFileUrl`` once the file is translated, a
+  ``GET download_file/...`` that answers the file with its untranslated texts translated (kept
+  for the ``document_retention_s`` setting; ``translate_file`` waits at most 10 minutes, after which
+  the URL answers 503 until the file is done). The document survives a restart of the server
+  (service/document_store.py).
 - ``GET languages``: each served source language with its ``targets``.
 - ``GET frontend/settings``: what LibreTranslate's own web page reads.
 
@@ -27,7 +34,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from service.errors import Rejected, RequestError, TranslationFailed, UnsupportedPair
@@ -35,7 +42,11 @@ from service.glossary import GlossaryEntry
 from service.glossary_schemas import TermReportOut
 from service.glossary_store import GlossaryInvalid, checked_entries
 from service.http.auth import LIBRETRANSLATE_PREFIX
-from service.http.compatible import KeyCheck, ParamsInvalid, request_params, translate_each
+from service.document_store import DONE, ERROR
+from service.document_worker import INTERNAL_FAILURE
+from service.documents import FORMATS
+from service.http.compatible import (DocumentRefused, KeyCheck, ParamsInvalid, document_store, file_headers, finished,
+                                     queued, request_params, translate_each, uploaded)
 from service.http.glossaries import glossary_store
 from service.language_detection import Detection
 from service.language_names import language_name
@@ -239,7 +250,52 @@ async def frontend_settings(request: Request) -> JSONResponse:
     keys = bool(settings.api_keys)
     return JSONResponse({
         "charLimit": settings.max_chars, "frontendTimeout": 500, "apiKeys": keys, "keyRequired": keys,
-        "suggestions": False, "filesTranslation": False, "supportedFilesFormat": [],
+        "suggestions": False, "filesTranslation": True, "supportedFilesFormat": list(FORMATS),
         "language": {"source": {"code": "auto", "name": "Auto Detect"},
                      "target": {"code": target, "name": language_name(target)}},
     })
+
+
+FILE_WAIT_S = 600.0  # how long translate_file waits for its file before answering the URL all the same
+
+
+@router.post("/translate_file")
+async def translate_file(request: Request) -> JSONResponse:
+    try:
+        params = await _params(request)
+        source = str(_required(params, "source")).strip().lower()
+        target = str(_required(params, "target")).strip().lower()
+        _authorise(request, params.get("api_key"))
+        name, data = await uploaded(params)
+        translator = request.app.state.lifecycle.translator_or_raise()
+        if target not in {pair.split("-", 1)[1] for pair in translator.pairs}:
+            raise LibreError(400, f"{target} is not supported")
+        glossary = _glossary(request, params.get("glossary"))
+        model = str(params["model"]) if params.get("model") not in (None, "") else None
+        document = queued(request, name, data, None if source == "auto" else source, target, model, glossary)
+        document = await finished(request, document, FILE_WAIT_S)
+    except LibreError as error:
+        return _error(error)
+    except DocumentRefused as refused:
+        return _error(LibreError(refused.status, f"Invalid request: {refused}"))
+    except Exception as error:  # noqa: BLE001
+        return _error(_libre_error(error, params if "params" in locals() else {}))
+    if document.status == ERROR:
+        return _error(LibreError(500 if document.error == INTERNAL_FAILURE else 400, document.error or "failed"))
+    url = request.url_for("download_file", filename=f"{document.id}.{document.name}")
+    return JSONResponse({"translatedFileUrl": str(url)})
+
+
+@router.get("/download_file/{filename}", name="download_file")
+async def download_file(filename: str, request: Request) -> Response:
+    """A translated file: its name is the document's id, a dot and the name it was sent with."""
+    document_id = filename.split(".", 1)[0]
+    store = document_store(request)
+    document = store.get(document_id) if store.exists() else None
+    if document is None:
+        return _error(LibreError(404, "Not found: no such file (translated files are kept for a day)"))
+    if document.status == ERROR:
+        return _error(LibreError(400, document.error or "failed"))
+    if document.status != DONE:
+        return _error(LibreError(503, "The file is being translated; retry shortly", {"Retry-After": "5"}))
+    return Response(store.output(document.id), headers=file_headers(document.name))

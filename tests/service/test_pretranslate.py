@@ -161,9 +161,12 @@ def test_a_catalog_in_another_charset_is_read_and_written_in_it(url, tmp_path):
 
 @pytest.mark.parametrize("argv, error", [
     (["missing.po", "--in-place"], "pretranslate: cannot read missing.po: no such file"),
-    (["{catalog}", "--in-place", "--target", "fr"], "pretranslate: target: language pair en-fr is not served"),
+    (["{bare}", "--in-place", "--target", "fr"], "pretranslate: target: language pair en-fr is not served"),
+    # a German catalog does not take French translations
+    (["{catalog}", "--in-place", "--target", "fr"], "pretranslate: de.po is a translation into 'de', not 'fr'"),
+    (["notes.odt", "--in-place"], "pretranslate: cannot read notes.odt: its format is none of .po, .pot, .xlf"),
     (["{catalog}", "--in-place", "--url", "http://127.0.0.1:9"], "pretranslate: cannot get translations from"),
-    (["{bare}", "--in-place"], "pretranslate: {bare} names no language (its Language header is empty): pass --target"),
+    (["{bare}", "--in-place"], "pretranslate: {bare} names no target language (its Language header is empty): pass --target"),
     # polib reads an unterminated string less its last character ("Offen" as "Offe"): written back,
     # the translation would be cut.
     (["{broken}", "--in-place"], "pretranslate: cannot read {broken}: line 5 holds no whole string"),
@@ -174,6 +177,7 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     (tmp_path / "bare.pot").write_text('msgid ""\nmsgstr ""\n\nmsgid "Open"\nmsgstr ""\n', encoding="utf-8")
     broken = 'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Open"\nmsgstr "Offen\n\nmsgid "Save"\nmsgstr ""\n'
     (tmp_path / "broken.po").write_text(broken, encoding="utf-8")
+    (tmp_path / "notes.odt").write_bytes(b"PK\x03\x04")
     names = {"catalog": "de.po", "bare": "bare.pot", "broken": "broken.po"}
     argv = [arg.format(**names) for arg in argv]
     if "--url" not in argv:
@@ -183,7 +187,7 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     assert line.startswith(error.format(**names))
     assert (tmp_path / "de.po").read_text(encoding="utf-8") == CATALOG  # nothing written
     assert (tmp_path / "broken.po").read_text(encoding="utf-8") == broken
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.pot", "broken.po", "de.po"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.pot", "broken.po", "de.po", "notes.odt"]
 
 
 @pytest.mark.parametrize("value, lines", [
@@ -197,7 +201,7 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     ('say "hi"', ['msgstr "say \\"hi\\""']),
 ])
 def test_a_translation_is_written_on_lines_as_msgmerge_writes_them(value, lines):
-    from service.pretranslate import _string_lines
+    from service.documents import string_lines as _string_lines
 
     assert _string_lines("msgstr", value) == lines
 

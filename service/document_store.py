@@ -1,0 +1,210 @@
+"""Documents sent to be translated (LibreTranslate's translate_file, DeepL's v2/document): an
+embedded SQLite database, one file whose path is a setting (`document_db`), so that a document
+accepted is translated even if the server restarts meanwhile, and any worker process of a server on
+one machine answers for it.
+
+A document is queued when it arrives; a worker (service/document_worker.py) claims the oldest
+queued one for `lease_s` seconds, renewed as it goes, and leaves it done (its translation stored)
+or failed (why). A claim whose lease ran out, its worker gone, is queued again; a claim given up at
+shutdown at once. Documents are kept `retention_s` after they arrived, then deleted.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.glossary import GlossaryEntry
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    source TEXT,
+    target TEXT NOT NULL,
+    model TEXT,
+    glossary TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input BLOB NOT NULL,
+    output BLOB,
+    error TEXT,
+    translated INTEGER NOT NULL DEFAULT 0,
+    texts_done INTEGER NOT NULL DEFAULT 0,
+    texts_total INTEGER NOT NULL DEFAULT 0,
+    characters INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    lease REAL NOT NULL DEFAULT 0,
+    claim TEXT
+);
+CREATE INDEX IF NOT EXISTS documents_status ON documents (status, created);
+"""
+
+QUEUED, TRANSLATING, DONE, ERROR = "queued", "translating", "done", "error"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document's state (its bytes are read apart: `input`, `output`)."""
+
+    id: str
+    key: str                # DeepL's document_key: what a client shows to read the document
+    name: str
+    source: str | None      # None: the file's, or detected
+    target: str
+    model: str | None
+    glossary: tuple[GlossaryEntry, ...]
+    status: str             # queued, translating, done, error
+    error: str | None
+    translated: int         # messages, segments, paragraphs or subtitles translated (when done)
+    texts_done: int
+    texts_total: int
+    characters: int         # characters of the texts sent to be translated (when done)
+    created: float          # seconds since the epoch
+    started: float | None
+    finished: float | None
+
+    def seconds_remaining(self, now: float) -> int | None:
+        """An estimate from the pace so far; None before there is one."""
+        if self.status != TRANSLATING or not self.started or not self.texts_done or not self.texts_total:
+            return None
+        elapsed = max(now - self.started, 0.0)
+        return max(0, round(elapsed * (self.texts_total - self.texts_done) / self.texts_done))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A worker's hold on a document: its state, its bytes and the token its writes must show."""
+
+    document: Document
+    input: bytes
+    token: str
+
+
+_COLUMNS = ("id, key, name, source, target, model, glossary, status, error, translated, texts_done, texts_total, "
+            "characters, created, started, finished")
+
+
+def _document(row: Sequence) -> Document:
+    values = list(row)
+    values[6] = tuple(GlossaryEntry(source, target) for source, target in json.loads(values[6]))
+    return Document(*values)
+
+
+class DocumentStore:
+    """Opened on first use: a server (or a test) that is never sent a document creates no file."""
+
+    def __init__(self, path: Path | str, lease_s: float = 60.0, retention_s: float = 86_400.0) -> None:
+        self.path = str(path)
+        self.lease_s, self.retention_s = lease_s, retention_s
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def exists(self) -> bool:
+        """Whether there may be documents: the store is open, or its file is there (another process's,
+        or one from before a restart)."""
+        return self._db is not None or (self.path != ":memory:" and Path(self.path).is_file())
+
+    def _connection(self) -> sqlite3.Connection:
+        # Called with the lock held.
+        if self._db is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+            if self.path != ":memory:":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.executescript(_SCHEMA)
+            self._db = db
+        return self._db
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def add(self, name: str, data: bytes, source: str | None, target: str, model: str | None = None,
+            glossary: Sequence[GlossaryEntry] = ()) -> Document:
+        """A document queued to be translated."""
+        document_id, key = uuid.uuid4().hex, secrets.token_urlsafe(24)
+        terms = json.dumps([[entry.source, entry.target] for entry in glossary], ensure_ascii=False)
+        with self._lock:
+            self._connection().execute(
+                "INSERT INTO documents (id, key, name, source, target, model, glossary, status, input, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (document_id, key, name, source, target, model, terms, QUEUED, data, time.time()))
+        found = self.get(document_id)
+        assert found is not None
+        return found
+
+    def get(self, document_id: str) -> Document | None:
+        with self._lock:
+            row = self._connection().execute(f"SELECT {_COLUMNS} FROM documents WHERE id = ?",
+                                             (document_id,)).fetchone()
+        return _document(row) if row is not None else None
+
+    def output(self, document_id: str) -> bytes | None:
+        """A done document's translation."""
+        with self._lock:
+            row = self._connection().execute("SELECT output FROM documents WHERE id = ? AND status = ?",
+                                             (document_id, DONE)).fetchone()
+        return bytes(row[0]) if row is not None else None
+
+    def claim(self) -> Claim | None:
+        """The oldest document queued, or whose worker's lease ran out, now held by the caller."""
+        now, token = time.time(), uuid.uuid4().hex
+        with self._lock:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")  # no other process claims the same one meanwhile
+            try:
+                row = db.execute(
+                    f"SELECT {_COLUMNS}, input FROM documents WHERE status = ? OR (status = ? AND lease < ?) "
+                    "ORDER BY created LIMIT 1", (QUEUED, TRANSLATING, now)).fetchone()
+                if row is not None:
+                    db.execute("UPDATE documents SET status = ?, claim = ?, lease = ?, started = ?, texts_done = 0 "
+                               "WHERE id = ?", (TRANSLATING, token, now + self.lease_s, now, row[0]))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        if row is None:
+            return None
+        document = _document(row[:-1])
+        return Claim(document, bytes(row[-1]), token)
+
+    def _update(self, claim: Claim, assignments: str, values: tuple) -> bool:
+        """Whether the claim still held (another worker may have taken a document whose lease ran out)."""
+        with self._lock:
+            changed = self._connection().execute(
+                f"UPDATE documents SET {assignments} WHERE id = ? AND claim = ? AND status = ?",
+                values + (claim.document.id, claim.token, TRANSLATING)).rowcount
+        return changed > 0
+
+    def progress(self, claim: Claim, done: int, total: int) -> bool:
+        """Texts translated so far; the lease renewed."""
+        return self._update(claim, "texts_done = ?, texts_total = ?, lease = ?", (done, total, time.time() + self.lease_s))
+
+    def finish(self, claim: Claim, output: bytes, translated: int, characters: int) -> bool:
+        return self._update(claim, "status = ?, output = ?, translated = ?, characters = ?, finished = ?, claim = NULL",
+                            (DONE, output, translated, characters, time.time()))
+
+    def fail(self, claim: Claim, message: str) -> bool:
+        return self._update(claim, "status = ?, error = ?, finished = ?, claim = NULL", (ERROR, message, time.time()))
+
+    def release(self, claim: Claim) -> bool:
+        """The document queued again (its worker stops), for the next worker to claim at once."""
+        return self._update(claim, "status = ?, claim = NULL, lease = 0, started = NULL, texts_done = 0", (QUEUED,))
+
+    def purge(self) -> int:
+        """Documents older than the retention deleted; how many."""
+        with self._lock:
+            return self._connection().execute("DELETE FROM documents WHERE created < ?",
+                                              (time.time() - self.retention_s,)).rowcount

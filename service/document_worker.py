@@ -1,0 +1,149 @@
+"""Translates the documents queued in the document store (service/document_store.py), one at a time
+per server process, through the same translator as every request: a document's texts go in batches
+of service/documents.py's BATCH beside the interactive requests, which the batcher interleaves.
+
+The file is read and written in a worker thread (a large catalog's parsing would hold the event
+loop); its texts are translated on the loop. A document the translator is too busy for waits and is
+retried; one that cannot be translated (malformed, no such pair) is left failed with the reason; at
+shutdown the document in hand is queued again for the next start (or another process) to take up.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import CancelledError as FutureCancelled
+from dataclasses import replace
+
+from service.document_store import Claim, DocumentStore
+from service.documents import Failed, Refused, Translate, translate_document
+from service.errors import Rejected, RequestError
+from service.lifecycle import Lifecycle
+from service.protection.placeholders import PLACEHOLDER_STYLES
+from service.translator import Translator
+
+log = logging.getLogger("service")
+
+POLL_S = 2.0            # how often the store is looked at for documents other processes took in
+PURGE_EVERY_S = 600.0
+BUSY_WAIT_S = 1.0       # after a "too busy" from the translator, when it names no time
+INTERNAL_FAILURE = "translation failed; details are in the server log"  # what a client is told of a bug
+
+
+class Stopped(Exception):
+    """The server stops: the document goes back to the queue."""
+
+
+def in_process(translator: Translator, loop: asyncio.AbstractEventLoop, claim: Claim,
+               stopping: asyncio.Event) -> Translate:
+    """documents.Translate over the translator in this process, for a worker thread: each call runs
+    on `loop` and waits for it. Busy answers (a full queue) are waited out; the translator's
+    refusals are documents.Refused naming the text or the request's field."""
+    document = claim.document
+    options = replace(translator.defaults, n_best=1, alignment="none")
+
+    def translate(texts: list[str], source: str, target: str, fmt: str) -> list[str]:
+        while True:
+            if stopping.is_set():
+                raise Stopped()
+            future = asyncio.run_coroutine_threadsafe(
+                translator.translate(texts, source, target, options, fmt, (), document.glossary, PLACEHOLDER_STYLES,
+                                     document.model), loop)
+            try:
+                served = future.result()
+            except RequestError as error:
+                where = "text" if error.field == "text" else error.field
+                raise Refused(error.message, f"{where}.{error.index}" if error.index is not None else where) from None
+            except Rejected as busy:
+                if stopping.is_set():
+                    raise Stopped() from None
+                time.sleep(busy.retry_after or BUSY_WAIT_S)
+                continue
+            except FutureCancelled:
+                raise Stopped() from None
+            return [nbest[0].translation.text for nbest in served]
+
+    return translate
+
+
+class DocumentWorker:
+    def __init__(self, store: DocumentStore, lifecycle: Lifecycle) -> None:
+        self.store, self.lifecycle = store, lifecycle
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._purged = 0.0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="documents")
+
+    def wake(self) -> None:
+        """A document was queued here: look now rather than at the next poll."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def _idle(self) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), POLL_S)
+        except asyncio.TimeoutError:
+            pass
+        self._wake.clear()
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            translator = self.lifecycle.translator
+            if translator is None or self.lifecycle.phase != "ready" or not self.store.exists():
+                await self._idle()
+                continue
+            try:
+                if time.monotonic() - self._purged > PURGE_EVERY_S:
+                    self._purged = time.monotonic()
+                    await asyncio.to_thread(self.store.purge)
+                claim = await asyncio.to_thread(self.store.claim)
+            except Exception:  # noqa: BLE001 - a store that cannot be read now is tried again
+                log.exception("the document store cannot be read")
+                await self._idle()
+                continue
+            if claim is None:
+                await self._idle()
+                continue
+            await self._translate(claim, translator)
+
+    async def _translate(self, claim: Claim, translator: Translator) -> None:
+        document, loop = claim.document, asyncio.get_running_loop()
+        translate = in_process(translator, loop, claim, self._stopping)
+
+        def detect(texts: list[str]) -> str | None:
+            found = translator.detector.detect(" ".join(texts)[:4000])
+            return found.language if found is not None else None
+
+        def work() -> None:
+            try:
+                done = translate_document(document.name, claim.input, translate, document.source, document.target,
+                                          detect=detect, progress=lambda k, n: self.store.progress(claim, k, n))
+            except Stopped:
+                self.store.release(claim)
+                return
+            except Failed as failed:
+                self.store.fail(claim, str(failed))
+                return
+            except Exception:  # noqa: BLE001 - the document fails, the worker goes on
+                log.exception("document %s failed", document.id)
+                self.store.fail(claim, INTERNAL_FAILURE)
+                return
+            self.store.finish(claim, done.data, done.count, done.characters)
+
+        try:
+            await asyncio.to_thread(work)
+        except asyncio.CancelledError:
+            # the thread finishes its batch and stops; the document waits for the next worker
+            await asyncio.to_thread(self.store.release, claim)
+            raise

@@ -1,0 +1,419 @@
+"""The files localisers translate, read and written back with their untranslated texts translated:
+gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py), Qt Linguist
+(.ts; service/linguist.py), plain text (.txt) and SubRip subtitles (.srt).
+
+What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
+client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
+translate_file, DeepL's v2/document; service/document_store.py). Every byte of a file but the
+translations written into it stays as it was: a catalog's other lines, an XLIFF file's markup, a
+text's blank lines and line breaks, a subtitle's numbers and timings.
+
+- A catalog's untranslated messages (and, with `fuzzy`, those marked fuzzy) get a translation marked
+  fuzzy, gettext's sign of one for a translator to review; a plural message its singular's
+  translation as form 0 and its plural's as every other form its Plural-Forms header counts.
+- An XLIFF file's and a .ts file's untranslated segments are marked as their tools mark one to review
+  (service/xliff.py, service/linguist.py).
+- A text file's paragraphs (text between blank lines) and a subtitle's text are translated each as
+  one text, its line breaks kept by the service's layout.
+
+A text the translator refuses (`Refused` naming a text: too long, malformed markup) stays as it was
+and is named in `Translated.refused`; what stops the whole file is `Failed`, one line saying why.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import polib
+
+from service import linguist, xliff
+
+BATCH = 32
+
+# What a document is, by its name's suffix.
+FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
+           ".txt": "text", ".srt": "subtitles"}
+MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
+               "linguist": "application/xml", "text": "text/plain", "subtitles": "application/x-subrip"}
+
+
+class Failed(Exception):
+    """What stops a file's translation: one line saying why."""
+
+
+class NoTarget(Failed):
+    """A file that names no target language, given none."""
+
+
+class Refused(Exception):
+    """The translator turned texts away: its message, and the field it names ("text" or "text.N": one
+    of the texts; any other, the request itself: the pair, the model, the glossary)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# texts, source language ("auto": the translator's choice), target language, format ("text" or
+# "xml") -> their translations, in order; raises Refused or Failed.
+Translate = Callable[[list[str], str, str, str], list[str]]
+
+
+@dataclass
+class Translated:
+    data: bytes
+    count: int                  # messages, segments, paragraphs or subtitles that got a translation
+    unit: str                   # which of those
+    marked: str                 # how the translations are marked for review: "fuzzy", "for review", "" (not)
+    source: str
+    target: str
+    characters: int = 0         # characters of the texts sent
+    refused: list[str] = field(default_factory=list)  # each text left as it was, and why
+    skipped: int = 0            # XLIFF units segmented again (seg-source), left as they are
+
+
+def format_of(name: str) -> str | None:
+    """The document format a file name's suffix says, or None for one this module cannot read."""
+    return FORMATS.get(os.path.splitext(name)[1].lower())
+
+
+def language(code: str) -> str:
+    """A locale's language: "de" for de_DE, de-AT, de@euro, de.UTF-8."""
+    return re.split(r"[_@.-]", code.strip())[0].lower()
+
+
+class _Texts:
+    """The distinct texts of a file translated BATCH a request, those refused named."""
+
+    def __init__(self, translate: Translate, source: str, target: str, fmt: str,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.translate, self.source, self.target, self.fmt = translate, source, target, fmt
+        self.progress = progress
+        self.refused: list[str] = []
+        self.characters = 0
+
+    def __call__(self, texts: Sequence[str]) -> dict[str, str]:
+        """Each distinct text's translation; a text the translator refuses is named in `refused` and
+        left out, a refusal of the request itself (the pair, the model, the glossary) is Failed."""
+        translated: dict[str, str] = {}
+        distinct = list(dict.fromkeys(texts))  # a plural's forms beyond the first share one translation
+        self.characters += sum(len(text) for text in distinct)
+        for start in range(0, len(distinct), BATCH):
+            batch = distinct[start:start + BATCH]
+            try:
+                translated.update(zip(batch, self.translate(batch, self.source, self.target, self.fmt)))
+            except Refused:
+                for text in batch:  # which of them: each alone
+                    try:
+                        translated[text] = self.translate([text], self.source, self.target, self.fmt)[0]
+                    except Refused as refused:
+                        if refused.field.split(".")[0] != "text":  # the request's: every one would be refused
+                            raise Failed(str(refused)) from None
+                        self.refused.append(f"{text[:60]!r}: {refused}")
+            if self.progress is not None:
+                self.progress(min(start + BATCH, len(distinct)), len(distinct))
+        return translated
+
+
+def translate_document(name: str, data: bytes, translate: Translate, source: str | None, target: str | None, *,
+                       fuzzy: bool = False, mark: bool = True, default_source: str = "auto",
+                       detect: Callable[[list[str]], str | None] | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> Translated:
+    """The file `name` (its suffix says its format) whose bytes are `data`, its untranslated texts
+    translated from `source` (None: the language the file names, else `default_source`; "auto" with
+    `detect`: the language `detect` finds in its texts) into `target` (None: the one the file names).
+    `mark`: marked for review as the format's tools mark a translation; `fuzzy`: a catalog's fuzzy
+    messages translated again too. `progress(done, total)` after each batch of texts."""
+    kind = format_of(name)
+    if kind is None:
+        raise Failed(f"{os.path.splitext(name)[1] or name!r} files cannot be translated; "
+                     f"formats: {', '.join(FORMATS)}")
+    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "subtitles": _Subtitles}[kind]
+    document = reader(name, data, kind, fuzzy)
+    source = language(source or document.source_language or default_source)
+    named = language(document.target_language)
+    target = language(target or named)
+    if not target:
+        raise NoTarget(f"{name} names no target language"
+                       + (" (its Language header is empty)" if kind == "gettext" else ""))
+    if named and named != target:
+        raise Failed(f"{name} is a translation into {named!r}, not {target!r}")
+    if source == "auto" and detect is not None and document.texts:
+        detected = detect(document.texts)
+        if detected is None:
+            raise Failed(f"the language of {name} cannot be detected: give the source language")
+        source = detected
+    if source == target:
+        raise Failed(f"{name}: the source and the target language are both {target!r}")
+    texts = _Texts(translate, source, target, document.fmt, progress)
+    written, count = document.written(texts(document.texts), mark, target)
+    return Translated(written, count, document.unit, document.marks if mark else "", source, target, texts.characters,
+                      texts.refused, getattr(document, "skipped", 0))
+
+
+# --- gettext catalogs
+
+_PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
+# gettext's tools write a string on lines of at most this many columns, quotes included.
+WIDTH = 79
+
+
+def untranslated(entry: polib.POEntry, fuzzy: bool) -> bool:
+    """Whether the message is one to translate: nobody translated it (or, with `fuzzy`, only a tool
+    did: it is marked fuzzy)."""
+    if entry.obsolete or not entry.msgid:
+        return False
+    if entry.fuzzy:
+        return fuzzy
+    return entry.msgstr == "" and all(form == "" for form in entry.msgstr_plural.values())
+
+
+def plural_forms(catalog: polib.POFile) -> int:
+    """How many forms a plural message has in the catalog's language (its Plural-Forms header; 2, as
+    English and German have, where it names none)."""
+    match = _PLURALS.search(catalog.metadata.get("Plural-Forms", ""))
+    return max(1, int(match.group(1))) if match else 2
+
+
+def string_lines(keyword: str, value: str) -> list[str]:
+    """`keyword "value"` as msgmerge writes it: on one line where it fits and holds no line break
+    but at its end; else an empty first line and the value on lines broken after each line break
+    and, to fit, after a space (checked against msgcat on random Latin-script strings: identical but
+    where Unicode's line breaking forbids a break after a space, "— —"; and CJK text, which gettext
+    measures in double columns)."""
+    escaped = polib.escape(value)
+    if len(keyword) + len(escaped) + 3 <= WIDTH and "\n" not in value[:-1]:
+        return [f'{keyword} "{escaped}"']
+    lines = [f'{keyword} ""']
+    for piece in re.findall(r"[^\n]*\n|[^\n]+", value):
+        line = ""
+        for word in re.findall(r"[^ ]* *", polib.escape(piece)):
+            if line.strip() and len(line) + len(word) + 2 > WIDTH:
+                lines.append(f'"{line}"')
+                line = ""
+            line += word
+        if line:
+            lines.append(f'"{line}"')
+    # a string with nowhere to break it stays beside its keyword, however long
+    return [f"{keyword} {lines[1]}"] if len(lines) == 2 and not re.search(r" [^ ]", escaped) else lines
+
+
+_PARAGRAPH_BREAK = re.compile(r"((?:\r?\n)(?:[ \t]*\r?\n)+)")
+
+
+def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
+    """`text` (a catalog as written) with each of `entries` given its translation and flags where
+    it stands, every other line as it was: polib writes a whole catalog again with its own line
+    breaks, a diff of every long message. None where the catalog's messages are not one paragraph
+    each (then polib writes it)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    blocks = _PARAGRAPH_BREAK.split(text)  # paragraphs at even places, the blank lines between at odd ones
+    where: dict[tuple[str | None, str], int] = {}
+    for index in range(0, len(blocks), 2):
+        # a paragraph of comments or an obsolete message reads as none; the line break added makes
+        # it no file's name (polib reads a string naming a file as that file)
+        parsed = [entry for entry in polib.pofile(blocks[index] + "\n") if not entry.obsolete]
+        if len(parsed) > 1:
+            return None
+        if parsed:
+            where[(parsed[0].msgctxt, parsed[0].msgid)] = index
+    for entry in entries:
+        index = where.get((entry.msgctxt, entry.msgid))
+        if index is None:
+            return None
+        body = blocks[index].rstrip("\r\n")
+        tail = blocks[index][len(body):]  # the file's last line break, in its last paragraph
+        lines = body.split(newline)
+        first = next(k for k, line in enumerate(lines) if line.startswith("msgstr"))
+        strings = (string_lines("msgstr", entry.msgstr) if not entry.msgid_plural else
+                   [line for form in sorted(entry.msgstr_plural)
+                    for line in string_lines(f"msgstr[{form}]", entry.msgstr_plural[form])])
+        head = lines[:first]
+        if "fuzzy" in entry.flags:
+            flagged = next((k for k, line in enumerate(head) if line.startswith("#,")), None)
+            if flagged is None:
+                at = next(k for k, line in enumerate(head) if line.startswith(("#|", "msgctxt", "msgid")))
+                head.insert(at, "#, fuzzy")
+            elif "fuzzy" not in [flag.strip() for flag in head[flagged][2:].split(",")]:
+                head[flagged] = "#, fuzzy," + head[flagged][2:]
+        blocks[index] = newline.join(head + strings) + tail
+    return "".join(blocks)
+
+
+# A line of a message's strings (a keyword and a string, or a string going on), obsolete (`#~`) or a
+# previous one (`#|`) too, and what it must be: the keyword and one whole string.
+_STRING_LINE = re.compile(r'^(?:#[~|]\s*)?(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s|")')
+_WHOLE_STRING = re.compile(r'^(?:#[~|]\s*)?(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?"(?:[^"\\]|\\.)*"\s*$')
+# Where a message starts (`msgid`, an obsolete one's `#~ msgid`), and a header: an empty msgid right
+# before its msgstr.
+_MSGID = re.compile(r"^(?:#~\s*)?msgid\s", re.MULTILINE)
+_HEADER = re.compile(r'^msgid\s+""\s*\n(?:#~\s*)?msgstr\s', re.MULTILINE)
+
+
+def read_catalog(name: str, data: bytes) -> polib.POFile:
+    """The catalog whose bytes are `data`, every message of it as written: polib reads past some
+    malformed lines, an unterminated string losing its last character ("Offen" read "Offe") or its
+    message, and a catalog written back so would lose them, so such a file is refused, naming the line."""
+    # polib reads a catalog's text that happens to name a file as that file: it reads a file of ours
+    with tempfile.TemporaryDirectory(prefix="phrasal-catalog-") as folder:
+        path = os.path.join(folder, "catalog.po")
+        with open(path, "wb") as file:
+            file.write(data)
+        try:
+            catalog = polib.pofile(path)  # in the charset its header names
+        except (OSError, UnicodeDecodeError, ValueError, LookupError) as error:
+            raise Failed(f"cannot read {name}: {str(error).replace(path, name)}") from None
+    keywords = data.decode("latin-1")  # gettext's keywords are ASCII in any charset
+    for number, line in enumerate(keywords.splitlines(), 1):
+        if _STRING_LINE.match(line) and not _WHOLE_STRING.match(line):
+            raise Failed(f"cannot read {name}: line {number} holds no whole string; check it with msgfmt -c")
+    written = len(_MSGID.findall(keywords)) - len(_HEADER.findall(keywords))
+    if len(catalog) != written:
+        raise Failed(f"cannot read {name}: {written} messages written, {len(catalog)} readable; check it with msgfmt -c")
+    return catalog
+
+
+class _Gettext:
+    unit, fmt, marks = "messages", "text", "fuzzy"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        self.name, self.data = name, data
+        self.catalog = read_catalog(name, data)
+        self.target_language = self.catalog.metadata.get("Language", "")
+        self.entries = [entry for entry in self.catalog if untranslated(entry, fuzzy)]
+        # Each text to translate: (entry, plural form or None for msgstr, text).
+        forms = plural_forms(self.catalog)
+        self.slots: list[tuple[polib.POEntry, int | None, str]] = []
+        for entry in self.entries:
+            if entry.msgid_plural:
+                self.slots += [(entry, 0, entry.msgid)] + [(entry, k, entry.msgid_plural) for k in range(1, forms)]
+            else:
+                self.slots.append((entry, None, entry.msgid))
+        self.texts = [text for _, _, text in self.slots]
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        done = []
+        for entry in self.entries:
+            mine = [(form, translated.get(text)) for owner, form, text in self.slots if owner is entry]
+            if any(translation is None for _, translation in mine):
+                continue
+            for form, translation in mine:
+                if form is None:
+                    entry.msgstr = translation
+                else:
+                    entry.msgstr_plural[form] = translation
+            if mark and "fuzzy" not in entry.flags:
+                entry.flags.insert(0, "fuzzy")  # first, as msgmerge writes it
+            done.append(entry)
+        catalog = self.catalog
+        spliced = _spliced(self.data.decode(catalog.encoding), done) if self.target_language else None
+        if not self.target_language:
+            catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
+        return (spliced if spliced is not None else str(catalog)).encode(catalog.encoding), len(done)
+
+
+# --- XLIFF and Qt Linguist
+
+class _Xml:
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        self.reader = linguist if kind == "linguist" else xliff
+        try:
+            self.document = self.reader.read(data)
+        except xliff.FileInvalid as error:
+            raise Failed(f"cannot read {name}: {error}") from None
+        self.unit = "messages" if kind == "linguist" else "segments"
+        # XLIFF's sources are markup (inline codes); a .ts file's are plain text written as XML
+        self.fmt = "text" if kind == "linguist" else "xml"
+        self.source_language = self.document.source_language
+        self.target_language = self.document.target_language
+        self.skipped = getattr(self.document, "skipped", 0)
+        self.texts = [segment.source for segment in self.document.segments]
+        # XLIFF 2 has no state to mark a translation to review with
+        self.marks = "for review" if kind == "linguist" or self.document.version == "1" else ""
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        try:
+            text, done = self.reader.written(self.document, translated, mark)
+        except xliff.FileInvalid as error:
+            raise Failed(str(error)) from None
+        return text.encode(self.document.encoding), done
+
+
+# --- plain text and subtitles
+
+def _decoded(name: str, data: bytes) -> tuple[str, str]:
+    """A text file's text and its encoding: UTF-8 (with its byte order mark kept) or UTF-16 with one."""
+    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            break
+    else:
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding), encoding
+    except UnicodeDecodeError as error:
+        raise Failed(f"cannot read {name}: not {encoding.upper()} text (byte {error.start})") from None
+
+
+class _Blocks:
+    """A text in blocks between blank lines, some of them (`_translatable`) translated."""
+
+    marks = ""
+    fmt = "text"
+    source_language = target_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        self.text, self.encoding = _decoded(name, data)
+        self.newline = "\r\n" if "\r\n" in self.text else "\n"
+        # text blocks at even places, the blank lines between at odd ones
+        self.blocks = _PARAGRAPH_BREAK.split(self.text)
+        self.places: list[tuple[int, str, str, str]] = []  # (block, what precedes the text, text, what follows it)
+        for index in range(0, len(self.blocks), 2):
+            found = self._translatable(self.blocks[index])
+            if found is not None:
+                head, body, tail = found
+                self.places.append((index, head, body.replace("\r\n", "\n"), tail))
+        self.texts = [text for _, _, text, _ in self.places]
+
+    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+        raise NotImplementedError
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        blocks, done = list(self.blocks), 0
+        for index, head, text, tail in self.places:
+            translation = translated.get(text)
+            if translation is not None:
+                blocks[index] = head + translation.replace("\n", self.newline) + tail
+                done += 1
+        return "".join(blocks).encode(self.encoding), done
+
+
+class _Plain(_Blocks):
+    unit = "paragraphs"
+
+    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+        body = block.strip()
+        if not body:
+            return None
+        start = block.index(body)
+        return block[:start], body, block[start + len(body):]
+
+
+_TIMING = re.compile(r"^\s*\d+\s*\r?\n[^\n]*-->[^\n]*\r?\n")
+
+
+class _Subtitles(_Blocks):
+    unit = "subtitles"
+
+    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+        # A cue: its number, its timing line, its text; a block that is none stays as it is.
+        timing = _TIMING.match(block)
+        if timing is None:
+            return None
+        body = block[timing.end():].rstrip()
+        if not body.strip():
+            return None
+        return block[:timing.end()], body, block[timing.end() + len(body):]

@@ -1,0 +1,267 @@
+"""Documents (service/documents.py read and write them; service/document_store.py keeps them;
+service/document_worker.py translates them) and the routes that take them: LibreTranslate's
+translate_file and DeepL's v2/document, driven by DeepL's own client, over a live server whose fake
+runtime translates "two dogs play" as "PLAY DOGS TWO"."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import deepl
+import pytest
+
+from service.app import create_app
+from service.document_store import DONE, ERROR, QUEUED, TRANSLATING, DocumentStore
+from service.documents import Failed, NoTarget, Refused, translate_document
+from service.glossary import GlossaryEntry
+from service.settings import Settings
+from testing.fake_runtime import FakeRuntime
+from testing.live_server import live_server
+
+
+def reversed_words(texts, source, target, fmt):
+    """What the fake runtime does, line by line: words reversed and upper-cased."""
+    if any("refuse me" in text for text in texts):
+        raise Refused("too long", "text.0")
+    return ["\n".join(" ".join(reversed(line.split())).upper() for line in text.split("\n")) for text in texts]
+
+
+def test_a_text_file_s_paragraphs_are_translated_its_blank_lines_indentation_and_line_ends_kept():
+    text = "\ufefftwo dogs play\r\nin the snow\r\n\r\n  \r\n    the cat sleeps  \r\n"
+    done = translate_document("notes.txt", text.encode("utf-8"), reversed_words, "en", "de")
+    assert done.data.decode("utf-8") == "\ufeffPLAY DOGS TWO\r\nSNOW THE IN\r\n\r\n  \r\n    SLEEPS CAT THE  \r\n"
+    assert (done.count, done.unit, done.marked, done.source, done.target) == (2, "paragraphs", "", "en", "de")
+    assert done.characters == len("two dogs play\nin the snow") + len("the cat sleeps")
+
+
+def test_a_subtitle_s_text_is_translated_its_number_and_timing_kept():
+    srt = ("1\n00:00:01,000 --> 00:00:02,500\ntwo dogs play\n\n"
+           "2\n00:00:03,000 --> 00:00:04,000\nthe cat\nsleeps\n\n"
+           "a note that is no subtitle\n")
+    done = translate_document("film.srt", srt.encode(), reversed_words, "en", "de")
+    assert done.data.decode() == ("1\n00:00:01,000 --> 00:00:02,500\nPLAY DOGS TWO\n\n"
+                                  "2\n00:00:03,000 --> 00:00:04,000\nCAT THE\nSLEEPS\n\n"
+                                  "a note that is no subtitle\n")
+    assert (done.count, done.unit) == (2, "subtitles")
+
+
+def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
+    done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
+    assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
+    assert done.count == 1 and done.refused == ["'refuse me please': too long"]
+
+
+def test_a_refusal_of_the_request_itself_stops_the_file():
+    def unserved(texts, source, target, fmt):
+        raise Refused("language pair en-fr is not served", "target")
+
+    with pytest.raises(Failed, match="^language pair en-fr is not served$"):
+        translate_document("notes.txt", b"two dogs play\n", unserved, "en", "fr")
+
+
+@pytest.mark.parametrize("name, data, source, target, error", [
+    ("report.docx", b"PK", "en", "de", "'.docx' files cannot be translated; formats: .po, .pot"),
+    ("notes.txt", b"two dogs play\n", "en", None, "notes.txt names no target language$"),
+    ("notes.txt", b"two dogs \xff play\n", "en", "de", "cannot read notes.txt: not UTF-8 text \\(byte 9\\)"),
+    ("notes.txt", b"two dogs play\n", "de", "de", "the source and the target language are both 'de'"),
+    ("de.po", b'msgid ""\nmsgstr "Language: de_AT\\n"\n\nmsgid "Open"\nmsgstr ""\n', "en", "fr",
+     "de.po is a translation into 'de', not 'fr'"),
+    ("ui.xlf", b"<xliff version='1.2'><file source-language='en' target-language='de'><body>", "en", None,
+     "cannot read ui.xlf: not well-formed XML"),
+])
+def test_what_cannot_be_translated_is_one_line_naming_why(name, data, source, target, error):
+    with pytest.raises(Failed, match=error):
+        translate_document(name, data, reversed_words, source, target)
+
+
+def test_a_file_naming_no_target_is_no_target_and_its_source_is_detected_when_asked():
+    with pytest.raises(NoTarget):
+        translate_document("notes.txt", b"two dogs play\n", reversed_words, "en", None)
+    seen = []
+    done = translate_document("notes.txt", b"zwei Hunde spielen\n", lambda *a: seen.append(a) or ["X"], None, "en",
+                              detect=lambda texts: "de")
+    assert seen == [(["zwei Hunde spielen"], "de", "en", "text")] and done.source == "de"
+    with pytest.raises(Failed, match="the language of notes.txt cannot be detected: give the source language"):
+        translate_document("notes.txt", b"zzz\n", reversed_words, None, "en", detect=lambda texts: None)
+
+
+def test_a_catalog_whose_text_names_a_file_is_read_as_text_not_as_that_file(tmp_path):
+    # polib reads a string naming a file as that file: an upload must never make the server read one
+    other = tmp_path / "other.po"
+    other.write_text('msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "secret"\nmsgstr ""\n', encoding="utf-8")
+    with pytest.raises(Failed) as refused:
+        translate_document("de.po", str(other).encode(), reversed_words, "en", "de")
+    assert str(refused.value) == "cannot read de.po: Syntax error in po file de.po (line 1)"  # no path of the server's
+
+
+# --- the store
+
+
+def test_a_claim_whose_lease_ran_out_is_claimed_again_and_the_first_worker_s_writes_are_ignored(tmp_path):
+    store = DocumentStore(tmp_path / "documents.sqlite3", lease_s=0.0)
+    first = store.add("a.txt", b"one", "en", "de", None, [GlossaryEntry("dog", "Hund")])
+    second = store.add("b.txt", b"two", None, "de")
+    stale = store.claim()
+    assert stale.document.id == first.id and stale.input == b"one"
+    assert stale.document.glossary == (GlossaryEntry("dog", "Hund"),)
+    time.sleep(0.01)
+    again = store.claim()  # the lease of 0 s ran out: the worker is taken for gone
+    assert again.document.id == first.id and again.token != stale.token
+    assert not store.finish(stale, b"late", 1, 3)
+    assert store.progress(again, 1, 2) and store.finish(again, b"EINS", 1, 3)
+    done = store.get(first.id)
+    assert (done.status, done.translated, done.characters, done.texts_done, done.texts_total) == (DONE, 1, 3, 1, 2)
+    assert store.output(first.id) == b"EINS"
+    held = store.claim()
+    assert held.document.id == second.id and store.release(held)
+    assert store.get(second.id).status == QUEUED and store.output(second.id) is None
+    assert store.fail(store.claim(), "cannot read b.txt")
+    assert (store.get(second.id).status, store.get(second.id).error) == (ERROR, "cannot read b.txt")
+    assert store.claim() is None
+    store.close()
+    reopened = DocumentStore(tmp_path / "documents.sqlite3", retention_s=0.0)
+    assert reopened.exists() and reopened.output(first.id) == b"EINS"
+    assert reopened.purge() == 2 and reopened.get(first.id) is None
+
+
+def test_a_store_nobody_sent_a_document_creates_no_file(tmp_path):
+    store = DocumentStore(tmp_path / "documents.sqlite3")
+    assert not store.exists() and store.claim() is None  # a claim opens it
+    assert store.exists()
+
+
+def test_seconds_remaining_follow_the_pace_so_far(tmp_path):
+    store = DocumentStore(tmp_path / "documents.sqlite3")
+    document = store.add("a.txt", b"one", "en", "de")
+    assert document.seconds_remaining(time.time()) is None
+    claim = store.claim()
+    store.progress(claim, 1, 4)
+    document = store.get(document.id)
+    assert document.status == TRANSLATING
+    assert document.seconds_remaining(document.started + 10) == 30  # 10 s for a quarter: 30 s for the rest
+
+
+# --- the routes
+
+PO = ('msgid ""\nmsgstr ""\n"Language: de\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+      'msgid "two dogs play"\nmsgstr ""\n\nmsgid "Done"\nmsgstr "Fertig"\n')
+
+
+def app_with(tmp_path, runtime=None, **settings):
+    runtime = runtime or FakeRuntime("en", "de")
+    return create_app(Settings(model_dirs=["models/test-en-de"], inference_process=False,
+                               document_db=tmp_path / "documents.sqlite3", **settings),
+                      runtime_factory=lambda received: [runtime])
+
+
+def multipart(url: str, fields: dict[str, str], name: str, data: bytes) -> tuple[int, dict | bytes, dict]:
+    boundary = "phrasal-test-boundary"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                 f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    request = urllib.request.Request(url, body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    return fetch(request)
+
+
+def fetch(request) -> tuple[int, dict | bytes, dict]:
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            data, status, headers = response.read(), response.status, dict(response.headers)
+    except urllib.error.HTTPError as error:
+        data, status, headers = error.read(), error.code, dict(error.headers)
+    return status, json.loads(data) if headers.get("content-type") == "application/json" else data, headers
+
+
+def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(tmp_path):
+    with live_server(app_with(tmp_path), ready_within_s=30) as address:
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "de.po", PO.encode())
+        assert status == 200 and body["translatedFileUrl"].startswith(f"{address}/libretranslate/download_file/")
+        assert body["translatedFileUrl"].endswith(".de.po")
+        status, data, headers = fetch(body["translatedFileUrl"])
+        assert status == 200 and data.decode() == PO.replace(
+            'msgid "two dogs play"\nmsgstr ""', '#, fuzzy\nmsgid "two dogs play"\nmsgstr "PLAY DOGS TWO"')
+        assert headers["content-type"] == "text/x-gettext-translation"
+        assert headers["content-disposition"] == "attachment; filename=\"de.po\"; filename*=UTF-8''de.po"
+        settings = json.load(urllib.request.urlopen(f"{address}/libretranslate/frontend/settings"))
+        assert settings["filesTranslation"] and ".po" in settings["supportedFilesFormat"]
+        # what cannot be taken or found, LibreTranslate's way
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "report.docx", b"PK")
+        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.docx'; "
+                                                "formats: .po, .pot, .xlf, .xliff, .ts, .txt, .srt")
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
+                                    "notes.txt", b"two dogs play")
+        assert (status, body) == (400, {"error": "fr is not supported"})
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "broken.po", b'msgid "Open"\nmsgstr "Offen\n')
+        assert status == 400 and body["error"].startswith("cannot read broken.po: line 2 holds no whole string")
+        status, body, _ = fetch(f"{address}/libretranslate/download_file/0123.de.po")
+        assert status == 404
+
+
+def test_a_document_over_the_size_limit_is_413_and_a_form_under_the_body_limit_is_read(tmp_path):
+    with live_server(app_with(tmp_path, max_body_bytes=2048, max_document_bytes=4096), ready_within_s=30) as address:
+        text = ("two dogs play\n\n" * 200).encode()  # 3000 bytes: over the body limit, under the document limit
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "notes.txt", text)
+        assert status == 200
+        status, _, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                 "notes.txt", text * 2)
+        assert status == 413
+        # a route whose path has a parameter is guarded too: the body limit holds for its JSON
+        request = urllib.request.Request(f"{address}/deepl/v2/document/0123", json.dumps({"x": "a" * 3000}).encode(),
+                                         {"Content-Type": "application/json"})
+        status, body, _ = fetch(request)
+        assert (status, body["message"]) == (413, "body: at most 2048 bytes, Content-Length says 3009"), body
+
+
+def test_deepl_s_client_uploads_polls_and_downloads_a_document(tmp_path):
+    gate = threading.Event()
+    runtime = FakeRuntime("en", "de", gate=gate)
+    with live_server(app_with(tmp_path, runtime), ready_within_s=30) as address:
+        client = deepl.Translator("any", server_url=address + "/deepl/")
+        handle = client.translate_document_upload(b"two dogs play\n\nthe cat\n", target_lang="DE", filename="a.txt")
+        assert runtime.entered.acquire(timeout=30)  # the worker has it: its batch waits at the gate
+        status = client.translate_document_get_status(handle)
+        assert status.status.value == "translating"
+        with pytest.raises(deepl.DocumentNotReadyException):
+            client.translate_document_download(handle)
+        gate.set()
+        deadline = time.monotonic() + 30
+        while not status.done and time.monotonic() < deadline:
+            time.sleep(0.05)
+            status = client.translate_document_get_status(handle)
+        assert status.done and status.billed_characters == len("two dogs play") + len("the cat")
+        response = client.translate_document_download(handle)
+        assert response.content == b"PLAY DOGS TWO\n\nCAT THE\n"
+        with pytest.raises(deepl.DeepLException, match="Document not found"):
+            client.translate_document_get_status(deepl.DocumentHandle(handle.document_id, "not its key"))
+        with pytest.raises(deepl.DeepLException, match="output_format"):
+            client.translate_document_upload(b"two dogs play", target_lang="DE", filename="a.txt", output_format="docx")
+        handle = client.translate_document_upload(b"\xff\xfe\x00", target_lang="DE", filename="b.txt")
+        deadline = time.monotonic() + 30
+        while not (status := client.translate_document_get_status(handle)).done and status.ok \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status.status.value == "error" and status.error_message.startswith("cannot read b.txt")
+
+
+def test_a_document_accepted_before_a_crash_is_translated_after_the_restart(tmp_path):
+    store = DocumentStore(tmp_path / "documents.sqlite3", lease_s=0.0)
+    document = store.add("de.po", PO.encode(), "en", "de")
+    store.claim()  # the worker that held it died with the process: its lease runs out
+    store.close()
+    with live_server(app_with(tmp_path), ready_within_s=30) as address:
+        deadline, body = time.monotonic() + 30, {}
+        while body.get("status") != "done" and time.monotonic() < deadline:
+            request = urllib.request.Request(f"{address}/deepl/v2/document/{document.id}",
+                                             json.dumps({"document_key": document.key}).encode(),
+                                             {"Content-Type": "application/json"})
+            status, body, _ = fetch(request)
+            time.sleep(0.05)
+        assert body == {"document_id": document.id, "status": "done", "billed_characters": len("two dogs play")}
