@@ -250,6 +250,7 @@ _WHOLE_STRING = re.compile(r'^(?:#[~|]\s*)?(?:(?:msgctxt|msgid|msgid_plural|msgs
 # Where a message starts (`msgid`, an obsolete one's `#~ msgid`), and a header: an empty msgid right
 # before its msgstr.
 _MSGID = re.compile(r"^(?:#~\s*)?msgid\s", re.MULTILINE)
+_MSGSTR = re.compile(r"^(?:#~\s*)?msgstr", re.MULTILINE)
 _HEADER = re.compile(r'^msgid\s+""\s*\n(?:#~\s*)?msgstr\s', re.MULTILINE)
 
 
@@ -270,7 +271,12 @@ def read_catalog(name: str, data: bytes) -> polib.POFile:
     for number, line in enumerate(keywords.splitlines(), 1):
         if _STRING_LINE.match(line) and not _WHOLE_STRING.match(line):
             raise Failed(f"cannot read {name}: line {number} holds no whole string; check it with msgfmt -c")
-    written = len(_MSGID.findall(keywords)) - len(_HEADER.findall(keywords))
+    starts = [match.start() for match in _MSGID.finditer(keywords)]
+    for start, end in zip(starts, starts[1:] + [len(keywords)]):
+        if not _MSGSTR.search(keywords, start, end):  # msgfmt refuses it; polib reads an empty translation
+            line = keywords.count("\n", 0, start) + 1
+            raise Failed(f"cannot read {name}: the message on line {line} has no msgstr; check it with msgfmt -c")
+    written = len(starts) - len(_HEADER.findall(keywords))
     if len(catalog) != written:
         raise Failed(f"cannot read {name}: {written} messages written, {len(catalog)} readable; check it with msgfmt -c")
     return catalog

@@ -69,6 +69,8 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
     ("notes.txt", b"two dogs play\n", "de", "de", "the source and the target language are both 'de'"),
     ("de.po", b'msgid ""\nmsgstr "Language: de_AT\\n"\n\nmsgid "Open"\nmsgstr ""\n', "en", "fr",
      "de.po is a translation into 'de', not 'fr'"),
+    ("de.po", b'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Open"\nmsgstr ""\n\nmsgid "Done"\n', "en", "de",
+     "cannot read de.po: the message on line 7 has no msgstr; check it with msgfmt -c"),
     ("ui.xlf", b"<xliff version='1.2'><file source-language='en' target-language='de'><body>", "en", None,
      "cannot read ui.xlf: not well-formed XML"),
 ])
