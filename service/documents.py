@@ -1,6 +1,8 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py), Qt Linguist
-(.ts; service/linguist.py), plain text (.txt) and SubRip subtitles (.srt).
+(.ts; service/linguist.py), plain text (.txt), SubRip subtitles (.srt), and the string resources of
+programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb) and Android's
+strings.xml (.xml).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -15,12 +17,16 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
   (service/xliff.py, service/linguist.py).
 - A text file's paragraphs (text between blank lines) and a subtitle's text are translated each as
   one text, its line breaks kept by the service's layout.
+- A string resource file is in the source language: every string of it is translated (JSON: every
+  string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
+  `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false").
 
 A text the translator refuses (`Refused` naming a text: too long, malformed markup) stays as it was
 and is named in `Translated.refused`; what stops the whole file is `Failed`, one line saying why.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -35,9 +41,10 @@ BATCH = 32
 
 # What a document is, by its name's suffix.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
-           ".txt": "text", ".srt": "subtitles"}
+           ".txt": "text", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android"}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
-               "linguist": "application/xml", "text": "text/plain", "subtitles": "application/x-subrip"}
+               "linguist": "application/xml", "text": "text/plain", "subtitles": "application/x-subrip",
+               "json": "application/json", "android": "application/xml"}
 
 
 class Failed(Exception):
@@ -131,7 +138,8 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     if kind is None:
         raise Failed(f"{os.path.splitext(name)[1] or name!r} files cannot be translated; "
                      f"formats: {', '.join(FORMATS)}")
-    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "subtitles": _Subtitles}[kind]
+    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "subtitles": _Subtitles,
+              "json": _Json, "android": _Android}[kind]
     document = reader(name, data, kind, fuzzy)
     source = language(source or document.source_language or default_source)
     named = language(document.target_language)
@@ -423,3 +431,148 @@ class _Subtitles(_Blocks):
         if not body.strip():
             return None
         return block[:timing.end()], body, block[timing.end() + len(body):]
+
+
+
+# --- string resources
+
+class _Spans:
+    """A text with some spans of it translated: (start, end, text sent) each, written back by `_put`."""
+
+    marks = ""
+    unit = "strings"
+    target_language = ""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int, str]] = []
+        self.text, self.encoding = "", "utf-8"
+
+    @property
+    def texts(self) -> list[str]:
+        return [text for _, _, text in self.spans]
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        raise NotImplementedError
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        return []  # other edits than translations (ARB's locale)
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        edits = [(start, end, self._put(translated[text], start, end)) for start, end, text in self.spans
+                 if text in translated] + self._edited(target)
+        out, cursor = [], 0
+        for start, end, replacement in sorted(edits):
+            out += [self.text[cursor:start], replacement]
+            cursor = end
+        out.append(self.text[cursor:])
+        translations = sum(1 for _, _, text in self.spans if text in translated)
+        return "".join(out).encode(self.encoding), translations
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+class _Json(_Spans):
+    """Every string value of a JSON file, in any nesting; ARB's metadata (keys from `@`) left."""
+
+    fmt = "text"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = _decoded(name, data)
+        try:
+            document = json.loads(self.text)
+        except ValueError as error:
+            raise Failed(f"cannot read {name}: not JSON: {error}") from None
+        if not isinstance(document, (dict, list)):
+            raise Failed(f"cannot read {name}: not a JSON object or list of strings")
+        self.source_language = document.get("@@locale", "") if isinstance(document, dict) else ""
+        self.locale: tuple[int, int] | None = None
+        # Each open container: whether it is an object, the key just read in it, whether it lies under
+        # ARB metadata.
+        stack: list[list] = []
+        tokens = list(_JSON_TOKEN.finditer(self.text))
+        for index, token in enumerate(tokens):
+            value = token.group(0)
+            if value in "{[":
+                stack.append([value == "{", None, bool(stack) and self._metadata(stack[-1])])
+            elif value in "}]":
+                stack.pop()
+            elif value.startswith('"'):
+                following = tokens[index + 1].group(0) if index + 1 < len(tokens) else ""
+                if stack[-1][0] and following == ":":
+                    stack[-1][1] = json.loads(value)  # a key
+                elif len(stack) == 1 and stack[-1][1] == "@@locale":
+                    self.locale = (token.start(), token.end())
+                elif not self._metadata(stack[-1]):
+                    string = json.loads(value)
+                    if string.strip():
+                        self.spans.append((token.start(), token.end(), string))
+        # a file that writes its other characters \u-escaped (an ASCII one holding such escapes) stays so;
+        # one in English is ASCII for want of any other character and gets the translations' as they are
+        self.ascii = self.text.isascii() and re.search(r"\\u(?!00[0-7])[0-9a-fA-F]{4}", self.text) is not None
+
+    @staticmethod
+    def _metadata(container: list) -> bool:
+        """Whether what the container holds now is ARB's metadata: it lies under a key from `@`, or
+        is the value of one."""
+        is_object, key, under = container
+        return under or (is_object and (key or "").startswith("@"))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        # half a character (JSON lets "\ud800" stand alone) can only be written escaped
+        return json.dumps(translation, ensure_ascii=self.ascii or _SURROGATE.search(translation) is not None)
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        return [(*self.locale, json.dumps(target))] if self.locale is not None else []
+
+
+_ANDROID_RESOURCES = re.compile(r"<resources\b")
+_ANDROID_ELEMENT = re.compile(r"<(string|plurals|string-array)\b([^>]*?)(?:/>|>(.*?)</\1\s*>)", re.DOTALL)
+_ANDROID_ITEM = re.compile(r"<item\b[^>]*>(.*?)</item\s*>", re.DOTALL)
+_UNTRANSLATABLE = re.compile(r"""\btranslatable\s*=\s*["']false["']""")
+# A quote in an Android string's text that is not escaped: aapt refuses the file
+_BARE_QUOTE = re.compile(r"""(?<!\\)(['"])""")
+_BARE_DOUBLE_QUOTE = re.compile(r"""(?<!\\)(")""")
+
+
+class _Android(_Spans):
+    """Android's strings.xml: each string, plural item and array item's content, sent as markup (its
+    <b>, <xliff:g> kept); the quotes a translation brings escaped as aapt wants them."""
+
+    fmt = "xml"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        try:
+            self.text, self.encoding = xliff.decoded(data)
+            xliff.checked(self.text, self.encoding)
+        except xliff.FileInvalid as error:
+            raise Failed(f"cannot read {name}: {error}") from None
+        if not _ANDROID_RESOURCES.search(self.text):
+            raise Failed(f"cannot read {name}: not Android string resources (no <resources>)")
+        for element in _ANDROID_ELEMENT.finditer(self.text):
+            if _UNTRANSLATABLE.search(element.group(2)) or element.group(3) is None:
+                continue
+            if element.group(1) == "string":
+                self._add(element.start(3), element.group(3))
+            else:
+                for item in _ANDROID_ITEM.finditer(element.group(3)):
+                    self._add(element.start(3) + item.start(1), item.group(1))
+
+    def _add(self, start: int, content: str) -> None:
+        body = content.strip()
+        if not body or body.startswith("@"):  # "@string/other" refers to a resource
+            return
+        start += content.index(body)
+        if len(body) > 1 and body[0] == body[-1] == '"':  # a quoted string: its quotes are no text
+            start, body = start + 1, body[1:-1]
+        self.spans.append((start, start + len(body), body))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        quoted = self.text[start - 1] == self.text[end] == '"'
+        bare = _BARE_DOUBLE_QUOTE if quoted else _BARE_QUOTE  # a quoted string holds apostrophes as they are
+        parts = re.split(r"(<[^>]*>)", translation)  # tags' attributes keep their quotes
+        return "".join(part if part.startswith("<") else bare.sub(r"\\\1", part) for part in parts)

@@ -48,6 +48,71 @@ def test_a_subtitle_s_text_is_translated_its_number_and_timing_kept():
     assert (done.count, done.unit) == (2, "subtitles")
 
 
+def test_every_string_of_a_json_file_is_translated_but_arb_s_metadata_and_its_locale_is_the_target():
+    arb = ('{\n  "@@locale": "en",\n  "title": "two dogs play",\n'
+           '  "@title": {"description": "the dogs", "placeholders": {"n": {"example": "the cat"}}},\n'
+           '  "menu": {"open": "open it", "list": ["the cat", "", {"deep": "in the snow"}]},\n  "n": 3, "on": true\n}\n')
+    done = translate_document("app_en.arb", arb.encode(), reversed_words, None, "de")
+    assert done.data.decode() == arb.replace('"en"', '"de"').replace('"two dogs play"', '"PLAY DOGS TWO"').replace(
+        '"open it"', '"IT OPEN"').replace('["the cat"', '["CAT THE"').replace('"in the snow"', '"SNOW THE IN"')
+    assert (done.source, done.count, done.unit) == ("en", 4, "strings")
+
+
+def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
+    def german(texts, source, target, fmt):
+        return ["Schlie\u00dfen \"jetzt\"" for _ in texts]
+
+    assert translate_document("de.json", b'{"close": "Close \\u2018now\\u2019"}', german, "en", "de").data == \
+        b'{"close": "Schlie\\u00dfen \\"jetzt\\""}'
+    assert translate_document("de.json", b'{"close": "Close now"}', german, "en", "de").data == \
+        '{"close": "Schließen \\"jetzt\\""}'.encode()
+    # half a character, which JSON lets a string hold, is written escaped: UTF-8 cannot hold it
+    assert translate_document("de.json", '{"close": "é \\ud800"}'.encode(), lambda texts, *_: texts, "en", "de").data \
+        == b'{"close": "\\u00e9 \\ud800"}'
+    with pytest.raises(Failed, match="^cannot read de.json: not a JSON object or list of strings$"):
+        translate_document("de.json", b'"Close"', german, "en", "de")
+    with pytest.raises(Failed, match="^cannot read de.json: not JSON: Expecting"):
+        translate_document("de.json", b'{"close": "Close",}', german, "en", "de")
+
+
+ANDROID = r"""<?xml version="1.0" encoding="utf-8"?>
+<resources xmlns:xliff="urn:oasis:names:tc:xliff:document:1.2">
+    <string name="app_name" translatable="false">two dogs</string>
+    <string name="save">Don\'t save <b>now</b></string>
+    <string name="quoted">  "the cat's toy"  </string>
+    <string name="ref">@string/save</string>
+    <plurals name="files">
+        <item quantity="one">%d file</item>
+    </plurals>
+    <string-array name="planets"><item>Venus</item></string-array>
+</resources>
+"""
+
+
+def test_android_strings_are_translated_as_markup_and_quotes_a_translation_brings_are_escaped():
+    def quoting(texts, source, target, fmt):
+        assert fmt == "xml"
+        return [text + """ 'x' <i a="1">"y"</i>""" for text in texts]
+
+    done = translate_document("strings.xml", ANDROID.encode(), quoting, "en", "de")
+    # aapt refuses a bare quote outside a quoted string, and a bare double quote inside one
+    assert done.data.decode() == r"""<?xml version="1.0" encoding="utf-8"?>
+<resources xmlns:xliff="urn:oasis:names:tc:xliff:document:1.2">
+    <string name="app_name" translatable="false">two dogs</string>
+    <string name="save">Don\'t save <b>now</b> \'x\' <i a="1">\"y\"</i></string>
+    <string name="quoted">  "the cat's toy 'x' <i a="1">\"y\"</i>"  </string>
+    <string name="ref">@string/save</string>
+    <plurals name="files">
+        <item quantity="one">%d file \'x\' <i a="1">\"y\"</i></item>
+    </plurals>
+    <string-array name="planets"><item>Venus \'x\' <i a="1">\"y\"</i></item></string-array>
+</resources>
+"""
+    assert done.count == 4  # not the untranslatable string, nor the reference to another
+    with pytest.raises(Failed, match="^cannot read layout.xml: not Android string resources"):
+        translate_document("layout.xml", b"<LinearLayout/>", quoting, "en", "de")
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
@@ -71,6 +136,8 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
      "de.po is a translation into 'de', not 'fr'"),
     ("de.po", b'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Open"\nmsgstr ""\n\nmsgid "Done"\n', "en", "de",
      "cannot read de.po: the message on line 7 has no msgstr; check it with msgfmt -c"),
+    ("strings.xml", b"<resources><string name='a'>\xff</string></resources>", "en", "de",
+     "cannot read strings.xml: not well-formed XML"),
     ("ui.xlf", b"<xliff version='1.2'><file source-language='en' target-language='de'><body>", "en", None,
      "cannot read ui.xlf: not well-formed XML"),
 ])
@@ -195,7 +262,7 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
                                     "report.docx", b"PK")
         assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.docx'; "
-                                                "formats: .po, .pot, .xlf, .xliff, .ts, .txt, .srt")
+                                                "formats: .po, .pot, .xlf, .xliff, .ts, .txt, .srt, .json, .arb, .xml")
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
                                     "notes.txt", b"two dogs play")
         assert (status, body) == (400, {"error": "fr is not supported"})
