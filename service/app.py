@@ -129,7 +129,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     app.state.lifecycle = lifecycle
     app.state.glossaries = GlossaryStore(settings.glossary_db)
     app.state.documents = DocumentStore(settings.document_db, retention_s=settings.document_retention_s)
-    app.state.document_worker = DocumentWorker(app.state.documents, lifecycle)
+    app.state.document_worker = DocumentWorker(app.state.documents, lifecycle, metrics)
     install_error_handlers(app)
     install_served_openapi(
         app,

@@ -203,6 +203,14 @@ class DocumentStore:
         """The document queued again (its worker stops), for the next worker to claim at once."""
         return self._update(claim, "status = ?, claim = NULL, lease = 0, started = NULL, texts_done = 0", (QUEUED,))
 
+    def waiting(self) -> int:
+        """Documents queued or being translated."""
+        if not self.exists():
+            return 0
+        with self._lock:
+            return self._connection().execute("SELECT COUNT(*) FROM documents WHERE status IN (?, ?)",
+                                              (QUEUED, TRANSLATING)).fetchone()[0]
+
     def purge(self) -> int:
         """Documents older than the retention deleted; how many."""
         with self._lock:

@@ -19,6 +19,7 @@ from service.document_store import Claim, DocumentStore
 from service.documents import Failed, Refused, Translate, translate_document
 from service.errors import Rejected, RequestError
 from service.lifecycle import Lifecycle
+from service.metrics import Metrics
 from service.protection.placeholders import PLACEHOLDER_STYLES
 from service.translator import Translator
 
@@ -67,8 +68,9 @@ def in_process(translator: Translator, loop: asyncio.AbstractEventLoop, claim: C
 
 
 class DocumentWorker:
-    def __init__(self, store: DocumentStore, lifecycle: Lifecycle) -> None:
-        self.store, self.lifecycle = store, lifecycle
+    def __init__(self, store: DocumentStore, lifecycle: Lifecycle, metrics: Metrics) -> None:
+        self.store, self.lifecycle, self.metrics = store, lifecycle, metrics
+        metrics.documents_waiting.set_function(store.waiting)
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -126,6 +128,7 @@ class DocumentWorker:
             return found.language if found is not None else None
 
         def work() -> None:
+            started = time.monotonic()
             try:
                 done = translate_document(document.name, claim.input, translate, document.source, document.target,
                                           detect=detect, progress=lambda k, n: self.store.progress(claim, k, n))
@@ -133,13 +136,17 @@ class DocumentWorker:
                 self.store.release(claim)
                 return
             except Failed as failed:
-                self.store.fail(claim, str(failed))
+                if self.store.fail(claim, str(failed)):
+                    self.metrics.documents.labels(outcome="failed").inc()
                 return
             except Exception:  # noqa: BLE001 - the document fails, the worker goes on
                 log.exception("document %s failed", document.id)
-                self.store.fail(claim, INTERNAL_FAILURE)
+                if self.store.fail(claim, INTERNAL_FAILURE):
+                    self.metrics.documents.labels(outcome="failed").inc()
                 return
-            self.store.finish(claim, done.data, done.count, done.characters)
+            if self.store.finish(claim, done.data, done.count, done.characters):
+                self.metrics.documents.labels(outcome="done").inc()
+                self.metrics.document_seconds.observe(time.monotonic() - started)
 
         try:
             await asyncio.to_thread(work)

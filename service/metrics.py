@@ -20,6 +20,8 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 QUEUE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+DOCUMENT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+DOCUMENT_OUTCOMES = ("accepted", "done", "failed")
 UNMATCHED_ROUTE = "unmatched"
 # Scope key the HTTP protocol sets on a request it answered itself because its body's framing was
 # malformed (service/http/protocol.py): the status the client got. The app's own answer went
@@ -125,6 +127,25 @@ class Metrics:
             "phrasal_memory_segments",
             "Segments answered by a translation memory instead of the model (service/memory.py).",
             labelnames=("pair", "memory"),
+            registry=registry,
+        )
+        self.documents = Counter(
+            "phrasal_documents",
+            "Documents sent to be translated (LibreTranslate's translate_file, DeepL's v2/document), by outcome: "
+            "accepted, done (translated), failed (could not be read or translated).",
+            labelnames=("outcome",),
+            registry=registry,
+        )
+        for outcome in DOCUMENT_OUTCOMES:
+            self.documents.labels(outcome=outcome)
+        self.document_seconds = Histogram(
+            "phrasal_document_duration_seconds",
+            "Time a worker took to translate a document, from claiming it to storing its translation.",
+            buckets=DOCUMENT_BUCKETS,
+            registry=registry,
+        )
+        self.documents_waiting = Gauge(
+            "phrasal_documents_waiting", "Documents queued or being translated (every process of the server).",
             registry=registry,
         )
         self.ready = Gauge("phrasal_ready", "1 when /health/ready answers 200.", registry=registry)

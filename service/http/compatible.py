@@ -146,6 +146,7 @@ def queued(request: Request, name: str, data: bytes, source: str | None, target:
            glossary: list[GlossaryEntry]) -> Document:
     """The document stored and queued; the worker of this process told to look now."""
     document = document_store(request).add(name, data, source, target, model, glossary)
+    request.app.state.metrics.documents.labels(outcome="accepted").inc()
     request.app.state.document_worker.wake()
     return document
 

@@ -271,6 +271,12 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         assert status == 400 and body["error"].startswith("cannot read broken.po: line 2 holds no whole string")
         status, body, _ = fetch(f"{address}/libretranslate/download_file/0123.de.po")
         assert status == 404
+        metrics = urllib.request.urlopen(f"{address}/metrics").read().decode()
+        # the catalog, and the broken one: the other two were refused before they were taken
+        for line in ('phrasal_documents_total{outcome="accepted"} 2.0', 'phrasal_documents_total{outcome="done"} 1.0',
+                     'phrasal_documents_total{outcome="failed"} 1.0', "phrasal_documents_waiting 0.0",
+                     "phrasal_document_duration_seconds_count 1.0"):
+            assert line in metrics.splitlines(), line
 
 
 def test_a_document_over_the_size_limit_is_413_and_a_form_under_the_body_limit_is_read(tmp_path):
