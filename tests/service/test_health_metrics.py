@@ -139,7 +139,9 @@ def test_metrics_exposition_matches_the_requests_made(settings):
     assert sum(rejections.values()) == 2
     # Labels only from bounded sets.
     names = {name for fam in fams.values() for s in fam.samples for name in s.labels}
-    assert names <= {"route", "status", "pair", "model", "backend", "reason", "le"}
+    assert names <= {"route", "status", "pair", "model", "backend", "reason", "outcome", "le"}
+    outcomes = {s.labels["outcome"] for s in fams["phrasal_documents"].samples}
+    assert outcomes == {"accepted", "done", "failed"}  # a fixed set, there from the start
 
 
 def test_no_device_memory_series_on_cpu(client):

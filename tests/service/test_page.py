@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ def base_url(tmp_path_factory):
     shutil.copytree(REPO / "models" / "en-de-align", second)
     (second / "model_card.json").write_text(json.dumps({"domain": "software"}))
     settings = Settings(model_dirs=[REPO / "models" / "en-de", second], device="cpu", inference_process=False,
-                        warmup=False, memories=[REPO / "memories" / "cldr-names.tmx"])
+                        warmup=False, memories=[REPO / "memories" / "cldr-names.tmx"],
+                        document_db=tmp_path_factory.mktemp("documents") / "documents.sqlite3")
     with live_server(create_app(settings)) as url:
         yield url
 
@@ -156,4 +158,26 @@ def test_the_page_says_which_part_a_translation_memory_answered(base_url, browse
     page.wait_for_selector(".hyp .memory")
     assert page.inner_text(".hyp .output") == "Sonntag"
     assert page.inner_text(".hyp .memory") == "from a translation memory, not the model: cldr-names at characters 0–7"
+    page.close()
+
+
+def test_the_page_translates_a_file_and_links_to_it(base_url, browser):
+    page = browser.new_page()
+    page.goto(base_url + "/")
+    page.wait_for_selector("#target option", state="attached")
+    assert page.get_attribute("#file", "accept").startswith(".po,.pot,.xlf")
+    page.select_option("#source", "en")
+    catalog = 'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Two dogs play in the snow."\nmsgstr ""\n'
+    page.set_input_files("#file", files=[{"name": "de.po", "mimeType": "text/x-gettext-translation",
+                                          "buffer": catalog.encode()}])
+    page.click("#gofile")
+    page.wait_for_selector("#download")
+    assert page.inner_text("#filestatus") == "translated: de.po"
+    with urllib.request.urlopen(page.get_attribute("#download", "href")) as response:
+        assert response.read().decode() == catalog.replace(
+            'msgid "Two', '#, fuzzy\nmsgid "Two').replace('msgstr ""\n', 'msgstr "Zwei Hunde spielen im Schnee."\n')
+    page.set_input_files("#file", files=[{"name": "report.docx", "mimeType": "application/octet-stream", "buffer": b"PK"}])
+    page.click("#gofile")
+    page.wait_for_selector("#filestatus.error")
+    assert page.inner_text("#filestatus").startswith("400: Invalid request: file format not supported: 'report.docx'")
     page.close()
