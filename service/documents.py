@@ -1,8 +1,8 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py), Qt Linguist
 (.ts; service/linguist.py), plain text (.txt), SubRip subtitles (.srt), and the string resources of
-programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb) and Android's
-strings.xml (.xml).
+programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
+strings.xml (.xml), Java's properties (.properties) and Apple's strings (.strings).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -19,7 +19,8 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
   one text, its line breaks kept by the service's layout.
 - A string resource file is in the source language: every string of it is translated (JSON: every
   string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
-  `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false").
+  `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false"; a
+  properties or strings file: every value), each read from its escapes and written back in them.
 
 A text the translator refuses (`Refused` naming a text: too long, malformed markup) stays as it was
 and is named in `Translated.refused`; what stops the whole file is `Failed`, one line saying why.
@@ -41,10 +42,12 @@ BATCH = 32
 
 # What a document is, by its name's suffix.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
-           ".txt": "text", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android"}
+           ".txt": "text", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
+           ".properties": "properties", ".strings": "apple"}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
                "linguist": "application/xml", "text": "text/plain", "subtitles": "application/x-subrip",
-               "json": "application/json", "android": "application/xml"}
+               "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
+               "apple": "text/plain"}
 
 
 class Failed(Exception):
@@ -139,7 +142,7 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
         raise Failed(f"{os.path.splitext(name)[1] or name!r} files cannot be translated; "
                      f"formats: {', '.join(FORMATS)}")
     reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "subtitles": _Subtitles,
-              "json": _Json, "android": _Android}[kind]
+              "json": _Json, "android": _Android, "properties": _Properties, "apple": _Apple}[kind]
     document = reader(name, data, kind, fuzzy)
     source = language(source or document.source_language or default_source)
     named = language(document.target_language)
@@ -223,7 +226,10 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
     for index in range(0, len(blocks), 2):
         # a paragraph of comments or an obsolete message reads as none; the line break added makes
         # it no file's name (polib reads a string naming a file as that file)
-        parsed = [entry for entry in polib.pofile(blocks[index] + "\n") if not entry.obsolete]
+        try:
+            parsed = [entry for entry in polib.pofile(blocks[index] + "\n") if not entry.obsolete]
+        except (OSError, ValueError):  # a message's lines apart by a blank line: the paragraph is no whole message
+            return None
         if len(parsed) > 1:
             return None
         if parsed:
@@ -576,3 +582,105 @@ class _Android(_Spans):
         bare = _BARE_DOUBLE_QUOTE if quoted else _BARE_QUOTE  # a quoted string holds apostrophes as they are
         parts = re.split(r"(<[^>]*>)", translation)  # tags' attributes keep their quotes
         return "".join(part if part.startswith("<") else bare.sub(r"\\\1", part) for part in parts)
+
+
+
+# A line of a properties file that holds a value: its key (escapes and all) up to the separator
+# (`=`, `:` or blanks), and its value to the end of the line, on lines going on after a line that
+# ends in an odd number of backslashes.
+_PROPERTY = re.compile(r"^[ \t\f]*(?![#!])((?:[^\s=:\\]|\\.)+)([ \t\f]*[=:]?[ \t\f]*)((?:[^\r\n\\]|\\\r?\n|\\.)*)\r?$",
+                       re.MULTILINE)
+_PROPERTY_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|\r?\n[ \t\f]*|.)", re.DOTALL)
+_MESSAGE_FORMAT = re.compile(r"\{\d+[},]")
+_LONE_APOSTROPHE = re.compile(r"(?<!')'(?!')")
+_PROPERTY_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
+
+
+class _Properties(_Spans):
+    """Java's properties: each value read from its escapes (`\\u00e9`, `\\n`, a line going on) and
+    written back on one line in them; a file in ASCII gets its other characters `\\u`-escaped, as
+    Java before 9 reads properties in ISO-8859-1."""
+
+    fmt = "text"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        try:
+            self.text, self.encoding = _decoded(name, data)
+        except Failed:
+            self.text, self.encoding = data.decode("latin-1"), "latin-1"  # Java's own reading
+        self.ascii = self.text.isascii()
+        for match in _PROPERTY.finditer(self.text):
+            value = _PROPERTY_ESCAPE.sub(self._character, match.group(3))
+            if value.strip():
+                self.spans.append((match.start(3), match.end(3), value))
+
+    @staticmethod
+    def _character(escape: re.Match) -> str:
+        code = escape.group(1)
+        if code[0] == "u" and len(code) == 5:
+            return chr(int(code[1:], 16))
+        if code[0] in "\r\n":
+            return ""  # a line going on
+        return _PROPERTY_CHARACTERS.get(code, code)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        if _MESSAGE_FORMAT.search(self.text, start, end):
+            # a MessageFormat pattern (it has an argument {0}) reads a lone apostrophe as a quote
+            translation = _LONE_APOSTROPHE.sub("''", translation)
+        out = []
+        for index, char in enumerate(translation):
+            if char == "\\":
+                out.append("\\\\")
+            elif char in "\n\t\r\f":
+                out.append("\\" + {"\n": "n", "\t": "t", "\r": "r", "\f": "f"}[char])
+            elif char == " " and index == 0:
+                out.append("\\ ")  # a value's leading blanks are the separator's
+            elif self.ascii and ord(char) > 126:
+                out.append("".join(f"\\u{unit:04x}" for unit in _utf16_units(char)))
+            else:
+                out.append(char)
+        return "".join(out)
+
+
+def _utf16_units(char: str) -> list[int]:
+    encoded = char.encode("utf-16-be")
+    return [int.from_bytes(encoded[k:k + 2], "big") for k in range(0, len(encoded), 2)]
+
+
+# An Apple strings file's entry, `"key" = "value";`, and the escapes of its strings.
+_APPLE_ENTRY = re.compile(r'("(?:[^"\\]|\\.)*"|[A-Za-z0-9_.]+)\s*=\s*"((?:[^"\\]|\\.)*)"\s*;', re.DOTALL)
+_APPLE_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+_APPLE_ESCAPE = re.compile(r"\\(U[0-9a-fA-F]{4}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_APPLE_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+
+
+class _Apple(_Spans):
+    """Apple's .strings: each entry's value read from its escapes (`\\"`, `\\n`, `\\U00e9`) and
+    written back in them; comments left (a comment's text is no entry)."""
+
+    fmt = "text"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = _decoded(name, data)
+        comments = [(m.start(), m.end()) for m in _APPLE_COMMENT.finditer(self.text)]
+        for entry in _APPLE_ENTRY.finditer(self.text):
+            if any(start <= entry.start() < end for start, end in comments):
+                continue
+            value = _APPLE_ESCAPE.sub(self._character, entry.group(2))
+            if value.strip():
+                self.spans.append((entry.start(2), entry.end(2), value))
+
+    @staticmethod
+    def _character(escape: re.Match) -> str:
+        code = escape.group(1)
+        if len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _APPLE_CHARACTERS.get(code, code)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return (translation.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+                .replace("\r", "\\r"))

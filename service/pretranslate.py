@@ -3,8 +3,8 @@ translated gets the service's translation, marked fuzzy, gettext's (and Poedit's
 of a translation for a translator to review; msgfmt leaves fuzzy ones out of the program until then.
 An XLIFF file (service/xliff.py) and a Qt Linguist one (service/linguist.py) are pre-translated the
 same way, marked as their tools mark a translation to review; a text file's paragraphs, a SubRip
-file's subtitles and every string of a JSON or Android strings file are translated (service/documents.py reads
-and writes them all).
+file's subtitles and every string of a program's string resources (JSON, Android, Java properties,
+Apple strings) are translated (service/documents.py reads and writes them all).
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
@@ -100,7 +100,8 @@ def _retry_after(error: urllib.error.HTTPError) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
     parser.add_argument("catalog", type=Path, help="a .po or .pot file, an XLIFF file (.xlf, .xliff), a Qt Linguist one "
-                        "(.ts), a text file (.txt), SubRip subtitles (.srt), JSON strings (.json, .arb) or Android ones (strings.xml)")
+                        "(.ts), a text file (.txt), SubRip subtitles (.srt), or string resources: JSON (.json, .arb), "
+                        "Android (strings.xml), Java (.properties), Apple (.strings)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog")
     where.add_argument("--in-place", action="store_true", help="write it over the catalog read")

@@ -113,6 +113,44 @@ def test_android_strings_are_translated_as_markup_and_quotes_a_translation_bring
         translate_document("layout.xml", b"<LinearLayout/>", quoting, "en", "de")
 
 
+def test_a_properties_file_s_values_are_read_from_their_escapes_and_written_back_in_them():
+    seen = []
+
+    def german(texts, source, target, fmt):
+        seen.extend(texts)
+        return [{"Save file": "Datei speichern", "Open {0}\nnow": "{0} jetzt öffnen\nsofort",
+                 "one two": "eins zwei", "Café": "Café", "Can't open {0}": "Kann {0} nicht öffnen, it's"}[t] for t in texts]
+
+    written = ("# a comment = no value\r\n! another\r\nsave=Save file\r\nopen : Open {0}\\nnow\r\n"
+               "long = one \\\r\n    two\r\ncafe=Caf\\u00e9\r\nempty=\r\nerror=Can't open {0}\r\n")
+    done = translate_document("Messages.properties", written.encode("ascii"), german, "en", "de")
+    assert seen == ["Save file", "Open {0}\nnow", "one two", "Café", "Can't open {0}"]
+    # an ASCII file stays ASCII (Java before 9 reads properties in ISO-8859-1); MessageFormat's apostrophe doubled
+    assert done.data.decode("ascii") == (
+        "# a comment = no value\r\n! another\r\nsave=Datei speichern\r\nopen : {0} jetzt \\u00f6ffnen\\nsofort\r\n"
+        "long = eins zwei\r\ncafe=Caf\\u00e9\r\nempty=\r\nerror=Kann {0} nicht \\u00f6ffnen, it''s\r\n")
+    assert done.count == 5
+
+
+def test_an_apple_strings_file_s_values_are_translated_its_keys_and_comments_left():
+    def german(texts, source, target, fmt):
+        return [{'Hello "world"': 'Hallo „Welt" ', "Line\nTwo": "Zeile\nZwei", "Plain": "Schlicht"}[t] for t in texts]
+
+    written = ('/* The title; "x" = "y"; */\n"title" = "Hello \\"world\\"";\n// "a" = "b";\n'
+               '"multi" = "Line\\nTwo";\nplain_key = "Plain";\n"empty" = "";\n')
+    done = translate_document("Localizable.strings", written.encode(), german, "en", "de")
+    assert done.data.decode() == ('/* The title; "x" = "y"; */\n"title" = "Hallo „Welt\\" ";\n// "a" = "b";\n'
+                                  '"multi" = "Zeile\\nZwei";\nplain_key = "Schlicht";\n"empty" = "";\n')
+    assert done.count == 3
+
+
+def test_a_catalog_whose_message_is_broken_by_a_blank_line_is_written_whole():
+    # gettext reads a blank line as space; the paragraph-wise splice cannot: polib writes the catalog
+    written = b'msgid ""\nmsgstr ""\n"Language: de\\n"\n\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "Open"\nmsgstr ""\n'
+    done = translate_document("de.po", written, reversed_words, "en", None)
+    assert done.count == 1 and b'#, fuzzy\nmsgid "Open"\nmsgstr "OPEN"\n' in done.data
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
@@ -262,7 +300,7 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
                                     "report.docx", b"PK")
         assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.docx'; "
-                                                "formats: .po, .pot, .xlf, .xliff, .ts, .txt, .srt, .json, .arb, .xml")
+                                                "formats: .po, .pot, .xlf, .xliff, .ts, .txt, .srt, .json, .arb, .xml, .properties, .strings")
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
                                     "notes.txt", b"two dogs play")
         assert (status, body) == (400, {"error": "fr is not supported"})
