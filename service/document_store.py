@@ -1,7 +1,7 @@
 """Documents sent to be translated (LibreTranslate's translate_file, DeepL's v2/document): an
-embedded SQLite database, one file whose path is a setting (`document_db`), so that a document
-accepted is translated even if the server restarts meanwhile, and any worker process of a server on
-one machine answers for it.
+embedded SQLite database (service/database.py), one file whose path is a setting (`document_db`), so
+that a document accepted is translated even if the server restarts meanwhile, and any worker
+process of a server on one machine answers for it.
 
 A document is queued when it arrives; a worker (service/document_worker.py) claims the oldest
 queued one for `lease_s` seconds, renewed as it goes, and leaves it done (its translation stored)
@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.database import Database
 from service.glossary import GlossaryEntry
 
 _SCHEMA = """
@@ -99,37 +98,12 @@ def _document(row: Sequence) -> Document:
     return Document(*values)
 
 
-class DocumentStore:
+class DocumentStore(Database):
     """Opened on first use: a server (or a test) that is never sent a document creates no file."""
 
     def __init__(self, path: Path | str, lease_s: float = 60.0, retention_s: float = 86_400.0) -> None:
-        self.path = str(path)
+        super().__init__(path, _SCHEMA)
         self.lease_s, self.retention_s = lease_s, retention_s
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def exists(self) -> bool:
-        """Whether there may be documents: the store is open, or its file is there (another process's,
-        or one from before a restart)."""
-        return self._db is not None or (self.path != ":memory:" and Path(self.path).is_file())
-
-    def _connection(self) -> sqlite3.Connection:
-        # Called with the lock held.
-        if self._db is None:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
-            if self.path != ":memory:":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(_SCHEMA)
-            self._db = db
-        return self._db
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
 
     def add(self, name: str, data: bytes, source: str | None, target: str, model: str | None = None,
             glossary: Sequence[GlossaryEntry] = ()) -> Document:

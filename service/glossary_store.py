@@ -1,6 +1,6 @@
-"""Stored glossaries: an embedded SQLite database (the stdlib's sqlite3), one file whose path is a
+"""Stored glossaries: an embedded SQLite database (service/database.py), one file whose path is a
 setting (`glossary_db`), so that glossaries survive restarts and are shared by every worker
-process of a server on one machine (WAL journal: readers never wait for a writer).
+process of a server on one machine.
 
 A glossary is a name, a language pair and its entries (source term -> target term, in order).
 Checks here are the domain's: a `GlossaryInvalid` names the entry and what is wrong; the web layer
@@ -8,14 +8,13 @@ turns it into a 422.
 """
 from __future__ import annotations
 
-import sqlite3
-import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from service.database import Database
 from service.glossary import MAX_ENTRIES, MAX_TERM_CHARS, GlossaryEntry
 
 _SCHEMA = """
@@ -77,32 +76,11 @@ def checked_entries(entries: Iterable[GlossaryEntry], field: str = "entries") ->
     return tuple(out)
 
 
-class GlossaryStore:
+class GlossaryStore(Database):
     """Opened on first use: a server (or a test) that never touches a glossary creates no file."""
 
     def __init__(self, path: Path | str) -> None:
-        self.path = str(path)
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def _connection(self) -> sqlite3.Connection:
-        # Called with the lock held.
-        if self._db is None:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA foreign_keys = ON")
-            if self.path != ":memory:":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(_SCHEMA)
-            self._db = db
-        return self._db
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        super().__init__(path, _SCHEMA, foreign_keys=True)
 
     def create(self, name: str, source: str, target: str, entries: Sequence[GlossaryEntry]) -> StoredGlossary:
         glossary = StoredGlossary(uuid.uuid4().hex, name, source, target,
