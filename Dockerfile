@@ -45,11 +45,16 @@ RUN python -m pip install ".[gpu]"
 COPY models ./models
 COPY memories ./memories
 
-RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin phrasal
+# What the server keeps, stored glossaries and documents being translated (SQLite), lives in
+# /var/lib/phrasal, the one directory it writes: mount a volume there to keep them across restarts.
+RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin phrasal \
+    && mkdir -p /var/lib/phrasal && chown phrasal /var/lib/phrasal
 USER phrasal
 
 ENV PHRASAL_MODEL_DIRS='["/app/models/en-de-align2", "/app/models/en-de-software", "/app/models/de-en-align", "/app/models/de-en-software", "/app/models/en-fr"]' \
     PHRASAL_MEMORIES='["/app/memories/cldr-names.tmx", "/app/memories/debian-terms.tmx"]' \
+    PHRASAL_GLOSSARY_DB=/var/lib/phrasal/glossaries.sqlite3 \
+    PHRASAL_DOCUMENT_DB=/var/lib/phrasal/documents.sqlite3 \
     PHRASAL_DEVICE=auto
 EXPOSE 8000
 

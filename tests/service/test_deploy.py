@@ -121,6 +121,25 @@ def test_compose_file_structure():
                 assert (DEPLOY / source).exists(), source
 
 
+def test_the_stores_live_where_the_image_lets_its_user_write_and_the_deployments_mount_a_volume():
+    instructions = dockerfile_instructions()
+    env = " ".join(rest for keyword, rest in instructions if keyword == "ENV")
+    state = {Path(re.search(rf"PHRASAL_{name}=(\S+)", env).group(1)).parent for name in ("GLOSSARY_DB", "DOCUMENT_DB")}
+    assert state == {Path("/var/lib/phrasal")}  # not /app: the user cannot write there, nor can k8s's read-only root
+    keywords = [keyword for keyword, _ in instructions]
+    (made,) = [k for k, (keyword, rest) in enumerate(instructions) if keyword == "RUN" and "/var/lib/phrasal" in rest]
+    assert "chown phrasal /var/lib/phrasal" in instructions[made][1] and made < keywords.index("USER")
+    spec = compose()
+    for name in ("phrasal-gpu", "phrasal-cpu"):
+        assert "phrasal-state:/var/lib/phrasal" in spec["services"][name]["volumes"]
+    assert "phrasal-state" in spec["volumes"]
+    documents = [doc for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
+                 for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
+    pod = next(doc for doc in documents if doc["kind"] == "Deployment")["spec"]["template"]["spec"]
+    mounts = {mount["mountPath"]: mount["name"] for mount in pod["containers"][0]["volumeMounts"]}
+    assert mounts["/var/lib/phrasal"] in {volume["name"] for volume in pod["volumes"]}
+
+
 def test_prometheus_scrapes_the_service_metrics_route():
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text(encoding="utf-8"))
     (job,) = config["scrape_configs"]
