@@ -1,6 +1,7 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py), Qt Linguist
-(.ts; service/linguist.py), plain text (.txt), SubRip subtitles (.srt), and the string resources of
+(.ts; service/linguist.py), plain text (.txt), HTML pages (.html, .htm), SubRip subtitles (.srt), and
+the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties) and Apple's strings (.strings).
 
@@ -17,6 +18,9 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
   (service/xliff.py, service/linguist.py).
 - A text file's paragraphs (text between blank lines) and a subtitle's text are translated each as
   one text, its line breaks kept by the service's layout.
+- An HTML page is translated as html, the service translating it block by block (its scripts,
+  styles and preformatted text kept); a page longer than a text may be is sent as its largest
+  elements that fit, each whole.
 - A string resource file is in the source language: every string of it is translated (JSON: every
   string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
   `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false"; a
@@ -31,6 +35,7 @@ import json
 import os
 import re
 import tempfile
+from html.parser import HTMLParser
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -42,10 +47,10 @@ BATCH = 32
 
 # What a document is, by its name's suffix.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
-           ".txt": "text", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
+           ".txt": "text", ".html": "html", ".htm": "html", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
            ".properties": "properties", ".strings": "apple"}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
-               "linguist": "application/xml", "text": "text/plain", "subtitles": "application/x-subrip",
+               "linguist": "application/xml", "text": "text/plain", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
                "apple": "text/plain"}
 
@@ -96,12 +101,14 @@ def language(code: str) -> str:
 
 
 class _Texts:
-    """The distinct texts of a file translated BATCH a request, those refused named."""
+    """The distinct texts of a file translated BATCH a request, those refused sent again in parts
+    where the document has finer ones (an HTML page's elements), else named."""
 
     def __init__(self, translate: Translate, source: str, target: str, fmt: str,
-                 progress: Callable[[int, int], None] | None) -> None:
+                 progress: Callable[[int, int], None] | None,
+                 finer: Callable[[str], list[str]] | None = None) -> None:
         self.translate, self.source, self.target, self.fmt = translate, source, target, fmt
-        self.progress = progress
+        self.progress, self.finer = progress, finer
         self.refused: list[str] = []
         self.characters = 0
 
@@ -115,17 +122,28 @@ class _Texts:
             batch = distinct[start:start + BATCH]
             try:
                 translated.update(zip(batch, self.translate(batch, self.source, self.target, self.fmt)))
-            except Refused:
-                for text in batch:  # which of them: each alone
-                    try:
-                        translated[text] = self.translate([text], self.source, self.target, self.fmt)[0]
-                    except Refused as refused:
-                        if refused.field.split(".")[0] != "text":  # the request's: every one would be refused
-                            raise Failed(str(refused)) from None
-                        self.refused.append(f"{text[:60]!r}: {refused}")
+            except Refused as refused:
+                if len(batch) == 1:
+                    self._refused(batch[0], refused, translated)
+                else:
+                    for text in batch:  # which of them: each alone
+                        try:
+                            translated[text] = self.translate([text], self.source, self.target, self.fmt)[0]
+                        except Refused as alone:
+                            self._refused(text, alone, translated)
             if self.progress is not None:
                 self.progress(min(start + BATCH, len(distinct)), len(distinct))
         return translated
+
+    def _refused(self, text: str, refused: Refused, translated: dict[str, str]) -> None:
+        """A text refused alone: sent again in parts where its document has finer ones, else named."""
+        if refused.field.split(".")[0] != "text":  # the request's: every one would be refused
+            raise Failed(str(refused)) from None
+        parts = self.finer(text) if self.finer is not None else []
+        if parts:
+            translated.update(self(parts))
+        else:
+            self.refused.append(f"{text[:60]!r}: {refused}")
 
 
 def translate_document(name: str, data: bytes, translate: Translate, source: str | None, target: str | None, *,
@@ -141,7 +159,7 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     if kind is None:
         raise Failed(f"{os.path.splitext(name)[1] or name!r} files cannot be translated; "
                      f"formats: {', '.join(FORMATS)}")
-    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "subtitles": _Subtitles,
+    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "html": _Html, "subtitles": _Subtitles,
               "json": _Json, "android": _Android, "properties": _Properties, "apple": _Apple}[kind]
     document = reader(name, data, kind, fuzzy)
     source = language(source or document.source_language or default_source)
@@ -159,10 +177,13 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
         source = detected
     if source == target:
         raise Failed(f"{name}: the source and the target language are both {target!r}")
-    texts = _Texts(translate, source, target, document.fmt, progress)
+    texts = _Texts(translate, source, target, document.fmt, progress, getattr(document, "finer", None))
     written, count = document.written(texts(document.texts), mark, target)
+    refused = texts.refused + getattr(document, "unwritable", [])
+    if count == 0 and refused:
+        raise Failed(f"nothing in {name} could be translated: {refused[0]}")
     return Translated(written, count, document.unit, document.marks if mark else "", source, target, texts.characters,
-                      texts.refused, getattr(document, "skipped", 0))
+                      refused, getattr(document, "skipped", 0))
 
 
 # --- gettext catalogs
@@ -299,10 +320,12 @@ def read_catalog(name: str, data: bytes) -> polib.POFile:
 class _Gettext:
     unit, fmt, marks = "messages", "text", "fuzzy"
     source_language = ""
+    unwritable: list[str]
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         self.name, self.data = name, data
         self.catalog = read_catalog(name, data)
+        self.unwritable = []
         self.target_language = self.catalog.metadata.get("Language", "")
         self.entries = [entry for entry in self.catalog if untranslated(entry, fuzzy)]
         # Each text to translate: (entry, plural form or None for msgstr, text).
@@ -320,6 +343,10 @@ class _Gettext:
         for entry in self.entries:
             mine = [(form, translated.get(text)) for owner, form, text in self.slots if owner is entry]
             if any(translation is None for _, translation in mine):
+                continue
+            if not all(_encodable(translation, self.catalog.encoding) for _, translation in mine):
+                self.unwritable.append(f"{entry.msgid[:60]!r}: the catalog's charset {self.catalog.encoding} cannot "
+                                       "hold its translation (msgconv -t UTF-8 converts the catalog)")
                 continue
             for form, translation in mine:
                 if form is None:
@@ -360,7 +387,8 @@ class _Xml:
             text, done = self.reader.written(self.document, translated, mark)
         except xliff.FileInvalid as error:
             raise Failed(str(error)) from None
-        return text.encode(self.document.encoding), done
+        # a character the file's encoding lacks is written as XML writes it, a character reference
+        return text.encode(self.document.encoding, errors="xmlcharrefreplace"), done
 
 
 # --- plain text and subtitles
@@ -448,6 +476,7 @@ class _Spans:
     marks = ""
     unit = "strings"
     target_language = ""
+    errors = "strict"  # what to do with a character the file's encoding lacks: escape it in `_put`
 
     def __init__(self) -> None:
         self.spans: list[tuple[int, int, str]] = []
@@ -472,7 +501,7 @@ class _Spans:
             cursor = end
         out.append(self.text[cursor:])
         translations = sum(1 for _, _, text in self.spans if text in translated)
-        return "".join(out).encode(self.encoding), translations
+        return "".join(out).encode(self.encoding, errors=self.errors), translations
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -549,6 +578,7 @@ class _Android(_Spans):
 
     fmt = "xml"
     source_language = ""
+    errors = "xmlcharrefreplace"
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
@@ -637,11 +667,19 @@ class _Properties(_Spans):
                 out.append("\\" + {"\n": "n", "\t": "t", "\r": "r", "\f": "f"}[char])
             elif char == " " and index == 0:
                 out.append("\\ ")  # a value's leading blanks are the separator's
-            elif self.ascii and ord(char) > 126:
+            elif (self.ascii and ord(char) > 126) or not _encodable(char, self.encoding):
                 out.append("".join(f"\\u{unit:04x}" for unit in _utf16_units(char)))
             else:
                 out.append(char)
         return "".join(out)
+
+
+def _encodable(text: str, encoding: str) -> bool:
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _utf16_units(char: str) -> list[int]:
@@ -684,3 +722,168 @@ class _Apple(_Spans):
     def _put(self, translation: str, start: int, end: int) -> str:
         return (translation.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
                 .replace("\r", "\\r"))
+
+
+
+# --- HTML pages
+
+HTML_PART_CHARS = 4000  # the most characters of a page sent as one text (the service's max_chars is 10,000)
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+_UNTRANSLATED_ELEMENTS = frozenset(("script", "style", "template", "svg", "math"))
+_HTML_LANG = re.compile(r"""(<html\b[^>]*\blang\s*=\s*["']?)([A-Za-z-]+)""", re.IGNORECASE)
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+@dataclass
+class _Element:
+    tag: str
+    start: int
+    inner_start: int            # after its start tag
+    end: int = -1
+    inner_end: int = -1         # its end tag's start (its end, where it has none)
+    children: list[_Element] = field(default_factory=list)
+
+
+class _Outline(HTMLParser):
+    """Where each element of a page starts and ends (an element left open ends where its parent
+    does, as HTML's optional end tags imply)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=False)
+        self.text = text
+        self.lines = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.root = _Element("#document", 0, 0, len(text), len(text))
+        self.open = [self.root]
+        self.feed(text)
+        self.close()
+        for element in self.open[1:]:
+            element.end = element.inner_end = len(text)
+
+    def _offset(self) -> int:
+        line, column = self.getpos()
+        return self.lines[line - 1] + column
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        start = self._offset()
+        written = self.get_starttag_text() or ""
+        element = _Element(tag, start, start + len(written))
+        self.open[-1].children.append(element)
+        if tag in _VOID or written.endswith("/>"):
+            element.end = element.inner_end = element.inner_start
+        else:
+            self.open.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        start = self._offset()
+        end = self.text.find(">", start) + 1 or len(self.text)
+        names = [element.tag for element in self.open]
+        if tag not in names[1:]:
+            return  # an end tag nothing opened
+        while self.open[-1].tag != tag:
+            element = self.open.pop()
+            element.end = element.inner_end = start
+        element = self.open.pop()
+        element.end, element.inner_end = end, start
+
+
+# Attributes whose values a reader sees (service/attributes.py translates them)
+_PEOPLE_ATTRIBUTE = re.compile(r"""<[^>]*\s(?:alt|title|placeholder|aria-label|label|abbr)\s*=\s*["']?[^\s"'>]""")
+
+
+def _visible(text: str) -> bool:
+    """Whether markup holds anything to translate: text, or an attribute a reader sees."""
+    return bool(re.sub(r"<!--.*?-->|<![^>]*>|<[^>]*>|&nbsp;|\s", "", text, flags=re.DOTALL)) or bool(
+        _PEOPLE_ATTRIBUTE.search(text))
+
+
+class _Html(_Spans):
+    """An HTML page as html: whole where it fits in a text, else its largest elements that fit and
+    the runs between them. A part the service refuses (malformed markup: an element never closed,
+    end tags crossed) is sent again as its elements and the text between, down to plain text, so
+    that a page as browsers forgive it is translated but for the faulty tags."""
+
+    fmt = "html"
+    unit = "parts"
+    errors = "xmlcharrefreplace"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        declared = _CHARSET.search(data[:2048])
+        encoding = declared.group(1).decode("ascii").lower() if declared else "utf-8"
+        try:
+            self.text, self.encoding = data.decode(encoding), encoding
+        except (LookupError, UnicodeDecodeError):
+            self.text, self.encoding = _decoded(name, data)
+        language = _HTML_LANG.search(self.text)
+        self.source_language = language.group(2) if language else ""
+        self._lang = (language.start(2), language.end(2)) if language else None
+        self.root = _Outline(self.text).root
+        self._parts(self.root, HTML_PART_CHARS)
+
+    def _parts(self, element: _Element, limit: int, start: int | None = None, end: int | None = None,
+               apart: bool = False) -> None:
+        """The element whole where it fits in `limit`, else (or given `start` and `end` in it) its
+        children that fit, each whole, and the runs of text and elements between them; `apart`:
+        each child a part of its own."""
+        if element.tag in _UNTRANSLATED_ELEMENTS:
+            return
+        if start is None and element.tag != "#document" and element.end - element.start <= limit:
+            self._add(element.start, element.end)
+            return
+        start = element.inner_start if start is None else start
+        end = element.inner_end if end is None else end
+        run = start
+        for child in element.children:
+            if child.start < start or child.end > end:
+                continue
+            if apart or child.end - child.start > limit or child.tag in _UNTRANSLATED_ELEMENTS or child.end - run > limit:
+                self._add(run, child.start)
+                self._parts(child, limit)
+                run = child.end
+        self._add(run, end)
+
+    def _add(self, start: int, end: int) -> None:
+        if end > start and _visible(self.text[start:end]):
+            self.spans.append((start, end, self.text[start:end]))
+
+    def finer(self, text: str) -> list[str]:
+        """The parts that replace a part refused: its elements, each alone, and the runs between."""
+        finer: list[str] = []
+        for span in [span for span in self.spans if span[2] == text]:
+            start, end, _ = span
+            element = self._holding(self.root, start, end)
+            if (element.start, element.end) == (start, end):
+                start, end = element.inner_start, element.inner_end
+            kept = len(self.spans)
+            self._parts(element, HTML_PART_CHARS, start, end, apart=True)
+            parts = self.spans[kept:]
+            if parts == [span]:  # nothing finer
+                del self.spans[kept:]
+                continue
+            self.spans.remove(span)
+            finer += [part[2] for part in parts]
+        return finer
+
+    def _holding(self, element: _Element, start: int, end: int) -> _Element:
+        """The element that is the text from `start` to `end`, or else the innermost that holds it."""
+        for child in element.children:
+            if (child.start, child.end) == (start, end):
+                return child
+            if child.start <= start and end <= child.end:
+                return self._holding(child, start, end)
+        return element
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        self._target = target
+        return super().written(translated, mark, target)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        if self._lang is not None and start <= self._lang[0] < end:  # the page whole: its <html> with it
+            return _HTML_LANG.sub(lambda m: m.group(1) + self._target, translation, count=1)
+        return translation
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        # the page says it is in the target language now
+        if self._lang is None or any(start <= self._lang[0] < end for start, end, _ in self.spans):
+            return []
+        return [(*self._lang, target)]

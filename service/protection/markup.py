@@ -37,7 +37,9 @@ TextFormat = Literal["text", "html", "xml", "markdown", "html-markdown"]
 TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.-]*)((?:\s+[^<>\s=/]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>=`]+))?)*)\s*(/?)>")
 # react-i18next's numbered tags, read in html where they pair (`_numbered_tag`); the same four groups.
 NUMBERED_TAG = re.compile(r"<(/?)([0-9]+)()\s*(/?)>")
-COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# Comments, with declarations (`<!DOCTYPE html>`) and processing instructions (`<?xml ...?>`), which a
+# whole page or file holds: kept as written, where they stand.
+COMMENT = re.compile(r"<!--.*?-->|<![A-Za-z][^<>]*>|<\?[^<>]*\?>", re.DOTALL)
 ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
 # Elements whose content is not prose to translate; script and style hold raw text in html. With

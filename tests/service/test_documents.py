@@ -5,6 +5,7 @@ runtime translates "two dogs play" as "PLAY DOGS TWO"."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -15,7 +16,7 @@ import pytest
 
 from service.app import create_app
 from service.document_store import DONE, ERROR, QUEUED, TRANSLATING, DocumentStore
-from service.documents import Failed, NoTarget, Refused, translate_document
+from service.documents import FORMATS, Failed, NoTarget, Refused, translate_document
 from service.glossary import GlossaryEntry
 from service.settings import Settings
 from testing.fake_runtime import FakeRuntime
@@ -149,6 +150,97 @@ def test_a_catalog_whose_message_is_broken_by_a_blank_line_is_written_whole():
     written = b'msgid ""\nmsgstr ""\n"Language: de\\n"\n\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "Open"\nmsgstr ""\n'
     done = translate_document("de.po", written, reversed_words, "en", None)
     assert done.count == 1 and b'#, fuzzy\nmsgid "Open"\nmsgstr "OPEN"\n' in done.data
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>two dogs</title><style>p { color: red }</style></head>
+<body>
+<h1>two dogs</h1>
+<p>two dogs play in the <b>snow</b>.</p>
+<ul><li>the cat<li>in the snow</ul>
+<script>var dogs = 1;</script>
+</body>
+</html>
+"""
+
+
+def test_an_html_page_is_sent_whole_where_it_fits_and_as_its_largest_elements_that_fit_where_not(monkeypatch):
+    sent = []
+
+    def marked(texts, source, target, fmt):
+        assert fmt == "html"
+        sent.extend(texts)
+        return [text.replace("dogs", "Hunde").replace("cat", "Katze") for text in texts]
+
+    done = translate_document("index.html", PAGE.encode(), marked, None, "de")
+    assert sent == [PAGE] and done.source == "en" and done.count == 1
+    translated = PAGE.replace('lang="en"', 'lang="de"').replace("dogs", "Hunde").replace("cat", "Katze")
+    assert done.data.decode() == translated
+    sent.clear()
+    monkeypatch.setattr("service.documents.HTML_PART_CHARS", 60)
+    done = translate_document("index.html", PAGE.encode(), marked, None, "de")
+    # the head's title (its style never sent), the body's blocks up to the list, the list; no script
+    assert sent == ['<meta charset="utf-8"><title>two dogs</title>',
+                    "\n<h1>two dogs</h1>\n<p>two dogs play in the <b>snow</b>.</p>\n",
+                    "<ul><li>the cat<li>in the snow</ul>"]
+    assert done.data.decode() == translated.replace("var Hunde", "var dogs")
+
+
+def test_a_part_of_a_page_the_service_refuses_is_sent_again_as_its_elements_and_the_text_between():
+    sent = []
+
+    def strict(texts, source, target, fmt):
+        # what the service does with markup whose elements do not nest (browsers forgive it)
+        sent.extend(texts)
+        for text in texts:
+            opened = []
+            for closing, name in re.findall(r"<(/?)(\w+)", text):
+                if name in ("br", "img", "meta"):
+                    continue
+                if not closing:
+                    opened.append(name)
+                elif not opened or opened.pop() != name:
+                    raise Refused(f"malformed html: </{name}>", "text.0")
+            if opened:
+                raise Refused(f"malformed html: <{opened[-1]}> is never closed", "text.0")
+        return [text.replace("save", "speichern").replace("open", "öffnen") for text in texts]
+
+    page = "<html><body><div><p>save it</p><p>open <b>the folder</p></body></html>"
+    done = translate_document("a.html", page.encode(), strict, "en", "de")
+    # each part refused alone is sent as its elements: the page, its body, its div, then both paragraphs
+    # (together, then each alone: which one?), then the one's elements and text, then the bold's text
+    body = page[len("<html>"):-len("</html>")]
+    assert sent == [page, body, body[len("<body>"):-len("</body>")], "<p>save it</p>", "<p>open <b>the folder</p>",
+                    "<p>save it</p>", "<p>open <b>the folder</p>", "open ", "<b>the folder", "open ", "<b>the folder",
+                    "the folder"]
+    assert done.data.decode() == "<html><body><div><p>speichern it</p><p>öffnen <b>the folder</p></body></html>"
+    assert done.refused == [] and done.count == 3  # the first paragraph, "open ", "the folder"
+    # an element whose only text is an attribute a reader sees is a part too
+    sent.clear()
+    page = '<div><p>save it</p><img src="a.png" alt="open it"><br></span></div>'
+    done = translate_document("c.html", page.encode(), strict, "en", "de")
+    assert sent == [page, "<p>save it</p>", '<img src="a.png" alt="open it">']
+    assert done.data.decode() == '<div><p>speichern it</p><img src="a.png" alt="öffnen it"><br></span></div>'
+    with pytest.raises(Failed, match="^nothing in b.html could be translated: 'save</b>': malformed html: </b>$"):
+        translate_document("b.html", b"save</b>", strict, "en", "de")
+
+
+def test_a_character_a_file_s_encoding_lacks_is_written_as_the_format_escapes_it_or_the_message_is_left():
+    def euro(texts, source, target, fmt):
+        return ["5 € Gebühr" for _ in texts]
+
+    latin = b'<?xml version="1.0" encoding="iso-8859-1"?><resources><string name="a">fee</string></resources>'
+    assert translate_document("strings.xml", latin, euro, "en", "de").data == latin.replace(
+        b">fee<", ">5 &#8364; Gebühr<".encode("latin-1"))
+    assert translate_document("M.properties", "a=fee\nb=Straße\n".encode("latin-1"), euro, "en", "de").data == \
+        "a=5 \\u20ac Gebühr\nb=5 \\u20ac Gebühr\n".encode("latin-1")
+    catalog = ('msgid ""\nmsgstr ""\n"Language: de\\n"\n"Content-Type: text/plain; charset=ISO-8859-1\\n"\n\n'
+               'msgid "fee"\nmsgstr ""\n').encode("latin-1")
+    # gettext has no escape for it: the message stays untranslated, named
+    with pytest.raises(Failed, match=r"^nothing in de.po could be translated: 'fee': the catalog's charset ISO-8859-1 "
+                                     r"cannot hold its translation \(msgconv -t UTF-8 converts the catalog\)$"):
+        translate_document("de.po", catalog, euro, "en", "de")
 
 
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
@@ -300,7 +392,7 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
                                     "report.docx", b"PK")
         assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.docx'; "
-                                                "formats: .po, .pot, .xlf, .xliff, .ts, .txt, .srt, .json, .arb, .xml, .properties, .strings")
+                                                "formats: " + ", ".join(FORMATS))
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
                                     "notes.txt", b"two dogs play")
         assert (status, body) == (400, {"error": "fr is not supported"})

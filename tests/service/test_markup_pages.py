@@ -109,3 +109,13 @@ def test_a_line_of_markup_in_a_longer_plain_text_is_translated_as_html():
     # runtime reverses and upper-cases words), reported as tags; the line break stays.
     assert served.translation.text == "FULL. IS DISK THE <b>WARNING:</b>\nFILES. <i>SOME</i> DELETE PLEASE"
     assert [(p.kind, p.text) for p in served.placed] == [("tag", "<b>"), ("tag", "<i>")]
+
+
+@pytest.mark.parametrize("fmt, head", [
+    ("html", "<!DOCTYPE html>\n"),
+    ("xml", '<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE note SYSTEM "note.dtd">\n'),
+])
+def test_a_whole_page_s_declarations_are_kept_as_written(fmt, head):
+    # "<!DOCTYPE html>" had reached the model as words and come back escaped, "&lt;!DOCTYPE html&gt;"
+    (nbest,) = translated_by_fake([head + "<p>save the file</p>"], fmt)
+    assert nbest[0].translation.text == head + "<p>FILE THE SAVE</p>"
