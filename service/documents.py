@@ -379,8 +379,7 @@ class _Xml:
         self.target_language = self.document.target_language
         self.skipped = getattr(self.document, "skipped", 0)
         self.texts = [segment.source for segment in self.document.segments]
-        # XLIFF 2 has no state to mark a translation to review with
-        self.marks = "for review" if kind == "linguist" or self.document.version == "1" else ""
+        self.marks = "for review"
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         try:

@@ -32,7 +32,8 @@ _SEGMENT = {"1": re.compile(r"<trans-unit\b([^>]*)>(.*?)</trans-unit\s*>", re.DO
 _SOURCE = re.compile(r"([ \t]*)<source\b[^>]*>(.*?)</source\s*>", re.DOTALL)
 _TARGET = re.compile(r"<target\b([^>]*?)(?:/>|>(.*?)</target\s*>)", re.DOTALL)
 _NO = re.compile(r"""\btranslate\s*=\s*["']no["']""")
-_STATE = re.compile(r"""\s*\bstate\s*=\s*["'][^"']*["']""")
+_STATE = re.compile(r"""\s*(?<![\w:-])state\s*=\s*["'][^"']*["']""")
+_SUBSTATE = re.compile(r"""\s*\bsubState\s*=\s*["'][^"']*["']""")
 # XLIFF 1.2's states of a target nobody translated yet (tools put the source there as a placeholder).
 _UNTRANSLATED_STATE = re.compile(r"""\bstate\s*=\s*["'](?:new|needs-translation)["']""")
 
@@ -49,6 +50,7 @@ class Segment:
     replace_to: int      # up to where the text there is replaced (an empty target's end; insert_at: none)
     indent: str          # the whitespace before its source, which a target written after it takes too
     target_attributes: str | None  # an empty target's attributes (None: no target)
+    opening: tuple[int, int] | None = None  # XLIFF 2: where its <segment> tag, which holds its state, is
 
 
 @dataclass(frozen=True)
@@ -119,18 +121,21 @@ def read(data: bytes) -> Xliff:
         if source is None or not source.group(2).strip():
             continue
         target = _TARGET.search(body, source.end())
+        opening = (match.start(), start) if version == "2" else None
         if target is None:
             at = start + source.end()
-            segments.append(Segment(source.group(2), at, at, source.group(1), None))
+            segments.append(Segment(source.group(2), at, at, source.group(1), None, opening))
         elif not (target.group(2) or "").strip() or _UNTRANSLATED_STATE.search(target.group(1)):
             segments.append(Segment(source.group(2), start + target.start(), start + target.end(), source.group(1),
-                                    target.group(1)))
+                                    target.group(1), opening))
     return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped)
 
 
 def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str, int]:
-    """The file's text with each segment that has a translation given its target, and how many."""
-    edits = []
+    """The file's text with each segment that has a translation given its target, and how many. In
+    1.2 the target's state says it needs review (`mark`) or is translated; in 2.x the segment's
+    state is `translated` (2.x's state before `reviewed` and `final`)."""
+    edits, count = [], 0
     for segment in xliff.segments:
         translation = translations.get(segment.source)
         if translation is None:
@@ -142,5 +147,12 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str
         element = f"<target{attributes}>{translation}</target>"
         if segment.target_attributes is None:  # after the source, on a line of its own as it is
             element = ("\n" + segment.indent if segment.indent else "") + element
+        if segment.opening is not None:
+            start, end = segment.opening
+            tag = xliff.text[start:end]
+            closing = len(tag) - 2 if tag.endswith("/>") else len(tag) - 1
+            kept = _SUBSTATE.sub("", _STATE.sub("", tag[:closing]))  # a tool's own substate named the old state
+            edits.append((start, end, f'{kept} state="translated"{tag[closing:]}'))
         edits.append((segment.insert_at, segment.replace_to, element))
-    return checked(spliced(xliff.text, edits), xliff.encoding), len(edits)
+        count += 1
+    return checked(spliced(xliff.text, edits), xliff.encoding), count

@@ -243,6 +243,18 @@ def test_a_character_a_file_s_encoding_lacks_is_written_as_the_format_escapes_it
         translate_document("de.po", catalog, euro, "en", "de")
 
 
+def test_an_xliff_2_segment_translated_is_in_the_state_translated_its_tool_s_substate_dropped():
+    xlf = ('<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en" trgLang="de">'
+           '<file id="f"><unit id="u"><segment id="s" state="initial" subState="acme:new"><source>two dogs play</source>'
+           '</segment></unit><unit id="v"><segment state="final"><source>the cat</source><target>die Katze</target>'
+           '</segment></unit></file></xliff>')
+    done = translate_document("ui.xliff", xlf.encode(), reversed_words, None, None)
+    assert done.data.decode() == xlf.replace(
+        '<segment id="s" state="initial" subState="acme:new"><source>two dogs play</source>',
+        '<segment id="s" state="translated"><source>two dogs play</source><target>PLAY DOGS TWO</target>')
+    assert (done.count, done.marked) == (1, "for review")
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
