@@ -1,7 +1,7 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py), Qt Linguist
-(.ts; service/linguist.py), plain text (.txt), HTML pages (.html, .htm), SubRip subtitles (.srt), and
-the string resources of
+(.ts; service/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), SubRip
+subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties) and Apple's strings (.strings).
 
@@ -17,7 +17,9 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
 - An XLIFF file's and a .ts file's untranslated segments are marked as their tools mark one to review
   (service/xliff.py, service/linguist.py).
 - A text file's paragraphs (text between blank lines) and a subtitle's text are translated each as
-  one text, its line breaks kept by the service's layout.
+  one text, its line breaks kept by the service's layout; so are a Markdown file's (its headings,
+  lists, quotes and tables kept by the service), but for its code (fenced or indented), front
+  matter and link definitions.
 - An HTML page is translated as html, the service translating it block by block (its scripts,
   styles and preformatted text kept); a page longer than a text may be is sent as its largest
   elements that fit, each whole.
@@ -47,10 +49,10 @@ BATCH = 32
 
 # What a document is, by its name's suffix.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
-           ".txt": "text", ".html": "html", ".htm": "html", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
+           ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
            ".properties": "properties", ".strings": "apple"}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
-               "linguist": "application/xml", "text": "text/plain", "html": "text/html", "subtitles": "application/x-subrip",
+               "linguist": "application/xml", "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
                "apple": "text/plain"}
 
@@ -159,7 +161,8 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     if kind is None:
         raise Failed(f"{os.path.splitext(name)[1] or name!r} files cannot be translated; "
                      f"formats: {', '.join(FORMATS)}")
-    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "html": _Html, "subtitles": _Subtitles,
+    reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "markdown": _Markdown, "html": _Html,
+              "subtitles": _Subtitles,
               "json": _Json, "android": _Android, "properties": _Properties, "apple": _Apple}[kind]
     document = reader(name, data, kind, fuzzy)
     source = language(source or document.source_language or default_source)
@@ -886,3 +889,60 @@ class _Html(_Spans):
         if self._lang is None or any(start <= self._lang[0] < end for start, end, _ in self.spans):
             return []
         return [(*self._lang, target)]
+
+
+
+# --- Markdown
+
+# What a Markdown file holds that is no prose: front matter (YAML between --- lines at its start) and
+# fenced code (to its closing fence, or the end of the file).
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*(?:\r?\n|\Z)|\Z)", re.DOTALL | re.MULTILINE)
+_BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\r?\n")
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
+
+
+class _Markdown(_Spans):
+    fmt = "text"
+    source_language = ""
+    unit = "paragraphs"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = _decoded(name, data)
+        code = [m.span() for m in _FENCE.finditer(self.text)]
+        front = _FRONT_MATTER.match(self.text)
+        cursor, previous = (front.end() if front else 0), ""
+        for start, end in code + [(len(self.text), len(self.text))]:
+            if end <= cursor:
+                continue
+            previous = self._paragraphs(cursor, max(start, cursor), previous)
+            cursor = end
+
+    def _paragraphs(self, start: int, end: int, previous: str) -> str:
+        """The paragraphs between `start` and `end`; the last one's text (a list's indented paragraph
+        is no code)."""
+        cursor = start
+        for gap in list(_BLANK_LINES.finditer(self.text, start, end)) + [None]:
+            stop = gap.start() if gap is not None else end
+            block = self.text[cursor:stop]
+            blank = _LEADING_BLANK_LINES.match(block).end()  # what the blank lines before it left
+            if block.strip():
+                self._block(cursor + blank, block[blank:].rstrip(), previous)
+                previous = block[blank:]
+            if gap is not None:
+                cursor = gap.end()
+        return previous
+
+    def _block(self, start: int, block: str, previous: str) -> None:
+        lines = block.split("\n")
+        if all(line.startswith(("    ", "\t")) for line in lines if line.strip()) and not _LIST_ITEM.match(previous):
+            return  # indented code
+        if all(_LINK_DEFINITION.match(line.rstrip("\r")) for line in lines):
+            return
+        self.spans.append((start, start + len(block), block.replace("\r\n", "\n")))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return translation.replace("\n", "\r\n") if "\r\n" in self.text[start:end] else translation

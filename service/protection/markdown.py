@@ -1,9 +1,10 @@
 """Markdown's inline emphasis and links in a plain text: `*very*`, `**Save**`, `_this_`, `__that__`,
 `***both***`, `~~gone~~`, read as tags whose opening and closing tags are their delimiters, and
 `[the guide](docs/guide.md)` or `![a screenshot](main.png)`, read as a tag whose opening tag is
-`[` (`![`) and whose closing tag is `](destination)`: the link's text is translated, its
-destination kept as written (a relative one, "images/main.png", had come back "Bilder/main.png",
-and a URL put back apart from its text: "[**release Notizen**] (https://…)").
+`[` (`![`) and whose closing tag is `](destination)` (or a reference's `][label]`): the link's text is
+translated, its destination kept as written (a relative one, "images/main.png", had come back
+"Bilder/main.png", and a URL put back apart from its text: "[**release Notizen**] (https://…)"; a
+label, "[New project][new]", had come back "[Neues Projekt][neu]", a link to nothing).
 
 Sent as words, the model copies an emphasised word untranslated: "Use *only* the **latest**
 version." came back "Verwenden Sie *only* die **latest** Version.", "The file was *successfully*
@@ -16,7 +17,7 @@ to three `*` or `_` (two `~`) opens where it is followed by a visible character 
 inside a word, closes where it follows one and is not followed by a word character, and closes the
 nearest open run of the same character and length. Stricter than CommonMark, which lets `*` pair
 inside words: "2*3*4" and "**/*.js" stay text. Nothing pairs inside a code span (`` `a*b*` ``), a
-link's destination (`[docs](http://x/_y_)`), a bare URL, or a character escaped with a backslash.
+link's destination (`[docs](http://x/_y_)`) or label, a bare URL, or a character escaped with a backslash.
 """
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ from service.protection.tagged import Markup, Tag, nested, plain_markup
 _RUN = re.compile(r"\*{1,3}|_{1,3}|~~")
 _CODE = re.compile(r"(`+)[^`]*?\1")
 # Where emphasis cannot start or end: code spans, link destinations, autolinks and bare URLs, escapes.
-_OPAQUE = re.compile(_CODE.pattern + r"|\]\([^()\s]*\)|<[a-z][a-z0-9+.-]*:[^<>\s]*>|\b[a-z][a-z0-9+.-]*://\S+|\\.",
+_OPAQUE = re.compile(_CODE.pattern + r"|\]\([^()\s]*\)|\]\[[^\[\]\n]+\]|<[a-z][a-z0-9+.-]*:[^<>\s]*>|\b[a-z][a-z0-9+.-]*://\S+|\\.",
                      re.IGNORECASE)
 _NAMES = {1: "em", 2: "strong", 3: "strong-em"}
-# An inline link or image: its text is translated, its destination kept as written.
-_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\([^()\s]*\)")
+# An inline link or image, or one by reference (`[the guide][guide]`, its destination defined
+# elsewhere by its label): its text is translated, its destination or label kept as written.
+_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\](?:\([^()\s]*\)|\[[^\[\]\n]+\])")
 _IDENTIFIER = re.compile(r"\w+")
 _LISP_SPECIAL = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
 _ENDS = ".,!?:;…)]}%\"'”’»"

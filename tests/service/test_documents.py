@@ -255,6 +255,46 @@ def test_an_xliff_2_segment_translated_is_in_the_state_translated_its_tool_s_sub
     assert (done.count, done.marked) == (1, "for review")
 
 
+MARKDOWN = """---
+title: Help
+---
+
+# two dogs
+
+play in the *snow*.
+see [the cat][cat].
+
+```bash
+$ two dogs
+
+play
+```
+
+    indented code
+
+- two dogs
+
+    the cat of the item.
+
+| Key | Action |
+|-----|--------|
+| `Ctrl+S` | two dogs \\| play |
+
+[cat]: https://example.org/cat
+"""
+
+
+def test_a_markdown_file_s_prose_is_translated_its_code_front_matter_and_link_definitions_left():
+    done = translate_document("help.md", MARKDOWN.encode(), reversed_words, "en", "de")
+    # (the fake reverses each line's words: the service keeps headings, lists and links in place)
+    assert done.data.decode() == MARKDOWN.replace("# two dogs", "DOGS TWO #").replace(
+        "play in the *snow*.\nsee [the cat][cat].", "*SNOW*. THE IN PLAY\nCAT][CAT]. [THE SEE").replace(
+        "- two dogs", "DOGS TWO -").replace("    the cat of the item.", "ITEM. THE OF CAT THE").replace(
+        "| Key | Action |\n|-----|--------|\n| `Ctrl+S` | two dogs \\| play |",
+        "| ACTION | KEY |\n|-----|--------|\n| PLAY \\| DOGS TWO | `CTRL+S` |")
+    assert done.count == 5  # the heading, the paragraph, the item and its paragraph, the table
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"

@@ -49,6 +49,9 @@ def links(text: str) -> tuple[str, list[tuple[str, str | None, str, int | None]]
     ("*a [b* c](x)", "*a b* c", [("[", "](x)", "b* c", None)]),
     ("`[not](a link)` and [](empty)", "`[not](a link)` and ", [("[", "](empty)", "", None)]),
     ("[the docs](http://x.org/_build_/*a*)", "the docs", [("[", "](http://x.org/_build_/*a*)", "the docs", None)]),
+    # by reference: the label names the destination defined elsewhere ("[new]: https://…")
+    ("Choose [New project][new] now", "Choose New project now", [("[", "][new]", "New project", None)]),
+    ("[the *docs*][_ref_]", "the docs", [("[", "][_ref_]", "the docs", None), ("*", "*", "docs", 0)]),
 ])
 def test_links_are_tags_around_their_text_their_destination_kept(text, plain, tags):
     assert links(text) == (plain, tags)
@@ -100,6 +103,7 @@ def only(text: str):
     # A link's destination stays as written, its text translated.
     ("Read [the guide](docs/guide.md) now", "NOW [GUIDE THE](docs/guide.md) READ"),
     ("![A screenshot](images/main.png)", "![SCREENSHOT A](images/main.png)"),
+    ("Read [the guide][guide] now", "NOW [GUIDE THE][guide] READ"),  # a label translated would link nowhere
 ])
 def test_emphasised_words_are_translated_inside_their_delimiters(text, expected):
     served = only(text)
