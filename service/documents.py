@@ -3,7 +3,8 @@ gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py)
 (.ts; service/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), SubRip
 subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
-strings.xml (.xml), Java's properties (.properties) and Apple's strings (.strings).
+strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings) and .NET's
+resources (.resx).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -26,7 +27,8 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
 - A string resource file is in the source language: every string of it is translated (JSON: every
   string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
   `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false"; a
-  properties or strings file: every value), each read from its escapes and written back in them.
+  properties, strings or resx file: every string value), each read from its escapes and written
+  back in them.
 
 A text the translator refuses (`Refused` naming a text: too long, malformed markup) stays as it was
 and is named in `Translated.refused`; what stops the whole file is `Failed`, one line saying why.
@@ -37,6 +39,7 @@ import json
 import os
 import re
 import tempfile
+from html import unescape
 from html.parser import HTMLParser
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,11 +53,11 @@ BATCH = 32
 # What a document is, by its name's suffix.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
-           ".properties": "properties", ".strings": "apple"}
+           ".properties": "properties", ".strings": "apple", ".resx": "resx"}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
                "linguist": "application/xml", "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
-               "apple": "text/plain"}
+               "apple": "text/plain", "resx": "application/xml"}
 
 
 class Failed(Exception):
@@ -163,7 +166,8 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
                      f"formats: {', '.join(FORMATS)}")
     reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "markdown": _Markdown, "html": _Html,
               "subtitles": _Subtitles,
-              "json": _Json, "android": _Android, "properties": _Properties, "apple": _Apple}[kind]
+              "json": _Json, "android": _Android, "properties": _Properties, "apple": _Apple,
+              "resx": _Resx}[kind]
     document = reader(name, data, kind, fuzzy)
     source = language(source or document.source_language or default_source)
     named = language(document.target_language)
@@ -946,3 +950,43 @@ class _Markdown(_Spans):
 
     def _put(self, translation: str, start: int, end: int) -> str:
         return translation.replace("\n", "\r\n") if "\r\n" in self.text[start:end] else translation
+
+
+
+# --- .NET resources
+
+_RESX_DATA = re.compile(r"<data\b([^>]*)>(.*?)</data\s*>", re.DOTALL)
+_RESX_VALUE = re.compile(r"<value>(.*?)</value\s*>", re.DOTALL)
+_RESX_NAME = re.compile(r"""\bname\s*=\s*["']([^"']*)["']""")
+_RESX_TYPED = re.compile(r"""\b(?:type|mimetype)\s*=""")
+
+
+class _Resx(_Spans):
+    """.NET's .resx: each string resource's value (not a file reference, an image or another typed
+    value, nor the Windows Forms designer's `>>` entries), sent as XML text and written back escaped."""
+
+    fmt = "xml"
+    source_language = ""
+    errors = "xmlcharrefreplace"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        try:
+            self.text, self.encoding = xliff.decoded(data)
+            xliff.checked(self.text, self.encoding)
+        except xliff.FileInvalid as error:
+            raise Failed(f"cannot read {name}: {error}") from None
+        if "<root" not in self.text:
+            raise Failed(f"cannot read {name}: not .NET resources (no <root>)")
+        for data_element in _RESX_DATA.finditer(self.text):
+            attributes = data_element.group(1)
+            named = _RESX_NAME.search(attributes)
+            if _RESX_TYPED.search(attributes) or (named and unescape(named.group(1)).startswith(">>")):
+                continue
+            value = _RESX_VALUE.search(data_element.group(2))
+            if value is not None and value.group(1).strip():
+                start = data_element.start(2) + value.start(1)
+                self.spans.append((start, start + len(value.group(1)), value.group(1)))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return translation

@@ -295,6 +295,36 @@ def test_a_markdown_file_s_prose_is_translated_its_code_front_matter_and_link_de
     assert done.count == 5  # the heading, the paragraph, the item and its paragraph, the table
 
 
+RESX = """<?xml version="1.0" encoding="utf-8"?>
+<root>
+  <resheader name="resmimetype"><value>text/microsoft-resx</value></resheader>
+  <data name="Greeting" xml:space="preserve">
+    <value>two dogs &amp; the cat</value>
+    <comment>the start page's title</comment>
+  </data>
+  <data name="Icon" type="System.Resources.ResXFileRef, System.Windows.Forms">
+    <value>icon.png;System.Drawing.Bitmap</value>
+  </data>
+  <data name="&gt;&gt;button1.Name" xml:space="preserve"><value>button1</value></data>
+  <data name="Empty"><value></value></data>
+</root>
+"""
+
+
+def test_a_resx_file_s_string_values_are_translated_its_typed_values_and_comments_left():
+    sent = []
+
+    def german(texts, source, target, fmt):
+        sent.extend(texts)
+        assert fmt == "xml"
+        return ["zwei Hunde &amp; die Katze"]
+
+    done = translate_document("Strings.resx", RESX.encode(), german, "en", "de")
+    assert sent == ["two dogs &amp; the cat"] and done.count == 1
+    assert done.data.decode() == RESX.replace("<value>two dogs &amp; the cat</value>",
+                                              "<value>zwei Hunde &amp; die Katze</value>")
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
