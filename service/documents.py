@@ -3,8 +3,8 @@ gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/xliff.py)
 (.ts; service/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), SubRip
 subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
-strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings) and .NET's
-resources (.resx).
+strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
+resources (.resx) and YAML (.yml, .yaml: Rails', Symfony's, Hugo's).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -27,14 +27,15 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
 - A string resource file is in the source language: every string of it is translated (JSON: every
   string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
   `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false"; a
-  properties, strings or resx file: every string value), each read from its escapes and written
-  back in them.
+  properties, strings, resx or YAML file: every string value; Rails' top key, the locale, renamed
+  to the target), each read from its escapes and written back in them.
 
 A text the translator refuses (`Refused` naming a text: too long, malformed markup) stays as it was
 and is named in `Translated.refused`; what stops the whole file is `Failed`, one line saying why.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -53,11 +54,13 @@ BATCH = 32
 # What a document is, by its name's suffix.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android",
-           ".properties": "properties", ".strings": "apple", ".resx": "resx"}
+           ".properties": "properties", ".strings": "apple", ".resx": "resx",
+           ".yml": "yaml", ".yaml": "yaml"}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml",
                "linguist": "application/xml", "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
-               "apple": "text/plain", "resx": "application/xml"}
+               "apple": "text/plain", "resx": "application/xml",
+               "yaml": "application/yaml"}
 
 
 class Failed(Exception):
@@ -167,7 +170,7 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     reader = {"gettext": _Gettext, "xliff": _Xml, "linguist": _Xml, "text": _Plain, "markdown": _Markdown, "html": _Html,
               "subtitles": _Subtitles,
               "json": _Json, "android": _Android, "properties": _Properties, "apple": _Apple,
-              "resx": _Resx}[kind]
+              "resx": _Resx, "yaml": _Yaml}[kind]
     document = reader(name, data, kind, fuzzy)
     source = language(source or document.source_language or default_source)
     named = language(document.target_language)
@@ -990,3 +993,141 @@ class _Resx(_Spans):
 
     def _put(self, translation: str, start: int, end: int) -> str:
         return translation
+
+
+
+# --- YAML
+
+# A line of a YAML file's block mappings and sequences: its indentation, a sequence's dash, a key and
+# what follows the key's colon (or the dash). Flow collections ({…}, […]), anchors, aliases and tags
+# are left as written: string resources hardly use them.
+_YAML_LINE = re.compile(r"""^(?P<indent> *)(?P<dash>- +)?(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{}\[\]&*!|>%@`-][^#]*?|-[^\s#][^#]*?) *:(?= |$))? *(?P<value>.*?)\s*$""")
+_YAML_NOT_TEXT = re.compile(r"""^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|no|on|off|[-+]?(?:\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F]+|\.inf|\.nan))$""")
+_YAML_PLAIN_UNSAFE = re.compile(r"""^[\s\-?:,\[\]{}#&*!|>'"%@`]|: | #|:$|\s$""")
+_YAML_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "/": "/", "0": "\0", " ": " ", "r": "\r"}
+_YAML_DOCUMENT_MARK = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
+_LOCALE_KEY = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4})?$")
+# A quoted scalar's rest, to its closing quote (on its line: `.match(value, 1)`; or on any line).
+_YAML_CLOSING = {'"': re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL), "'": re.compile(r"(?:[^']|'')*'(?!')", re.DOTALL)}
+
+
+def _deeper_lines_end(lines: list[str], number: int, depth: int) -> int:
+    """The number of the first line from `number` on that is neither blank nor indented `depth` or deeper."""
+    while number < len(lines) and (not lines[number].strip() or len(lines[number]) - len(lines[number].lstrip(" ")) >= depth):
+        number += 1
+    return number
+
+
+class _Yaml(_Spans):
+    """Each string scalar of a YAML file's mappings and sequences: plain, single- or double-quoted,
+    or a literal or folded block; written back in the same style (a plain one quoted where its
+    translation would read otherwise). Rails' files have the locale as their one top key: it is
+    renamed to the target."""
+
+    fmt = "text"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = _decoded(name, data)
+        self.styles: dict[int, tuple[str, str]] = {}  # span start -> (style, a block's indentation)
+        self.locale: tuple[int, int] | None = None
+        self.source_language = ""
+        lines = self.text.splitlines(keepends=True)
+        offsets = [0]
+        for line in lines:
+            offsets.append(offsets[-1] + len(line))
+        top_keys, top_lines = [], 0
+        number = 0
+        while number < len(lines):
+            line = lines[number].rstrip("\r\n")
+            start = offsets[number]
+            number += 1
+            if not line.strip() or line.lstrip().startswith("#") or _YAML_DOCUMENT_MARK.match(line):
+                continue
+            top_lines += not line.startswith(" ")
+            match = _YAML_LINE.match(line)
+            if match is None:
+                continue
+            indent, value = len(match.group("indent")), match.group("value")
+            if match.group("key") is not None and indent == 0 and not match.group("dash"):
+                top_keys.append((match.group("key"), start + match.start("key"), start + match.end("key"), value))
+            if match.group("key") is None and not match.group("dash"):
+                number = _deeper_lines_end(lines, number, indent)  # a plain scalar's lines going on
+                continue
+            at = start + match.start("value")
+            closing = _YAML_CLOSING.get(value[:1])
+            if closing is not None and not closing.match(value, 1):  # a quoted scalar on several lines: left
+                ended = closing.match(self.text, at + 1)
+                number = bisect.bisect_right(offsets, ended.end() - 1) if ended else len(lines)  # the line after
+                continue
+            if value[:1] in "|>":  # a block: the lines indented deeper than its key's
+                if not re.fullmatch(r"[|>][-+]?\d?\s*(?:#.*)?", value):
+                    continue
+                body_start = offsets[number]
+                inner = None
+                while number < len(lines):
+                    following = lines[number].rstrip("\r\n")
+                    depth = len(following) - len(following.lstrip(" "))
+                    if following.strip() and depth <= indent + (len(match.group("dash") or "")):
+                        break
+                    if following.strip() and inner is None:
+                        inner = depth
+                    number += 1
+                body_end = offsets[number]
+                while body_end > body_start and self.text[body_end - 1] in "\r\n ":
+                    body_end -= 1
+                if inner is None:
+                    continue
+                block = self.text[body_start:body_end]
+                content = "\n".join(l[inner:] for l in block.replace("\r\n", "\n").split("\n"))
+                if value.startswith(">"):  # folded: its lines are one line, a blank line a line break
+                    content = re.sub(r"(?<!\n)\n(?!\n)", " ", content)
+                if content.strip():
+                    self._add(body_start, body_end, content, "block", " " * inner)
+            elif value.startswith('"'):
+                quoted = re.match(r'"((?:[^"\\]|\\.)*)"\s*(?:#.*)?$', value)
+                if quoted:
+                    content = re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m.group(1)[1:], 16))
+                                     if len(m.group(1)) == 5 else _YAML_ESCAPES.get(m.group(1), m.group(0)), quoted.group(1))
+                    self._add(at, at + len(quoted.group(1)) + 2, content, "double", "")
+            elif value.startswith("'"):
+                quoted = re.match(r"'((?:[^']|'')*)'\s*(?:#.*)?$", value)
+                if quoted:
+                    self._add(at, at + len(quoted.group(1)) + 2, quoted.group(1).replace("''", "'"), "single", "")
+            elif value and value[0] not in "{[&*!#" and not self._goes_on(lines, number, indent):
+                plain = re.split(r"\s+#", value)[0].rstrip()
+                if plain and not _YAML_NOT_TEXT.match(plain):
+                    self._add(at, at + len(plain), plain, "plain", "")
+        if top_lines == 1 and len(top_keys) == 1 and not top_keys[0][3] and _LOCALE_KEY.match(top_keys[0][0]):
+            self.source_language = top_keys[0][0]
+            self.locale = top_keys[0][1:3]
+
+    @staticmethod
+    def _goes_on(lines: list[str], number: int, indent: int) -> bool:
+        """Whether a plain scalar goes on, on the next lines (indented deeper, neither a key nor a
+        dash): only its first line would be translated, so it is left."""
+        for line in lines[number:]:
+            if line.strip() and not line.lstrip().startswith("#"):
+                depth = len(line) - len(line.lstrip(" "))
+                match = _YAML_LINE.match(line.rstrip("\r\n"))
+                return depth > indent and match is not None and match.group("key") is None and not match.group("dash")
+        return False
+
+    def _add(self, start: int, end: int, text: str, style: str, indent: str) -> None:
+        self.spans.append((start, end, text))
+        self.styles[start] = (style, indent)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        style, indent = self.styles[start]
+        if style == "block":
+            newline = "\r\n" if "\r\n" in self.text[start:end] else "\n"
+            return newline.join(indent + line if line else line for line in translation.split("\n"))
+        if style == "single" and "\n" not in translation:
+            return "'" + translation.replace("'", "''") + "'"
+        if style == "plain" and "\n" not in translation and not _YAML_PLAIN_UNSAFE.search(translation) \
+                and not _YAML_NOT_TEXT.match(translation):
+            return translation
+        return json.dumps(translation, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        return [(*self.locale, target)] if self.locale is not None else []

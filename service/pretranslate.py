@@ -4,7 +4,7 @@ of a translation for a translator to review; msgfmt leaves fuzzy ones out of the
 An XLIFF file (service/xliff.py) and a Qt Linguist one (service/linguist.py) are pre-translated the
 same way, marked as their tools mark a translation to review; a text or Markdown file's paragraphs, an HTML
 page, a SubRip file's subtitles and every string of a program's string resources (JSON, Android, Java properties,
-Apple strings, .NET resx) are translated (service/documents.py reads and writes them all).
+Apple strings, .NET resx, YAML) are translated (service/documents.py reads and writes them all).
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
     parser.add_argument("catalog", type=Path, help="a .po or .pot file, an XLIFF file (.xlf, .xliff), a Qt Linguist one "
                         "(.ts), a text file (.txt), Markdown (.md), an HTML page (.html), SubRip subtitles (.srt), or string resources: JSON (.json, .arb), "
-                        "Android (strings.xml), Java (.properties), Apple (.strings), .NET (.resx)")
+                        "Android (strings.xml), Java (.properties), Apple (.strings), .NET (.resx), YAML (.yml)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog")
     where.add_argument("--in-place", action="store_true", help="write it over the catalog read")

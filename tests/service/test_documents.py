@@ -325,6 +325,58 @@ def test_a_resx_file_s_string_values_are_translated_its_typed_values_and_comment
                                               "<value>zwei Hunde &amp; die Katze</value>")
 
 
+YAML = """# Rails' locale file
+en:
+  hello: two dogs
+  count: 3
+  enabled: true
+  errors:
+    blank: "can't be \\"blank\\""
+    taken: 'isn''t the cat'   # a comment stays
+  menu:
+    - the cat
+    - "two dogs"
+  help: |
+    two dogs play
+    in the snow
+  folded: >-
+    the cat
+    sleeps
+  long: a plain text
+    going on
+  alias: &anchor the cat
+  empty:
+"""
+
+
+def test_a_yaml_file_s_strings_are_translated_in_their_styles_and_rails_locale_key_renamed():
+    yaml = pytest.importorskip("yaml")
+
+    def quoting(texts, source, target, fmt):
+        return [text.replace("\n", " / ").upper() + ": it's" for text in texts]
+
+    done = translate_document("en.yml", YAML.encode(), quoting, None, "de")
+    assert done.source == "en" and done.count == 7
+    assert yaml.safe_load(done.data) == {"de": {
+        "hello": "TWO DOGS: it's", "count": 3, "enabled": True,
+        "errors": {"blank": "CAN'T BE \"BLANK\": it's", "taken": "ISN'T THE CAT: it's"},
+        "menu": ["THE CAT: it's", "TWO DOGS: it's"],
+        "help": "TWO DOGS PLAY / IN THE SNOW: it's\n", "folded": "THE CAT SLEEPS: it's",
+        "long": "a plain text going on", "alias": "the cat", "empty": None}}
+    # each in the style it was written in, quoted where a plain one would not read so
+    assert "  taken: 'ISN''T THE CAT: it''s'   # a comment stays\n" in done.data.decode()
+    assert '  hello: "TWO DOGS: it\'s"\n' in done.data.decode()
+
+
+def test_a_yaml_scalar_on_several_lines_is_left_and_what_it_holds_read_as_no_key():
+    yaml = pytest.importorskip("yaml")
+    written = 'en:\n  a: "two\n    dogs: play"\n  b: the cat\n  c:\n    two dogs\n    - play\n  d: two\n    dogs\n'
+    done = translate_document("en.yml", written.encode(), reversed_words, None, "de")
+    assert done.data.decode() == written.replace("en:", "de:").replace("b: the cat", "b: CAT THE")
+    assert yaml.safe_load(done.data) == {"de": {"a": "two dogs: play", "b": "CAT THE", "c": "two dogs - play",
+                                                "d": "two dogs"}}
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
