@@ -581,23 +581,31 @@ _BARE_QUOTE = re.compile(r"""(?<!\\)(['"])""")
 _BARE_DOUBLE_QUOTE = re.compile(r"""(?<!\\)(")""")
 
 
-class _Android(_Spans):
-    """Android's strings.xml: each string, plural item and array item's content, sent as markup (its
-    <b>, <xliff:g> kept); the quotes a translation brings escaped as aapt wants them."""
+class _XmlResources(_Spans):
+    """String resources in XML: their values sent as XML, a character the file's encoding lacks
+    written as a character reference."""
 
     fmt = "xml"
     source_language = ""
     errors = "xmlcharrefreplace"
 
-    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
-        super().__init__()
+    def _read(self, name: str, data: bytes, root: re.Pattern, what: str) -> None:
         try:
             self.text, self.encoding = xliff.decoded(data)
             xliff.checked(self.text, self.encoding)
         except xliff.FileInvalid as error:
             raise Failed(f"cannot read {name}: {error}") from None
-        if not _ANDROID_RESOURCES.search(self.text):
-            raise Failed(f"cannot read {name}: not Android string resources (no <resources>)")
+        if not root.search(self.text):
+            raise Failed(f"cannot read {name}: not {what}")
+
+
+class _Android(_XmlResources):
+    """Android's strings.xml: each string, plural item and array item's content, sent as markup (its
+    <b>, <xliff:g> kept); the quotes a translation brings escaped as aapt wants them."""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self._read(name, data, _ANDROID_RESOURCES, "Android string resources (no <resources>)")
         for element in _ANDROID_ELEMENT.finditer(self.text):
             if _UNTRANSLATABLE.search(element.group(2)) or element.group(3) is None:
                 continue
@@ -958,29 +966,20 @@ class _Markdown(_Spans):
 
 # --- .NET resources
 
+_RESX_ROOT = re.compile(r"<root\b")
 _RESX_DATA = re.compile(r"<data\b([^>]*)>(.*?)</data\s*>", re.DOTALL)
 _RESX_VALUE = re.compile(r"<value>(.*?)</value\s*>", re.DOTALL)
 _RESX_NAME = re.compile(r"""\bname\s*=\s*["']([^"']*)["']""")
 _RESX_TYPED = re.compile(r"""\b(?:type|mimetype)\s*=""")
 
 
-class _Resx(_Spans):
+class _Resx(_XmlResources):
     """.NET's .resx: each string resource's value (not a file reference, an image or another typed
     value, nor the Windows Forms designer's `>>` entries), sent as XML text and written back escaped."""
 
-    fmt = "xml"
-    source_language = ""
-    errors = "xmlcharrefreplace"
-
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
-        try:
-            self.text, self.encoding = xliff.decoded(data)
-            xliff.checked(self.text, self.encoding)
-        except xliff.FileInvalid as error:
-            raise Failed(f"cannot read {name}: {error}") from None
-        if "<root" not in self.text:
-            raise Failed(f"cannot read {name}: not .NET resources (no <root>)")
+        self._read(name, data, _RESX_ROOT, ".NET resources (no <root>)")
         for data_element in _RESX_DATA.finditer(self.text):
             attributes = data_element.group(1)
             named = _RESX_NAME.search(attributes)
