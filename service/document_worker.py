@@ -1,6 +1,6 @@
 """Translates the documents queued in the document store (service/document_store.py), one at a time
 per server process, through the same translator as every request: a document's texts go in batches
-of service/documents.py's BATCH beside the interactive requests, which the batcher interleaves.
+of service/documents' BATCH beside the interactive requests, which the batcher interleaves.
 
 The file is read and written in a worker thread (a large catalog's parsing would hold the event
 loop); its texts are translated on the loop. A document the translator is too busy for waits and is

@@ -1,10 +1,10 @@
 """Pre-translate a gettext catalog through a running phrasal service: each message nobody has
 translated gets the service's translation, marked fuzzy, gettext's (and Poedit's and Weblate's) sign
 of a translation for a translator to review; msgfmt leaves fuzzy ones out of the program until then.
-An XLIFF file (service/xliff.py) and a Qt Linguist one (service/linguist.py) are pre-translated the
+An XLIFF file (service/documents/xliff.py) and a Qt Linguist one (service/documents/linguist.py) are pre-translated the
 same way, marked as their tools mark a translation to review; a text or Markdown file's paragraphs, an HTML
 page, a SubRip file's subtitles and every string of a program's string resources (JSON, Android, Java properties,
-Apple strings, .NET resx, YAML) are translated (service/documents.py reads and writes them all).
+Apple strings, .NET resx, YAML) are translated (service/documents/ reads and writes them all).
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000

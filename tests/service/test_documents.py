@@ -1,4 +1,4 @@
-"""Documents (service/documents.py read and write them; service/document_store.py keeps them;
+"""Documents (service/documents/ reads and writes them; service/document_store.py keeps them;
 service/document_worker.py translates them) and the routes that take them: LibreTranslate's
 translate_file and DeepL's v2/document, driven by DeepL's own client, over a live server whose fake
 runtime translates "two dogs play" as "PLAY DOGS TWO"."""
@@ -178,7 +178,7 @@ def test_an_html_page_is_sent_whole_where_it_fits_and_as_its_largest_elements_th
     translated = PAGE.replace('lang="en"', 'lang="de"').replace("dogs", "Hunde").replace("cat", "Katze")
     assert done.data.decode() == translated
     sent.clear()
-    monkeypatch.setattr("service.documents.HTML_PART_CHARS", 60)
+    monkeypatch.setattr("service.documents.prose.HTML_PART_CHARS", 60)
     done = translate_document("index.html", PAGE.encode(), marked, None, "de")
     # the head's title (its style never sent), the body's blocks up to the list, the list; no script
     assert sent == ['<meta charset="utf-8"><title>two dogs</title>',

@@ -201,7 +201,7 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     ('say "hi"', ['msgstr "say \\"hi\\""']),
 ])
 def test_a_translation_is_written_on_lines_as_msgmerge_writes_them(value, lines):
-    from service.documents import string_lines as _string_lines
+    from service.documents.gettext import string_lines as _string_lines
 
     assert _string_lines("msgstr", value) == lines
 

@@ -1,4 +1,4 @@
-"""Qt Linguist's .ts files for service/pretranslate.py: which messages have no translation, and the
+"""Qt Linguist's .ts files, for service/documents/bilingual.py: which messages have no translation, and the
 file with theirs written in, every other byte as it was.
 
 A message is a `<message>` whose `<translation>` is empty and unfinished (`type="unfinished"`; a
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from service.served import spliced
-from service.xliff import FileInvalid, checked, decoded
+from service.documents.xliff import FileInvalid, checked, decoded
 
 _TS = re.compile(r"<TS\b[^>]*>")
 _MESSAGE = re.compile(r"<message\b([^>]*)>(.*?)</message\s*>", re.DOTALL)

@@ -1,4 +1,4 @@
-"""XLIFF files (1.2 and 2.x, what CAT tools exchange) for service/pretranslate.py: which segments
+"""XLIFF files (1.2 and 2.x, what CAT tools exchange), for service/documents/bilingual.py: which segments
 have no translation, and the file with theirs written in, every other byte as it was.
 
 A segment is XLIFF 1.2's `<trans-unit>` or 2.x's `<segment>`; its `<source>` goes to the service as
@@ -40,7 +40,7 @@ _UNTRANSLATED_STATE = re.compile(r"""\bstate\s*=\s*["'](?:new|needs-translation)
 
 class FileInvalid(ValueError):
     """A file this cannot read (not well-formed, not of its kind), or whose translation would not be
-    XML: one line. Qt Linguist's files (service/linguist.py) say so the same way."""
+    XML: one line. Qt Linguist's files (service/documents/linguist.py) say so the same way."""
 
 
 @dataclass(frozen=True)

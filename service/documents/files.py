@@ -1,0 +1,88 @@
+"""What every document format shares: the errors that stop a file or refuse a text, the texts'
+translator (`Translate`), reading a text file's encoding, and `Spans`, a text some spans of which
+are translated and the rest written back byte for byte."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+# The blank lines between paragraphs (a catalog's messages, a text's paragraphs), captured: split by
+# it, a text's paragraphs stand at even places and what parts them at odd ones.
+PARAGRAPH_BREAK = re.compile(r"((?:\r?\n)(?:[ \t]*\r?\n)+)")
+
+
+class Failed(Exception):
+    """What stops a file's translation: one line saying why."""
+
+
+class NoTarget(Failed):
+    """A file that names no target language, given none."""
+
+
+class Refused(Exception):
+    """The translator turned texts away: its message, and the field it names ("text" or "text.N": one
+    of the texts; any other, the request itself: the pair, the model, the glossary)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# texts, source language ("auto": the translator's choice), target language, format ("text" or
+# "xml") -> their translations, in order; raises Refused or Failed.
+Translate = Callable[[list[str], str, str, str], list[str]]
+
+
+def decoded(name: str, data: bytes) -> tuple[str, str]:
+    """A text file's text and its encoding: UTF-8 (with its byte order mark kept) or UTF-16 with one."""
+    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            break
+    else:
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding), encoding
+    except UnicodeDecodeError as error:
+        raise Failed(f"cannot read {name}: not {encoding.upper()} text (byte {error.start})") from None
+
+
+def encodable(text: str, encoding: str) -> bool:
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class Spans:
+    """A text with some spans of it translated: (start, end, text sent) each, written back by `_put`."""
+
+    marks = ""
+    unit = "strings"
+    target_language = ""
+    errors = "strict"  # what to do with a character the file's encoding lacks: escape it in `_put`
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int, str]] = []
+        self.text, self.encoding = "", "utf-8"
+
+    @property
+    def texts(self) -> list[str]:
+        return [text for _, _, text in self.spans]
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        raise NotImplementedError
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        return []  # other edits than translations (ARB's locale)
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        edits = [(start, end, self._put(translated[text], start, end)) for start, end, text in self.spans
+                 if text in translated] + self._edited(target)
+        out, cursor = [], 0
+        for start, end, replacement in sorted(edits):
+            out += [self.text[cursor:start], replacement]
+            cursor = end
+        out.append(self.text[cursor:])
+        translations = sum(1 for _, _, text in self.spans if text in translated)
+        return "".join(out).encode(self.encoding, errors=self.errors), translations

@@ -1,0 +1,291 @@
+"""Prose documents: plain text and Markdown (each paragraph one text, Markdown's code, front matter
+and link definitions left), HTML pages (as html, whole where they fit in a text, else their largest
+elements; a part refused sent again in parts) and SubRip subtitles (each subtitle's text)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from service.documents.files import PARAGRAPH_BREAK, Spans, decoded
+
+
+class _Blocks:
+    """A text in blocks between blank lines, some of them (`_translatable`) translated."""
+
+    marks = ""
+    fmt = "text"
+    source_language = target_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        self.text, self.encoding = decoded(name, data)
+        self.newline = "\r\n" if "\r\n" in self.text else "\n"
+        # text blocks at even places, the blank lines between at odd ones
+        self.blocks = PARAGRAPH_BREAK.split(self.text)
+        self.places: list[tuple[int, str, str, str]] = []  # (block, what precedes the text, text, what follows it)
+        for index in range(0, len(self.blocks), 2):
+            found = self._translatable(self.blocks[index])
+            if found is not None:
+                head, body, tail = found
+                self.places.append((index, head, body.replace("\r\n", "\n"), tail))
+        self.texts = [text for _, _, text, _ in self.places]
+
+    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+        raise NotImplementedError
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        blocks, done = list(self.blocks), 0
+        for index, head, text, tail in self.places:
+            translation = translated.get(text)
+            if translation is not None:
+                blocks[index] = head + translation.replace("\n", self.newline) + tail
+                done += 1
+        return "".join(blocks).encode(self.encoding), done
+
+
+class PlainText(_Blocks):
+    unit = "paragraphs"
+
+    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+        body = block.strip()
+        if not body:
+            return None
+        start = block.index(body)
+        return block[:start], body, block[start + len(body):]
+
+
+_TIMING = re.compile(r"^\s*\d+\s*\r?\n[^\n]*-->[^\n]*\r?\n")
+
+
+class Subtitles(_Blocks):
+    unit = "subtitles"
+
+    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+        # A cue: its number, its timing line, its text; a block that is none stays as it is.
+        timing = _TIMING.match(block)
+        if timing is None:
+            return None
+        body = block[timing.end():].rstrip()
+        if not body.strip():
+            return None
+        return block[:timing.end()], body, block[timing.end() + len(body):]
+
+
+# --- HTML pages
+
+HTML_PART_CHARS = 4000  # the most characters of a page sent as one text (the service's max_chars is 10,000)
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+_UNTRANSLATED_ELEMENTS = frozenset(("script", "style", "template", "svg", "math"))
+_HTML_LANG = re.compile(r"""(<html\b[^>]*\blang\s*=\s*["']?)([A-Za-z-]+)""", re.IGNORECASE)
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+@dataclass
+class _Element:
+    tag: str
+    start: int
+    inner_start: int            # after its start tag
+    end: int = -1
+    inner_end: int = -1         # its end tag's start (its end, where it has none)
+    children: list[_Element] = field(default_factory=list)
+
+
+class _Outline(HTMLParser):
+    """Where each element of a page starts and ends (an element left open ends where its parent
+    does, as HTML's optional end tags imply)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=False)
+        self.text = text
+        self.lines = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.root = _Element("#document", 0, 0, len(text), len(text))
+        self.open = [self.root]
+        self.feed(text)
+        self.close()
+        for element in self.open[1:]:
+            element.end = element.inner_end = len(text)
+
+    def _offset(self) -> int:
+        line, column = self.getpos()
+        return self.lines[line - 1] + column
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        start = self._offset()
+        written = self.get_starttag_text() or ""
+        element = _Element(tag, start, start + len(written))
+        self.open[-1].children.append(element)
+        if tag in _VOID or written.endswith("/>"):
+            element.end = element.inner_end = element.inner_start
+        else:
+            self.open.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        start = self._offset()
+        end = self.text.find(">", start) + 1 or len(self.text)
+        names = [element.tag for element in self.open]
+        if tag not in names[1:]:
+            return  # an end tag nothing opened
+        while self.open[-1].tag != tag:
+            element = self.open.pop()
+            element.end = element.inner_end = start
+        element = self.open.pop()
+        element.end, element.inner_end = end, start
+
+
+# Attributes whose values a reader sees (service/attributes.py translates them)
+_PEOPLE_ATTRIBUTE = re.compile(r"""<[^>]*\s(?:alt|title|placeholder|aria-label|label|abbr)\s*=\s*["']?[^\s"'>]""")
+
+
+def _visible(text: str) -> bool:
+    """Whether markup holds anything to translate: text, or an attribute a reader sees."""
+    return bool(re.sub(r"<!--.*?-->|<![^>]*>|<[^>]*>|&nbsp;|\s", "", text, flags=re.DOTALL)) or bool(
+        _PEOPLE_ATTRIBUTE.search(text))
+
+
+class HtmlPage(Spans):
+    """An HTML page as html: whole where it fits in a text, else its largest elements that fit and
+    the runs between them. A part the service refuses (malformed markup: an element never closed,
+    end tags crossed) is sent again as its elements and the text between, down to plain text, so
+    that a page as browsers forgive it is translated but for the faulty tags."""
+
+    fmt = "html"
+    unit = "parts"
+    errors = "xmlcharrefreplace"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        declared = _CHARSET.search(data[:2048])
+        encoding = declared.group(1).decode("ascii").lower() if declared else "utf-8"
+        try:
+            self.text, self.encoding = data.decode(encoding), encoding
+        except (LookupError, UnicodeDecodeError):
+            self.text, self.encoding = decoded(name, data)
+        language = _HTML_LANG.search(self.text)
+        self.source_language = language.group(2) if language else ""
+        self._lang = (language.start(2), language.end(2)) if language else None
+        self.root = _Outline(self.text).root
+        self._parts(self.root, HTML_PART_CHARS)
+
+    def _parts(self, element: _Element, limit: int, start: int | None = None, end: int | None = None,
+               apart: bool = False) -> None:
+        """The element whole where it fits in `limit`, else (or given `start` and `end` in it) its
+        children that fit, each whole, and the runs of text and elements between them; `apart`:
+        each child a part of its own."""
+        if element.tag in _UNTRANSLATED_ELEMENTS:
+            return
+        if start is None and element.tag != "#document" and element.end - element.start <= limit:
+            self._add(element.start, element.end)
+            return
+        start = element.inner_start if start is None else start
+        end = element.inner_end if end is None else end
+        run = start
+        for child in element.children:
+            if child.start < start or child.end > end:
+                continue
+            if apart or child.end - child.start > limit or child.tag in _UNTRANSLATED_ELEMENTS or child.end - run > limit:
+                self._add(run, child.start)
+                self._parts(child, limit)
+                run = child.end
+        self._add(run, end)
+
+    def _add(self, start: int, end: int) -> None:
+        if end > start and _visible(self.text[start:end]):
+            self.spans.append((start, end, self.text[start:end]))
+
+    def finer(self, text: str) -> list[str]:
+        """The parts that replace a part refused: its elements, each alone, and the runs between."""
+        finer: list[str] = []
+        for span in [span for span in self.spans if span[2] == text]:
+            start, end, _ = span
+            element = self._holding(self.root, start, end)
+            if (element.start, element.end) == (start, end):
+                start, end = element.inner_start, element.inner_end
+            kept = len(self.spans)
+            self._parts(element, HTML_PART_CHARS, start, end, apart=True)
+            parts = self.spans[kept:]
+            if parts == [span]:  # nothing finer
+                del self.spans[kept:]
+                continue
+            self.spans.remove(span)
+            finer += [part[2] for part in parts]
+        return finer
+
+    def _holding(self, element: _Element, start: int, end: int) -> _Element:
+        """The element that is the text from `start` to `end`, or else the innermost that holds it."""
+        for child in element.children:
+            if (child.start, child.end) == (start, end):
+                return child
+            if child.start <= start and end <= child.end:
+                return self._holding(child, start, end)
+        return element
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        self._target = target
+        return super().written(translated, mark, target)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        if self._lang is not None and start <= self._lang[0] < end:  # the page whole: its <html> with it
+            return _HTML_LANG.sub(lambda m: m.group(1) + self._target, translation, count=1)
+        return translation
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        # the page says it is in the target language now
+        if self._lang is None or any(start <= self._lang[0] < end for start, end, _ in self.spans):
+            return []
+        return [(*self._lang, target)]
+
+
+# --- Markdown
+
+# What a Markdown file holds that is no prose: front matter (YAML between --- lines at its start) and
+# fenced code (to its closing fence, or the end of the file).
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*(?:\r?\n|\Z)|\Z)", re.DOTALL | re.MULTILINE)
+_BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\r?\n")
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
+
+
+class Markdown(Spans):
+    fmt = "text"
+    source_language = ""
+    unit = "paragraphs"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        code = [m.span() for m in _FENCE.finditer(self.text)]
+        front = _FRONT_MATTER.match(self.text)
+        cursor, previous = (front.end() if front else 0), ""
+        for start, end in code + [(len(self.text), len(self.text))]:
+            if end <= cursor:
+                continue
+            previous = self._paragraphs(cursor, max(start, cursor), previous)
+            cursor = end
+
+    def _paragraphs(self, start: int, end: int, previous: str) -> str:
+        """The paragraphs between `start` and `end`; the last one's text (a list's indented paragraph
+        is no code)."""
+        cursor = start
+        for gap in list(_BLANK_LINES.finditer(self.text, start, end)) + [None]:
+            stop = gap.start() if gap is not None else end
+            block = self.text[cursor:stop]
+            blank = _LEADING_BLANK_LINES.match(block).end()  # what the blank lines before it left
+            if block.strip():
+                self._block(cursor + blank, block[blank:].rstrip(), previous)
+                previous = block[blank:]
+            if gap is not None:
+                cursor = gap.end()
+        return previous
+
+    def _block(self, start: int, block: str, previous: str) -> None:
+        lines = block.split("\n")
+        if all(line.startswith(("    ", "\t")) for line in lines if line.strip()) and not _LIST_ITEM.match(previous):
+            return  # indented code
+        if all(_LINK_DEFINITION.match(line.rstrip("\r")) for line in lines):
+            return
+        self.spans.append((start, start + len(block), block.replace("\r\n", "\n")))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return translation.replace("\n", "\r\n") if "\r\n" in self.text[start:end] else translation

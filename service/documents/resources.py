@@ -1,0 +1,398 @@
+"""Programs' string resources, in the source language: every string translated, each read from its
+escapes and written back in them. JSON (i18next's, ARB's with `@@locale`, any object of strings),
+Android's strings.xml, Java's .properties, Apple's .strings, .NET's .resx and YAML (Rails',
+Symfony's, Hugo's)."""
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from html import unescape
+
+from service.documents import xliff
+from service.documents.files import Failed, Spans, decoded, encodable
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+class Json(Spans):
+    """Every string value of a JSON file, in any nesting; ARB's metadata (keys from `@`) left."""
+
+    fmt = "text"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        try:
+            document = json.loads(self.text)
+        except ValueError as error:
+            raise Failed(f"cannot read {name}: not JSON: {error}") from None
+        if not isinstance(document, (dict, list)):
+            raise Failed(f"cannot read {name}: not a JSON object or list of strings")
+        self.source_language = document.get("@@locale", "") if isinstance(document, dict) else ""
+        self.locale: tuple[int, int] | None = None
+        # Each open container: whether it is an object, the key just read in it, whether it lies under
+        # ARB metadata.
+        stack: list[list] = []
+        tokens = list(_JSON_TOKEN.finditer(self.text))
+        for index, token in enumerate(tokens):
+            value = token.group(0)
+            if value in "{[":
+                stack.append([value == "{", None, bool(stack) and self._metadata(stack[-1])])
+            elif value in "}]":
+                stack.pop()
+            elif value.startswith('"'):
+                following = tokens[index + 1].group(0) if index + 1 < len(tokens) else ""
+                if stack[-1][0] and following == ":":
+                    stack[-1][1] = json.loads(value)  # a key
+                elif len(stack) == 1 and stack[-1][1] == "@@locale":
+                    self.locale = (token.start(), token.end())
+                elif not self._metadata(stack[-1]):
+                    string = json.loads(value)
+                    if string.strip():
+                        self.spans.append((token.start(), token.end(), string))
+        # a file that writes its other characters \u-escaped (an ASCII one holding such escapes) stays so;
+        # one in English is ASCII for want of any other character and gets the translations' as they are
+        self.ascii = self.text.isascii() and re.search(r"\\u(?!00[0-7])[0-9a-fA-F]{4}", self.text) is not None
+
+    @staticmethod
+    def _metadata(container: list) -> bool:
+        """Whether what the container holds now is ARB's metadata: it lies under a key from `@`, or
+        is the value of one."""
+        is_object, key, under = container
+        return under or (is_object and (key or "").startswith("@"))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        # half a character (JSON lets "\ud800" stand alone) can only be written escaped
+        return json.dumps(translation, ensure_ascii=self.ascii or _SURROGATE.search(translation) is not None)
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        return [(*self.locale, json.dumps(target))] if self.locale is not None else []
+
+
+_ANDROID_RESOURCES = re.compile(r"<resources\b")
+_ANDROID_ELEMENT = re.compile(r"<(string|plurals|string-array)\b([^>]*?)(?:/>|>(.*?)</\1\s*>)", re.DOTALL)
+_ANDROID_ITEM = re.compile(r"<item\b[^>]*>(.*?)</item\s*>", re.DOTALL)
+_UNTRANSLATABLE = re.compile(r"""\btranslatable\s*=\s*["']false["']""")
+# A quote in an Android string's text that is not escaped: aapt refuses the file
+_BARE_QUOTE = re.compile(r"""(?<!\\)(['"])""")
+_BARE_DOUBLE_QUOTE = re.compile(r"""(?<!\\)(")""")
+
+
+class XmlResources(Spans):
+    """String resources in XML: their values sent as XML, a character the file's encoding lacks
+    written as a character reference."""
+
+    fmt = "xml"
+    source_language = ""
+    errors = "xmlcharrefreplace"
+
+    def _read(self, name: str, data: bytes, root: re.Pattern, what: str) -> None:
+        try:
+            self.text, self.encoding = xliff.decoded(data)
+            xliff.checked(self.text, self.encoding)
+        except xliff.FileInvalid as error:
+            raise Failed(f"cannot read {name}: {error}") from None
+        if not root.search(self.text):
+            raise Failed(f"cannot read {name}: not {what}")
+
+
+class Android(XmlResources):
+    """Android's strings.xml: each string, plural item and array item's content, sent as markup (its
+    <b>, <xliff:g> kept); the quotes a translation brings escaped as aapt wants them."""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self._read(name, data, _ANDROID_RESOURCES, "Android string resources (no <resources>)")
+        for element in _ANDROID_ELEMENT.finditer(self.text):
+            if _UNTRANSLATABLE.search(element.group(2)) or element.group(3) is None:
+                continue
+            if element.group(1) == "string":
+                self._add(element.start(3), element.group(3))
+            else:
+                for item in _ANDROID_ITEM.finditer(element.group(3)):
+                    self._add(element.start(3) + item.start(1), item.group(1))
+
+    def _add(self, start: int, content: str) -> None:
+        body = content.strip()
+        if not body or body.startswith("@"):  # "@string/other" refers to a resource
+            return
+        start += content.index(body)
+        if len(body) > 1 and body[0] == body[-1] == '"':  # a quoted string: its quotes are no text
+            start, body = start + 1, body[1:-1]
+        self.spans.append((start, start + len(body), body))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        quoted = self.text[start - 1] == self.text[end] == '"'
+        bare = _BARE_DOUBLE_QUOTE if quoted else _BARE_QUOTE  # a quoted string holds apostrophes as they are
+        parts = re.split(r"(<[^>]*>)", translation)  # tags' attributes keep their quotes
+        return "".join(part if part.startswith("<") else bare.sub(r"\\\1", part) for part in parts)
+
+
+# A line of a properties file that holds a value: its key (escapes and all) up to the separator
+# (`=`, `:` or blanks), and its value to the end of the line, on lines going on after a line that
+# ends in an odd number of backslashes.
+_PROPERTY = re.compile(r"^[ \t\f]*(?![#!])((?:[^\s=:\\]|\\.)+)([ \t\f]*[=:]?[ \t\f]*)((?:[^\r\n\\]|\\\r?\n|\\.)*)\r?$",
+                       re.MULTILINE)
+_PROPERTY_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|\r?\n[ \t\f]*|.)", re.DOTALL)
+_MESSAGE_FORMAT = re.compile(r"\{\d+[},]")
+_LONE_APOSTROPHE = re.compile(r"(?<!')'(?!')")
+_PROPERTY_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
+
+
+class Properties(Spans):
+    """Java's properties: each value read from its escapes (`\\u00e9`, `\\n`, a line going on) and
+    written back on one line in them; a file in ASCII gets its other characters `\\u`-escaped, as
+    Java before 9 reads properties in ISO-8859-1."""
+
+    fmt = "text"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        try:
+            self.text, self.encoding = decoded(name, data)
+        except Failed:
+            self.text, self.encoding = data.decode("latin-1"), "latin-1"  # Java's own reading
+        self.ascii = self.text.isascii()
+        for match in _PROPERTY.finditer(self.text):
+            value = _PROPERTY_ESCAPE.sub(self._character, match.group(3))
+            if value.strip():
+                self.spans.append((match.start(3), match.end(3), value))
+
+    @staticmethod
+    def _character(escape: re.Match) -> str:
+        code = escape.group(1)
+        if code[0] == "u" and len(code) == 5:
+            return chr(int(code[1:], 16))
+        if code[0] in "\r\n":
+            return ""  # a line going on
+        return _PROPERTY_CHARACTERS.get(code, code)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        if _MESSAGE_FORMAT.search(self.text, start, end):
+            # a MessageFormat pattern (it has an argument {0}) reads a lone apostrophe as a quote
+            translation = _LONE_APOSTROPHE.sub("''", translation)
+        out = []
+        for index, char in enumerate(translation):
+            if char == "\\":
+                out.append("\\\\")
+            elif char in "\n\t\r\f":
+                out.append("\\" + {"\n": "n", "\t": "t", "\r": "r", "\f": "f"}[char])
+            elif char == " " and index == 0:
+                out.append("\\ ")  # a value's leading blanks are the separator's
+            elif (self.ascii and ord(char) > 126) or not encodable(char, self.encoding):
+                out.append("".join(f"\\u{unit:04x}" for unit in _utf16_units(char)))
+            else:
+                out.append(char)
+        return "".join(out)
+
+
+def _utf16_units(char: str) -> list[int]:
+    encoded = char.encode("utf-16-be")
+    return [int.from_bytes(encoded[k:k + 2], "big") for k in range(0, len(encoded), 2)]
+
+
+# An Apple strings file's entry, `"key" = "value";`, and the escapes of its strings.
+_APPLE_ENTRY = re.compile(r'("(?:[^"\\]|\\.)*"|[A-Za-z0-9_.]+)\s*=\s*"((?:[^"\\]|\\.)*)"\s*;', re.DOTALL)
+_APPLE_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+_APPLE_ESCAPE = re.compile(r"\\(U[0-9a-fA-F]{4}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_APPLE_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+
+
+class AppleStrings(Spans):
+    """Apple's .strings: each entry's value read from its escapes (`\\"`, `\\n`, `\\U00e9`) and
+    written back in them; comments left (a comment's text is no entry)."""
+
+    fmt = "text"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        comments = [(m.start(), m.end()) for m in _APPLE_COMMENT.finditer(self.text)]
+        for entry in _APPLE_ENTRY.finditer(self.text):
+            if any(start <= entry.start() < end for start, end in comments):
+                continue
+            value = _APPLE_ESCAPE.sub(self._character, entry.group(2))
+            if value.strip():
+                self.spans.append((entry.start(2), entry.end(2), value))
+
+    @staticmethod
+    def _character(escape: re.Match) -> str:
+        code = escape.group(1)
+        if len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _APPLE_CHARACTERS.get(code, code)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return (translation.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+                .replace("\r", "\\r"))
+
+
+# --- .NET resources
+
+_RESX_ROOT = re.compile(r"<root\b")
+_RESX_DATA = re.compile(r"<data\b([^>]*)>(.*?)</data\s*>", re.DOTALL)
+_RESX_VALUE = re.compile(r"<value>(.*?)</value\s*>", re.DOTALL)
+_RESX_NAME = re.compile(r"""\bname\s*=\s*["']([^"']*)["']""")
+_RESX_TYPED = re.compile(r"""\b(?:type|mimetype)\s*=""")
+
+
+class Resx(XmlResources):
+    """.NET's .resx: each string resource's value (not a file reference, an image or another typed
+    value, nor the Windows Forms designer's `>>` entries), sent as XML text and written back escaped."""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self._read(name, data, _RESX_ROOT, ".NET resources (no <root>)")
+        for data_element in _RESX_DATA.finditer(self.text):
+            attributes = data_element.group(1)
+            named = _RESX_NAME.search(attributes)
+            if _RESX_TYPED.search(attributes) or (named and unescape(named.group(1)).startswith(">>")):
+                continue
+            value = _RESX_VALUE.search(data_element.group(2))
+            if value is not None and value.group(1).strip():
+                start = data_element.start(2) + value.start(1)
+                self.spans.append((start, start + len(value.group(1)), value.group(1)))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return translation
+
+
+# --- YAML
+
+# A line of a YAML file's block mappings and sequences: its indentation, a sequence's dash, a key and
+# what follows the key's colon (or the dash). Flow collections ({…}, […]), anchors, aliases and tags
+# are left as written: string resources hardly use them.
+_YAML_LINE = re.compile(r"""^(?P<indent> *)(?P<dash>- +)?(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{}\[\]&*!|>%@`-][^#]*?|-[^\s#][^#]*?) *:(?= |$))? *(?P<value>.*?)\s*$""")
+_YAML_NOT_TEXT = re.compile(r"""^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|no|on|off|[-+]?(?:\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F]+|\.inf|\.nan))$""")
+_YAML_PLAIN_UNSAFE = re.compile(r"""^[\s\-?:,\[\]{}#&*!|>'"%@`]|: | #|:$|\s$""")
+_YAML_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "/": "/", "0": "\0", " ": " ", "r": "\r"}
+_YAML_DOCUMENT_MARK = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
+_LOCALE_KEY = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4})?$")
+# A quoted scalar's rest, to its closing quote (on its line: `.match(value, 1)`; or on any line).
+_YAML_CLOSING = {'"': re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL), "'": re.compile(r"(?:[^']|'')*'(?!')", re.DOTALL)}
+
+
+def _deeper_lines_end(lines: list[str], number: int, depth: int) -> int:
+    """The number of the first line from `number` on that is neither blank nor indented `depth` or deeper."""
+    while number < len(lines) and (not lines[number].strip() or len(lines[number]) - len(lines[number].lstrip(" ")) >= depth):
+        number += 1
+    return number
+
+
+class Yaml(Spans):
+    """Each string scalar of a YAML file's mappings and sequences: plain, single- or double-quoted,
+    or a literal or folded block; written back in the same style (a plain one quoted where its
+    translation would read otherwise). Rails' files have the locale as their one top key: it is
+    renamed to the target."""
+
+    fmt = "text"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        self.styles: dict[int, tuple[str, str]] = {}  # span start -> (style, a block's indentation)
+        self.locale: tuple[int, int] | None = None
+        self.source_language = ""
+        lines = self.text.splitlines(keepends=True)
+        offsets = [0]
+        for line in lines:
+            offsets.append(offsets[-1] + len(line))
+        top_keys, top_lines = [], 0
+        number = 0
+        while number < len(lines):
+            line = lines[number].rstrip("\r\n")
+            start = offsets[number]
+            number += 1
+            if not line.strip() or line.lstrip().startswith("#") or _YAML_DOCUMENT_MARK.match(line):
+                continue
+            top_lines += not line.startswith(" ")
+            match = _YAML_LINE.match(line)
+            if match is None:
+                continue
+            indent, value = len(match.group("indent")), match.group("value")
+            if match.group("key") is not None and indent == 0 and not match.group("dash"):
+                top_keys.append((match.group("key"), start + match.start("key"), start + match.end("key"), value))
+            if match.group("key") is None and not match.group("dash"):
+                number = _deeper_lines_end(lines, number, indent)  # a plain scalar's lines going on
+                continue
+            at = start + match.start("value")
+            closing = _YAML_CLOSING.get(value[:1])
+            if closing is not None and not closing.match(value, 1):  # a quoted scalar on several lines: left
+                ended = closing.match(self.text, at + 1)
+                number = bisect.bisect_right(offsets, ended.end() - 1) if ended else len(lines)  # the line after
+                continue
+            if value[:1] in "|>":  # a block: the lines indented deeper than its key's
+                if not re.fullmatch(r"[|>][-+]?\d?\s*(?:#.*)?", value):
+                    continue
+                body_start = offsets[number]
+                inner = None
+                while number < len(lines):
+                    following = lines[number].rstrip("\r\n")
+                    depth = len(following) - len(following.lstrip(" "))
+                    if following.strip() and depth <= indent + (len(match.group("dash") or "")):
+                        break
+                    if following.strip() and inner is None:
+                        inner = depth
+                    number += 1
+                body_end = offsets[number]
+                while body_end > body_start and self.text[body_end - 1] in "\r\n ":
+                    body_end -= 1
+                if inner is None:
+                    continue
+                block = self.text[body_start:body_end]
+                content = "\n".join(l[inner:] for l in block.replace("\r\n", "\n").split("\n"))
+                if value.startswith(">"):  # folded: its lines are one line, a blank line a line break
+                    content = re.sub(r"(?<!\n)\n(?!\n)", " ", content)
+                if content.strip():
+                    self._add(body_start, body_end, content, "block", " " * inner)
+            elif value.startswith('"'):
+                quoted = re.match(r'"((?:[^"\\]|\\.)*)"\s*(?:#.*)?$', value)
+                if quoted:
+                    content = re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m.group(1)[1:], 16))
+                                     if len(m.group(1)) == 5 else _YAML_ESCAPES.get(m.group(1), m.group(0)), quoted.group(1))
+                    self._add(at, at + len(quoted.group(1)) + 2, content, "double", "")
+            elif value.startswith("'"):
+                quoted = re.match(r"'((?:[^']|'')*)'\s*(?:#.*)?$", value)
+                if quoted:
+                    self._add(at, at + len(quoted.group(1)) + 2, quoted.group(1).replace("''", "'"), "single", "")
+            elif value and value[0] not in "{[&*!#" and not self._goes_on(lines, number, indent):
+                plain = re.split(r"\s+#", value)[0].rstrip()
+                if plain and not _YAML_NOT_TEXT.match(plain):
+                    self._add(at, at + len(plain), plain, "plain", "")
+        if top_lines == 1 and len(top_keys) == 1 and not top_keys[0][3] and _LOCALE_KEY.match(top_keys[0][0]):
+            self.source_language = top_keys[0][0]
+            self.locale = top_keys[0][1:3]
+
+    @staticmethod
+    def _goes_on(lines: list[str], number: int, indent: int) -> bool:
+        """Whether a plain scalar goes on, on the next lines (indented deeper, neither a key nor a
+        dash): only its first line would be translated, so it is left."""
+        for line in lines[number:]:
+            if line.strip() and not line.lstrip().startswith("#"):
+                depth = len(line) - len(line.lstrip(" "))
+                match = _YAML_LINE.match(line.rstrip("\r\n"))
+                return depth > indent and match is not None and match.group("key") is None and not match.group("dash")
+        return False
+
+    def _add(self, start: int, end: int, text: str, style: str, indent: str) -> None:
+        self.spans.append((start, end, text))
+        self.styles[start] = (style, indent)
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        style, indent = self.styles[start]
+        if style == "block":
+            newline = "\r\n" if "\r\n" in self.text[start:end] else "\n"
+            return newline.join(indent + line if line else line for line in translation.split("\n"))
+        if style == "single" and "\n" not in translation:
+            return "'" + translation.replace("'", "''") + "'"
+        if style == "plain" and "\n" not in translation and not _YAML_PLAIN_UNSAFE.search(translation) \
+                and not _YAML_NOT_TEXT.match(translation):
+            return translation
+        return json.dumps(translation, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
+
+    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+        return [(*self.locale, target)] if self.locale is not None else []
