@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS documents (
     texts_done INTEGER NOT NULL DEFAULT 0,
     texts_total INTEGER NOT NULL DEFAULT 0,
     characters INTEGER NOT NULL DEFAULT 0,
+    untranslated TEXT NOT NULL DEFAULT '[]',
     created REAL NOT NULL,
     started REAL,
     finished REAL,
@@ -67,6 +68,7 @@ class Document:
     texts_done: int
     texts_total: int
     characters: int         # characters of the texts sent to be translated (when done)
+    untranslated: tuple[str, ...]  # each text left as it was, and why (when done)
     created: float          # seconds since the epoch
     started: float | None
     finished: float | None
@@ -89,12 +91,13 @@ class Claim:
 
 
 _COLUMNS = ("id, key, name, source, target, model, glossary, status, error, translated, texts_done, texts_total, "
-            "characters, created, started, finished")
+            "characters, untranslated, created, started, finished")
 
 
 def _document(row: Sequence) -> Document:
     values = list(row)
     values[6] = tuple(GlossaryEntry(source, target) for source, target in json.loads(values[6]))
+    values[13] = tuple(json.loads(values[13]))
     return Document(*values)
 
 
@@ -166,9 +169,12 @@ class DocumentStore(Database):
         """Texts translated so far; the lease renewed."""
         return self._update(claim, "texts_done = ?, texts_total = ?, lease = ?", (done, total, time.time() + self.lease_s))
 
-    def finish(self, claim: Claim, output: bytes, translated: int, characters: int) -> bool:
-        return self._update(claim, "status = ?, output = ?, translated = ?, characters = ?, finished = ?, claim = NULL",
-                            (DONE, output, translated, characters, time.time()))
+    def finish(self, claim: Claim, output: bytes, translated: int, characters: int,
+               untranslated: Sequence[str] = ()) -> bool:
+        return self._update(claim, "status = ?, output = ?, translated = ?, characters = ?, untranslated = ?, "
+                            "finished = ?, claim = NULL",
+                            (DONE, output, translated, characters, json.dumps(list(untranslated), ensure_ascii=False),
+                             time.time()))
 
     def fail(self, claim: Claim, message: str) -> bool:
         return self._update(claim, "status = ?, error = ?, finished = ?, claim = NULL", (ERROR, message, time.time()))

@@ -144,7 +144,7 @@ class DocumentWorker:
                 if self.store.fail(claim, INTERNAL_FAILURE):
                     self.metrics.documents.labels(outcome="failed").inc()
                 return
-            if self.store.finish(claim, done.data, done.count, done.characters):
+            if self.store.finish(claim, done.data, done.count, done.characters, done.refused):
                 self.metrics.documents.labels(outcome="done").inc()
                 self.metrics.document_seconds.observe(time.monotonic() - started)
 

@@ -188,6 +188,9 @@ class Settings(BaseSettings):
         "(created on first use; relative to the working directory): one accepted is translated after a restart too.",
     )
     max_document_bytes: int = Field(10 << 20, ge=1024, description="A document's size; beyond it: 413.")
+    max_documents_waiting: int = Field(
+        100, ge=1, description="Documents queued or being translated at once; beyond it a new one is 429 (retry later)."
+    )
     document_retention_s: float = Field(
         86_400.0, gt=0, description="How long a document and its translation are kept after it arrived."
     )

@@ -19,6 +19,7 @@ from starlette.formparsers import MultiPartException
 from service.document_store import DONE, ERROR, Document, DocumentStore
 from service.documents import FORMATS, MEDIA_TYPES, format_of
 
+from service.errors import QueueFull
 from service.glossary import GlossaryEntry
 from service.http.auth import KeyRing, TokenBucket
 from service.language_detection import Detection
@@ -144,8 +145,12 @@ async def uploaded(params: dict[str, Any], name: str | None = None) -> tuple[str
 
 def queued(request: Request, name: str, data: bytes, source: str | None, target: str, model: str | None,
            glossary: list[GlossaryEntry]) -> Document:
-    """The document stored and queued; the worker of this process told to look now."""
-    document = document_store(request).add(name, data, source, target, model, glossary)
+    """The document stored and queued, the worker of this process told to look now; QueueFull where
+    the server's documents waiting are at their limit."""
+    store, limit = document_store(request), request.app.state.settings.max_documents_waiting
+    if store.waiting() >= limit:  # each waits its turn for the one worker a process has: a flood would never end
+        raise QueueFull(f"{limit} documents are waiting to be translated; retry later", retry_after=30)
+    document = store.add(name, data, source, target, model, glossary)
     request.app.state.metrics.documents.labels(outcome="accepted").inc()
     request.app.state.document_worker.wake()
     return document

@@ -369,6 +369,8 @@ async def document_status(document_id: str, request: Request) -> Response:
         body["seconds_remaining"] = remaining
     if document.status == DONE:
         body["billed_characters"] = document.characters
+        if document.untranslated:  # this service's own: each text left as it was, and why
+            body["untranslated"] = list(document.untranslated)
     if document.status == ERROR:
         body["error_message"] = document.error
     return JSONResponse(body)

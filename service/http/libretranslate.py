@@ -283,7 +283,10 @@ async def translate_file(request: Request) -> JSONResponse:
     if document.status == ERROR:
         return _error(LibreError(500 if document.error == INTERNAL_FAILURE else 400, document.error or "failed"))
     url = request.url_for("download_file", filename=f"{document.id}.{document.name}")
-    return JSONResponse({"translatedFileUrl": str(url)})
+    body: dict[str, Any] = {"translatedFileUrl": str(url)}
+    if document.untranslated:  # this service's own: each text left as it was, and why
+        body["untranslated"] = list(document.untranslated)
+    return JSONResponse(body)
 
 
 @router.get("/download_file/{filename}", name="download_file")

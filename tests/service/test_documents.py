@@ -535,11 +535,17 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         assert status == 400 and body["error"].startswith("cannot read broken.po: line 2 holds no whole string")
         status, body, _ = fetch(f"{address}/libretranslate/download_file/0123.de.po")
         assert status == 404
+        # a text the model refuses (the fake's limit: 64 pieces) is left as it was, and named
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "notes.txt", ("two dogs play\n\n" + "word " * 70).encode())
+        assert status == 200 and len(body["untranslated"]) == 1
+        assert body["untranslated"][0].startswith("'word word word") and "at most 64" in body["untranslated"][0]
+        assert fetch(body["translatedFileUrl"])[1] == ("PLAY DOGS TWO\n\n" + "word " * 70).encode()
         metrics = urllib.request.urlopen(f"{address}/metrics").read().decode()
-        # the catalog, and the broken one: the other two were refused before they were taken
-        for line in ('phrasal_documents_total{outcome="accepted"} 2.0', 'phrasal_documents_total{outcome="done"} 1.0',
+        # the catalog, the broken one and the text: the other two were refused before they were taken
+        for line in ('phrasal_documents_total{outcome="accepted"} 3.0', 'phrasal_documents_total{outcome="done"} 2.0',
                      'phrasal_documents_total{outcome="failed"} 1.0', "phrasal_documents_waiting 0.0",
-                     "phrasal_document_duration_seconds_count 1.0"):
+                     "phrasal_document_duration_seconds_count 2.0"):
             assert line in metrics.splitlines(), line
 
 
@@ -562,12 +568,16 @@ def test_a_document_over_the_size_limit_is_413_and_a_form_under_the_body_limit_i
 def test_deepl_s_client_uploads_polls_and_downloads_a_document(tmp_path):
     gate = threading.Event()
     runtime = FakeRuntime("en", "de", gate=gate)
-    with live_server(app_with(tmp_path, runtime), ready_within_s=30) as address:
+    with live_server(app_with(tmp_path, runtime, max_documents_waiting=1), ready_within_s=30) as address:
         client = deepl.Translator("any", server_url=address + "/deepl/")
         handle = client.translate_document_upload(b"two dogs play\n\nthe cat\n", target_lang="DE", filename="a.txt")
         assert runtime.entered.acquire(timeout=30)  # the worker has it: its batch waits at the gate
         status = client.translate_document_get_status(handle)
         assert status.status.value == "translating"
+        # one document waits: at max_documents_waiting=1 the next is turned away until it is done
+        status_code, body, headers = multipart(f"{address}/deepl/v2/document", {"target_lang": "DE"}, "b.txt", b"the cat")
+        assert (status_code, headers["retry-after"]) == (429, "30")
+        assert body == {"message": "Too many requests: 1 documents are waiting to be translated; retry later"}
         with pytest.raises(deepl.DocumentNotReadyException):
             client.translate_document_download(handle)
         gate.set()
