@@ -5,13 +5,16 @@ process of a server on one machine answers for it.
 
 A document is queued when it arrives; a worker (service/document_worker.py) claims the oldest
 queued one for `lease_s` seconds, renewed as it goes, and leaves it done (its translation stored)
-or failed (why). A claim whose lease ran out, its worker gone, is queued again; a claim given up at
-shutdown at once. Documents are kept `retention_s` after they arrived, then deleted.
+or failed (why). A claim whose lease ran out, its worker gone, is claimed again, and at once one
+whose process on this machine is dead (killed, crashed); a claim given up at shutdown is queued
+again. Documents are kept `retention_s` after they arrived, then deleted.
 """
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -101,6 +104,24 @@ def _document(row: Sequence) -> Document:
     return Document(*values)
 
 
+_HOST = socket.gethostname()
+
+
+def _dead_here(holder: str | None) -> bool:
+    """Whether a claim was made by a process of this machine that is no more."""
+    host, _, rest = (holder or "").partition(":")
+    pid = rest.partition(":")[0]
+    if host != _HOST or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
 class DocumentStore(Database):
     """Opened on first use: a server (or a test) that is never sent a document creates no file."""
 
@@ -136,15 +157,21 @@ class DocumentStore(Database):
         return bytes(row[0]) if row is not None else None
 
     def claim(self) -> Claim | None:
-        """The oldest document queued, or whose worker's lease ran out, now held by the caller."""
-        now, token = time.time(), uuid.uuid4().hex
+        """The oldest document queued, or whose worker is gone (its lease ran out, or its process on
+        this machine is dead: a server restarted takes up at once what it was translating), now held
+        by the caller."""
+        now, token = time.time(), f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex}"
         with self._lock:
             db = self._connection()
             db.execute("BEGIN IMMEDIATE")  # no other process claims the same one meanwhile
             try:
+                held = db.execute("SELECT id, claim FROM documents WHERE status = ? AND lease >= ?",
+                                  (TRANSLATING, now)).fetchall()
+                orphans = [document_id for document_id, holder in held if _dead_here(holder)]
                 row = db.execute(
                     f"SELECT {_COLUMNS}, input FROM documents WHERE status = ? OR (status = ? AND lease < ?) "
-                    "ORDER BY created LIMIT 1", (QUEUED, TRANSLATING, now)).fetchone()
+                    f"OR id IN ({', '.join('?' * len(orphans))}) ORDER BY created LIMIT 1",
+                    (QUEUED, TRANSLATING, now, *orphans)).fetchone()
                 if row is not None:
                     db.execute("UPDATE documents SET status = ?, claim = ?, lease = ?, started = ?, texts_done = 0 "
                                "WHERE id = ?", (TRANSLATING, token, now + self.lease_s, now, row[0]))

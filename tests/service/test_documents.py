@@ -600,6 +600,42 @@ def test_deepl_s_client_uploads_polls_and_downloads_a_document(tmp_path):
         assert status.status.value == "error" and status.error_message.startswith("cannot read b.txt")
 
 
+def test_a_document_whose_server_was_killed_is_translated_by_the_next_at_once(tmp_path):
+    from tests.service.test_server_process import Server
+
+    db = str(tmp_path / "documents.sqlite3")
+    texts = "\n\n".join(f"word{k} here" for k in range(40)).encode()  # two batches of 32 and 8
+
+    def status(port: int, document: dict) -> dict:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/deepl/v2/document/{document['document_id']}",
+                                         json.dumps({"document_key": document["document_key"]}).encode(),
+                                         {"Content-Type": "application/json"})
+        return fetch(request)[1]
+
+    first = Server(delay_s=30.0, document_db=db, inference_process="false")
+    try:
+        first.wait_ready()
+        code, document, _ = multipart(f"http://127.0.0.1:{first.port}/deepl/v2/document", {"target_lang": "DE"},
+                                      "notes.txt", texts)
+        assert code == 200
+        deadline = time.monotonic() + 30
+        while status(first.port, document)["status"] != "translating" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status(first.port, document)["status"] == "translating"  # its first batch sleeps 30 s
+    finally:
+        first.stop()  # SIGKILL: no shutdown gives the document back
+    second = Server(document_db=db, inference_process="false")
+    try:
+        second.wait_ready()
+        deadline, body = time.monotonic() + 20, {}  # well inside the first claim's lease of 60 s
+        while body.get("status") != "done" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            body = status(second.port, document)
+        assert body == {"document_id": document["document_id"], "status": "done", "billed_characters": len(texts) - 78}
+    finally:
+        second.stop()
+
+
 def test_a_document_accepted_before_a_crash_is_translated_after_the_restart(tmp_path):
     store = DocumentStore(tmp_path / "documents.sqlite3", lease_s=0.0)
     document = store.add("de.po", PO.encode(), "en", "de")
