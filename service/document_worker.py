@@ -26,6 +26,7 @@ from service.translator import Translator
 log = logging.getLogger("service")
 
 POLL_S = 2.0            # how often the store is looked at for documents other processes took in
+LOADING_POLL_S = 0.1    # how often readiness is looked at while models load: a restart takes up its queue at once
 PURGE_EVERY_S = 600.0
 BUSY_WAIT_S = 1.0       # after a "too busy" from the translator, when it names no time
 INTERNAL_FAILURE = "translation failed; details are in the server log"  # what a client is told of a bug
@@ -92,9 +93,9 @@ class DocumentWorker:
             except (asyncio.CancelledError, Exception):
                 pass
 
-    async def _idle(self) -> None:
+    async def _idle(self, seconds: float = POLL_S) -> None:
         try:
-            await asyncio.wait_for(self._wake.wait(), POLL_S)
+            await asyncio.wait_for(self._wake.wait(), seconds)
         except asyncio.TimeoutError:
             pass
         self._wake.clear()
@@ -102,7 +103,10 @@ class DocumentWorker:
     async def _run(self) -> None:
         while not self._stopping.is_set():
             translator = self.lifecycle.translator
-            if translator is None or self.lifecycle.phase != "ready" or not self.store.exists():
+            if translator is None or self.lifecycle.phase != "ready":
+                await self._idle(LOADING_POLL_S)
+                continue
+            if not self.store.exists():
                 await self._idle()
                 continue
             try:

@@ -565,7 +565,8 @@ def test_a_document_over_the_size_limit_is_413_and_a_form_under_the_body_limit_i
         assert (status, body["message"]) == (413, "body: at most 2048 bytes, Content-Length says 3009"), body
 
 
-def test_deepl_s_client_uploads_polls_and_downloads_a_document(tmp_path):
+def test_deepl_s_client_uploads_polls_and_downloads_a_document(tmp_path, monkeypatch):
+    monkeypatch.setattr(deepl.http_client, "max_network_retries", 0)  # a 503 answered once, not retried with backoff
     gate = threading.Event()
     runtime = FakeRuntime("en", "de", gate=gate)
     with live_server(app_with(tmp_path, runtime, max_documents_waiting=1), ready_within_s=30) as address:
