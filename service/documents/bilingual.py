@@ -3,16 +3,17 @@
 mark one to review."""
 from __future__ import annotations
 
-from service.documents import linguist, xliff
 from service.documents.files import Failed
+from service.documents.linguist import read as read_linguist, written as written_linguist
+from service.documents.xliff import FileInvalid, read as read_xliff, written as written_xliff
 
 
 class Bilingual:
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
-        self.reader = linguist if kind == "linguist" else xliff
+        read, self._written = (read_linguist, written_linguist) if kind == "linguist" else (read_xliff, written_xliff)
         try:
-            self.document = self.reader.read(data)
-        except xliff.FileInvalid as error:
+            self.document = read(data)
+        except FileInvalid as error:
             raise Failed(f"cannot read {name}: {error}") from None
         self.unit = "messages" if kind == "linguist" else "segments"
         # XLIFF's sources are markup (inline codes); a .ts file's are plain text written as XML
@@ -25,8 +26,8 @@ class Bilingual:
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         try:
-            text, done = self.reader.written(self.document, translated, mark)
-        except xliff.FileInvalid as error:
+            text, done = self._written(self.document, translated, mark)
+        except FileInvalid as error:
             raise Failed(str(error)) from None
         # a character the file's encoding lacks is written as XML writes it, a character reference
         return text.encode(self.document.encoding, errors="xmlcharrefreplace"), done

@@ -9,7 +9,7 @@ import json
 import re
 from html import unescape
 
-from service.documents import xliff
+from service.documents.xliff import FileInvalid, checked, decoded as decoded_xml
 from service.documents.files import Failed, Spans, decoded, encodable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -90,9 +90,9 @@ class XmlResources(Spans):
 
     def _read(self, name: str, data: bytes, root: re.Pattern, what: str) -> None:
         try:
-            self.text, self.encoding = xliff.decoded(data)
-            xliff.checked(self.text, self.encoding)
-        except xliff.FileInvalid as error:
+            self.text, self.encoding = decoded_xml(data)
+            checked(self.text, self.encoding)
+        except FileInvalid as error:
             raise Failed(f"cannot read {name}: {error}") from None
         if not root.search(self.text):
             raise Failed(f"cannot read {name}: not {what}")
