@@ -266,7 +266,7 @@ class Resx(XmlResources):
 # A line of a YAML file's block mappings and sequences: its indentation, a sequence's dash, a key and
 # what follows the key's colon (or the dash). Flow collections ({…}, […]), anchors, aliases and tags
 # are left as written: string resources hardly use them.
-_YAML_LINE = re.compile(r"""^(?P<indent> *)(?P<dash>- +)?(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{}\[\]&*!|>%@`-][^#]*?|-[^\s#][^#]*?) *:(?= |$))? *(?P<value>.*?)\s*$""")
+_YAML_LINE = re.compile(r"""^(?P<indent> *)(?P<dash>(?:- +)+)?(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{}\[\]&*!|>%@`-](?:[^#]|(?<! )#)*?|-[^\s#](?:[^#]|(?<! )#)*?) *:(?= |$))? *(?P<value>.*?)\s*$""")
 _YAML_NOT_TEXT = re.compile(r"""^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|no|on|off|[-+]?(?:\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F]+|\.inf|\.nan))$""")
 _YAML_PLAIN_UNSAFE = re.compile(r"""^[\s\-?:,\[\]{}#&*!|>'"%@`]|: | #|:$|\s$""")
 _YAML_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "/": "/", "0": "\0", " ": " ", "r": "\r"}
@@ -274,6 +274,10 @@ _YAML_DOCUMENT_MARK = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
 _LOCALE_KEY = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4})?$")
 # A quoted scalar's rest, to its closing quote (on its line: `.match(value, 1)`; or on any line).
 _YAML_CLOSING = {'"': re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL), "'": re.compile(r"(?:[^']|'')*'(?!')", re.DOTALL)}
+
+
+def _blank_or_comment(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("#")
 
 
 def _deeper_lines_end(lines: list[str], number: int, depth: int) -> int:
@@ -302,6 +306,7 @@ class Yaml(Spans):
         for line in lines:
             offsets.append(offsets[-1] + len(line))
         top_keys, top_lines = [], 0
+        owner = -1  # the indentation of the last key or dash: a bare scalar's lines go on deeper than it
         number = 0
         while number < len(lines):
             line = lines[number].rstrip("\r\n")
@@ -317,8 +322,9 @@ class Yaml(Spans):
             if match.group("key") is not None and indent == 0 and not match.group("dash"):
                 top_keys.append((match.group("key"), start + match.start("key"), start + match.end("key"), value))
             if match.group("key") is None and not match.group("dash"):
-                number = _deeper_lines_end(lines, number, indent)  # a plain scalar's lines going on
+                number = _deeper_lines_end(lines, number, owner + 1)  # a plain scalar's lines going on
                 continue
+            owner = indent
             at = start + match.start("value")
             closing = _YAML_CLOSING.get(value[:1])
             if closing is not None and not closing.match(value, 1):  # a quoted scalar on several lines: left
@@ -359,24 +365,17 @@ class Yaml(Spans):
                 quoted = re.match(r"'((?:[^']|'')*)'\s*(?:#.*)?$", value)
                 if quoted:
                     self._add(at, at + len(quoted.group(1)) + 2, quoted.group(1).replace("''", "'"), "single", "")
-            elif value and value[0] not in "{[&*!#" and not self._goes_on(lines, number, indent):
+            elif value and value[0] not in "{[&*!#":
+                following = _deeper_lines_end(lines, number, indent + 1)
+                if following > number and not all(_blank_or_comment(line) for line in lines[number:following]):
+                    number = following  # a plain scalar going on, on the lines indented deeper: left whole
+                    continue
                 plain = re.split(r"\s+#", value)[0].rstrip()
                 if plain and not _YAML_NOT_TEXT.match(plain):
                     self._add(at, at + len(plain), plain, "plain", "")
         if top_lines == 1 and len(top_keys) == 1 and not top_keys[0][3] and _LOCALE_KEY.match(top_keys[0][0]):
             self.source_language = top_keys[0][0]
             self.locale = top_keys[0][1:3]
-
-    @staticmethod
-    def _goes_on(lines: list[str], number: int, indent: int) -> bool:
-        """Whether a plain scalar goes on, on the next lines (indented deeper, neither a key nor a
-        dash): only its first line would be translated, so it is left."""
-        for line in lines[number:]:
-            if line.strip() and not line.lstrip().startswith("#"):
-                depth = len(line) - len(line.lstrip(" "))
-                match = _YAML_LINE.match(line.rstrip("\r\n"))
-                return depth > indent and match is not None and match.group("key") is None and not match.group("dash")
-        return False
 
     def _add(self, start: int, end: int, text: str, style: str, indent: str) -> None:
         self.spans.append((start, end, text))

@@ -370,11 +370,14 @@ def test_a_yaml_file_s_strings_are_translated_in_their_styles_and_rails_locale_k
 
 def test_a_yaml_scalar_on_several_lines_is_left_and_what_it_holds_read_as_no_key():
     yaml = pytest.importorskip("yaml")
-    written = 'en:\n  a: "two\n    dogs: play"\n  b: the cat\n  c:\n    two dogs\n    - play\n  d: two\n    dogs\n'
+    written = ('en:\n  a: "two\n    dogs: play"\n  b: the cat\n  c:\n    two dogs\n    - play\n  d: two\n    dogs\n'
+               '  e:\n     two dogs\n    - play\n  f:\n    - - the cat\n  g#h: the cat\n  i:\n   - the cat\n    - play\n')
     done = translate_document("en.yml", written.encode(), reversed_words, None, "de")
-    assert done.data.decode() == written.replace("en:", "de:").replace("b: the cat", "b: CAT THE")
+    assert done.data.decode() == written.replace("en:", "de:").replace("b: the cat", "b: CAT THE").replace(
+        "- - the cat", "- - CAT THE").replace("g#h: the cat", "g#h: CAT THE")
     assert yaml.safe_load(done.data) == {"de": {"a": "two dogs: play", "b": "CAT THE", "c": "two dogs - play",
-                                                "d": "two dogs"}}
+                                                "d": "two dogs", "e": "two dogs - play", "f": [["CAT THE"]],
+                                                "g#h": "CAT THE", "i": ["the cat - play"]}}
 
 
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():

@@ -1,0 +1,206 @@
+"""The document routes under mutated files: seed files of every format the routes read
+(service/documents/), each mutated (bytes flipped, cut, inserted: quotes, backslashes, line breaks,
+markup, invalid UTF-8) and sent through LibreTranslate's translate_file or DeepL's v2/document with
+varied fields (languages, names with paths, NULs, long ones), the service in this process on the
+fake runtime (testing/fake_runtime.py: words reversed and upper-cased). Counted: answers by status,
+documents done and failed. A failure is any 5xx, any document failed with the internal error (a bug:
+the worker logs a traceback), or a translated file that cannot be downloaded. With PyYAML: each
+mutated YAML file PyYAML reads must come back as YAML of the same shape (translations that need
+quoting made of colons, hashes, quotes and brackets).
+
+    python benchmarks/document_fuzz.py                  # 300 uploads, 2,000 YAML files, seed 1
+    python benchmarks/document_fuzz.py --uploads 1000 --yaml 10000 --seed 7
+
+Exit status 1 where a failure was found (each is printed). Appends to results/document_fuzz.md.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.host import append_report, run_heading  # noqa: E402
+
+SEEDS = {
+    "de.po": (b'msgid ""\nmsgstr ""\n"Language: de\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+              b'"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n\n#, c-format\nmsgid "Open %s now"\nmsgstr ""\n\n'
+              b'msgctxt "menu"\nmsgid "Save the file"\nmsgstr ""\n\nmsgid "One file"\nmsgid_plural "%d files"\n'
+              b'msgstr[0] ""\nmsgstr[1] ""\n'),
+    "ui.xlf": (b'<?xml version="1.0"?>\n<xliff version="1.2"><file source-language="en" target-language="de">'
+               b'<body><trans-unit id="1"><source>Open the <g id="1">file</g> now<x id="2"/></source></trans-unit>'
+               b'<trans-unit id="2"><source>Close it</source><target state="new">Close it</target></trans-unit>'
+               b'</body></file></xliff>\n'),
+    "app.ts": (b'<?xml version="1.0" encoding="utf-8"?>\n<TS version="2.1" language="de" sourcelanguage="en">'
+               b'<context><name>W</name><message><source>Save the &amp;file</source>'
+               b'<translation type="unfinished"></translation></message></context></TS>\n'),
+    "notes.txt": "two dogs play\r\n\r\n  the cat\n\n\n\ufeffx\n".encode(),
+    "help.md": (b"---\ntitle: x\n---\n\n# Getting started\n\nOpen the *File* menu, see [docs][d].\n\n```\ncode\n\n"
+                b"more\n```\n\n- one item\n\n| a | b |\n|---|---|\n| c | d |\n\n[d]: https://example.org\n"),
+    "help.html": (b'<!DOCTYPE html>\n<html lang="en"><head><title>Help</title><style>p{}</style></head><body>'
+                  b'<h1>Help</h1><div><p>Save the <b>file</b>.</p><img src="a.png" alt="The window"><ul>'
+                  b'<li>one<li>two</ul></div><script>x=1</script></body></html>\n'),
+    "film.srt": b"1\n00:00:01,000 --> 00:00:02,000\ntwo dogs\n\n2\n00:00:03,000 --> 00:00:04,000\nthe cat\n",
+    "en.json": (b'{"@@locale": "en", "menu": {"open": "Open a file", "n": "{{count}} items"}, "@menu": {"d": "x"},'
+                b' "list": ["one", "", {"deep": "two"}], "esc": "caf\\u00e9 \\"x\\""}\n'),
+    "strings.xml": (b'<?xml version="1.0" encoding="utf-8"?>\n<resources><string name="a">Don\\\'t save <b>now'
+                    b'</b></string><string name="q">"it\'s"</string><plurals name="p"><item quantity="one">%d file'
+                    b'</item></plurals><string name="n" translatable="false">X</string></resources>\n'),
+    "M.properties": b"# c\nsave=Save file\nopen : Open {0}\\nnow\nlong = one \\\r\n  two\ncafe=Caf\\u00e9\n",
+    "L.strings": b'/* c */\n"title" = "Hello \\"world\\"";\n// "a" = "b";\n"m" = "Line\\nTwo";\nk = "Plain";\n',
+    "S.resx": (b'<?xml version="1.0" encoding="utf-8"?>\n<root><data name="a" xml:space="preserve"><value>Save '
+               b'&amp; quit {0}</value></data></root>\n'),
+    "en.yml": (b"en:\n  errors:\n    blank: \"can't be blank\"\n    taken: 'isn''t free'  # c\n  menu:\n"
+               b"    - Open a file\n    - \"Save\"\n  help: |\n    line one\n    line two\n  f: >-\n    a\n    b\n"
+               b"  n: 3\n  welcome: \"Welcome, %{name}!\"\n"),
+}
+INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
+           b"'", b"  ", b"- ", b"|", b"{", b"}"]
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    data = bytearray(data)
+    for _ in range(rng.randint(0, 6)):
+        if not data:
+            break
+        k, roll = rng.randrange(len(data)), rng.random()
+        if roll < 0.3:
+            data[k] = rng.randrange(256)
+        elif roll < 0.5:
+            del data[k:k + rng.randint(1, 20)]
+        elif roll < 0.8:
+            data[k:k] = rng.choice(INSERTS)
+        else:
+            data = data[:k]
+    return bytes(data)
+
+
+def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.document_worker import INTERNAL_FAILURE
+    from service.settings import Settings
+    from testing.fake_runtime import FakeRuntime
+
+    counts: dict[str, int] = {}
+    failures: list[str] = []
+    app = create_app(Settings(model_dirs=["models/test-en-de"], inference_process=False, document_db=":memory:",
+                              max_documents_waiting=10_000),
+                     runtime_factory=lambda settings: [FakeRuntime("en", "de", max_source_pieces=512)])
+
+    def tally(key: str) -> None:
+        counts[key] = counts.get(key, 0) + 1
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        deadline = time.monotonic() + 60
+        while client.get("/health/ready").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for _ in range(count):
+            seed = rng.choice(sorted(SEEDS))
+            data = mutate(rng, SEEDS[seed])
+            name = rng.choice([seed, seed, seed, seed.upper(), "x/" + seed, "C:\\x\\" + seed, "é" + seed, seed + "\x00",
+                               "", "a" * 300 + seed])
+            upload = {"file": (name, data, "application/octet-stream")}
+            if rng.random() < 0.5:
+                fields = {"source": rng.choice(["en", "auto", "en", "xx"]), "target": rng.choice(["de", "de", "fr"])}
+                answer = client.post("/libretranslate/translate_file", data=fields, files=upload)
+                tally(f"translate_file {answer.status_code}")
+                if answer.status_code >= 500:
+                    failures.append(f"translate_file {answer.status_code} {answer.text[:200]} for {name!r}: {data!r}")
+                elif answer.status_code == 200:
+                    download = client.get(answer.json()["translatedFileUrl"])
+                    if download.status_code != 200:
+                        failures.append(f"download_file {download.status_code} for {name!r}: {data!r}")
+                continue
+            fields = {"target_lang": rng.choice(["DE", "de", "FR", "EN-US"]), "filename": rng.choice(["", name])}
+            answer = client.post("/deepl/v2/document", data=fields, files=upload)
+            tally(f"v2/document {answer.status_code}")
+            if answer.status_code >= 500:
+                failures.append(f"v2/document {answer.status_code} {answer.text[:200]} for {name!r}: {data!r}")
+            if answer.status_code != 200:
+                continue
+            handle, state = answer.json(), {}
+            deadline = time.monotonic() + 30
+            while state.get("status") not in ("done", "error") and time.monotonic() < deadline:
+                time.sleep(0.01)
+                state = client.post(f"/deepl/v2/document/{handle['document_id']}", json=handle).json()
+            tally(f"document {state.get('status')}")
+            if state.get("error_message") == INTERNAL_FAILURE or state.get("status") not in ("done", "error"):
+                failures.append(f"document {state} for {name!r}: {data!r}")
+    return counts, failures
+
+
+def yaml_shapes(count: int, rng: random.Random) -> tuple[int, list[str]]:
+    """Mutated YAML files PyYAML reads, translated into text that needs quoting: each output must
+    read as YAML of the same shape (the same keys; strings where strings were)."""
+    import yaml
+
+    from service.documents import Failed, translate_document
+
+    def quoting(texts, source, target, fmt):
+        return [text.upper() + ' : it\'s "x" #y - [z] {w}' for text in texts]
+
+    def shape(value):
+        if isinstance(value, dict):
+            return {key: shape(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shape(item) for item in value]
+        return type(value).__name__
+
+    checked, failures = 0, []
+    for _ in range(count):
+        data = mutate(rng, SEEDS["en.yml"])
+        try:
+            before = yaml.safe_load(data)
+        except yaml.YAMLError:
+            continue  # not YAML to begin with
+        try:
+            written = translate_document("en.yml", data, quoting, "en", "de").data
+        except Failed:
+            continue
+        try:
+            after = yaml.safe_load(written)
+        except yaml.YAMLError as error:
+            failures.append(f"not YAML after translation: {data!r}: {str(error)[:120]}")
+            continue
+        checked += 1
+        if isinstance(before, dict) and len(before) == 1 and isinstance(after, dict) and len(after) == 1:
+            before, after = next(iter(before.values())), next(iter(after.values()))  # the locale key, renamed
+        if shape(before) != shape(after):
+            failures.append(f"shape changed: {data!r}")
+    return checked, failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uploads", type=int, default=300)
+    parser.add_argument("--yaml", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "document_fuzz.md")
+    args = parser.parse_args()
+    logging.getLogger("service").setLevel(logging.CRITICAL)  # the failures are counted, not logged
+    rng = random.Random(args.seed)
+    started = time.perf_counter()
+    counts, failures = uploads(args.uploads, rng)
+    checked, yaml_failures = yaml_shapes(args.yaml, rng) if args.yaml else (0, [])
+    failures += yaml_failures
+    report = (
+        run_heading() + f"    python benchmarks/document_fuzz.py --uploads {args.uploads} --yaml {args.yaml} "
+        f"--seed {args.seed}\n\n{args.uploads} mutated uploads ({len(SEEDS)} seed files), {time.perf_counter() - started:.0f} s: "
+        + ", ".join(f"{key}: {value}" for key, value in sorted(counts.items()))
+        + f". YAML files read before and after: {checked}. **Failures: {len(failures)}**.\n\n"
+        + "".join(f"- `{failure[:300]}`\n" for failure in failures[:10])
+    )
+    print(report)
+    append_report(args.results, "The document routes under mutated files", "python benchmarks/document_fuzz.py", report)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
