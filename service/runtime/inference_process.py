@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait as wait_for_ready
+from multiprocessing.process import BaseProcess
 from typing import Any, get_args
 
 from service.runtime.base import (
@@ -407,7 +408,7 @@ class ProcessRuntime(TranslationRuntime):
         if self._restarting:
             return RuntimeProblem("restarting", f"the inference process for {self.pair} is restarting")
         process = self._process
-        if process is not None and not process.is_alive():  # gone; the watchdog is replacing it
+        if process is not None and _exited(process):  # gone; the watchdog is replacing it
             return RuntimeProblem("restarting", f"the inference process for {self.pair} exited and is being replaced")
         started = self._call_started
         if started is not None and not self._restarting:
@@ -468,9 +469,17 @@ class ProcessRuntime(TranslationRuntime):
         if process is None:
             return
         process.join(_CLOSE_TIMEOUT_S)
-        if process.is_alive():
+        if not _exited(process):
             process.kill()  # not terminate(): the child ignores SIGTERM
             process.join(_CLOSE_TIMEOUT_S)
+
+
+def _exited(process: BaseProcess) -> bool:
+    """Whether the child has exited, whichever thread reaped it: its sentinel says so. Not
+    `is_alive()`: where another thread's `join` reaped the child first, its `waitpid` fails with
+    ECHILD, which multiprocessing reads as still running (readiness had answered 200 for a child
+    killed a moment before)."""
+    return bool(wait_for_ready([process.sentinel], timeout=0))
 
 
 # -- the child ---------------------------------------------------------------------------
