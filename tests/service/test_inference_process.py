@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from functools import partial
 from pathlib import Path
 
@@ -203,3 +204,17 @@ def test_readiness_is_503_from_an_idle_childs_death_until_its_replacement_serves
         assert runtime.restarts() == 1 and runtime._process.pid != child.pid
         response = client.post("/translate", json={"text": "a b", "source": "en", "target": "de"})
         assert response.status_code == 200, response.text
+
+
+def test_a_child_reaped_by_another_thread_reads_as_exited():
+    # multiprocessing's is_alive() asks waitpid, which fails with ECHILD for a child another thread
+    # reaped, and reads that as "still running": readiness had said 200 for a killed child.
+    from service.runtime.inference_process import _CONTEXT, _exited
+
+    process = _CONTEXT.Process(target=time.sleep, args=(60,), daemon=True)
+    process.start()
+    assert not _exited(process)
+    os.kill(process.pid, signal.SIGKILL)
+    os.waitpid(process.pid, 0)  # what another thread's join does first
+    assert process.is_alive()  # the misreading
+    assert _exited(process)
