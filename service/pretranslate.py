@@ -7,6 +7,7 @@ page, a SubRip file's subtitles and every string of a program's string resources
 Apple strings, .NET resx, YAML) are translated (service/documents/ reads and writes them all).
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
+    python -m service.pretranslate po/*.po --in-place                     # each in its Language header's language
     python -m service.pretranslate messages.pot --target de --output de.po --url http://mt:8000
     python -m service.pretranslate de.po --in-place --model en-de-software --fuzzy   # fuzzy ones again
     python -m service.pretranslate de.po --in-place --glossary 3f2a…        # a stored glossary's terms
@@ -21,8 +22,9 @@ its plural's as every other form its catalog's Plural-Forms header counts; a mes
 left as they are. A message the service refuses (a 4xx naming it: too long, malformed markup) stays
 untranslated and is named on stderr; the rest are written.
 
-Exit status 0 when the catalog was written (with the count of messages translated on stdout), 1
-with one line on stderr when it was not: the catalog cannot be read or written, names no target
+Several catalogs may be given with --in-place (`po/*.po`): each is pre-translated in turn, one line
+each. Exit status 0 when every catalog was written (with the count of messages translated on stdout),
+1 with one line on stderr for each that was not: the catalog cannot be read or written, names no target
 language, or the service cannot be reached or refuses the request itself (the pair, the model or the
 glossary named).
 """
@@ -99,12 +101,14 @@ def _retry_after(error: urllib.error.HTTPError) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
-    parser.add_argument("catalog", type=Path, help="a .po or .pot file, an XLIFF file (.xlf, .xliff), a Qt Linguist one "
-                        "(.ts), a text file (.txt), Markdown (.md), an HTML page (.html), SubRip subtitles (.srt), or string resources: JSON (.json, .arb), "
-                        "Android (strings.xml), Java (.properties), Apple (.strings), .NET (.resx), YAML (.yml)")
+    parser.add_argument("catalogs", metavar="catalog", type=Path, nargs="+",
+                        help="a .po or .pot file, an XLIFF file (.xlf, .xliff), a Qt Linguist one (.ts), a text file "
+                        "(.txt), Markdown (.md), an HTML page (.html), SubRip subtitles (.srt), or string resources: JSON "
+                        "(.json, .arb), Android (strings.xml), Java (.properties), Apple (.strings), .NET (.resx), YAML "
+                        "(.yml); several with --in-place (po/*.po)")
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog")
-    where.add_argument("--in-place", action="store_true", help="write it over the catalog read")
+    where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog (one catalog)")
+    where.add_argument("--in-place", action="store_true", help="write each over the catalog read")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service (default: what `make serve` starts)")
     parser.add_argument("--source", help="the messages' language (default: the one an XLIFF or .ts file names, else en)")
     parser.add_argument("--target", help="the translations' language (default: the one the catalog names)")
@@ -116,32 +120,40 @@ def main(argv: list[str] | None = None) -> int:
                         help="do not mark the translations fuzzy (they go into the program unreviewed)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one request (default: 120)")
     args = parser.parse_args(argv)
-    output = args.catalog if args.in_place else args.output
+    if args.output is not None and len(args.catalogs) > 1:
+        parser.error("--output names one file: give one catalog, or --in-place for several")
+    service = Service(args.url, args.model, args.api_key, args.timeout, args.glossary)
+    failed = 0
+    for catalog in args.catalogs:
+        try:
+            _pretranslate(catalog, args.output or catalog, args, service)
+        except Failed as failure:
+            print(f"pretranslate: {failure}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _pretranslate(catalog: Path, output: Path, args: argparse.Namespace, service: Service) -> None:
+    """One catalog pre-translated and written to `output`, its line printed; Failed for what stops it."""
+    if not catalog.is_file():
+        raise Failed(f"cannot read {catalog}: no such file")
+    if catalog.suffix.lower() not in FORMATS:
+        raise Failed(f"cannot read {catalog}: its format is none of {', '.join(FORMATS)}")
     try:
-        if not args.catalog.is_file():
-            raise Failed(f"cannot read {args.catalog}: no such file")
-        if args.catalog.suffix.lower() not in FORMATS:
-            raise Failed(f"cannot read {args.catalog}: its format is none of {', '.join(FORMATS)}")
-        try:
-            data = args.catalog.read_bytes()
-        except OSError as error:
-            raise Failed(f"cannot read {args.catalog}: {error}") from None
-        service = Service(args.url, args.model, args.api_key, args.timeout, args.glossary)
-        try:
-            done = translate_document(str(args.catalog), data, service.translate, args.source, args.target,
-                                      fuzzy=args.fuzzy, mark=args.mark_fuzzy, default_source="en")
-        except NoTarget as missing:
-            raise Failed(f"{missing}: pass --target") from None
-        for note in done.refused:
-            print(f"pretranslate: left untranslated, {note}", file=sys.stderr)
-        if done.skipped:
-            print(f"pretranslate: {done.skipped} units segmented again (seg-source) left as they are", file=sys.stderr)
-        _replace(output, done.data)
-    except Failed as failed:
-        print(f"pretranslate: {failed}", file=sys.stderr)
-        return 1
+        data = catalog.read_bytes()
+    except OSError as error:
+        raise Failed(f"cannot read {catalog}: {error}") from None
+    try:
+        done = translate_document(str(catalog), data, service.translate, args.source, args.target,
+                                  fuzzy=args.fuzzy, mark=args.mark_fuzzy, default_source="en")
+    except NoTarget as missing:
+        raise Failed(f"{missing}: pass --target") from None
+    for note in done.refused:
+        print(f"pretranslate: left untranslated, {note}", file=sys.stderr)
+    if done.skipped:
+        print(f"pretranslate: {done.skipped} units segmented again (seg-source) left as they are", file=sys.stderr)
+    _replace(output, done.data)
     print(f"{done.count} {done.unit} translated{f' (marked {done.marked})' if done.marked else ''}: {output}")
-    return 0
 
 
 def _replace(output: Path, data: bytes) -> None:

@@ -353,3 +353,20 @@ def test_a_batch_over_the_server_s_body_limit_goes_text_by_text_and_only_a_text_
     assert line.startswith("pretranslate: left untranslated, 'word word")
     found = {entry.msgid: entry.msgstr for entry in polib.pofile(str(catalog))}
     assert found[messages[0]] == "FILES THE ABOUT SOMETHING SAYS 0 NUMBER MESSAGE" and found[messages[-1]] == ""
+
+
+def test_several_catalogs_are_pre_translated_in_place_each_on_its_own(url, tmp_path, capsys):
+    de, fr, broken = tmp_path / "de.po", tmp_path / "fr.po", tmp_path / "nl.po"
+    de.write_text(CATALOG, encoding="utf-8")
+    fr.write_text(CATALOG.replace("Language: de_DE", "Language: fr"), encoding="utf-8")  # a pair not served
+    broken.write_text('msgid "Open"\nmsgstr "Offen\n', encoding="utf-8")
+    assert main([str(de), str(fr), str(broken), "--in-place", "--url", url]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"4 messages translated (marked fuzzy): {de}\n"
+    assert captured.err.splitlines() == ["pretranslate: target: language pair en-fr is not served; served pairs: en-de",
+                                         f"pretranslate: cannot read {broken}: line 2 holds no whole string; "
+                                         "check it with msgfmt -c"]
+    assert 'msgstr "%s NOW OPEN"' in de.read_text(encoding="utf-8")
+    assert fr.read_text(encoding="utf-8") == CATALOG.replace("Language: de_DE", "Language: fr")  # left as it was
+    with pytest.raises(SystemExit):  # --output names one file
+        main([str(de), str(fr), "--output", str(tmp_path / "out.po"), "--url", url])
