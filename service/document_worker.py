@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from service.document_store import Claim, DocumentStore
 from service.documents import Failed, Refused, Translate, translate_document
-from service.errors import Rejected, RequestError
+from service.errors import DeadlineExceeded, Rejected, RequestError
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
 from service.protection.placeholders import PLACEHOLDER_STYLES
@@ -29,22 +29,26 @@ POLL_S = 2.0            # how often the store is looked at for documents other p
 LOADING_POLL_S = 0.1    # how often readiness is looked at while models load: a restart takes up its queue at once
 PURGE_EVERY_S = 600.0
 BUSY_WAIT_S = 1.0       # after a "too busy" from the translator, when it names no time
+LONGEST_BUSY_S = 600.0  # a translator busy (or restarting) this long: the document goes back to the queue
 INTERNAL_FAILURE = "translation failed; details are in the server log"  # what a client is told of a bug
 
 
 class Stopped(Exception):
-    """The server stops: the document goes back to the queue."""
+    """The server stops, or its translator stays busy: the document goes back to the queue."""
 
 
 def in_process(translator: Translator, loop: asyncio.AbstractEventLoop, claim: Claim,
                stopping: asyncio.Event) -> Translate:
     """documents.Translate over the translator in this process, for a worker thread: each call runs
-    on `loop` and waits for it. Busy answers (a full queue) are waited out; the translator's
-    refusals are documents.Refused naming the text or the request's field."""
+    on `loop` and waits for it. Busy answers (a full queue, a model restarting) are waited out, for
+    LONGEST_BUSY_S at most; the translator's refusals are documents.Refused naming the text or the
+    request's field, and so is a batch the model did not finish within the request deadline (sent
+    again text by text; a text alone that does not is left untranslated, named)."""
     document = claim.document
     options = replace(translator.defaults, n_best=1, alignment="none")
 
     def translate(texts: list[str], source: str, target: str, fmt: str) -> list[str]:
+        busy_since = time.monotonic()
         while True:
             if stopping.is_set():
                 raise Stopped()
@@ -56,8 +60,11 @@ def in_process(translator: Translator, loop: asyncio.AbstractEventLoop, claim: C
             except RequestError as error:
                 where = "text" if error.field == "text" else error.field
                 raise Refused(error.message, f"{where}.{error.index}" if error.index is not None else where) from None
+            except DeadlineExceeded as slow:
+                raise Refused(f"not translated within the request deadline ({slow.message})",
+                              "text" if len(texts) > 1 else "text.0") from None
             except Rejected as busy:
-                if stopping.is_set():
+                if stopping.is_set() or time.monotonic() - busy_since > LONGEST_BUSY_S:
                     raise Stopped() from None
                 time.sleep(busy.retry_after or BUSY_WAIT_S)
                 continue

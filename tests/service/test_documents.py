@@ -552,6 +552,25 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
             assert line in metrics.splitlines(), line
 
 
+class _SlowForSeveral(FakeRuntime):
+    """A model call of several texts outlasts the request deadline; one of a single text does not."""
+
+    def batch_delay_s(self, n_texts: int) -> float:
+        return 2.0 if n_texts > 1 else 0.0
+
+
+def test_a_batch_the_model_does_not_finish_in_time_is_sent_again_text_by_text(tmp_path):
+    runtime = _SlowForSeveral("en", "de", delay_s=1.0)
+    app = app_with(tmp_path, runtime, request_timeout_s=0.5, max_wait_ms=50.0)
+    with live_server(app, ready_within_s=30) as address:
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "notes.txt", b"two dogs play\n\nthe cat\n\nin the snow\n")
+        assert status == 200 and "untranslated" not in body
+        assert fetch(body["translatedFileUrl"])[1] == b"PLAY DOGS TWO\n\nCAT THE\n\nSNOW THE IN\n"
+    # the three together past the deadline (nobody waited for their end), then each alone
+    assert [len(texts) for texts, _ in runtime.calls if texts != ["warm up"]] == [3, 1, 1, 1], runtime.calls
+
+
 def test_a_document_over_the_size_limit_is_413_and_a_form_under_the_body_limit_is_read(tmp_path):
     with live_server(app_with(tmp_path, max_body_bytes=2048, max_document_bytes=4096), ready_within_s=30) as address:
         text = ("two dogs play\n\n" * 200).encode()  # 3000 bytes: over the body limit, under the document limit
