@@ -16,10 +16,12 @@ Exit status 1 where a failure was found (each is printed). Appends to results/do
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import random
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +61,14 @@ SEEDS = {
                b"    - Open a file\n    - \"Save\"\n  help: |\n    line one\n    line two\n  f: >-\n    a\n    b\n"
                b"  n: 3\n  welcome: \"Welcome, %{name}!\"\n"),
 }
+# Word's document part: mutated as XML, then zipped (a mutated zip is only a zip that does not read).
+WORD_XML = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="http://schemas.openxmlformats.org/'
+            'wordprocessingml/2006/main" xmlns:r="r"><w:body><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>'
+            'Getting started</w:t></w:r></w:p><w:p><w:r><w:t xml:space="preserve">Open the </w:t></w:r><w:r><w:rPr><w:b/>'
+            '</w:rPr><w:t>File</w:t></w:r><w:proofErr w:type="spellStart"/><w:r><w:t xml:space="preserve"> menu &amp; '
+            'save.</w:t></w:r></w:p><w:p><w:r><w:t>See </w:t></w:r><w:hyperlink r:id="rId5"><w:r><w:t>the guide</w:t>'
+            '</w:r></w:hyperlink><w:r><w:tab/></w:r></w:p><w:sectPr/></w:body></w:document>').encode()
+SEEDS["guide.docx"] = WORD_XML
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 
@@ -78,6 +88,14 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         else:
             data = data[:k]
     return bytes(data)
+
+
+def _zipped(part: str, data: bytes) -> bytes:
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr(part, data)
+    return written.getvalue()
 
 
 def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
@@ -104,6 +122,8 @@ def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
         for _ in range(count):
             seed = rng.choice(sorted(SEEDS))
             data = mutate(rng, SEEDS[seed])
+            if seed.endswith(".docx"):
+                data = _zipped("word/document.xml", data)
             name = rng.choice([seed, seed, seed, seed.upper(), "x/" + seed, "C:\\x\\" + seed, "é" + seed, seed + "\x00",
                                "", "a" * 300 + seed])
             upload = {"file": (name, data, "application/octet-stream")}

@@ -4,12 +4,15 @@ translate_file and DeepL's v2/document, driven by DeepL's own client, over a liv
 runtime translates "two dogs play" as "PLAY DOGS TWO"."""
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
 import time
 import urllib.error
 import urllib.request
+import zipfile
+from xml.etree import ElementTree
 
 import deepl
 import pytest
@@ -380,6 +383,102 @@ def test_a_yaml_scalar_on_several_lines_is_left_and_what_it_holds_read_as_no_key
                                                 "g#h": "CAT THE", "i": ["the cat - play"]}}
 
 
+WORD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><w:body>'
+        '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:rPr><w:lang w:val="en-US"/></w:rPr>'
+        '<w:t>two dogs</w:t></w:r></w:p>'
+        '<w:p><w:r><w:t xml:space="preserve">open the </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>file</w:t></w:r>'
+        '<w:proofErr w:type="spellStart"/><w:r><w:t xml:space="preserve"> now</w:t></w:r>'
+        '<w:r><w:t xml:space="preserve"> &amp; play</w:t></w:r></w:p>'
+        '<w:p><w:r><w:t xml:space="preserve">see the </w:t></w:r><w:hyperlink r:id="rId5"><w:r><w:rPr>'
+        '<w:rStyle w:val="Hyperlink"/></w:rPr><w:t>guide</w:t></w:r></w:hyperlink><w:r><w:tab/></w:r></w:p>'
+        '<w:p/><w:sectPr/></w:body></w:document>')
+
+
+def office_file(part: str, xml: str) -> bytes:
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr(part, xml)
+        archive.writestr("media/image1.png", b"\\x89PNG not translated")
+    return written.getvalue()
+
+
+def upper_outside_tags(texts, source, target, fmt):
+    """Words upper-cased, markup as it was: what the service's placement keeps."""
+    assert fmt == "xml"
+    return [re.sub(r"(^|>)([^<]+)", lambda m: m.group(1) + m.group(2).upper().replace("&AMP;", "&amp;"), text)
+            for text in texts]
+
+
+def test_a_word_document_s_paragraphs_are_translated_their_runs_formatting_kept():
+    sent = []
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return upper_outside_tags(texts, source, target, fmt)
+
+    done = translate_document("guide.docx", office_file("word/document.xml", WORD), recorded, "en", "de")
+    # the paragraph's own formatting goes as text, the rest as elements the service places
+    assert sent == ["two dogs", 'open the <g id="1">file</g><x id="2"/> now &amp; play',
+                    'see the <g id="1">guide</g><x id="2"/>']
+    archive = zipfile.ZipFile(io.BytesIO(done.data))
+    assert archive.namelist() == ["[Content_Types].xml", "word/document.xml", "media/image1.png"]
+    assert archive.read("media/image1.png") == b"\\x89PNG not translated"
+    assert archive.read("word/document.xml").decode() == WORD.replace(
+        '<w:lang w:val="en-US"/></w:rPr><w:t>two dogs</w:t>',
+        '<w:lang w:val="de"/></w:rPr><w:t xml:space="preserve">TWO DOGS</w:t>').replace(
+        '<w:r><w:t xml:space="preserve">open the </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>file</w:t></w:r>'
+        '<w:proofErr w:type="spellStart"/><w:r><w:t xml:space="preserve"> now</w:t></w:r>'
+        '<w:r><w:t xml:space="preserve"> &amp; play</w:t></w:r>',
+        '<w:r><w:t xml:space="preserve">OPEN THE </w:t></w:r><w:r><w:rPr><w:b/></w:rPr>'
+        '<w:t xml:space="preserve">FILE</w:t></w:r><w:proofErr w:type="spellStart"/>'
+        '<w:r><w:t xml:space="preserve"> NOW &amp; PLAY</w:t></w:r>').replace(
+        '<w:r><w:t xml:space="preserve">see the </w:t></w:r><w:hyperlink r:id="rId5"><w:r><w:rPr>'
+        '<w:rStyle w:val="Hyperlink"/></w:rPr><w:t>guide</w:t></w:r></w:hyperlink>',
+        '<w:r><w:t xml:space="preserve">SEE THE </w:t></w:r><w:hyperlink r:id="rId5"><w:r><w:rPr>'
+        '<w:rStyle w:val="Hyperlink"/></w:rPr><w:t xml:space="preserve">GUIDE</w:t></w:r></w:hyperlink>')
+    assert (done.count, done.unit) == (3, "paragraphs")
+
+
+def test_a_word_document_through_the_service_keeps_its_formatting_on_the_words_translated(tmp_path):
+    with live_server(app_with(tmp_path), ready_within_s=30) as address:
+        status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
+                                    "guide.docx", office_file("word/document.xml", WORD))
+        assert status == 200, body
+        written = zipfile.ZipFile(io.BytesIO(fetch(body["translatedFileUrl"])[1])).read("word/document.xml")
+    # the fake reverses each sentence's words; the bold run still holds "file", the link "guide"
+    text = written.decode()
+    assert '<w:rPr><w:b/></w:rPr><w:t xml:space="preserve">FILE</w:t>' in text
+    assert '<w:rStyle w:val="Hyperlink"/></w:rPr><w:t xml:space="preserve">GUIDE</w:t>' in text
+    assert "<w:tab/>" in text and '<w:proofErr w:type="spellStart"/>' in text
+    ElementTree.fromstring(written)
+
+
+def test_a_paragraph_whose_translation_lost_its_markup_is_left_as_it_was():
+    def broken(texts, source, target, fmt):
+        return [text.replace("</g>", "") for text in texts]
+
+    done = translate_document("guide.docx", office_file("word/document.xml", WORD), broken, "en", "de")
+    written = zipfile.ZipFile(io.BytesIO(done.data)).read("word/document.xml").decode()
+    assert done.count == 1 and '<w:t>file</w:t>' in written and "<w:t>guide</w:t>" in written
+
+
+def test_a_presentation_s_slides_are_translated():
+    slide = ('<p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+             'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><p:cSld><p:spTree><p:sp><p:txBody>'
+             '<a:bodyPr/><a:p><a:r><a:rPr lang="en-US" dirty="0"/><a:t>two dogs </a:t></a:r>'
+             '<a:r><a:rPr lang="en-US" b="1"/><a:t>play</a:t></a:r><a:endParaRPr lang="en-US"/></a:p>'
+             '</p:txBody></p:sp></p:spTree></p:cSld></p:sld>')
+    done = translate_document("deck.pptx", office_file("ppt/slides/slide1.xml", slide), upper_outside_tags, "en", "de")
+    assert zipfile.ZipFile(io.BytesIO(done.data)).read("ppt/slides/slide1.xml").decode() == slide.replace(
+        '<a:rPr lang="en-US" dirty="0"/><a:t>two dogs </a:t>', '<a:rPr lang="de" dirty="0"/><a:t>TWO DOGS </a:t>').replace(
+        '<a:rPr lang="en-US" b="1"/><a:t>play</a:t>', '<a:rPr lang="de" b="1"/><a:t>PLAY</a:t>')
+    with pytest.raises(Failed, match="^cannot read deck.pptx: not a PowerPoint file"):
+        translate_document("deck.pptx", b"PK\\x03\\x04 not a zip", upper_outside_tags, "en", "de")
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
@@ -395,7 +494,7 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
 
 
 @pytest.mark.parametrize("name, data, source, target, error", [
-    ("report.docx", b"PK", "en", "de", "'.docx' files cannot be translated; formats: .po, .pot"),
+    ("report.odt", b"PK", "en", "de", "'.odt' files cannot be translated; formats: .po, .pot"),
     ("notes.txt", b"two dogs play\n", "en", None, "notes.txt names no target language$"),
     ("notes.txt", b"two dogs \xff play\n", "en", "de", "cannot read notes.txt: not UTF-8 text \\(byte 9\\)"),
     ("notes.txt", b"two dogs play\n", "de", "de", "the source and the target language are both 'de'"),
@@ -527,8 +626,8 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         assert settings["filesTranslation"] and ".po" in settings["supportedFilesFormat"]
         # what cannot be taken or found, LibreTranslate's way
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
-                                    "report.docx", b"PK")
-        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.docx'; "
+                                    "report.odt", b"PK")
+        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.odt'; "
                                                 "formats: " + ", ".join(FORMATS))
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
                                     "notes.txt", b"two dogs play")

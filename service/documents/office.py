@@ -1,0 +1,201 @@
+"""Office documents: Word (.docx) and PowerPoint (.pptx), each a zip of XML parts.
+
+Each paragraph of the text a reader sees (a Word document's body, headers, footers, footnotes and
+endnotes; a presentation's slides and notes) is one text. Its runs of differently formatted text go
+to the service as XML elements, `<g id="3">bold words</g>`, and everything else in it (a tab, a
+break, a picture, a field, a hyperlink, a bookmark) as an empty one, `<x id="4"/>`: the service
+places them in the translation as it places any inline markup, so that the bold words' translation
+comes back bold and a picture stays beside the words it stood beside. Adjacent runs formatted alike
+(Word splits them for spelling marks and revision ids) are one. Every other byte of the file and of
+each part stays as it was; a paragraph whose translation cannot be put back is left as it was.
+"""
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+from service.documents.files import Failed
+
+# The parts that hold the text a reader sees, and the prefix of their paragraphs' elements.
+_WORD_PARTS = re.compile(r"word/(?:document|header\d*|footer\d*|footnotes|endnotes)\.xml")
+_POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\.xml")
+_ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
+_ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
+_LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
+_MARKUP = re.compile(r'<g id="(\d+)">|</g>|<x id="(\d+)"\s*/>|[^<]+|<', re.DOTALL)
+
+
+def _unescaped(text: str) -> str:
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group(0)], text)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@dataclass
+class _Paragraph:
+    part: str
+    start: int                        # where its children start in the part's text
+    end: int                          # where they end
+    kept: str                         # its properties (w:pPr, a:pPr), first whatever is translated
+    base: int                         # the item whose formatting its text outside any run element takes
+    # ("text", what precedes its text: a run's start tag and properties (a hyperlink's start tag
+    # first), its text, what follows its text) or ("other", the element, "", "")
+    items: list[tuple[str, str, str, str]]
+    text: str                         # what is sent
+
+
+class OfficeDocument:
+    """A .docx or .pptx file's paragraphs, translated as markup (the module's docstring)."""
+
+    fmt = "xml"
+    unit = "paragraphs"
+    marks = ""
+    source_language = target_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        self.prefix = "w" if kind == "word" else "a"
+        parts = _WORD_PARTS if kind == "word" else _POWERPOINT_PARTS
+        try:
+            self.archive = zipfile.ZipFile(io.BytesIO(data))
+            self.names = [info.filename for info in self.archive.infolist()]
+            self.texts_of = {part: self.archive.read(part).decode("utf-8") for part in self.names if parts.fullmatch(part)}
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
+                RuntimeError, NotImplementedError) as error:
+            raise Failed(f"cannot read {name}: not a {'Word' if kind == 'word' else 'PowerPoint'} file ({error})") from None
+        if not self.texts_of:
+            raise Failed(f"cannot read {name}: it holds no {'word/document.xml' if kind == 'word' else 'slide'}")
+        p = self.prefix
+        # innermost paragraphs (a text box's paragraphs stand inside a run of another)
+        self._paragraph = re.compile(rf"<{p}:p\b[^>]*>((?:(?!<{p}:p[\s>]).)*?)</{p}:p>", re.DOTALL)
+        self._child = re.compile(rf"<{p}:pPr\b[^>]*?(?:/>|>.*?</{p}:pPr>)|<{p}:r\b[^>]*?(?:/>|>.*?</{p}:r>)"
+                                 r"|<([\w.-]+:[\w.-]+)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
+        self._run = re.compile(rf"(<{p}:r\b[^>]*>)((?:<{p}:rPr\b[^>]*?(?:/>|>.*?</{p}:rPr>))?)(.*)</{p}:r>", re.DOTALL)
+        self._t = re.compile(rf"<{p}:t(?:\s[^>]*)?(?:/>|>(.*?)</{p}:t>)", re.DOTALL)
+        self._link = re.compile(rf"(<{p}:hyperlink\b[^>]*>)(<{p}:r\b.*</{p}:r>)</{p}:hyperlink>", re.DOTALL)
+        self.paragraphs: list[_Paragraph] = []
+        for part, text in self.texts_of.items():
+            for match in self._paragraph.finditer(text):
+                paragraph = self._read(part, match.start(1), match.group(1))
+                if paragraph is not None:
+                    self.paragraphs.append(paragraph)
+        self.texts = [paragraph.text for paragraph in self.paragraphs]
+
+    def _read(self, part: str, start: int, body: str) -> _Paragraph | None:
+        """A paragraph's runs and other children, or None where it has no text to translate (or
+        holds something its children's reading does not cover)."""
+        kept, items, cursor = "", [], 0
+        for child in self._child.finditer(body):
+            if body[cursor:child.start()].strip():
+                return None  # text outside any child: not a paragraph this reads
+            cursor = child.end()
+            element = child.group(0)
+            if element.startswith(f"<{self.prefix}:pPr"):
+                kept += element
+                continue
+            link = self._link.fullmatch(element)  # a hyperlink around one run: its text translated
+            run = self._run.fullmatch(link.group(2) if link else element)
+            content = run.group(3) if run else None
+            if content is not None and not self._t.sub("", content).strip() and f"</{self.prefix}:r>" not in content:
+                text = _unescaped("".join(t.group(1) or "" for t in self._t.finditer(content)))
+                head = (link.group(1) if link else "") + run.group(1) + run.group(2)
+                tail = f"</{self.prefix}:r>" + (f"</{self.prefix}:hyperlink>" if link else "")
+                if not link and items and items[-1][0] == "text" and items[-1][1] == head and items[-1][3] == tail:
+                    items[-1] = ("text", head, items[-1][2] + text, tail)  # formatted alike: one run
+                else:
+                    items.append(("text", head, text, tail))
+            else:
+                items.append(("other", element, "", ""))
+        if body[cursor:].strip() or not any(kind == "text" and text.strip() for kind, _, text, _ in items):
+            return None
+        # The formatting most of its text has is the paragraph's own: that text goes as text, and the
+        # rest as elements in it (each run an element, the service had left them empty and moved
+        # their words: "<g>Open the </g><g>File</g>…" came back "<g>Das Dateimenü öffnen</g><g></g>…").
+        plain = f"</{self.prefix}:r>"
+        lengths: dict[str, int] = {}
+        for kind, head, text, tail in items:
+            if kind == "text" and tail == plain:
+                lengths[head] = lengths.get(head, 0) + len(text)
+        own = max(lengths, key=lambda head: lengths[head]) if lengths else None
+        base = next((k for k, item in enumerate(items) if item[1] == own and item[3] == plain), -1)
+        sent = "".join(_escaped(text) if kind == "text" and head == own and tail == plain
+                       else f'<g id="{k}">{_escaped(text)}</g>' if kind == "text" else f'<x id="{k}"/>'
+                       for k, (kind, head, text, tail) in enumerate(items))
+        return _Paragraph(part, start, start + len(body), kept, base, items, sent)
+
+    def _rebuilt(self, paragraph: _Paragraph, translation: str, target: str) -> str | None:
+        """The paragraph's children with the translation's text in its runs, in the translation's
+        order, its runs' language the target; None where the translation's markup is not the
+        paragraph's."""
+        items, base = paragraph.items, paragraph.base
+        out, current, used = [paragraph.kept], None, set()
+        for token in _MARKUP.finditer(translation):
+            opening, standalone, value = token.group(1), token.group(2), token.group(0)
+            if opening is not None:
+                index = int(opening)
+                if current is not None or index >= len(items) or items[index][0] != "text" or index == base:
+                    return None
+                current = index
+                used.add(index)
+            elif value == "</g>":
+                if current is None:
+                    return None
+                current = None
+            elif standalone is not None:
+                index = int(standalone)
+                if index >= len(items) or items[index][0] != "other" or index in used:
+                    return None
+                used.add(index)
+                out.append(items[index][1])
+            elif value == "<":
+                return None
+            elif current is None and base < 0:
+                return None  # text outside the elements of a paragraph that has no text of its own
+            else:  # text: in the run it stands in, else formatted as the paragraph's own text
+                out.append(self._text_run(items[current if current is not None else base], _unescaped(value), target))
+        if current is not None:
+            return None
+        # an element the translation lost (a picture, a bookmark) is kept, at the end
+        out += [element for k, (kind, element, _, _) in enumerate(items) if kind == "other" and k not in used]
+        return "".join(out)
+
+    def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:
+        _, head, _, tail = item
+        p = self.prefix
+        # the run says it is in the target language now (Word's w:lang, PowerPoint's lang)
+        head = _LANGUAGE[p].sub(lambda m: m.group(1) + target, head)
+        space = ' xml:space="preserve"' if p == "w" else ""
+        return f"{head}<{p}:t{space}>{_escaped(text)}</{p}:t>{tail}"
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        edits: dict[str, list[tuple[int, int, str]]] = {}
+        done = 0
+        for paragraph in self.paragraphs:
+            translation = translated.get(paragraph.text)
+            rebuilt = self._rebuilt(paragraph, translation, target) if translation is not None else None
+            if rebuilt is not None:
+                edits.setdefault(paragraph.part, []).append((paragraph.start, paragraph.end, rebuilt))
+                done += 1
+        output = io.BytesIO()
+        with zipfile.ZipFile(output, "w") as archive:
+            for info in self.archive.infolist():
+                data = self.archive.read(info)
+                if info.filename in edits:
+                    text = self.texts_of[info.filename]
+                    pieces, cursor = [], 0
+                    for start, end, value in sorted(edits[info.filename]):
+                        pieces += [text[cursor:start], value]
+                        cursor = end
+                    written = "".join(pieces) + text[cursor:]
+                    try:
+                        ElementTree.fromstring(written.encode("utf-8"))
+                    except ElementTree.ParseError:
+                        done -= len(edits[info.filename])  # a part that would not read: left as it was
+                    else:
+                        data = written.encode("utf-8")
+                archive.writestr(info, data)
+        return output.getvalue(), done
