@@ -1,7 +1,7 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/documents/xliff.py), Qt Linguist
-(.ts; service/documents/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), Word and
-PowerPoint files (.docx, .pptx; service/documents/office.py), SubRip subtitles (.srt), and the string resources of
+(.ts; service/documents/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), Word,
+PowerPoint and OpenDocument files (.docx, .pptx, .odt, .odp; service/documents/office.py), SubRip subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
 resources (.resx) and YAML (.yml, .yaml: Rails', Symfony's, Hugo's).
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from service.documents.bilingual import Bilingual
 from service.documents.files import Failed, NoTarget, Refused, Translate
 from service.documents.gettext import Catalog
-from service.documents.office import OfficeDocument
+from service.documents.office import OfficeDocument, OpenDocument
 from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles
 from service.documents.resources import AppleStrings, Android, Json, Properties, Resx, Yaml
 
@@ -57,16 +57,20 @@ BATCH = 32
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
            ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
-           ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint"}
+           ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
+           ".odt": "odt", ".odp": "odp"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
            "html": HtmlPage, "subtitles": Subtitles, "json": Json, "android": Android, "properties": Properties,
-           "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument}
+           "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
+           "odt": OpenDocument, "odp": OpenDocument}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
                "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
                "apple": "text/plain", "resx": "application/xml", "yaml": "application/yaml",
                "word": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-               "powerpoint": "application/vnd.openxmlformats-officedocument.presentationml.presentation"}
+               "powerpoint": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+               "odt": "application/vnd.oasis.opendocument.text",
+               "odp": "application/vnd.oasis.opendocument.presentation"}
 
 
 @dataclass

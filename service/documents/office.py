@@ -1,4 +1,5 @@
-"""Office documents: Word (.docx) and PowerPoint (.pptx), each a zip of XML parts.
+"""Office documents, each a zip of XML parts: Word (.docx) and PowerPoint (.pptx), and OpenDocument
+text and presentations (.odt, .odp; `OpenDocument`, at the end).
 
 Each paragraph of the text a reader sees (a Word document's body, headers, footers, footnotes and
 endnotes; a presentation's slides and notes) is one text. Its runs of differently formatted text go
@@ -198,4 +199,51 @@ class OfficeDocument:
                     else:
                         data = written.encode("utf-8")
                 archive.writestr(info, data)
+        return output.getvalue(), done
+
+
+# OpenDocument's paragraphs and headings, innermost (a frame's paragraphs stand inside another's).
+_ODF_PARAGRAPH = re.compile(r"<text:(p|h)\b([^>]*)>((?:(?!<text:[ph][\s>]).)*?)</text:\1>", re.DOTALL)
+_ODF_VISIBLE = re.compile(r"<[^>]*>|\s")
+
+
+class OpenDocument:
+    """An OpenDocument text or presentation (.odt, .odp): each paragraph and heading of content.xml,
+    whose text and inline elements (a span of other formatting, a link, a space run, a tab) are XML
+    as the service reads it, sent as it is; every other part of the file byte for byte."""
+
+    fmt = "xml"
+    unit = "paragraphs"
+    marks = ""
+    source_language = target_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        try:
+            self.archive = zipfile.ZipFile(io.BytesIO(data))
+            self.content = self.archive.read("content.xml").decode("utf-8")
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
+                RuntimeError, NotImplementedError) as error:
+            raise Failed(f"cannot read {name}: not an OpenDocument file ({error})") from None
+        self.spans = [(m.start(3), m.end(3), m.group(3)) for m in _ODF_PARAGRAPH.finditer(self.content)
+                      if _ODF_VISIBLE.sub("", m.group(3))]
+        self.texts = [text for _, _, text in self.spans]
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        pieces, cursor, done = [], 0, 0
+        for start, end, text in self.spans:
+            translation = translated.get(text)
+            if translation is None:
+                continue
+            pieces += [self.content[cursor:start], translation]
+            cursor, done = end, done + 1
+        content = "".join(pieces) + self.content[cursor:]
+        try:
+            ElementTree.fromstring(content.encode("utf-8"))
+        except ElementTree.ParseError:
+            content, done = self.content, 0  # a translation that would not read: the file as it was
+        output = io.BytesIO()
+        with zipfile.ZipFile(output, "w") as archive:
+            for info in self.archive.infolist():
+                # the mimetype entry stays first and stored, as OpenDocument requires
+                archive.writestr(info, content.encode("utf-8") if info.filename == "content.xml" else self.archive.read(info))
         return output.getvalue(), done

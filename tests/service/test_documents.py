@@ -479,6 +479,37 @@ def test_a_presentation_s_slides_are_translated():
         translate_document("deck.pptx", b"PK\\x03\\x04 not a zip", upper_outside_tags, "en", "de")
 
 
+ODT_CONTENT = ('<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content '
+               'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:xlink="http://www.w3.org/1999/xlink">'
+               '<office:body><office:text><text:h text:outline-level="1">two dogs</text:h>'
+               '<text:p text:style-name="P1">open the <text:span text:style-name="T1">file</text:span> now</text:p>'
+               '<text:p/><text:p> <text:s text:c="2"/></text:p></office:text></office:body></office:document-content>')
+
+
+def test_an_opendocument_s_paragraphs_are_sent_as_the_xml_they_are():
+    sent = []
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return upper_outside_tags(texts, source, target, fmt)
+
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w") as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.text")  # first and stored, as ODF wants
+        archive.writestr("content.xml", ODT_CONTENT, zipfile.ZIP_DEFLATED)
+        archive.writestr("styles.xml", "<office:document-styles/>", zipfile.ZIP_DEFLATED)
+    done = translate_document("notes.odt", written.getvalue(), recorded, "en", "de")
+    assert sent == ["two dogs", 'open the <text:span text:style-name="T1">file</text:span> now']
+    archive = zipfile.ZipFile(io.BytesIO(done.data))
+    assert [(i.filename, i.compress_type) for i in archive.infolist()] == [
+        ("mimetype", zipfile.ZIP_STORED), ("content.xml", zipfile.ZIP_DEFLATED), ("styles.xml", zipfile.ZIP_DEFLATED)]
+    assert archive.read("content.xml").decode() == ODT_CONTENT.replace(">two dogs<", ">TWO DOGS<").replace(
+        ">open the <text:span text:style-name=\"T1\">file</text:span> now<",
+        ">OPEN THE <text:span text:style-name=\"T1\">FILE</text:span> NOW<")
+    assert done.count == 2
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
@@ -494,7 +525,7 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
 
 
 @pytest.mark.parametrize("name, data, source, target, error", [
-    ("report.odt", b"PK", "en", "de", "'.odt' files cannot be translated; formats: .po, .pot"),
+    ("report.xlsx", b"PK", "en", "de", "'.xlsx' files cannot be translated; formats: .po, .pot"),
     ("notes.txt", b"two dogs play\n", "en", None, "notes.txt names no target language$"),
     ("notes.txt", b"two dogs \xff play\n", "en", "de", "cannot read notes.txt: not UTF-8 text \\(byte 9\\)"),
     ("notes.txt", b"two dogs play\n", "de", "de", "the source and the target language are both 'de'"),
@@ -626,8 +657,8 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         assert settings["filesTranslation"] and ".po" in settings["supportedFilesFormat"]
         # what cannot be taken or found, LibreTranslate's way
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
-                                    "report.odt", b"PK")
-        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.odt'; "
+                                    "report.xlsx", b"PK")
+        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.xlsx'; "
                                                 "formats: " + ", ".join(FORMATS))
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
                                     "notes.txt", b"two dogs play")
