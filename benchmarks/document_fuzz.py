@@ -61,7 +61,8 @@ SEEDS = {
                b"    - Open a file\n    - \"Save\"\n  help: |\n    line one\n    line two\n  f: >-\n    a\n    b\n"
                b"  n: 3\n  welcome: \"Welcome, %{name}!\"\n"),
 }
-# Word's document part: mutated as XML, then zipped (a mutated zip is only a zip that does not read).
+# Word's document part and OpenDocument's content: mutated as XML, then zipped (a mutated zip is only
+# a zip that does not read).
 WORD_XML = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="http://schemas.openxmlformats.org/'
             'wordprocessingml/2006/main" xmlns:r="r"><w:body><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>'
             'Getting started</w:t></w:r></w:p><w:p><w:r><w:t xml:space="preserve">Open the </w:t></w:r><w:r><w:rPr><w:b/>'
@@ -69,6 +70,11 @@ WORD_XML = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:documen
             'save.</w:t></w:r></w:p><w:p><w:r><w:t>See </w:t></w:r><w:hyperlink r:id="rId5"><w:r><w:t>the guide</w:t>'
             '</w:r></w:hyperlink><w:r><w:tab/></w:r></w:p><w:sectPr/></w:body></w:document>').encode()
 SEEDS["guide.docx"] = WORD_XML
+SEEDS["notes.odt"] = ('<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content xmlns:office="o" xmlns:text="t" '
+                      'xmlns:xlink="x"><office:body><office:text><text:h text:outline-level="1">Save it</text:h><text:p>'
+                      'Open the <text:span text:style-name="T1">File</text:span> menu<text:s text:c="2"/>and <text:a '
+                      'xlink:href="s.html">Settings</text:a>.</text:p></office:text></office:body></office:document-content>'
+                      ).encode()
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 
@@ -122,8 +128,8 @@ def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
         for _ in range(count):
             seed = rng.choice(sorted(SEEDS))
             data = mutate(rng, SEEDS[seed])
-            if seed.endswith(".docx"):
-                data = _zipped("word/document.xml", data)
+            if seed.endswith((".docx", ".odt")):
+                data = _zipped("word/document.xml" if seed.endswith(".docx") else "content.xml", data)
             name = rng.choice([seed, seed, seed, seed.upper(), "x/" + seed, "C:\\x\\" + seed, "é" + seed, seed + "\x00",
                                "", "a" * 300 + seed])
             upload = {"file": (name, data, "application/octet-stream")}
