@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
     parser.add_argument("catalogs", metavar="catalog", type=Path, nargs="+",
                         help="a .po or .pot file, an XLIFF file (.xlf, .xliff), a Qt Linguist one (.ts), a text file "
-                        "(.txt), Markdown (.md), an HTML page (.html), Word (.docx), PowerPoint (.pptx), OpenDocument (.odt, .odp), SubRip subtitles (.srt), or string resources: JSON "
+                        "(.txt), Markdown (.md), an HTML page (.html), Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .odp, .ods), SubRip subtitles (.srt), or string resources: JSON "
                         "(.json, .arb), Android (strings.xml), Java (.properties), Apple (.strings), .NET (.resx), YAML "
                         "(.yml); several with --in-place (po/*.po)")
     where = parser.add_mutually_exclusive_group(required=True)

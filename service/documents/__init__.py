@@ -1,7 +1,7 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/documents/xliff.py), Qt Linguist
 (.ts; service/documents/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), Word,
-PowerPoint and OpenDocument files (.docx, .pptx, .odt, .odp; service/documents/office.py), SubRip subtitles (.srt), and the string resources of
+PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods; service/documents/office.py), SubRip subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
 resources (.resx) and YAML (.yml, .yaml: Rails', Symfony's, Hugo's).
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from service.documents.bilingual import Bilingual
 from service.documents.files import Failed, NoTarget, Refused, Translate
 from service.documents.gettext import Catalog
-from service.documents.office import OfficeDocument, OpenDocument
+from service.documents.office import OfficeDocument, OpenDocument, Workbook
 from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles
 from service.documents.resources import AppleStrings, Android, Json, Properties, Resx, Yaml
 
@@ -58,11 +58,11 @@ FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xlif
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
            ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
            ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
-           ".odt": "odt", ".odp": "odp"}
+           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
            "html": HtmlPage, "subtitles": Subtitles, "json": Json, "android": Android, "properties": Properties,
            "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
-           "odt": OpenDocument, "odp": OpenDocument}
+           "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
                "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
@@ -70,7 +70,9 @@ MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xl
                "word": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
                "powerpoint": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
                "odt": "application/vnd.oasis.opendocument.text",
-               "odp": "application/vnd.oasis.opendocument.presentation"}
+               "odp": "application/vnd.oasis.opendocument.presentation",
+               "ods": "application/vnd.oasis.opendocument.spreadsheet",
+               "excel": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Office documents, each a zip of XML parts: Word (.docx) and PowerPoint (.pptx), and OpenDocument
-text and presentations (.odt, .odp; `OpenDocument`, at the end).
+"""Office documents, each a zip of XML parts: Word (.docx) and PowerPoint (.pptx), Excel (.xlsx;
+`Workbook`, its shared strings), and OpenDocument text, presentations and spreadsheets (.odt, .odp,
+.ods; `OpenDocument`).
 
 Each paragraph of the text a reader sees (a Word document's body, headers, footers, footnotes and
 endnotes; a presentation's slides and notes) is one text. Its runs of differently formatted text go
@@ -95,16 +96,16 @@ class OfficeDocument:
                 return None  # text outside any child: not a paragraph this reads
             cursor = child.end()
             element = child.group(0)
-            if element.startswith(f"<{self.prefix}:pPr"):
+            if self.prefix and element.startswith(f"<{self.prefix}:pPr"):
                 kept += element
                 continue
             link = self._link.fullmatch(element)  # a hyperlink around one run: its text translated
             run = self._run.fullmatch(link.group(2) if link else element)
             content = run.group(3) if run else None
-            if content is not None and not self._t.sub("", content).strip() and f"</{self.prefix}:r>" not in content:
+            if content is not None and not self._t.sub("", content).strip() and self._run_end() not in content:
                 text = _unescaped("".join(t.group(1) or "" for t in self._t.finditer(content)))
                 head = (link.group(1) if link else "") + run.group(1) + run.group(2)
-                tail = f"</{self.prefix}:r>" + (f"</{self.prefix}:hyperlink>" if link else "")
+                tail = self._run_end() + (f"</{self.prefix}:hyperlink>" if link else "")
                 if not link and items and items[-1][0] == "text" and items[-1][1] == head and items[-1][3] == tail:
                     items[-1] = ("text", head, items[-1][2] + text, tail)  # formatted alike: one run
                 else:
@@ -116,7 +117,7 @@ class OfficeDocument:
         # The formatting most of its text has is the paragraph's own: that text goes as text, and the
         # rest as elements in it (each run an element, the service had left them empty and moved
         # their words: "<g>Open the </g><g>File</g>…" came back "<g>Das Dateimenü öffnen</g><g></g>…").
-        plain = f"</{self.prefix}:r>"
+        plain = self._run_end()
         lengths: dict[str, int] = {}
         for kind, head, text, tail in items:
             if kind == "text" and tail == plain:
@@ -163,6 +164,9 @@ class OfficeDocument:
         # an element the translation lost (a picture, a bookmark) is kept, at the end
         out += [element for k, (kind, element, _, _) in enumerate(items) if kind == "other" and k not in used]
         return "".join(out)
+
+    def _run_end(self) -> str:
+        return f"</{self.prefix}:r>" if self.prefix else "</r>"
 
     def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:
         _, head, _, tail = item
@@ -247,3 +251,48 @@ class OpenDocument:
                 # the mimetype entry stays first and stored, as OpenDocument requires
                 archive.writestr(info, content.encode("utf-8") if info.filename == "content.xml" else self.archive.read(info))
         return output.getvalue(), done
+
+
+_SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)
+_PLAIN_STRING = re.compile(r"<t(?:\s[^>]*)?>(.*?)</t>", re.DOTALL)
+
+
+class Workbook(OfficeDocument):
+    """An Excel workbook (.xlsx): its shared strings, the text of every cell that holds text (numbers
+    and formulas are no shared strings). A string of runs of different formatting is read as a Word
+    paragraph's runs are; a plain one is its text."""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        self.prefix = ""
+        try:
+            self.archive = zipfile.ZipFile(io.BytesIO(data))
+            strings = self.archive.read("xl/sharedStrings.xml").decode("utf-8")
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
+                RuntimeError, NotImplementedError) as error:
+            raise Failed(f"cannot read {name}: not an Excel workbook with text ({error})") from None
+        self.texts_of = {"xl/sharedStrings.xml": strings}
+        self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
+        self._run = re.compile(r"(<r\b[^>]*>)((?:<rPr\b[^>]*?(?:/>|>.*?</rPr>))?)(.*)</r>", re.DOTALL)
+        self._t = re.compile(r"<t(?:\s[^>]*)?(?:/>|>(.*?)</t>)", re.DOTALL)
+        self._link = re.compile(r"(?!)")  # a workbook's strings hold no hyperlinks
+        self.paragraphs = []
+        for match in _SHARED_STRING.finditer(strings):
+            body, start = match.group(1), match.start(1)
+            plain = _PLAIN_STRING.fullmatch(body.strip())
+            if plain is not None:  # one text: sent as it is, its element kept
+                text = _unescaped(plain.group(1))
+                if text.strip():
+                    head = body[:body.index(">", body.index("<t")) + 1]
+                    self.paragraphs.append(_Paragraph("xl/sharedStrings.xml", start, start + len(body), "", 0,
+                                                      [("text", head, text, "</t>")], _escaped(text)))
+                continue
+            paragraph = self._read("xl/sharedStrings.xml", start, body)
+            if paragraph is not None:
+                self.paragraphs.append(paragraph)
+        self.texts = [paragraph.text for paragraph in self.paragraphs]
+
+    def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:
+        _, head, _, tail = item
+        if tail == "</t>":  # a plain string
+            return f'<t xml:space="preserve">{_escaped(text)}</t>'
+        return f'{head}<t xml:space="preserve">{_escaped(text)}</t>{tail}'

@@ -16,7 +16,7 @@ take an API URL). Under it, as DeepL answers them:
   service passes through an element marked ``translate="no"``. This service's own: ``model``, which
   of the pair's models translates.
 - ``POST v2/document``: a multipart form with ``file`` (a gettext catalog, XLIFF, Qt Linguist, text,
-  Markdown, HTML, Word, PowerPoint, OpenDocument, SubRip file, or a program's string resources: service/documents/; ``filename`` names it where the part does not),
+  Markdown, HTML, Word, PowerPoint, Excel, OpenDocument, SubRip file, or a program's string resources: service/documents/; ``filename`` names it where the part does not),
   ``target_lang``, ``source_lang`` (absent: the one the file names, else detected), ``glossary_id``,
   ``output_format`` (only the file's own); answers ``document_id`` and ``document_key``. ``POST
   v2/document/{id}`` with ``document_key``: its ``status`` (``queued``, ``translating`` with

@@ -14,7 +14,7 @@ LibreTranslate machinery, `libretranslatepy`'s ``LibreTranslateAPI(url)``, `deep
   in /translate; absent: the pair's default).
 - ``POST detect``: ``q``; answers the served languages, likeliest first, with a confidence 0-100.
 - ``POST translate_file``: a multipart form with ``file`` (a gettext catalog, XLIFF, Qt Linguist,
-  text, Markdown, HTML, Word, PowerPoint, OpenDocument, SubRip file, or a program's string resources: service/documents/), ``source`` (``auto``: the one the file names, else
+  text, Markdown, HTML, Word, PowerPoint, Excel, OpenDocument, SubRip file, or a program's string resources: service/documents/), ``source`` (``auto``: the one the file names, else
   detected), ``target``, ``api_key``; answers ``translatedFileUrl`` once the file is translated, a
   ``GET download_file/...`` that answers the file with its untranslated texts translated (kept
   for the ``document_retention_s`` setting; ``translate_file`` waits at most 10 minutes, after which

@@ -510,6 +510,25 @@ def test_an_opendocument_s_paragraphs_are_sent_as_the_xml_they_are():
     assert done.count == 2
 
 
+def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
+    strings = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="http://schemas.openxmlformats.org/'
+               'spreadsheetml/2006/main" count="3" uniqueCount="3"><si><t>two dogs</t></si><si><t xml:space="preserve">'
+               ' </t></si><si><r><t xml:space="preserve">open the </t></r><r><rPr><b/></rPr><t>file</t></r></si></sst>')
+    sent = []
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return upper_outside_tags(texts, source, target, fmt)
+
+    done = translate_document("budget.xlsx", office_file("xl/sharedStrings.xml", strings), recorded, "en", "de")
+    assert sent == ["two dogs", 'open the <g id="1">file</g>']
+    assert zipfile.ZipFile(io.BytesIO(done.data)).read("xl/sharedStrings.xml").decode() == strings.replace(
+        "<si><t>two dogs</t></si>", '<si><t xml:space="preserve">TWO DOGS</t></si>').replace(
+        '<r><t xml:space="preserve">open the </t></r><r><rPr><b/></rPr><t>file</t></r>',
+        '<r><t xml:space="preserve">OPEN THE </t></r><r><rPr><b/></rPr><t xml:space="preserve">FILE</t></r>')
+    assert done.count == 2
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
@@ -525,7 +544,7 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
 
 
 @pytest.mark.parametrize("name, data, source, target, error", [
-    ("report.xlsx", b"PK", "en", "de", "'.xlsx' files cannot be translated; formats: .po, .pot"),
+    ("report.pdf", b"PK", "en", "de", "'.pdf' files cannot be translated; formats: .po, .pot"),
     ("notes.txt", b"two dogs play\n", "en", None, "notes.txt names no target language$"),
     ("notes.txt", b"two dogs \xff play\n", "en", "de", "cannot read notes.txt: not UTF-8 text \\(byte 9\\)"),
     ("notes.txt", b"two dogs play\n", "de", "de", "the source and the target language are both 'de'"),
@@ -657,8 +676,8 @@ def test_libretranslate_translate_file_answers_a_url_to_the_catalog_translated(t
         assert settings["filesTranslation"] and ".po" in settings["supportedFilesFormat"]
         # what cannot be taken or found, LibreTranslate's way
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "de"},
-                                    "report.xlsx", b"PK")
-        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.xlsx'; "
+                                    "report.pdf", b"PK")
+        assert (status, body["error"]) == (400, "Invalid request: file format not supported: 'report.pdf'; "
                                                 "formats: " + ", ".join(FORMATS))
         status, body, _ = multipart(f"{address}/libretranslate/translate_file", {"source": "en", "target": "fr"},
                                     "notes.txt", b"two dogs play")

@@ -176,8 +176,8 @@ def test_the_page_translates_a_file_and_links_to_it(base_url, browser):
     with urllib.request.urlopen(page.get_attribute("#download", "href")) as response:
         assert response.read().decode() == catalog.replace(
             'msgid "Two', '#, fuzzy\nmsgid "Two').replace('msgstr ""\n', 'msgstr "Zwei Hunde spielen im Schnee."\n')
-    page.set_input_files("#file", files=[{"name": "report.xlsx", "mimeType": "application/octet-stream", "buffer": b"PK"}])
+    page.set_input_files("#file", files=[{"name": "report.pdf", "mimeType": "application/octet-stream", "buffer": b"PK"}])
     page.click("#gofile")
     page.wait_for_selector("#filestatus.error")
-    assert page.inner_text("#filestatus").startswith("400: Invalid request: file format not supported: 'report.xlsx'")
+    assert page.inner_text("#filestatus").startswith("400: Invalid request: file format not supported: 'report.pdf'")
     page.close()

@@ -164,7 +164,7 @@ def test_a_catalog_in_another_charset_is_read_and_written_in_it(url, tmp_path):
     (["{bare}", "--in-place", "--target", "fr"], "pretranslate: target: language pair en-fr is not served"),
     # a German catalog does not take French translations
     (["{catalog}", "--in-place", "--target", "fr"], "pretranslate: de.po is a translation into 'de', not 'fr'"),
-    (["notes.xlsx", "--in-place"], "pretranslate: cannot read notes.xlsx: its format is none of .po, .pot, .xlf"),
+    (["notes.pdf", "--in-place"], "pretranslate: cannot read notes.pdf: its format is none of .po, .pot, .xlf"),
     (["{catalog}", "--in-place", "--url", "http://127.0.0.1:9"], "pretranslate: cannot get translations from"),
     (["{bare}", "--in-place"], "pretranslate: {bare} names no target language (its Language header is empty): pass --target"),
     # polib reads an unterminated string less its last character ("Offen" as "Offe"): written back,
@@ -177,7 +177,7 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     (tmp_path / "bare.pot").write_text('msgid ""\nmsgstr ""\n\nmsgid "Open"\nmsgstr ""\n', encoding="utf-8")
     broken = 'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Open"\nmsgstr "Offen\n\nmsgid "Save"\nmsgstr ""\n'
     (tmp_path / "broken.po").write_text(broken, encoding="utf-8")
-    (tmp_path / "notes.xlsx").write_bytes(b"PK\x03\x04")
+    (tmp_path / "notes.pdf").write_bytes(b"PK\x03\x04")
     names = {"catalog": "de.po", "bare": "bare.pot", "broken": "broken.po"}
     argv = [arg.format(**names) for arg in argv]
     if "--url" not in argv:
@@ -187,7 +187,7 @@ def test_what_stops_a_run_is_one_line_and_exit_status_1(url, tmp_path, capsys, m
     assert line.startswith(error.format(**names))
     assert (tmp_path / "de.po").read_text(encoding="utf-8") == CATALOG  # nothing written
     assert (tmp_path / "broken.po").read_text(encoding="utf-8") == broken
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.pot", "broken.po", "de.po", "notes.xlsx"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.pot", "broken.po", "de.po", "notes.pdf"]
 
 
 @pytest.mark.parametrize("value, lines", [
