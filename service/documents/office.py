@@ -27,6 +27,9 @@ _POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
 _ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
+# What reading a zip's part can raise for a file that is not the zip it says (or holds a part not UTF-8).
+_UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError, RuntimeError,
+               NotImplementedError)
 _MARKUP = re.compile(r'<g id="(\d+)">|</g>|<x id="(\d+)"\s*/>|[^<]+|<', re.DOTALL)
 
 
@@ -66,8 +69,7 @@ class OfficeDocument:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
             self.names = [info.filename for info in self.archive.infolist()]
             self.texts_of = {part: self.archive.read(part).decode("utf-8") for part in self.names if parts.fullmatch(part)}
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
-                RuntimeError, NotImplementedError) as error:
+        except _UNREADABLE as error:
             raise Failed(f"cannot read {name}: not a {'Word' if kind == 'word' else 'PowerPoint'} file ({error})") from None
         if not self.texts_of:
             raise Failed(f"cannot read {name}: it holds no {'word/document.xml' if kind == 'word' else 'slide'}")
@@ -225,8 +227,7 @@ class OpenDocument:
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
             self.content = self.archive.read("content.xml").decode("utf-8")
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
-                RuntimeError, NotImplementedError) as error:
+        except _UNREADABLE as error:
             raise Failed(f"cannot read {name}: not an OpenDocument file ({error})") from None
         self.spans = [(m.start(3), m.end(3), m.group(3)) for m in _ODF_PARAGRAPH.finditer(self.content)
                       if _ODF_VISIBLE.sub("", m.group(3))]
@@ -267,8 +268,7 @@ class Workbook(OfficeDocument):
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
             strings = self.archive.read("xl/sharedStrings.xml").decode("utf-8")
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
-                RuntimeError, NotImplementedError) as error:
+        except _UNREADABLE as error:
             raise Failed(f"cannot read {name}: not an Excel workbook with text ({error})") from None
         self.texts_of = {"xl/sharedStrings.xml": strings}
         self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
