@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from service.served import spliced
+
 # The blank lines between paragraphs (a catalog's messages, a text's paragraphs), captured: split by
 # it, a text's paragraphs stand at even places and what parts them at odd ones.
 PARAGRAPH_BREAK = re.compile(r"((?:\r?\n)(?:[ \t]*\r?\n)+)")
@@ -77,12 +79,7 @@ class Spans:
         return []  # other edits than translations (ARB's locale)
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        edits = [(start, end, self._put(translated[text], start, end)) for start, end, text in self.spans
-                 if text in translated] + self._edited(target)
-        out, cursor = [], 0
-        for start, end, replacement in sorted(edits):
-            out += [self.text[cursor:start], replacement]
-            cursor = end
-        out.append(self.text[cursor:])
-        translations = sum(1 for _, _, text in self.spans if text in translated)
-        return "".join(out).encode(self.encoding, errors=self.errors), translations
+        translations = [(start, end, self._put(translated[text], start, end)) for start, end, text in self.spans
+                        if text in translated]
+        written = spliced(self.text, sorted(translations + self._edited(target)))
+        return written.encode(self.encoding, errors=self.errors), len(translations)

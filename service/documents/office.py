@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from xml.etree import ElementTree
 
 from service.documents.files import Failed
+from service.served import spliced
 
 # The parts that hold the text a reader sees, and the prefix of their paragraphs' elements.
 _WORD_PARTS = re.compile(r"word/(?:document|header\d*|footer\d*|footnotes|endnotes)\.xml")
@@ -52,6 +53,25 @@ class _Paragraph:
     # first), its text, what follows its text) or ("other", the element, "", "")
     items: list[tuple[str, str, str, str]]
     text: str                         # what is sent
+
+
+def _rewritten(archive: zipfile.ZipFile, texts: dict[str, str]) -> tuple[bytes, list[str]]:
+    """The archive with the parts `texts` names written anew, every entry else as it was, in its
+    place and compressed as it was (OpenDocument's mimetype stays first and stored); and the parts
+    left as they were because their new text would not read as XML."""
+    output, unreadable = io.BytesIO(), []
+    with zipfile.ZipFile(output, "w") as written:
+        for info in archive.infolist():
+            data = archive.read(info)
+            if info.filename in texts:
+                try:
+                    ElementTree.fromstring(texts[info.filename].encode("utf-8"))
+                except ElementTree.ParseError:
+                    unreadable.append(info.filename)
+                else:
+                    data = texts[info.filename].encode("utf-8")
+            written.writestr(info, data)
+    return output.getvalue(), unreadable
 
 
 class OfficeDocument:
@@ -187,25 +207,10 @@ class OfficeDocument:
             if rebuilt is not None:
                 edits.setdefault(paragraph.part, []).append((paragraph.start, paragraph.end, rebuilt))
                 done += 1
-        output = io.BytesIO()
-        with zipfile.ZipFile(output, "w") as archive:
-            for info in self.archive.infolist():
-                data = self.archive.read(info)
-                if info.filename in edits:
-                    text = self.texts_of[info.filename]
-                    pieces, cursor = [], 0
-                    for start, end, value in sorted(edits[info.filename]):
-                        pieces += [text[cursor:start], value]
-                        cursor = end
-                    written = "".join(pieces) + text[cursor:]
-                    try:
-                        ElementTree.fromstring(written.encode("utf-8"))
-                    except ElementTree.ParseError:
-                        done -= len(edits[info.filename])  # a part that would not read: left as it was
-                    else:
-                        data = written.encode("utf-8")
-                archive.writestr(info, data)
-        return output.getvalue(), done
+        written = {part: spliced(self.texts_of[part], sorted(part_edits)) for part, part_edits in edits.items()}
+        data, unreadable = _rewritten(self.archive, written)
+        # a part whose translation would not read is left as it was
+        return data, done - sum(len(edits[part]) for part in unreadable)
 
 
 # OpenDocument's paragraphs and headings, innermost (a frame's paragraphs stand inside another's).
@@ -234,24 +239,9 @@ class OpenDocument:
         self.texts = [text for _, _, text in self.spans]
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        pieces, cursor, done = [], 0, 0
-        for start, end, text in self.spans:
-            translation = translated.get(text)
-            if translation is None:
-                continue
-            pieces += [self.content[cursor:start], translation]
-            cursor, done = end, done + 1
-        content = "".join(pieces) + self.content[cursor:]
-        try:
-            ElementTree.fromstring(content.encode("utf-8"))
-        except ElementTree.ParseError:
-            content, done = self.content, 0  # a translation that would not read: the file as it was
-        output = io.BytesIO()
-        with zipfile.ZipFile(output, "w") as archive:
-            for info in self.archive.infolist():
-                # the mimetype entry stays first and stored, as OpenDocument requires
-                archive.writestr(info, content.encode("utf-8") if info.filename == "content.xml" else self.archive.read(info))
-        return output.getvalue(), done
+        edits = [(start, end, translated[text]) for start, end, text in self.spans if text in translated]
+        data, unreadable = _rewritten(self.archive, {"content.xml": spliced(self.content, edits)})
+        return data, 0 if unreadable else len(edits)  # a translation that would not read: the file as it was
 
 
 _SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)
