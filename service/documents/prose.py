@@ -10,57 +10,55 @@ from html.parser import HTMLParser
 from service.documents.files import PARAGRAPH_BREAK, Spans, decoded
 
 
-class _Blocks:
-    """A text in blocks between blank lines, some of them (`_translatable`) translated."""
+class _Prose(Spans):
+    """Plain text in spans (each without the file's "\r\n"), written back with its line breaks as
+    the span it replaces wrote them."""
 
-    marks = ""
     fmt = "text"
-    source_language = target_language = ""
-
-    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
-        self.text, self.encoding = decoded(name, data)
-        self.newline = "\r\n" if "\r\n" in self.text else "\n"
-        # text blocks at even places, the blank lines between at odd ones
-        self.blocks = PARAGRAPH_BREAK.split(self.text)
-        self.places: list[tuple[int, str, str, str]] = []  # (block, what precedes the text, text, what follows it)
-        for index in range(0, len(self.blocks), 2):
-            found = self._translatable(self.blocks[index])
-            if found is not None:
-                head, body, tail = found
-                self.places.append((index, head, body.replace("\r\n", "\n"), tail))
-        self.texts = [text for _, _, text, _ in self.places]
-
-    def _translatable(self, block: str) -> tuple[str, str, str] | None:
-        raise NotImplementedError
-
-    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        blocks, done = list(self.blocks), 0
-        for index, head, text, tail in self.places:
-            translation = translated.get(text)
-            if translation is not None:
-                blocks[index] = head + translation.replace("\n", self.newline) + tail
-                done += 1
-        return "".join(blocks).encode(self.encoding), done
-
-
-class PlainText(_Blocks):
+    source_language = ""
     unit = "paragraphs"
 
-    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+    def _put(self, translation: str, start: int, end: int) -> str:
+        return translation.replace("\n", "\r\n") if "\r\n" in self.text[start:end] else translation
+
+    def _add(self, start: int, end: int) -> None:
+        self.spans.append((start, end, self.text[start:end].replace("\r\n", "\n")))
+
+
+class _Paragraphs(_Prose):
+    """A text's paragraphs (between blank lines), or the part of each `_translatable` says."""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        offset = 0
+        for index, block in enumerate(PARAGRAPH_BREAK.split(self.text)):  # paragraphs at even places
+            found = self._translatable(block) if index % 2 == 0 else None
+            if found is not None:
+                self._add(offset + found[0], offset + found[1])
+            offset += len(block)
+
+    def _translatable(self, block: str) -> tuple[int, int] | None:
+        """Where in the paragraph its text to translate starts and ends, or None for none."""
+        raise NotImplementedError
+
+
+class PlainText(_Paragraphs):
+    def _translatable(self, block: str) -> tuple[int, int] | None:
         body = block.strip()
         if not body:
             return None
         start = block.index(body)
-        return block[:start], body, block[start + len(body):]
+        return start, start + len(body)
 
 
 _TIMING = re.compile(r"^\s*\d+\s*\r?\n[^\n]*-->[^\n]*\r?\n")
 
 
-class Subtitles(_Blocks):
+class Subtitles(_Paragraphs):
     unit = "subtitles"
 
-    def _translatable(self, block: str) -> tuple[str, str, str] | None:
+    def _translatable(self, block: str) -> tuple[int, int] | None:
         # A cue: its number, its timing line, its text; a block that is none stays as it is.
         timing = _TIMING.match(block)
         if timing is None:
@@ -68,7 +66,7 @@ class Subtitles(_Blocks):
         body = block[timing.end():].rstrip()
         if not body.strip():
             return None
-        return block[:timing.end()], body, block[timing.end() + len(body):]
+        return timing.end(), timing.end() + len(body)
 
 
 # --- HTML pages
@@ -247,10 +245,9 @@ _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")
 _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
 
 
-class Markdown(Spans):
-    fmt = "text"
-    source_language = ""
-    unit = "paragraphs"
+class Markdown(_Prose):
+    """A Markdown file's paragraphs (the service keeps their headings, lists, quotes and tables), but
+    for its code (fenced or indented), front matter and link definitions."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
@@ -285,7 +282,4 @@ class Markdown(Spans):
             return  # indented code
         if all(_LINK_DEFINITION.match(line.rstrip("\r")) for line in lines):
             return
-        self.spans.append((start, start + len(block), block.replace("\r\n", "\n")))
-
-    def _put(self, translation: str, start: int, end: int) -> str:
-        return translation.replace("\n", "\r\n") if "\r\n" in self.text[start:end] else translation
+        self._add(start, start + len(block))
