@@ -144,6 +144,8 @@ class DocumentStore(Database):
         return found
 
     def get(self, document_id: str) -> Document | None:
+        if not self.exists():  # asked of a server never sent a document: no file made for the question
+            return None
         with self._lock:
             row = self._connection().execute(f"SELECT {_COLUMNS} FROM documents WHERE id = ?",
                                              (document_id,)).fetchone()
@@ -151,6 +153,8 @@ class DocumentStore(Database):
 
     def output(self, document_id: str) -> bytes | None:
         """A done document's translation."""
+        if not self.exists():
+            return None
         with self._lock:
             row = self._connection().execute("SELECT output FROM documents WHERE id = ? AND status = ?",
                                              (document_id, DONE)).fetchone()

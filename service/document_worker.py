@@ -147,17 +147,17 @@ class DocumentWorker:
                 self.store.release(claim)
                 return
             except Failed as failed:
-                if self.store.fail(claim, str(failed)):
-                    self.metrics.documents.labels(outcome="failed").inc()
-                return
+                failure = str(failed)
             except Exception:  # noqa: BLE001 - the document fails, the worker goes on
                 log.exception("document %s failed", document.id)
-                if self.store.fail(claim, INTERNAL_FAILURE):
-                    self.metrics.documents.labels(outcome="failed").inc()
+                failure = INTERNAL_FAILURE
+            else:
+                if self.store.finish(claim, done.data, done.count, done.characters, done.refused):
+                    self.metrics.documents.labels(outcome="done").inc()
+                    self.metrics.document_seconds.observe(time.monotonic() - started)
                 return
-            if self.store.finish(claim, done.data, done.count, done.characters, done.refused):
-                self.metrics.documents.labels(outcome="done").inc()
-                self.metrics.document_seconds.observe(time.monotonic() - started)
+            if self.store.fail(claim, failure):
+                self.metrics.documents.labels(outcome="failed").inc()
 
         try:
             await asyncio.to_thread(work)

@@ -122,6 +122,12 @@ class DocumentRefused(ValueError):
         self.status = status
 
 
+def served_pairs(request: Request) -> list[tuple[str, str]]:
+    """The (source, target) language pairs the server translates now (none while it loads)."""
+    translator = request.app.state.lifecycle.translator
+    return [tuple(pair.split("-", 1)) for pair in translator.pairs] if translator is not None else []
+
+
 def document_store(request: Request) -> DocumentStore:
     return request.app.state.documents
 

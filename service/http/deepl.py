@@ -61,7 +61,7 @@ from service.http.auth import DEEPL_PREFIX
 from service.document_store import DONE, ERROR, QUEUED, Document
 from service.documents import format_of
 from service.http.compatible import (DocumentRefused, KeyCheck, ParamsInvalid, document_store, file_headers, queued,
-                                     request_params, translate_each, uploaded)
+                                     request_params, served_pairs, translate_each, uploaded)
 from service.http.glossaries import glossary_store
 from service.language_names import language_name
 from service.protection.placeholders import PLACEHOLDER_STYLES
@@ -146,10 +146,6 @@ def _language(code: Any, name: str) -> str:
     return code.strip().split("-")[0].lower()
 
 
-def _served(request: Request) -> list[tuple[str, str]]:
-    translator = request.app.state.lifecycle.translator
-    return [tuple(pair.split("-", 1)) for pair in translator.pairs] if translator is not None else []
-
 
 @router.post("/translate")
 @_answered
@@ -221,7 +217,7 @@ def _glossary(request: Request, glossary_id: Any, source: str | None, target: st
 @_answered
 async def languages(request: Request) -> Response:
     params = await _checked(request)
-    pairs = _served(request)
+    pairs = served_pairs(request)
     if params.get("type", "source") == "target":
         codes = sorted({code for _, target in pairs for code in _REGIONAL.get(target, (target.upper(),))})
         return JSONResponse([{"language": code, "name": _name(code), "supports_formality": False} for code in codes])
@@ -247,7 +243,7 @@ async def usage(request: Request) -> Response:
 async def glossary_language_pairs(request: Request) -> Response:
     await _checked(request)
     return JSONResponse({"supported_languages": [{"source_lang": source, "target_lang": target}
-                                                 for source, target in sorted(_served(request))]})
+                                                 for source, target in sorted(served_pairs(request))]})
 
 
 def _info(stored: StoredGlossary) -> dict[str, Any]:
@@ -342,7 +338,7 @@ async def upload_document(request: Request) -> Response:
     if wanted not in (None, "") and (not isinstance(wanted, str) or format_of("." + wanted) != format_of(name)):
         raise DeepLError(400, "Value for 'output_format' not supported: a document is written in its own format.")
     request.app.state.lifecycle.translator_or_raise()  # not ready: a 503 before the document is taken
-    if target not in {served for _, served in _served(request)}:
+    if target not in {served for _, served in served_pairs(request)}:
         raise DeepLError(400, "Value for 'target_lang' not supported.")
     glossary = _glossary(request, params.get("glossary_id"), source, target)
     model = str(params["model"]) if params.get("model") not in (None, "") else None
@@ -352,8 +348,7 @@ async def upload_document(request: Request) -> Response:
 
 def _document(request: Request, document_id: str, params: dict[str, Any]) -> Document:
     """The document the id names, where the key shown is its key."""
-    store, key = document_store(request), params.get("document_key")
-    document = store.get(document_id) if store.exists() else None
+    document, key = document_store(request).get(document_id), params.get("document_key")
     if document is None or not isinstance(key, str) or not secrets.compare_digest(key.encode(), document.key.encode()):
         raise DeepLError(404, "Document not found")
     return document

@@ -46,7 +46,7 @@ from service.document_store import DONE, ERROR
 from service.document_worker import INTERNAL_FAILURE
 from service.documents import FORMATS
 from service.http.compatible import (DocumentRefused, KeyCheck, ParamsInvalid, document_store, file_headers, finished,
-                                     queued, request_params, translate_each, uploaded)
+                                     queued, request_params, served_pairs, translate_each, uploaded)
 from service.http.glossaries import glossary_store
 from service.language_detection import Detection
 from service.language_names import language_name
@@ -227,16 +227,12 @@ async def detect(request: Request) -> JSONResponse:
     return JSONResponse([_detected(d) for d in ranked])
 
 
-def _served(request: Request) -> list[tuple[str, str]]:
-    translator = request.app.state.lifecycle.translator
-    return [tuple(pair.split("-", 1)) for pair in translator.pairs] if translator is not None else []
-
 
 @router.get("/languages")
 async def languages(request: Request) -> JSONResponse:
     """Each served source language with the languages it translates into (LibreTranslate's form)."""
     targets: dict[str, list[str]] = {}
-    for source, target in _served(request):
+    for source, target in served_pairs(request):
         targets.setdefault(source, []).append(target)
     return JSONResponse([{"code": code, "name": language_name(code), "targets": sorted(targets[code])}
                          for code in sorted(targets)])
@@ -245,7 +241,7 @@ async def languages(request: Request) -> JSONResponse:
 @router.get("/frontend/settings")
 async def frontend_settings(request: Request) -> JSONResponse:
     settings = request.app.state.settings
-    pairs = _served(request)
+    pairs = served_pairs(request)
     target = pairs[0][1] if pairs else "en"
     keys = bool(settings.api_keys)
     return JSONResponse({
@@ -261,14 +257,15 @@ FILE_WAIT_S = 600.0  # how long translate_file waits for its file before answeri
 
 @router.post("/translate_file")
 async def translate_file(request: Request) -> JSONResponse:
+    params: dict[str, Any] = {}
     try:
         params = await _params(request)
         source = str(_required(params, "source")).strip().lower()
         target = str(_required(params, "target")).strip().lower()
         _authorise(request, params.get("api_key"))
         name, data = await uploaded(params)
-        translator = request.app.state.lifecycle.translator_or_raise()
-        if target not in {pair.split("-", 1)[1] for pair in translator.pairs}:
+        request.app.state.lifecycle.translator_or_raise()  # not ready: a 503 before the document is taken
+        if target not in {served for _, served in served_pairs(request)}:
             raise LibreError(400, f"{target} is not supported")
         glossary = _glossary(request, params.get("glossary"))
         model = str(params["model"]) if params.get("model") not in (None, "") else None
@@ -279,7 +276,7 @@ async def translate_file(request: Request) -> JSONResponse:
     except DocumentRefused as refused:
         return _error(LibreError(refused.status, f"Invalid request: {refused}"))
     except Exception as error:  # noqa: BLE001
-        return _error(_libre_error(error, params if "params" in locals() else {}))
+        return _error(_libre_error(error, params))
     if document.status == ERROR:
         return _error(LibreError(500 if document.error == INTERNAL_FAILURE else 400, document.error or "failed"))
     url = request.url_for("download_file", filename=f"{document.id}.{document.name}")
@@ -294,7 +291,7 @@ async def download_file(filename: str, request: Request) -> Response:
     """A translated file: its name is the document's id, a dot and the name it was sent with."""
     document_id = filename.split(".", 1)[0]
     store = document_store(request)
-    document = store.get(document_id) if store.exists() else None
+    document = store.get(document_id)
     if document is None:
         return _error(LibreError(404, "Not found: no such file (translated files are kept for a day)"))
     if document.status == ERROR:

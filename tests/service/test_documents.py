@@ -614,6 +614,8 @@ def test_a_claim_whose_lease_ran_out_is_claimed_again_and_the_first_worker_s_wri
 
 def test_a_store_nobody_sent_a_document_creates_no_file(tmp_path):
     store = DocumentStore(tmp_path / "documents.sqlite3")
+    # a download or status asked of a server never sent a document answers none, making no file
+    assert store.get("0123") is None and store.output("0123") is None and store.waiting() == 0
     assert not store.exists() and store.claim() is None  # a claim opens it
     assert store.exists()
 
