@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Callable
 from html import unescape
 
 from service.documents.xliff import FileInvalid, checked, decoded as decoded_xml
@@ -69,6 +70,18 @@ class Json(Spans):
 
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return [(*self.locale, json.dumps(target))] if self.locale is not None else []
+
+
+def _escaped_character(characters: dict[str, str]) -> Callable[[re.Match], str]:
+    """What a backslash escape stands for, its match's group 1 being what follows the backslash: a
+    `uXXXX` (`UXXXX`) the code point, one `characters` names (by its first character) that one,
+    any other character itself."""
+    def character(escape: re.Match) -> str:
+        code = escape.group(1)
+        if len(code) == 5 and code[0] in "uU":
+            return chr(int(code[1:], 16))
+        return characters.get(code[0], code)
+    return character
 
 
 _ANDROID_RESOURCES = re.compile(r"<resources\b")
@@ -138,7 +151,8 @@ _PROPERTY = re.compile(r"^[ \t\f]*(?![#!])((?:[^\s=:\\]|\\.)+)([ \t\f]*[=:]?[ \t
 _PROPERTY_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|\r?\n[ \t\f]*|.)", re.DOTALL)
 _MESSAGE_FORMAT = re.compile(r"\{\d+[},]")
 _LONE_APOSTROPHE = re.compile(r"(?<!')'(?!')")
-_PROPERTY_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
+# a line going on (its break and the next line's indentation) reads as nothing
+_PROPERTY_CHARACTER = _escaped_character({"n": "\n", "t": "\t", "r": "\r", "f": "\f", "\n": "", "\r": ""})
 
 
 class Properties(Spans):
@@ -157,18 +171,10 @@ class Properties(Spans):
             self.text, self.encoding = data.decode("latin-1"), "latin-1"  # Java's own reading
         self.ascii = self.text.isascii()
         for match in _PROPERTY.finditer(self.text):
-            value = _PROPERTY_ESCAPE.sub(self._character, match.group(3))
+            value = _PROPERTY_ESCAPE.sub(_PROPERTY_CHARACTER, match.group(3))
             if value.strip():
                 self.spans.append((match.start(3), match.end(3), value))
 
-    @staticmethod
-    def _character(escape: re.Match) -> str:
-        code = escape.group(1)
-        if code[0] == "u" and len(code) == 5:
-            return chr(int(code[1:], 16))
-        if code[0] in "\r\n":
-            return ""  # a line going on
-        return _PROPERTY_CHARACTERS.get(code, code)
 
     def _put(self, translation: str, start: int, end: int) -> str:
         if _MESSAGE_FORMAT.search(self.text, start, end):
@@ -198,7 +204,7 @@ def _utf16_units(char: str) -> list[int]:
 _APPLE_ENTRY = re.compile(r'("(?:[^"\\]|\\.)*"|[A-Za-z0-9_.]+)\s*=\s*"((?:[^"\\]|\\.)*)"\s*;', re.DOTALL)
 _APPLE_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 _APPLE_ESCAPE = re.compile(r"\\(U[0-9a-fA-F]{4}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
-_APPLE_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+_APPLE_CHARACTER = _escaped_character({"n": "\n", "t": "\t", "r": "\r", "0": "\0"})
 
 
 class AppleStrings(Spans):
@@ -215,16 +221,10 @@ class AppleStrings(Spans):
         for entry in _APPLE_ENTRY.finditer(self.text):
             if any(start <= entry.start() < end for start, end in comments):
                 continue
-            value = _APPLE_ESCAPE.sub(self._character, entry.group(2))
+            value = _APPLE_ESCAPE.sub(_APPLE_CHARACTER, entry.group(2))
             if value.strip():
                 self.spans.append((entry.start(2), entry.end(2), value))
 
-    @staticmethod
-    def _character(escape: re.Match) -> str:
-        code = escape.group(1)
-        if len(code) == 5:
-            return chr(int(code[1:], 16))
-        return _APPLE_CHARACTERS.get(code, code)
 
     def _put(self, translation: str, start: int, end: int) -> str:
         return (translation.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
@@ -280,9 +280,13 @@ def _blank_or_comment(line: str) -> bool:
     return not line.strip() or line.lstrip().startswith("#")
 
 
+def _depth(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
 def _deeper_lines_end(lines: list[str], number: int, depth: int) -> int:
     """The number of the first line from `number` on that is neither blank nor indented `depth` or deeper."""
-    while number < len(lines) and (not lines[number].strip() or len(lines[number]) - len(lines[number].lstrip(" ")) >= depth):
+    while number < len(lines) and (not lines[number].strip() or _depth(lines[number]) >= depth):
         number += 1
     return number
 
@@ -335,15 +339,9 @@ class Yaml(Spans):
                 if not re.fullmatch(r"[|>][-+]?\d?\s*(?:#.*)?", value):
                     continue
                 body_start = offsets[number]
-                inner = None
-                while number < len(lines):
-                    following = lines[number].rstrip("\r\n")
-                    depth = len(following) - len(following.lstrip(" "))
-                    if following.strip() and depth <= indent + (len(match.group("dash") or "")):
-                        break
-                    if following.strip() and inner is None:
-                        inner = depth
-                    number += 1
+                following = _deeper_lines_end(lines, number, indent + len(match.group("dash") or "") + 1)
+                inner = next((_depth(line) for line in lines[number:following] if line.strip()), None)
+                number = following
                 body_end = offsets[number]
                 while body_end > body_start and self.text[body_end - 1] in "\r\n ":
                     body_end -= 1
