@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import email.message
-import re
 from collections.abc import Callable, Iterable
 
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import CutOff
@@ -59,8 +59,7 @@ class _Routes:
     def __init__(self, routes: Iterable[tuple[str, str]]) -> None:
         routes = set(routes)
         self.exact = {(method, path) for method, path in routes if "{" not in path}
-        self.templates = [(method, re.compile(re.sub(r"\\\{[^/]*?\\\}", "[^/]+", re.escape(path)) + "$"))
-                          for method, path in routes if "{" in path]
+        self.templates = [(method, compile_path(path)[0]) for method, path in routes if "{" in path]  # as routing does
 
     def __contains__(self, route: tuple[str, str]) -> bool:
         method, path = route
