@@ -1,7 +1,8 @@
 """The files localisers translate, read and written back with their untranslated texts translated:
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/documents/xliff.py), Qt Linguist
 (.ts; service/documents/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), Word,
-PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods; service/documents/office.py), SubRip subtitles (.srt), and the string resources of
+PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods; service/documents/office.py), EPUB
+books (.epub; service/documents/epub.py), SubRip subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
 resources (.resx) and YAML (.yml, .yaml: Rails', Symfony's, Hugo's).
@@ -23,7 +24,7 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
   matter and link definitions.
 - An HTML page is translated as html, the service translating it block by block (its scripts,
   styles and preformatted text kept); a page longer than a text may be is sent as its largest
-  elements that fit, each whole.
+  elements that fit, each whole; so is each content document of an EPUB book.
 - A string resource file is in the source language: every string of it is translated (JSON: every
   string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
   `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false"; a
@@ -42,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from service.documents.bilingual import Bilingual
+from service.documents.epub import Epub
 from service.documents.files import Failed, NoTarget, Refused, Translate
 from service.documents.gettext import Catalog
 from service.documents.office import OfficeDocument, OpenDocument, Workbook
@@ -58,11 +60,11 @@ FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xlif
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
            ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
            ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
-           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel"}
+           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
            "html": HtmlPage, "subtitles": Subtitles, "json": Json, "android": Android, "properties": Properties,
            "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
-           "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook}
+           "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook, "epub": Epub}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
                "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
@@ -72,7 +74,8 @@ MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xl
                "odt": "application/vnd.oasis.opendocument.text",
                "odp": "application/vnd.oasis.opendocument.presentation",
                "ods": "application/vnd.oasis.opendocument.spreadsheet",
-               "excel": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
+               "excel": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+               "epub": "application/epub+zip"}
 
 
 @dataclass

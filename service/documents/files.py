@@ -1,16 +1,23 @@
 """What every document format shares: the errors that stop a file or refuse a text, the texts'
-translator (`Translate`), reading a text file's encoding, and `Spans`, a text some spans of which
-are translated and the rest written back byte for byte."""
+translator (`Translate`), reading a text file's encoding, writing a zip's parts anew, and `Spans`, a
+text some spans of which are translated and the rest written back byte for byte."""
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 from collections.abc import Callable
+from xml.etree import ElementTree
 
 from service.served import spliced
 
 # The blank lines between paragraphs (a catalog's messages, a text's paragraphs), captured: split by
 # it, a text's paragraphs stand at even places and what parts them at odd ones.
 PARAGRAPH_BREAK = re.compile(r"((?:\r?\n)(?:[ \t]*\r?\n)+)")
+
+# What reading a zip's part can raise for a file that is not the zip it says (or holds a part not UTF-8).
+UNREADABLE_ZIP = (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError,
+                  RuntimeError, NotImplementedError)
 
 
 class Failed(Exception):
@@ -83,3 +90,22 @@ class Spans:
                         if text in translated]
         written = spliced(self.text, sorted(translations + self._edited(target)))
         return written.encode(self.encoding, errors=self.errors), len(translations)
+
+
+def rewritten(archive: zipfile.ZipFile, parts: dict[str, bytes]) -> tuple[bytes, list[str]]:
+    """The archive with the parts `parts` names written anew, every entry else as it was, in its
+    place and compressed as it was (OpenDocument's and EPUB's mimetype stays first and stored); and the parts
+    left as they were because their new text would not read as XML."""
+    output, unreadable = io.BytesIO(), []
+    with zipfile.ZipFile(output, "w") as written:
+        for info in archive.infolist():
+            data = archive.read(info)
+            if info.filename in parts:
+                try:
+                    ElementTree.fromstring(parts[info.filename])
+                except ElementTree.ParseError:
+                    unreadable.append(info.filename)
+                else:
+                    data = parts[info.filename]
+            written.writestr(info, data)
+    return output.getvalue(), unreadable

@@ -17,9 +17,8 @@ import io
 import re
 import zipfile
 from dataclasses import dataclass
-from xml.etree import ElementTree
 
-from service.documents.files import Failed
+from service.documents.files import UNREADABLE_ZIP, Failed, rewritten
 from service.served import spliced
 
 # The parts that hold the text a reader sees, and the prefix of their paragraphs' elements.
@@ -28,9 +27,6 @@ _POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
 _ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
-# What reading a zip's part can raise for a file that is not the zip it says (or holds a part not UTF-8).
-_UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, UnicodeDecodeError, OSError, EOFError, RuntimeError,
-               NotImplementedError)
 _MARKUP = re.compile(r'<g id="(\d+)">|</g>|<x id="(\d+)"\s*/>|[^<]+|<', re.DOTALL)
 
 
@@ -55,25 +51,6 @@ class _Paragraph:
     text: str                         # what is sent
 
 
-def _rewritten(archive: zipfile.ZipFile, texts: dict[str, str]) -> tuple[bytes, list[str]]:
-    """The archive with the parts `texts` names written anew, every entry else as it was, in its
-    place and compressed as it was (OpenDocument's mimetype stays first and stored); and the parts
-    left as they were because their new text would not read as XML."""
-    output, unreadable = io.BytesIO(), []
-    with zipfile.ZipFile(output, "w") as written:
-        for info in archive.infolist():
-            data = archive.read(info)
-            if info.filename in texts:
-                try:
-                    ElementTree.fromstring(texts[info.filename].encode("utf-8"))
-                except ElementTree.ParseError:
-                    unreadable.append(info.filename)
-                else:
-                    data = texts[info.filename].encode("utf-8")
-            written.writestr(info, data)
-    return output.getvalue(), unreadable
-
-
 class OfficeDocument:
     """A .docx or .pptx file's paragraphs, translated as markup (the module's docstring)."""
 
@@ -89,7 +66,7 @@ class OfficeDocument:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
             self.names = [info.filename for info in self.archive.infolist()]
             self.texts_of = {part: self.archive.read(part).decode("utf-8") for part in self.names if parts.fullmatch(part)}
-        except _UNREADABLE as error:
+        except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not a {'Word' if kind == 'word' else 'PowerPoint'} file ({error})") from None
         if not self.texts_of:
             raise Failed(f"cannot read {name}: it holds no {'word/document.xml' if kind == 'word' else 'slide'}")
@@ -207,8 +184,8 @@ class OfficeDocument:
             if rebuilt is not None:
                 edits.setdefault(paragraph.part, []).append((paragraph.start, paragraph.end, rebuilt))
                 done += 1
-        written = {part: spliced(self.texts_of[part], sorted(part_edits)) for part, part_edits in edits.items()}
-        data, unreadable = _rewritten(self.archive, written)
+        written = {part: spliced(self.texts_of[part], sorted(part_edits)).encode("utf-8") for part, part_edits in edits.items()}
+        data, unreadable = rewritten(self.archive, written)
         # a part whose translation would not read is left as it was
         return data, done - sum(len(edits[part]) for part in unreadable)
 
@@ -232,7 +209,7 @@ class OpenDocument:
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
             self.content = self.archive.read("content.xml").decode("utf-8")
-        except _UNREADABLE as error:
+        except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not an OpenDocument file ({error})") from None
         self.spans = [(m.start(3), m.end(3), m.group(3)) for m in _ODF_PARAGRAPH.finditer(self.content)
                       if _ODF_VISIBLE.sub("", m.group(3))]
@@ -240,7 +217,7 @@ class OpenDocument:
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         edits = [(start, end, translated[text]) for start, end, text in self.spans if text in translated]
-        data, unreadable = _rewritten(self.archive, {"content.xml": spliced(self.content, edits)})
+        data, unreadable = rewritten(self.archive, {"content.xml": spliced(self.content, edits).encode("utf-8")})
         return data, 0 if unreadable else len(edits)  # a translation that would not read: the file as it was
 
 
@@ -258,7 +235,7 @@ class Workbook(OfficeDocument):
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
             strings = self.archive.read("xl/sharedStrings.xml").decode("utf-8")
-        except _UNREADABLE as error:
+        except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not an Excel workbook with text ({error})") from None
         self.texts_of = {"xl/sharedStrings.xml": strings}
         self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)

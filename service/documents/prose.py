@@ -74,7 +74,9 @@ class Subtitles(_Paragraphs):
 HTML_PART_CHARS = 4000  # the most characters of a page sent as one text (the service's max_chars is 10,000)
 _VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
 _UNTRANSLATED_ELEMENTS = frozenset(("script", "style", "template", "svg", "math"))
-_HTML_LANG = re.compile(r"""(<html\b[^>]*\blang\s*=\s*["']?)([A-Za-z-]+)""", re.IGNORECASE)
+_HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)
+# the language a page's <html> names: HTML's lang, XHTML's xml:lang beside it
+_LANG = re.compile(r"""(\s(?:xml:)?lang\s*=\s*["']?)([A-Za-z-]+)""", re.IGNORECASE)
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -158,9 +160,11 @@ class HtmlPage(Spans):
             self.text, self.encoding = data.decode(encoding), encoding
         except (LookupError, UnicodeDecodeError):
             self.text, self.encoding = decoded(name, data)
-        language = _HTML_LANG.search(self.text)
-        self.source_language = language.group(2) if language else ""
-        self._lang = (language.start(2), language.end(2)) if language else None
+        html = _HTML_TAG.search(self.text)
+        # where each language attribute of its <html> stands: never in a part sent, so always edited
+        self._langs = [(html.start() + m.start(2), html.start() + m.end(2)) for m in _LANG.finditer(html.group())] \
+            if html else []
+        self.source_language = self.text[slice(*self._langs[0])] if self._langs else ""
         self.root = _Outline(self.text).root
         self._parts(self.root, HTML_PART_CHARS)
 
@@ -171,7 +175,7 @@ class HtmlPage(Spans):
         each child a part of its own."""
         if element.tag in _UNTRANSLATED_ELEMENTS:
             return
-        if start is None and element.tag != "#document" and element.end - element.start <= limit:
+        if start is None and element.tag not in ("#document", "html") and element.end - element.start <= limit:
             self._add(element.start, element.end)
             return
         start = element.inner_start if start is None else start
@@ -180,7 +184,9 @@ class HtmlPage(Spans):
         for child in element.children:
             if child.start < start or child.end > end:
                 continue
-            if apart or child.end - child.start > limit or child.tag in _UNTRANSLATED_ELEMENTS or child.end - run > limit:
+            # <html> is sent as what it holds: its start tag names the language, which is edited apart
+            if (apart or child.end - child.start > limit or child.tag in _UNTRANSLATED_ELEMENTS or child.end - run > limit
+                    or child.tag == "html"):
                 self._add(run, child.start)
                 self._parts(child, limit)
                 run = child.end
@@ -217,20 +223,11 @@ class HtmlPage(Spans):
                 return self._holding(child, start, end)
         return element
 
-    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        self._target = target
-        return super().written(translated, mark, target)
-
     def _put(self, translation: str, start: int, end: int) -> str:
-        if self._lang is not None and start <= self._lang[0] < end:  # the page whole: its <html> with it
-            return _HTML_LANG.sub(lambda m: m.group(1) + self._target, translation, count=1)
         return translation
 
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
-        # the page says it is in the target language now
-        if self._lang is None or any(start <= self._lang[0] < end for start, end, _ in self.spans):
-            return []
-        return [(*self._lang, target)]
+        return [(start, end, target) for start, end in self._langs]  # the page says it is in the target language now
 
 
 # --- Markdown

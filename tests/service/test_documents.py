@@ -177,7 +177,9 @@ def test_an_html_page_is_sent_whole_where_it_fits_and_as_its_largest_elements_th
         return [text.replace("dogs", "Hunde").replace("cat", "Katze") for text in texts]
 
     done = translate_document("index.html", PAGE.encode(), marked, None, "de")
-    assert sent == [PAGE] and done.source == "en" and done.count == 1
+    # what its <html> holds, whole: the start tag's language is the target's, edited apart
+    held = PAGE[PAGE.index('<html lang="en">') + len('<html lang="en">'):PAGE.index("</html>")]
+    assert sent == [held] and done.source == "en" and done.count == 1
     translated = PAGE.replace('lang="en"', 'lang="de"').replace("dogs", "Hunde").replace("cat", "Katze")
     assert done.data.decode() == translated
     sent.clear()
@@ -211,10 +213,10 @@ def test_a_part_of_a_page_the_service_refuses_is_sent_again_as_its_elements_and_
 
     page = "<html><body><div><p>save it</p><p>open <b>the folder</p></body></html>"
     done = translate_document("a.html", page.encode(), strict, "en", "de")
-    # each part refused alone is sent as its elements: the page, its body, its div, then both paragraphs
-    # (together, then each alone: which one?), then the one's elements and text, then the bold's text
+    # each part refused alone is sent as its elements: what the page's <html> holds, its body's, then both
+    # paragraphs (together, then each alone: which one?), then the one's elements and text, then the bold's text
     body = page[len("<html>"):-len("</html>")]
-    assert sent == [page, body, body[len("<body>"):-len("</body>")], "<p>save it</p>", "<p>open <b>the folder</p>",
+    assert sent == [body, body[len("<body>"):-len("</body>")], "<p>save it</p>", "<p>open <b>the folder</p>",
                     "<p>save it</p>", "<p>open <b>the folder</p>", "open ", "<b>the folder", "open ", "<b>the folder",
                     "the folder"]
     assert done.data.decode() == "<html><body><div><p>speichern it</p><p>öffnen <b>the folder</p></body></html>"
@@ -529,6 +531,97 @@ def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
     assert done.count == 2
 
 
+CHAPTER = ('<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html>\n'
+           '<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en" lang="en">\n<head><title>two dogs</title>'
+           '<link rel="stylesheet" href="style.css"/></head>\n<body>\n<h1>two dogs</h1>\n'
+           '<p>the cat <em>sleeps</em>.<br/>a dog &amp; <a id="n1"/>a cat</p>\n</body>\n</html>\n')
+
+
+def epub_file(chapters: dict[str, str], title: str = "two dogs &amp; a cat") -> bytes:
+    """An EPUB 3 book as tools write one: its mimetype first and stored, a package listing the
+    chapters (hrefs URL-encoded), a navigation document, an EPUB 2 table of contents, a style sheet."""
+    items = "".join(f'<item id="c{i}" href="{href.replace(" ", "%20")}" media-type="application/xhtml+xml"/>'
+                    for i, href in enumerate(chapters))
+    package = ('<?xml version="1.0" encoding="UTF-8"?>\n<package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+               'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+               f'<dc:identifier id="id">urn:uuid:1</dc:identifier><dc:title>{title}</dc:title>'
+               '<dc:language>en</dc:language></metadata><manifest>'
+               '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+               '<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>'
+               f'<item id="css" href="style.css" media-type="text/css"/>{items}</manifest>'
+               '<spine toc="ncx">' + "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters))) + '</spine></package>')
+    nav = ('<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" '
+           'xmlns:epub="http://www.idpf.org/2007/ops" lang="en"><head><title>contents</title></head><body>'
+           '<nav epub:type="toc"><ol><li><a href="ch1.xhtml">two dogs</a></li></ol></nav></body></html>')
+    ncx = ('<?xml version="1.0" encoding="UTF-8"?>\n<ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1">'
+           '<docTitle><text>two dogs</text></docTitle><navMap><navPoint id="p1" playOrder="1"><navLabel><text>the cat'
+           '</text></navLabel><content src="ch1.xhtml"/></navPoint></navMap></ncx>')
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        archive.writestr("META-INF/container.xml",
+                         '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:'
+                         'container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/'
+                         'oebps-package+xml"/></rootfiles></container>')
+        archive.writestr("OEBPS/content.opf", package)
+        archive.writestr("OEBPS/nav.xhtml", nav)
+        archive.writestr("OEBPS/toc.ncx", ncx)
+        archive.writestr("OEBPS/style.css", "p { color: red }")
+        for href, chapter in chapters.items():
+            archive.writestr(f"OEBPS/{href}", chapter)
+    return written.getvalue()
+
+
+def upper_in_html(texts, source, target, fmt):
+    """Text upper-cased, tags and entities as they were: what the service's placement keeps."""
+    assert fmt == "html"
+    return [re.sub(r"(^|>)([^<]+)", lambda m: m.group(1) + re.sub(r"&\w+;|[^&]+", lambda t: t.group(0) if
+                   t.group(0).startswith("&") else t.group(0).upper(), m.group(2)), text) for text in texts]
+
+
+def test_an_epub_book_s_chapters_titles_and_contents_are_translated_every_other_entry_kept():
+    book = epub_file({"ch1.xhtml": CHAPTER, "chapter 2.xhtml": CHAPTER.replace("two dogs", "in the snow")})
+    sent = []
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return upper_in_html(texts, source, target, fmt)
+
+    done = translate_document("story.epub", book, recorded, None, "de")
+    assert (done.source, done.target, done.unit, done.refused) == ("en", "de", "parts", [])
+    held = CHAPTER[CHAPTER.index('lang="en">') + len('lang="en">'):CHAPTER.index("</html>")]
+    # the package's title, the chapters in reading order, the navigation document, the table of contents
+    assert sent == ["two dogs &amp; a cat", held, held.replace("two dogs", "in the snow"),
+                    "<head><title>contents</title></head><body><nav epub:type=\"toc\"><ol><li><a href=\"ch1.xhtml\">"
+                    "two dogs</a></li></ol></nav></body>", "two dogs", "the cat"]
+    assert done.count == 6
+    original, written = (zipfile.ZipFile(io.BytesIO(data)) for data in (book, done.data))
+    assert [info.filename for info in written.infolist()] == [info.filename for info in original.infolist()]
+    assert written.infolist()[0].compress_type == zipfile.ZIP_STORED and written.read("mimetype") == b"application/epub+zip"
+    assert written.read("OEBPS/style.css") == b"p { color: red }"
+    assert written.read("OEBPS/ch1.xhtml").decode() == CHAPTER.replace('lang="en"', 'lang="de"').replace(
+        "two dogs", "TWO DOGS").replace("the cat <em>sleeps</em>.", "THE CAT <em>SLEEPS</em>.").replace(
+        "a dog &amp; ", "A DOG &amp; ").replace("a cat</p>", "A CAT</p>")
+    assert "<h1>IN THE SNOW</h1>" in written.read("OEBPS/chapter 2.xhtml").decode()
+    package = written.read("OEBPS/content.opf").decode()
+    assert "<dc:title>TWO DOGS &amp; A CAT</dc:title><dc:language>de</dc:language>" in package
+    assert "<text>TWO DOGS</text>" in written.read("OEBPS/toc.ncx").decode()
+    assert 'lang="de"><head><title>CONTENTS</title>' in written.read("OEBPS/nav.xhtml").decode()
+
+
+def test_an_epub_chapter_whose_translation_would_not_read_as_xml_is_left_and_named():
+    def unclosed(texts, source, target, fmt):  # html forgives a <br>, XHTML does not
+        return [text.replace("<br/>", "<br>") for text in upper_in_html(texts, source, target, fmt)]
+
+    book = epub_file({"ch1.xhtml": CHAPTER, "ch2.xhtml": CHAPTER.replace("<br/>", " ")})
+    done = translate_document("story.epub", book, unclosed, "en", "de")
+    written = zipfile.ZipFile(io.BytesIO(done.data))
+    assert written.read("OEBPS/ch1.xhtml").decode() == CHAPTER
+    assert "<h1>TWO DOGS</h1>" in written.read("OEBPS/ch2.xhtml").decode()
+    assert done.refused == ["OEBPS/ch1.xhtml: its translation would not read as XML, left as it was"]
+    assert done.count == 5
+
+
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     done = translate_document("notes.txt", b"two dogs play\n\nrefuse me please\n", reversed_words, "en", "de")
     assert done.data == b"PLAY DOGS TWO\n\nrefuse me please\n"
@@ -556,6 +649,9 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
      "cannot read strings.xml: not well-formed XML"),
     ("ui.xlf", b"<xliff version='1.2'><file source-language='en' target-language='de'><body>", "en", None,
      "cannot read ui.xlf: not well-formed XML"),
+    ("book.epub", b"two dogs", "en", "de", "^cannot read book.epub: not an EPUB book \\(File is not a zip file\\)$"),
+    ("book.epub", office_file("OEBPS/ch1.xhtml", CHAPTER), "en", "de",
+     "^cannot read book.epub: not an EPUB book \\(\"There is no item named 'META-INF/container.xml' in the archive\"\\)$"),
 ])
 def test_what_cannot_be_translated_is_one_line_naming_why(name, data, source, target, error):
     with pytest.raises(Failed, match=error):
