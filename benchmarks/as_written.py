@@ -25,6 +25,9 @@ the server at --url), and scored:
 - the first letter's case (translate-toolkit's pofilter "startcaps"): of the messages that start
   with a capital letter, those whose output does where the reference does, and those whose output
   does not where the reference does not;
+- the full stop at the end (pofilter's "endpunc"): of the messages that end with no punctuation, as
+  their reference does, those whose output ends with no full stop; of those that end with one, as
+  their reference does, those whose output does;
 - lines: of the messages whose reference keeps their number of lines, those whose output does.
 Appends to results/as_written.md.
 """
@@ -98,6 +101,7 @@ def main() -> int:
     import torch
 
     from service.settings import Settings
+    from service.full_stop import ends_punctuated
     from service.start_capital import opening_letter
     from training.corpus.as_written import read_as_written
     from training.corpus.clean import accelerator_markers, normalise, strip_accelerators
@@ -149,6 +153,10 @@ def main() -> int:
         return None if at is None else text[at].isupper()
     capitalised = [i for i in everything if capital(written[i]) and capital(rows[i][other])]
     uncapitalised = [i for i in everything if capital(written[i]) and capital(rows[i][other]) is False]
+    def full_stop(text: str) -> bool:
+        return text.rstrip().endswith(".") and not text.rstrip().endswith("..")
+    unpunctuated = [i for i in everything if not ends_punctuated(written[i]) and not ends_punctuated(rows[i][other])]
+    stopped = [i for i in everything if full_stop(written[i]) and full_stop(rows[i][other])]
     line_kept = [i for i in everything if "\n" in written[i].strip("\n")
                  and written[i].count("\n") == rows[i][other].count("\n")]
     command = f"python benchmarks/as_written.py --split {args.split}" + (
@@ -179,6 +187,10 @@ def main() -> int:
         f"{share(sum(capital(from_written[i]) is True for i in capitalised), len(capitalised))} |\n"
         f"| a lower-case one where the message starts with a capital and its reference with a lower-case letter "
         f"({len(uncapitalised)}) | {share(sum(capital(from_written[i]) is False for i in uncapitalised), len(uncapitalised))} |\n"
+        f"| no full stop at the end where the message and its reference end with no punctuation ({len(unpunctuated)}) "
+        f"| {share(sum(not full_stop(from_written[i]) for i in unpunctuated), len(unpunctuated))} |\n"
+        f"| a full stop at the end where both end with one ({len(stopped)}) | "
+        f"{share(sum(full_stop(from_written[i]) for i in stopped), len(stopped))} |\n"
         f"| as many lines as the message (of the {len(line_kept)} of several lines whose reference keeps their number) | "
         f"{share(sum(from_written[i].count(chr(10)) == written[i].count(chr(10)) for i in line_kept), len(line_kept))} |\n"
     )

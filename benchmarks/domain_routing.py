@@ -87,8 +87,8 @@ def main() -> int:
         for label, prefix in (DEVELOPMENT_SETS if args.development else SETS).items():
             sources, references = lines(prefix, source_lang, args.limit), lines(prefix, target_lang, args.limit)
             def scored(outputs: list[str]) -> str:
-                cells = f"{sacrebleu.corpus_bleu(outputs, [references]).score:.2f} | " \
-                        f"{sacrebleu.corpus_chrf(outputs, [references]).score:.2f}"
+                bleu = sacrebleu.corpus_bleu(outputs, [references])
+                cells = f"{bleu.score:.2f} ({bleu.bp:.3f}) | {sacrebleu.corpus_chrf(outputs, [references]).score:.2f}"
                 survival = placeholder_survival(sources, outputs)
                 kept = f"{survival['score']:.2f} % ({survival['sentences']})" if survival["sentences"] else "–"
                 return f"{cells} | {kept}"
@@ -122,7 +122,8 @@ def main() -> int:
         f"| test set | texts | {' | '.join(names)} | the choice, a text |\n"
         f"|---|---:|{'---:|' * len(names)}---:|\n" + "\n".join(choice_rows) + "\n\n"
         "Through the service, beam 5:\n\n"
-        "| test set | model | BLEU | chrF2 | placeholders kept (of the texts with some) |\n|---|---|---:|---:|---:|\n"
+        "| test set | model | BLEU (its brevity penalty) | chrF2 | placeholders kept (of the texts with some) |\n"
+        "|---|---|---:|---:|---:|\n"
         + "\n".join(rows) + f"\n\nTime: {elapsed:.0f} s.\n"
     )
     print(report)

@@ -29,6 +29,7 @@ from service.batcher import BatchLimits, MicroBatcher, TextRefused
 from service.catalog import ServedModel, as_served_model, default_models, domain_candidates, routed_pairs
 from service.domain_routing import AUTO, likeliest
 from service.errors import DeadlineExceeded, NotReady, QueueTimeout, RequestError, UnsupportedPair
+from service.full_stop import full_stop_as_source
 from service.glossary import GlossaryEntry
 from service.language_detection import Detection, LanguageDetector
 from service.memory import MemoryMatch, Memories
@@ -399,7 +400,8 @@ class Translator:
         ``tried_as_written``), the model is one that keeps them (``ServedModel.keeps_placeholders``)
         and it kept them all; the rest, and those where it did not, with them taken out and put back.
         A segment that ``opening`` says opens a line or follows a sentence starts with a capital
-        where its source does (service/start_capital.py)."""
+        where its source does (service/start_capital.py); a segment ends with a full stop only where
+        its source ends with punctuation (service/full_stop.py)."""
         hits = self._memory_hits(model, prepared) if memory else {}
         remembered = await self._remembered(model, [(_remembered_text(prepared[i]), hit.target)
                                                     for i, hit in hits.items()], options) if hits else None
@@ -437,9 +439,10 @@ class Translator:
                     served[index] = serve_tags_out(prepared[index], without_tags[index], nbest, asked)
                 else:
                     served[index] = serve([prepared[index]], [nbest], asked, rescore, articles, known_word)[0]
-                if not stored and served[index] is not None and prepared[index].fmt in ("text", "markdown") \
-                        and opening[index]:
-                    served[index] = [capitalised(s, prepared[index]) for s in served[index]]
+                if not stored and served[index] is not None:
+                    served[index] = [full_stop_as_source(s, prepared[index]) for s in served[index]]
+                    if prepared[index].fmt in ("text", "markdown") and opening[index]:
+                        served[index] = [capitalised(s, prepared[index]) for s in served[index]]
 
         async def finish(indices: list[int], results: list[list[Translation]], first_pass: bool) -> None:
             if rescore is None:
