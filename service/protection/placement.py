@@ -1314,7 +1314,9 @@ class _Locator:
                                  wrapped[:_leading_punctuation(wrapped)], leading=True)
             end -= _outer_part(last.text[len(last.text) - _trailing_punctuation(last.text):],
                                wrapped[len(wrapped) - _trailing_punctuation(wrapped):], leading=False)
-            if start >= end:  # the run is punctuation only: keep it whole
+            if start >= end or whole and not (self.model_text[:a] + self.model_text[b:]).strip():
+                # the run is punctuation only, or the tag holds the whole source (`<h1>A day in the
+                # park</h1>`): what the translation has at its edges stays inside, none outside it
                 start, end = first.start, last.end
             return start, end, "aligned"
         start, _ = self.anchor(plain_start, plain_start)

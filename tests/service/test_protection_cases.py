@@ -331,6 +331,9 @@ def test_a_text_with_an_accelerator_is_not_sent_as_written():
     ("Hi <b>{{name}}</b>, go", "Hallo {{name}}, geh", [(0, 0), (1, 1), (2, 2)], "Hallo <b>{{name}}</b>, geh"),
     # A run of punctuation only is wrapped whole.
     ("Really <b>?!</b>", "Wirklich ?!", [(0, 0), (1, 1)], "Wirklich <b>?!</b>"),
+    # So is the translation of a text a tag holds whole: nothing stood outside it in the source.
+    ("<h1>A day in the park</h1>", "Ein Tag im Park!", [(0, 0), (1, 1), (3, 3), (4, 3)], "<h1>Ein Tag im Park!</h1>"),
+    ("<b>Delete all files</b>?", "Alle Dateien löschen?", [(0, 2), (1, 0), (2, 1)], "<b>Alle Dateien löschen</b>?"),
 ])
 def test_a_tag_leaves_out_the_punctuation_around_its_words_unless_it_wrapped_some(text, translation, hard, expected):
     prepared = prepare(text, "html")
