@@ -59,7 +59,9 @@ SEEDS = {
                b'&amp; quit {0}</value></data></root>\n'),
     "en.yml": (b"en:\n  errors:\n    blank: \"can't be blank\"\n    taken: 'isn''t free'  # c\n  menu:\n"
                b"    - Open a file\n    - \"Save\"\n  help: |\n    line one\n    line two\n  f: >-\n    a\n    b\n"
-               b"  n: 3\n  welcome: \"Welcome, %{name}!\"\n"),
+               b"  n: 3\n  welcome: \"Welcome, %{name}!\"\n  long: a plain text\n    going on\n  quoted: \"two\n    lines\"\n"
+               b"  tabs: [Open, 'Save as', {title: Close it}]\n  base: &base\n    label: !!str Print\n  copy: *base\n"
+               b"  folded: >\n    one\n\n    two\n"),
 }
 # Word's document part and OpenDocument's content: mutated as XML, then zipped (a mutated zip is only
 # a zip that does not read).
@@ -75,6 +77,9 @@ SEEDS["notes.odt"] = ('<?xml version="1.0" encoding="UTF-8"?>\n<office:document-
                       'Open the <text:span text:style-name="T1">File</text:span> menu<text:s text:c="2"/>and <text:a '
                       'xlink:href="s.html">Settings</text:a>.</text:p></office:text></office:body></office:document-content>'
                       ).encode()
+SEEDS["story.epub"] = ('<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en" '
+                       'lang="en"><head><title>Getting started</title></head><body><h1>Getting started</h1><p>Open '
+                       'the <em>File</em> menu &amp; save.<br/>See <a href="b.xhtml">the guide</a>.</p></body></html>').encode()
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 
@@ -104,6 +109,21 @@ def _zipped(part: str, data: bytes) -> bytes:
     return written.getvalue()
 
 
+def _book(chapter: bytes) -> bytes:
+    """An EPUB book of one chapter: its mimetype first and stored, its container, its package."""
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr("META-INF/container.xml", '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                         '<rootfiles><rootfile full-path="content.opf"/></rootfiles></container>')
+        archive.writestr("content.opf", '<package xmlns="http://www.idpf.org/2007/opf"><metadata xmlns:dc="dc">'
+                         '<dc:title>Getting started</dc:title><dc:language>en</dc:language></metadata><manifest>'
+                         '<item id="c" href="a.xhtml" media-type="application/xhtml+xml"/></manifest>'
+                         '<spine><itemref idref="c"/></spine></package>')
+        archive.writestr("a.xhtml", chapter)
+    return written.getvalue()
+
+
 def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
     from fastapi.testclient import TestClient
 
@@ -130,6 +150,8 @@ def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
             data = mutate(rng, SEEDS[seed])
             if seed.endswith((".docx", ".odt")):
                 data = _zipped("word/document.xml" if seed.endswith(".docx") else "content.xml", data)
+            elif seed.endswith(".epub"):
+                data = _book(data)
             name = rng.choice([seed, seed, seed, seed.upper(), "x/" + seed, "C:\\x\\" + seed, "é" + seed, seed + "\x00",
                                "", "a" * 300 + seed])
             upload = {"file": (name, data, "application/octet-stream")}
@@ -172,11 +194,13 @@ def yaml_shapes(count: int, rng: random.Random) -> tuple[int, list[str]]:
     def quoting(texts, source, target, fmt):
         return [text.upper() + ' : it\'s "x" #y - [z] {w}' for text in texts]
 
-    def shape(value):
+    def shape(value, within=()):
+        if id(value) in within:  # an alias to a collection holding it: YAML's recursion
+            return "recursion"
         if isinstance(value, dict):
-            return {key: shape(item) for key, item in value.items()}
+            return {key: shape(item, (*within, id(value))) for key, item in value.items()}
         if isinstance(value, list):
-            return [shape(item) for item in value]
+            return [shape(item, (*within, id(value))) for item in value]
         return type(value).__name__
 
     checked, failures = 0, []

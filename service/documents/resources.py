@@ -4,7 +4,6 @@ Android's strings.xml, Java's .properties, Apple's .strings, .NET's .resx and YA
 Symfony's, Hugo's)."""
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from collections.abc import Callable
@@ -263,133 +262,104 @@ class Resx(XmlResources):
 
 # --- YAML
 
-# A line of a YAML file's block mappings and sequences: its indentation, a sequence's dash, a key and
-# what follows the key's colon (or the dash). Flow collections ({…}, […]), anchors, aliases and tags
-# are left as written: string resources hardly use them.
-_YAML_LINE = re.compile(r"""^(?P<indent> *)(?P<dash>(?:- +)+)?(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{}\[\]&*!|>%@`-](?:[^#]|(?<! )#)*?|-[^\s#](?:[^#]|(?<! )#)*?) *:(?= |$))? *(?P<value>.*?)\s*$""")
-_YAML_NOT_TEXT = re.compile(r"""^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|no|on|off|[-+]?(?:\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F]+|\.inf|\.nan))$""")
+_STR = "tag:yaml.org,2002:str"
+_YAML_NOT_TEXT = re.compile(r"""^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|y|Y|n|N|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|[-+]?(?:\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F]+|0o[0-7]+|\.inf|\.nan)|<<|=)$""")
 _YAML_PLAIN_UNSAFE = re.compile(r"""^[\s\-?:,\[\]{}#&*!|>'"%@`]|: | #|:$|\s$""")
-_YAML_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "/": "/", "0": "\0", " ": " ", "r": "\r"}
-_YAML_DOCUMENT_MARK = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
+_YAML_FLOW_INDICATOR = re.compile(r"[,\[\]{}]")
+_YAML_PROPERTIES = re.compile(r"(?:[&!]\S*\s+)*")  # a node's anchor and tag, before its scalar
 _LOCALE_KEY = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4})?$")
-# A quoted scalar's rest, to its closing quote (on its line: `.match(value, 1)`; or on any line).
-_YAML_CLOSING = {'"': re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL), "'": re.compile(r"(?:[^']|'')*'(?!')", re.DOTALL)}
-
-
-def _blank_or_comment(line: str) -> bool:
-    return not line.strip() or line.lstrip().startswith("#")
-
-
-def _depth(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _deeper_lines_end(lines: list[str], number: int, depth: int) -> int:
-    """The number of the first line from `number` on that is neither blank nor indented `depth` or deeper."""
-    while number < len(lines) and (not lines[number].strip() or _depth(lines[number]) >= depth):
-        number += 1
-    return number
 
 
 class Yaml(Spans):
-    """Each string scalar of a YAML file's mappings and sequences: plain, single- or double-quoted,
-    or a literal or folded block; written back in the same style (a plain one quoted where its
-    translation would read otherwise). Rails' files have the locale as their one top key: it is
-    renamed to the target."""
+    """Each string scalar of a YAML file (not a key, nor a value of another type: a number, a
+    boolean, a null), read by PyYAML wherever it stands (block or flow collections, after an anchor
+    or a tag; an alias is its anchor's scalar, translated there): plain, single- or double-quoted on
+    one line or several, or a literal or folded block. Written back in its style: a block as a block
+    at its indentation, a quoted or plain scalar on one line (quoted where a plain one would not
+    read so). Rails' files have the locale as their one top key: it is renamed to the target."""
 
     fmt = "text"
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        import yaml  # here: only YAML files need it
+
         super().__init__()
         self.text, self.encoding = decoded(name, data)
-        self.styles: dict[int, tuple[str, str]] = {}  # span start -> (style, a block's indentation)
+        self.styles: dict[int, tuple[str, str, bool]] = {}  # span start -> (style, a block's indentation, in flow)
         self.locale: tuple[int, int] | None = None
         self.source_language = ""
-        lines = self.text.splitlines(keepends=True)
-        offsets = [0]
-        for line in lines:
-            offsets.append(offsets[-1] + len(line))
-        top_keys, top_lines = [], 0
-        owner = -1  # the indentation of the last key or dash: a bare scalar's lines go on deeper than it
-        number = 0
-        while number < len(lines):
-            line = lines[number].rstrip("\r\n")
-            start = offsets[number]
-            number += 1
-            if not line.strip() or line.lstrip().startswith("#") or _YAML_DOCUMENT_MARK.match(line):
-                continue
-            top_lines += not line.startswith(" ")
-            match = _YAML_LINE.match(line)
-            if match is None:
-                continue
-            indent, value = len(match.group("indent")), match.group("value")
-            if match.group("key") is not None and indent == 0 and not match.group("dash"):
-                top_keys.append((match.group("key"), start + match.start("key"), start + match.end("key"), value))
-            if match.group("key") is None and not match.group("dash"):
-                number = _deeper_lines_end(lines, number, owner + 1)  # a plain scalar's lines going on
-                continue
-            owner = indent
-            at = start + match.start("value")
-            closing = _YAML_CLOSING.get(value[:1])
-            if closing is not None and not closing.match(value, 1):  # a quoted scalar on several lines: left
-                ended = closing.match(self.text, at + 1)
-                number = bisect.bisect_right(offsets, ended.end() - 1) if ended else len(lines)  # the line after
-                continue
-            if value[:1] in "|>":  # a block: the lines indented deeper than its key's
-                if not re.fullmatch(r"[|>][-+]?\d?\s*(?:#.*)?", value):
-                    continue
-                body_start = offsets[number]
-                following = _deeper_lines_end(lines, number, indent + len(match.group("dash") or "") + 1)
-                inner = next((_depth(line) for line in lines[number:following] if line.strip()), None)
-                number = following
-                body_end = offsets[number]
-                while body_end > body_start and self.text[body_end - 1] in "\r\n ":
-                    body_end -= 1
-                if inner is None:
-                    continue
-                block = self.text[body_start:body_end]
-                content = "\n".join(l[inner:] for l in block.replace("\r\n", "\n").split("\n"))
-                if value.startswith(">"):  # folded: its lines are one line, a blank line a line break
-                    content = re.sub(r"(?<!\n)\n(?!\n)", " ", content)
-                if content.strip():
-                    self._add(body_start, body_end, content, "block", " " * inner)
-            elif value.startswith('"'):
-                quoted = re.match(r'"((?:[^"\\]|\\.)*)"\s*(?:#.*)?$', value)
-                if quoted:
-                    content = re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m.group(1)[1:], 16))
-                                     if len(m.group(1)) == 5 else _YAML_ESCAPES.get(m.group(1), m.group(0)), quoted.group(1))
-                    self._add(at, at + len(quoted.group(1)) + 2, content, "double", "")
-            elif value.startswith("'"):
-                quoted = re.match(r"'((?:[^']|'')*)'\s*(?:#.*)?$", value)
-                if quoted:
-                    self._add(at, at + len(quoted.group(1)) + 2, quoted.group(1).replace("''", "'"), "single", "")
-            elif value and value[0] not in "{[&*!#":
-                following = _deeper_lines_end(lines, number, indent + 1)
-                if following > number and not all(_blank_or_comment(line) for line in lines[number:following]):
-                    number = following  # a plain scalar going on, on the lines indented deeper: left whole
-                    continue
-                plain = re.split(r"\s+#", value)[0].rstrip()
-                if plain and not _YAML_NOT_TEXT.match(plain):
-                    self._add(at, at + len(plain), plain, "plain", "")
-        if top_lines == 1 and len(top_keys) == 1 and not top_keys[0][3] and _LOCALE_KEY.match(top_keys[0][0]):
-            self.source_language = top_keys[0][0]
-            self.locale = top_keys[0][1:3]
+        try:
+            documents = list(yaml.compose_all(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            raise Failed(f"cannot read {name}: not YAML" + (f" (line {mark.line + 1}: {getattr(error, 'problem', '')})"
+                                                              if mark is not None else "")) from None
+        seen: set[int] = set()
+        for document in documents:
+            self._walk(document, False, seen, yaml)
+        top = documents[0] if len(documents) == 1 else None
+        if isinstance(top, yaml.MappingNode) and len(top.value) == 1:
+            key, value = top.value[0]
+            if key.tag == _STR and _LOCALE_KEY.match(key.value) and isinstance(value, yaml.MappingNode) \
+                    and self.text[key.start_mark.index:key.end_mark.index] == key.value:
+                self.source_language = key.value
+                self.locale = (key.start_mark.index, key.end_mark.index)
 
-    def _add(self, start: int, end: int, text: str, style: str, indent: str) -> None:
+    def _walk(self, node, flow: bool, seen: set[int], yaml) -> None:  # noqa: ANN001  # PyYAML's nodes
+        if id(node) in seen:  # an alias: its anchor's node, met before
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for _, value in node.value:  # keys are names, not text
+                self._walk(value, bool(node.flow_style), seen, yaml)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                self._walk(item, bool(node.flow_style), seen, yaml)
+        elif node.tag == _STR and node.value.strip():
+            start = _YAML_PROPERTIES.match(self.text, node.start_mark.index).end()
+            end = node.end_mark.index
+            style = node.style or ""
+            if style in ("|", ">"):
+                self._block(node.value, style, start, end, flow)
+            else:
+                self._add(start, end, node.value, {"": "plain", "'": "single", '"': "double"}[style], "", flow)
+
+    def _block(self, value: str, style: str, start: int, end: int, flow: bool) -> None:
+        """A literal or folded block: its lines after its header's, to its last one that holds text."""
+        header_end = self.text.find("\n", start, end)
+        if header_end < 0:
+            return
+        body_start = header_end + 1
+        while end > body_start and self.text[end - 1] in "\r\n \t":
+            end -= 1
+        lines = [line for line in self.text[body_start:end].split("\n") if line.strip()]
+        if not lines:
+            return
+        inner = min(_depth(line) for line in lines)
+        self._add(body_start, end, value.rstrip("\n"), "literal" if style == "|" else "folded", " " * inner, flow)
+
+    def _add(self, start: int, end: int, text: str, style: str, indent: str, flow: bool) -> None:
         self.spans.append((start, end, text))
-        self.styles[start] = (style, indent)
+        self.styles[start] = (style, indent, flow)
 
     def _put(self, translation: str, start: int, end: int) -> str:
-        style, indent = self.styles[start]
-        if style == "block":
+        style, indent, flow = self.styles[start]
+        if style in ("literal", "folded"):
             newline = "\r\n" if "\r\n" in self.text[start:end] else "\n"
+            if style == "folded":  # a line break of a folded block's text is a blank line in it
+                translation = translation.replace("\n", "\n\n")
             return newline.join(indent + line if line else line for line in translation.split("\n"))
-        if style == "single" and "\n" not in translation:
+        if "\n" in translation or flow and _YAML_FLOW_INDICATOR.search(translation):
+            return json.dumps(translation, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
+        if style == "single":
             return "'" + translation.replace("'", "''") + "'"
-        if style == "plain" and "\n" not in translation and not _YAML_PLAIN_UNSAFE.search(translation) \
-                and not _YAML_NOT_TEXT.match(translation):
+        if style == "plain" and not _YAML_PLAIN_UNSAFE.search(translation) and not _YAML_NOT_TEXT.match(translation):
             return translation
-        return json.dumps(translation, ensure_ascii=False)  # a JSON string is a double-quoted YAML one
+        return json.dumps(translation, ensure_ascii=False)
 
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return [(*self.locale, target)] if self.locale is not None else []
+
+
+def _depth(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))

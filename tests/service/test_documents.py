@@ -361,28 +361,47 @@ def test_a_yaml_file_s_strings_are_translated_in_their_styles_and_rails_locale_k
         return [text.replace("\n", " / ").upper() + ": it's" for text in texts]
 
     done = translate_document("en.yml", YAML.encode(), quoting, None, "de")
-    assert done.source == "en" and done.count == 7
+    assert done.source == "en" and done.count == 9
     assert yaml.safe_load(done.data) == {"de": {
         "hello": "TWO DOGS: it's", "count": 3, "enabled": True,
         "errors": {"blank": "CAN'T BE \"BLANK\": it's", "taken": "ISN'T THE CAT: it's"},
         "menu": ["THE CAT: it's", "TWO DOGS: it's"],
         "help": "TWO DOGS PLAY / IN THE SNOW: it's\n", "folded": "THE CAT SLEEPS: it's",
-        "long": "a plain text going on", "alias": "the cat", "empty": None}}
+        "long": "A PLAIN TEXT GOING ON: it's", "alias": "THE CAT: it's", "empty": None}}
     # each in the style it was written in, quoted where a plain one would not read so
     assert "  taken: 'ISN''T THE CAT: it''s'   # a comment stays\n" in done.data.decode()
     assert '  hello: "TWO DOGS: it\'s"\n' in done.data.decode()
 
 
-def test_a_yaml_scalar_on_several_lines_is_left_and_what_it_holds_read_as_no_key():
+def test_a_yaml_scalar_on_several_lines_is_translated_as_the_text_it_reads_as_and_written_on_one():
     yaml = pytest.importorskip("yaml")
     written = ('en:\n  a: "two\n    dogs: play"\n  b: the cat\n  c:\n    two dogs\n    - play\n  d: two\n    dogs\n'
                '  e:\n     two dogs\n    - play\n  f:\n    - - the cat\n  g#h: the cat\n  i:\n   - the cat\n    - play\n')
     done = translate_document("en.yml", written.encode(), reversed_words, None, "de")
-    assert done.data.decode() == written.replace("en:", "de:").replace("b: the cat", "b: CAT THE").replace(
-        "- - the cat", "- - CAT THE").replace("g#h: the cat", "g#h: CAT THE")
-    assert yaml.safe_load(done.data) == {"de": {"a": "two dogs: play", "b": "CAT THE", "c": "two dogs - play",
-                                                "d": "two dogs", "e": "two dogs - play", "f": [["CAT THE"]],
-                                                "g#h": "CAT THE", "i": ["the cat - play"]}}
+    assert done.data.decode() == ('de:\n  a: "PLAY DOGS: TWO"\n  b: CAT THE\n  c:\n    PLAY - DOGS TWO\n  d: DOGS TWO\n'
+                                  '  e:\n     PLAY - DOGS TWO\n  f:\n    - - CAT THE\n  g#h: CAT THE\n  i:\n   - PLAY - CAT THE\n')
+    assert yaml.safe_load(done.data) == {"de": {"a": "PLAY DOGS: TWO", "b": "CAT THE", "c": "PLAY - DOGS TWO",
+                                                "d": "DOGS TWO", "e": "PLAY - DOGS TWO", "f": [["CAT THE"]],
+                                                "g#h": "CAT THE", "i": ["PLAY - CAT THE"]}}
+
+
+def test_a_yaml_file_s_flow_collections_anchors_tags_and_folded_lines_are_read_as_yaml_reads_them():
+    yaml = pytest.importorskip("yaml")
+
+    def listing(texts, source, target, fmt):
+        return [", ".join(text.upper().split("\n")) if "\n" not in text else text.upper() for text in texts]
+
+    written = ("menu: [the cat, 'two dogs', {title: in the snow}]\nbase: &base\n  title: !!str the cat\ncopy: *base\n"
+               "folded: >\n  two dogs\n\n  the cat\nsize: [1, on, ~]\n")
+    done = translate_document("menu.yml", written.encode(), listing, "en", "de")
+    assert done.data.decode() == ("menu: [THE CAT, 'TWO DOGS', {title: IN THE SNOW}]\nbase: &base\n  title: !!str THE CAT\n"
+                                  "copy: *base\nfolded: >\n  TWO DOGS\n\n  THE CAT\nsize: [1, on, ~]\n")
+    assert done.count == 5  # the alias is its anchor's node, translated there
+    # a translation with a comma is quoted in a flow collection, where a plain one would be two
+    done = translate_document("menu.yml", b"menu: [two dogs]\n", lambda texts, *_: ["zwei, Hunde"], "en", "de")
+    assert yaml.safe_load(done.data) == {"menu": ["zwei, Hunde"]}
+    with pytest.raises(Failed, match="^cannot read menu.yml: not YAML \\(line 2: "):
+        translate_document("menu.yml", b"menu: [two dogs\nsize: 3\n", listing, "en", "de")
 
 
 WORD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
