@@ -112,6 +112,7 @@ class _Texts:
         self.progress, self.finer = progress, finer
         self.refused: list[str] = []
         self.characters = 0
+        self._finer = False  # translating a refused text's finer parts: within the batch that refused it
 
     def __call__(self, texts: Sequence[str]) -> dict[str, str]:
         """Each distinct text's translation; a text the translator refuses is named in `refused` and
@@ -132,7 +133,7 @@ class _Texts:
                             translated[text] = self.translate([text], self.source, self.target, self.fmt)[0]
                         except Refused as alone:
                             self._refused(text, alone, translated)
-            if self.progress is not None:
+            if self.progress is not None and not self._finer:  # the file's texts done, not a refused one's parts
                 self.progress(min(start + BATCH, len(distinct)), len(distinct))
         return translated
 
@@ -142,7 +143,11 @@ class _Texts:
             raise Failed(str(refused)) from None
         parts = self.finer(text) if self.finer is not None else []
         if parts:
-            translated.update(self(parts))
+            finer, self._finer = self._finer, True
+            try:
+                translated.update(self(parts))
+            finally:
+                self._finer = finer
         else:
             self.refused.append(f"{text[:60]!r}: {refused}")
 

@@ -221,6 +221,10 @@ def test_a_part_of_a_page_the_service_refuses_is_sent_again_as_its_elements_and_
                     "the folder"]
     assert done.data.decode() == "<html><body><div><p>speichern it</p><p>öffnen <b>the folder</p></body></html>"
     assert done.refused == [] and done.count == 3  # the first paragraph, "open ", "the folder"
+    # the progress is the page's: its one part done, however many finer parts that took
+    reported = []
+    translate_document("a.html", page.encode(), strict, "en", "de", progress=lambda k, n: reported.append((k, n)))
+    assert reported == [(1, 1)]
     # an element whose only text is an attribute a reader sees is a part too
     sent.clear()
     page = '<div><p>save it</p><img src="a.png" alt="open it"><br></span></div>'
