@@ -7,6 +7,7 @@ import io
 import re
 import zipfile
 from collections.abc import Callable
+from html.entities import name2codepoint
 from xml.etree import ElementTree
 
 from service.served import spliced
@@ -101,11 +102,28 @@ def rewritten(archive: zipfile.ZipFile, parts: dict[str, bytes]) -> tuple[bytes,
         for info in archive.infolist():
             data = archive.read(info)
             if info.filename in parts:
-                try:
-                    ElementTree.fromstring(parts[info.filename])
-                except ElementTree.ParseError:
-                    unreadable.append(info.filename)
-                else:
+                if _reads_as_xml(parts[info.filename]):
                     data = parts[info.filename]
+                else:
+                    unreadable.append(info.filename)
             written.writestr(info, data)
     return output.getvalue(), unreadable
+
+
+# A named character reference; XML names only five, an XHTML document's DTD names HTML's (&nbsp;)
+_NAMED_REFERENCE = re.compile(rb"&([A-Za-z][A-Za-z0-9]*);")
+_XML_NAMED = frozenset(("amp", "lt", "gt", "quot", "apos"))
+
+
+def _reads_as_xml(data: bytes) -> bool:
+    """Whether a part reads as XML, HTML's named references counted as the characters its DTD names
+    them (expat reads no DTD)."""
+    def numeric(reference: re.Match) -> bytes:
+        name = reference.group(1).decode("ascii")
+        code = name2codepoint.get(name)
+        return reference.group(0) if code is None or name in _XML_NAMED else b"&#%d;" % code
+    try:
+        ElementTree.fromstring(_NAMED_REFERENCE.sub(numeric, data))
+    except ElementTree.ParseError:
+        return False
+    return True

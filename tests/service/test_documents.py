@@ -643,6 +643,12 @@ def test_an_epub_chapter_whose_translation_would_not_read_as_xml_is_left_and_nam
     assert "<h1>TWO DOGS</h1>" in written.read("OEBPS/ch2.xhtml").decode()
     assert done.refused == ["OEBPS/ch1.xhtml: its translation would not read as XML, left as it was"]
     assert done.count == 5
+    # HTML's named references, which an XHTML document's DTD names, read as the characters they name
+    xhtml11 = CHAPTER.replace("<!DOCTYPE html>", '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" '
+                              '"http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd">').replace("the cat", "the&nbsp;cat")
+    done = translate_document("story.epub", epub_file({"ch1.xhtml": xhtml11}), upper_in_html, "en", "de")
+    assert "<p>THE&nbsp;CAT <em>SLEEPS</em>." in zipfile.ZipFile(io.BytesIO(done.data)).read("OEBPS/ch1.xhtml").decode()
+    assert done.refused == []
 
 
 def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
