@@ -10,6 +10,7 @@ quoting made of colons, hashes, quotes and brackets).
 
     python benchmarks/document_fuzz.py                  # 300 uploads, 2,000 YAML files, seed 1
     python benchmarks/document_fuzz.py --uploads 1000 --yaml 10000 --seed 7
+    python benchmarks/document_fuzz.py --uploads 0 --yaml 0 --yaml-files rails-i18n/rails/locale
 
 Exit status 1 where a failure was found (each is printed). Appends to results/document_fuzz.md.
 """
@@ -22,6 +23,7 @@ import random
 import sys
 import time
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -184,9 +186,10 @@ def uploads(count: int, rng: random.Random) -> tuple[dict, list[str]]:
     return counts, failures
 
 
-def yaml_shapes(count: int, rng: random.Random) -> tuple[int, list[str]]:
-    """Mutated YAML files PyYAML reads, translated into text that needs quoting: each output must
-    read as YAML of the same shape (the same keys; strings where strings were)."""
+def yaml_shapes(files: Iterable[tuple[str, bytes]]) -> tuple[int, int, list[str]]:
+    """The YAML files PyYAML reads, translated into text that needs quoting: each output must read
+    as YAML of the same shape (the same keys; strings where strings were). How many were read, how
+    many strings they had translated, and the failures."""
     import yaml
 
     from service.documents import Failed, translate_document
@@ -203,28 +206,28 @@ def yaml_shapes(count: int, rng: random.Random) -> tuple[int, list[str]]:
             return [shape(item, (*within, id(value))) for item in value]
         return type(value).__name__
 
-    checked, failures = 0, []
-    for _ in range(count):
-        data = mutate(rng, SEEDS["en.yml"])
+    checked, strings, failures = 0, 0, []
+    for name, data in files:
         try:
             before = yaml.safe_load(data)
         except yaml.YAMLError:
             continue  # not YAML to begin with
         try:
-            written = translate_document("en.yml", data, quoting, "en", "de").data
+            done = translate_document("en.yml", data, quoting, "en", "xx")
         except Failed:
             continue
+        written, strings = done.data, strings + done.count
         try:
             after = yaml.safe_load(written)
         except yaml.YAMLError as error:
-            failures.append(f"not YAML after translation: {data!r}: {str(error)[:120]}")
+            failures.append(f"not YAML after translation: {name}: {data!r}: {str(error)[:120]}")
             continue
         checked += 1
         if isinstance(before, dict) and len(before) == 1 and isinstance(after, dict) and len(after) == 1:
             before, after = next(iter(before.values())), next(iter(after.values()))  # the locale key, renamed
         if shape(before) != shape(after):
-            failures.append(f"shape changed: {data!r}")
-    return checked, failures
+            failures.append(f"shape changed: {name}: {data!r}")
+    return checked, strings, failures
 
 
 def main() -> int:
@@ -232,19 +235,29 @@ def main() -> int:
     parser.add_argument("--uploads", type=int, default=300)
     parser.add_argument("--yaml", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--yaml-files", type=Path, default=None,
+                        help="also every .yml file under this folder as it is (rails-i18n's rails/locale: a checkout of "
+                             "github.com/svenfuchs/rails-i18n)")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "document_fuzz.md")
     args = parser.parse_args()
     logging.getLogger("service").setLevel(logging.CRITICAL)  # the failures are counted, not logged
     rng = random.Random(args.seed)
     started = time.perf_counter()
     counts, failures = uploads(args.uploads, rng)
-    checked, yaml_failures = yaml_shapes(args.yaml, rng) if args.yaml else (0, [])
+    checked, _, yaml_failures = yaml_shapes(("en.yml", mutate(rng, SEEDS["en.yml"])) for _ in range(args.yaml))
     failures += yaml_failures
+    real = ""
+    if args.yaml_files is not None:
+        found = sorted(args.yaml_files.rglob("*.yml")) + sorted(args.yaml_files.rglob("*.yaml"))
+        read, strings, real_failures = yaml_shapes((str(path), path.read_bytes()) for path in found)
+        failures += real_failures
+        real = f" The {len(found)} files under {args.yaml_files}: {read} read before and after, {strings} strings translated."
     report = (
         run_heading() + f"    python benchmarks/document_fuzz.py --uploads {args.uploads} --yaml {args.yaml} "
-        f"--seed {args.seed}\n\n{args.uploads} mutated uploads ({len(SEEDS)} seed files), {time.perf_counter() - started:.0f} s: "
+        f"--seed {args.seed}" + (f" --yaml-files {args.yaml_files}" if args.yaml_files else "") +
+        f"\n\n{args.uploads} mutated uploads ({len(SEEDS)} seed files), {time.perf_counter() - started:.0f} s: "
         + ", ".join(f"{key}: {value}" for key, value in sorted(counts.items()))
-        + f". YAML files read before and after: {checked}. **Failures: {len(failures)}**.\n\n"
+        + f". YAML files read before and after: {checked}.{real} **Failures: {len(failures)}**.\n\n"
         + "".join(f"- `{failure[:300]}`\n" for failure in failures[:10])
     )
     print(report)

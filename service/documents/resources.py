@@ -268,6 +268,10 @@ _YAML_PLAIN_UNSAFE = re.compile(r"""^[\s\-?:,\[\]{}#&*!|>'"%@`]|: | #|:$|\s$""")
 _YAML_FLOW_INDICATOR = re.compile(r"[,\[\]{}]")
 _YAML_PROPERTIES = re.compile(r"(?:[&!]\S*\s+)*")  # a node's anchor and tag, before its scalar
 _LOCALE_KEY = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4})?$")
+_RUBY_SYMBOL = re.compile(r"^:[A-Za-z_][A-Za-z0-9_]*[?!]?$")
+# The lists of a Rails locale file that hold names, not text: the order of a date's parts
+# (rails-i18n's en.yml writes `order: [year, month, day]`, which Rails reads as symbols).
+_RAILS_NAMES = frozenset({("date", "order")})
 
 
 class Yaml(Spans):
@@ -276,7 +280,8 @@ class Yaml(Spans):
     or a tag; an alias is its anchor's scalar, translated there): plain, single- or double-quoted on
     one line or several, or a literal or folded block. Written back in its style: a block as a block
     at its indentation, a quoted or plain scalar on one line (quoted where a plain one would not
-    read so). Rails' files have the locale as their one top key: it is renamed to the target."""
+    read so). Rails' files have the locale as their one top key: it is renamed to the target, and
+    their lists of names (a date's parts' order) are left, as are Ruby's symbols (`:year`)."""
 
     fmt = "text"
 
@@ -294,9 +299,6 @@ class Yaml(Spans):
             mark = getattr(error, "problem_mark", None)
             raise Failed(f"cannot read {name}: not YAML" + (f" (line {mark.line + 1}: {getattr(error, 'problem', '')})"
                                                               if mark is not None else "")) from None
-        seen: set[int] = set()
-        for document in documents:
-            self._walk(document, False, seen, yaml)
         top = documents[0] if len(documents) == 1 else None
         if isinstance(top, yaml.MappingNode) and len(top.value) == 1:
             key, value = top.value[0]
@@ -304,21 +306,28 @@ class Yaml(Spans):
                     and self.text[key.start_mark.index:key.end_mark.index] == key.value:
                 self.source_language = key.value
                 self.locale = (key.start_mark.index, key.end_mark.index)
+        seen: set[int] = set()
+        for document in documents:
+            self._walk(document, (), False, seen, yaml)
 
-    def _walk(self, node, flow: bool, seen: set[int], yaml) -> None:  # noqa: ANN001  # PyYAML's nodes
+    def _walk(self, node, path: tuple[str, ...], flow: bool, seen: set[int], yaml) -> None:  # noqa: ANN001  # PyYAML's
         if id(node) in seen:  # an alias: its anchor's node, met before
             return
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            for _, value in node.value:  # keys are names, not text
-                self._walk(value, bool(node.flow_style), seen, yaml)
+            for key, value in node.value:  # keys are names, not text
+                self._walk(value, (*path, str(key.value)), bool(node.flow_style), seen, yaml)
         elif isinstance(node, yaml.SequenceNode):
+            if self.locale is not None and path[1:] in _RAILS_NAMES:
+                return
             for item in node.value:
-                self._walk(item, bool(node.flow_style), seen, yaml)
+                self._walk(item, path, bool(node.flow_style), seen, yaml)
         elif node.tag == _STR and node.value.strip():
+            style = node.style or ""
+            if not style and _RUBY_SYMBOL.match(node.value):
+                return  # Ruby's YAML reads it as a Symbol: a name, not text
             start = _YAML_PROPERTIES.match(self.text, node.start_mark.index).end()
             end = node.end_mark.index
-            style = node.style or ""
             if style in ("|", ">"):
                 self._block(node.value, style, start, end, flow)
             else:

@@ -408,6 +408,17 @@ def test_a_yaml_file_s_flow_collections_anchors_tags_and_folded_lines_are_read_a
         translate_document("menu.yml", b"menu: [two dogs\nsize: 3\n", listing, "en", "de")
 
 
+def test_a_rails_locale_s_names_are_left_its_text_translated():
+    # as rails-i18n's en.yml writes them: a date's parts' order (Rails reads them as symbols), a symbol
+    written = ("---\nen:\n  date:\n    order:\n    - year\n    - month\n    abbr_day_names:\n    - Sun\n"
+               "  time:\n    am: am\n    default: :long\n  helpers:\n    select:\n      prompt: Please select\n")
+    done = translate_document("en.yml", written.encode(), reversed_words, None, "de")
+    assert done.data.decode() == written.replace("en:", "de:").replace("- Sun", "- SUN").replace(
+        "am: am", "am: AM").replace("prompt: Please select", "prompt: SELECT PLEASE")
+    # outside a Rails locale file, a list is text like any other
+    assert translate_document("menu.yml", b"order:\n- year\n", reversed_words, "en", "de").data == b"order:\n- YEAR\n"
+
+
 WORD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
         'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><w:body>'
