@@ -26,7 +26,7 @@ class Bilingual:
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         try:
-            text, done = self._written(self.document, translated, mark)
+            text, done = self._written(self.document, translated, mark, target)
         except FileInvalid as error:
             raise Failed(str(error)) from None
         # a character the file's encoding lacks is written as XML writes it, a character reference

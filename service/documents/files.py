@@ -75,6 +75,7 @@ class Spans:
     def __init__(self) -> None:
         self.spans: list[tuple[int, int, str]] = []
         self.text, self.encoding = "", "utf-8"
+        self.unwritable: list[str] = []  # each text whose translation could not be written, and why
 
     @property
     def texts(self) -> list[str]:
@@ -86,9 +87,18 @@ class Spans:
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return []  # other edits than translations (ARB's locale)
 
+    def _writable(self, value: str) -> bool:
+        return True  # what `_put` wrote reads as the format reads it
+
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        translations = [(start, end, self._put(translated[text], start, end)) for start, end, text in self.spans
-                        if text in translated]
+        translations = []
+        for start, end, text in self.spans:
+            if text in translated:
+                value = self._put(translated[text], start, end)
+                if self._writable(value):
+                    translations.append((start, end, value))
+                else:
+                    self.unwritable.append(f"{text[:60]!r}: its translation would not read as XML; left as it was")
         written = spliced(self.text, sorted(translations + self._edited(target)))
         return written.encode(self.encoding, errors=self.errors), len(translations)
 
@@ -113,6 +123,20 @@ def rewritten(archive: zipfile.ZipFile, parts: dict[str, bytes]) -> tuple[bytes,
 # A named character reference; XML names only five, an XHTML document's DTD names HTML's (&nbsp;)
 _NAMED_REFERENCE = re.compile(rb"&([A-Za-z][A-Za-z0-9]*);")
 _XML_NAMED = frozenset(("amp", "lt", "gt", "quot", "apos"))
+
+
+_NAMED_REFERENCE_TEXT = re.compile(r"&[A-Za-z_][\w.-]*;")
+# A prefix an element or attribute name has in a start or end tag
+_PREFIX = re.compile(r"[<\s/]([A-Za-z_][\w.-]*):[A-Za-z_]")
+
+
+def reads_as_xml_content(value: str) -> bool:
+    """Whether `value` reads as an XML element's content, whatever namespace prefixes its tags use and
+    whatever entities its file's DTD declares (Termux's strings.xml: `&TERMUX_APP_NAME;`)."""
+    prefixes = set(_PREFIX.findall("".join(re.findall(r"<[^>]*>", value)))) - {"xml", "xmlns"}
+    declared = "".join(f' xmlns:{prefix}="urn:{prefix}"' for prefix in sorted(prefixes))
+    content = _NAMED_REFERENCE_TEXT.sub("", value)
+    return _reads_as_xml(f"<content{declared}>{content}</content>".encode("utf-8"))
 
 
 def _reads_as_xml(data: bytes) -> bool:

@@ -1,7 +1,8 @@
 """gettext catalogs (.po, .pot): the untranslated messages (with `fuzzy`, the fuzzy ones too) get a
 translation marked fuzzy, gettext's sign of one for a translator to review, a plural message its
 singular's translation as form 0 and its plural's as every other form its Plural-Forms header
-counts; only the translated messages' lines change, written as msgmerge writes them."""
+counts; only the translated messages' lines change, written as msgmerge writes them (and a template's
+header's Language line, which names the target language then)."""
 from __future__ import annotations
 
 import os
@@ -99,6 +100,23 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
     return "".join(blocks)
 
 
+def _language_named(text: str, target: str) -> str | None:
+    """`text` whose header's Language (empty, or no line) is `target`, every other line as it was;
+    None where it has no header."""
+    header = _HEADER.search(text)
+    if header is None:
+        return None
+    after = PARAGRAPH_BREAK.search(text, header.start())
+    end = after.start() if after else len(text.rstrip("\r\n"))
+    empty = re.compile(r'^"Language:[ \t]*(?=\\n")', re.MULTILINE).search(text, header.start(), end)
+    if empty is not None:
+        return text[:empty.start()] + f'"Language: {target}' + text[empty.end():]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    team = re.compile(r'^"Language-Team:.*$', re.MULTILINE).search(text, header.start(), end)
+    at = team.end() if team is not None else end
+    return text[:at] + f'{newline}"Language: {target}\\n"' + text[at:]
+
+
 # A line of a message's strings (a keyword and a string, or a string going on), obsolete (`#~`) or a
 # previous one (`#|`) too, and what it must be: the keyword and one whole string.
 _STRING_LINE = re.compile(r'^(?:#[~|]\s*)?(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s|")')
@@ -178,7 +196,8 @@ class Catalog:
                 entry.flags.insert(0, "fuzzy")  # first, as msgmerge writes it
             done.append(entry)
         catalog = self.catalog
-        spliced = _spliced(self.data.decode(catalog.encoding), done) if self.target_language else None
-        if not self.target_language:
-            catalog.metadata["Language"] = target  # a template's translation names its language, as msginit's does
+        spliced = _spliced(self.data.decode(catalog.encoding), done)
+        if not self.target_language:  # a template's translation names its language, as msginit's does
+            catalog.metadata["Language"] = target
+            spliced = _language_named(spliced, target) if spliced is not None else None
         return (spliced if spliced is not None else str(catalog)).encode(catalog.encoding), len(done)

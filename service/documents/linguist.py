@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from service.served import spliced
-from service.documents.xliff import FileInvalid, checked, decoded
+from service.documents.xliff import FileInvalid, checked, decoded, language_named
 
 _TS = re.compile(r"<TS\b[^>]*>")
 _MESSAGE = re.compile(r"<message\b([^>]*)>(.*?)</message\s*>", re.DOTALL)
@@ -75,8 +75,9 @@ def _escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def written(linguist: Linguist, translations: dict[str, str], mark: bool) -> tuple[str, int]:
-    """The file's text with each message that has a translation given it, and how many."""
+def written(linguist: Linguist, translations: dict[str, str], mark: bool, target: str) -> tuple[str, int]:
+    """The file's text with each message that has a translation given it, and how many; a file that
+    names no language (`<TS language>`) names `target` once it holds translations."""
     edits = []
     for message in linguist.segments:
         translation = translations.get(message.source)
@@ -89,4 +90,7 @@ def written(linguist: Linguist, translations: dict[str, str], mark: bool) -> tup
         else:
             inner = value
         edits.append((message.start, message.end, f"<translation{attributes}>{inner}</translation>"))
-    return checked(spliced(linguist.text, edits), linguist.encoding), len(edits)
+    count = len(edits)
+    if count:
+        edits += language_named(linguist.text, _TS, "language", target)
+    return checked(spliced(linguist.text, sorted(edits)), linguist.encoding), count

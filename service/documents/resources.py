@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html import unescape
 
 from service.documents.xliff import FileInvalid, checked, decoded as decoded_xml
-from service.documents.files import Failed, Spans, decoded, encodable
+from service.documents.files import Failed, Spans, decoded, encodable, reads_as_xml_content
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
@@ -84,21 +84,34 @@ def _escaped_character(characters: dict[str, str]) -> Callable[[re.Match], str]:
 
 
 _ANDROID_RESOURCES = re.compile(r"<resources\b")
-_ANDROID_ELEMENT = re.compile(r"<(string|plurals|string-array)\b([^>]*?)(?:/>|>(.*?)</\1\s*>)", re.DOTALL)
-_ANDROID_ITEM = re.compile(r"<item\b[^>]*>(.*?)</item\s*>", re.DOTALL)
+_ANDROID_ELEMENT = re.compile(r"<(string-array|plurals|string)(?=[\s>/])([^>]*?)(?:/>|>(.*?)</\1\s*>)", re.DOTALL)
+_ANDROID_ITEM = re.compile(r"<item(?=[\s>/])[^>]*>(.*?)</item\s*>", re.DOTALL)
 _UNTRANSLATABLE = re.compile(r"""\btranslatable\s*=\s*["']false["']""")
-# A quote in an Android string's text that is not escaped: aapt refuses the file
-_BARE_QUOTE = re.compile(r"""(?<!\\)(['"])""")
-_BARE_DOUBLE_QUOTE = re.compile(r"""(?<!\\)(")""")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# A string's markup (its tags, comments and CDATA sections, written as they are) and its text between.
+_ANDROID_MARKUP = re.compile(r"(<!\[CDATA\[.*?\]\]>|<!--.*?-->|<[^>]*>)", re.DOTALL)
+# aapt's escapes in a string's text (\' \" \\ \@ \? \n \t \uXXXX), and the whitespace it reads as one space
+_ANDROID_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_ANDROID_WHITESPACE = re.compile(r"\s+")
 
 
 class XmlResources(Spans):
     """String resources in XML: their values sent as XML, a character the file's encoding lacks
-    written as a character reference."""
+    written as a character reference, a translation that would not read as XML left out and named."""
 
     fmt = "xml"
     source_language = ""
     errors = "xmlcharrefreplace"
+
+    def _writable(self, value: str) -> bool:
+        return reads_as_xml_content(value)
+
+    def _outside_comments(self, matches: Iterator[re.Match]) -> Iterator[re.Match]:
+        """The matches that do not stand in a comment (a string commented out is no string)."""
+        comments = [m.span() for m in _COMMENT.finditer(self.text)]
+        for match in matches:
+            if not any(start <= match.start() < end for start, end in comments):
+                yield match
 
     def _read(self, name: str, data: bytes, root: re.Pattern, what: str) -> None:
         try:
@@ -112,12 +125,14 @@ class XmlResources(Spans):
 
 class Android(XmlResources):
     """Android's strings.xml: each string, plural item and array item's content, sent as markup (its
-    <b>, <xliff:g> kept); the quotes a translation brings escaped as aapt wants them."""
+    <b>, <xliff:g> kept) and as aapt reads its text: escapes read (\\' is ', \\n a line break), a run of
+    whitespace one space but in a quoted string; written back in aapt's escapes (a backslash, a
+    quote, a line break, a leading @ or ?). Strings commented out are left."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
         self._read(name, data, _ANDROID_RESOURCES, "Android string resources (no <resources>)")
-        for element in _ANDROID_ELEMENT.finditer(self.text):
+        for element in self._outside_comments(_ANDROID_ELEMENT.finditer(self.text)):
             if _UNTRANSLATABLE.search(element.group(2)) or element.group(3) is None:
                 continue
             if element.group(1) == "string":
@@ -131,15 +146,31 @@ class Android(XmlResources):
         if not body or body.startswith("@"):  # "@string/other" refers to a resource
             return
         start += content.index(body)
-        if len(body) > 1 and body[0] == body[-1] == '"':  # a quoted string: its quotes are no text
+        quoted = len(body) > 1 and body[0] == body[-1] == '"'
+        if quoted:  # a quoted string: its quotes are no text
             start, body = start + 1, body[1:-1]
-        self.spans.append((start, start + len(body), body))
+        parts = _ANDROID_MARKUP.split(body)  # text at even places, markup at odd ones
+        text = "".join(part if k % 2 else self._read_text(part, quoted) for k, part in enumerate(parts))
+        if text.strip():
+            self.spans.append((start, start + len(body), text))
+
+    @staticmethod
+    def _read_text(text: str, quoted: bool) -> str:
+        if not quoted:
+            text = _ANDROID_WHITESPACE.sub(" ", text)
+        # a character an escape names is sent as XML text: "\\u0026" as "&amp;"
+        return _ANDROID_ESCAPE.sub(lambda escape: _XML_TEXT.get(c := _ANDROID_CHARACTER(escape), c), text)
 
     def _put(self, translation: str, start: int, end: int) -> str:
         quoted = self.text[start - 1] == self.text[end] == '"'
-        bare = _BARE_DOUBLE_QUOTE if quoted else _BARE_QUOTE  # a quoted string holds apostrophes as they are
-        parts = re.split(r"(<[^>]*>)", translation)  # tags' attributes keep their quotes
-        return "".join(part if part.startswith("<") else bare.sub(r"\\\1", part) for part in parts)
+        quotes = '"' if quoted else "'\""  # a quoted string holds apostrophes as they are
+        parts = _ANDROID_MARKUP.split(translation)  # tags' attributes keep their quotes
+        written = "".join(part if k % 2 else "".join(_ANDROID_ESCAPED.get(c, "\\" + c if c in quotes else c) for c in part)
+                          for k, part in enumerate(parts))
+        if not quoted:  # aapt trims a string's edges and reads a run of spaces as one: those it would lose, escaped
+            written = _EDGE_SPACES.sub(lambda spaces: "\\u0020" * len(spaces.group()), written)
+            written = _SPACE_RUN.sub(lambda run: " " + "\\u0020" * (len(run.group()) - 1), written)
+        return "\\" + written if written.startswith(("@", "?")) else written  # else a reference, a style
 
 
 # A line of a properties file that holds a value: its key (escapes and all) up to the separator
@@ -239,6 +270,13 @@ _RESX_NAME = re.compile(r"""\bname\s*=\s*["']([^"']*)["']""")
 _RESX_TYPED = re.compile(r"""\b(?:type|mimetype)\s*=""")
 
 
+_ANDROID_CHARACTER = _escaped_character({"n": "\n", "t": "\t"})
+_ANDROID_ESCAPED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}
+_XML_TEXT = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_EDGE_SPACES = re.compile(r"^ +| +$")
+_SPACE_RUN = re.compile(r" {2,}")
+
+
 class Resx(XmlResources):
     """.NET's .resx: each string resource's value (not a file reference, an image or another typed
     value, nor the Windows Forms designer's `>>` entries), sent as XML text and written back escaped."""
@@ -246,7 +284,7 @@ class Resx(XmlResources):
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
         self._read(name, data, _RESX_ROOT, ".NET resources (no <root>)")
-        for data_element in _RESX_DATA.finditer(self.text):
+        for data_element in self._outside_comments(_RESX_DATA.finditer(self.text)):
             attributes = data_element.group(1)
             named = _RESX_NAME.search(attributes)
             if _RESX_TYPED.search(attributes) or (named and unescape(named.group(1)).startswith(">>")):

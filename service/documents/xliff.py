@@ -7,11 +7,12 @@ service/protection/markup.py keeps them), and its translation is written as its 
 source, indented as the source is, or into an empty target, or over a 1.2 target in the state `new`
 or `needs-translation` (a copy of the source a tool put there). A 1.2 target written so says
 `state="needs-review-translation"` (a translation for a translator to review), or `translated` where
-asked not to mark it; a 2.x segment is left in its state (XLIFF 2 has no state for that: a tool shows
-the target to review). Skipped: a segment with a target that holds text, one marked `translate="no"` (or inside
+asked not to mark it; a 2.x segment's state is `translated` (its tool's substate dropped: it named the
+state before), the state before `reviewed` and `final`. Skipped: a segment with a target that holds text, one marked `translate="no"` (or inside
 a 2.x `<unit>` so marked), and a 1.2 unit segmented again (`<seg-source>`, SDL's and Okapi's: its
 segments are `<mrk>`s in the target, named on stderr). The languages are the file's
-(`source-language`/`target-language`, `srcLang`/`trgLang`). The file written must parse as XML, or
+(`source-language`/`target-language`, `srcLang`/`trgLang`); a file that names no target language
+names the one it was translated into once it holds targets. The file written must parse as XML, or
 nothing is written.
 """
 from __future__ import annotations
@@ -131,10 +132,26 @@ def read(data: bytes) -> Xliff:
     return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped)
 
 
-def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str, int]:
+def language_named(text: str, tags: re.Pattern[str], name: str, target: str) -> list[tuple[int, int, str]]:
+    """The attribute `name` naming the target language added to each start tag `tags` finds that has
+    none: a file given targets says their language (XLIFF 2 requires trgLang once it holds any)."""
+    edits = []
+    for tag in tags.finditer(text):
+        if not re.search(r"\s" + re.escape(name) + r"\s*=", tag.group(0)):
+            at = tag.end() - (2 if tag.group(0).endswith("/>") else 1)
+            edits.append((at, at, f' {name}="{target}"'))
+    return edits
+
+
+_FILE_TAG = re.compile(r"<file(?=[\s>/])[^>]*>")
+_XLIFF_TAG = re.compile(r"<xliff(?=[\s>/])[^>]*>")
+
+
+def written(xliff: Xliff, translations: dict[str, str], mark: bool, target: str) -> tuple[str, int]:
     """The file's text with each segment that has a translation given its target, and how many. In
     1.2 the target's state says it needs review (`mark`) or is translated; in 2.x the segment's
-    state is `translated` (2.x's state before `reviewed` and `final`)."""
+    state is `translated` (2.x's state before `reviewed` and `final`). A file given targets that
+    names no target language names `target` (1.2: each `<file>`'s target-language; 2.x: trgLang)."""
     edits, count = [], 0
     for segment in xliff.segments:
         translation = translations.get(segment.source)
@@ -155,4 +172,7 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool) -> tuple[str
             edits.append((start, end, f'{kept} state="translated"{tag[closing:]}'))
         edits.append((segment.insert_at, segment.replace_to, element))
         count += 1
-    return checked(spliced(xliff.text, edits), xliff.encoding), count
+    if count:
+        edits += language_named(xliff.text, *((_FILE_TAG, "target-language") if xliff.version == "1" else
+                                              (_XLIFF_TAG, "trgLang")), target)
+    return checked(spliced(xliff.text, sorted(edits)), xliff.encoding), count

@@ -117,6 +117,60 @@ def test_android_strings_are_translated_as_markup_and_quotes_a_translation_bring
         translate_document("layout.xml", b"<LinearLayout/>", quoting, "en", "de")
 
 
+def test_android_strings_reach_the_service_as_aapt_reads_them_and_go_back_in_its_escapes():
+    sent = []
+
+    german = {"Don't save\nnow": 'Nicht "jetzt"\nspeichern', "the folder C:\\tmp": "der Ordner C:\\tmp",
+              "two dogs": "@zwei Hunde", "Venus": "VENUS"}
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return [german.get(text, "Mars & mehr") for text in texts]
+
+    written = ('<resources>\n    <string-array name="planets">\n        <item>@string/home</item>\n        <item>Venus</item>\n'
+               '    </string-array>\n    <!-- <string name="old">Old text</string> -->\n'
+               '    <string name="save">Don\\\'t save\\nnow</string>\n    <string name="path">the folder C:\\\\tmp</string>\n'
+               '    <string name="wrapped">two\n        dogs</string>\n    <string name="broken">Mars &amp; more</string>\n'
+               '</resources>\n')
+    done = translate_document("strings.xml", written.encode(), recorded, "en", "de")
+    # an array's items each alone (not the reference), no string commented out, escapes read, a line's
+    # wrapping one space as aapt reads it
+    assert sent == ["Venus", "Don't save\nnow", "the folder C:\\tmp", "two dogs", "Mars &amp; more"]
+    assert done.data.decode() == written.replace("<item>Venus", "<item>VENUS").replace(
+        "Don\\'t save\\nnow", 'Nicht \\"jetzt\\"\\nspeichern').replace("the folder C:\\\\tmp", "der Ordner C:\\\\tmp").replace(
+        "two\n        dogs", "\\@zwei Hunde")
+    # a translation that would not read as XML is left out, and named
+    assert done.count == 4 and done.refused == ["'Mars &amp; more': its translation would not read as XML; left as it was"]
+    # a space aapt would trim or join is escaped, an escaped character XML holds as an entity is sent as one
+    done = translate_document("strings.xml", b'<resources><string name="a">Sync:\\u0020</string><string name="b">'
+                              b'About \\u0026 FAQ</string></resources>', lambda texts, *_: [t.replace("Sync", "SYNC") for t in texts],
+                              "en", "de")
+    assert done.data == b'<resources><string name="a">SYNC:\\u0020</string><string name="b">About &amp; FAQ</string></resources>'
+    # an entity the file's DTD declares reads as XML
+    declared = '<!DOCTYPE resources [<!ENTITY APP "Termux">]>\n<resources><string name="a">Open &APP;</string></resources>'
+    done = translate_document("strings.xml", declared.encode(), lambda texts, *_: ["&APP; öffnen"], "en", "de")
+    assert done.data.decode() == declared.replace("Open &APP;", "&APP; öffnen") and done.refused == []
+
+
+def test_a_bilingual_file_that_names_no_target_language_names_it_once_it_holds_translations():
+    xliff_1 = ('<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file source-language="en" '
+               'original="a"><body><trans-unit id="1"><source>two dogs</source></trans-unit></body></file></xliff>')
+    done = translate_document("messages.xlf", xliff_1.encode(), reversed_words, None, "de")
+    assert '<file source-language="en" original="a" target-language="de">' in done.data.decode()
+    xliff_2 = ('<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0" srcLang="en"><file id="f">'
+               '<unit id="1"><segment><source>two dogs</source></segment></unit></file></xliff>')
+    done = translate_document("messages.xlf", xliff_2.encode(), reversed_words, None, "de")
+    assert '<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0" srcLang="en" trgLang="de">' in \
+        done.data.decode()
+    ts = ('<TS version="2.1" sourcelanguage="en"><context><name>A</name><message><source>two dogs</source>'
+          '<translation type="unfinished"></translation></message></context></TS>')
+    done = translate_document("app.ts", ts.encode(), reversed_words, None, "de")
+    assert '<TS version="2.1" sourcelanguage="en" language="de">' in done.data.decode()
+    # a file that names one keeps it as written
+    named = xliff_1.replace('source-language="en"', 'source-language="en" target-language="de-AT"')
+    assert 'target-language="de-AT" original="a">' in translate_document("m.xlf", named.encode(), reversed_words, None, "de").data.decode()
+
+
 def test_a_properties_file_s_values_are_read_from_their_escapes_and_written_back_in_them():
     seen = []
 
