@@ -188,7 +188,8 @@ _PROPERTY_CHARACTER = _escaped_character({"n": "\n", "t": "\t", "r": "\r", "f": 
 class Properties(Spans):
     """Java's properties: each value read from its escapes (`\\u00e9`, `\\n`, a line going on) and
     written back on one line in them; a file in ASCII gets its other characters `\\u`-escaped, as
-    Java before 9 reads properties in ISO-8859-1."""
+    Java before 9 reads properties in ISO-8859-1. A MessageFormat pattern (one with an argument,
+    `{0}`) is sent with its doubled apostrophes single and written with every apostrophe doubled."""
 
     fmt = "text"
     source_language = ""
@@ -202,6 +203,8 @@ class Properties(Spans):
         self.ascii = self.text.isascii()
         for match in _PROPERTY.finditer(self.text):
             value = _PROPERTY_ESCAPE.sub(_PROPERTY_CHARACTER, match.group(3))
+            if _MESSAGE_FORMAT.search(value):  # a MessageFormat pattern writes an apostrophe doubled
+                value = value.replace("''", "'")
             if value.strip():
                 self.spans.append((match.start(3), match.end(3), value))
 

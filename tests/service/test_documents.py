@@ -177,17 +177,20 @@ def test_a_properties_file_s_values_are_read_from_their_escapes_and_written_back
     def german(texts, source, target, fmt):
         seen.extend(texts)
         return [{"Save file": "Datei speichern", "Open {0}\nnow": "{0} jetzt öffnen\nsofort",
-                 "one two": "eins zwei", "Café": "Café", "Can't open {0}": "Kann {0} nicht öffnen, it's"}[t] for t in texts]
+                 "one two": "eins zwei", "Café": "Café", "Can't open {0}": "Kann {0} nicht öffnen, it's",
+                 "{0} isn't empty": "{0} ist nicht leer, it's"}[t] for t in texts]
 
     written = ("# a comment = no value\r\n! another\r\nsave=Save file\r\nopen : Open {0}\\nnow\r\n"
-               "long = one \\\r\n    two\r\ncafe=Caf\\u00e9\r\nempty=\r\nerror=Can't open {0}\r\n")
+               "long = one \\\r\n    two\r\ncafe=Caf\\u00e9\r\nempty=\r\nerror=Can't open {0}\r\nfull={0} isn''t empty\r\n")
     done = translate_document("Messages.properties", written.encode("ascii"), german, "en", "de")
-    assert seen == ["Save file", "Open {0}\nnow", "one two", "Café", "Can't open {0}"]
+    # a MessageFormat pattern's apostrophe reaches the service single, whether its file doubled it or not
+    assert seen == ["Save file", "Open {0}\nnow", "one two", "Café", "Can't open {0}", "{0} isn't empty"]
     # an ASCII file stays ASCII (Java before 9 reads properties in ISO-8859-1); MessageFormat's apostrophe doubled
     assert done.data.decode("ascii") == (
         "# a comment = no value\r\n! another\r\nsave=Datei speichern\r\nopen : {0} jetzt \\u00f6ffnen\\nsofort\r\n"
-        "long = eins zwei\r\ncafe=Caf\\u00e9\r\nempty=\r\nerror=Kann {0} nicht \\u00f6ffnen, it''s\r\n")
-    assert done.count == 5
+        "long = eins zwei\r\ncafe=Caf\\u00e9\r\nempty=\r\nerror=Kann {0} nicht \\u00f6ffnen, it''s\r\n"
+        "full={0} ist nicht leer, it''s\r\n")
+    assert done.count == 6
 
 
 def test_an_apple_strings_file_s_values_are_translated_its_keys_and_comments_left():

@@ -1,0 +1,143 @@
+"""Real files of public projects through the document readers (service/documents/): what each writes
+back must read as its format and, for string resources, as exactly the translations it was given.
+
+    python benchmarks/real_files.py --files DIR     # DIR holds benchmarks/real_files.tsv's files
+
+benchmarks/real_files.tsv names each file: its project (a GitHub repository), the commit, its path there
+and the name it has in DIR. The files are not in this repository (each keeps its project's licence);
+with a clone of a project, `git -C CLONE show COMMIT:PATH > DIR/NAME` writes one. A file missing
+from DIR is counted as such. Each file is translated twice by stand-ins for the service:
+- as it is (each text given back unchanged): the file must still read as its format and, read
+  again, hold the same texts (a string resource, a catalog's messages);
+- into text that needs escaping in every format (upper case, then `"q" 'a' \\ & < > % {x} #`, in
+  markup as entities, its tags kept): the file must read as its format (json, PyYAML, XML,
+  polib, each part of a zip as XML) and a string resource, read again, must hold exactly those
+  translations.
+A failure is either broken, or an exception other than a one-line refusal (`Failed`). Appends to
+results/real_files.md.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import sys
+import time
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.host import append_report, run_heading  # noqa: E402
+
+SUFFIX = {"text": ' "q" \'a\' \\ & < > % {x} #', "markup": ' "q" \'a\' \\ &amp; &lt; &gt; % {x} #'}
+# What a stand-in keeps as written in markup: tags, references, escapes
+_KEPT = re.compile(r"(<[^>]*>|&[#A-Za-z0-9]+;|\\.)", re.DOTALL)
+# The formats whose texts, read again from the file written, are what the stand-in answered
+RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx"}
+
+
+def hostile(texts: list[str], source: str, target: str, fmt: str) -> list[str]:
+    if fmt == "text":
+        return [text.upper() + SUFFIX["text"] for text in texts]
+    return ["".join(part if k % 2 else part.upper() for k, part in enumerate(_KEPT.split(text))) + SUFFIX["markup"]
+            for text in texts]
+
+
+def unchanged(texts: list[str], source: str, target: str, fmt: str) -> list[str]:
+    return list(texts)
+
+
+def readable(kind: str, data: bytes) -> str | None:
+    """Why `data` does not read as its format, or None."""
+    import polib
+    import yaml
+
+    try:
+        if kind == "json":
+            json.loads(data)
+        elif kind == "yaml":
+            yaml.safe_load(data)
+        elif kind in ("android", "resx", "xliff", "linguist"):
+            ElementTree.fromstring(data)
+        elif kind == "gettext":
+            polib.pofile(data.decode("utf-8", errors="replace") + "\n")
+        elif kind in ("word", "powerpoint", "excel", "odt", "odp", "ods", "epub"):
+            archive = zipfile.ZipFile(io.BytesIO(data))
+            for info in archive.infolist():
+                if info.filename.endswith((".xml", ".xhtml", ".opf", ".ncx", ".rels")):
+                    ElementTree.fromstring(archive.read(info))
+    except Exception as error:  # noqa: BLE001  # any reader's refusal is the finding
+        return f"{type(error).__name__}: {str(error)[:160]}"
+    return None
+
+
+def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
+    """The texts translated, the refusal (one line) where the file is refused, and what broke."""
+    from service.documents import READERS, Failed, format_of, translate_document
+
+    kind = format_of(name)
+    broken: list[str] = []
+    count = 0
+    try:
+        target = READERS[kind](name, data, kind, False).target_language or "de"  # a catalog's own, else German
+    except Failed:
+        target = "de"
+    for translate in (unchanged, hostile):
+        try:
+            done = translate_document(name, data, translate, "en", target)
+        except Failed as error:
+            return count, str(error), broken + ["a refusal of several lines"] * ("\n" in str(error))
+        except Exception as error:  # noqa: BLE001
+            return count, "", broken + [f"{translate.__name__}: {type(error).__name__}: {error}"]
+        why = readable(kind, done.data)
+        if why is not None:
+            broken.append(f"{translate.__name__}: does not read as {kind}: {why}")
+            continue
+        count = max(count, done.count)
+        if kind in RESOURCES:
+            before = READERS[kind](name, data, kind, False).texts
+            after = READERS[kind](name, done.data, kind, False).texts
+            expected = before if translate is unchanged else hostile(before, "en", "de", READERS[kind].fmt)
+            if after != expected:
+                wrong = next(k for k in range(min(len(after), len(expected))) if after[k] != expected[k]) \
+                    if len(after) == len(expected) else None
+                broken.append(f"{translate.__name__}: read again, {len(after)} texts against {len(expected)}"
+                              + (f"; text {wrong}: {after[wrong]!r:.120} for {expected[wrong]!r:.120}" if wrong is not None else ""))
+    return count, "", broken
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=Path, required=True, help="the folder holding the sources list's files")
+    parser.add_argument("--sources", type=Path, default=REPO / "benchmarks" / "real_files.tsv")
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "real_files.md")
+    args = parser.parse_args()
+    with args.sources.open(encoding="utf-8") as handle:
+        sources = [row for row in csv.DictReader(handle, delimiter="\t")]
+    started = time.perf_counter()
+    rows, missing, failures = [], [], 0
+    for source in sources:
+        path = args.files / source["name"]
+        if not path.is_file():
+            missing.append(source["name"])
+            continue
+        count, refusal, broken = check(source["name"], path.read_bytes())
+        failures += bool(broken)
+        rows.append(f"| {source['name']} | {source['repository']}@{source['commit'][:8]} | {count} | "
+                    + (refusal.replace("|", "\\|") or "–") + " | " + ("; ".join(broken).replace("|", "\\|") or "–") + " |")
+    report = (run_heading() + f"    python benchmarks/real_files.py --files {args.files}\n\n"
+              f"{len(rows)} files of {len(sources)} ({len(missing)} missing{': ' + ', '.join(missing) if missing else ''}), "
+              f"{time.perf_counter() - started:.0f} s. **Files broken: {failures}**.\n\n"
+              "| file | project | texts translated | refused (one line) | broken |\n|---|---|---:|---|---|\n" + "\n".join(rows) + "\n")
+    print(report)
+    append_report(args.results, "Real files through the document readers", "python benchmarks/real_files.py", report)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
