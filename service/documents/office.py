@@ -27,7 +27,14 @@ _POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
 _ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
+# A run's child element; a run's start tag's revision ids (Word gives each editing session its own)
+_RUN_CHILD = re.compile(r"<((?:[\w.-]+:)?[\w.-]+)(?=[\s/>])[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
+_REVISION_ID = re.compile(r'\s+w:rsid\w*="[^"]*"')
 _MARKUP = re.compile(r'<g id="(\d+)">|</g>|<x id="(\d+)"\s*/>|[^<]+|<', re.DOTALL)
+
+
+def _unrevised(head: str) -> str:
+    return _REVISION_ID.sub("", head)
 
 
 def _unescaped(text: str) -> str:
@@ -49,6 +56,7 @@ class _Paragraph:
     # first), its text, what follows its text) or ("other", the element, "", "")
     items: list[tuple[str, str, str, str]]
     text: str                         # what is sent
+    closing: str = ""                 # its end properties (a:endParaRPr), last whatever is translated
 
 
 class OfficeDocument:
@@ -75,10 +83,11 @@ class OfficeDocument:
         self._paragraph = re.compile(rf"<{p}:p\b[^>]*>((?:(?!<{p}:p[\s>]).)*?)</{p}:p>", re.DOTALL)
         self._child = re.compile(rf"<{p}:pPr\b[^>]*?(?:/>|>.*?</{p}:pPr>)|<{p}:r\b[^>]*?(?:/>|>.*?</{p}:r>)"
                                  r"|<([\w.-]+:[\w.-]+)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
-        self._run = re.compile(rf"(<{p}:r\b[^>]*>)((?:<{p}:rPr\b[^>]*?(?:/>|>.*?</{p}:rPr>))?)(.*)</{p}:r>", re.DOTALL)
+        self._run = re.compile(rf"(<{p}:r\b[^>]*>)(\s*(?:<{p}:rPr\b[^>]*?(?:/>|>.*?</{p}:rPr>))?)(.*)</{p}:r>", re.DOTALL)
         self._t = re.compile(rf"<{p}:t(?:\s[^>]*)?(?:/>|>(.*?)</{p}:t>)", re.DOTALL)
-        self._link = re.compile(rf"(<{p}:hyperlink\b[^>]*>)(<{p}:r\b.*</{p}:r>)</{p}:hyperlink>", re.DOTALL)
+        self._link = re.compile(rf"(<{p}:hyperlink\b[^>]*>)(.*)</{p}:hyperlink>", re.DOTALL)
         self.paragraphs: list[_Paragraph] = []
+        self.unwritable: list[str] = []
         for part, text in self.texts_of.items():
             for match in self._paragraph.finditer(text):
                 paragraph = self._read(part, match.start(1), match.group(1))
@@ -88,8 +97,10 @@ class OfficeDocument:
 
     def _read(self, part: str, start: int, body: str) -> _Paragraph | None:
         """A paragraph's runs and other children, or None where it has no text to translate (or
-        holds something its children's reading does not cover)."""
-        kept, items, cursor = "", [], 0
+        holds something its children's reading does not cover). A run holding a tab, a break or a
+        page's mark beside its text is read as runs of one each, formatted alike; a hyperlink's runs
+        of text are its one text, formatted as its first."""
+        kept, closing, items, cursor = "", "", [], 0
         for child in self._child.finditer(body):
             if body[cursor:child.start()].strip():
                 return None  # text outside any child: not a paragraph this reads
@@ -98,19 +109,31 @@ class OfficeDocument:
             if self.prefix and element.startswith(f"<{self.prefix}:pPr"):
                 kept += element
                 continue
-            link = self._link.fullmatch(element)  # a hyperlink around one run: its text translated
-            run = self._run.fullmatch(link.group(2) if link else element)
-            content = run.group(3) if run else None
-            if content is not None and not self._t.sub("", content).strip() and self._run_end() not in content:
-                text = _unescaped("".join(t.group(1) or "" for t in self._t.finditer(content)))
-                head = (link.group(1) if link else "") + run.group(1) + run.group(2)
-                tail = self._run_end() + (f"</{self.prefix}:hyperlink>" if link else "")
-                if not link and items and items[-1][0] == "text" and items[-1][1] == head and items[-1][3] == tail:
-                    items[-1] = ("text", head, items[-1][2] + text, tail)  # formatted alike: one run
+            if self.prefix and element.startswith(f"<{self.prefix}:endParaRPr"):
+                closing += element  # a paragraph's last child: no translation's text goes after it
+                continue
+            link = self._link.fullmatch(element)
+            if link is not None:
+                pieces = self._link_text(link.group(2))
+                if pieces is None:
+                    items.append(("other", element, "", ""))
                 else:
-                    items.append(("text", head, text, tail))
-            else:
+                    head, text = pieces
+                    items.append(("text", link.group(1) + head, text, self._run_end() + f"</{self.prefix}:hyperlink>"))
+                continue
+            pieces = self._run_pieces(element)
+            if pieces is None:
                 items.append(("other", element, "", ""))
+                continue
+            head, runs = pieces
+            for kind, value in runs:
+                if kind == "other":
+                    items.append(("other", head + value + self._run_end(), "", ""))
+                elif items and items[-1][0] == "text" and _unrevised(items[-1][1]) == _unrevised(head) \
+                        and items[-1][3] == self._run_end():
+                    items[-1] = ("text", items[-1][1], items[-1][2] + value, items[-1][3])  # formatted alike: one run
+                else:
+                    items.append(("text", head, value, self._run_end()))
         if body[cursor:].strip() or not any(kind == "text" and text.strip() for kind, _, text, _ in items):
             return None
         # The formatting most of its text has is the paragraph's own: that text goes as text, and the
@@ -126,7 +149,45 @@ class OfficeDocument:
         sent = "".join(_escaped(text) if kind == "text" and head == own and tail == plain
                        else f'<g id="{k}">{_escaped(text)}</g>' if kind == "text" else f'<x id="{k}"/>'
                        for k, (kind, head, text, tail) in enumerate(items))
-        return _Paragraph(part, start, start + len(body), kept, base, items, sent)
+        return _Paragraph(part, start, start + len(body), kept, base, items, sent, closing)
+
+    def _run_pieces(self, element: str) -> tuple[str, list[tuple[str, str]]] | None:
+        """A run's start tag and properties, and its content as pieces: ("text", the text of its
+        text elements in a row) and ("other", a tab, a break, a mark); None for no run of these."""
+        run = self._run.fullmatch(element)
+        if run is None or self._run_end() in run.group(3):
+            return None
+        pieces: list[tuple[str, str]] = []
+        cursor, content = 0, run.group(3)
+        for child in _RUN_CHILD.finditer(content):
+            if content[cursor:child.start()].strip():
+                return None
+            cursor = child.end()
+            t = self._t.fullmatch(child.group(0))
+            if t is None:
+                pieces.append(("other", child.group(0)))
+            elif pieces and pieces[-1][0] == "text":
+                pieces[-1] = ("text", pieces[-1][1] + _unescaped(t.group(1) or ""))
+            else:
+                pieces.append(("text", _unescaped(t.group(1) or "")))
+        if content[cursor:].strip():
+            return None
+        return run.group(1) + run.group(2), pieces
+
+    def _link_text(self, inner: str) -> tuple[str, str] | None:
+        """A hyperlink's runs of text only: the first's start tag and properties, and their text; None
+        where it holds anything else (a field, a picture)."""
+        head, text, cursor = None, "", 0
+        for child in self._child.finditer(inner):
+            if inner[cursor:child.start()].strip():
+                return None
+            cursor = child.end()
+            pieces = self._run_pieces(child.group(0))
+            if pieces is None or any(kind != "text" for kind, _ in pieces[1]):
+                return None
+            head = pieces[0] if head is None else head
+            text += "".join(value for _, value in pieces[1])
+        return (head, text) if head is not None and not inner[cursor:].strip() else None
 
     def _rebuilt(self, paragraph: _Paragraph, translation: str, target: str) -> str | None:
         """The paragraph's children with the translation's text in its runs, in the translation's
@@ -154,15 +215,15 @@ class OfficeDocument:
                 out.append(items[index][1])
             elif value == "<":
                 return None
-            elif current is None and base < 0:
-                return None  # text outside the elements of a paragraph that has no text of its own
-            else:  # text: in the run it stands in, else formatted as the paragraph's own text
-                out.append(self._text_run(items[current if current is not None else base], _unescaped(value), target))
+            else:  # text: in the run it stands in, else formatted as the paragraph's own text (or, where
+                # it has none, a hyperlink's alone, as its first run of text)
+                own = base if base >= 0 else next(k for k, item in enumerate(items) if item[0] == "text")
+                out.append(self._text_run(items[current if current is not None else own], _unescaped(value), target))
         if current is not None:
             return None
         # an element the translation lost (a picture, a bookmark) is kept, at the end
         out += [element for k, (kind, element, _, _) in enumerate(items) if kind == "other" and k not in used]
-        return "".join(out)
+        return "".join(out) + paragraph.closing
 
     def _run_end(self) -> str:
         return f"</{self.prefix}:r>" if self.prefix else "</r>"
@@ -184,6 +245,9 @@ class OfficeDocument:
             if rebuilt is not None:
                 edits.setdefault(paragraph.part, []).append((paragraph.start, paragraph.end, rebuilt))
                 done += 1
+            elif translation is not None:
+                self.unwritable.append(f"{paragraph.text[:60]!r}: its translation does not hold the paragraph's "
+                                       "markup; left as it was")
         written = {part: spliced(self.texts_of[part], sorted(part_edits)).encode("utf-8") for part, part_edits in edits.items()}
         data, unreadable = rewritten(self.archive, written)
         # a part whose translation would not read is left as it was
@@ -223,6 +287,7 @@ class OpenDocument:
 
 _SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)
 _PLAIN_STRING = re.compile(r"<t(?:\s[^>]*)?>(.*?)</t>", re.DOTALL)
+_PHONETIC = re.compile(r"<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
 
 
 class Workbook(OfficeDocument):
@@ -245,13 +310,15 @@ class Workbook(OfficeDocument):
         self.paragraphs = []
         for match in _SHARED_STRING.finditer(strings):
             body, start = match.group(1), match.start(1)
-            plain = _PLAIN_STRING.fullmatch(body.strip())
-            if plain is not None:  # one text: sent as it is, its element kept
+            # one text (beside its phonetic reading's properties, which stay): sent as it is, its element kept
+            plain = _PLAIN_STRING.fullmatch(_PHONETIC.sub("", body).strip())
+            if plain is not None:
+                element = _PLAIN_STRING.search(body)
                 text = _unescaped(plain.group(1))
                 if text.strip():
-                    head = body[:body.index(">", body.index("<t")) + 1]
-                    self.paragraphs.append(_Paragraph("xl/sharedStrings.xml", start, start + len(body), "", 0,
-                                                      [("text", head, text, "</t>")], _escaped(text)))
+                    head = element.group(0)[:element.group(0).index(">") + 1]
+                    self.paragraphs.append(_Paragraph("xl/sharedStrings.xml", start + element.start(), start + element.end(),
+                                                      "", 0, [("text", head, text, "</t>")], _escaped(text)))
                 continue
             paragraph = self._read("xl/sharedStrings.xml", start, body)
             if paragraph is not None:

@@ -558,6 +558,53 @@ def test_a_paragraph_whose_translation_lost_its_markup_is_left_as_it_was():
     assert done.count == 1 and '<w:t>file</w:t>' in written and "<w:t>guide</w:t>" in written
 
 
+def test_a_word_run_s_tabs_breaks_and_page_marks_and_a_link_s_several_runs_are_read_around_their_text():
+    # as Word writes them: a page's first run marks where the page began, a tab or a line break in a
+    # run of text, a link's text in runs split by editing sessions, a run pretty-printed
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = (f'<w:document {w}><w:body>'
+                '<w:p><w:r w:rsidR="1"><w:lastRenderedPageBreak/><w:t>two dogs</w:t></w:r><w:r w:rsidR="2"><w:t> play</w:t></w:r></w:p>'
+                '<w:p><w:r><w:t>the cat</w:t><w:tab/><w:t>sleeps</w:t><w:br/></w:r></w:p>'
+                '<w:p><w:hyperlink w:anchor="a"><w:r><w:rPr><w:rStyle w:val="Link"/></w:rPr><w:t>in the</w:t></w:r>'
+                '<w:r w:rsidR="3"><w:rPr><w:rStyle w:val="Link"/></w:rPr><w:t xml:space="preserve"> snow</w:t></w:r></w:hyperlink></w:p>'
+                '<w:p><w:r>\n  <w:rPr><w:b/></w:rPr>\n  <w:t>open it</w:t>\n</w:r></w:p></w:body></w:document>')
+    sent = []
+
+    def stopped(texts, source, target, fmt):  # upper-cased, a full stop after the markup
+        sent.extend(texts)
+        return [text + "." for text in upper_outside_tags(texts, source, target, fmt)]
+
+    done = translate_document("a.docx", office_file("word/document.xml", document), stopped, "en", "de")
+    assert sent == ['<x id="0"/>two dogs play', 'the cat<x id="1"/>sleeps<x id="3"/>', '<g id="0">in the snow</g>', "open it"]
+    written = zipfile.ZipFile(io.BytesIO(done.data)).read("word/document.xml").decode()
+    assert ('<w:p><w:r w:rsidR="1"><w:lastRenderedPageBreak/></w:r><w:r w:rsidR="1"><w:t xml:space="preserve">TWO DOGS PLAY.'
+            '</w:t></w:r></w:p>') in written
+    assert ('<w:p><w:r><w:t xml:space="preserve">THE CAT</w:t></w:r><w:r><w:tab/></w:r><w:r><w:t xml:space="preserve">SLEEPS'
+            '</w:t></w:r><w:r><w:br/></w:r><w:r><w:t xml:space="preserve">.</w:t></w:r></w:p>') in written
+    # a paragraph that is a link alone: text the translation puts outside it goes in the link
+    assert ('<w:hyperlink w:anchor="a"><w:r><w:rPr><w:rStyle w:val="Link"/></w:rPr><w:t xml:space="preserve">IN THE SNOW'
+            '</w:t></w:r></w:hyperlink><w:hyperlink w:anchor="a"><w:r><w:rPr><w:rStyle w:val="Link"/></w:rPr>'
+            '<w:t xml:space="preserve">.</w:t></w:r></w:hyperlink>') in written
+    assert "<w:b/></w:rPr><w:t xml:space=\"preserve\">OPEN IT.</w:t>" in written
+    assert done.count == 4 and done.refused == []
+    ElementTree.fromstring(written)
+
+
+def test_a_slide_paragraph_s_end_properties_stay_last_and_a_workbook_string_s_phonetic_properties_stay():
+    a = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
+    slide = (f'<p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" {a}><a:p><a:r><a:rPr lang="en-US"/>'
+             '<a:t>two dogs</a:t></a:r><a:endParaRPr lang="en-US"/></a:p></p:sld>')
+    done = translate_document("a.pptx", office_file("ppt/slides/slide1.xml", slide),
+                              lambda texts, *_: [text.upper() + " und" for text in texts],
+                              "en", "de")
+    assert ('<a:p><a:r><a:rPr lang="de"/><a:t>TWO DOGS und</a:t></a:r><a:endParaRPr lang="en-US"/></a:p>' in
+            zipfile.ZipFile(io.BytesIO(done.data)).read("ppt/slides/slide1.xml").decode())
+    strings = '<sst><si><t>two dogs</t><phoneticPr fontId="1"/></si></sst>'
+    done = translate_document("a.xlsx", office_file("xl/sharedStrings.xml", strings), lambda texts, *_: ["ZWEI"], "en", "de")
+    assert zipfile.ZipFile(io.BytesIO(done.data)).read("xl/sharedStrings.xml").decode() == \
+        '<sst><si><t xml:space="preserve">ZWEI</t><phoneticPr fontId="1"/></si></sst>'
+
+
 def test_a_presentation_s_slides_are_translated():
     slide = ('<p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
              'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><p:cSld><p:spTree><p:sp><p:txBody>'
