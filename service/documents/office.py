@@ -16,9 +16,9 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from service.documents.files import UNREADABLE_ZIP, Failed, rewritten
+from service.documents.files import UNREADABLE_ZIP, Failed, reads_as_xml_content, rewritten
 from service.served import spliced
 
 # The parts that hold the text a reader sees, and the prefix of their paragraphs' elements.
@@ -254,15 +254,41 @@ class OfficeDocument:
         return data, done - sum(len(edits[part]) for part in unreadable)
 
 
-# OpenDocument's paragraphs and headings, innermost (a frame's paragraphs stand inside another's).
-_ODF_PARAGRAPH = re.compile(r"<text:(p|h)\b([^>]*)>((?:(?!<text:[ph][\s>]).)*?)</text:\1>", re.DOTALL)
+# OpenDocument's paragraph and heading tags (a self-closed one is an empty paragraph), any element's
+# tag, and a spreadsheet cell that holds a value of another type than text (its text shows the value).
+_ODF_PARAGRAPH_TAG = re.compile(r"<(/?)text:(?:p|h)(?=[\s>/])[^>]*?(/?)>")
+_ODF_TAG = re.compile(r"<(/?)[\w.-]+(?::[\w.-]+)?(?=[\s>/])[^>]*?(/?)>")
+_ODF_VALUE_CELL = re.compile(r"<table:table-cell\b[^>]*\boffice:value-type=\"(?!string\")[^\"]*\"[^>]*>.*?</table:table-cell>",
+                             re.DOTALL)
 _ODF_VISIBLE = re.compile(r"<[^>]*>|\s")
+_HELD = re.compile(r'<x id="(\d+)"\s*/>')
+_LETTER = re.compile(r"[^\W\d_]")
+# A field, whose text the application writes (a page's number, a sheet's name, a date): held, not sent
+_ODF_FIELD = re.compile(r"<text:(?:page-number|page-count|sheet-name|title|subject|date|time|file-name|author-name|"
+                        r"author-initials|chapter|sequence|variable-get|user-field-get|bookmark-ref|reference-ref|"
+                        r"word-count|character-count|paragraph-count)(?=[\s>])")
+
+
+@dataclass
+class _OdfParagraph:
+    start: int                        # its start tag's start
+    inner_start: int                  # its content's start
+    inner_end: int = -1               # its end tag's start
+    end: int = -1
+    children: list[_OdfParagraph] = field(default_factory=list)
+    held: list[tuple[int, int]] = field(default_factory=list)  # the elements holding its children (a note, a frame)
+    text: str = ""                    # what is sent: its content, each element held an <x id="k"/>
 
 
 class OpenDocument:
-    """An OpenDocument text or presentation (.odt, .odp): each paragraph and heading of content.xml,
-    whose text and inline elements (a span of other formatting, a link, a space run, a tab) are XML
-    as the service reads it, sent as it is; every other part of the file byte for byte."""
+    """An OpenDocument text, presentation or spreadsheet (.odt, .odp, .ods): each paragraph and heading
+    of content.xml, and of styles.xml's page headers and footers (.odt, .ods), whose text and inline
+    elements (a span of other formatting, a link, a space run, a tab) are XML as the service reads it,
+    sent as it is; an element holding paragraphs of its own (a footnote, a frame's text box, a comment)
+    goes as an empty element the service places, its paragraphs translated each on its own, and so does
+    a field (a page number, a date: the application writes its text). A spreadsheet cell's number,
+    date or formula result is no text. Every other part of the file byte for
+    byte; a paragraph whose translation would not read as XML is left as it was, and named."""
 
     fmt = "xml"
     unit = "paragraphs"
@@ -272,17 +298,113 @@ class OpenDocument:
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
-            self.content = self.archive.read("content.xml").decode("utf-8")
+            self.parts = {"content.xml": self.archive.read("content.xml").decode("utf-8")}
+            if kind in ("odt", "ods") and "styles.xml" in self.archive.namelist():
+                self.parts["styles.xml"] = self.archive.read("styles.xml").decode("utf-8")
         except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not an OpenDocument file ({error})") from None
-        self.spans = [(m.start(3), m.end(3), m.group(3)) for m in _ODF_PARAGRAPH.finditer(self.content)
-                      if _ODF_VISIBLE.sub("", m.group(3))]
-        self.texts = [text for _, _, text in self.spans]
+        self.roots: dict[str, list[_OdfParagraph]] = {}
+        self.texts: list[str] = []
+        for part, text in self.parts.items():
+            lo, hi = 0, len(text)
+            if part == "styles.xml":  # its master pages' headers and footers, not its styles' samples
+                region = re.search(r"<office:master-styles\b.*?</office:master-styles>", text, re.DOTALL)
+                lo, hi = region.span() if region else (0, 0)
+            values = [m.span() for m in _ODF_VALUE_CELL.finditer(text, lo, hi)]
+            self.roots[part] = self._paragraphs(text, lo, hi)
+            for paragraph in self._walk(self.roots[part]):
+                if not any(a <= paragraph.start < b for a, b in values):
+                    paragraph.text = self._sent(text, paragraph)
+                    if _LETTER.search(_ODF_VISIBLE.sub("", _HELD.sub("", paragraph.text))):  # words, not a date's commas
+                        self.texts.append(paragraph.text)
+                    else:
+                        paragraph.text = ""
+        self.unwritable: list[str] = []
+
+    @staticmethod
+    def _paragraphs(text: str, lo: int, hi: int) -> list[_OdfParagraph]:
+        roots: list[_OdfParagraph] = []
+        open_: list[_OdfParagraph] = []
+        for tag in _ODF_PARAGRAPH_TAG.finditer(text, lo, hi):
+            if tag.group(2):  # <text:p/>: empty
+                continue
+            if not tag.group(1):
+                paragraph = _OdfParagraph(tag.start(), tag.end())
+                (open_[-1].children if open_ else roots).append(paragraph)
+                open_.append(paragraph)
+            elif open_:
+                paragraph = open_.pop()
+                paragraph.inner_end, paragraph.end = tag.start(), tag.end()
+        return [paragraph for paragraph in roots if paragraph.end >= 0]
+
+    def _walk(self, paragraphs: list[_OdfParagraph]) -> list[_OdfParagraph]:
+        return [found for paragraph in paragraphs for found in [paragraph, *self._walk(paragraph.children)]]
+
+    @staticmethod
+    def _sent(text: str, paragraph: _OdfParagraph) -> str:
+        """The paragraph's content, each of its elements that holds a paragraph of its children as `<x id="k"/>`."""
+        depth, opened, held = 0, 0, []
+        for tag in _ODF_TAG.finditer(text, paragraph.inner_start, paragraph.inner_end):
+            if tag.group(2):  # empty: no element to hold anything
+                continue
+            if not tag.group(1):
+                depth += 1
+                if depth == 1:
+                    opened = tag.start()
+            else:
+                depth -= 1
+                if depth == 0 and (any(opened <= child.start < tag.end() for child in paragraph.children)
+                                   or _ODF_FIELD.match(text, opened)):
+                    held.append((opened, tag.end()))
+        paragraph.held = held
+        out, cursor = [], paragraph.inner_start
+        for k, (start, end) in enumerate(held):
+            out += [text[cursor:start], f'<x id="{k}"/>']
+            cursor = end
+        return "".join(out) + text[cursor:paragraph.inner_end]
+
+    def _rendered(self, text: str, lo: int, hi: int, paragraphs: list[_OdfParagraph], translated: dict[str, str]) -> tuple[str, int]:
+        """text[lo:hi] with each paragraph in it translated, its elements held written back in the
+        translation where the service placed them; and how many were."""
+        out, cursor, count = [], lo, 0
+        for paragraph in paragraphs:
+            if not lo <= paragraph.start < hi:
+                continue
+            held = []
+            for start, end in paragraph.held:
+                inner, done = self._rendered(text, start, end, paragraph.children, translated)
+                held.append(inner)
+                count += done
+            content = None
+            translation = translated.get(paragraph.text) if paragraph.text else None
+            if translation is not None:
+                placed = [int(m.group(1)) for m in _HELD.finditer(translation)]
+                if sorted(placed) == list(range(len(held))):
+                    content = _HELD.sub(lambda m: held[int(m.group(1))], translation)
+                if content is None or not reads_as_xml_content(content):
+                    self.unwritable.append(f"{paragraph.text[:60]!r}: its translation would not read as XML; "
+                                           "left as it was")
+                    content = None
+                else:
+                    count += 1
+            if content is None:  # as it was, but for its children's translations
+                parts, at = [], paragraph.inner_start
+                for (start, end), inner in zip(paragraph.held, held):
+                    parts += [text[at:start], inner]
+                    at = end
+                content = "".join(parts) + text[at:paragraph.inner_end]
+            out += [text[cursor:paragraph.inner_start], content]
+            cursor = paragraph.inner_end
+        return "".join(out) + text[cursor:hi], count
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        edits = [(start, end, translated[text]) for start, end, text in self.spans if text in translated]
-        data, unreadable = rewritten(self.archive, {"content.xml": spliced(self.content, edits).encode("utf-8")})
-        return data, 0 if unreadable else len(edits)  # a translation that would not read: the file as it was
+        parts, count = {}, 0
+        for part, text in self.parts.items():
+            rendered, done = self._rendered(text, 0, len(text), self.roots[part], translated)
+            if done:
+                parts[part], count = rendered.encode("utf-8"), count + done
+        data, unreadable = rewritten(self.archive, parts)
+        return data, 0 if unreadable else count  # a translation that would not read: the file as it was
 
 
 _SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)

@@ -650,6 +650,51 @@ def test_an_opendocument_s_paragraphs_are_sent_as_the_xml_they_are():
     assert done.count == 2
 
 
+def test_an_opendocument_paragraph_holding_a_note_a_frame_or_a_field_is_sent_with_each_held_and_placed():
+    names = " ".join(f'xmlns:{prefix}="urn:{prefix}"' for prefix in ("office", "text", "draw", "table", "style"))
+    content = (f'<office:document-content {names}><office:body><office:text>'
+               '<text:p>two dogs<text:note text:id="n1"><text:note-citation>1</text:note-citation><text:note-body>'
+               '<text:p>the cat</text:p></text:note-body></text:note> play</text:p>'
+               '<text:p><draw:frame><draw:text-box><text:p text:style-name="P1"/><text:p>in the snow</text:p>'
+               '</draw:text-box></draw:frame>open it</text:p>'
+               '<text:p>page <text:page-number>3</text:page-number></text:p><text:p>broken</text:p>'
+               '</office:text><office:spreadsheet><table:table-cell office:value-type="float" office:value="3"><text:p>3 dogs'
+               '</text:p></table:table-cell></office:spreadsheet></office:body></office:document-content>')
+    styles = (f'<office:document-styles {names}><office:styles><text:p>a sample</text:p></office:styles><office:master-styles>'
+              '<style:header><text:p>the header</text:p></style:header></office:master-styles></office:document-styles>')
+    sent = []
+
+    def moved(texts, source, target, fmt):  # upper-cased, a held element put last; "broken" broken
+        sent.extend(texts)
+        out = []
+        for text in upper_outside_tags(texts, source, target, fmt):
+            held = re.findall(r'<x id="\d+"/>', text)
+            out.append("<text:span>BROKEN" if text == "BROKEN" else re.sub(r'<x id="\d+"/>', "", text) + "".join(held))
+        return out
+
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w") as archive:
+        archive.writestr("content.xml", content)
+        archive.writestr("styles.xml", styles)
+    done = translate_document("notes.odt", written.getvalue(), moved, "en", "de")
+    # each paragraph alone, what holds another's (the note, the frame) and a field as an element in it;
+    # not a number's cell, not a style's sample
+    assert sent == ['two dogs<x id="0"/> play', "the cat", '<x id="0"/>open it', "in the snow", 'page <x id="0"/>',
+                    "broken", "the header"]
+    archive = zipfile.ZipFile(io.BytesIO(done.data))
+    assert archive.read("content.xml").decode() == content.replace(
+        '<text:p>two dogs<text:note text:id="n1"><text:note-citation>1</text:note-citation><text:note-body><text:p>the cat'
+        '</text:p></text:note-body></text:note> play</text:p>',
+        '<text:p>TWO DOGS PLAY<text:note text:id="n1"><text:note-citation>1</text:note-citation><text:note-body><text:p>THE CAT'
+        '</text:p></text:note-body></text:note></text:p>').replace(
+        '<text:p><draw:frame><draw:text-box><text:p text:style-name="P1"/><text:p>in the snow</text:p></draw:text-box>'
+        '</draw:frame>open it</text:p>',
+        '<text:p>OPEN IT<draw:frame><draw:text-box><text:p text:style-name="P1"/><text:p>IN THE SNOW</text:p></draw:text-box>'
+        '</draw:frame></text:p>').replace("<text:p>page <text:page-number>", "<text:p>PAGE <text:page-number>")
+    assert archive.read("styles.xml").decode() == styles.replace("the header", "THE HEADER")
+    assert done.count == 6 and done.refused == ["'broken': its translation would not read as XML; left as it was"]
+
+
 def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
     strings = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="http://schemas.openxmlformats.org/'
                'spreadsheetml/2006/main" count="3" uniqueCount="3"><si><t>two dogs</t></si><si><t xml:space="preserve">'
