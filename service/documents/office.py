@@ -407,44 +407,51 @@ class OpenDocument:
         return data, 0 if unreadable else count  # a translation that would not read: the file as it was
 
 
+_WORKBOOK_PARTS = re.compile(r"xl/sharedStrings\.xml|xl/worksheets/sheet\d+\.xml")
 _SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)
+_INLINE_STRING = re.compile(r"<is>(.*?)</is>", re.DOTALL)
 _PLAIN_STRING = re.compile(r"<t(?:\s[^>]*)?>(.*?)</t>", re.DOTALL)
 _PHONETIC = re.compile(r"<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
 
 
 class Workbook(OfficeDocument):
-    """An Excel workbook (.xlsx): its shared strings, the text of every cell that holds text (numbers
-    and formulas are no shared strings). A string of runs of different formatting is read as a Word
+    """An Excel workbook (.xlsx): its shared strings and its sheets' inline strings (what tools that
+    stream a workbook write: `<c t="inlineStr"><is>`), the text of every cell that holds text
+    (numbers and formulas are neither). A string of runs of different formatting is read as a Word
     paragraph's runs are; a plain one is its text."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         self.prefix = ""
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(data))
-            strings = self.archive.read("xl/sharedStrings.xml").decode("utf-8")
+            self.texts_of = {info.filename: self.archive.read(info).decode("utf-8") for info in self.archive.infolist()
+                             if _WORKBOOK_PARTS.fullmatch(info.filename)}
         except UNREADABLE_ZIP as error:
-            raise Failed(f"cannot read {name}: not an Excel workbook with text ({error})") from None
-        self.texts_of = {"xl/sharedStrings.xml": strings}
+            raise Failed(f"cannot read {name}: not an Excel workbook ({error})") from None
         self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
-        self._run = re.compile(r"(<r\b[^>]*>)((?:<rPr\b[^>]*?(?:/>|>.*?</rPr>))?)(.*)</r>", re.DOTALL)
+        self._run = re.compile(r"(<r\b[^>]*>)(\s*(?:<rPr\b[^>]*?(?:/>|>.*?</rPr>))?)(.*)</r>", re.DOTALL)
         self._t = re.compile(r"<t(?:\s[^>]*)?(?:/>|>(.*?)</t>)", re.DOTALL)
         self._link = re.compile(r"(?!)")  # a workbook's strings hold no hyperlinks
         self.paragraphs = []
-        for match in _SHARED_STRING.finditer(strings):
-            body, start = match.group(1), match.start(1)
-            # one text (beside its phonetic reading's properties, which stay): sent as it is, its element kept
-            plain = _PLAIN_STRING.fullmatch(_PHONETIC.sub("", body).strip())
-            if plain is not None:
-                element = _PLAIN_STRING.search(body)
-                text = _unescaped(plain.group(1))
-                if text.strip():
-                    head = element.group(0)[:element.group(0).index(">") + 1]
-                    self.paragraphs.append(_Paragraph("xl/sharedStrings.xml", start + element.start(), start + element.end(),
-                                                      "", 0, [("text", head, text, "</t>")], _escaped(text)))
-                continue
-            paragraph = self._read("xl/sharedStrings.xml", start, body)
-            if paragraph is not None:
-                self.paragraphs.append(paragraph)
+        self.unwritable = []
+        for part, strings in self.texts_of.items():
+            for match in (_SHARED_STRING if part == "xl/sharedStrings.xml" else _INLINE_STRING).finditer(strings):
+                body, start = match.group(1), match.start(1)
+                # one text (beside its phonetic reading's properties, which stay): sent as it is, its element kept
+                plain = _PLAIN_STRING.fullmatch(_PHONETIC.sub("", body).strip())
+                if plain is not None:
+                    element = _PLAIN_STRING.search(body)
+                    text = _unescaped(plain.group(1))
+                    if text.strip():
+                        head = element.group(0)[:element.group(0).index(">") + 1]
+                        self.paragraphs.append(_Paragraph(part, start + element.start(), start + element.end(),
+                                                          "", 0, [("text", head, text, "</t>")], _escaped(text)))
+                    continue
+                paragraph = self._read(part, start, body)
+                if paragraph is not None:
+                    self.paragraphs.append(paragraph)
+        if "xl/sharedStrings.xml" not in self.texts_of and not self.paragraphs:
+            raise Failed(f"cannot read {name}: not an Excel workbook with text (no shared or inline strings)")
         self.texts = [paragraph.text for paragraph in self.paragraphs]
 
     def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:

@@ -603,6 +603,14 @@ def test_a_slide_paragraph_s_end_properties_stay_last_and_a_workbook_string_s_ph
     done = translate_document("a.xlsx", office_file("xl/sharedStrings.xml", strings), lambda texts, *_: ["ZWEI"], "en", "de")
     assert zipfile.ZipFile(io.BytesIO(done.data)).read("xl/sharedStrings.xml").decode() == \
         '<sst><si><t xml:space="preserve">ZWEI</t><phoneticPr fontId="1"/></si></sst>'
+    # a streamed workbook's inline strings (no shared ones), a number's cell left
+    sheet = ('<worksheet><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>two dogs</t></is></c><c r="B1"><v>3</v></c>'
+             '<c r="C1" t="inlineStr"><is><r>\n <rPr><b/></rPr><t>the cat</t></r></is></c></row></sheetData></worksheet>')
+    done = translate_document("a.xlsx", office_file("xl/worksheets/sheet1.xml", sheet), reversed_words, "en", "de")
+    assert zipfile.ZipFile(io.BytesIO(done.data)).read("xl/worksheets/sheet1.xml").decode() == sheet.replace(
+        "<t>two dogs</t>", '<t xml:space="preserve">DOGS TWO</t>').replace("<t>the cat</t>", '<t xml:space="preserve">CAT THE</t>')
+    with pytest.raises(Failed, match="^cannot read a.xlsx: not an Excel workbook with text"):
+        translate_document("a.xlsx", office_file("xl/worksheets/sheet1.xml", "<worksheet/>"), reversed_words, "en", "de")
 
 
 def test_a_presentation_s_slides_are_translated():
