@@ -29,6 +29,7 @@ _ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
 # A run's child element; a run's start tag's revision ids (Word gives each editing session its own)
 _RUN_CHILD = re.compile(r"<((?:[\w.-]+:)?[\w.-]+)(?=[\s/>])[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
+_PAGE_MARK = re.compile(r"<w:lastRenderedPageBreak\s*/>")
 _REVISION_ID = re.compile(r'\s+w:rsid\w*="[^"]*"')
 _MARKUP = re.compile(r'<g id="(\d+)">|</g>|<x id="(\d+)"\s*/>|[^<]+|<', re.DOTALL)
 
@@ -59,6 +60,19 @@ class _Paragraph:
     closing: str = ""                 # its end properties (a:endParaRPr), last whatever is translated
 
 
+@dataclass
+class _Held:
+    """A Word or PowerPoint paragraph where it stands, with the paragraphs its text boxes hold."""
+
+    start: int
+    inner_start: int
+    inner_end: int = -1
+    end: int = -1
+    children: list[_Held] = field(default_factory=list)
+    masked: str = ""                  # its content, each paragraph it holds as <w:p phrasal-held="k"/>
+    paragraph: _Paragraph | None = None
+
+
 class OfficeDocument:
     """A .docx or .pptx file's paragraphs, translated as markup (the module's docstring)."""
 
@@ -79,8 +93,8 @@ class OfficeDocument:
         if not self.texts_of:
             raise Failed(f"cannot read {name}: it holds no {'word/document.xml' if kind == 'word' else 'slide'}")
         p = self.prefix
-        # innermost paragraphs (a text box's paragraphs stand inside a run of another)
-        self._paragraph = re.compile(rf"<{p}:p\b[^>]*>((?:(?!<{p}:p[\s>]).)*?)</{p}:p>", re.DOTALL)
+        self._paragraph_tag = re.compile(rf"<(/?){p}:p(?=[\s>/])[^>]*?(/?)>")
+        self._held = re.compile(rf'<{p}:p phrasal-held="(\d+)"/>')
         self._child = re.compile(rf"<{p}:pPr\b[^>]*?(?:/>|>.*?</{p}:pPr>)|<{p}:r\b[^>]*?(?:/>|>.*?</{p}:r>)"
                                  r"|<([\w.-]+:[\w.-]+)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
         self._run = re.compile(rf"(<{p}:r\b[^>]*>)(\s*(?:<{p}:rPr\b[^>]*?(?:/>|>.*?</{p}:rPr>))?)(.*)</{p}:r>", re.DOTALL)
@@ -88,12 +102,39 @@ class OfficeDocument:
         self._link = re.compile(rf"(<{p}:hyperlink\b[^>]*>)(.*)</{p}:hyperlink>", re.DOTALL)
         self.paragraphs: list[_Paragraph] = []
         self.unwritable: list[str] = []
+        self.roots: dict[str, list[_Held]] = {}
         for part, text in self.texts_of.items():
-            for match in self._paragraph.finditer(text):
-                paragraph = self._read(part, match.start(1), match.group(1))
-                if paragraph is not None:
-                    self.paragraphs.append(paragraph)
+            self.roots[part] = self._nested(text)
+            for node in self._walk(self.roots[part]):
+                node.paragraph = self._read(part, node.inner_start, node.masked)
+                if node.paragraph is not None:
+                    self.paragraphs.append(node.paragraph)
         self.texts = [paragraph.text for paragraph in self.paragraphs]
+
+    def _nested(self, text: str) -> list[_Held]:
+        """The part's paragraphs, each with those its text boxes hold (a shape's text in a run of it),
+        and its content with each of those as `<w:p phrasal-held="k"/>`."""
+        roots: list[_Held] = []
+        open_: list[_Held] = []
+        for tag in self._paragraph_tag.finditer(text):
+            if tag.group(2):  # <w:p/>: empty
+                continue
+            if not tag.group(1):
+                node = _Held(tag.start(), tag.end())
+                (open_[-1].children if open_ else roots).append(node)
+                open_.append(node)
+            elif open_:
+                node = open_.pop()
+                node.inner_end, node.end = tag.start(), tag.end()
+                parts, cursor = [], node.inner_start
+                for k, child in enumerate(node.children):
+                    parts += [text[cursor:child.start], f'<{self.prefix}:p phrasal-held="{k}"/>']
+                    cursor = child.end
+                node.masked = "".join(parts) + text[cursor:node.inner_end]
+        return [node for node in roots if node.end >= 0]
+
+    def _walk(self, nodes: list[_Held]) -> list[_Held]:
+        return [found for node in nodes for found in [node, *self._walk(node.children)]]
 
     def _read(self, part: str, start: int, body: str) -> _Paragraph | None:
         """A paragraph's runs and other children, or None where it has no text to translate (or
@@ -175,18 +216,19 @@ class OfficeDocument:
         return run.group(1) + run.group(2), pieces
 
     def _link_text(self, inner: str) -> tuple[str, str] | None:
-        """A hyperlink's runs of text only: the first's start tag and properties, and their text; None
-        where it holds anything else (a field, a picture)."""
+        """A hyperlink's runs of text only: the first's start tag and properties, and their text (a
+        page's mark in them dropped); None where it holds anything else (a field, a picture)."""
         head, text, cursor = None, "", 0
         for child in self._child.finditer(inner):
             if inner[cursor:child.start()].strip():
                 return None
             cursor = child.end()
             pieces = self._run_pieces(child.group(0))
-            if pieces is None or any(kind != "text" for kind, _ in pieces[1]):
+            # where a page began, which Word writes again when it lays the text out, is no part of a link's text
+            if pieces is None or any(kind != "text" and not _PAGE_MARK.fullmatch(value) for kind, value in pieces[1]):
                 return None
             head = pieces[0] if head is None else head
-            text += "".join(value for _, value in pieces[1])
+            text += "".join(value for kind, value in pieces[1] if kind == "text")
         return (head, text) if head is not None and not inner[cursor:].strip() else None
 
     def _rebuilt(self, paragraph: _Paragraph, translation: str, target: str) -> str | None:
@@ -236,22 +278,34 @@ class OfficeDocument:
         space = ' xml:space="preserve"' if p == "w" else ""
         return f"{head}<{p}:t{space}>{_escaped(text)}</{p}:t>{tail}"
 
-    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        edits: dict[str, list[tuple[int, int, str]]] = {}
-        done = 0
-        for paragraph in self.paragraphs:
-            translation = translated.get(paragraph.text)
-            rebuilt = self._rebuilt(paragraph, translation, target) if translation is not None else None
-            if rebuilt is not None:
-                edits.setdefault(paragraph.part, []).append((paragraph.start, paragraph.end, rebuilt))
-                done += 1
-            elif translation is not None:
+    def _rendered(self, text: str, node: _Held, translated: dict[str, str], target: str, done: list[int]) -> str:
+        """The paragraph's content translated where its translation can be put back, the paragraphs
+        its text boxes hold rendered so too, in their places."""
+        children = [text[child.start:child.inner_start] + self._rendered(text, child, translated, target, done)
+                    + text[child.inner_end:child.end] for child in node.children]
+        content = None
+        paragraph = node.paragraph
+        translation = translated.get(paragraph.text) if paragraph is not None else None
+        if translation is not None:
+            content = self._rebuilt(paragraph, translation, target)
+            if content is None:
                 self.unwritable.append(f"{paragraph.text[:60]!r}: its translation does not hold the paragraph's "
                                        "markup; left as it was")
-        written = {part: spliced(self.texts_of[part], sorted(part_edits)).encode("utf-8") for part, part_edits in edits.items()}
+            else:
+                done.append(1)
+        return self._held.sub(lambda m: children[int(m.group(1))], node.masked if content is None else content)
+
+    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+        written, counts = {}, {}
+        for part, text in self.texts_of.items():
+            done: list[int] = []
+            edits = [(node.inner_start, node.inner_end, self._rendered(text, node, translated, target, done))
+                     for node in self.roots.get(part, [])]
+            if done:
+                written[part], counts[part] = spliced(text, edits).encode("utf-8"), len(done)
         data, unreadable = rewritten(self.archive, written)
         # a part whose translation would not read is left as it was
-        return data, done - sum(len(edits[part]) for part in unreadable)
+        return data, sum(count for part, count in counts.items() if part not in unreadable)
 
 
 # OpenDocument's paragraph and heading tags (a self-closed one is an empty paragraph), any element's
@@ -431,7 +485,8 @@ class Workbook(OfficeDocument):
         self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
         self._run = re.compile(r"(<r\b[^>]*>)(\s*(?:<rPr\b[^>]*?(?:/>|>.*?</rPr>))?)(.*)</r>", re.DOTALL)
         self._t = re.compile(r"<t(?:\s[^>]*)?(?:/>|>(.*?)</t>)", re.DOTALL)
-        self._link = re.compile(r"(?!)")  # a workbook's strings hold no hyperlinks
+        self._link = re.compile(r"(?!)")  # a workbook's strings hold no hyperlinks, nor text boxes
+        self._held = re.compile(r"(?!)")
         self.paragraphs = []
         self.unwritable = []
         for part, strings in self.texts_of.items():
@@ -453,6 +508,8 @@ class Workbook(OfficeDocument):
         if "xl/sharedStrings.xml" not in self.texts_of and not self.paragraphs:
             raise Failed(f"cannot read {name}: not an Excel workbook with text (no shared or inline strings)")
         self.texts = [paragraph.text for paragraph in self.paragraphs]
+        self.roots = {part: [_Held(p.start, p.start, p.end, p.end, [], text[p.start:p.end], p)
+                             for p in self.paragraphs if p.part == part] for part, text in self.texts_of.items()}
 
     def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:
         _, head, _, tail = item

@@ -566,7 +566,8 @@ def test_a_word_run_s_tabs_breaks_and_page_marks_and_a_link_s_several_runs_are_r
                 '<w:p><w:r w:rsidR="1"><w:lastRenderedPageBreak/><w:t>two dogs</w:t></w:r><w:r w:rsidR="2"><w:t> play</w:t></w:r></w:p>'
                 '<w:p><w:r><w:t>the cat</w:t><w:tab/><w:t>sleeps</w:t><w:br/></w:r></w:p>'
                 '<w:p><w:hyperlink w:anchor="a"><w:r><w:rPr><w:rStyle w:val="Link"/></w:rPr><w:t>in the</w:t></w:r>'
-                '<w:r w:rsidR="3"><w:rPr><w:rStyle w:val="Link"/></w:rPr><w:t xml:space="preserve"> snow</w:t></w:r></w:hyperlink></w:p>'
+                '<w:r w:rsidR="3"><w:rPr><w:rStyle w:val="Link"/></w:rPr><w:lastRenderedPageBreak/><w:t xml:space="preserve"> snow'
+                '</w:t></w:r></w:hyperlink></w:p>'
                 '<w:p><w:r>\n  <w:rPr><w:b/></w:rPr>\n  <w:t>open it</w:t>\n</w:r></w:p></w:body></w:document>')
     sent = []
 
@@ -588,6 +589,30 @@ def test_a_word_run_s_tabs_breaks_and_page_marks_and_a_link_s_several_runs_are_r
     assert "<w:b/></w:rPr><w:t xml:space=\"preserve\">OPEN IT.</w:t>" in written
     assert done.count == 4 and done.refused == []
     ElementTree.fromstring(written)
+
+
+def test_a_word_paragraph_holding_a_text_box_is_translated_and_so_is_each_paragraph_of_the_box():
+    # as Word writes a text box: in a run of the paragraph it is anchored in, once for Word and once
+    # for older readers (mc:Choice, mc:Fallback), each with the box's paragraphs
+    box = '<w:txbxContent><w:p><w:r><w:t>the cat</w:t></w:r></w:p></w:txbxContent>'
+    document = ('<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+                'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><w:body>'
+                f'<w:p><w:r><w:t xml:space="preserve">two dogs </w:t></w:r><w:r><mc:AlternateContent><mc:Choice Requires="wps">'
+                f'<w:drawing>{box}</w:drawing></mc:Choice><mc:Fallback><w:pict>{box}</w:pict></mc:Fallback>'
+                '</mc:AlternateContent></w:r><w:r><w:t>play</w:t></w:r></w:p></w:body></w:document>')
+    sent = []
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return upper_outside_tags(texts, source, target, fmt)
+
+    done = translate_document("a.docx", office_file("word/document.xml", document), recorded, "en", "de")
+    assert sent == ['two dogs <x id="1"/>play', "the cat"]  # the box's paragraph once: the same text
+    written = zipfile.ZipFile(io.BytesIO(done.data)).read("word/document.xml").decode()
+    assert written == document.replace("<w:t>the cat</w:t>", '<w:t xml:space="preserve">THE CAT</w:t>').replace(
+        '<w:t xml:space="preserve">two dogs </w:t>', '<w:t xml:space="preserve">TWO DOGS </w:t>').replace(
+        "<w:t>play</w:t>", '<w:t xml:space="preserve">PLAY</w:t>')
+    assert done.count == 3
 
 
 def test_a_slide_paragraph_s_end_properties_stay_last_and_a_workbook_string_s_phonetic_properties_stay():
