@@ -5,14 +5,16 @@ back must read as its format and, for string resources, as exactly the translati
 
 benchmarks/real_files.tsv names each file: its project (a GitHub repository), the commit, its path there
 and the name it has in DIR. The files are not in this repository (each keeps its project's licence);
-with a clone of a project, `git -C CLONE show COMMIT:PATH > DIR/NAME` writes one. A file missing
-from DIR is counted as such. Each file is translated twice by stand-ins for the service:
+with a clone of a project, `git -C CLONE show COMMIT:PATH > DIR/NAME` writes one (a path ending in
+"/ (zipped)" is an EPUB book unpacked in its project: zip its folder, the mimetype first and stored).
+A file missing from DIR is counted as such. Each file is translated twice by stand-ins for the service:
 - as it is (each text given back unchanged): the file must still read as its format and, read
   again, hold the same texts (a string resource, a catalog's messages);
 - into text that needs escaping in every format (upper case, then `"q" 'a' \\ & < > % {x} #`, in
   markup as entities, its tags kept): the file must read as its format (json, PyYAML, XML,
-  polib, each part of a zip as XML) and a string resource, read again, must hold exactly those
-  translations.
+  polib, each part of a zip as XML), every translation must be written (none left as refused), a
+  string resource, read again, must hold exactly those translations, and a document (office,
+  OpenDocument, text, subtitles), read again, no text without one.
 A failure is either broken, or an exception other than a one-line refusal (`Failed`). Appends to
 results/real_files.md.
 """
@@ -39,6 +41,9 @@ SUFFIX = {"text": ' "q" \'a\' \\ & < > % {x} #', "markup": ' "q" \'a\' \\ &amp; 
 _KEPT = re.compile(r"(<[^>]*>|&[#A-Za-z0-9]+;|\\.)", re.DOTALL)
 # The formats whose texts, read again from the file written, are what the stand-in answered
 RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx"}
+# The formats whose every text, read again from the file written, holds the stand-in's translation
+# (not HTML's and EPUB's: their parts are cut by length, and a translation's length cuts them otherwise)
+DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles"}
 
 
 def hostile(texts: list[str], source: str, target: str, fmt: str) -> list[str]:
@@ -52,8 +57,8 @@ def unchanged(texts: list[str], source: str, target: str, fmt: str) -> list[str]
     return list(texts)
 
 
-def readable(kind: str, data: bytes) -> str | None:
-    """Why `data` does not read as its format, or None."""
+def readable(kind: str, data: bytes, before: bytes) -> str | None:
+    """Why `data` does not read as its format, or None (a zip: each part that read in `before`)."""
     import polib
     import yaml
 
@@ -67,13 +72,21 @@ def readable(kind: str, data: bytes) -> str | None:
         elif kind == "gettext":
             polib.pofile(data.decode("utf-8", errors="replace") + "\n")
         elif kind in ("word", "powerpoint", "excel", "odt", "odp", "ods", "epub"):
-            archive = zipfile.ZipFile(io.BytesIO(data))
+            archive, original = zipfile.ZipFile(io.BytesIO(data)), zipfile.ZipFile(io.BytesIO(before))
             for info in archive.infolist():
-                if info.filename.endswith((".xml", ".xhtml", ".opf", ".ncx", ".rels")):
+                if info.filename.endswith((".xml", ".xhtml", ".opf", ".ncx", ".rels")) and _reads(original.read(info.filename)):
                     ElementTree.fromstring(archive.read(info))
     except Exception as error:  # noqa: BLE001  # any reader's refusal is the finding
         return f"{type(error).__name__}: {str(error)[:160]}"
     return None
+
+
+def _reads(data: bytes) -> bool:
+    try:
+        ElementTree.fromstring(data)
+    except ElementTree.ParseError:
+        return False
+    return True
 
 
 def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
@@ -94,11 +107,18 @@ def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
             return count, str(error), broken + ["a refusal of several lines"] * ("\n" in str(error))
         except Exception as error:  # noqa: BLE001
             return count, "", broken + [f"{translate.__name__}: {type(error).__name__}: {error}"]
-        why = readable(kind, done.data)
+        why = readable(kind, done.data, data)
         if why is not None:
             broken.append(f"{translate.__name__}: does not read as {kind}: {why}")
             continue
         count = max(count, done.count)
+        if translate is hostile and done.refused:  # a translation the stand-in gave that could not be written
+            broken.append(f"hostile: {len(done.refused)} left, the first {done.refused[0][:120]}")
+        if translate is hostile and kind in DOCUMENTS:
+            left = [text for text in READERS[kind](name, done.data, kind, False).texts
+                    if '"q"' not in text and "&quot;q&quot;" not in text]
+            if left:
+                broken.append(f"hostile: {len(left)} texts read again untranslated, the first {left[0][:100]!r}")
         if kind in RESOURCES:
             before = READERS[kind](name, data, kind, False).texts
             after = READERS[kind](name, done.data, kind, False).texts
