@@ -2,8 +2,9 @@
 `Workbook`, its shared strings), and OpenDocument text, presentations and spreadsheets (.odt, .odp,
 .ods; `OpenDocument`).
 
-Each paragraph of the text a reader sees (a Word document's body, headers, footers, footnotes and
-endnotes; a presentation's slides and notes) is one text. Its runs of differently formatted text go
+Each paragraph of the text a reader sees (a Word document's body, headers, footers, footnotes,
+endnotes and comments; a presentation's slides, notes, SmartArt and charts' titles; a workbook's
+cells and comments) is one text. Its runs of differently formatted text go
 to the service as XML elements, `<g id="3">bold words</g>`, and everything else in it (a tab, a
 break, a picture, a field, a hyperlink, a bookmark) as an empty one, `<x id="4"/>`: the service
 places them in the translation as it places any inline markup, so that the bold words' translation
@@ -22,8 +23,10 @@ from service.documents.files import UNREADABLE_ZIP, Failed, reads_as_xml_content
 from service.served import spliced
 
 # The parts that hold the text a reader sees, and the prefix of their paragraphs' elements.
-_WORD_PARTS = re.compile(r"word/(?:document|header\d*|footer\d*|footnotes|endnotes)\.xml")
-_POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\.xml")
+_WORD_PARTS = re.compile(r"word/(?:document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml")
+# a presentation's slides, notes, SmartArt (its data and the drawing PowerPoint shows) and charts' titles
+_POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide|diagrams/data|diagrams/drawing|charts/chart)"
+                               r"\d+\.xml")
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
 _ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
@@ -461,7 +464,8 @@ class OpenDocument:
         return data, 0 if unreadable else count  # a translation that would not read: the file as it was
 
 
-_WORKBOOK_PARTS = re.compile(r"xl/sharedStrings\.xml|xl/worksheets/sheet\d+\.xml")
+_WORKBOOK_PARTS = re.compile(r"xl/sharedStrings\.xml|xl/worksheets/sheet\d+\.xml|xl/comments\d+\.xml")
+_COMMENT_TEXT = re.compile(r"<text>(.*?)</text>", re.DOTALL)
 _SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)
 _INLINE_STRING = re.compile(r"<is>(.*?)</is>", re.DOTALL)
 _PLAIN_STRING = re.compile(r"<t(?:\s[^>]*)?>(.*?)</t>", re.DOTALL)
@@ -471,7 +475,7 @@ _PHONETIC = re.compile(r"<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
 class Workbook(OfficeDocument):
     """An Excel workbook (.xlsx): its shared strings and its sheets' inline strings (what tools that
     stream a workbook write: `<c t="inlineStr"><is>`), the text of every cell that holds text
-    (numbers and formulas are neither). A string of runs of different formatting is read as a Word
+    (numbers and formulas are neither), and its cells' comments. A string of runs of different formatting is read as a Word
     paragraph's runs are; a plain one is its text."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
@@ -490,7 +494,9 @@ class Workbook(OfficeDocument):
         self.paragraphs = []
         self.unwritable = []
         for part, strings in self.texts_of.items():
-            for match in (_SHARED_STRING if part == "xl/sharedStrings.xml" else _INLINE_STRING).finditer(strings):
+            strings_of = (_SHARED_STRING if part == "xl/sharedStrings.xml" else
+                          _COMMENT_TEXT if part.startswith("xl/comments") else _INLINE_STRING)
+            for match in strings_of.finditer(strings):
                 body, start = match.group(1), match.start(1)
                 # one text (beside its phonetic reading's properties, which stay): sent as it is, its element kept
                 plain = _PLAIN_STRING.fullmatch(_PHONETIC.sub("", body).strip())

@@ -615,6 +615,21 @@ def test_a_word_paragraph_holding_a_text_box_is_translated_and_so_is_each_paragr
     assert done.count == 3
 
 
+@pytest.mark.parametrize("name, part, xml", [
+    ("a.docx", "word/comments.xml", '<w:comments xmlns:w="w"><w:comment w:id="0"><w:p><w:r><w:t>two dogs</w:t></w:r></w:p>'
+                                   '</w:comment></w:comments>'),
+    ("a.pptx", "ppt/diagrams/data1.xml", '<dgm:dataModel xmlns:dgm="d" xmlns:a="a"><dgm:ptLst><dgm:pt><dgm:t><a:p><a:r>'
+                                        '<a:t>two dogs</a:t></a:r></a:p></dgm:t></dgm:pt></dgm:ptLst></dgm:dataModel>'),
+    ("a.pptx", "ppt/charts/chart1.xml", '<c:chartSpace xmlns:c="c" xmlns:a="a"><c:title><c:tx><c:rich><a:p><a:r><a:t>two dogs'
+                                       '</a:t></a:r></a:p></c:rich></c:tx></c:title></c:chartSpace>'),
+    ("a.xlsx", "xl/comments1.xml", '<comments><commentList><comment ref="A1"><text><r><t>two dogs</t></r></text></comment>'
+                                  '</commentList></comments>'),
+])
+def test_comments_smartart_and_a_chart_s_title_are_translated(name, part, xml):
+    done = translate_document(name, office_file(part, xml), reversed_words, "en", "de")
+    assert "DOGS TWO</" in zipfile.ZipFile(io.BytesIO(done.data)).read(part).decode() and done.count == 1
+
+
 def test_a_slide_paragraph_s_end_properties_stay_last_and_a_workbook_string_s_phonetic_properties_stay():
     a = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
     slide = (f'<p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" {a}><a:p><a:r><a:rPr lang="en-US"/>'
