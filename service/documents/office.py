@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from service.documents.files import UNREADABLE_ZIP, Failed, reads_as_xml_content, rewritten
@@ -64,14 +65,42 @@ class _Paragraph:
 
 
 @dataclass
-class _Held:
-    """A Word or PowerPoint paragraph where it stands, with the paragraphs its text boxes hold."""
+class _Nested:
+    """An element where it stands in its part, with the elements of its kind inside it."""
 
-    start: int
-    inner_start: int
-    inner_end: int = -1
+    start: int                        # its start tag's start
+    inner_start: int                  # its content's start
+    inner_end: int = -1               # its end tag's start
     end: int = -1
-    children: list[_Held] = field(default_factory=list)
+    children: list = field(default_factory=list)
+
+
+def _nested(text: str, tags: re.Pattern[str], lo: int, hi: int, make: Callable[[int, int], _Nested]) -> list[_Nested]:
+    """The elements whose tags `tags` finds in text[lo:hi] (group 1 "/" in an end tag, group 2 "/" in
+    an empty one, which holds nothing), outermost first, each with those inside it."""
+    roots: list[_Nested] = []
+    open_: list[_Nested] = []
+    for tag in tags.finditer(text, lo, hi):
+        if tag.group(2):
+            continue
+        if not tag.group(1):
+            node = make(tag.start(), tag.end())
+            (open_[-1].children if open_ else roots).append(node)
+            open_.append(node)
+        elif open_:
+            node = open_.pop()
+            node.inner_end, node.end = tag.start(), tag.end()
+    return [node for node in roots if node.end >= 0]
+
+
+def _walk(nodes: list) -> list:
+    return [found for node in nodes for found in [node, *_walk(node.children)]]
+
+
+@dataclass
+class _Held(_Nested):
+    """A Word or PowerPoint paragraph, with the paragraphs its text boxes hold."""
+
     masked: str = ""                  # its content, each paragraph it holds as <w:p phrasal-held="k"/>
     paragraph: _Paragraph | None = None
 
@@ -108,7 +137,7 @@ class OfficeDocument:
         self.roots: dict[str, list[_Held]] = {}
         for part, text in self.texts_of.items():
             self.roots[part] = self._nested(text)
-            for node in self._walk(self.roots[part]):
+            for node in _walk(self.roots[part]):
                 node.paragraph = self._read(part, node.inner_start, node.masked)
                 if node.paragraph is not None:
                     self.paragraphs.append(node.paragraph)
@@ -117,27 +146,14 @@ class OfficeDocument:
     def _nested(self, text: str) -> list[_Held]:
         """The part's paragraphs, each with those its text boxes hold (a shape's text in a run of it),
         and its content with each of those as `<w:p phrasal-held="k"/>`."""
-        roots: list[_Held] = []
-        open_: list[_Held] = []
-        for tag in self._paragraph_tag.finditer(text):
-            if tag.group(2):  # <w:p/>: empty
-                continue
-            if not tag.group(1):
-                node = _Held(tag.start(), tag.end())
-                (open_[-1].children if open_ else roots).append(node)
-                open_.append(node)
-            elif open_:
-                node = open_.pop()
-                node.inner_end, node.end = tag.start(), tag.end()
-                parts, cursor = [], node.inner_start
-                for k, child in enumerate(node.children):
-                    parts += [text[cursor:child.start], f'<{self.prefix}:p phrasal-held="{k}"/>']
-                    cursor = child.end
-                node.masked = "".join(parts) + text[cursor:node.inner_end]
-        return [node for node in roots if node.end >= 0]
-
-    def _walk(self, nodes: list[_Held]) -> list[_Held]:
-        return [found for node in nodes for found in [node, *self._walk(node.children)]]
+        roots = _nested(text, self._paragraph_tag, 0, len(text), _Held)
+        for node in _walk(roots):
+            parts, cursor = [], node.inner_start
+            for k, child in enumerate(node.children):
+                parts += [text[cursor:child.start], f'<{self.prefix}:p phrasal-held="{k}"/>']
+                cursor = child.end
+            node.masked = "".join(parts) + text[cursor:node.inner_end]
+        return roots
 
     def _read(self, part: str, start: int, body: str) -> _Paragraph | None:
         """A paragraph's runs and other children, or None where it has no text to translate (or
@@ -327,12 +343,7 @@ _ODF_FIELD = re.compile(r"<text:(?:page-number|page-count|sheet-name|title|subje
 
 
 @dataclass
-class _OdfParagraph:
-    start: int                        # its start tag's start
-    inner_start: int                  # its content's start
-    inner_end: int = -1               # its end tag's start
-    end: int = -1
-    children: list[_OdfParagraph] = field(default_factory=list)
+class _OdfParagraph(_Nested):
     held: list[tuple[int, int]] = field(default_factory=list)  # the elements holding its children (a note, a frame)
     text: str = ""                    # what is sent: its content, each element held an <x id="k"/>
 
@@ -368,8 +379,8 @@ class OpenDocument:
                 region = re.search(r"<office:master-styles\b.*?</office:master-styles>", text, re.DOTALL)
                 lo, hi = region.span() if region else (0, 0)
             values = [m.span() for m in _ODF_VALUE_CELL.finditer(text, lo, hi)]
-            self.roots[part] = self._paragraphs(text, lo, hi)
-            for paragraph in self._walk(self.roots[part]):
+            self.roots[part] = _nested(text, _ODF_PARAGRAPH_TAG, lo, hi, _OdfParagraph)
+            for paragraph in _walk(self.roots[part]):
                 if not any(a <= paragraph.start < b for a, b in values):
                     paragraph.text = self._sent(text, paragraph)
                     if _LETTER.search(_ODF_VISIBLE.sub("", _HELD.sub("", paragraph.text))):  # words, not a date's commas
@@ -377,25 +388,6 @@ class OpenDocument:
                     else:
                         paragraph.text = ""
         self.unwritable: list[str] = []
-
-    @staticmethod
-    def _paragraphs(text: str, lo: int, hi: int) -> list[_OdfParagraph]:
-        roots: list[_OdfParagraph] = []
-        open_: list[_OdfParagraph] = []
-        for tag in _ODF_PARAGRAPH_TAG.finditer(text, lo, hi):
-            if tag.group(2):  # <text:p/>: empty
-                continue
-            if not tag.group(1):
-                paragraph = _OdfParagraph(tag.start(), tag.end())
-                (open_[-1].children if open_ else roots).append(paragraph)
-                open_.append(paragraph)
-            elif open_:
-                paragraph = open_.pop()
-                paragraph.inner_end, paragraph.end = tag.start(), tag.end()
-        return [paragraph for paragraph in roots if paragraph.end >= 0]
-
-    def _walk(self, paragraphs: list[_OdfParagraph]) -> list[_OdfParagraph]:
-        return [found for paragraph in paragraphs for found in [paragraph, *self._walk(paragraph.children)]]
 
     @staticmethod
     def _sent(text: str, paragraph: _OdfParagraph) -> str:

@@ -498,6 +498,16 @@ def office_file(part: str, xml: str) -> bytes:
     return written.getvalue()
 
 
+def recording(translate):
+    """The texts sent, and `translate` recording them there."""
+    sent = []
+
+    def recorded(texts, source, target, fmt):
+        sent.extend(texts)
+        return translate(texts, source, target, fmt)
+    return sent, recorded
+
+
 def upper_outside_tags(texts, source, target, fmt):
     """Words upper-cased, markup as it was: what the service's placement keeps."""
     assert fmt == "xml"
@@ -506,11 +516,7 @@ def upper_outside_tags(texts, source, target, fmt):
 
 
 def test_a_word_document_s_paragraphs_are_translated_their_runs_formatting_kept():
-    sent = []
-
-    def recorded(texts, source, target, fmt):
-        sent.extend(texts)
-        return upper_outside_tags(texts, source, target, fmt)
+    sent, recorded = recording(upper_outside_tags)
 
     done = translate_document("guide.docx", office_file("word/document.xml", WORD), recorded, "en", "de")
     # the paragraph's own formatting goes as text, the rest as elements the service places
@@ -600,11 +606,7 @@ def test_a_word_paragraph_holding_a_text_box_is_translated_and_so_is_each_paragr
                 f'<w:p><w:r><w:t xml:space="preserve">two dogs </w:t></w:r><w:r><mc:AlternateContent><mc:Choice Requires="wps">'
                 f'<w:drawing>{box}</w:drawing></mc:Choice><mc:Fallback><w:pict>{box}</w:pict></mc:Fallback>'
                 '</mc:AlternateContent></w:r><w:r><w:t>play</w:t></w:r></w:p></w:body></w:document>')
-    sent = []
-
-    def recorded(texts, source, target, fmt):
-        sent.extend(texts)
-        return upper_outside_tags(texts, source, target, fmt)
+    sent, recorded = recording(upper_outside_tags)
 
     done = translate_document("a.docx", office_file("word/document.xml", document), recorded, "en", "de")
     assert sent == ['two dogs <x id="1"/>play', "the cat"]  # the box's paragraph once: the same text
@@ -676,11 +678,7 @@ ODT_CONTENT = ('<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content
 
 
 def test_an_opendocument_s_paragraphs_are_sent_as_the_xml_they_are():
-    sent = []
-
-    def recorded(texts, source, target, fmt):
-        sent.extend(texts)
-        return upper_outside_tags(texts, source, target, fmt)
+    sent, recorded = recording(upper_outside_tags)
 
     written = io.BytesIO()
     with zipfile.ZipFile(written, "w") as archive:
@@ -747,11 +745,7 @@ def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
     strings = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="http://schemas.openxmlformats.org/'
                'spreadsheetml/2006/main" count="3" uniqueCount="3"><si><t>two dogs</t></si><si><t xml:space="preserve">'
                ' </t></si><si><r><t xml:space="preserve">open the </t></r><r><rPr><b/></rPr><t>file</t></r></si></sst>')
-    sent = []
-
-    def recorded(texts, source, target, fmt):
-        sent.extend(texts)
-        return upper_outside_tags(texts, source, target, fmt)
+    sent, recorded = recording(upper_outside_tags)
 
     done = translate_document("budget.xlsx", office_file("xl/sharedStrings.xml", strings), recorded, "en", "de")
     assert sent == ["two dogs", 'open the <g id="1">file</g>']
