@@ -61,6 +61,7 @@ from service.runtime.base import (
 from service.served import MemoryUse, Served
 from service.settings import Settings
 from service.start_capital import capitalised
+from service.upper_case import sentence_cased, upper_case, upper_cased
 
 log = logging.getLogger("service")
 
@@ -579,12 +580,14 @@ class Translator:
                 empty_map = PhraseMap("extracted", []) if options.alignment == "phrase" else None
                 results[index] = [Translation(text="", score=0.0, alignment=empty, phrase_map=empty_map)]
         if todo:
-            batch = [texts[index] for index in todo]
+            # a text in capitals goes in sentence case, its translation back in capitals (service/upper_case.py)
+            shouted = {index for index in todo if upper_case(texts[index])}
+            batch = [sentence_cased(texts[index]) if index in shouted else texts[index] for index in todo]
             tokens = await self._count(runtime, batch)
             self._check_tokens(tokens, todo)
             self._check_cost(tokens, options)
             for index, nbest in zip(todo, await self._queue(model, batch, tokens, options, deadline, todo)):
-                results[index] = nbest
+                results[index] = [upper_cased(h, texts[index]) for h in nbest] if index in shouted else nbest
         if reverse is not None:
             results = await self._symmetrised(reverse, texts, results)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]  # every slot is filled above
