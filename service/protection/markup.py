@@ -61,6 +61,9 @@ HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
 WORD_BREAKING = {"address", "article", "aside", "blockquote", "body", "br", "dd", "div", "dl", "dt", "figcaption",
                  "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html", "li", "nl",
                  "ol", "p", "pre", "section", "table", "td", "th", "title", "tr", "ul",
+                 # HTML5's other blocks: an EPUB's table of contents is a <nav>, a form's parts, a table's
+                 "nav", "main", "details", "summary", "dialog", "hgroup", "search", "menu", "center", "form",
+                 "fieldset", "legend", "caption", "thead", "tbody", "tfoot", "select", "optgroup", "option",
                  "para", "simpara", "list", "item", "subtitle", "qt",
                  "itemizedlist", "orderedlist", "listitem", "variablelist", "varlistentry"}
 

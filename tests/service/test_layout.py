@@ -466,6 +466,12 @@ def test_a_map_joined_from_segments_read_different_ways_is_extracted_throughout(
      ["<para>", "</para><para>", "</para>"]),
     ("<qt>Intro:<list><item>Open</item><item>Save</item></list></qt>", ["Intro:", "Open", "Save"],
      ["<qt>", "<list><item>", "</item><item>", "</item></list></qt>"]),
+    # HTML5's other blocks: an EPUB's table of contents had gone to the model as one sentence, its
+    # items' links reordered and emptied by the alignment
+    ('<nav epub:type="toc"><ol><li><a href="#1">One dog</a></li><li><a href="#2">Two dogs</a></li></ol></nav>',
+     ['<a href="#1">One dog</a>', '<a href="#2">Two dogs</a>'], ['<nav epub:type="toc"><ol><li>', "</li><li>", "</li></ol></nav>"]),
+    ("<details><summary>More</summary>Hidden text.</details>", ["More", "Hidden text."],
+     ["<details><summary>", "</summary>", "</details>"]),
     # A block of nothing but an element passed through stays where it is, though one sentence is left.
     ("<p>Ignored by default.<br/> <code>%1</code></p>", ["Ignored by default."], ["<p>", "<br/> <code>%1</code></p>"]),
     # Sentences too, as in plain text; not where an inline element holds both sides.
