@@ -16,7 +16,8 @@ not allow (`&#0;`, a surrogate `&#xD800;`). Either way, tags must nest; anything
 
 Elements that are not text to translate pass through untouched, as browsers' and LibreTranslate's
 translators leave them: `script`, `style`, `code`, `pre`, Android's `xliff:g` (its strings' mark for
-what not to translate), and any element marked `translate="no"` or `class="notranslate"`. Each is
+what not to translate), any element marked `translate="no"` or `class="notranslate"`, and an
+e-book's page break (`epub:type="pagebreak"`, `role="doc-pagebreak"`: the printed page's number). Each is
 read as one standalone piece (`Tag.verbatim`, the element from its opening to its closing tag) that
 the translation carries like a placeholder. In html,
 `script` and `style` hold raw text (a `<` in a script is no tag), ended by their closing tag only.
@@ -50,7 +51,10 @@ UNTRANSLATED = {"script", "style", "code", "pre", "xliff:g", "bpt", "ept", "ph",
 # A paired code's halves name their pair by the same `rid`, or lacking one, `id` (XLIFF) or `i` (TMX).
 _CODE_PAIR = re.compile(r"""\s(rid|id|i)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 HTML_RAW_TEXT = {"script", "style"}
-TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]*|'[^']*|)\bnotranslate\b""", re.IGNORECASE)
+# Marked not to translate; or a printed page's number in an e-book (EPUB's and DPUB-ARIA's page break),
+# which the translation keeps where it stands
+TRANSLATE_NO = re.compile(r"""\btranslate\s*=\s*["']?no\b|\bclass\s*=\s*(?:"[^"]*|'[^']*|)\bnotranslate\b"""
+                          r"""|\b(?:epub:type|role)\s*=\s*["'][^"']*\b(?:doc-)?pagebreak\b""", re.IGNORECASE)
 HTML_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 # Elements a browser (or Qt's rich text) renders as a line or block of their own: where one starts
 # or ends between two characters, the words on either side are apart though no space is written

@@ -146,6 +146,10 @@ def test_escaped_braces_are_one_literal_placeholder_with_its_spaces():
     ("<pre>a  <b>b</b></pre> A dog.", "<pre>a  <b>b</b></pre>"),
     ('<span translate="no">Brompton</span> A dog.', '<span translate="no">Brompton</span>'),
     ("<span class='brand notranslate'>Brompton <b>S</b></span> A dog.", "<span class='brand notranslate'>Brompton <b>S</b></span>"),
+    # an e-book's printed page number: its words had been replaced by the translation's
+    ('<span epub:type="pagebreak" title="173" id="Page_173">173</span> A dog.',
+     '<span epub:type="pagebreak" title="173" id="Page_173">173</span>'),
+    ('<span role="doc-pagebreak" aria-label=" 5. ">5</span> A dog.', '<span role="doc-pagebreak" aria-label=" 5. ">5</span>'),
 ])
 def test_untranslated_elements_pass_through_untouched(text, verbatim):
     prepared = prepare(text, "html")
