@@ -59,7 +59,8 @@ def in_process(translator: Translator, loop: asyncio.AbstractEventLoop, claim: C
                 served = future.result()
             except RequestError as error:
                 where = "text" if error.field == "text" else error.field
-                raise Refused(error.message, f"{where}.{error.index}" if error.index is not None else where) from None
+                raise Refused(error.message, f"{where}.{error.index}" if error.index is not None else where,
+                              error.kind) from None
             except DeadlineExceeded as slow:
                 raise Refused(f"not translated within the request deadline ({slow.message})",
                               "text" if len(texts) > 1 else "text.0") from None

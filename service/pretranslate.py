@@ -72,7 +72,7 @@ class Service:
                 if 400 <= error.code < 500 and error.code not in (401, 403, 404, 429):
                     # a body too large is its texts' doing: sent one by one, only the longest are refused
                     field = "text" if error.code == 413 else _field(detail)
-                    raise Refused(detail.get("message", f"HTTP {error.code}"), field) from None
+                    raise Refused(detail.get("message", f"HTTP {error.code}"), field, _field(detail, "type")) from None
                 raise Failed(f"{self.url} answered {error.code}: {detail.get('message', error.reason)}") from None
             except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
                 raise Failed(f"cannot get translations from {self.url}: {getattr(error, 'reason', error)}") from None
@@ -87,9 +87,10 @@ def _error_body(error: urllib.error.HTTPError) -> dict:
     return body if isinstance(body, dict) else {}
 
 
-def _field(detail: dict) -> str:
+def _field(detail: dict, name: str = "field") -> str:
+    """The first problem's `name` ("field", or "type": why) in a 4xx answer's body."""
     items = detail.get("detail")
-    return str(items[0].get("field", "")) if isinstance(items, list) and items and isinstance(items[0], dict) else ""
+    return str(items[0].get(name, "")) if isinstance(items, list) and items and isinstance(items[0], dict) else ""
 
 
 def _retry_after(error: urllib.error.HTTPError) -> float:

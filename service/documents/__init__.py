@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 from service.documents.bilingual import Bilingual
 from service.documents.epub import Epub
-from service.documents.files import Failed, NoTarget, Refused, Translate
+from service.documents.files import TOO_LONG, Failed, NoTarget, Refused, Translate
 from service.documents.gettext import Catalog
 from service.documents.office import OfficeDocument, OpenDocument, Workbook
 from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles
@@ -138,18 +138,42 @@ class _Texts:
         return translated
 
     def _refused(self, text: str, refused: Refused, translated: dict[str, str]) -> None:
-        """A text refused alone: sent again in parts where its document has finer ones, else named."""
+        """A text refused alone: sent again in parts where its document has finer ones (an HTML
+        page's elements), else, too long for the model, as its clauses, else named."""
         if refused.field.split(".")[0] != "text":  # the request's: every one would be refused
             raise Failed(str(refused)) from None
         parts = self.finer(text) if self.finer is not None else []
-        if parts:
+        clauses = clauses_of(text) if not parts and refused.kind in TOO_LONG else []
+        named = len(self.refused)
+        if parts or clauses:
             finer, self._finer = self._finer, True
             try:
-                translated.update(self(parts))
+                done = self(parts or clauses)
             finally:
                 self._finer = finer
-        else:
-            self.refused.append(f"{text[:60]!r}: {refused}")
+            if parts:
+                translated.update(done)
+                return
+            if all(clause in done for clause in clauses):  # the text: its clauses' translations in a row
+                translated[text] = "".join(done[clause] for clause in clauses)
+                return
+            del self.refused[named:]  # a clause left: the text is left whole, and named as itself
+        self.refused.append(f"{text[:60]!r}: {refused}")
+
+
+# Where a sentence may be cut in clauses: after a comma, semicolon, colon or dash and the space after
+# it, not inside a tag
+_CLAUSE_END = re.compile(r"(?:[,;:]|\s[—–-])\s+(?![^<>]*>)")
+
+
+def clauses_of(text: str) -> list[str]:
+    """A text too long for the model in two halves, cut at the clause end nearest its middle, each
+    with its own whitespace (so that their translations in a row are the text's); [] where it has none."""
+    cuts = [m.end() for m in _CLAUSE_END.finditer(text) if 0 < m.end() < len(text)]
+    if not cuts:
+        return []
+    cut = min(cuts, key=lambda at: abs(at - len(text) / 2))
+    return [text[:cut], text[cut:]]
 
 
 def translate_document(name: str, data: bytes, translate: Translate, source: str | None, target: str | None, *,

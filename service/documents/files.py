@@ -30,12 +30,18 @@ class NoTarget(Failed):
 
 
 class Refused(Exception):
-    """The translator turned texts away: its message, and the field it names ("text" or "text.N": one
-    of the texts; any other, the request itself: the pair, the model, the glossary)."""
+    """The translator turned texts away: its message, the field it names ("text" or "text.N": one
+    of the texts; any other, the request itself: the pair, the model, the glossary), and the
+    service's name for why ("text_rejected": longer than the model reads; "" unknown)."""
 
-    def __init__(self, message: str, field: str) -> None:
+    def __init__(self, message: str, field: str, kind: str = "") -> None:
         super().__init__(message)
         self.field = field
+        self.kind = kind
+
+
+# Why a text is refused that is too long for the model or the server: it may go in clauses
+TOO_LONG = frozenset(("text_rejected", "too_many_tokens", "too_long"))
 
 
 # texts, source language ("auto": the translator's choice), target language, format ("text" or

@@ -859,6 +859,31 @@ def test_a_text_the_translator_refuses_stays_as_it_was_and_is_named():
     assert done.count == 1 and done.refused == ["'refuse me please': too long"]
 
 
+def test_a_text_too_long_for_the_model_is_sent_again_as_its_clauses_their_translations_in_a_row():
+    sent = []
+
+    def short(texts, source, target, fmt):  # a model that reads at most six words a text
+        sent.append(texts)
+        for k, text in enumerate(texts):
+            if len(text.split()) > 6 or "refuse me" in text:
+                kind = "" if "refuse me" in text else "text_rejected"
+                raise Refused(f"has {len(text.split())} words; this model reads at most 6", f"text.{k}", kind)
+        return [text.upper() for text in texts]
+
+    text = ("two dogs play in the snow, the cat sleeps; a bird sings\n\nunbreakable words beyond any limit here and more\n\n"
+            "refuse me, for no length\n")
+    done = translate_document("notes.txt", text.encode(), short, "en", "de")
+    assert done.data.decode() == ("TWO DOGS PLAY IN THE SNOW, THE CAT SLEEPS; A BIRD SINGS\n\n"
+                                  "unbreakable words beyond any limit here and more\n\nrefuse me, for no length\n")
+    # halves cut at the clause end nearest the middle; a text with none, or refused for another
+    # reason than its length, is named once
+    assert sent[1:] == [["two dogs play in the snow, the cat sleeps; a bird sings"],
+                        ["two dogs play in the snow, ", "the cat sleeps; a bird sings"],
+                        ["unbreakable words beyond any limit here and more"], ["refuse me, for no length"]]
+    assert done.refused == ["'unbreakable words beyond any limit here and more': has 8 words; this model reads at most 6",
+                            "'refuse me, for no length': has 5 words; this model reads at most 6"]
+
+
 def test_a_refusal_of_the_request_itself_stops_the_file():
     def unserved(texts, source, target, fmt):
         raise Refused("language pair en-fr is not served", "target")
