@@ -107,9 +107,10 @@ class _Texts:
 
     def __init__(self, translate: Translate, source: str, target: str, fmt: str,
                  progress: Callable[[int, int], None] | None,
-                 finer: Callable[[str], list[str]] | None = None) -> None:
+                 finer: Callable[[str], list[str]] | None = None, formats: dict[str, str] | None = None) -> None:
         self.translate, self.source, self.target, self.fmt = translate, source, target, fmt
         self.progress, self.finer = progress, finer
+        self.formats = formats or {}  # a text sent in another format than the document's
         self.refused: list[str] = []
         self.characters = 0
         self._finer = False  # translating a refused text's finer parts: within the batch that refused it
@@ -122,17 +123,19 @@ class _Texts:
         self.characters += sum(len(text) for text in distinct)
         for start in range(0, len(distinct), BATCH):
             batch = distinct[start:start + BATCH]
-            try:
-                translated.update(zip(batch, self.translate(batch, self.source, self.target, self.fmt)))
-            except Refused as refused:
-                if len(batch) == 1:
-                    self._refused(batch[0], refused, translated)
-                else:
-                    for text in batch:  # which of them: each alone
-                        try:
-                            translated[text] = self.translate([text], self.source, self.target, self.fmt)[0]
-                        except Refused as alone:
-                            self._refused(text, alone, translated)
+            for fmt in dict.fromkeys(self.formats.get(text, self.fmt) for text in batch):  # one request a format
+                sent = [text for text in batch if self.formats.get(text, self.fmt) == fmt]
+                try:
+                    translated.update(zip(sent, self.translate(sent, self.source, self.target, fmt)))
+                except Refused as refused:
+                    if len(sent) == 1:
+                        self._refused(sent[0], refused, translated)
+                    else:
+                        for text in sent:  # which of them: each alone
+                            try:
+                                translated[text] = self.translate([text], self.source, self.target, fmt)[0]
+                            except Refused as alone:
+                                self._refused(text, alone, translated)
             if self.progress is not None and not self._finer:  # the file's texts done, not a refused one's parts
                 self.progress(min(start + BATCH, len(distinct)), len(distinct))
         return translated
@@ -144,6 +147,8 @@ class _Texts:
             raise Failed(str(refused)) from None
         parts = self.finer(text) if self.finer is not None else []
         clauses = clauses_of(text) if not parts and refused.kind in TOO_LONG else []
+        for clause in clauses:  # in the text's format
+            self.formats.setdefault(clause, self.formats.get(text, self.fmt))
         named = len(self.refused)
         if parts or clauses:
             finer, self._finer = self._finer, True
@@ -205,7 +210,8 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
         source = detected
     if source == target:
         raise Failed(f"{name}: the source and the target language are both {target!r}")
-    texts = _Texts(translate, source, target, document.fmt, progress, getattr(document, "finer", None))
+    texts = _Texts(translate, source, target, document.fmt, progress, getattr(document, "finer", None),
+                   getattr(document, "formats", None))
     written, count = document.written(texts(document.texts), mark, target)
     refused = texts.refused + getattr(document, "unwritable", [])
     if count == 0 and refused:

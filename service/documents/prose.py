@@ -235,7 +235,15 @@ class HtmlPage(Spans):
 # What a Markdown file holds that is no prose: front matter (YAML between --- lines at its start) and
 # fenced code (to its closing fence, or the end of the file).
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*(?:\r?\n|\Z)|\Z)", re.DOTALL | re.MULTILINE)
+# (a list item's fenced code is indented as its text is: "    ```shell" under "- Capture:")
+_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\2[`~]*[ \t]*(?:\r?\n|\Z)|\Z)", re.DOTALL | re.MULTILINE)
+# CommonMark's HTML blocks that go on to a blank line: a paragraph that starts with a block element's tag
+# (an <h3 align="center"> title, a <p> of badges) or whose first line is one whole tag is html, sent as html
+_HTML_BLOCK = re.compile(
+    r"[ ]{0,3}(?:</?(?:address|article|aside|blockquote|body|caption|center|dd|details|dialog|div|dl|dt|fieldset|"
+    r"figcaption|figure|footer|form|h[1-6]|head|header|hr|html|legend|li|main|menu|nav|ol|p|section|summary|table|"
+    r"tbody|td|tfoot|th|thead|title|tr|ul)(?=[\s/>]|$)|<[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>[ \t]*(?:\r?\n|$)"
+    r"|</[A-Za-z][A-Za-z0-9-]*\s*>[ \t]*(?:\r?\n|$))", re.IGNORECASE)
 _BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\r?\n")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")
@@ -244,11 +252,13 @@ _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
 
 class Markdown(_Prose):
     """A Markdown file's paragraphs (the service keeps their headings, lists, quotes and tables), but
-    for its code (fenced or indented), front matter and link definitions."""
+    for its code (fenced, at any indentation, or indented), front matter and link definitions; a
+    paragraph that is an HTML block is sent as html."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
         self.text, self.encoding = decoded(name, data)
+        self.formats: dict[str, str] = {}  # a text sent in another format than the file's: an HTML block's
         code = [m.span() for m in _FENCE.finditer(self.text)]
         front = _FRONT_MATTER.match(self.text)
         cursor, previous = (front.end() if front else 0), ""
@@ -280,3 +290,5 @@ class Markdown(_Prose):
         if all(_LINK_DEFINITION.match(line.rstrip("\r")) for line in lines):
             return
         self._add(start, start + len(block))
+        if _HTML_BLOCK.match(block):
+            self.formats[self.spans[-1][2]] = "html"

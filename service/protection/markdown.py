@@ -36,7 +36,8 @@ _OPAQUE = re.compile(_CODE.pattern + r"|\]\([^()\s]*\)|\]\[[^\[\]\n]+\]|<[a-z][a
 _NAMES = {1: "em", 2: "strong", 3: "strong-em"}
 # An inline link or image, or one by reference (`[the guide][guide]`, its destination defined
 # elsewhere by its label): its text is translated, its destination or label kept as written.
-_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\](?:\([^()\s]*\)|\[[^\[\]\n]+\])")
+# A link's text may be an image (a README's badge: `[![build](badge.svg)](ci-url)`).
+_LINK = re.compile(r"(!?)\[((?:[^\[\]\n]|!\[[^\[\]\n]*\]\([^()\s]*\))*)\](?:\([^()\s]*\)|\[[^\[\]\n]+\])")
 _IDENTIFIER = re.compile(r"\w+")
 _LISP_SPECIAL = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
 _ENDS = ".,!?:;…)]}%\"'”’»"
@@ -90,6 +91,7 @@ def read_markdown(text: str) -> Markup:
     spans = [(opening, length, closing, length, "del" if text[opening] == "~" else _NAMES[length])
              for opening, closing, length in pairs]
     links = [match for match in _LINK.finditer(text) if not code[match.start()]]
+    links += [image for link in links if not link.group(1) for image in _LINK.finditer(text, link.start(2), link.end(2))]
     # Emphasis across a link's edge ("*a [b* c](x)") pairs no more.
     spans = [span for span in spans
              if not any((link.start() < span[0] < link.end()) != (link.start() < span[2] < link.end()) for link in links)]

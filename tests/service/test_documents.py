@@ -377,6 +377,23 @@ RESX = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
+def test_a_markdown_list_item_s_fenced_code_is_left_and_an_html_block_is_sent_as_html():
+    # as READMEs write them: a fence indented under a list item, a centred title in html
+    readme = ('<h3 align="center">two dogs <i>play</i></h3>\n\n- the cat sleeps:\n\n    ```shell\n    the cat --sleep\n'
+              '    ```\n\n<!-- a note -->\n* in the snow\n')
+    sent = []
+
+    def by_format(texts, source, target, fmt):
+        sent.extend((fmt, text) for text in texts)
+        return upper_in_html(texts, source, target, "html") if fmt == "html" else [text.upper() for text in texts]
+
+    done = translate_document("README.md", readme.encode(), by_format, "en", "de")
+    assert sent == [("html", '<h3 align="center">two dogs <i>play</i></h3>'), ("text", "- the cat sleeps:"),
+                    ("text", "<!-- a note -->\n* in the snow")]
+    assert "    ```shell\n    the cat --sleep\n    ```" in done.data.decode()
+    assert done.data.decode().startswith('<h3 align="center">TWO DOGS <i>PLAY</i></h3>')
+
+
 def test_a_resx_file_s_string_values_are_translated_its_typed_values_and_comments_left():
     sent = []
 

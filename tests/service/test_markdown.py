@@ -52,6 +52,9 @@ def links(text: str) -> tuple[str, list[tuple[str, str | None, str, int | None]]
     # by reference: the label names the destination defined elsewhere ("[new]: https://…")
     ("Choose [New project][new] now", "Choose New project now", [("[", "][new]", "New project", None)]),
     ("[the *docs*][_ref_]", "the docs", [("[", "][_ref_]", "the docs", None), ("*", "*", "docs", 0)]),
+    # a README's badge: a link whose text is an image (its brackets and destination had gone to the model)
+    ("[![Build status](b.svg)](https://ci.org/x) here", "Build status here",
+     [("[", "](https://ci.org/x)", "Build status", None), ("![", "](b.svg)", "Build status", 0)]),
 ])
 def test_links_are_tags_around_their_text_their_destination_kept(text, plain, tags):
     assert links(text) == (plain, tags)
