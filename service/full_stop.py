@@ -1,6 +1,6 @@
 """A translation ends with a full stop only where its source ends with a sentence's punctuation.
 
-Every bundled model learned from sentences that end with one, and ends whatever it is given so: a
+The caption models learned from sentences that end with one, and ended whatever they were given so: a
 heading "A day in the park" came back "Ein Tag im Park.", a button's "Two dogs" "Zwei Hunde.", and
 where the text was one element, `<h1>A day in the park</h1>`, the full stop landed after its end tag.
 Localisation checkers flag a translation whose end punctuation differs from its message's

@@ -4,7 +4,7 @@ The models learned from sentences in mixed case; given a heading in capitals the
 "II. A GAME OF CHESS" came back "I I III. Ein CAASSSSSSSSSSSSSSSSSSSSSSS", a book's table of
 contents ("I. THE BURIAL OF THE DEAD") a string of repeated letters. So a segment whose letters are
 all capitals (at least four, one word of three) goes to the model in sentence case, its first letter
-and each sentence's first a capital, Roman numerals and "I" kept so ("II. a game of chess"), and its
+and each sentence's first a capital, Roman numerals and "I" kept so ("II. A game of chess"), and its
 translation comes back in capitals. Every change keeps each character where it stood (a character
 whose other case is two characters is left as it is; German's ß is ẞ in capitals), so the
 alignment's offsets hold as they are.
