@@ -31,6 +31,7 @@ _POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide|diag
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
 _ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
+_END_LANGUAGE = re.compile(r'(<a:endParaRPr\b[^>]*?\blang=")[^"]*')
 # A run's child element; a run's start tag's revision ids (Word gives each editing session its own)
 _RUN_CHILD = re.compile(r"<((?:[\w.-]+:)?[\w.-]+)(?=[\s/>])[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
 _PAGE_MARK = re.compile(r"<w:lastRenderedPageBreak\s*/>")
@@ -284,7 +285,8 @@ class OfficeDocument:
             return None
         # an element the translation lost (a picture, a bookmark) is kept, at the end
         out += [element for k, (kind, element, _, _) in enumerate(items) if kind == "other" and k not in used]
-        return "".join(out) + paragraph.closing
+        # its end properties say the language its text is in now, as its runs do
+        return "".join(out) + _END_LANGUAGE.sub(lambda m: m.group(1) + target, paragraph.closing)
 
     def _run_end(self) -> str:
         return f"</{self.prefix}:r>" if self.prefix else "</r>"
