@@ -4,6 +4,7 @@ Android's strings.xml, Java's .properties, Apple's .strings, .NET's .resx and YA
 Symfony's, Hugo's)."""
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -109,8 +110,10 @@ class XmlResources(Spans):
     def _outside_comments(self, matches: Iterator[re.Match]) -> Iterator[re.Match]:
         """The matches that do not stand in a comment (a string commented out is no string)."""
         comments = [m.span() for m in _COMMENT.finditer(self.text)]
+        starts = [start for start, _ in comments]
         for match in matches:
-            if not any(start <= match.start() < end for start, end in comments):
+            k = bisect.bisect_right(starts, match.start()) - 1  # the last comment starting at or before it
+            if k < 0 or match.start() >= comments[k][1]:
                 yield match
 
     def _read(self, name: str, data: bytes, root: re.Pattern, what: str) -> None:
