@@ -392,6 +392,11 @@ def test_a_markdown_list_item_s_fenced_code_is_left_and_an_html_block_is_sent_as
                     ("text", "<!-- a note -->\n* in the snow")]
     assert "    ```shell\n    the cat --sleep\n    ```" in done.data.decode()
     assert done.data.decode().startswith('<h3 align="center">TWO DOGS <i>PLAY</i></h3>')
+    # a tag written over lines goes on one: its line's markup is whole
+    badges = '[<img src="a.png"\n      alt="two dogs">](https://x.org)\n[<img src="b.png" alt="the cat">](https://y.org)\n'
+    sent.clear()
+    done = translate_document("README.md", badges.encode(), by_format, "en", "de")
+    assert sent == [("text", '[<img src="a.png" alt="two dogs">](https://x.org)\n[<img src="b.png" alt="the cat">](https://y.org)')]
 
 
 def test_a_resx_file_s_string_values_are_translated_its_typed_values_and_comments_left():
