@@ -14,6 +14,7 @@ each part stays as it was; a paragraph whose translation cannot be put back is l
 """
 from __future__ import annotations
 
+import bisect
 import io
 import re
 import zipfile
@@ -381,9 +382,11 @@ class OpenDocument:
                 region = re.search(r"<office:master-styles\b.*?</office:master-styles>", text, re.DOTALL)
                 lo, hi = region.span() if region else (0, 0)
             values = [m.span() for m in _ODF_VALUE_CELL.finditer(text, lo, hi)]
+            value_starts = [start for start, _ in values]
             self.roots[part] = _nested(text, _ODF_PARAGRAPH_TAG, lo, hi, _OdfParagraph)
             for paragraph in _walk(self.roots[part]):
-                if not any(a <= paragraph.start < b for a, b in values):
+                k = bisect.bisect_right(value_starts, paragraph.start) - 1  # the last value cell starting before it
+                if k < 0 or paragraph.start >= values[k][1]:
                     paragraph.text = self._sent(text, paragraph)
                     if _LETTER.search(_ODF_VISIBLE.sub("", _HELD.sub("", paragraph.text))):  # words, not a date's commas
                         self.texts.append(paragraph.text)
@@ -393,20 +396,12 @@ class OpenDocument:
 
     @staticmethod
     def _sent(text: str, paragraph: _OdfParagraph) -> str:
-        """The paragraph's content, each of its elements that holds a paragraph of its children as `<x id="k"/>`."""
-        depth, opened, held = 0, 0, []
-        for tag in _ODF_TAG.finditer(text, paragraph.inner_start, paragraph.inner_end):
-            if tag.group(2):  # empty: no element to hold anything
-                continue
-            if not tag.group(1):
-                depth += 1
-                if depth == 1:
-                    opened = tag.start()
-            else:
-                depth -= 1
-                if depth == 0 and (any(opened <= child.start < tag.end() for child in paragraph.children)
-                                   or _ODF_FIELD.match(text, opened)):
-                    held.append((opened, tag.end()))
+        """The paragraph's content, each of its elements that holds a paragraph of its children, or is a
+        field, as `<x id="k"/>`."""
+        elements = _nested(text, _ODF_TAG, paragraph.inner_start, paragraph.inner_end, _Nested)
+        held = [(element.start, element.end) for element in elements
+                if any(element.start <= child.start < element.end for child in paragraph.children)
+                or _ODF_FIELD.match(text, element.start)]
         paragraph.held = held
         out, cursor = [], paragraph.inner_start
         for k, (start, end) in enumerate(held):
