@@ -41,9 +41,6 @@ class _Labels(Spans):
         self._language = (found.start(1), found.end(1)) if found else None
         self.source_language = found.group(1) if found else ""
 
-    def _put(self, translation: str, start: int, end: int) -> str:
-        return translation
-
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return [(*self._language, target)] if self._language else []
 

@@ -88,7 +88,9 @@ class Spans:
         return [text for _, _, text in self.spans]
 
     def _put(self, translation: str, start: int, end: int) -> str:
-        raise NotImplementedError
+        """What is written for the span from its translation: the translation, where the format
+        writes its text as the service answers it (markup); else the format's escapes."""
+        return translation
 
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return []  # other edits than translations (ARB's locale)

@@ -223,9 +223,6 @@ class HtmlPage(Spans):
                 return self._holding(child, start, end)
         return element
 
-    def _put(self, translation: str, start: int, end: int) -> str:
-        return translation
-
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return [(start, end, target) for start, end in self._langs]  # the page says it is in the target language now
 

@@ -300,9 +300,6 @@ class Resx(XmlResources):
                 start = data_element.start(2) + value.start(1)
                 self.spans.append((start, start + len(value.group(1)), value.group(1)))
 
-    def _put(self, translation: str, start: int, end: int) -> str:
-        return translation
-
 
 # --- YAML
 
