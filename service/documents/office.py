@@ -52,6 +52,13 @@ def _escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _zip_written(archive: zipfile.ZipFile, parts: dict[str, tuple[str, int]]) -> tuple[bytes, int]:
+    """The archive with each part's new text, and the texts translated in those written: a part whose
+    text would not read as XML is left as it was, and its translations with it."""
+    data, unreadable = rewritten(archive, {part: text.encode("utf-8") for part, (text, _) in parts.items()})
+    return data, sum(count for part, (_, count) in parts.items() if part not in unreadable)
+
+
 @dataclass
 class _Paragraph:
     part: str
@@ -318,16 +325,14 @@ class OfficeDocument:
         return self._held.sub(lambda m: children[int(m.group(1))], node.masked if content is None else content)
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        written, counts = {}, {}
+        parts = {}
         for part, text in self.texts_of.items():
             done: list[int] = []
             edits = [(node.inner_start, node.inner_end, self._rendered(text, node, translated, target, done))
                      for node in self.roots.get(part, [])]
             if done:
-                written[part], counts[part] = spliced(text, edits).encode("utf-8"), len(done)
-        data, unreadable = rewritten(self.archive, written)
-        # a part whose translation would not read is left as it was
-        return data, sum(count for part, count in counts.items() if part not in unreadable)
+                parts[part] = (spliced(text, edits), len(done))
+        return _zip_written(self.archive, parts)
 
 
 # OpenDocument's paragraph and heading tags (a self-closed one is an empty paragraph), any element's
@@ -444,13 +449,12 @@ class OpenDocument:
         return "".join(out) + text[cursor:hi], count
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
-        parts, count = {}, 0
+        parts = {}
         for part, text in self.parts.items():
             rendered, done = self._rendered(text, 0, len(text), self.roots[part], translated)
             if done:
-                parts[part], count = rendered.encode("utf-8"), count + done
-        data, unreadable = rewritten(self.archive, parts)
-        return data, 0 if unreadable else count  # a translation that would not read: the file as it was
+                parts[part] = (rendered, done)
+        return _zip_written(self.archive, parts)
 
 
 _WORKBOOK_PARTS = re.compile(r"xl/sharedStrings\.xml|xl/worksheets/sheet\d+\.xml|xl/comments\d+\.xml")

@@ -764,6 +764,24 @@ def test_an_opendocument_paragraph_holding_a_note_a_frame_or_a_field_is_sent_wit
     assert done.count == 6 and done.refused == ["'broken': its translation would not read as XML; left as it was"]
 
 
+def test_an_opendocument_part_that_reads_as_no_xml_is_left_and_the_other_s_translations_counted():
+    names = 'xmlns:office="o" xmlns:text="t" xmlns:style="s"'
+    content = (f'<office:document-content {names}><office:body><office:text><text:p>two dogs</text:p></office:text>'
+               '</office:body></office:document-content>')
+    # styles.xml uses an entity only an external DTD names: it reads as no XML, so it stays as it was
+    styles = (f'<office:document-styles {names}><office:styles>&nasty;</office:styles><office:master-styles><style:header>'
+              '<text:p>the header</text:p></style:header></office:master-styles></office:document-styles>')
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w") as archive:
+        archive.writestr("content.xml", content)
+        archive.writestr("styles.xml", styles)
+    done = translate_document("notes.odt", written.getvalue(), upper_outside_tags, "en", "de")
+    archive = zipfile.ZipFile(io.BytesIO(done.data))
+    assert archive.read("content.xml").decode() == content.replace("two dogs", "TWO DOGS")
+    assert archive.read("styles.xml").decode() == styles
+    assert done.count == 1
+
+
 def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
     strings = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="http://schemas.openxmlformats.org/'
                'spreadsheetml/2006/main" count="3" uniqueCount="3"><si><t>two dogs</t></si><si><t xml:space="preserve">'
