@@ -341,38 +341,44 @@ class Yaml(Spans):
             raise Failed(f"cannot read {name}: not YAML" + (f" (line {mark.line + 1}: {getattr(error, 'problem', '')})"
                                                               if mark is not None else "")) from None
         top = documents[0] if len(documents) == 1 else None
-        if isinstance(top, yaml.MappingNode) and len(top.value) == 1:
+        if top is not None and top.id == "mapping" and len(top.value) == 1:
             key, value = top.value[0]
-            if key.tag == _STR and _LOCALE_KEY.match(key.value) and isinstance(value, yaml.MappingNode) \
+            if key.tag == _STR and _LOCALE_KEY.match(key.value) and value.id == "mapping" \
                     and self.text[key.start_mark.index:key.end_mark.index] == key.value:
                 self.source_language = key.value
                 self.locale = (key.start_mark.index, key.end_mark.index)
-        seen: set[int] = set()
-        for document in documents:
-            self._walk(document, (), False, seen, yaml)
+        self._walk(documents)
 
-    def _walk(self, node, path: tuple[str, ...], flow: bool, seen: set[int], yaml) -> None:  # noqa: ANN001  # PyYAML's
-        if id(node) in seen:  # an alias: its anchor's node, met before
-            return
-        seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:  # keys are names, not text
-                self._walk(value, (*path, str(key.value)), bool(node.flow_style), seen, yaml)
-        elif isinstance(node, yaml.SequenceNode):
-            if self.locale is not None and path[1:] in _RAILS_NAMES:
-                return
-            for item in node.value:
-                self._walk(item, path, bool(node.flow_style), seen, yaml)
-        elif node.tag == _STR and node.value.strip():
-            style = node.style or ""
-            if not style and _RUBY_SYMBOL.match(node.value):
-                return  # Ruby's YAML reads it as a Symbol: a name, not text
-            start = _YAML_PROPERTIES.match(self.text, node.start_mark.index).end()
-            end = node.end_mark.index
-            if style in ("|", ">"):
-                self._block(node.value, style, start, end, flow)
-            else:
-                self._add(start, end, node.value, {"": "plain", "'": "single", '"': "double"}[style], "", flow)
+    def _walk(self, documents: list) -> None:
+        """Each string scalar of the documents' nodes, in order; the nodes walked with a stack of
+        their own, as deep as libyaml nests them (1,000), beyond Python's recursion."""
+        seen: set[int] = set()
+        # (a PyYAML node, the keys to it, whether it stands in a flow collection), next first
+        stack: list[tuple[object, tuple[str, ...], bool]] = [(document, (), False) for document in reversed(documents)]
+        while stack:
+            node, path, flow = stack.pop()
+            if id(node) in seen:  # an alias: its anchor's node, met before
+                continue
+            seen.add(id(node))
+            if node.id == "mapping":  # PyYAML's node kinds: "mapping", "sequence", "scalar"
+                # keys are names, not text
+                stack += [(value, (*path, str(key.value)), bool(node.flow_style)) for key, value in reversed(node.value)]
+            elif node.id == "sequence":
+                if not (self.locale is not None and path[1:] in _RAILS_NAMES):
+                    stack += [(item, path, bool(node.flow_style)) for item in reversed(node.value)]
+            elif node.tag == _STR and node.value.strip():
+                self._scalar(node, flow)
+
+    def _scalar(self, node, flow: bool) -> None:  # noqa: ANN001  # PyYAML's scalar node
+        style = node.style or ""
+        if not style and _RUBY_SYMBOL.match(node.value):
+            return  # Ruby's YAML reads it as a Symbol: a name, not text
+        start = _YAML_PROPERTIES.match(self.text, node.start_mark.index).end()
+        end = node.end_mark.index
+        if style in ("|", ">"):
+            self._block(node.value, style, start, end, flow)
+        else:
+            self._add(start, end, node.value, {"": "plain", "'": "single", '"': "double"}[style], "", flow)
 
     def _block(self, value: str, style: str, start: int, end: int, flow: bool) -> None:
         """A literal or folded block: its lines after its header's, to its last one that holds text."""

@@ -485,6 +485,12 @@ def test_a_yaml_file_s_flow_collections_anchors_tags_and_folded_lines_are_read_a
     assert yaml.safe_load(done.data) == {"menu": ["zwei, Hunde"]}
     with pytest.raises(Failed, match="^cannot read menu.yml: not YAML \\(line 2: "):
         translate_document("menu.yml", b"menu: [two dogs\nsize: 3\n", listing, "en", "de")
+    # lists as deep as libyaml reads them (beyond Python's recursion limit a walk by recursion met),
+    # and deeper, refused in one line
+    deep = ("menu: " + "[" * 999 + "two dogs" + "]" * 999 + "\n").encode()
+    assert translate_document("menu.yml", deep, listing, "en", "de").data == deep.replace(b"two dogs", b"TWO DOGS")
+    with pytest.raises(Failed, match="^cannot read menu.yml: not YAML \\(line 1: exceeded maximum nesting depth\\)$"):
+        translate_document("menu.yml", deep.replace(b"[", b"[[", 1).replace(b"]", b"]]", 1), listing, "en", "de")
 
 
 def test_a_rails_locale_s_names_are_left_its_text_translated():
