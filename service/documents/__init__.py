@@ -194,7 +194,10 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     if kind is None:
         raise Failed(f"{os.path.splitext(name)[1] or name!r} files cannot be translated; "
                      f"formats: {', '.join(FORMATS)}")
-    document = READERS[kind](name, data, kind, fuzzy)
+    try:
+        document = READERS[kind](name, data, kind, fuzzy)
+    except RecursionError:  # the readers walk a file's nesting by recursion: a file nests deeper than any real one
+        raise Failed(f"cannot read {name}: its elements nest too deeply") from None
     source = language(source or document.source_language or default_source)
     named = language(document.target_language)
     target = language(target or named)
@@ -212,7 +215,11 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
         raise Failed(f"{name}: the source and the target language are both {target!r}")
     texts = _Texts(translate, source, target, document.fmt, progress, getattr(document, "finer", None),
                    getattr(document, "formats", None))
-    written, count = document.written(texts(document.texts), mark, target)
+    translated = texts(document.texts)
+    try:
+        written, count = document.written(translated, mark, target)
+    except RecursionError:
+        raise Failed(f"cannot read {name}: its elements nest too deeply") from None
     refused = texts.refused + getattr(document, "unwritable", [])
     if count == 0 and refused:
         raise Failed(f"nothing in {name} could be translated: {refused[0]}")

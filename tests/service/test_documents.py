@@ -953,6 +953,10 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
     ("ui.xlf", b"<xliff version='1.2'><file source-language='en' target-language='de'><body>", "en", None,
      "cannot read ui.xlf: not well-formed XML"),
     ("book.epub", b"two dogs", "en", "de", "^cannot read book.epub: not an EPUB book \\(File is not a zip file\\)$"),
+    # text boxes in text boxes 1,200 deep: the readers walk paragraphs by recursion
+    ("deep.docx", office_file("word/document.xml", '<w:document xmlns:w="w"><w:body>' + "<w:p><w:r><w:pict>" * 1200
+                              + "<w:p><w:r><w:t>two dogs</w:t></w:r></w:p>" + "</w:pict></w:r></w:p>" * 1200
+                              + "</w:body></w:document>"), "en", "de", "^cannot read deep.docx: its elements nest too deeply$"),
     ("book.epub", office_file("OEBPS/ch1.xhtml", CHAPTER), "en", "de",
      "^cannot read book.epub: not an EPUB book \\(\"There is no item named 'META-INF/container.xml' in the archive\"\\)$"),
 ])
