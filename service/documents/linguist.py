@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from xml.sax.saxutils import escape
 
 from service.served import spliced
 from service.documents.xliff import FileInvalid, checked, decoded, language_named
@@ -71,10 +72,6 @@ def read(data: bytes) -> Linguist:
                     languages[1].group(1) if languages[1] else "", tuple(messages))
 
 
-def _escaped(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def written(linguist: Linguist, translations: dict[str, str], mark: bool, target: str) -> tuple[str, int]:
     """The file's text with each message that has a translation given it, and how many; a file that
     names no language (`<TS language>`) names `target` once it holds translations."""
@@ -84,7 +81,7 @@ def written(linguist: Linguist, translations: dict[str, str], mark: bool, target
         if translation is None:
             continue
         attributes = message.attributes if mark else _UNFINISHED.sub("", message.attributes)
-        value = _escaped(translation)
+        value = escape(translation)
         if _NUMERUSFORM.search(message.body):
             inner = _NUMERUSFORM.sub(lambda m: f"{m.group(1)}>{value}</numerusform>", message.body)
         else:

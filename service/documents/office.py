@@ -20,6 +20,7 @@ import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from xml.sax.saxutils import escape, unescape
 
 from service.documents.files import UNREADABLE_ZIP, Failed, reads_as_xml_content, rewritten
 from service.served import spliced
@@ -29,8 +30,6 @@ _WORD_PARTS = re.compile(r"word/(?:document|header\d*|footer\d*|footnotes|endnot
 # a presentation's slides, notes, SmartArt (its data and the drawing PowerPoint shows) and charts' titles
 _POWERPOINT_PARTS = re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide|diagrams/data|diagrams/drawing|charts/chart)"
                                r"\d+\.xml")
-_ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
-_ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
 _LANGUAGE = {"w": re.compile(r'(<w:lang\b[^>]*?\bw:val=")[^"]*'), "a": re.compile(r'(<a:rPr\b[^>]*?\blang=")[^"]*')}
 _END_LANGUAGE = re.compile(r'(<a:endParaRPr\b[^>]*?\blang=")[^"]*')
 # A run's child element; a run's start tag's revision ids (Word gives each editing session its own)
@@ -45,11 +44,8 @@ def _unrevised(head: str) -> str:
 
 
 def _unescaped(text: str) -> str:
-    return _ENTITY.sub(lambda m: _ENTITIES[m.group(0)], text)
-
-
-def _escaped(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """XML text's characters: its five named references read (`escape` writes three of them)."""
+    return unescape(text, {"&quot;": '"', "&apos;": "'"})
 
 
 def _zip_written(archive: zipfile.ZipFile, parts: dict[str, tuple[str, int]]) -> tuple[bytes, int]:
@@ -215,8 +211,8 @@ class OfficeDocument:
                 lengths[head] = lengths.get(head, 0) + len(text)
         own = max(lengths, key=lambda head: lengths[head]) if lengths else None
         base = next((k for k, item in enumerate(items) if item[1] == own and item[3] == plain), -1)
-        sent = "".join(_escaped(text) if kind == "text" and head == own and tail == plain
-                       else f'<g id="{k}">{_escaped(text)}</g>' if kind == "text" else f'<x id="{k}"/>'
+        sent = "".join(escape(text) if kind == "text" and head == own and tail == plain
+                       else f'<g id="{k}">{escape(text)}</g>' if kind == "text" else f'<x id="{k}"/>'
                        for k, (kind, head, text, tail) in enumerate(items))
         return _Paragraph(part, start, start + len(body), kept, base, items, sent, closing)
 
@@ -305,7 +301,7 @@ class OfficeDocument:
         # the run says it is in the target language now (Word's w:lang, PowerPoint's lang)
         head = _LANGUAGE[p].sub(lambda m: m.group(1) + target, head)
         space = ' xml:space="preserve"' if p == "w" else ""
-        return f"{head}<{p}:t{space}>{_escaped(text)}</{p}:t>{tail}"
+        return f"{head}<{p}:t{space}>{escape(text)}</{p}:t>{tail}"
 
     def _rendered(self, text: str, node: _Held, translated: dict[str, str], target: str, done: list[int]) -> str:
         """The paragraph's content translated where its translation can be put back, the paragraphs
@@ -499,7 +495,7 @@ class Workbook(OfficeDocument):
                     if text.strip():
                         head = element.group(0)[:element.group(0).index(">") + 1]
                         self.paragraphs.append(_Paragraph(part, start + element.start(), start + element.end(),
-                                                          "", 0, [("text", head, text, "</t>")], _escaped(text)))
+                                                          "", 0, [("text", head, text, "</t>")], escape(text)))
                     continue
                 paragraph = self._read(part, start, body)
                 if paragraph is not None:
@@ -513,5 +509,5 @@ class Workbook(OfficeDocument):
     def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:
         _, head, _, tail = item
         if tail == "</t>":  # a plain string
-            return f'<t xml:space="preserve">{_escaped(text)}</t>'
-        return f'{head}<t xml:space="preserve">{_escaped(text)}</t>{tail}'
+            return f'<t xml:space="preserve">{escape(text)}</t>'
+        return f'{head}<t xml:space="preserve">{escape(text)}</t>{tail}'

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from html import unescape
+from xml.sax.saxutils import escape
 
 from service.documents.xliff import FileInvalid, checked, decoded as decoded_xml
 from service.documents.files import Failed, Spans, decoded, encodable, reads_as_xml_content
@@ -162,7 +163,7 @@ class Android(XmlResources):
         if not quoted:
             text = _ANDROID_WHITESPACE.sub(" ", text)
         # a character an escape names is sent as XML text: "\\u0026" as "&amp;"
-        return _ANDROID_ESCAPE.sub(lambda escape: _XML_TEXT.get(c := _ANDROID_CHARACTER(escape), c), text)
+        return _ANDROID_ESCAPE.sub(lambda character: escape(_ANDROID_CHARACTER(character)), text)
 
     def _put(self, translation: str, start: int, end: int) -> str:
         quoted = self.text[start - 1] == self.text[end] == '"'
@@ -278,7 +279,6 @@ _RESX_TYPED = re.compile(r"""\b(?:type|mimetype)\s*=""")
 
 _ANDROID_CHARACTER = _escaped_character({"n": "\n", "t": "\t"})
 _ANDROID_ESCAPED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}
-_XML_TEXT = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _EDGE_SPACES = re.compile(r"^ +| +$")
 _SPACE_RUN = re.compile(r" {2,}")
 
