@@ -12,8 +12,6 @@ own in the alignment, and never in a translation memory's answer.
 """
 from __future__ import annotations
 
-import re
-
 from service.protection.placement import PreparedText
 from service.served import Served, edited
 
@@ -22,9 +20,8 @@ _END_PUNCTUATION = ".!?…:;。！？：；"
 _FULL_STOPS = ".。"
 # A quote or bracket after a sentence's punctuation: 'He said "Stop."'
 _CLOSING = "\"'”’»›)]}"
-# The word before a full stop; the abbreviations a sentence may end with, whose full stop is their own
-# (a short word is none: German ends sentences with "an", "aus", "ist").
-_WORD_BEFORE = re.compile(r"[\w.]*\Z")
+# The abbreviations a sentence may end with, whose full stop is their own (a short word is none:
+# German ends sentences with "an", "aus", "ist").
 _ABBREVIATIONS = frozenset("""usw etc bzw ca vgl evtl ggf inkl zzgl bspw usf sog nr abs abschn bd hr fr dr prof str tel
     mio mrd jh vs cf approx cie env mme mlle""".split())
 
@@ -52,10 +49,13 @@ def ends_punctuated(source: str) -> bool:
     return last is None or source[last] in _END_PUNCTUATION
 
 
-def _own_full_stop(before: str) -> bool:
-    """Whether a full stop after `before` ends an abbreviation or an ordinal: after a digit ("am 3."),
+def _own_full_stop(text: str, stop: int) -> bool:
+    """Whether the full stop at text[stop] ends an abbreviation or an ordinal: after a digit ("am 3."),
     a word with a full stop of its own ("z.B."), one letter ("J."), a word abbreviated ("usw.")."""
-    word = _WORD_BEFORE.search(before).group()  # type: ignore[union-attr]  # matches at the end at least
+    start = stop  # the word before it (word characters and full stops), scanned back
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
+        start -= 1
+    word = text[start:stop]
     return bool(word) and (word[-1].isdigit() or "." in word or len(word) == 1 or word.casefold() in _ABBREVIATIONS)
 
 
@@ -66,7 +66,7 @@ def full_stop_as_source(served: Served, prepared: PreparedText) -> Served:
         return served
     text = served.translation.text
     stop = _last_visible(text)
-    if stop is None or text[stop] not in _FULL_STOPS or text[:stop].endswith((".", "…")) or _own_full_stop(text[:stop]):
+    if stop is None or text[stop] not in _FULL_STOPS or text[stop - 1:stop] in (".", "…") or _own_full_stop(text, stop):
         return served
     alignment = served.translation.alignment
     if alignment is not None and any((w.start, w.end) == (stop, stop + 1) for w in alignment.target_words):
