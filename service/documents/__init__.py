@@ -167,14 +167,17 @@ class _Texts:
 
 
 # Where a sentence may be cut in clauses: after a comma, semicolon, colon or dash and the space after
-# it, not inside a tag
-_CLAUSE_END = re.compile(r"(?:[,;:]|\s[—–-])\s+(?![^<>]*>)")
+# it, not inside a tag (where the next angle bracket is a ">")
+_CLAUSE_END = re.compile(r"(?:[,;:]|\s[—–-])\s+")
 
 
 def clauses_of(text: str) -> list[str]:
     """A text too long for the model in two halves, cut at the clause end nearest its middle, each
     with its own whitespace (so that their translations in a row are the text's); [] where it has none."""
-    cuts = [m.end() for m in _CLAUSE_END.finditer(text) if 0 < m.end() < len(text)]
+    in_tag = [False] * (len(text) + 1)  # whether the first angle bracket from here on is a ">", scanned back
+    for k in range(len(text) - 1, -1, -1):
+        in_tag[k] = text[k] == ">" or (text[k] != "<" and in_tag[k + 1])
+    cuts = [m.end() for m in _CLAUSE_END.finditer(text) if 0 < m.end() < len(text) and not in_tag[m.end()]]
     if not cuts:
         return []
     cut = min(cuts, key=lambda at: abs(at - len(text) / 2))

@@ -234,7 +234,8 @@ class HtmlPage(Spans):
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 # (a list item's fenced code is indented as its text is: "    ```shell" under "- Capture:")
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\2[`~]*[ \t]*(?:\r?\n|\Z)|\Z)", re.DOTALL | re.MULTILINE)
-_TAG_OVER_LINES = re.compile(r"<[A-Za-z][A-Za-z0-9-]*\s[^<>]*\n[^<>]*>")
+# a tag with attributes, what follows the space after its name (where a line break makes it one over lines)
+_TAG_WITH_ATTRIBUTES = re.compile(r"<[A-Za-z][A-Za-z0-9-]*\s([^<>]*)>")
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 # CommonMark's HTML blocks that go on to a blank line: a paragraph that starts with a block element's tag
 # (an <h3 align="center"> title, a <p> of badges) or whose first line is one whole tag is html, sent as html
@@ -291,8 +292,9 @@ class Markdown(_Prose):
         self._add(start, start + len(block))
         if _HTML_BLOCK.match(block):
             self.formats[self.spans[-1][2]] = "html"
-        elif _TAG_OVER_LINES.search(block):
+        elif any("\n" in tag.group(1) for tag in _TAG_WITH_ATTRIBUTES.finditer(block)):
             # a tag written over lines (a store badge's <img src=… alt=…>) goes on one, its line's inline
             # markup then read as html: over lines, the service had cut it apart as text
             span_start, span_end, text = self.spans[-1]
-            self.spans[-1] = (span_start, span_end, _TAG_OVER_LINES.sub(lambda m: _LINE_BREAKS.sub(" ", m.group()), text))
+            self.spans[-1] = (span_start, span_end, _TAG_WITH_ATTRIBUTES.sub(
+                lambda m: _LINE_BREAKS.sub(" ", m.group()) if "\n" in m.group(1) else m.group(), text))
