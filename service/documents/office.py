@@ -332,11 +332,12 @@ class OfficeDocument:
 
 
 # OpenDocument's paragraph and heading tags (a self-closed one is an empty paragraph), any element's
-# tag, and a spreadsheet cell that holds a value of another type than text (its text shows the value).
+# tag, and a spreadsheet cell's tag and the value type of one that holds a value of another type than
+# text (its text shows the value).
 _ODF_PARAGRAPH_TAG = re.compile(r"<(/?)text:(?:p|h)(?=[\s>/])[^>]*?(/?)>")
 _ODF_TAG = re.compile(r"<(/?)[\w.-]+(?::[\w.-]+)?(?=[\s>/])[^>]*?(/?)>")
-_ODF_VALUE_CELL = re.compile(r"<table:table-cell\b[^>]*\boffice:value-type=\"(?!string\")[^\"]*\"[^>]*>.*?</table:table-cell>",
-                             re.DOTALL)
+_ODF_CELL_TAG = re.compile(r"<(/?)table:table-cell(?=[\s>/])[^>]*?(/?)>")
+_ODF_VALUE_TYPE = re.compile(r"""\boffice:value-type=["'](?!string["'])""")
 _ODF_VISIBLE = re.compile(r"<[^>]*>|\s")
 _HELD = re.compile(r'<x id="(\d+)"\s*/>')
 _LETTER = re.compile(r"[^\W\d_]")
@@ -382,7 +383,8 @@ class OpenDocument:
             if part == "styles.xml":  # its master pages' headers and footers, not its styles' samples
                 region = re.search(r"<office:master-styles\b.*?</office:master-styles>", text, re.DOTALL)
                 lo, hi = region.span() if region else (0, 0)
-            values = [m.span() for m in _ODF_VALUE_CELL.finditer(text, lo, hi)]
+            values = [(cell.start, cell.end) for cell in _walk(_nested(text, _ODF_CELL_TAG, lo, hi, _Nested))
+                      if cell.end >= 0 and _ODF_VALUE_TYPE.search(text, cell.start, cell.inner_start)]
             value_starts = [start for start, _ in values]
             self.roots[part] = _nested(text, _ODF_PARAGRAPH_TAG, lo, hi, _OdfParagraph)
             for paragraph in _walk(self.roots[part]):
