@@ -120,7 +120,7 @@ def rewritten(archive: zipfile.ZipFile, parts: dict[str, bytes]) -> tuple[bytes,
         for info in archive.infolist():
             data = archive.read(info)
             if info.filename in parts:
-                if _reads_as_xml(parts[info.filename]):
+                if reads_as_xml(parts[info.filename]):
                     data = parts[info.filename]
                 else:
                     unreadable.append(info.filename)
@@ -144,10 +144,10 @@ def reads_as_xml_content(value: str) -> bool:
     prefixes = set(_PREFIX.findall("".join(re.findall(r"<[^>]*>", value)))) - {"xml", "xmlns"}
     declared = "".join(f' xmlns:{prefix}="urn:{prefix}"' for prefix in sorted(prefixes))
     content = _NAMED_REFERENCE_TEXT.sub("", value)
-    return _reads_as_xml(f"<content{declared}>{content}</content>".encode("utf-8"))
+    return reads_as_xml(f"<content{declared}>{content}</content>".encode("utf-8"))
 
 
-def _reads_as_xml(data: bytes) -> bool:
+def reads_as_xml(data: bytes) -> bool:
     """Whether a part reads as XML, HTML's named references counted as the characters its DTD names
     them (expat reads no DTD)."""
     def numeric(reference: re.Match) -> bytes:

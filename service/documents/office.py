@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, unescape
 
-from service.documents.files import UNREADABLE_ZIP, Failed, reads_as_xml_content, rewritten
+from service.documents.files import UNREADABLE_ZIP, Failed, reads_as_xml, reads_as_xml_content, rewritten
 from service.served import spliced
 
 # The parts that hold the text a reader sees, and the prefix of their paragraphs' elements.
@@ -46,6 +46,15 @@ def _unrevised(head: str) -> str:
 def _unescaped(text: str) -> str:
     """XML text's characters: its five named references read (`escape` writes three of them)."""
     return unescape(text, {"&quot;": '"', "&apos;": "'"})
+
+
+def _unreadable_parts(texts: dict[str, str]) -> list[str]:
+    """Each part of `texts` that reads as no XML, named, and taken out of `texts`: left as it was,
+    and not read by the patterns that expect its elements closed."""
+    unreadable = [part for part, text in texts.items() if not reads_as_xml(text.encode("utf-8"))]
+    for part in unreadable:
+        del texts[part]
+    return [f"{part}: reads as no XML; left as it was" for part in unreadable]
 
 
 def _zip_written(archive: zipfile.ZipFile, parts: dict[str, tuple[str, int]]) -> tuple[bytes, int]:
@@ -129,6 +138,7 @@ class OfficeDocument:
             raise Failed(f"cannot read {name}: not a {'Word' if kind == 'word' else 'PowerPoint'} file ({error})") from None
         if not self.texts_of:
             raise Failed(f"cannot read {name}: it holds no {'word/document.xml' if kind == 'word' else 'slide'}")
+        self.unwritable = _unreadable_parts(self.texts_of)
         p = self.prefix
         self._paragraph_tag = re.compile(rf"<(/?){p}:p(?=[\s>/])[^>]*?(/?)>")
         self._held = re.compile(rf'<{p}:p phrasal-held="(\d+)"/>')
@@ -138,7 +148,6 @@ class OfficeDocument:
         self._t = re.compile(rf"<{p}:t(?:\s[^>]*)?(?:/>|>(.*?)</{p}:t>)", re.DOTALL)
         self._link = re.compile(rf"(<{p}:hyperlink\b[^>]*>)(.*)</{p}:hyperlink>", re.DOTALL)
         self.paragraphs: list[_Paragraph] = []
-        self.unwritable: list[str] = []
         self.roots: dict[str, list[_Held]] = {}
         for part, text in self.texts_of.items():
             self.roots[part] = self._nested(text)
@@ -376,6 +385,7 @@ class OpenDocument:
                 self.parts["styles.xml"] = self.archive.read("styles.xml").decode("utf-8")
         except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not an OpenDocument file ({error})") from None
+        self.unwritable = _unreadable_parts(self.parts)
         self.roots: dict[str, list[_OdfParagraph]] = {}
         self.texts: list[str] = []
         for part, text in self.parts.items():
@@ -395,7 +405,6 @@ class OpenDocument:
                         self.texts.append(paragraph.text)
                     else:
                         paragraph.text = ""
-        self.unwritable: list[str] = []
 
     @staticmethod
     def _sent(text: str, paragraph: _OdfParagraph) -> str:
@@ -477,13 +486,13 @@ class Workbook(OfficeDocument):
                              if _WORKBOOK_PARTS.fullmatch(info.filename)}
         except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not an Excel workbook ({error})") from None
+        self.unwritable = _unreadable_parts(self.texts_of)
         self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
         self._run = re.compile(r"(<r\b[^>]*>)(\s*(?:<rPr\b[^>]*?(?:/>|>.*?</rPr>))?)(.*)</r>", re.DOTALL)
         self._t = re.compile(r"<t(?:\s[^>]*)?(?:/>|>(.*?)</t>)", re.DOTALL)
         self._link = re.compile(r"(?!)")  # a workbook's strings hold no hyperlinks, nor text boxes
         self._held = re.compile(r"(?!)")
         self.paragraphs = []
-        self.unwritable = []
         for part, strings in self.texts_of.items():
             strings_of = (_SHARED_STRING if part == "xl/sharedStrings.xml" else
                           _COMMENT_TEXT if part.startswith("xl/comments") else _INLINE_STRING)
@@ -502,7 +511,7 @@ class Workbook(OfficeDocument):
                 paragraph = self._read(part, start, body)
                 if paragraph is not None:
                     self.paragraphs.append(paragraph)
-        if "xl/sharedStrings.xml" not in self.texts_of and not self.paragraphs:
+        if "xl/sharedStrings.xml" not in self.texts_of and not self.paragraphs and not self.unwritable:
             raise Failed(f"cannot read {name}: not an Excel workbook with text (no shared or inline strings)")
         self.texts = [paragraph.text for paragraph in self.paragraphs]
         self.roots = {part: [_Held(p.start, p.start, p.end, p.end, [], text[p.start:p.end], p)

@@ -785,7 +785,11 @@ def test_an_opendocument_part_that_reads_as_no_xml_is_left_and_the_other_s_trans
     archive = zipfile.ZipFile(io.BytesIO(done.data))
     assert archive.read("content.xml").decode() == content.replace("two dogs", "TWO DOGS")
     assert archive.read("styles.xml").decode() == styles
-    assert done.count == 1
+    assert done.count == 1 and done.refused == ["styles.xml: reads as no XML; left as it was"]
+    # a file whose every part reads as no XML is refused in one line
+    broken = office_file("word/document.xml", "<w:document><w:body><w:p><w:r><w:t>two dogs")
+    with pytest.raises(Failed, match="^nothing in a.docx could be translated: word/document.xml: reads as no XML; left as it was$"):
+        translate_document("a.docx", broken, upper_outside_tags, "en", "de")
 
 
 def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
