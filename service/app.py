@@ -8,7 +8,7 @@ in the log and in /health/ready (service/lifecycle.py).
 Middleware, outermost first: metrics (sees every status, refusals included) -> admission (at
 most ``max_connections`` requests served at once) -> CORS (only when origins are configured) ->
 API keys and rate limits (only when keys are configured) -> body guard (content type, size,
-time) -> the routes.
+time) -> replica routing (only when `replicas` are configured) -> the routes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -37,6 +38,7 @@ from service.runtime.domains import DomainScorer
 from service.document_store import DocumentStore
 from service.document_worker import DocumentWorker
 from service.glossary_store import GlossaryStore
+from service.http.replicas import ReplicaRouting, Replicas
 from service.lifecycle import Lifecycle
 from service.metrics import Metrics
 from service.routes import router
@@ -97,10 +99,11 @@ def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
     }
 
 
-def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None,
+               replica_transport: Any = None) -> FastAPI:
     """Build the app. ``runtime_factory(settings)`` returns the models served (``ServedModel``s,
     or bare runtimes, each then named after its pair); it runs at startup, in a worker thread. Default: ``load_default_runtimes`` (the backend the
-    settings name)."""
+    settings name). ``replica_transport``: the httpx transport to the other replicas (tests: in-process)."""
     settings = settings if settings is not None else Settings()
     factory = runtime_factory if runtime_factory is not None else load_default_runtimes
     metrics = Metrics()
@@ -137,6 +140,12 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         settings.max_segments, settings.max_chars,
     )
     # add_middleware puts each one outside the ones before it: innermost first.
+    if settings.replicas:
+        # Inside the body guard: what it sends on to another replica has passed the guard here.
+        app.state.replicas = Replicas(settings.replicas, settings.replica_address,
+                                      timeout_s=settings.request_timeout_s + 5.0, transport=replica_transport)
+        app.add_middleware(ReplicaRouting, replicas=app.state.replicas, metrics=metrics,
+                           retry_after_s=settings.retry_after_s)
     app.add_middleware(
         BodyGuardMiddleware,
         max_bytes=settings.max_body_bytes,

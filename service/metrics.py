@@ -144,6 +144,16 @@ class Metrics:
             buckets=DOCUMENT_BUCKETS,
             registry=registry,
         )
+        self.replica_requests = Counter(
+            "phrasal_replica_requests",
+            "Requests naming a glossary or document this replica does not hold, or listing glossaries, sent on "
+            "to the other replicas (service/http/replicas.py), by outcome: held (another replica answered), nowhere "
+            "(none holds it), unanswered (a replica could not be asked: 503), merged (a list).",
+            labelnames=("outcome",),
+            registry=registry,
+        )
+        for outcome in ("held", "nowhere", "unanswered", "merged"):
+            self.replica_requests.labels(outcome=outcome)
         self.documents_waiting = Gauge(
             "phrasal_documents_waiting", "Documents queued or being translated (every process of the server).",
             registry=registry,

@@ -6,6 +6,7 @@ PHRASAL_API_KEYS='{"alice": "<32 random characters>"}'. docs/operations.md expla
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Literal
@@ -25,6 +26,19 @@ MIN_API_KEY_CHARS = 16
 _PAIR = re.compile(r"^[a-z0-9_]+(-[a-z0-9_]+)*-[a-z0-9_]+$")
 # The decoding defaults of every entry point (model/decoding/defaults.py).
 _DECODING = DecodingOptions()
+
+
+def address_parts(address: str) -> tuple[str, int]:
+    """'host:port' or '[v6]:port' -> (host, port); ValueError naming what is wrong."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address!r} is not host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        ipaddress.IPv6Address(host)
+    elif ":" in host:
+        raise ValueError(f"{address!r}: an IPv6 address goes in brackets, [::1]:8000")
+    return host, int(port)
 
 
 class Settings(BaseSettings):
@@ -195,6 +209,16 @@ class Settings(BaseSettings):
         86_400.0, gt=0, description="How long a document and its translation are kept after it arrived."
     )
 
+    # --- Several replicas (service/http/replicas.py; docs/operations.md, "Scaling out").
+    replicas: list[str] = Field(
+        default_factory=list,
+        description="host:port names of the replicas of this server (every address each resolves to, e.g. a "
+        "Kubernetes headless Service), asked for a glossary or document this replica does not hold; empty: one replica.",
+    )
+    replica_address: str | None = Field(
+        None, description="This replica's own host:port as the others reach it, left out of `replicas`' addresses.",
+    )
+
     # --- Lifecycle.
     drain_timeout_s: float = Field(30.0, ge=0, description="After SIGTERM, time left to in-flight requests.")
 
@@ -205,6 +229,16 @@ class Settings(BaseSettings):
             twice = next((path for k, path in enumerate(paths) if path in paths[:k]), None)
             if twice is not None:
                 raise ValueError(f"{field} lists {twice} twice")
+        return self
+
+    @model_validator(mode="after")
+    def _replica_addresses(self) -> Settings:
+        for field, addresses in (("replicas", self.replicas), ("replica_address", [self.replica_address] * bool(self.replica_address))):
+            for address in addresses:
+                try:
+                    address_parts(address)
+                except ValueError as error:
+                    raise ValueError(f"{field}: {error}") from None
         return self
 
     @model_validator(mode="after")

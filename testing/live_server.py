@@ -13,13 +13,17 @@ import uvicorn
 from fastapi import FastAPI
 
 
-@contextmanager
-def live_server(app: FastAPI, ready_within_s: float = 60.0) -> Iterator[str]:
-    """`app` served by uvicorn in a thread on a free local port, for clients that speak HTTP
-    themselves: its base URL once /health/ready answers 200; stopped on exit."""
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+@contextmanager
+def live_server(app: FastAPI, ready_within_s: float = 60.0, port: int | None = None) -> Iterator[str]:
+    """`app` served by uvicorn in a thread on `port` (default: a free local one), for clients that
+    speak HTTP themselves: its base URL once /health/ready answers 200; stopped on exit."""
+    port = port if port is not None else free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

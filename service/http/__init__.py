@@ -7,5 +7,6 @@ request reaches them, and how errors become responses.
 - admission.py: at most ``max_connections`` requests served at once;
 - auth.py: API keys and per-key rate limits;
 - body_guard.py: request bodies have a content type, a size limit and a deadline;
+- replicas.py: a glossary or document another replica holds is answered by it;
 - errors.py: every error's status and body.
 """

@@ -65,6 +65,7 @@ from service.http.compatible import (DocumentRefused, KeyCheck, ParamsInvalid, d
 from service.http.glossaries import glossary_store
 from service.language_names import language_name
 from service.protection.placeholders import PLACEHOLDER_STYLES
+from service.http.replicas import LISTING, not_held
 
 log = logging.getLogger("service")
 
@@ -206,7 +207,7 @@ def _glossary(request: Request, glossary_id: Any, source: str | None, target: st
         raise DeepLError(400, "Bad request: a glossary needs source_lang")
     stored = glossary_store(request).get(str(glossary_id))
     if stored is None:
-        raise DeepLError(400, f"Bad request: no glossary {str(glossary_id)[:64]!r}")
+        raise DeepLError(400, f"Bad request: no glossary {str(glossary_id)[:64]!r}", not_held("glossary"))
     if (stored.source, stored.target) != (source, target):
         raise DeepLError(400, f"Bad request: glossary {stored.id} is {stored.source}-{stored.target}, "
                               f"not {source}-{target}")
@@ -291,13 +292,13 @@ async def create_glossary(request: Request) -> Response:
 @_answered
 async def list_glossaries(request: Request) -> Response:
     await _checked(request)
-    return JSONResponse({"glossaries": [_info(stored) for stored in glossary_store(request).list()]})
+    return JSONResponse({"glossaries": [_info(stored) for stored in glossary_store(request).list()]}, headers=LISTING)
 
 
 def _stored(request: Request, glossary_id: str) -> StoredGlossary:
     stored = glossary_store(request).get(glossary_id)
     if stored is None:
-        raise DeepLError(404, "Glossary not found")
+        raise DeepLError(404, "Glossary not found", not_held("glossary"))
     return stored
 
 
@@ -323,7 +324,7 @@ async def glossary_entries(glossary_id: str, request: Request) -> Response:
 async def delete_glossary(glossary_id: str, request: Request) -> Response:
     await _checked(request)
     if not glossary_store(request).delete(glossary_id):
-        raise DeepLError(404, "Glossary not found")
+        raise DeepLError(404, "Glossary not found", not_held("glossary"))
     return Response(status_code=204)
 
 
@@ -349,7 +350,9 @@ async def upload_document(request: Request) -> Response:
 def _document(request: Request, document_id: str, params: dict[str, Any]) -> Document:
     """The document the id names, where the key shown is its key."""
     document, key = document_store(request).get(document_id), params.get("document_key")
-    if document is None or not isinstance(key, str) or not secrets.compare_digest(key.encode(), document.key.encode()):
+    if document is None:
+        raise DeepLError(404, "Document not found", not_held("document"))
+    if not isinstance(key, str) or not secrets.compare_digest(key.encode(), document.key.encode()):
         raise DeepLError(404, "Document not found")
     return document
 

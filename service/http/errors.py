@@ -78,6 +78,11 @@ class ErrorJSONResponse(JSONResponse):
         return _error_json(content)
 
 
+# The header of an answer saying this replica does not hold the glossary or document a request names:
+# service/http/replicas.py sends such a request on to the other replicas.
+NOT_HELD = "x-phrasal-not-held"
+
+
 def error_body(message: str) -> bytes:
     """An error body without field details, byte for byte as the app renders one: for the answers
     the HTTP protocol writes itself, below the app (service/http/header_deadline.py, service/http/protocol.py)."""
@@ -131,6 +136,10 @@ def request_loc(request: Request, exc: RequestError) -> list[str | int]:
 async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
     loc = request_loc(request, exc)
     detail = ErrorDetail(field=_field(loc, exc.kind), loc=loc, msg=exc.message, type=exc.kind)
+    if exc.kind == "unknown_glossary":
+        if getattr(request.app.state, "replicas", None) is None:
+            _count(request, "invalid_request")  # else another replica may hold it, and service/http/replicas.py counts
+        return error_response(422, [detail], headers={NOT_HELD: "glossary"})
     _count(request, "invalid_request")
     return error_response(422, [detail])
 

@@ -9,6 +9,7 @@ from service.errors import RequestError
 from service.glossary import GlossaryEntry
 from service.glossary_schemas import EntryIn, GlossaryCreate, GlossaryList, GlossaryOut
 from service.glossary_store import GlossaryInvalid, GlossaryStore, checked_entries
+from service.http.replicas import LISTING, not_held
 from service.schemas import ErrorResponse
 
 router = APIRouter(tags=["glossaries"])
@@ -50,7 +51,8 @@ def request_glossary(request: Request, field: list[EntryIn] | str | None) -> lis
 
 
 def _not_found(glossary_id: str) -> HTTPException:
-    return HTTPException(status_code=404, detail=f"no stored glossary has the id {glossary_id[:64]!r}")
+    return HTTPException(status_code=404, detail=f"no stored glossary has the id {glossary_id[:64]!r}",
+                         headers=not_held("glossary"))
 
 
 @router.post("/glossaries", status_code=201, response_model=GlossaryOut, responses=_ERRORS)
@@ -65,7 +67,8 @@ async def create_glossary(body: GlossaryCreate, request: Request) -> GlossaryOut
 
 
 @router.get("/glossaries", response_model=GlossaryList, responses={401: _ERRORS[401], 429: _ERRORS[429]})
-async def list_glossaries(request: Request) -> GlossaryList:
+async def list_glossaries(request: Request, response: Response) -> GlossaryList:
+    response.headers.update(LISTING)  # every replica's, where there are several (service/http/replicas.py)
     return GlossaryList(glossaries=[GlossaryOut.of(g) for g in glossary_store(request).list()])
 
 

@@ -51,6 +51,7 @@ from service.http.glossaries import glossary_store
 from service.language_detection import Detection
 from service.language_names import language_name
 from service.protection.placeholders import PLACEHOLDER_STYLES
+from service.http.replicas import not_held
 from service.settings import MAX_BEAM_SIZE
 
 log = logging.getLogger("service")
@@ -116,7 +117,7 @@ def _glossary(request: Request, value: Any) -> list[GlossaryEntry]:
         raise LibreError(400, "Invalid request: glossary must be a stored glossary's id or an object of terms")
     stored = glossary_store(request).get(value)
     if stored is None:
-        raise LibreError(400, f"Invalid request: no glossary {value[:64]!r}")
+        raise LibreError(400, f"Invalid request: no glossary {value[:64]!r}", not_held("glossary"))
     return list(stored.entries)
 
 
@@ -293,7 +294,8 @@ async def download_file(filename: str, request: Request) -> Response:
     store = document_store(request)
     document = store.get(document_id)
     if document is None:
-        return _error(LibreError(404, "Not found: no such file (translated files are kept for a day)"))
+        return _error(LibreError(404, "Not found: no such file (translated files are kept for a day)",
+                                 not_held("document")))
     if document.status == ERROR:
         return _error(LibreError(400, document.error or "failed"))
     if document.status != DONE:

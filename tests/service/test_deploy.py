@@ -218,11 +218,33 @@ def test_kubernetes_manifests_probe_real_routes_and_outlast_the_drain():
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["path"] in routes
     env = {item["name"]: item.get("value") for item in container["env"]}
-    assert set(env) <= setting_fields()
+    assert {name for name in env if name.startswith("PHRASAL_")} <= setting_fields()
     pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][1])
     assert pod["terminationGracePeriodSeconds"] > pre_stop + float(env["PHRASAL_DRAIN_TIMEOUT_S"])
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert pod["securityContext"]["runAsNonRoot"] is True
+
+
+def test_kubernetes_pods_reach_each_other_for_what_another_pod_stored():
+    documents = [doc for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
+                 for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
+    deployment = next(doc for doc in documents if doc["kind"] == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item for item in container["env"]}
+    assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    # $(POD_IP) expands only where the variable is defined earlier in the list
+    assert list(env).index("POD_IP") < list(env).index("PHRASAL_REPLICA_ADDRESS")
+    (port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "http"]
+    (name_port,) = json.loads(env["PHRASAL_REPLICAS"]["value"])
+    name, replica_port = name_port.split(":")
+    headless = next(doc for doc in documents if doc["kind"] == "Service" and doc["metadata"]["name"] == name)
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"] is True
+    assert headless["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert [(p["port"], p["targetPort"]) for p in headless["spec"]["ports"]] == [(port, "http")] == [(int(replica_port), "http")]
+    own = env["PHRASAL_REPLICA_ADDRESS"]["value"]
+    assert own == f"$(POD_IP):{port}"
+    settings = Settings.model_validate({"replicas": [name_port], "replica_address": own.replace("$(POD_IP)", "10.0.0.7")})
+    assert settings.replica_address == f"10.0.0.7:{port}"
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
