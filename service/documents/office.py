@@ -15,6 +15,7 @@ each part stays as it was; a paragraph whose translation cannot be put back is l
 from __future__ import annotations
 
 import bisect
+import functools
 import io
 import re
 import zipfile
@@ -465,11 +466,25 @@ class OpenDocument:
 
 
 _WORKBOOK_PARTS = re.compile(r"xl/sharedStrings\.xml|xl/worksheets/sheet\d+\.xml|xl/comments\d+\.xml")
-_COMMENT_TEXT = re.compile(r"<text>(.*?)</text>", re.DOTALL)
-_SHARED_STRING = re.compile(r"<si>(.*?)</si>", re.DOTALL)
-_INLINE_STRING = re.compile(r"<is>(.*?)</is>", re.DOTALL)
-_PLAIN_STRING = re.compile(r"<t(?:\s[^>]*)?>(.*?)</t>", re.DOTALL)
-_PHONETIC = re.compile(r"<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
+# The prefix a part's root element gives SpreadsheetML's elements: none (Excel, openpyxl, POI) or one
+# (`<x:sst xmlns:x=...>`: what the .NET Open XML SDK writes).
+_WORKBOOK_ROOT = re.compile(r"(?:<\?.*?\?>|<!--.*?-->|\s)*<(?:([\w.-]+):)?[\w.-]+", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=8)
+def _workbook_patterns(prefix: str) -> dict[str, re.Pattern]:
+    """The patterns of a workbook part whose elements carry `prefix` ("" or "x")."""
+    q = f"{prefix}:" if prefix else ""
+    return {
+        "comment": re.compile(rf"<{q}text>(.*?)</{q}text>", re.DOTALL),
+        "shared": re.compile(rf"<{q}si>(.*?)</{q}si>", re.DOTALL),
+        "inline": re.compile(rf"<{q}is>(.*?)</{q}is>", re.DOTALL),
+        "plain": re.compile(rf"<{q}t(?:\s[^>]*)?>(.*?)</{q}t>", re.DOTALL),
+        "phonetic": re.compile(rf"<({q}rPh|{q}phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL),
+        "child": re.compile(rf"<{q}r\b[^>]*?(?:/>|>.*?</{q}r>)|<({q}rPh|{q}phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL),
+        "run": re.compile(rf"(<{q}r\b[^>]*>)(\s*(?:<{q}rPr\b[^>]*?(?:/>|>.*?</{q}rPr>))?)(.*)</{q}r>", re.DOTALL),
+        "t": re.compile(rf"<{q}t(?:\s[^>]*)?(?:/>|>(.*?)</{q}t>)", re.DOTALL),
+    }
 
 
 class Workbook(OfficeDocument):
@@ -487,26 +502,29 @@ class Workbook(OfficeDocument):
         except UNREADABLE_ZIP as error:
             raise Failed(f"cannot read {name}: not an Excel workbook ({error})") from None
         self.unwritable = _unreadable_parts(self.texts_of)
-        self._child = re.compile(r"<r\b[^>]*?(?:/>|>.*?</r>)|<(rPh|phoneticPr)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
-        self._run = re.compile(r"(<r\b[^>]*>)(\s*(?:<rPr\b[^>]*?(?:/>|>.*?</rPr>))?)(.*)</r>", re.DOTALL)
-        self._t = re.compile(r"<t(?:\s[^>]*)?(?:/>|>(.*?)</t>)", re.DOTALL)
         self._link = re.compile(r"(?!)")  # a workbook's strings hold no hyperlinks, nor text boxes
         self._held = re.compile(r"(?!)")
         self.paragraphs = []
         for part, strings in self.texts_of.items():
-            strings_of = (_SHARED_STRING if part == "xl/sharedStrings.xml" else
-                          _COMMENT_TEXT if part.startswith("xl/comments") else _INLINE_STRING)
+            root = _WORKBOOK_ROOT.match(strings)
+            # what the reading of runs (OfficeDocument._read) matches, for this part's prefix
+            self.prefix = root.group(1) or "" if root is not None else ""
+            patterns = _workbook_patterns(self.prefix)
+            self._child, self._run, self._t = patterns["child"], patterns["run"], patterns["t"]
+            strings_of = patterns["shared" if part == "xl/sharedStrings.xml" else
+                                  "comment" if part.startswith("xl/comments") else "inline"]
             for match in strings_of.finditer(strings):
                 body, start = match.group(1), match.start(1)
                 # one text (beside its phonetic reading's properties, which stay): sent as it is, its element kept
-                plain = _PLAIN_STRING.fullmatch(_PHONETIC.sub("", body).strip())
+                plain = patterns["plain"].fullmatch(patterns["phonetic"].sub("", body).strip())
                 if plain is not None:
-                    element = _PLAIN_STRING.search(body)
+                    element = patterns["plain"].search(body)
                     text = _unescaped(plain.group(1))
                     if text.strip():
                         head = element.group(0)[:element.group(0).index(">") + 1]
+                        end = element.group(0)[element.group(0).rindex("</"):]
                         self.paragraphs.append(_Paragraph(part, start + element.start(), start + element.end(),
-                                                          "", 0, [("text", head, text, "</t>")], escape(text)))
+                                                          "", 0, [("text", head, text, end)], escape(text)))
                     continue
                 paragraph = self._read(part, start, body)
                 if paragraph is not None:
@@ -519,6 +537,6 @@ class Workbook(OfficeDocument):
 
     def _text_run(self, item: tuple[str, str, str, str], text: str, target: str) -> str:
         _, head, _, tail = item
-        if tail == "</t>":  # a plain string
-            return f'<t xml:space="preserve">{escape(text)}</t>'
-        return f'{head}<t xml:space="preserve">{escape(text)}</t>{tail}'
+        q = tail[2:tail.index(":") + 1] if ":" in tail else ""  # the part's prefix, as its elements carry it
+        element = f'<{q}t xml:space="preserve">{escape(text)}</{q}t>'
+        return element if tail == f"</{q}t>" else f"{head}{element}{tail}"  # a plain string, or a run

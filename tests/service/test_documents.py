@@ -807,6 +807,31 @@ def test_a_workbook_s_shared_strings_are_translated_plain_and_formatted_alike():
     assert done.count == 2
 
 
+def test_a_workbook_whose_elements_carry_a_prefix_is_read_as_one_without():
+    # What the .NET Open XML SDK writes: `<x:sst xmlns:x=...>`; such a workbook had been refused as
+    # "not an Excel workbook with text" or come back untranslated.
+    main = 'xmlns:x="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    strings = (f'<?xml version="1.0" encoding="utf-8"?><x:sst {main}><x:si><x:t>two dogs</x:t><x:phoneticPr fontId="1"/>'
+               '</x:si><x:si><x:r><x:t xml:space="preserve">open the </x:t></x:r><x:r><x:rPr><x:b/></x:rPr><x:t>file</x:t>'
+               '</x:r></x:si></x:sst>')
+    sheet = (f'<x:worksheet {main}><x:sheetData><x:row r="1"><x:c r="A1" t="inlineStr"><x:is><x:t>the cat</x:t></x:is>'
+             '</x:c><x:c r="B1"><x:v>3</x:v></x:c></x:row></x:sheetData></x:worksheet>')
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as workbook:
+        workbook.writestr("xl/sharedStrings.xml", strings)
+        workbook.writestr("xl/worksheets/sheet1.xml", sheet)
+    sent, recorded = recording(upper_outside_tags)
+    done = translate_document("report.xlsx", archive.getvalue(), recorded, "en", "de")
+    assert sorted(sent) == ["open the <g id=\"1\">file</g>", "the cat", "two dogs"] and done.count == 3
+    written = zipfile.ZipFile(io.BytesIO(done.data))
+    assert written.read("xl/sharedStrings.xml").decode() == strings.replace(
+        "<x:t>two dogs</x:t>", '<x:t xml:space="preserve">TWO DOGS</x:t>').replace(
+        '<x:t xml:space="preserve">open the </x:t>', '<x:t xml:space="preserve">OPEN THE </x:t>').replace(
+        "<x:t>file</x:t>", '<x:t xml:space="preserve">FILE</x:t>')
+    assert written.read("xl/worksheets/sheet1.xml").decode() == sheet.replace(
+        "<x:t>the cat</x:t>", '<x:t xml:space="preserve">THE CAT</x:t>')
+
+
 CHAPTER = ('<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html>\n'
            '<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en" lang="en">\n<head><title>two dogs</title>'
            '<link rel="stylesheet" href="style.css"/></head>\n<body>\n<h1>two dogs</h1>\n'
