@@ -3,6 +3,7 @@ and link definitions left), HTML pages (as html, whole where they fit in a text,
 elements; a part refused sent again in parts) and SubRip subtitles (each subtitle's text)."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -232,8 +233,6 @@ class HtmlPage(Spans):
 # What a Markdown file holds that is no prose: front matter (YAML between --- lines at its start) and
 # fenced code (to its closing fence, or the end of the file).
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
-# (a list item's fenced code is indented as its text is: "    ```shell" under "- Capture:")
-_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\2[`~]*[ \t]*(?:\r?\n|\Z)|\Z)", re.DOTALL | re.MULTILINE)
 # a tag with attributes, what follows the space after its name (where a line break makes it one over lines)
 _TAG_WITH_ATTRIBUTES = re.compile(r"<[A-Za-z][A-Za-z0-9-]*\s([^<>]*)>")
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
@@ -244,49 +243,63 @@ _HTML_BLOCK = re.compile(
     r"figcaption|figure|footer|form|h[1-6]|head|header|hr|html|legend|li|main|menu|nav|ol|p|section|summary|table|"
     r"tbody|td|tfoot|th|thead|title|tr|ul)(?=[\s/>]|$)|<[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>[ \t]*(?:\r?\n|$)"
     r"|</[A-Za-z][A-Za-z0-9-]*\s*>[ \t]*(?:\r?\n|$))", re.IGNORECASE)
+_LINE_END = re.compile(r"\r\n?|\n")
 _BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\r?\n")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
-_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")
 _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
+
+
+@functools.lru_cache(maxsize=1)
+def _block_parser():
+    """CommonMark's block structure alone: inline markup is not read (200,000 "[" took 3.4 s so)."""
+    from markdown_it import MarkdownIt  # only a Markdown file's reading needs it
+
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+
+def _code(text: str, start: int) -> list[tuple[int, int]]:
+    """Where `text`'s code blocks (fenced or indented) are from `start` on, as CommonMark reads them:
+    markdown-it-py's, which knows a list item's own indentation (a fence indented under "- Capture:"
+    is code, and so is a block indented four more than its item's text; a paragraph indented as its
+    item's text is none)."""
+    # where each line starts, its ends as markdown-it reads them (\r\n, \r or \n)
+    offsets = [start] + [end.end() for end in _LINE_END.finditer(text, start)] + [len(text)]
+    blocks = [token.map for token in _block_parser().parse(text[start:])
+              if token.type in ("fence", "code_block") and token.map]
+    return [(offsets[min(first, len(offsets) - 1)], offsets[min(last, len(offsets) - 1)]) for first, last in blocks]
 
 
 class Markdown(_Prose):
     """A Markdown file's paragraphs (the service keeps their headings, lists, quotes and tables), but
-    for its code (fenced, at any indentation, or indented), front matter and link definitions; a
+    for its code (fenced or indented, in a list item too), front matter and link definitions; a
     paragraph that is an HTML block is sent as html."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
         self.text, self.encoding = decoded(name, data)
         self.formats: dict[str, str] = {}  # a text sent in another format than the file's: an HTML block's
-        code = [m.span() for m in _FENCE.finditer(self.text)]
         front = _FRONT_MATTER.match(self.text)
-        cursor, previous = (front.end() if front else 0), ""
-        for start, end in code + [(len(self.text), len(self.text))]:
+        cursor = front.end() if front else 0
+        for start, end in _code(self.text, cursor) + [(len(self.text), len(self.text))]:
             if end <= cursor:
                 continue
-            previous = self._paragraphs(cursor, max(start, cursor), previous)
+            self._paragraphs(cursor, max(start, cursor))
             cursor = end
 
-    def _paragraphs(self, start: int, end: int, previous: str) -> str:
-        """The paragraphs between `start` and `end`; the last one's text (a list's indented paragraph
-        is no code)."""
+    def _paragraphs(self, start: int, end: int) -> None:
+        """The paragraphs between `start` and `end`."""
         cursor = start
         for gap in list(_BLANK_LINES.finditer(self.text, start, end)) + [None]:
             stop = gap.start() if gap is not None else end
             block = self.text[cursor:stop]
             blank = _LEADING_BLANK_LINES.match(block).end()  # what the blank lines before it left
             if block.strip():
-                self._block(cursor + blank, block[blank:].rstrip(), previous)
-                previous = block[blank:]
+                self._block(cursor + blank, block[blank:].rstrip())
             if gap is not None:
                 cursor = gap.end()
-        return previous
 
-    def _block(self, start: int, block: str, previous: str) -> None:
+    def _block(self, start: int, block: str) -> None:
         lines = block.split("\n")
-        if all(line.startswith(("    ", "\t")) for line in lines if line.strip()) and not _LIST_ITEM.match(previous):
-            return  # indented code
         if all(_LINK_DEFINITION.match(line.rstrip("\r")) for line in lines):
             return
         self._add(start, start + len(block))

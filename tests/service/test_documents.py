@@ -399,6 +399,19 @@ def test_a_markdown_list_item_s_fenced_code_is_left_and_an_html_block_is_sent_as
     assert sent == [("text", '[<img src="a.png" alt="two dogs">](https://x.org)\n[<img src="b.png" alt="the cat">](https://y.org)')]
 
 
+def test_a_markdown_list_item_s_indented_code_is_left_and_its_indented_paragraphs_translated():
+    # CommonMark's reading (markdown-it-py): code is indented four more than its item's text; before,
+    # a block indented under "1. " was translated, and an item's second paragraph indented four left
+    readme = ("1. install it:\n\n        pip install phrasal\n\n   then run it\n\n- the cat\n    sleeps\n\n"
+              "    in the snow\n\n        the cat --sleep\n\n> quoted:\n>\n>     the cat --sleep\n")
+    sent, recorded = recording(lambda texts, *_: [text.upper() for text in texts])
+    done = translate_document("README.md", readme.replace("\n", "\r\n").encode(), recorded, "en", "de")
+    assert sent == ["1. install it:", "   then run it", "- the cat\n    sleeps", "    in the snow", "> quoted:\n>"]
+    assert done.data.decode() == readme.replace("\n", "\r\n").replace("install it:", "INSTALL IT:").replace(
+        "then run it", "THEN RUN IT").replace("the cat\r\n    sleeps", "THE CAT\r\n    SLEEPS").replace(
+        "in the snow", "IN THE SNOW").replace("quoted:", "QUOTED:")
+
+
 def test_a_resx_file_s_string_values_are_translated_its_typed_values_and_comments_left():
     sent = []
 
