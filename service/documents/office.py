@@ -116,7 +116,7 @@ def _walk(nodes: list) -> list:
 class _Held(_Nested):
     """A Word or PowerPoint paragraph, with the paragraphs its text boxes hold."""
 
-    masked: str = ""                  # its content, each paragraph it holds as <w:p phrasal-held="k"/>
+    masked: str = ""                  # its content, each paragraph it holds as <w:p phrasal-held="\0k"/>
     paragraph: _Paragraph | None = None
 
 
@@ -142,7 +142,9 @@ class OfficeDocument:
         self.unwritable = _unreadable_parts(self.texts_of)
         p = self.prefix
         self._paragraph_tag = re.compile(rf"<(/?){p}:p(?=[\s>/])[^>]*?(/?)>")
-        self._held = re.compile(rf'<{p}:p phrasal-held="(\d+)"/>')
+        # NUL, which no part that reads as XML holds (those that do not are left): a document's own
+        # `<w:p phrasal-held="7"/>` is no mark (it had been taken for one: an IndexError)
+        self._held = re.compile(rf'<{p}:p phrasal-held="\x00(\d+)"/>')
         self._child = re.compile(rf"<{p}:pPr\b[^>]*?(?:/>|>.*?</{p}:pPr>)|<{p}:r\b[^>]*?(?:/>|>.*?</{p}:r>)"
                                  r"|<([\w.-]+:[\w.-]+)\b[^>]*?(?:/>|>.*?</\1>)", re.DOTALL)
         self._run = re.compile(rf"(<{p}:r\b[^>]*>)(\s*(?:<{p}:rPr\b[^>]*?(?:/>|>.*?</{p}:rPr>))?)(.*)</{p}:r>", re.DOTALL)
@@ -160,12 +162,12 @@ class OfficeDocument:
 
     def _nested(self, text: str) -> list[_Held]:
         """The part's paragraphs, each with those its text boxes hold (a shape's text in a run of it),
-        and its content with each of those as `<w:p phrasal-held="k"/>`."""
+        and its content with each of those as `<w:p phrasal-held="\0k"/>`."""
         roots = _nested(text, self._paragraph_tag, 0, len(text), _Held)
         for node in _walk(roots):
             parts, cursor = [], node.inner_start
             for k, child in enumerate(node.children):
-                parts += [text[cursor:child.start], f'<{self.prefix}:p phrasal-held="{k}"/>']
+                parts += [text[cursor:child.start], f'<{self.prefix}:p phrasal-held="\x00{k}"/>']
                 cursor = child.end
             node.masked = "".join(parts) + text[cursor:node.inner_end]
         return roots

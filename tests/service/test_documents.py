@@ -638,6 +638,16 @@ def test_a_word_run_s_tabs_breaks_and_page_marks_and_a_link_s_several_runs_are_r
     ElementTree.fromstring(written)
 
 
+def test_a_document_s_own_element_that_looks_like_the_reader_s_mark_is_kept_as_an_element():
+    # The reader marks where a paragraph holds another (a text box's) with an element of its own; a
+    # document holding that element itself had failed with an IndexError (an internal error)
+    document = ('<w:document xmlns:w="w"><w:body><w:p><w:r><w:t>two dogs</w:t></w:r><w:p phrasal-held="7"/></w:p>'
+                '</w:body></w:document>')
+    done = translate_document("a.docx", office_file("word/document.xml", document), upper_outside_tags, "en", "de")
+    assert zipfile.ZipFile(io.BytesIO(done.data)).read("word/document.xml").decode() == document.replace(
+        "<w:t>two dogs</w:t>", '<w:t xml:space="preserve">TWO DOGS</w:t>')
+
+
 def test_a_word_paragraph_holding_a_text_box_is_translated_and_so_is_each_paragraph_of_the_box():
     # as Word writes a text box: in a run of the paragraph it is anchored in, once for Word and once
     # for older readers (mc:Choice, mc:Fallback), each with the box's paragraphs
