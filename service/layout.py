@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -61,6 +62,9 @@ _COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {3,}|(?<![.!?:;,]) {2}(?! )")
 # line that starts with an option, starts a line of its own even where the line before it runs on.
 _BULLET = re.compile(r"(?:[*•+‣◦]|-(?=[ \t])|\d{1,3}[.)](?=[ \t]))[ \t]+")
 _HEADING = re.compile(r"#{1,6}[ \t]+")  # Markdown's ATX heading
+# What joins or modifies an emoji: zero-width joiner, variation selectors, skin tones, keycap, tags.
+_EMOJI_PARTS = re.compile("[\u200d\ufe0e\ufe0f\u20e3\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]")
+_ARROWS = ((0x2190, 0x21FF), (0x27F0, 0x27FF), (0x2900, 0x297F))
 _TABLE_ROW = re.compile(r"\|.*\|")
 _TABLE_CELL = re.compile(r"(?:\\.|`[^`]*`|[^|\\`])*")  # up to the next pipe not escaped or in a code span
 # A line break written as an escape, or as Java's format strings write one (`%n`), with the spaces
@@ -181,7 +185,8 @@ def _split(text: str, protected: list[Protected], language: str | None) -> Layou
         return whole(text)
     if (not protected and "\n" not in text and "\t" not in text and "  " not in text and "|" not in text and text == text.strip()
             and not _SENTENCE_GAP.search(text) and _LETTER.search(text)
-            and not any(mark.match(text) for mark in (_BULLET, _HEADING, _QUOTE))):
+            and not any(mark.match(text) for mark in (_BULLET, _HEADING, _QUOTE))
+            and not (_icon(text[0]) or _icon(text[-1]) or _EMOJI_PARTS.match(text[-1]))):
         return whole(text)  # one line, one column, one sentence: what most texts are, at no cost
     inside = _inside(len(text), protected)
     verbatim = _verbatim(text)
@@ -562,6 +567,52 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
     return start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
 
 
+def _icon(char: str) -> bool:
+    """A symbol shown as a picture: an emoji, a dingbat (✔, ⚠, ★), an arrow, or an icon font's glyph
+    (a private-use code point: Font Awesome's, Material's)."""
+    if unicodedata.category(char) in ("So", "Co"):
+        return True
+    code = ord(char)
+    return any(low <= code <= high for low, high in _ARROWS)
+
+
+def _icons_from(text: str, start: int, end: int) -> int:
+    """Where the icons at `start` (each with what joins or modifies it) stop; `start` where none is."""
+    at = start
+    if at < end and _icon(text[at]):
+        at += 1
+        while at < end and (_icon(text[at]) or _EMOJI_PARTS.match(text[at])):
+            at += 1
+    return at
+
+
+def _icons_before(text: str, start: int, end: int) -> int:
+    """Where the icons that end at `end` start (a run starts at an icon); `end` where none is."""
+    at = end
+    while at > start and (_icon(text[at - 1]) or _EMOJI_PARTS.match(text[at - 1])):
+        at -= 1
+    while at < end and not _icon(text[at]):
+        at += 1
+    return at
+
+
+def _icon_edges(text: str, start: int, end: int, inside: list[bool]) -> tuple[int, int]:
+    """text[start:end] without the icons at its edges, each set apart by whitespace ("✔ Done", "Next
+    ➜", an icon font's glyph before a label): kept as sent, the label between them translated. Sent
+    with them, "✔ Done" came back "✔ Done fertig", "Save file \uf00c" with the glyph inside."""
+    while True:
+        lead = _icons_from(text, start, end)
+        if not (start < lead < end and text[lead] in " \t" and not any(inside[start:lead])):
+            break
+        start = _stripped(text, lead, end)[0]
+    while True:
+        tail = _icons_before(text, start, end)
+        if not (start < tail < end and text[tail - 1] in " \t" and not any(inside[tail:end])):
+            break
+        end = _stripped(text, start, tail)[1]
+    return start, end
+
+
 def _line_of(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
@@ -595,6 +646,9 @@ def _cells(text: str, start: int, end: int, inside: list[bool]) -> tuple[list[tu
         if found and not inside[content_start] and found.end() < content_end:
             content_start, mark = found.end(), kind
             break
+    label_start, content_end = _icon_edges(text, content_start, content_end, inside)
+    if label_start > content_start:
+        content_start, mark = label_start, mark or "icon"  # an icon before a label starts a line anew
     cells = []
     cell_start = content_start
     for gap in _COLUMN_GAP.finditer(text, content_start, content_end):

@@ -176,6 +176,18 @@ def test_a_help_text_is_cut_into_lines_columns_runs_on_and_sentences():
      [(["Usage: %s LOGIN"], [], 0, None, ""), "\n       %s -D\n       ", (["%s -D [options]"], [], 7, None, ""), "\n"]),
     ("%s%s\nEncoding: %s\n%s", ["%s%s\n", (["Encoding: %s"], [], 0, None, ""), "\n%s"]),
     ("the file will remain at\n'{}'", [(["the file will remain at '{}'"], [], 0, 23, "")]),
+    # Icons set apart at a label's edges are kept as sent (sent with them, "✔ Done" came back "✔ Done
+    # fertig"): a dingbat, an emoji with its variation selector or skin tone, an arrow, an icon font's glyph.
+    ("✔ Done", ["✔ ", (["Done"], [], 2, None, "")]),
+    ("⭐\ufe0f Star us", ["⭐\ufe0f ", (["Star us"], [], 3, None, "")]),
+    ("Thanks 👍🏽", [(["Thanks"], [], 0, None, ""), " 👍🏽"]),
+    ("🎉🎉 Party 🎉 ✓", ["🎉🎉 ", (["Party"], [], 3, None, ""), " 🎉 ✓"]),
+    ("Save file \uf00c", [(["Save file"], [], 0, None, ""), " \uf00c"]),
+    ("- ➜ Next page", ["- ➜ ", (["Next page"], [], 4, None, "")]),
+    ("Done.\n✔ Saved", [(["Done."], [], 0, None, ""), "\n✔ ", (["Saved"], [], 2, None, "")]),
+    # not set apart, or inside the text: the text's own
+    ("✔Done", [(["✔Done"], [], 0, None, "")]),
+    ("A → B", [(["A → B"], [], 0, None, "")]),
 ])
 def test_cuts(text, expected):
     assert cut(text) == expected
