@@ -254,8 +254,9 @@ def _enclosed(text: str, start: int, end: int) -> tuple[int, int]:
 
 def unenclosed(text: str) -> str:
     """A protected part without the quotes or angle brackets it was taken with (`'--size=M'` ->
-    `--size=M`): a translation may write other quotes around the same literal (»--size=M«)."""
-    if len(text) > 2 and text[-1] in _PAIRS.get(text[0], ""):
+    `--size=M`): a translation may write other quotes around the same literal (»--size=M«). Not a
+    Markdown code span's backticks, which are its syntax (GNU's `` `--size=M' `` are quotes)."""
+    if len(text) > 2 and text[-1] in _PAIRS.get(text[0], "") and not text[0] == text[-1] == "`":
         return text[1:-1]
     return text
 

@@ -46,6 +46,16 @@ def test_a_quoted_command_line_may_come_back_in_the_targets_quotes_and_no_other_
     assert served[0].placed == [Placed("option", "`%s --help'", 4, 15, 14, 25, "model")]
 
 
+def test_a_markdown_code_span_keeps_its_backticks():
+    # Its backticks are its syntax, not quotes: the software model's »--force« had been taken
+    prepared = prepare("Use the `--force` flag to overwrite")
+    assert [(p.kind, p.text) for p in prepared.protected] == [("code", "`--force`")]
+    quoted = Translation("Den Schalter »--force« zum Überschreiben verwenden", -1.0)
+    kept = Translation("Den Schalter `--force` zum Überschreiben verwenden", -1.5)
+    assert [s.translation.text for s in serve_as_written(prepared, [kept, quoted], "none")] == [kept.text]
+    assert serve_as_written(prepared, [quoted, kept], "none") is None  # the best one lost it: taken out instead
+
+
 def test_nothing_to_protect_a_glossary_in_markup_or_markup_beyond_tags_around_placeholders_goes_the_protected_way():
     assert not tried_as_written(prepare("Open the file"))
     assert not tried_as_written(prepare("Open the file", glossary=[GlossaryEntry("open", "öffnen")]))
