@@ -315,7 +315,7 @@ class SpanOut(BaseModel):
 
 class ProtectedOut(BaseModel):
     kind: Literal["weblate", "code", "url", "email", "path", "printf", "python", "qt", "ruby", "brace", "icu", "fluent",
-                  "laravel", "shell",
+                  "laravel", "shell", "webextension",
                   "entity", "option", "accelerator", "term", "glossary", "tag"]
     text: str = Field(description="The placeholder or term, or a tag's opening tag, exactly as sent (in html the "
                       "translation holds the tag with its alt, title and other text attributes translated).")

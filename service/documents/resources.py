@@ -19,7 +19,10 @@ _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 
 
 class Json(Spans):
-    """Every string value of a JSON file, in any nesting; ARB's metadata (keys from `@`) left."""
+    """Every string value of a JSON file, in any nesting; ARB's metadata (keys from `@`) left. A
+    browser extension's messages.json (every entry an object with a "message") gets its messages
+    translated, each entry's description and placeholders (what a placeholder stands for, an example
+    of it) left: they are notes for translators and syntax."""
 
     fmt = "text"
 
@@ -33,6 +36,8 @@ class Json(Spans):
         if not isinstance(document, (dict, list)):
             raise Failed(f"cannot read {name}: not a JSON object or list of strings")
         self.source_language = document.get("@@locale", "") if isinstance(document, dict) else ""
+        messages = (isinstance(document, dict) and bool(document)
+                    and all(isinstance(entry, dict) and isinstance(entry.get("message"), str) for entry in document.values()))
         self.locale: tuple[int, int] | None = None
         # Each open container: whether it is an object, the key just read in it, whether it lies under
         # ARB metadata.
@@ -50,6 +55,8 @@ class Json(Spans):
                     stack[-1][1] = json.loads(value)  # a key
                 elif len(stack) == 1 and stack[-1][1] == "@@locale":
                     self.locale = (token.start(), token.end())
+                elif messages and not (len(stack) == 2 and stack[-1][0] and stack[-1][1] == "message"):
+                    continue
                 elif not self._metadata(stack[-1]):
                     string = json.loads(value)
                     if string.strip():

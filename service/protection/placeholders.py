@@ -22,6 +22,7 @@ Styles, in the order they are matched (an earlier style wins where matches overl
   `{0,number,#}` (braces balanced; the whole argument is one placeholder).
 - "fluent": Fluent's placeables, `{ $user }`, `{ -brand-name }`, `{ NUMBER($count) }`.
 - "shell": `${VAR}`, and a JavaScript template literal's `${user.name}`.
+- "webextension": a browser extension's named placeholder, `$COUNT$`, `$user_name$` (messages.json).
 - "ruby": `%{name}` and `%<name>s`.
 - "python": `%(name)s`, `%(count)5.2f`.
 - "brace": `{name}`, `{0}`, `{}`, `{user.name}`, `{items[0]}`, `{name!r:>10}`, `{0:.2f}` (Python
@@ -89,6 +90,9 @@ BRACE = re.compile(
 # A shell's variable, `${HOME}`, `${name:-default}`, or a JavaScript template literal's expression,
 # `${user.name}`, `${formatPrice(total)}` (read as a brace field, its `$` had reached the model).
 SHELL = re.compile(r"\$\{[^{}\n]+\}")
+# A browser extension's (WebExtension, Chrome's i18n) named placeholder, `$COUNT$`: letters, digits, `_`
+# and `@`, a letter among them (the model had translated "$COUNT$" as "$ZAHL$"); `$$` is a dollar sign.
+WEBEXTENSION = re.compile(r"(?<![\w$])\$[A-Za-z0-9_@]*[A-Za-z][A-Za-z0-9_@]*\$(?![\w$])")
 # Fluent's placeables (Mozilla's Project Fluent, .ftl): a variable `{ $user }`, a term `{ -brand-name }`
 # or its attribute `{ -brand.gender }`, a message `{ menu-save }` is too rare to tell from prose; a
 # function call `{ NUMBER($count, minimumFractionDigits: 2) }`.
@@ -129,7 +133,8 @@ CODE = re.compile(r"(?<![\w`])`(?=[^\s`])[^`'\n]*[^\s`']`(?![\w`])")
 ICU_START = re.compile(
     r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:plural|select|selectordinal|number|date|time|choice|spellout|ordinal|duration)\b")
 
-PLACEHOLDER_STYLES = ("weblate", "code", "url", "email", "path", "icu", "fluent", "shell", "ruby", "python", "brace", "qt",
+PLACEHOLDER_STYLES = ("weblate", "code", "url", "email", "path", "icu", "fluent", "shell", "webextension", "ruby", "python",
+                      "brace", "qt",
                       "printf", "laravel", "entity", "option", "accelerator")
 # Not a style clients choose: `#`, the number, in a sentence made of an ICU plural branch (service/icu.py),
 # reported as an "icu" part.
@@ -232,7 +237,8 @@ def _accelerator(text: str) -> list[tuple[int, int]]:
     return [(at, at + 1)]
 
 
-_PATTERNS = {"weblate": WEBLATE, "code": CODE, "email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
+_PATTERNS = {"weblate": WEBLATE, "code": CODE, "email": EMAIL, "path": PATH, "option": OPTION, "shell": SHELL,
+             "webextension": WEBEXTENSION, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
              "entity": ENTITY, "fluent": FLUENT, "laravel": LARAVEL}
 
 

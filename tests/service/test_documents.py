@@ -62,6 +62,21 @@ def test_every_string_of_a_json_file_is_translated_but_arb_s_metadata_and_its_lo
     assert (done.source, done.count, done.unit) == ("en", 4, "strings")
 
 
+def test_a_browser_extension_s_messages_are_translated_their_descriptions_and_placeholders_left():
+    messages = ('{\n  "title": {"message": "two dogs play", "description": "the dogs"},\n  "count": {"message": "$N$ the cat",'
+                ' "placeholders": {"n": {"content": "$1", "example": "the cat"}}}\n}\n')
+    sent, recorded = recording(reversed_words)
+    done = translate_document("messages.json", messages.encode(), recorded, "en", "de")
+    assert sent == ["two dogs play", "$N$ the cat"]
+    assert done.data.decode() == messages.replace('"two dogs play"', '"PLAY DOGS TWO"').replace(
+        '"$N$ the cat"', '"CAT THE $N$"')
+    # an object of objects that is no extension's (an entry without a message) is read whole
+    other = '{"a": {"message": "two dogs"}, "b": {"text": "the cat"}}'
+    sent.clear()
+    translate_document("messages.json", other.encode(), recorded, "en", "de")
+    assert sent == ["two dogs", "the cat"]
+
+
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
     def german(texts, source, target, fmt):
         return ["Schlie\u00dfen \"jetzt\"" for _ in texts]

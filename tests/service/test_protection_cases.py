@@ -90,6 +90,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     # Markdown code spans whole, with their backticks; GNU's quotes (`a' and `b') are none, nor a span in a word.
     ("Run `npm install` and `%s --force`, not `a' or `b', x`y` or ` z `",
      [("code", "`npm install`"), ("code", "`%s --force`")]),
+    # A browser extension's named placeholders; not a price, a positional `$1` nor `$$`.
+    ("$COUNT$ items selected by $user_name$ for $5 or $$10$ ($1)",
+     [("webextension", "$COUNT$"), ("webextension", "$user_name$")]),
     # Weblate's markers for the placeholders it took out; nothing else in square brackets.
     ("Trusted by [X11X]\nSHA1 [X19X]: [X] [x1x] [X1] [X12X ]",
      [("weblate", "[X11X]"), ("weblate", "[X19X]")]),
