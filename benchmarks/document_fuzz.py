@@ -82,6 +82,14 @@ SEEDS["notes.odt"] = ('<?xml version="1.0" encoding="UTF-8"?>\n<office:document-
 SEEDS["story.epub"] = ('<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en" '
                        'lang="en"><head><title>Getting started</title></head><body><h1>Getting started</h1><p>Open '
                        'the <em>File</em> menu &amp; save.<br/>See <a href="b.xhtml">the guide</a>.</p></body></html>').encode()
+SEEDS["Localizable.xcstrings"] = (
+    b'{\n  "sourceLanguage" : "en",\n  "strings" : {\n    "" : {\n\n    },\n    "%lld files" : {\n      "localizations" : {\n'
+    b'        "en" : {\n          "variations" : {\n            "plural" : {\n              "one" : {\n                '
+    b'"stringUnit" : {\n                  "state" : "translated",\n                  "value" : "%lld file"\n'
+    b'                }\n              },\n              "other" : {\n                "stringUnit" : {\n'
+    b'                  "state" : "translated",\n                  "value" : "%lld files"\n                }\n'
+    b'              }\n            }\n          }\n        }\n      }\n    },\n    "Open %@" : {\n\n    },\n'
+    b'    "X" : {\n      "shouldTranslate" : false\n    }\n  },\n  "version" : "1.0"\n}')
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 

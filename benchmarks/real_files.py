@@ -63,7 +63,7 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
     import yaml
 
     try:
-        if kind == "json":
+        if kind in ("json", "xcstrings"):
             json.loads(data)
         elif kind == "yaml":
             yaml.safe_load(data)
@@ -119,6 +119,12 @@ def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
                     if '"q"' not in text and "&quot;q&quot;" not in text]
             if left:
                 broken.append(f"hostile: {len(left)} texts read again untranslated, the first {left[0][:100]!r}")
+        if kind == "xcstrings":  # every string the target lacked has its localization now
+            catalog = READERS[kind](name, done.data, kind, False)
+            catalog.for_target(target)
+            if catalog.texts:
+                broken.append(f"{translate.__name__}: {len(catalog.texts)} strings still lack a translation, "
+                              f"the first {catalog.texts[0][:100]!r}")
         if kind in RESOURCES:
             before = READERS[kind](name, data, kind, False).texts
             after = READERS[kind](name, done.data, kind, False).texts

@@ -152,7 +152,7 @@ def _pretranslate(catalog: Path, output: Path, args: argparse.Namespace, service
     for note in done.refused:
         print(f"pretranslate: left untranslated, {note}", file=sys.stderr)
     if done.skipped:
-        print(f"pretranslate: {done.skipped} units segmented again (seg-source) left as they are", file=sys.stderr)
+        print(f"pretranslate: {done.skipped} {done.skipped_as} left as they are", file=sys.stderr)
     _replace(output, done.data)
     print(f"{done.count} {done.unit} translated{f' (marked {done.marked})' if done.marked else ''}: {output}")
 

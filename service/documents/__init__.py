@@ -5,7 +5,8 @@ PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods;
 books (.epub; service/documents/epub.py), SubRip subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
-resources (.resx) and YAML (.yml, .yaml: Rails', Symfony's, Hugo's).
+resources (.resx), YAML (.yml, .yaml: Rails', Symfony's, Hugo's) and Xcode's String Catalogs (.xcstrings;
+service/documents/xcstrings.py).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -49,6 +50,7 @@ from service.documents.gettext import Catalog
 from service.documents.office import OfficeDocument, OpenDocument, Workbook
 from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles
 from service.documents.resources import AppleStrings, Android, Json, Properties, Resx, Yaml
+from service.documents.xcstrings import StringCatalog
 
 __all__ = ["BATCH", "FORMATS", "MEDIA_TYPES", "Failed", "NoTarget", "Refused", "Translate", "Translated", "format_of",
            "language", "translate_document"]
@@ -60,11 +62,12 @@ FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xlif
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
            ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
            ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
-           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub"}
+           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub", ".xcstrings": "xcstrings"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
            "html": HtmlPage, "subtitles": Subtitles, "json": Json, "android": Android, "properties": Properties,
            "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
-           "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook, "epub": Epub}
+           "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook, "epub": Epub,
+           "xcstrings": StringCatalog}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
                "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
@@ -75,7 +78,7 @@ MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xl
                "odp": "application/vnd.oasis.opendocument.presentation",
                "ods": "application/vnd.oasis.opendocument.spreadsheet",
                "excel": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-               "epub": "application/epub+zip"}
+               "epub": "application/epub+zip", "xcstrings": "application/json"}
 
 
 @dataclass
@@ -88,7 +91,8 @@ class Translated:
     target: str
     characters: int = 0         # characters of the texts sent
     refused: list[str] = field(default_factory=list)  # each text left as it was, and why
-    skipped: int = 0            # XLIFF units segmented again (seg-source), left as they are
+    skipped: int = 0            # left as they are by the file's say (`skipped_as` says which)
+    skipped_as: str = ""        # "units segmented again (seg-source)" (XLIFF), "strings marked not to translate or stale"
 
 
 def format_of(name: str) -> str | None:
@@ -216,6 +220,8 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
         source = detected
     if source == target:
         raise Failed(f"{name}: the source and the target language are both {target!r}")
+    if hasattr(document, "for_target"):  # a file of every language: what it lacks in the target's
+        document.for_target(target)
     texts = _Texts(translate, source, target, document.fmt, progress, getattr(document, "finer", None),
                    getattr(document, "formats", None))
     translated = texts(document.texts)
@@ -227,4 +233,4 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     if count == 0 and refused:
         raise Failed(f"nothing in {name} could be translated: {refused[0]}")
     return Translated(written, count, document.unit, document.marks if mark else "", source, target, texts.characters,
-                      refused, getattr(document, "skipped", 0))
+                      refused, getattr(document, "skipped", 0), getattr(document, "skipped_as", ""))

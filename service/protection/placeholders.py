@@ -75,6 +75,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 PRINTF = re.compile(
+    # Apple's: a variable that a stringsdict or String Catalog substitutes, `%#@count@`, and `%arg`,
+    # what one of its variations writes for the argument (read as "%a" and "rg" before)
+    r"%(?:\d+\$)?#@[A-Za-z_][A-Za-z0-9_]*@|%arg(?![A-Za-z0-9_])|"
     r"%(?:\d+\$)?[-+0#'I]*(?:\d+|\*(?:\d+\$)?)?(?:\.(?:\d+|\*(?:\d+\$)?))?"
     r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32)?(?:[A-Za-z@%]|<[A-Za-z0-9_]+>)")
 QT = re.compile(r"%L?[0-9]{1,2}(?![0-9$A-Za-z]|\.[0-9])")

@@ -4,6 +4,7 @@ translate_file and DeepL's v2/document, driven by DeepL's own client, over a liv
 runtime translates "two dogs play" as "PLAY DOGS TWO"."""
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import re
@@ -75,6 +76,135 @@ def test_a_browser_extension_s_messages_are_translated_their_descriptions_and_pl
     sent.clear()
     translate_document("messages.json", other.encode(), recorded, "en", "de")
     assert sent == ["two dogs", "the cat"]
+
+
+XCSTRINGS = """{
+  "sourceLanguage" : "en",
+  "strings" : {
+    "" : {
+
+    },
+    "%lld photos" : {
+      "localizations" : {
+        "en" : {
+          "variations" : {
+            "plural" : {
+              "one" : {
+                "stringUnit" : {
+                  "state" : "translated",
+                  "value" : "%lld photo"
+                }
+              },
+              "other" : {
+                "stringUnit" : {
+                  "state" : "translated",
+                  "value" : "%lld photos"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "apples" : {
+      "localizations" : {
+        "en" : {
+          "stringUnit" : {
+            "state" : "translated",
+            "value" : "%@ ate %#@appleCount@ today"
+          },
+          "substitutions" : {
+            "appleCount" : {
+              "argNum" : 2,
+              "formatSpecifier" : "lld",
+              "variations" : {
+                "plural" : {
+                  "one" : {
+                    "stringUnit" : {
+                      "state" : "translated",
+                      "value" : "one apple"
+                    }
+                  },
+                  "other" : {
+                    "stringUnit" : {
+                      "state" : "translated",
+                      "value" : "%arg apples"
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "Cancel" : {
+      "localizations" : {
+        "de" : {
+          "stringUnit" : {
+            "state" : "translated",
+            "value" : "Abbrechen"
+          }
+        }
+      }
+    },
+    "CFBundleName" : {
+      "shouldTranslate" : false
+    },
+    "Old label" : {
+      "extractionState" : "stale"
+    },
+    "two dogs play" : {
+
+    },
+    "Waiting" : {
+      "localizations" : {
+        "de" : {
+          "stringUnit" : {
+            "state" : "new",
+            "value" : ""
+          }
+        }
+      }
+    }
+  },
+  "version" : "1.0"
+}"""
+
+
+def test_a_string_catalog_gets_the_target_localizations_it_lacks_written_as_xcode_writes_it():
+    sent, recorded = recording(lambda texts, *_: [text.upper() for text in texts])
+    done = translate_document("Localizable.xcstrings", XCSTRINGS.encode(), recorded, None, "de")
+    # the key where the source language has no localization; plural variations; a substitution's
+    # variations; none marked not to translate, stale or already translated; one in the state "new"
+    assert sent == ["%lld photo", "%lld photos", "%@ ate %#@appleCount@ today", "one apple", "%arg apples",
+                    "two dogs play", "Waiting"]
+    assert (done.source, done.count, done.skipped, done.marked) == ("en", 7, 2, "needs_review")
+    written = json.loads(done.data)
+    review = lambda value: {"stringUnit": {"state": "needs_review", "value": value}}  # noqa: E731
+    strings = json.loads(XCSTRINGS)["strings"]
+    assert written["strings"]["%lld photos"]["localizations"]["de"] == {
+        "variations": {"plural": {"one": review("%LLD PHOTO"), "other": review("%LLD PHOTOS")}}}
+    assert written["strings"]["apples"]["localizations"]["de"] == {
+        **review("%@ ATE %#@APPLECOUNT@ TODAY"), "substitutions": {"appleCount": {
+            "argNum": 2, "formatSpecifier": "lld",
+            "variations": {"plural": {"one": review("ONE APPLE"), "other": review("%ARG APPLES")}}}}}
+    assert written["strings"]["two dogs play"] == {"localizations": {"de": review("TWO DOGS PLAY")}}
+    assert written["strings"]["Waiting"]["localizations"]["de"] == review("WAITING")
+    for key in ("", "Cancel", "CFBundleName", "Old label"):
+        assert written["strings"][key] == strings[key]
+    assert list(written["strings"]["%lld photos"]["localizations"]) == ["de", "en"]  # Xcode's order
+    # every line of the file is kept, in order (Xcode's " : ", its empty object over three lines), but
+    # the blank one of the empty object that got a localization and the two of the one that was "new"
+    before, after = XCSTRINGS.split("\n"), done.data.decode().split("\n")
+    lost = [line for tag, i, j, _, _ in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+            if tag in ("delete", "replace") for line in before[i:j]]
+    assert lost == ["", '            "state" : "new",', '            "value" : ""']
+    # a catalog with nothing to add comes back byte for byte
+    again = translate_document("Localizable.xcstrings", done.data, recorded, None, "de", mark=False)
+    assert (again.count, again.data) == (0, done.data)
+    with pytest.raises(Failed, match='not a string catalog'):
+        translate_document("Localizable.xcstrings", b'{"a": "b"}', recorded, "en", "de")
 
 
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():

@@ -90,6 +90,9 @@ def diagonal(prepared, translation: str) -> TokenAlignment:
     # Markdown code spans whole, with their backticks; GNU's quotes (`a' and `b') are none, nor a span in a word.
     ("Run `npm install` and `%s --force`, not `a' or `b', x`y` or ` z `",
      [("code", "`npm install`"), ("code", "`%s --force`")]),
+    # Apple's variables a stringsdict or String Catalog substitutes, and `%arg` in their variations.
+    ("%@ ate %#@appleCount@, %1$#@files@ and %arg apples", [("printf", "%@"), ("printf", "%#@appleCount@"),
+                                                         ("printf", "%1$#@files@"), ("printf", "%arg")]),
     # A browser extension's named placeholders; not a price, a positional `$1` nor `$$`.
     ("$COUNT$ items selected by $user_name$ for $5 or $$10$ ($1)",
      [("webextension", "$COUNT$"), ("webextension", "$user_name$")]),
