@@ -65,6 +65,13 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
     try:
         if kind in ("json", "xcstrings"):
             json.loads(data)
+        elif kind == "fluent":  # no more of it that Fluent cannot read than before
+            from fluent.syntax import FluentParser, ast
+
+            junk = [sum(isinstance(entry, ast.Junk) for entry in FluentParser().parse(text.decode()).body)
+                    for text in (data, before)]
+            if junk[0] > junk[1]:
+                raise ValueError(f"{junk[0] - junk[1]} more entries of junk")
         elif kind == "yaml":
             yaml.safe_load(data)
         elif kind in ("android", "resx", "xliff", "linguist"):

@@ -5,8 +5,8 @@ PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods;
 books (.epub; service/documents/epub.py), SubRip subtitles (.srt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
-resources (.resx), YAML (.yml, .yaml: Rails', Symfony's, Hugo's) and Xcode's String Catalogs (.xcstrings;
-service/documents/xcstrings.py).
+resources (.resx), YAML (.yml, .yaml: Rails', Symfony's, Hugo's), Xcode's String Catalogs (.xcstrings;
+service/documents/xcstrings.py) and Fluent (.ftl; service/documents/fluent.py).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from service.documents.bilingual import Bilingual
 from service.documents.epub import Epub
+from service.documents.fluent import FluentFile
 from service.documents.files import TOO_LONG, Failed, NoTarget, Refused, Translate
 from service.documents.gettext import Catalog
 from service.documents.office import OfficeDocument, OpenDocument, Workbook
@@ -62,12 +63,13 @@ FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xlif
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
            ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
            ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
-           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub", ".xcstrings": "xcstrings"}
+           ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub", ".xcstrings": "xcstrings",
+           ".ftl": "fluent"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
            "html": HtmlPage, "subtitles": Subtitles, "json": Json, "android": Android, "properties": Properties,
            "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
            "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook, "epub": Epub,
-           "xcstrings": StringCatalog}
+           "xcstrings": StringCatalog, "fluent": FluentFile}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
                "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
@@ -78,7 +80,8 @@ MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xl
                "odp": "application/vnd.oasis.opendocument.presentation",
                "ods": "application/vnd.oasis.opendocument.spreadsheet",
                "excel": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-               "epub": "application/epub+zip", "xcstrings": "application/json"}
+               "epub": "application/epub+zip", "xcstrings": "application/json",
+               "fluent": "text/plain"}
 
 
 @dataclass

@@ -207,6 +207,47 @@ def test_a_string_catalog_gets_the_target_localizations_it_lacks_written_as_xcod
         translate_document("Localizable.xcstrings", b'{"a": "b"}', recorded, "en", "de")
 
 
+FTL = """# A comment, left
+hello = two dogs { $user } play
+block =
+    two dogs
+    the cat { $n }
+emails =
+    { $count ->
+        [one] the cat
+       *[other] { $count } cats
+    }
+login = two dogs
+    .placeholder = the cat
+-brand-name = two dogs
+about = the cat { -brand-name }
+broken line
+"""
+
+
+def test_a_fluent_file_s_messages_variants_and_attributes_are_translated_in_place():
+    sent, recorded = recording(lambda texts, *_: [re.sub(r"(\{[^}]*\})|([^{]+)", lambda m: m.group(1) or m.group(2).upper(), text)
+                                                  + "\nand more" * ("cats" in text) for text in texts])
+    done = translate_document("main.ftl", FTL.encode(), recorded, "en", "de")
+    # a term and junk left; each variant alone; a block pattern without its indentation (each text once)
+    assert sent == ["two dogs { $user } play", "two dogs\nthe cat { $n }", "the cat", "{ $count } cats", "two dogs",
+                    "the cat { -brand-name }"]
+    assert done.data.decode() == FTL.replace("hello = two dogs { $user } play", "hello = TWO DOGS { $user } PLAY").replace(
+        "    two dogs\n    the cat { $n }", "    TWO DOGS\n    THE CAT { $n }").replace(
+        "[one] the cat", "[one] THE CAT").replace("*[other] { $count } cats", "*[other] { $count } CATS\n           and more").replace(
+        "login = two dogs\n    .placeholder = the cat", "login = TWO DOGS\n    .placeholder = THE CAT").replace(
+        "about = the cat", "about = THE CAT")
+    assert done.count == 7
+    # a translation that loses a placeable, or writes Fluent's syntax at a line's start, is left and named
+    done = translate_document("main.ftl", FTL.encode(), lambda texts, *_: [
+        "zwei Hunde" if "$user" in text else text + "\n[x] y" if "$n" in text else text for text in texts], "en", "de")
+    assert done.refused == [
+        "'two dogs { $user } play': its translation would not read as the same Fluent pattern; left as it was",
+        "'two dogs\\nthe cat { $n }': its translation would not read as the same Fluent pattern; left as it was"]
+    with pytest.raises(Failed, match="^cannot read a.ftl: no Fluent message in it$"):
+        translate_document("a.ftl", b"# only a comment\n", recorded, "en", "de")
+
+
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
     def german(texts, source, target, fmt):
         return ["Schlie\u00dfen \"jetzt\"" for _ in texts]
