@@ -90,6 +90,9 @@ SEEDS["Localizable.xcstrings"] = (
     b'                  "state" : "translated",\n                  "value" : "%lld files"\n                }\n'
     b'              }\n            }\n          }\n        }\n      }\n    },\n    "Open %@" : {\n\n    },\n'
     b'    "X" : {\n      "shouldTranslate" : false\n    }\n  },\n  "version" : "1.0"\n}')
+SEEDS["main.ftl"] = (b"# c\nhello = Hello, { $user }!\nblock =\n    Line one\n    two { $n }\nemails =\n    { $n ->\n"
+                     b"        [one] One <b>email</b>.\n       *[other] { $n } emails.\n    }\n    .title = Mail\n"
+                     b"-brand = Firefox\nabout = About { -brand }\n")
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 
