@@ -716,11 +716,14 @@ WORD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<w:p/><w:sectPr/></w:body></w:document>')
 
 
-def office_file(part: str, xml: str) -> bytes:
+def office_file(part: str, xml: str, more: dict[str, str] | None = None) -> bytes:
+    """A zip holding `part` (and the parts `more` names), beside a content-types part and a picture."""
     written = io.BytesIO()
     with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("[Content_Types].xml", "<Types/>")
         archive.writestr(part, xml)
+        for name, text in (more or {}).items():
+            archive.writestr(name, text)
         archive.writestr("media/image1.png", b"\\x89PNG not translated")
     return written.getvalue()
 
@@ -1025,12 +1028,9 @@ def test_a_workbook_whose_elements_carry_a_prefix_is_read_as_one_without():
                '</x:r></x:si></x:sst>')
     sheet = (f'<x:worksheet {main}><x:sheetData><x:row r="1"><x:c r="A1" t="inlineStr"><x:is><x:t>the cat</x:t></x:is>'
              '</x:c><x:c r="B1"><x:v>3</x:v></x:c></x:row></x:sheetData></x:worksheet>')
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as workbook:
-        workbook.writestr("xl/sharedStrings.xml", strings)
-        workbook.writestr("xl/worksheets/sheet1.xml", sheet)
     sent, recorded = recording(upper_outside_tags)
-    done = translate_document("report.xlsx", archive.getvalue(), recorded, "en", "de")
+    done = translate_document("report.xlsx", office_file("xl/sharedStrings.xml", strings, {"xl/worksheets/sheet1.xml": sheet}),
+                              recorded, "en", "de")
     assert sorted(sent) == ["open the <g id=\"1\">file</g>", "the cat", "two dogs"] and done.count == 3
     written = zipfile.ZipFile(io.BytesIO(done.data))
     assert written.read("xl/sharedStrings.xml").decode() == strings.replace(
