@@ -17,7 +17,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -99,11 +98,10 @@ def body_routes(routes: APIRouter) -> set[tuple[str, str]]:
     }
 
 
-def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None,
-               replica_transport: Any = None) -> FastAPI:
+def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory | None = None) -> FastAPI:
     """Build the app. ``runtime_factory(settings)`` returns the models served (``ServedModel``s,
     or bare runtimes, each then named after its pair); it runs at startup, in a worker thread. Default: ``load_default_runtimes`` (the backend the
-    settings name). ``replica_transport``: the httpx transport to the other replicas (tests: in-process)."""
+    settings name)."""
     settings = settings if settings is not None else Settings()
     factory = runtime_factory if runtime_factory is not None else load_default_runtimes
     metrics = Metrics()
@@ -143,7 +141,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
     if settings.replicas:
         # Inside the body guard: what it sends on to another replica has passed the guard here.
         app.state.replicas = Replicas(settings.replicas, settings.replica_address,
-                                      timeout_s=settings.request_timeout_s + 5.0, transport=replica_transport)
+                                      timeout_s=settings.request_timeout_s + 1.0)
         app.add_middleware(ReplicaRouting, replicas=app.state.replicas, metrics=metrics,
                            retry_after_s=settings.retry_after_s)
     app.add_middleware(

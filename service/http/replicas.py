@@ -80,15 +80,12 @@ class Answer:
 
 
 class Replicas:
-    """The other replicas, and how to ask them. ``transport``: httpx's (tests route it in-process)."""
+    """The other replicas, and how to ask them."""
 
-    def __init__(self, names: Iterable[str], own: str | None, timeout_s: float, transport: Any = None,
-                 resolve: Callable[[str, int], Any] = _resolved) -> None:
+    def __init__(self, names: Iterable[str], own: str | None, timeout_s: float) -> None:
         self.names = [address_parts(name) for name in names]
         self.own = _joined(*address_parts(own)) if own else None
         self.timeout_s = timeout_s
-        self.transport = transport
-        self.resolve = resolve
         self._known: list[str] = []
         self._resolved_at = float("-inf")
 
@@ -99,14 +96,17 @@ class Replicas:
         found: set[str] = set()
         for host, port in self.names:
             try:
-                found.update(_joined(address, port) for address in await self.resolve(host, port))
+                found.update(_joined(address, port) for address in await _resolved(host, port))
             except OSError as error:  # a name with no ready replica behind it yet
                 log.warning("replicas: %s resolves to nothing (%s)", _joined(host, port), error)
         self._known, self._resolved_at = sorted(found - {self.own}), time.monotonic()
         return self._known
 
-    async def ask(self, scope: Scope, body: bytes) -> list[tuple[str, Answer | None]]:
-        """The request `scope` and `body` sent to every other replica; None where one gave no answer."""
+    async def ask(self, scope: Scope, body: bytes,
+                  enough: Callable[[Answer], bool] = lambda answer: False) -> list[tuple[str, Answer | None]]:
+        """The request `scope` and `body` sent to every other replica at once; None where one gave no
+        answer. The first answer that is `enough` ends the asking (the others are not waited for:
+        a replica that hangs costs the timeout only where nobody holds what was asked)."""
         import httpx  # only a server with replicas imports it
 
         addresses = await self.addresses()
@@ -120,7 +120,7 @@ class Replicas:
         target = path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
         timeout = httpx.Timeout(self.timeout_s, connect=min(CONNECT_TIMEOUT_S, self.timeout_s))
 
-        async with httpx.AsyncClient(transport=self.transport, timeout=timeout) as client:
+        async with httpx.AsyncClient(timeout=timeout) as client:
             async def one(address: str) -> tuple[str, Answer | None]:
                 try:
                     reply = await client.request(scope["method"], f"http://{address}{target}", headers=headers,
@@ -131,7 +131,22 @@ class Replicas:
                     return address, None
                 return address, Answer(reply.status_code, list(reply.headers.raw), reply.content)
 
-            return list(await asyncio.gather(*(one(address) for address in addresses)))
+            answers: list[tuple[str, Answer | None]] = []
+            pending = {asyncio.ensure_future(one(address)) for address in addresses}
+            try:
+                while pending:
+                    finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    answers += [task.result() for task in finished]
+                    if any(answer is not None and enough(answer) for _, answer in answers):
+                        break
+            finally:
+                for task in pending:
+                    task.cancel()
+            return answers
+
+
+def _holds(answer: Answer) -> bool:
+    return not answer.has(NOT_HELD) and answer.status < 500
 
 
 def held_answer(answers: list[tuple[str, Answer | None]]) -> tuple[str, Answer | None]:
@@ -230,7 +245,8 @@ class ReplicaRouting:
             state["more"] = message.get("more_body", False)
         local = Answer(held[0]["status"], list(held[0].get("headers", [])),
                        b"".join(m.get("body", b"") for m in held[1:]))
-        answers = await self.replicas.ask(scope, b"".join(chunks))
+        answers = await self.replicas.ask(scope, b"".join(chunks),
+                                          enough=(lambda answer: False) if state["mark"] == LISTED else _holds)
         if state["mark"] == LISTED:
             merged = merged_list(local.body, answers, "glossaries")
             if merged is None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import asyncio
+import socket
 import urllib.error
 import urllib.request
 
@@ -23,26 +25,31 @@ KEY = "k" * 16
 PO = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "two dogs play"\nmsgstr ""\n'
 
 
-def app(tmp_path, name: str, replicas: list[str], own: str | None):
+def app(tmp_path, name: str, replicas: list[str], own: str | None, **settings):
     folder = tmp_path / name
     folder.mkdir()
     settings = Settings(model_dirs=["models/test-en-de"], inference_process=False, api_keys={"tool": KEY},
                         glossary_db=folder / "glossaries.sqlite3", document_db=folder / "documents.sqlite3",
-                        replicas=replicas, replica_address=own)
+                        replicas=replicas, replica_address=own, **settings)
     runtime = FakeRuntime("en", "de")
     return create_app(settings, runtime_factory=lambda received: [runtime])
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    """(A, B): A asks B (its own address listed and left out); B asks A, itself and a port where
-    nothing listens."""
+    """(A, B): A asks B (its own address listed and left out); B asks A, itself, a port where
+    nothing listens and one that takes the connection and never answers (B's requests have 2 s)."""
     tmp_path = tmp_path_factory.mktemp("replicas")
     a, b, dead = free_port(), free_port(), free_port()
-    app_a = app(tmp_path, "a", [f"127.0.0.1:{a}", f"127.0.0.1:{b}"], f"127.0.0.1:{a}")
-    app_b = app(tmp_path, "b", [f"127.0.0.1:{b}", f"127.0.0.1:{a}", f"127.0.0.1:{dead}"], None)
-    with live_server(app_a, ready_within_s=30, port=a) as url_a, live_server(app_b, ready_within_s=30, port=b) as url_b:
-        yield url_a, url_b
+    with socket.socket() as hanging:
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(8)
+        silent = hanging.getsockname()[1]
+        app_a = app(tmp_path, "a", [f"127.0.0.1:{a}", f"127.0.0.1:{b}"], f"127.0.0.1:{a}")
+        app_b = app(tmp_path, "b", [f"127.0.0.1:{b}", f"127.0.0.1:{a}", f"127.0.0.1:{dead}", f"127.0.0.1:{silent}"],
+                    None, request_timeout_s=2.0)
+        with live_server(app_a, ready_within_s=30, port=a) as url_a, live_server(app_b, ready_within_s=30, port=b) as url_b:
+            yield url_a, url_b
 
 
 def call(url: str, method: str = "GET", body: dict | None = None, key: str | None = KEY, **headers: str):
@@ -134,6 +141,37 @@ def test_libretranslate_s_file_url_answers_through_every_replica(pair):
     assert translated_url.startswith(f"{url_a}/libretranslate/download_file/")
     with urllib.request.urlopen(translated_url.replace(url_a, url_b), timeout=30) as response:
         assert 'msgstr "PLAY DOGS TWO"' in response.read().decode()
+
+
+def test_the_holder_s_answer_ends_the_asking_and_a_replica_that_never_answers_is_not_waited_for(monkeypatch):
+    import httpx
+
+    from service.http import replicas as module
+
+    cancelled = []
+
+    async def request(client, method, url, **kwargs):
+        if "silent" in url:
+            try:
+                await asyncio.Event().wait()  # never answers
+            finally:
+                cancelled.append(url)
+        marks = [(NOT_HELD.encode(), b"glossary")] if "empty" in url else []
+        return httpx.Response(200 if not marks else 404, headers=marks, content=b"{}")
+
+    async def resolved(host, port):
+        return [host]
+
+    monkeypatch.setattr(httpx.AsyncClient, "request", request)
+    monkeypatch.setattr(module, "_resolved", resolved)
+    asking = module.Replicas(["silent:1", "empty:1", "holder:1"], None, timeout_s=3600.0)
+    scope = {"method": "GET", "path": "/glossaries/x", "headers": [], "query_string": b""}
+
+    async def asked():
+        return await asyncio.wait_for(asking.ask(scope, b"", enough=module._holds), 60)
+
+    answers = asyncio.run(asked())
+    assert held_answer(answers)[0] == "held" and cancelled == ["http://silent:1/glossaries/x"]
 
 
 def answer(status: int, *marks: str) -> Answer:
