@@ -1,6 +1,7 @@
 """Fluent files (.ftl; Mozilla's Project Fluent: Firefox, Thunderbird, Pontoon), in the source language:
 each message's value and attributes translated, a select expression's variants each on its own (its
-selector and keys kept), its placeables (`{ $user }`, `{ -brand-name }`, `{ NUMBER($n) }`) kept by the
+selector and keys kept; text beside a select expression in the same pattern is left, which Fluent's
+own guidance asks authors not to write), its placeables (`{ $user }`, `{ -brand-name }`, `{ NUMBER($n) }`) kept by the
 service; a message holding tags (`<stress>{ $count }</stress>`, what DOM overlays read) is sent as html.
 Terms (`-brand-name = Firefox`), comments and what Fluent cannot read (junk) are left. Read
 by fluent.syntax (Mozilla's parser), each translation put where its pattern stood, every other
