@@ -27,7 +27,7 @@ from service.http.body_guard import BodyGuardMiddleware
 from service.http.errors import install_error_handlers
 from service.http.glossaries import router as glossaries_router
 from service.http.compatible import KeyCheck
-from service.http.deepl import router as deepl_router
+from service.http.deepl import router as deepl_router, router_v3 as deepl_v3_router
 from service.http.libretranslate import router as libretranslate_router
 from service.http.openapi import install_served_openapi
 from service.http.request_metrics import MetricsMiddleware
@@ -151,7 +151,8 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         metrics=metrics,
         routes=body_routes(router) | body_routes(glossaries_router),
         # DeepL's routes read parameters from a body whatever the method (its client sends a GET's so).
-        form_routes=body_routes(libretranslate_router) | {(m, r.path) for r in deepl_router.routes for m in r.methods},
+        form_routes=body_routes(libretranslate_router) | {(m, r.path) for deepl in (deepl_router, deepl_v3_router)
+                                                          for r in deepl.routes for m in r.methods},
         upload_routes=UPLOAD_ROUTES,
         max_upload_bytes=settings.max_document_bytes,
         stopping=lambda: lifecycle.stopping,
@@ -177,7 +178,7 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
             AdmissionMiddleware, limit=settings.max_connections, retry_after_s=settings.retry_after_s, metrics=metrics
         )
     docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url} - {None}
-    routers = (router, glossaries_router, libretranslate_router, deepl_router)
+    routers = (router, glossaries_router, libretranslate_router, deepl_router, deepl_v3_router)
     paths = {route.path for r in routers for route in r.routes} | docs
     app.add_middleware(MetricsMiddleware, metrics=metrics, paths=paths)
     for r in routers:

@@ -2,7 +2,9 @@
 setting (`glossary_db`), so that glossaries survive restarts and are shared by every worker
 process of a server on one machine.
 
-A glossary is a name, a language pair and its entries (source term -> target term, in order).
+A glossary is a name, a language pair and its entries (source term -> target term, in order). A
+multilingual glossary (DeepL's v3 API) is a name and dictionaries, each a language pair's entries;
+one request uses the dictionary of its pair.
 Checks here are the domain's: a `GlossaryInvalid` names the entry and what is wrong; the web layer
 turns it into a 422.
 """
@@ -32,6 +34,20 @@ CREATE TABLE IF NOT EXISTS entries (
     target TEXT NOT NULL,
     PRIMARY KEY (glossary_id, position)
 );
+CREATE TABLE IF NOT EXISTS multilingual_glossaries (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dictionary_entries (
+    glossary_id TEXT NOT NULL REFERENCES multilingual_glossaries(id) ON DELETE CASCADE,
+    source_lang TEXT NOT NULL,
+    target_lang TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    PRIMARY KEY (glossary_id, source_lang, target_lang, position)
+);
 """
 
 
@@ -52,6 +68,26 @@ class StoredGlossary:
     target: str
     created: str  # ISO 8601, UTC
     entries: tuple[GlossaryEntry, ...]
+
+
+@dataclass(frozen=True)
+class Dictionary:
+    """A multilingual glossary's entries for one language pair."""
+
+    source: str
+    target: str
+    entries: tuple[GlossaryEntry, ...]
+
+
+@dataclass(frozen=True)
+class MultilingualGlossary:
+    id: str
+    name: str
+    created: str  # ISO 8601, UTC
+    dictionaries: tuple[Dictionary, ...]  # by language pair
+
+    def dictionary(self, source: str, target: str) -> Dictionary | None:
+        return next((d for d in self.dictionaries if (d.source, d.target) == (source, target)), None)
 
 
 def checked_entries(entries: Iterable[GlossaryEntry], field: str = "entries") -> tuple[GlossaryEntry, ...]:
@@ -85,17 +121,9 @@ class GlossaryStore(Database):
     def create(self, name: str, source: str, target: str, entries: Sequence[GlossaryEntry]) -> StoredGlossary:
         glossary = StoredGlossary(uuid.uuid4().hex, name, source, target,
                                   datetime.now(timezone.utc).isoformat(timespec="seconds"), checked_entries(entries))
-        with self._lock:
-            db = self._connection()
-            db.execute("BEGIN")
-            try:
-                db.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)", (glossary.id, name, source, target, glossary.created))
-                db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
-                               [(glossary.id, k, e.source, e.target) for k, e in enumerate(glossary.entries)])
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        self._write([("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)", (glossary.id, name, source, target, glossary.created))],
+                    [("INSERT INTO entries VALUES (?, ?, ?, ?)",
+                      [(glossary.id, k, e.source, e.target) for k, e in enumerate(glossary.entries)])])
         return glossary
 
     def list(self) -> list[StoredGlossary]:
@@ -123,3 +151,109 @@ class GlossaryStore(Database):
         """Whether there was such a glossary."""
         with self._lock:
             return self._connection().execute("DELETE FROM glossaries WHERE id = ?", (glossary_id,)).rowcount > 0
+
+    # --- Multilingual glossaries (DeepL's v3 API)
+
+    def _write(self, statements: Sequence[tuple[str, Sequence]], many: Sequence[tuple[str, Sequence]] = ()) -> None:
+        """The statements in one transaction."""
+        with self._lock:
+            db = self._connection()
+            db.execute("BEGIN")
+            try:
+                for sql, values in statements:
+                    db.execute(sql, values)
+                for sql, rows in many:
+                    db.executemany(sql, rows)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _dictionaries(dictionaries: Sequence[Dictionary], field: str = "dictionaries") -> list[Dictionary]:
+        """Each dictionary checked (entries as `checked_entries`, at least one), a pair given once."""
+        checked: list[Dictionary] = []
+        for index, dictionary in enumerate(dictionaries):
+            if any((d.source, d.target) == (dictionary.source, dictionary.target) for d in checked):
+                raise GlossaryInvalid(f"{field}.{index}", f"the pair {dictionary.source}-{dictionary.target} is given twice")
+            entries = checked_entries(dictionary.entries, f"{field}.{index}.entries")
+            if not entries:
+                raise GlossaryInvalid(f"{field}.{index}.entries", "must not be empty")
+            checked.append(Dictionary(dictionary.source, dictionary.target, entries))
+        return checked
+
+    @staticmethod
+    def _rows(glossary_id: str, dictionary: Dictionary) -> list[tuple]:
+        return [(glossary_id, dictionary.source, dictionary.target, k, e.source, e.target)
+                for k, e in enumerate(dictionary.entries)]
+
+    def create_multilingual(self, name: str, dictionaries: Sequence[Dictionary]) -> MultilingualGlossary:
+        glossary = MultilingualGlossary(uuid.uuid4().hex, name, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                        tuple(self._dictionaries(dictionaries)))
+        self._write([("INSERT INTO multilingual_glossaries VALUES (?, ?, ?)", (glossary.id, name, glossary.created))],
+                    [("INSERT INTO dictionary_entries VALUES (?, ?, ?, ?, ?, ?)",
+                      [row for d in glossary.dictionaries for row in self._rows(glossary.id, d)])])
+        return glossary
+
+    def _multilingual(self, heads: list) -> list[MultilingualGlossary]:
+        with self._lock:
+            rows = self._connection().execute(
+                "SELECT glossary_id, source_lang, target_lang, source, target FROM dictionary_entries "
+                "ORDER BY glossary_id, source_lang, target_lang, position").fetchall()
+        pairs: dict[str, dict[tuple[str, str], list[GlossaryEntry]]] = {}
+        for glossary_id, source_lang, target_lang, source, target in rows:
+            pairs.setdefault(glossary_id, {}).setdefault((source_lang, target_lang), []).append(GlossaryEntry(source, target))
+        return [MultilingualGlossary(*head, tuple(Dictionary(s, t, tuple(entries))
+                                                  for (s, t), entries in pairs.get(head[0], {}).items()))
+                for head in heads]
+
+    def list_multilingual(self) -> list[MultilingualGlossary]:
+        """Every multilingual glossary with its dictionaries, oldest first."""
+        with self._lock:
+            heads = self._connection().execute("SELECT id, name, created FROM multilingual_glossaries "
+                                               "ORDER BY created, rowid").fetchall()
+        return self._multilingual(heads)
+
+    def get_multilingual(self, glossary_id: str) -> MultilingualGlossary | None:
+        with self._lock:
+            heads = self._connection().execute("SELECT id, name, created FROM multilingual_glossaries WHERE id = ?",
+                                               (glossary_id,)).fetchall()
+        found = self._multilingual(heads)
+        return found[0] if found else None
+
+    def update_multilingual(self, glossary_id: str, name: str | None, dictionaries: Sequence[Dictionary],
+                            merge: bool) -> MultilingualGlossary | None:
+        """`name` (None: as it is) and each dictionary given: its entries added to the pair's, a
+        source term already there given its new target (`merge`, DeepL's PATCH), or the pair's
+        replaced by them (DeepL's PUT). None where there is no such glossary."""
+        current = self.get_multilingual(glossary_id)
+        if current is None:
+            return None
+        written = []
+        for dictionary in dictionaries:
+            held = current.dictionary(dictionary.source, dictionary.target)
+            entries = list(dictionary.entries)
+            if merge and held is not None:
+                given = {e.source.casefold(): e for e in entries}
+                entries = [given.pop(e.source.casefold(), e) for e in held.entries] + list(given.values())
+            written.append(Dictionary(dictionary.source, dictionary.target, tuple(entries)))
+        written = self._dictionaries(written)
+        statements = [("UPDATE multilingual_glossaries SET name = ? WHERE id = ?", (name, glossary_id))] * (name is not None)
+        statements += [("DELETE FROM dictionary_entries WHERE glossary_id = ? AND source_lang = ? AND target_lang = ?",
+                        (glossary_id, d.source, d.target)) for d in written]
+        self._write(statements, [("INSERT INTO dictionary_entries VALUES (?, ?, ?, ?, ?, ?)",
+                                  [row for d in written for row in self._rows(glossary_id, d)])])
+        return self.get_multilingual(glossary_id)
+
+    def delete_multilingual(self, glossary_id: str) -> bool:
+        """Whether there was such a glossary."""
+        with self._lock:
+            return self._connection().execute("DELETE FROM multilingual_glossaries WHERE id = ?",
+                                              (glossary_id,)).rowcount > 0
+
+    def delete_dictionary(self, glossary_id: str, source: str, target: str) -> bool:
+        """Whether the glossary had such a dictionary."""
+        with self._lock:
+            return self._connection().execute(
+                "DELETE FROM dictionary_entries WHERE glossary_id = ? AND source_lang = ? AND target_lang = ?",
+                (glossary_id, source, target)).rowcount > 0

@@ -1,4 +1,4 @@
-"""DeepL's API (v2), so that tools that call DeepL at a server they are given work unchanged.
+"""DeepL's API (v2, and v3's glossaries), so that tools that call DeepL at a server they are given work unchanged.
 
 Base URL to give a DeepL client: ``http://HOST:PORT/deepl/`` (deepl-python's
 ``deepl.Translator(auth_key, server_url="http://HOST:PORT/deepl/")``; tools whose DeepL settings
@@ -30,6 +30,13 @@ take an API URL). Under it, as DeepL answers them:
   ``target_lang``, ``entries`` in ``entries_format`` ``tsv`` or ``csv``), ``GET v2/glossaries``,
   ``GET`` and ``DELETE v2/glossaries/{id}``, ``GET v2/glossaries/{id}/entries`` (tab-separated):
   the service's stored glossaries, the ones /glossaries serves (service/glossary_store.py).
+- v3's multilingual glossaries (DeepLClient's): ``POST v3/glossaries`` (``name``, ``dictionaries``: each
+  ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``), ``GET v3/glossaries``, ``GET``,
+  ``PATCH`` (``name`` and/or ``dictionaries``, each merged into its pair's: a term given anew takes its
+  new target) and ``DELETE v3/glossaries/{id}``, ``GET v3/glossaries/{id}/entries`` and ``DELETE
+  v3/glossaries/{id}/dictionaries`` with ``source_lang`` and ``target_lang``, ``PUT
+  v3/glossaries/{id}/dictionaries`` (one dictionary, replaced). A ``glossary_id`` of v3 translates with
+  the dictionary of the request's pair (a 400 where it has none).
 
 Where the server has API keys, the key comes as DeepL's clients send it, ``Authorization:
 DeepL-Auth-Key <key>`` (or ``auth_key``, DeepL's older parameter), checked against the same keys
@@ -56,7 +63,7 @@ from fastapi.responses import JSONResponse
 
 from service.errors import QueueFull, Rejected, RequestError, TranslationFailed, UnsupportedPair
 from service.glossary import GlossaryEntry
-from service.glossary_store import GlossaryInvalid, StoredGlossary
+from service.glossary_store import Dictionary, GlossaryInvalid, MultilingualGlossary, StoredGlossary
 from service.http.auth import DEEPL_PREFIX
 from service.document_store import DONE, ERROR, QUEUED, Document
 from service.documents import format_of
@@ -70,6 +77,8 @@ from service.http.replicas import LISTING, not_held
 log = logging.getLogger("service")
 
 router = APIRouter(prefix=DEEPL_PREFIX + "/v2", include_in_schema=False)
+# DeepL's v3 glossaries: several language pairs' dictionaries in one (DeepLClient's multilingual glossaries)
+router_v3 = APIRouter(prefix=DEEPL_PREFIX + "/v3", include_in_schema=False)
 
 # How DeepL lists a target language it writes in regional variants.
 _REGIONAL = {"en": ("EN-GB", "EN-US"), "pt": ("PT-BR", "PT-PT"), "zh": ("ZH-HANS", "ZH-HANT")}
@@ -207,7 +216,13 @@ def _glossary(request: Request, glossary_id: Any, source: str | None, target: st
         raise DeepLError(400, "Bad request: a glossary needs source_lang")
     stored = glossary_store(request).get(str(glossary_id))
     if stored is None:
-        raise DeepLError(400, f"Bad request: no glossary {str(glossary_id)[:64]!r}", not_held("glossary"))
+        multilingual = glossary_store(request).get_multilingual(str(glossary_id))
+        if multilingual is None:
+            raise DeepLError(400, f"Bad request: no glossary {str(glossary_id)[:64]!r}", not_held("glossary"))
+        dictionary = multilingual.dictionary(source, target)
+        if dictionary is None:
+            raise DeepLError(400, f"Bad request: glossary {multilingual.id} has no {source}-{target} dictionary")
+        return list(dictionary.entries)
     if (stored.source, stored.target) != (source, target):
         raise DeepLError(400, f"Bad request: glossary {stored.id} is {stored.source}-{stored.target}, "
                               f"not {source}-{target}")
@@ -384,3 +399,137 @@ async def document_result(document_id: str, request: Request) -> Response:
         waiting = "is queued" if document.status == QUEUED else "is being translated"
         raise DeepLError(503, f"Document not ready: it {waiting}", {"Retry-After": "1"})
     return Response(document_store(request).output(document.id), headers=file_headers(document.name))
+
+
+# --- v3: multilingual glossaries
+
+
+def _multilingual_info(glossary: MultilingualGlossary) -> dict[str, Any]:
+    created = datetime.fromisoformat(glossary.created)
+    return {"glossary_id": glossary.id, "name": glossary.name,
+            "dictionaries": [{"source_lang": d.source, "target_lang": d.target, "entry_count": len(d.entries)}
+                             for d in glossary.dictionaries],
+            "creation_time": created.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+
+
+def _dictionary(value: Any, field: str) -> Dictionary:
+    if not isinstance(value, dict):
+        raise DeepLError(400, f"Bad request: {field} must be an object with source_lang, target_lang and entries")
+    return Dictionary(_language(value.get("source_lang"), "source_lang"), _language(value.get("target_lang"), "target_lang"),
+                      tuple(_entries(value.get("entries"), value.get("entries_format"))))
+
+
+def _dictionaries(params: dict[str, Any], required: bool) -> list[Dictionary]:
+    given = params.get("dictionaries")
+    if given is None and not required:
+        return []
+    if not isinstance(given, list) or (required and not given):
+        raise DeepLError(400, "Parameter 'dictionaries' not specified.")
+    return [_dictionary(value, f"dictionaries[{k}]") for k, value in enumerate(given)]
+
+
+def _pair(params: dict[str, Any]) -> tuple[str, str]:
+    return _language(params.get("source_lang"), "source_lang"), _language(params.get("target_lang"), "target_lang")
+
+
+def _multilingual(request: Request, glossary_id: str) -> MultilingualGlossary:
+    glossary = glossary_store(request).get_multilingual(glossary_id)
+    if glossary is None:
+        raise DeepLError(404, "Glossary not found", not_held("glossary"))
+    return glossary
+
+
+@router_v3.post("/glossaries", status_code=201)
+@_answered
+async def create_multilingual_glossary(request: Request) -> Response:
+    params = await _checked(request)
+    name = params.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise DeepLError(400, "Parameter 'name' not specified.")
+    try:
+        glossary = glossary_store(request).create_multilingual(name.strip(), _dictionaries(params, required=True))
+    except GlossaryInvalid as error:
+        raise DeepLError(400, f"Bad request: {error}") from None
+    return JSONResponse(_multilingual_info(glossary), status_code=201)
+
+
+@router_v3.get("/glossaries")
+@_answered
+async def list_multilingual_glossaries(request: Request) -> Response:
+    await _checked(request)
+    return JSONResponse({"glossaries": [_multilingual_info(g) for g in glossary_store(request).list_multilingual()]},
+                        headers=LISTING)
+
+
+@router_v3.get("/glossaries/{glossary_id}")
+@_answered
+async def get_multilingual_glossary(glossary_id: str, request: Request) -> Response:
+    await _checked(request)
+    return JSONResponse(_multilingual_info(_multilingual(request, glossary_id)))
+
+
+@router_v3.get("/glossaries/{glossary_id}/entries")
+@_answered
+async def multilingual_glossary_entries(glossary_id: str, request: Request) -> Response:
+    params = await _checked(request)
+    source, target = _pair(params)
+    dictionary = _multilingual(request, glossary_id).dictionary(source, target)
+    if dictionary is None:
+        raise DeepLError(404, f"Dictionary not found: the glossary has no {source}-{target} dictionary")
+    return JSONResponse({"dictionaries": [{"source_lang": source, "target_lang": target, "entries_format": "tsv",
+                                           "entries": "\n".join(f"{e.source}\t{e.target}" for e in dictionary.entries)}]})
+
+
+async def _updated(request: Request, glossary_id: str, name: Any, dictionaries: list[Dictionary], merge: bool) -> MultilingualGlossary:
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise DeepLError(400, "Value for 'name' not supported.")
+    try:
+        glossary = glossary_store(request).update_multilingual(glossary_id, name.strip() if name else None, dictionaries,
+                                                               merge)
+    except GlossaryInvalid as error:
+        raise DeepLError(400, f"Bad request: {error}") from None
+    if glossary is None:
+        raise DeepLError(404, "Glossary not found", not_held("glossary"))
+    return glossary
+
+
+@router_v3.patch("/glossaries/{glossary_id}")
+@_answered
+async def update_multilingual_glossary(glossary_id: str, request: Request) -> Response:
+    """Its name and/or dictionaries: each one given merged into the pair's (a term given anew takes
+    the new target)."""
+    params = await _checked(request)
+    dictionaries = _dictionaries(params, required=False)
+    if params.get("name") is None and not dictionaries:
+        raise DeepLError(400, "Bad request: give a name or dictionaries to update")
+    return JSONResponse(_multilingual_info(await _updated(request, glossary_id, params.get("name"), dictionaries, True)))
+
+
+@router_v3.put("/glossaries/{glossary_id}/dictionaries")
+@_answered
+async def replace_multilingual_dictionary(glossary_id: str, request: Request) -> Response:
+    params = await _checked(request)
+    dictionary = _dictionary(params, "the body")
+    await _updated(request, glossary_id, None, [dictionary], False)
+    return JSONResponse({"source_lang": dictionary.source, "target_lang": dictionary.target,
+                         "entry_count": len(dictionary.entries)})
+
+
+@router_v3.delete("/glossaries/{glossary_id}", status_code=204)
+@_answered
+async def delete_multilingual_glossary(glossary_id: str, request: Request) -> Response:
+    await _checked(request)
+    if not glossary_store(request).delete_multilingual(glossary_id):
+        raise DeepLError(404, "Glossary not found", not_held("glossary"))
+    return Response(status_code=204)
+
+
+@router_v3.delete("/glossaries/{glossary_id}/dictionaries", status_code=204)
+@_answered
+async def delete_multilingual_dictionary(glossary_id: str, request: Request) -> Response:
+    params = await _checked(request)
+    source, target = _pair(params)
+    _multilingual(request, glossary_id)
+    if not glossary_store(request).delete_dictionary(glossary_id, source, target):
+        raise DeepLError(404, f"Dictionary not found: the glossary has no {source}-{target} dictionary")
+    return Response(status_code=204)

@@ -85,6 +85,34 @@ def test_glossaries_are_the_service_s_stored_ones(server):
         translator.get_glossary(info.glossary_id)
 
 
+def test_multilingual_glossaries_through_deepl_s_own_client(server):
+    # DeepLClient's v3 glossaries: one glossary, a dictionary per language pair, the request's used
+    deepl_client = deepl.DeepLClient(KEY, server_url=f"http://127.0.0.1:{server.port}/deepl/", send_platform_info=False)
+    from deepl.api_data import MultilingualGlossaryDictionaryEntries as pets
+    info = deepl_client.create_multilingual_glossary("ui", [pets("EN", "DE", {"two": "Zwei"}), pets("DE", "EN", {"Hunde": "hounds"})])
+    assert (info.name, sorted((d.source_lang, d.target_lang, d.entry_count) for d in info.dictionaries)) == (
+        "ui", [("DE", "EN", 1), ("EN", "DE", 1)])
+    assert deepl_client.translate_text("two dogs play", source_lang="EN", target_lang="DE", glossary=info).text == \
+        "PLAY DOGS Zwei"
+    assert info.glossary_id in [g.glossary_id for g in deepl_client.list_multilingual_glossaries()]
+    assert info.glossary_id not in [g.glossary_id for g in deepl_client.list_glossaries()]  # v2 lists its own
+    # merged: a term given anew takes its new target, a new one is added; replaced: only the given
+    deepl_client.update_multilingual_glossary_dictionary(info, pets("EN", "DE", {"two": "zwo", "play": "spielen"}))
+    entries = deepl_client.get_multilingual_glossary_entries(info, "EN", "DE").dictionaries[0].entries
+    assert entries == "two\tzwo\nplay\tspielen"
+    deepl_client.replace_multilingual_glossary_dictionary(info, pets("EN", "DE", {"dogs": "Hunde"}))
+    assert deepl_client.get_multilingual_glossary_entries(info, "EN", "DE").dictionaries[0].entries == "dogs\tHunde"
+    assert deepl_client.update_multilingual_glossary_name(info, "pets").name == "pets"
+    deepl_client.delete_multilingual_glossary_dictionary(info, source_lang="DE", target_lang="EN")
+    assert [(d.source_lang, d.target_lang) for d in deepl_client.get_multilingual_glossary(info.glossary_id).dictionaries] == [("EN", "DE")]
+    # a pair the glossary has no dictionary for is refused, as DeepL refuses it
+    with pytest.raises(deepl.DeepLException, match="has no de-en dictionary"):
+        deepl_client.translate_text("Hunde", source_lang="DE", target_lang="EN-US", glossary=info)
+    deepl_client.delete_multilingual_glossary(info)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        deepl_client.get_multilingual_glossary(info.glossary_id)
+
+
 def test_a_form_with_text_repeated_is_a_list_and_errors_are_deepl_s(server):
     assert post(server, "/deepl/v2/translate", [("text", "two dogs"), ("text", "play"), ("target_lang", "DE"),
                                                  ("source_lang", "EN")]) == (200, {"translations": [

@@ -437,3 +437,31 @@ def test_a_tag_around_a_term_the_model_left_out_goes_around_the_term_where_it_is
     assert [(r.enforced, r.target_spans) for r in restored.glossary] == [("inserted", [(19, 29)])]
     # Replacing the word the alignment gave the term, the tag wraps the replacement.
     assert restore(prepared, translation, alignment).text == "<b>Übernehmen</b> Sie auf, um zu speichern."
+
+
+def test_a_multilingual_glossary_keeps_a_dictionary_per_pair_merged_or_replaced(tmp_path):
+    from service.glossary_store import Dictionary
+
+    store = GlossaryStore(tmp_path / "glossaries.sqlite3")
+    created = store.create_multilingual("pets", [Dictionary("en", "de", (Entry("dog", "Hund"), Entry("cat", "Katze"))),
+                                                 Dictionary("de", "en", (Entry("Hund", "dog"),))])
+    # merged (DeepL's PATCH): a term given anew (matched as matching does, ignoring case) takes its new target
+    merged = store.update_multilingual(created.id, None, [Dictionary("en", "de", (Entry("Cat", "Mieze"), Entry("bird", "Vogel")))],
+                                       merge=True)
+    assert merged.dictionary("en", "de").entries == (Entry("dog", "Hund"), Entry("Cat", "Mieze"), Entry("bird", "Vogel"))
+    # replaced (DeepL's PUT): only what is given; the other pair untouched
+    replaced = store.update_multilingual(created.id, "animals", [Dictionary("en", "de", (Entry("cow", "Kuh"),))], merge=False)
+    assert (replaced.name, replaced.dictionary("en", "de").entries, replaced.dictionary("de", "en").entries) == (
+        "animals", (Entry("cow", "Kuh"),), (Entry("Hund", "dog"),))
+    with pytest.raises(GlossaryInvalid, match="^dictionaries.1: the pair en-de is given twice$"):
+        store.create_multilingual("x", [Dictionary("en", "de", (Entry("a", "b"),)), Dictionary("en", "de", (Entry("c", "d"),))])
+    with pytest.raises(GlossaryInvalid, match="^dictionaries.0.entries: must not be empty$"):
+        store.create_multilingual("x", [Dictionary("en", "de", ())])
+    assert store.update_multilingual("none", None, [], merge=True) is None
+    assert store.delete_dictionary(created.id, "de", "en") and not store.delete_dictionary(created.id, "de", "en")
+    store.close()
+    reopened = GlossaryStore(tmp_path / "glossaries.sqlite3")  # kept across restarts
+    assert reopened.get_multilingual(created.id).dictionaries == (Dictionary("en", "de", (Entry("cow", "Kuh"),)),)
+    assert [g.id for g in reopened.list_multilingual()] == [created.id] and reopened.list() == []
+    assert reopened.delete_multilingual(created.id) and reopened.get_multilingual(created.id) is None
+    assert reopened._connection().execute("SELECT COUNT(*) FROM dictionary_entries").fetchone() == (0,)

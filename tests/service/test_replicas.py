@@ -124,6 +124,15 @@ def test_deepl_s_client_uploads_to_one_replica_and_polls_and_downloads_through_t
     assert result.text == on_a.translate_text("two dogs play", source_lang="EN", target_lang="DE",
                                               glossary=glossary).text
     assert on_b.get_glossary_entries(glossary) == {"dogs": "Hunde"}
+    # DeepL's v3 (multilingual) glossaries alike
+    from deepl.api_data import MultilingualGlossaryDictionaryEntries
+
+    client_a, client_b = (deepl.DeepLClient(KEY, server_url=f"{url}/deepl/", send_platform_info=False) for url in pair)
+    multilingual = client_a.create_multilingual_glossary("pets", [MultilingualGlossaryDictionaryEntries("EN", "DE", {"dogs": "Hunde"})])
+    assert client_b.translate_text("two dogs play", source_lang="EN", target_lang="DE", glossary=multilingual).text == result.text
+    assert client_b.get_multilingual_glossary_entries(multilingual, "EN", "DE").dictionaries[0].entries == "dogs\tHunde"
+    client_b.delete_multilingual_glossary(multilingual)
+    assert multilingual.glossary_id not in [g.glossary_id for g in client_a.list_multilingual_glossaries()]
 
 
 def test_libretranslate_s_file_url_answers_through_every_replica(pair):
