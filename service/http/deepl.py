@@ -56,7 +56,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -286,20 +286,33 @@ def _entries(text: Any, entries_format: Any) -> list[GlossaryEntry]:
     return [GlossaryEntry(row[0], row[1]) for row in rows]
 
 
+def _glossary_name(params: dict[str, Any]) -> str:
+    name = params.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise DeepLError(400, "Parameter 'name' not specified.")
+    return name.strip()
+
+
+_Stored = TypeVar("_Stored")
+
+
+def _checked_glossary(store: Callable[[], _Stored]) -> _Stored:
+    """What `store` stores, or a 400 naming the entry the store refused."""
+    try:
+        return store()
+    except GlossaryInvalid as error:
+        raise DeepLError(400, f"Bad request: {error}") from None
+
+
 @router.post("/glossaries", status_code=201)
 @_answered
 async def create_glossary(request: Request) -> Response:
     params = await _checked(request)
-    name = params.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise DeepLError(400, "Parameter 'name' not specified.")
+    name = _glossary_name(params)
     source = _language(params.get("source_lang"), "source_lang")
     target = _language(params.get("target_lang"), "target_lang")
     entries = _entries(params.get("entries"), params.get("entries_format"))
-    try:
-        stored = glossary_store(request).create(name.strip(), source, target, entries)
-    except GlossaryInvalid as error:
-        raise DeepLError(400, f"Bad request: {error}") from None
+    stored = _checked_glossary(lambda: glossary_store(request).create(name, source, target, entries))
     return JSONResponse(_info(stored), status_code=201)
 
 
@@ -310,11 +323,15 @@ async def list_glossaries(request: Request) -> Response:
     return JSONResponse({"glossaries": [_info(stored) for stored in glossary_store(request).list()]}, headers=LISTING)
 
 
-def _stored(request: Request, glossary_id: str) -> StoredGlossary:
-    stored = glossary_store(request).get(glossary_id)
-    if stored is None:
+def _found(glossary: _Stored | None) -> _Stored:
+    """The glossary, or DeepL's 404 (which another replica may answer: service/http/replicas.py)."""
+    if glossary is None:
         raise DeepLError(404, "Glossary not found", not_held("glossary"))
-    return stored
+    return glossary
+
+
+def _stored(request: Request, glossary_id: str) -> StoredGlossary:
+    return _found(glossary_store(request).get(glossary_id))
 
 
 @router.get("/glossaries/{glossary_id}")
@@ -338,8 +355,7 @@ async def glossary_entries(glossary_id: str, request: Request) -> Response:
 @_answered
 async def delete_glossary(glossary_id: str, request: Request) -> Response:
     await _checked(request)
-    if not glossary_store(request).delete(glossary_id):
-        raise DeepLError(404, "Glossary not found", not_held("glossary"))
+    _found(glossary_store(request).delete(glossary_id) or None)
     return Response(status_code=204)
 
 
@@ -433,23 +449,15 @@ def _pair(params: dict[str, Any]) -> tuple[str, str]:
 
 
 def _multilingual(request: Request, glossary_id: str) -> MultilingualGlossary:
-    glossary = glossary_store(request).get_multilingual(glossary_id)
-    if glossary is None:
-        raise DeepLError(404, "Glossary not found", not_held("glossary"))
-    return glossary
+    return _found(glossary_store(request).get_multilingual(glossary_id))
 
 
 @router_v3.post("/glossaries", status_code=201)
 @_answered
 async def create_multilingual_glossary(request: Request) -> Response:
     params = await _checked(request)
-    name = params.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise DeepLError(400, "Parameter 'name' not specified.")
-    try:
-        glossary = glossary_store(request).create_multilingual(name.strip(), _dictionaries(params, required=True))
-    except GlossaryInvalid as error:
-        raise DeepLError(400, f"Bad request: {error}") from None
+    name, dictionaries = _glossary_name(params), _dictionaries(params, required=True)
+    glossary = _checked_glossary(lambda: glossary_store(request).create_multilingual(name, dictionaries))
     return JSONResponse(_multilingual_info(glossary), status_code=201)
 
 
@@ -483,14 +491,8 @@ async def multilingual_glossary_entries(glossary_id: str, request: Request) -> R
 async def _updated(request: Request, glossary_id: str, name: Any, dictionaries: list[Dictionary], merge: bool) -> MultilingualGlossary:
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise DeepLError(400, "Value for 'name' not supported.")
-    try:
-        glossary = glossary_store(request).update_multilingual(glossary_id, name.strip() if name else None, dictionaries,
-                                                               merge)
-    except GlossaryInvalid as error:
-        raise DeepLError(400, f"Bad request: {error}") from None
-    if glossary is None:
-        raise DeepLError(404, "Glossary not found", not_held("glossary"))
-    return glossary
+    return _found(_checked_glossary(lambda: glossary_store(request).update_multilingual(
+        glossary_id, name.strip() if name else None, dictionaries, merge)))
 
 
 @router_v3.patch("/glossaries/{glossary_id}")
@@ -519,8 +521,7 @@ async def replace_multilingual_dictionary(glossary_id: str, request: Request) ->
 @_answered
 async def delete_multilingual_glossary(glossary_id: str, request: Request) -> Response:
     await _checked(request)
-    if not glossary_store(request).delete_multilingual(glossary_id):
-        raise DeepLError(404, "Glossary not found", not_held("glossary"))
+    _found(glossary_store(request).delete_multilingual(glossary_id) or None)
     return Response(status_code=204)
 
 
