@@ -48,6 +48,7 @@ class FluentFile(Spans):
 
         super().__init__()
         self.text, self.encoding = decoded(name, data)
+        self.newline = "\r\n" if "\r\n" in self.text else "\n"  # the file's line ends, its translations' too
         self._parse = FluentParser(with_spans=True).parse
         self._ast = ast
         resource = self._parse(self.text)
@@ -69,7 +70,7 @@ class FluentFile(Spans):
                     if lines[0].startswith(" "):
                         indents.append(len(lines[0]) - len(lines[0].lstrip(" ")))
                     indent = " " * min(indents) if indents else ""
-                    value = "\n".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" ")
+                    value = "\n".join((line[len(indent):] if line.startswith(indent) else line.lstrip(" ")).rstrip("\r")
                                       for line in lines)
                     if not value.strip():
                         continue
@@ -86,7 +87,7 @@ class FluentFile(Spans):
             indent = " " * (len(line) - len(line.lstrip(" ")) + 4)
         lines = translation.strip().split("\n")
         block = self.text[start:end].startswith(" ")
-        return "\n".join((indent if k or block else "") + line.strip() for k, line in enumerate(lines))
+        return self.newline.join((indent if k or block else "") + line.strip() for k, line in enumerate(lines))
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         ast = self._ast

@@ -238,6 +238,10 @@ def test_a_fluent_file_s_messages_variants_and_attributes_are_translated_in_plac
         "login = two dogs\n    .placeholder = the cat", "login = TWO DOGS\n    .placeholder = THE CAT").replace(
         "about = the cat", "about = THE CAT")
     assert done.count == 7
+    # a file of CRLF lines: its texts sent with plain line breaks, its translations written in its own
+    sent.clear()
+    crlf = translate_document("main.ftl", FTL.replace("\n", "\r\n").encode(), recorded, "en", "de")
+    assert "two dogs\nthe cat { $n }" in sent and crlf.data.decode() == done.data.decode().replace("\n", "\r\n")
     # a translation that loses a placeable, or writes Fluent's syntax at a line's start, is left and named
     done = translate_document("main.ftl", FTL.encode(), lambda texts, *_: [
         "zwei Hunde" if "$user" in text else text + "\n[x] y" if "$n" in text else text for text in texts], "en", "de")
