@@ -93,6 +93,9 @@ SEEDS["Localizable.xcstrings"] = (
 SEEDS["main.ftl"] = (b"# c\nhello = Hello, { $user }!\nblock =\n    Line one\n    two { $n }\nemails =\n    { $n ->\n"
                      b"        [one] One <b>email</b>.\n       *[other] { $n } emails.\n    }\n    .title = Mail\n"
                      b"-brand = Firefox\nabout = About { -brand }\n")
+SEEDS["validation.php"] = (b"<?php\n\n// c\nreturn [\n    'accepted' => 'The :attribute must be accepted.',\n"
+                           b"    \"url\" => \"Line\\n \\\"two\\\"\",\n    'between' => ['string' => 'It\\'s :min'],\n"
+                           b"    'x' => array('y' => __('z') . 'w'),\n];\n")
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 

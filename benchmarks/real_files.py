@@ -40,7 +40,7 @@ SUFFIX = {"text": ' "q" \'a\' \\ & < > % {x} #', "markup": ' "q" \'a\' \\ &amp; 
 # What a stand-in keeps as written in markup: tags, references, escapes
 _KEPT = re.compile(r"(<[^>]*>|&[#A-Za-z0-9]+;|\\.)", re.DOTALL)
 # The formats whose texts, read again from the file written, are what the stand-in answered
-RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx"}
+RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php"}
 # The formats whose every text, read again from the file written, holds the stand-in's translation
 # (not HTML's and EPUB's: their parts are cut by length, and a translation's length cuts them otherwise)
 DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles"}

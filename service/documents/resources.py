@@ -426,3 +426,78 @@ class Yaml(Spans):
 
 def _depth(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
+
+
+# --- PHP arrays (Laravel's lang/*.php, and any framework's `return [...]` of strings)
+
+# A PHP file's tokens as a translation file has them: comments, strings in single or double quotes,
+# `=>`, an array's brackets (`[` or `array(`), commas, and anything else one character at a time.
+_PHP_TOKEN = re.compile(r"""(?P<comment>//[^\n]*|\#[^\n]*|/\*.*?\*/)
+    |(?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+    |(?P<arrow>=>)|(?P<open>\[|\barray\s*\(|\()|(?P<close>[\])])|(?P<comma>,)|(?P<other>\S)""", re.VERBOSE | re.DOTALL)
+_PHP_RETURN = re.compile(r"\A\s*<\?php\b.*?\breturn\s*(?P<array>\[|array\s*\()", re.DOTALL)
+_PHP_DOUBLE = re.compile(r"\\(u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", re.DOTALL)
+_PHP_DOUBLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "e": "\x1b", "f": "\f", "\\": "\\", "$": "$", '"': '"'}
+# A double-quoted string's variable (`$name`, `{$name}`): such a string is PHP's to fill in, not a text
+_PHP_INTERPOLATED = re.compile(r"(?<!\\)(?:\\\\)*\$[A-Za-z_{]|\{\$")
+
+
+def _php_double(body: str) -> str:
+    def character(escape: re.Match) -> str:
+        code = escape.group(1)
+        if code.startswith("u{"):
+            return chr(int(code[2:-1], 16))
+        if code[0] == "x" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        if code[0] in "01234567":
+            return chr(int(code, 8) % 256)
+        return _PHP_DOUBLE_ESCAPES.get(code, "\\" + code)
+    return _PHP_DOUBLE.sub(character, body)
+
+
+class PhpArray(Spans):
+    """A PHP file returning an array of strings (Laravel's lang/en/*.php): each value, at any depth,
+    read from its quotes' escapes and written back in them; keys, comments and what is no plain
+    string (a double-quoted one with a variable, a concatenation, a function's call) left."""
+
+    fmt = "text"
+    source_language = ""
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        start = _PHP_RETURN.match(self.text)
+        if start is None:
+            raise Failed(f"cannot read {name}: not a PHP file returning an array (<?php return [...];)")
+        tokens = [t for t in _PHP_TOKEN.finditer(self.text, start.start("array")) if t.lastgroup != "comment"]
+        opened: list[bool] = []  # each bracket open: whether it is an array's (else a call's parenthesis)
+        for k, token in enumerate(tokens):
+            kind_of = token.lastgroup
+            if kind_of == "open":
+                opened.append(token.group() != "(")
+            elif kind_of == "close":
+                if opened:
+                    opened.pop()
+                if not opened:
+                    break
+            elif kind_of == "string" and opened and opened[-1]:
+                before = tokens[k - 1].lastgroup if k else None
+                after = tokens[k + 1].lastgroup if k + 1 < len(tokens) else None
+                # a value: after `=>`, or an item of a list; and ends there (no `.` or call follows)
+                if before in ("arrow", "open", "comma") and after in ("comma", "close"):
+                    quoted = token.group()
+                    body = quoted[1:-1]
+                    if quoted[0] == "'":
+                        value = body.replace("\\\\", "\\").replace("\\'", "'")
+                    elif _PHP_INTERPOLATED.search(body):
+                        continue
+                    else:
+                        value = _php_double(body)
+                    if value.strip():
+                        self.spans.append((token.start() + 1, token.end() - 1, value))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        if self.text[start - 1] == "'":
+            return translation.replace("\\", "\\\\").replace("'", "\\'")
+        return (translation.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("\n", "\\n")
+                .replace("\t", "\\t").replace("\r", "\\r"))

@@ -252,6 +252,49 @@ def test_a_fluent_file_s_messages_variants_and_attributes_are_translated_in_plac
         translate_document("a.ftl", b"# only a comment\n", recorded, "en", "de")
 
 
+PHP = r"""<?php
+
+// Laravel's lines
+return [
+    'accepted' => 'two dogs :attribute',
+    "url" => "the cat\t{$x}",
+    'between' => [
+        'string' => 'It\'s the cat',
+    ],
+    'custom' => array(
+        'name' => array('rule' => "two \"dogs\"\n"),
+    ),
+    'list' => ['the cat', 'two dogs'],
+    'computed' => __('the cat') . ' two dogs',
+    'interpolated' => "Hello $name",
+    # 'a' => 'comment'
+];
+"""
+SUFFIX = " 'q' \"d\" $x \\"
+
+
+def test_a_php_array_s_strings_are_translated_in_their_quotes_escapes():
+    sent, recorded = recording(lambda texts, *_: [text.upper() + SUFFIX for text in texts])
+    done = translate_document("validation.php", PHP.encode(), recorded, "en", "de")
+    # keys, comments, a call's argument, a concatenation and a string PHP fills in are left
+    assert sent == ["two dogs :attribute", "It's the cat", 'two "dogs"\n', "the cat", "two dogs"]
+    single = r""" \'q\' "d" $x \\'"""  # the suffix in single quotes, and the closing quote
+    double = r""" 'q' \"d\" \$x \\" """.rstrip()
+    assert done.data.decode() == PHP.replace(
+        "'two dogs :attribute'", "'TWO DOGS :ATTRIBUTE" + single).replace(
+        r"'It\'s the cat'", r"'IT\'S THE CAT" + single).replace(
+        r'"two \"dogs\"\n"', r'"TWO \"DOGS\"\n' + double).replace(
+        "['the cat', 'two dogs']", "['THE CAT" + single + ", 'TWO DOGS" + single + "]")
+    # read again: exactly the translations, and written so again byte for byte
+    from service.documents.resources import PhpArray
+
+    assert PhpArray("validation.php", done.data, "php", False).texts == [text.upper() + SUFFIX for text in sent]
+    again = translate_document("validation.php", done.data, lambda texts, *_: texts, "en", "de")
+    assert again.data == done.data and again.count == 5
+    with pytest.raises(Failed, match=r"^cannot read a.php: not a PHP file returning an array \(<\?php return \[...\];\)$"):
+        translate_document("a.php", b"<?php echo 'two dogs';", recorded, "en", "de")
+
+
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
     def german(texts, source, target, fmt):
         return ["Schlie\u00dfen \"jetzt\"" for _ in texts]
