@@ -111,6 +111,7 @@ class StringCatalog:
         for key, units in self.strings:
             entry = self.document["strings"][key]
             source = _at(entry, ("localizations", self.source_language))
+            added = 0
             for path, value in units:
                 if not self._wanted(key, path) or value not in translated:
                     continue
@@ -129,9 +130,10 @@ class StringCatalog:
                                            "object; left as it was")
                     continue
                 node["stringUnit"] = {"state": "needs_review" if mark else "translated", "value": translated[value]}
-                count += 1
+                added += 1
+            count += added
             localizations = entry.get("localizations")
-            if isinstance(localizations, dict) and isinstance(localizations.get(target), dict):
+            if added and isinstance(localizations.get(target), dict):  # an entry untouched keeps its order
                 localizations[target] = _sorted(localizations[target])
                 others = [language for language in localizations if language != target]
                 if self.xcode or others == sorted(others, key=str.lower):  # Xcode's order, where the file keeps it

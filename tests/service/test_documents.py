@@ -203,6 +203,14 @@ def test_a_string_catalog_gets_the_target_localizations_it_lacks_written_as_xcod
     # a catalog with nothing to add comes back byte for byte
     again = translate_document("Localizable.xcstrings", done.data, recorded, None, "de", mark=False)
     assert (again.count, again.data) == (0, done.data)
+    # another tool's catalog (": ", its own key order): written in its style, an entry not added to as it was
+    other = '{\n    "sourceLanguage": "en",\n    "strings": {\n        "a": {"localizations": {"de": {"stringUnit": ' \
+            '{"value": "A", "state": "translated"}}}},\n        "two dogs": {}\n    }\n}\n'
+    done = translate_document("Localizable.xcstrings", other.encode(), recorded, None, "de")
+    assert done.data.decode() == json.dumps({"sourceLanguage": "en", "strings": {
+        "a": {"localizations": {"de": {"stringUnit": {"value": "A", "state": "translated"}}}},
+        "two dogs": {"localizations": {"de": {"stringUnit": {"state": "needs_review", "value": "TWO DOGS"}}}}}},
+        indent=4) + "\n"
     with pytest.raises(Failed, match='not a string catalog'):
         translate_document("Localizable.xcstrings", b'{"a": "b"}', recorded, "en", "de")
 
