@@ -95,18 +95,21 @@ class Spans:
     def _edited(self, target: str) -> list[tuple[int, int, str]]:
         return []  # other edits than translations (ARB's locale)
 
-    def _writable(self, value: str) -> bool:
-        return True  # what `_put` wrote reads as the format reads it
+    # what a translation `_writable` refuses would not do, in the words that name it left
+    unwritable_as = "would not read as XML"
+
+    def _writable(self, value: str, start: int, end: int) -> bool:
+        return True  # what `_put` wrote for the span reads as the format reads it
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         translations = []
         for start, end, text in self.spans:
             if text in translated:
                 value = self._put(translated[text], start, end)
-                if self._writable(value):
+                if self._writable(value, start, end):
                     translations.append((start, end, value))
                 else:
-                    self.unwritable.append(f"{text[:60]!r}: its translation would not read as XML; left as it was")
+                    self.unwritable.append(f"{text[:60]!r}: its translation {self.unwritable_as}; left as it was")
         written = spliced(self.text, sorted(translations + self._edited(target)))
         return written.encode(self.encoding, errors=self.errors), len(translations)
 

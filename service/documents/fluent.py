@@ -15,7 +15,6 @@ from collections import Counter
 from typing import Any
 
 from service.documents.files import Failed, Spans, decoded
-from service.served import spliced
 
 _SPACES = re.compile(r"\s+")
 # A tag in a message: its markup is HTML (Fluent's DOM overlays, React's <Localized elems>), sent so
@@ -42,6 +41,7 @@ class FluentFile(Spans):
     fmt = "text"
     unit = "messages"
     source_language = ""
+    unwritable_as = "would not read as the same Fluent pattern"
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         from fluent.syntax import FluentParser, ast  # only a Fluent file's reading needs it
@@ -89,25 +89,13 @@ class FluentFile(Spans):
         block = self.text[start:end].startswith(" ")
         return self.newline.join((indent if k or block else "") + line.strip() for k, line in enumerate(lines))
 
-    def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
+    def _writable(self, value: str, start: int, end: int) -> bool:
+        """Read again as a message's value: one pattern, no select expression, its placeables all there."""
         ast = self._ast
-        edits = []
-        for start, end, text in self.spans:
-            if text not in translated:
-                continue
-            value = self._put(translated[text], start, end)
-            # read again as a message's value: the same pattern, its placeables all there
-            block = value.startswith(" ")
-            resource = self._parse("x =" + ("\n" if block else " ") + value + "\n")
-            entries = resource.body
-            if (len(entries) != 1 or not isinstance(entries[0], ast.Message) or entries[0].attributes
-                    or entries[0].value is None
-                    or _placeables("x =" + ("\n" if block else " ") + value + "\n", entries[0].value, ast)
-                    != self.placeables[(start, end)]
-                    or any(isinstance(element, ast.Placeable) and isinstance(element.expression, ast.SelectExpression)
-                           for element in entries[0].value.elements)):
-                self.unwritable.append(f"{text[:60]!r}: its translation would not read as the same Fluent pattern; "
-                                       "left as it was")
-                continue
-            edits.append((start, end, value))
-        return spliced(self.text, sorted(edits)).encode(self.encoding), len(edits)
+        message = "x =" + ("\n" if value.startswith(" ") else " ") + value + "\n"
+        entries = self._parse(message).body
+        return (len(entries) == 1 and isinstance(entries[0], ast.Message) and not entries[0].attributes
+                and entries[0].value is not None
+                and _placeables(message, entries[0].value, ast) == self.placeables[(start, end)]
+                and not any(isinstance(element, ast.Placeable) and isinstance(element.expression, ast.SelectExpression)
+                            for element in entries[0].value.elements))

@@ -112,7 +112,7 @@ class XmlResources(Spans):
     source_language = ""
     errors = "xmlcharrefreplace"
 
-    def _writable(self, value: str) -> bool:
+    def _writable(self, value: str, start: int, end: int) -> bool:
         return reads_as_xml_content(value)
 
     def _outside_comments(self, matches: Iterator[re.Match]) -> Iterator[re.Match]:
