@@ -10,8 +10,10 @@ turns it into a 422.
 """
 from __future__ import annotations
 
+import sqlite3
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -121,9 +123,10 @@ class GlossaryStore(Database):
     def create(self, name: str, source: str, target: str, entries: Sequence[GlossaryEntry]) -> StoredGlossary:
         glossary = StoredGlossary(uuid.uuid4().hex, name, source, target,
                                   datetime.now(timezone.utc).isoformat(timespec="seconds"), checked_entries(entries))
-        self._write([("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)", (glossary.id, name, source, target, glossary.created))],
-                    [("INSERT INTO entries VALUES (?, ?, ?, ?)",
-                      [(glossary.id, k, e.source, e.target) for k, e in enumerate(glossary.entries)])])
+        with self._transaction() as db:
+            db.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)", (glossary.id, name, source, target, glossary.created))
+            db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
+                           [(glossary.id, k, e.source, e.target) for k, e in enumerate(glossary.entries)])
         return glossary
 
     def list(self) -> list[StoredGlossary]:
@@ -154,16 +157,15 @@ class GlossaryStore(Database):
 
     # --- Multilingual glossaries (DeepL's v3 API)
 
-    def _write(self, statements: Sequence[tuple[str, Sequence]], many: Sequence[tuple[str, Sequence]] = ()) -> None:
-        """The statements in one transaction."""
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, in one transaction that holds the file (BEGIN IMMEDIATE): what it reads
+        stays so until it commits, for every process of a server."""
         with self._lock:
             db = self._connection()
-            db.execute("BEGIN")
+            db.execute("BEGIN IMMEDIATE")
             try:
-                for sql, values in statements:
-                    db.execute(sql, values)
-                for sql, rows in many:
-                    db.executemany(sql, rows)
+                yield db
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -183,23 +185,28 @@ class GlossaryStore(Database):
         return checked
 
     @staticmethod
-    def _rows(glossary_id: str, dictionary: Dictionary) -> list[tuple]:
-        return [(glossary_id, dictionary.source, dictionary.target, k, e.source, e.target)
-                for k, e in enumerate(dictionary.entries)]
+    def _insert(db: sqlite3.Connection, glossary_id: str, dictionaries: Sequence[Dictionary]) -> None:
+        db.executemany("INSERT INTO dictionary_entries VALUES (?, ?, ?, ?, ?, ?)",
+                       [(glossary_id, d.source, d.target, k, e.source, e.target)
+                        for d in dictionaries for k, e in enumerate(d.entries)])
 
     def create_multilingual(self, name: str, dictionaries: Sequence[Dictionary]) -> MultilingualGlossary:
         glossary = MultilingualGlossary(uuid.uuid4().hex, name, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                         tuple(self._dictionaries(dictionaries)))
-        self._write([("INSERT INTO multilingual_glossaries VALUES (?, ?, ?)", (glossary.id, name, glossary.created))],
-                    [("INSERT INTO dictionary_entries VALUES (?, ?, ?, ?, ?, ?)",
-                      [row for d in glossary.dictionaries for row in self._rows(glossary.id, d)])])
+        with self._transaction() as db:
+            db.execute("INSERT INTO multilingual_glossaries VALUES (?, ?, ?)", (glossary.id, name, glossary.created))
+            self._insert(db, glossary.id, glossary.dictionaries)
         return glossary
 
-    def _multilingual(self, heads: list) -> list[MultilingualGlossary]:
-        with self._lock:
-            rows = self._connection().execute(
-                "SELECT glossary_id, source_lang, target_lang, source, target FROM dictionary_entries "
-                "ORDER BY glossary_id, source_lang, target_lang, position").fetchall()
+    @staticmethod
+    def _multilingual(db: sqlite3.Connection, where: str, values: Sequence) -> list[MultilingualGlossary]:
+        """The multilingual glossaries `where` picks (oldest first), each with its dictionaries."""
+        heads = db.execute(f"SELECT id, name, created FROM multilingual_glossaries {where} ORDER BY created, rowid",
+                           values).fetchall()
+        rows = db.execute(
+            "SELECT glossary_id, source_lang, target_lang, source, target FROM dictionary_entries "
+            f"WHERE glossary_id IN (SELECT id FROM multilingual_glossaries {where}) "
+            "ORDER BY glossary_id, source_lang, target_lang, position", values).fetchall()
         pairs: dict[str, dict[tuple[str, str], list[GlossaryEntry]]] = {}
         for glossary_id, source_lang, target_lang, source, target in rows:
             pairs.setdefault(glossary_id, {}).setdefault((source_lang, target_lang), []).append(GlossaryEntry(source, target))
@@ -210,40 +217,39 @@ class GlossaryStore(Database):
     def list_multilingual(self) -> list[MultilingualGlossary]:
         """Every multilingual glossary with its dictionaries, oldest first."""
         with self._lock:
-            heads = self._connection().execute("SELECT id, name, created FROM multilingual_glossaries "
-                                               "ORDER BY created, rowid").fetchall()
-        return self._multilingual(heads)
+            return self._multilingual(self._connection(), "", ())
 
     def get_multilingual(self, glossary_id: str) -> MultilingualGlossary | None:
         with self._lock:
-            heads = self._connection().execute("SELECT id, name, created FROM multilingual_glossaries WHERE id = ?",
-                                               (glossary_id,)).fetchall()
-        found = self._multilingual(heads)
+            found = self._multilingual(self._connection(), "WHERE id = ?", (glossary_id,))
         return found[0] if found else None
 
     def update_multilingual(self, glossary_id: str, name: str | None, dictionaries: Sequence[Dictionary],
                             merge: bool) -> MultilingualGlossary | None:
         """`name` (None: as it is) and each dictionary given: its entries added to the pair's, a
         source term already there given its new target (`merge`, DeepL's PATCH), or the pair's
-        replaced by them (DeepL's PUT). None where there is no such glossary."""
-        current = self.get_multilingual(glossary_id)
-        if current is None:
-            return None
-        written = []
-        for dictionary in dictionaries:
-            held = current.dictionary(dictionary.source, dictionary.target)
-            entries = list(dictionary.entries)
-            if merge and held is not None:
-                given = {e.source.casefold(): e for e in entries}
-                entries = [given.pop(e.source.casefold(), e) for e in held.entries] + list(given.values())
-            written.append(Dictionary(dictionary.source, dictionary.target, tuple(entries)))
-        written = self._dictionaries(written)
-        statements = [("UPDATE multilingual_glossaries SET name = ? WHERE id = ?", (name, glossary_id))] * (name is not None)
-        statements += [("DELETE FROM dictionary_entries WHERE glossary_id = ? AND source_lang = ? AND target_lang = ?",
-                        (glossary_id, d.source, d.target)) for d in written]
-        self._write(statements, [("INSERT INTO dictionary_entries VALUES (?, ?, ?, ?, ?, ?)",
-                                  [row for d in written for row in self._rows(glossary_id, d)])])
-        return self.get_multilingual(glossary_id)
+        replaced by them (DeepL's PUT). None where there is no such glossary. Read and written in
+        one transaction: two merges at once both count."""
+        with self._transaction() as db:
+            found = self._multilingual(db, "WHERE id = ?", (glossary_id,))
+            if not found:
+                return None
+            written = []
+            for dictionary in dictionaries:
+                held = found[0].dictionary(dictionary.source, dictionary.target)
+                entries = list(dictionary.entries)
+                if merge and held is not None:
+                    given = {e.source.casefold(): e for e in entries}
+                    entries = [given.pop(e.source.casefold(), e) for e in held.entries] + list(given.values())
+                written.append(Dictionary(dictionary.source, dictionary.target, tuple(entries)))
+            written = self._dictionaries(written)
+            if name is not None:
+                db.execute("UPDATE multilingual_glossaries SET name = ? WHERE id = ?", (name, glossary_id))
+            for d in written:
+                db.execute("DELETE FROM dictionary_entries WHERE glossary_id = ? AND source_lang = ? AND target_lang = ?",
+                           (glossary_id, d.source, d.target))
+            self._insert(db, glossary_id, written)
+            return self._multilingual(db, "WHERE id = ?", (glossary_id,))[0]
 
     def delete_multilingual(self, glossary_id: str) -> bool:
         """Whether there was such a glossary."""
