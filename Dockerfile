@@ -32,7 +32,7 @@ RUN apt-get update \
 # own, so that code changes do not re-download it.
 RUN python -m pip install "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX_URL}"
 
-# Step 2 (Makefile: `pip install -e '.[train,onnx,ct2,align,dev]'`): the project and the serving extra.
+# Step 2 (Makefile: `pip install -e '.[onnx,ct2,align,dev]'`): the project and the serving extra.
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY model ./model

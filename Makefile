@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: a CPU build that lies on local disk; unpinned, pip would fetch a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[train,onnx,ct2,align,dev]'
+	$(PY) -m pip install -q -e '.[onnx,ct2,align,dev]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -6,7 +6,9 @@ fake runtime (testing/fake_runtime.py: words reversed and upper-cased). Counted:
 documents done and failed. A failure is any 5xx, any document failed with the internal error (a bug:
 the worker logs a traceback), or a translated file that cannot be downloaded. With PyYAML: each
 mutated YAML file PyYAML reads must come back as YAML of the same shape (translations that need
-quoting made of colons, hashes, quotes and brackets).
+quoting made of colons, hashes, quotes and brackets). Mutated files with plurals (a strings
+dictionary, Android's plurals, a String Catalog) translated into French, whose plurals gain "many":
+each must still read as its format where it did before, and only a one-line refusal may stop one.
 
     python benchmarks/document_fuzz.py                  # 300 uploads, 2,000 YAML files, seed 1
     python benchmarks/document_fuzz.py --uploads 1000 --yaml 10000 --seed 7
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import logging
 import random
 import sys
@@ -96,6 +99,14 @@ SEEDS["main.ftl"] = (b"# c\nhello = Hello, { $user }!\nblock =\n    Line one\n  
 SEEDS["validation.php"] = (b"<?php\n\n// c\nreturn [\n    'accepted' => 'The :attribute must be accepted.',\n"
                            b"    \"url\" => \"Line\\n \\\"two\\\"\",\n    'between' => ['string' => 'It\\'s :min'],\n"
                            b"    'x' => array('y' => __('z') . 'w'),\n];\n")
+SEEDS["Localizable.stringsdict"] = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0">\n<dict>\n\t<key>files</key>\n\t<dict>\n'
+    b'\t\t<key>NSStringLocalizedFormatKey</key>\n\t\t<string>Deleted %#@files@</string>\n\t\t<key>files</key>\n'
+    b'\t\t<dict>\n\t\t\t<key>NSStringFormatSpecTypeKey</key>\n\t\t\t<string>NSStringPluralRuleType</string>\n'
+    b'\t\t\t<key>one</key>\n\t\t\t<string>one file &amp; more</string>\n\t\t\t<key>other</key>\n'
+    b'\t\t\t<string>%d files</string>\n\t\t</dict>\n\t</dict>\n\t<!-- c -->\n</dict>\n</plist>\n')
+SEEDS["plurals.xml"] = (b'<resources>\n    <plurals name="files">\n        <item quantity="one">One <b>file</b></item>\n'
+                        b'        <item quantity="other">%d files</item>\n    </plurals>\n</resources>\n')
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",
            b"'", b"  ", b"- ", b"|", b"{", b"}"]
 
@@ -244,10 +255,50 @@ def yaml_shapes(files: Iterable[tuple[str, bytes]]) -> tuple[int, int, list[str]
     return checked, strings, failures
 
 
+def plural_shapes(files: Iterable[tuple[str, bytes]]) -> tuple[int, list[str]]:
+    """Files with plurals translated into French, whose plurals gain "many": each output must read as
+    its format where the input did, and nothing but a one-line refusal may stop one. How many were
+    translated, and the failures."""
+    import plistlib
+    from xml.etree import ElementTree
+
+    from service.documents import Failed, translate_document
+
+    readers = {".stringsdict": plistlib.loads, ".xml": ElementTree.fromstring, ".xcstrings": json.loads}
+    translated, failures = 0, []
+    for name, data in files:
+        read = readers[Path(name).suffix]
+        try:
+            read(data)
+        except Exception:  # noqa: BLE001  # not its format to begin with: only the refusal is checked
+            readable = False
+        else:
+            readable = True
+        try:
+            done = translate_document(name, data, lambda texts, *_: [text.upper() + " & <x>" for text in texts],
+                                      "en", "fr")
+        except Failed as error:
+            if "\n" in str(error):
+                failures.append(f"a refusal of several lines: {name}: {data!r}")
+            continue
+        except Exception as error:  # noqa: BLE001
+            failures.append(f"{type(error).__name__}: {error}: {name}: {data!r}")
+            continue
+        translated += 1
+        if readable:
+            try:
+                read(done.data)
+            except Exception as error:  # noqa: BLE001
+                failures.append(f"does not read after translation: {name}: {data!r}: {str(error)[:120]}")
+    return translated, failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uploads", type=int, default=300)
     parser.add_argument("--yaml", type=int, default=2000)
+    parser.add_argument("--plurals", type=int, default=1000,
+                        help="mutated files with plurals translated into French (their plurals gain categories)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--yaml-files", type=Path, default=None,
                         help="also every .yml file under this folder as it is (rails-i18n's rails/locale: a checkout of "
@@ -260,6 +311,10 @@ def main() -> int:
     counts, failures = uploads(args.uploads, rng)
     checked, _, yaml_failures = yaml_shapes(("en.yml", mutate(rng, SEEDS["en.yml"])) for _ in range(args.yaml))
     failures += yaml_failures
+    plural_seeds = ["Localizable.stringsdict", "plurals.xml", "Localizable.xcstrings"]
+    plurals, plural_failures = plural_shapes((seed, mutate(rng, SEEDS[seed]))
+                                             for seed in (rng.choice(plural_seeds) for _ in range(args.plurals)))
+    failures += plural_failures
     real = ""
     if args.yaml_files is not None:
         found = sorted(args.yaml_files.rglob("*.yml")) + sorted(args.yaml_files.rglob("*.yaml"))
@@ -268,10 +323,11 @@ def main() -> int:
         real = f" The {len(found)} files under {args.yaml_files}: {read} read before and after, {strings} strings translated."
     report = (
         run_heading() + f"    python benchmarks/document_fuzz.py --uploads {args.uploads} --yaml {args.yaml} "
-        f"--seed {args.seed}" + (f" --yaml-files {args.yaml_files}" if args.yaml_files else "") +
+        f"--plurals {args.plurals} --seed {args.seed}" + (f" --yaml-files {args.yaml_files}" if args.yaml_files else "") +
         f"\n\n{args.uploads} mutated uploads ({len(SEEDS)} seed files), {time.perf_counter() - started:.0f} s: "
         + ", ".join(f"{key}: {value}" for key, value in sorted(counts.items()))
-        + f". YAML files read before and after: {checked}.{real} **Failures: {len(failures)}**.\n\n"
+        + f". YAML files read before and after: {checked}.{real} Files with plurals translated into French: "
+        f"{plurals} of {args.plurals}. **Failures: {len(failures)}**.\n\n"
         + "".join(f"- `{failure[:300]}`\n" for failure in failures[:10])
     )
     print(report)

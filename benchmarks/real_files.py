@@ -40,7 +40,9 @@ SUFFIX = {"text": ' "q" \'a\' \\ & < > % {x} #', "markup": ' "q" \'a\' \\ &amp; 
 # What a stand-in keeps as written in markup: tags, references, escapes
 _KEPT = re.compile(r"(<[^>]*>|&[#A-Za-z0-9]+;|\\.)", re.DOTALL)
 # The formats whose texts, read again from the file written, are what the stand-in answered
-RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php"}
+RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php", "stringsdict"}
+# The formats whose plural rules get the target language's categories: checked into French (one, many, other)
+PLURALS = {"android", "stringsdict", "xcstrings"}
 # The formats whose every text, read again from the file written, holds the stand-in's translation
 # (not HTML's and EPUB's: their parts are cut by length, and a translation's length cuts them otherwise)
 DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles"}
@@ -59,6 +61,8 @@ def unchanged(texts: list[str], source: str, target: str, fmt: str) -> list[str]
 
 def readable(kind: str, data: bytes, before: bytes) -> str | None:
     """Why `data` does not read as its format, or None (a zip: each part that read in `before`)."""
+    import plistlib
+
     import polib
     import yaml
 
@@ -74,6 +78,8 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
                 raise ValueError(f"{junk[0] - junk[1]} more entries of junk")
         elif kind == "yaml":
             yaml.safe_load(data)
+        elif kind == "stringsdict":
+            plistlib.loads(data)
         elif kind in ("android", "resx", "xliff", "linguist"):
             ElementTree.fromstring(data)
         elif kind == "gettext":
@@ -141,7 +147,40 @@ def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
                     if len(after) == len(expected) else None
                 broken.append(f"{translate.__name__}: read again, {len(after)} texts against {len(expected)}"
                               + (f"; text {wrong}: {after[wrong]!r:.120} for {expected[wrong]!r:.120}" if wrong is not None else ""))
+    if kind in PLURALS:
+        try:
+            done = translate_document(name, data, hostile, "en", "fr")
+        except Failed:
+            return count, "", broken
+        lacking = _lacking_many(kind, done.data)
+        if lacking:
+            broken.append(f"into French: {len(lacking)} plural rules lack \"many\", the first {lacking[0][:100]!r}")
     return count, "", broken
+
+
+def _lacking_many(kind: str, data: bytes) -> list[str]:
+    """The plural rules of a file translated into French that have "other" and lack "many"."""
+    import plistlib
+
+    if kind == "android":
+        return [element.get("name", "") for element in ElementTree.fromstring(data).iter("plurals")
+                if element.get("translatable") != "false"
+                and {"other"} <= {item.get("quantity") for item in element} and "many" not in
+                {item.get("quantity") for item in element}]
+    found = []
+
+    def walk(node, where: str) -> None:
+        if isinstance(node, dict):
+            plural = node.get("plural") if kind == "xcstrings" else node if \
+                node.get("NSStringFormatSpecTypeKey") == "NSStringPluralRuleType" else None
+            if isinstance(plural, dict) and "other" in plural and "many" not in plural and \
+                    (kind != "xcstrings" or "/fr/" in where):
+                found.append(where)
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+
+    walk(json.loads(data) if kind == "xcstrings" else plistlib.loads(data), "")
+    return found
 
 
 def main() -> int:

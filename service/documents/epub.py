@@ -41,7 +41,7 @@ class _Labels(Spans):
         self._language = (found.start(1), found.end(1)) if found else None
         self.source_language = found.group(1) if found else ""
 
-    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
         return [(*self._language, target)] if self._language else []
 
 

@@ -92,8 +92,10 @@ class Spans:
         writes its text as the service answers it (markup); else the format's escapes."""
         return translation
 
-    def _edited(self, target: str) -> list[tuple[int, int, str]]:
-        return []  # other edits than translations (ARB's locale)
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
+        """Other edits than the translations (ARB's locale), given what was written for each span
+        (by where it starts)."""
+        return []
 
     # what a translation `_writable` refuses would not do, in the words that name it left
     unwritable_as = "would not read as XML"
@@ -110,7 +112,8 @@ class Spans:
                     translations.append((start, end, value))
                 else:
                     self.unwritable.append(f"{text[:60]!r}: its translation {self.unwritable_as}; left as it was")
-        written = spliced(self.text, sorted(translations + self._edited(target)))
+        edits = self._edited(target, {start: value for start, _, value in translations})
+        written = spliced(self.text, sorted(translations + edits))
         return written.encode(self.encoding, errors=self.errors), len(translations)
 
 

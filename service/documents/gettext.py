@@ -2,7 +2,9 @@
 translation marked fuzzy, gettext's sign of one for a translator to review, a plural message its
 singular's translation as form 0 and its plural's as every other form its Plural-Forms header
 counts; only the translated messages' lines change, written as msgmerge writes them (and a template's
-header's Language line, which names the target language then)."""
+header's Language line, which names the target language then, and a Plural-Forms line holding
+msginit's placeholder or missing before a plural message, which gets the target's as msginit writes it:
+without it msgfmt refuses the catalog)."""
 from __future__ import annotations
 
 import os
@@ -12,6 +14,7 @@ import tempfile
 import polib
 
 from service.documents.files import PARAGRAPH_BREAK, Failed, encodable
+from service.documents.plurals import gettext_header
 
 _PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 # gettext's tools write a string on lines of at most this many columns, quotes included.
@@ -28,11 +31,11 @@ def untranslated(entry: polib.POEntry, fuzzy: bool) -> bool:
     return entry.msgstr == "" and all(form == "" for form in entry.msgstr_plural.values())
 
 
-def plural_forms(catalog: polib.POFile) -> int:
-    """How many forms a plural message has in the catalog's language (its Plural-Forms header; 2, as
-    English and German have, where it names none)."""
+def plural_forms(catalog: polib.POFile) -> int | None:
+    """How many forms a plural message has in the catalog's language (its Plural-Forms header);
+    None where the header names no number (none, or a template's `nplurals=INTEGER`)."""
     match = _PLURALS.search(catalog.metadata.get("Plural-Forms", ""))
-    return max(1, int(match.group(1))) if match else 2
+    return max(1, int(match.group(1))) if match else None
 
 
 def string_lines(keyword: str, value: str) -> list[str]:
@@ -44,18 +47,20 @@ def string_lines(keyword: str, value: str) -> list[str]:
     escaped = polib.escape(value)
     if len(keyword) + len(escaped) + 3 <= WIDTH and "\n" not in value[:-1]:
         return [f'{keyword} "{escaped}"']
-    lines = [f'{keyword} ""']
-    for piece in re.findall(r"[^\n]*\n|[^\n]+", value):
-        line = ""
-        for word in re.findall(r"[^ ]* *", polib.escape(piece)):
-            if line.strip() and len(line) + len(word) + 2 > WIDTH:
-                lines.append(f'"{line}"')
-                line = ""
-            line += word
-        if line:
-            lines.append(f'"{line}"')
+    lines = [f'{keyword} ""'] + [line for piece in re.findall(r"[^\n]*\n|[^\n]+", value) for line in _wrapped(piece)]
     # a string with nowhere to break it stays beside its keyword, however long
     return [f"{keyword} {lines[1]}"] if len(lines) == 2 and not re.search(r" [^ ]", escaped) else lines
+
+
+def _wrapped(piece: str) -> list[str]:
+    """A line of a string's value, quoted, on lines broken after a space to fit."""
+    lines, line = [], ""
+    for word in re.findall(r"[^ ]* *", polib.escape(piece)):
+        if line.strip() and len(line) + len(word) + 2 > WIDTH:
+            lines.append(f'"{line}"')
+            line = ""
+        line += word
+    return lines + [f'"{line}"'] * bool(line)
 
 
 def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
@@ -100,21 +105,28 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
     return "".join(blocks)
 
 
-def _language_named(text: str, target: str) -> str | None:
-    """`text` whose header's Language (empty, or no line) is `target`, every other line as it was;
-    None where it has no header."""
+def _header_field(text: str, name: str, value: str, after: str) -> str | None:
+    """`text` whose header's field `name` is `value` (its line replaced, or a line added after the
+    field `after`'s, else at the header's end), every other line as it was; None where it has no header."""
     header = _HEADER.search(text)
     if header is None:
         return None
-    after = PARAGRAPH_BREAK.search(text, header.start())
-    end = after.start() if after else len(text.rstrip("\r\n"))
-    empty = re.compile(r'^"Language:[ \t]*(?=\\n")', re.MULTILINE).search(text, header.start(), end)
-    if empty is not None:
-        return text[:empty.start()] + f'"Language: {target}' + text[empty.end():]
+    following = PARAGRAPH_BREAK.search(text, header.start())
+    end = following.start() if following else len(text.rstrip("\r\n"))
     newline = "\r\n" if "\r\n" in text else "\n"
-    team = re.compile(r'^"Language-Team:.*$', re.MULTILINE).search(text, header.start(), end)
-    at = team.end() if team is not None else end
-    return text[:at] + f'{newline}"Language: {target}\\n"' + text[at:]
+    field = newline.join(_wrapped(f"{name}: {value}\n"))  # as msginit writes it
+    line = re.compile(rf'^"{name}:', re.MULTILINE).search(text, header.start(), end)
+    if line is not None:  # the field's lines: to the first that ends its value
+        last = _FIELD_END.search(text, line.start(), end)
+        if last is not None:
+            return text[:line.start()] + field + text[last.end():]
+    before = re.compile(rf'^"{after}:.*$', re.MULTILINE).search(text, header.start(), end)
+    at = before.end() if before is not None else end
+    return text[:at] + newline + field + text[at:]
+
+
+# Where a header field's value ends: a string ending in a line break at the end of its line.
+_FIELD_END = re.compile(r'\\n"(?=\r?$)', re.MULTILINE)
 
 
 # A line of a message's strings (a keyword and a string, or a string going on), obsolete (`#~`) or a
@@ -167,8 +179,11 @@ class Catalog:
         self.unwritable = []
         self.target_language = self.catalog.metadata.get("Language", "")
         self.entries = [entry for entry in self.catalog if untranslated(entry, fuzzy)]
-        # Each text to translate: (entry, plural form or None for msgstr, text).
-        forms = plural_forms(self.catalog)
+        self.plural_header = ""  # the Plural-Forms header the catalog lacks, for the target
+        self._slots(plural_forms(self.catalog) or 2)
+
+    def _slots(self, forms: int) -> None:
+        """Each text to translate: (entry, plural form or None for msgstr, text)."""
         self.slots: list[tuple[polib.POEntry, int | None, str]] = []
         for entry in self.entries:
             if entry.msgid_plural:
@@ -176,6 +191,18 @@ class Catalog:
             else:
                 self.slots.append((entry, None, entry.msgid))
         self.texts = [text for _, _, text in self.slots]
+
+    def for_target(self, target: str) -> None:
+        """A catalog whose header counts no plural forms (a template's) has the target's, as msginit
+        writes them, where it holds a plural message or a Plural-Forms line."""
+        if plural_forms(self.catalog) is not None:
+            return
+        if "Plural-Forms" not in self.catalog.metadata and not any(entry.msgid_plural for entry in self.catalog):
+            return
+        header = gettext_header(target)
+        if header is not None:
+            self.plural_header = header[1]
+            self._slots(header[0])
 
     def written(self, translated: dict[str, str], mark: bool, target: str) -> tuple[bytes, int]:
         done = []
@@ -192,6 +219,9 @@ class Catalog:
                     entry.msgstr = translation
                 else:
                     entry.msgstr_plural[form] = translation
+            if entry.msgid_plural and self.plural_header:  # a template's two empty forms, where the target has one
+                for form in [form for form in entry.msgstr_plural if int(form) >= len(mine)]:
+                    del entry.msgstr_plural[form]
             if mark and "fuzzy" not in entry.flags:
                 entry.flags.insert(0, "fuzzy")  # first, as msgmerge writes it
             done.append(entry)
@@ -199,5 +229,9 @@ class Catalog:
         spliced = _spliced(self.data.decode(catalog.encoding), done)
         if not self.target_language:  # a template's translation names its language, as msginit's does
             catalog.metadata["Language"] = target
-            spliced = _language_named(spliced, target) if spliced is not None else None
+            spliced = _header_field(spliced, "Language", target, "Language-Team") if spliced is not None else None
+        if self.plural_header and done:
+            catalog.metadata["Plural-Forms"] = self.plural_header
+            spliced = _header_field(spliced, "Plural-Forms", self.plural_header, "Content-Transfer-Encoding") \
+                if spliced is not None else None
         return (spliced if spliced is not None else str(catalog)).encode(catalog.encoding), len(done)

@@ -224,7 +224,7 @@ class HtmlPage(Spans):
                 return self._holding(child, start, end)
         return element
 
-    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
         return [(start, end, target) for start, end in self._langs]  # the page says it is in the target language now
 
 

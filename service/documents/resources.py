@@ -13,6 +13,7 @@ from xml.sax.saxutils import escape
 
 from service.documents.xliff import FileInvalid, checked, decoded as decoded_xml
 from service.documents.files import Failed, Spans, decoded, encodable, reads_as_xml_content
+from service.documents.plurals import categories
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
@@ -76,7 +77,7 @@ class Json(Spans):
         # half a character (JSON lets "\ud800" stand alone) can only be written escaped
         return json.dumps(translation, ensure_ascii=self.ascii or _SURROGATE.search(translation) is not None)
 
-    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
         return [(*self.locale, json.dumps(target))] if self.locale is not None else []
 
 
@@ -95,6 +96,7 @@ def _escaped_character(characters: dict[str, str]) -> Callable[[re.Match], str]:
 _ANDROID_RESOURCES = re.compile(r"<resources\b")
 _ANDROID_ELEMENT = re.compile(r"<(string-array|plurals|string)(?=[\s>/])([^>]*?)(?:/>|>(.*?)</\1\s*>)", re.DOTALL)
 _ANDROID_ITEM = re.compile(r"<item(?=[\s>/])[^>]*>(.*?)</item\s*>", re.DOTALL)
+_QUANTITY = re.compile(r"""\bquantity\s*=\s*["']([a-z]*)["']""")
 _UNTRANSLATABLE = re.compile(r"""\btranslatable\s*=\s*["']false["']""")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 # A string's markup (its tags, comments and CDATA sections, written as they are) and its text between.
@@ -138,19 +140,53 @@ class Android(XmlResources):
     """Android's strings.xml: each string, plural item and array item's content, sent as markup (its
     <b>, <xliff:g> kept) and as aapt reads its text: escapes read (\\' is ', \\n a line break), a run of
     whitespace one space but in a quoted string; written back in aapt's escapes (a backslash, a
-    quote, a line break, a leading @ or ?). Strings commented out are left."""
+    quote, a line break, a leading @ or ?). Strings commented out are left. A <plurals> gets each
+    quantity the target's language has and it lacks (CLDR's), a copy of its "other" item."""
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
         self._read(name, data, _ANDROID_RESOURCES, "Android string resources (no <resources>)")
+        # each <plurals>: its items' quantities, and its "other" item (where it starts, the whitespace before it)
+        self.plurals: list[tuple[set[str], int, str]] = []
         for element in self._outside_comments(_ANDROID_ELEMENT.finditer(self.text)):
             if _UNTRANSLATABLE.search(element.group(2)) or element.group(3) is None:
                 continue
             if element.group(1) == "string":
                 self._add(element.start(3), element.group(3))
+                continue
+            quantities, other = set(), None
+            for item in _ANDROID_ITEM.finditer(element.group(3)):
+                self._add(element.start(3) + item.start(1), item.group(1))
+                quantity = _QUANTITY.search(item.group())
+                quantities.add(quantity.group(1) if quantity else "")
+                if quantity and quantity.group(1) == "other":
+                    other = item
+            if element.group(1) == "plurals" and other is not None:
+                indent = re.search(r"\s*$", element.group(3)[:other.start()]).group()
+                self.plurals.append((quantities, element.start(3) + other.start(), indent))
+
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
+        """Each quantity the target's language has and a <plurals> lacks (French "many"), added
+        before its "other" item as a copy of it, as Android's lint asks (MissingQuantity)."""
+        wanted, edits = categories(target) or (), []
+        starts = [span[0] for span in self.spans]  # in the order read: by where they start
+        for quantities, start, indent in self.plurals:
+            item = _ANDROID_ITEM.match(self.text, start)
+            k = bisect.bisect_left(starts, start)
+            if k < len(starts) and starts[k] <= item.end(1):
+                if starts[k] not in written:
+                    continue  # its "other" untranslated: nothing to copy
+                span_start, span_end, _ = self.spans[k]
+                other = self.text[start:span_start] + written[span_start] + self.text[span_end:item.end()]
+            elif item.group(1).strip().startswith("@"):
+                other = item.group()  # a reference to another resource, copied as it is
             else:
-                for item in _ANDROID_ITEM.finditer(element.group(3)):
-                    self._add(element.start(3) + item.start(1), item.group(1))
+                continue
+            added = [_QUANTITY.sub(f'quantity="{quantity}"', other, count=1) + indent
+                     for quantity in wanted if quantity not in quantities]
+            if added:
+                edits.append((start, start, "".join(added)))
+        return edits
 
     def _add(self, start: int, content: str) -> None:
         body = content.strip()
@@ -420,7 +456,7 @@ class Yaml(Spans):
             return translation
         return json.dumps(translation, ensure_ascii=False)
 
-    def _edited(self, target: str) -> list[tuple[int, int, str]]:
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
         return [(*self.locale, target)] if self.locale is not None else []
 
 

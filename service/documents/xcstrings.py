@@ -2,8 +2,9 @@
 every language. Each string is a key; its source text is the source language's localization, or
 the key itself where that has none. A string whose target-language localization is missing (or
 "new"; with `fuzzy`, also "needs_review") gets one: a plain string its text, a string that varies
-by plural or device each variation of the source's, a string with substitutions (`%#@count@`) its
-text and each substitution's variations, their argument numbers and format specifiers as the
+by plural or device each variation of the source's (and each plural category the target's language
+adds, CLDR's: a French "many" from the English "other"), a string with substitutions (`%#@count@`)
+its text and each substitution's variations, their argument numbers and format specifiers as the
 source's. A string marked not to translate, or stale (no longer in the code), is left.
 
 Written as Xcode writes the file (two-space indentation, `" : "`, an empty object over three lines,
@@ -17,6 +18,7 @@ import re
 from typing import Any
 
 from service.documents.files import Failed, decoded
+from service.documents.plurals import categories
 
 # An object with nothing in it, as Xcode writes one: over three lines.
 _EMPTY_OBJECT = re.compile(r'^( *)(.*) : \{\}(,?)$', re.MULTILINE)
@@ -91,8 +93,19 @@ class StringCatalog:
         self.target = ""
 
     def for_target(self, target: str) -> None:
-        """The texts to translate are those the target's localization lacks."""
+        """The texts to translate are those the target's localization lacks; a plural variation
+        also each plural category the target's language has and the source's lacks (French "many"
+        beside English "one" and "other"), from the source's "other"."""
         self.target = target
+        wanted = categories(target) or ()
+        for k, (key, units) in enumerate(self.strings):
+            cases: dict[tuple[str, ...], dict[str, str]] = {}  # each plural variation: its categories' texts
+            for path, value in units:
+                if len(path) >= 3 and path[-3:-1] == ("variations", "plural"):
+                    cases.setdefault(path[:-1], {})[path[-1]] = value
+            added = [(plural + (category,), held["other"]) for plural, held in cases.items() if "other" in held
+                     for category in wanted if category not in held]
+            self.strings[k] = (key, units + added)
 
     def _wanted(self, key: str, path: tuple[str, ...]) -> bool:
         localization = _at(self.document["strings"], (key, "localizations", self.target))

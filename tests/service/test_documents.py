@@ -303,6 +303,176 @@ def test_a_php_array_s_strings_are_translated_in_their_quotes_escapes():
         translate_document("a.php", b"<?php echo 'two dogs';", recorded, "en", "de")
 
 
+STRINGSDICT = """<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>files deleted</key>
+	<dict>
+		<key>NSStringLocalizedFormatKey</key>
+		<string>%#@files@</string>
+		<key>files</key>
+		<dict>
+			<key>NSStringFormatSpecTypeKey</key>
+			<string>NSStringPluralRuleType</string>
+			<key>NSStringFormatValueTypeKey</key>
+			<string>d</string>
+			<key>zero</key>
+			<string>two dogs &amp; the cat</string>
+			<key>one</key>
+			<string>one file</string>
+			<key>other</key>
+			<string>%d files</string>
+		</dict>
+	</dict>
+	<!-- <key>old</key><dict><key>NSStringLocalizedFormatKey</key><string>old text</string></dict> -->
+	<key>ate</key>
+	<dict>
+		<key>NSStringLocalizedFormatKey</key>
+		<string>%@ ate %#@apples@ today</string>
+		<key>apples</key>
+		<dict>
+			<key>NSStringFormatSpecTypeKey</key>
+			<string>NSStringPluralRuleType</string>
+			<key>NSStringFormatValueTypeKey</key>
+			<string>ld</string>
+			<key>one</key>
+			<string>an apple</string>
+			<key>other</key>
+			<string>%ld</string>
+		</dict>
+	</dict>
+	<key>tap</key>
+	<dict>
+		<key>NSStringDeviceSpecificRuleType</key>
+		<dict>
+			<key>iphone</key>
+			<string>Tap here</string>
+			<key>mac</key>
+			<dict>
+				<key>NSStringLocalizedFormatKey</key>
+				<string>%#@clicks@</string>
+				<key>clicks</key>
+				<dict>
+					<key>NSStringFormatSpecTypeKey</key>
+					<string>NSStringVariableWidthRuleType</string>
+					<key>20</key>
+					<string>Click</string>
+				</dict>
+			</dict>
+		</dict>
+	</dict>
+</dict>
+</plist>
+"""
+
+
+def test_a_strings_dictionary_s_formats_and_cases_are_translated_and_a_plural_gets_the_target_s_categories():
+    import plistlib
+
+    sent, recorded = recording(lambda texts, *_: [text.upper() for text in texts])
+    done = translate_document("Localizable.stringsdict", STRINGSDICT.encode(), recorded, "en", "fr")
+    # each case's string, a format holding text besides its variables; not the rules' names and types, not a
+    # format that is only its variable (%#@files@), a comment, nor a case holding no text (%ld)
+    assert sent == ["two dogs &amp; the cat", "one file", "%d files", "%@ ate %#@apples@ today", "an apple",
+                    "Tap here", "Click"]
+    assert done.count == 7
+    # French has "many" besides "one" and "other": each plural rule gets it, a copy of its "other", before it
+    many = "\t\t\t<key>many</key>\n\t\t\t<string>{}</string>\n\t\t\t<key>other</key>"
+    assert done.data.decode() == STRINGSDICT.replace(
+        "two dogs &amp; the cat", "TWO DOGS &AMP; THE CAT").replace("one file", "ONE FILE").replace(
+        "\t\t\t<key>other</key>\n\t\t\t<string>%d files", many.format("%D FILES") + "\n\t\t\t<string>%D FILES").replace(
+        "%@ ate %#@apples@ today", "%@ ATE %#@APPLES@ TODAY").replace("an apple", "AN APPLE").replace(
+        "\t\t\t<key>other</key>\n\t\t\t<string>%ld", many.format("%ld") + "\n\t\t\t<string>%ld").replace(
+        "Tap here", "TAP HERE").replace(">Click<", ">CLICK<")
+    assert plistlib.loads(done.data)["files deleted"]["files"]["many"] == "%D FILES"
+    # German has English's categories: nothing added
+    done = translate_document("Localizable.stringsdict", STRINGSDICT.encode(), recorded, "en", "de")
+    assert "<key>many</key>" not in done.data.decode() and done.count == 7
+
+
+@pytest.mark.parametrize("data, error", [
+    ("<plist><dict><key>a</key><dict></plist>", "^cannot read a.stringsdict: not well-formed XML"),
+    ("<plist><array><string>two dogs</string></array></plist>",
+     r"^cannot read a.stringsdict: not a strings dictionary \(its property list holds no dict\)$"),
+    ("<plist><dict><string>two dogs</string></dict></plist>",
+     "^cannot read a.stringsdict: a value without its <key> at character 13$"),
+    ("<resources/>", r"^cannot read a.stringsdict: not a property list \(no <plist>\)$"),
+])
+def test_a_strings_dictionary_that_is_none_is_refused_in_one_line(data, error):
+    with pytest.raises(Failed, match=error):
+        translate_document("a.stringsdict", data.encode(), reversed_words, "en", "de")
+
+
+def test_a_plural_gets_each_category_the_target_language_has_a_copy_of_its_other():
+    plurals = ('<resources>\n    <plurals name="files">\n        <item quantity="one">one file</item>\n'
+               '        <item quantity="other">%d files</item>\n    </plurals>\n'
+               '    <plurals name="ref"><item quantity="one">the cat</item><item quantity="other">@string/cats</item></plurals>\n'
+               '    <plurals name="kept" translatable="false"><item quantity="other">%d</item></plurals>\n</resources>\n')
+    upper = lambda texts, *_: [text.upper() for text in texts]  # noqa: E731
+    done = translate_document("strings.xml", plurals.encode(), upper, "en", "fr")
+    # as Android's lint asks and French catalogs have them (one, many, other): "many" before "other"
+    assert done.data.decode() == plurals.replace("one file", "ONE FILE").replace(
+        '        <item quantity="other">%d files</item>',
+        '        <item quantity="many">%D FILES</item>\n        <item quantity="other">%D FILES</item>').replace(
+        '<item quantity="one">the cat</item><item quantity="other">@string/cats</item>',
+        '<item quantity="one">THE CAT</item><item quantity="many">@string/cats</item><item quantity="other">@string/cats</item>')
+    russian = translate_document("strings.xml", plurals.encode(), upper, "en", "ru").data.decode()
+    assert re.findall(r'quantity="(\w+)">%D FILES', russian) == ["few", "many", "other"]
+    assert translate_document("strings.xml", plurals.encode(), upper, "en", "de").data.decode() == \
+        plurals.replace("one file", "ONE FILE").replace("%d files", "%D FILES").replace("the cat", "THE CAT")
+    # a String Catalog: the French localization gets "many", from the source's "other"
+    done = translate_document("Localizable.xcstrings", XCSTRINGS.encode(), upper, None, "fr")
+    review = lambda value: {"stringUnit": {"state": "needs_review", "value": value}}  # noqa: E731
+    assert json.loads(done.data)["strings"]["%lld photos"]["localizations"]["fr"] == {"variations": {"plural": {
+        "many": review("%LLD PHOTOS"), "one": review("%LLD PHOTO"), "other": review("%LLD PHOTOS")}}}
+    assert json.loads(done.data)["strings"]["apples"]["localizations"]["fr"]["substitutions"]["appleCount"][
+        "variations"]["plural"]["many"] == review("%ARG APPLES")
+
+
+TEMPLATE = r'''# SOME DESCRIPTIVE TITLE.
+#, fuzzy
+msgid ""
+msgstr ""
+"Project-Id-Version: demo 1.0\n"
+"Language-Team: LANGUAGE <LL@li.org>\n"
+"Language: \n"
+"Content-Type: text/plain; charset=UTF-8\n"
+"Plural-Forms: nplurals=INTEGER; plural=EXPRESSION;\n"
+
+msgid "two dogs"
+msgstr ""
+
+msgid "%d file"
+msgid_plural "%d files"
+msgstr[0] ""
+msgstr[1] ""
+'''
+
+
+def test_a_template_translated_gets_the_target_s_plural_forms_as_msginit_writes_them():
+    done = translate_document("demo.pot", TEMPLATE.encode(), reversed_words, "en", "fr")
+    # msgfmt refuses nplurals=INTEGER once a catalog has a language: its header is French's now
+    assert done.data.decode() == TEMPLATE.replace('"Language: \\n"', '"Language: fr\\n"').replace(
+        "nplurals=INTEGER; plural=EXPRESSION;", "nplurals=2; plural=(n > 1);").replace(
+        'msgid "two dogs"', '#, fuzzy\nmsgid "two dogs"').replace('msgstr ""\n\nmsgid "%d', 'msgstr "DOGS TWO"\n\n#, fuzzy\nmsgid "%d').replace(
+        'msgstr[0] ""\nmsgstr[1] ""', 'msgstr[0] "FILE %D"\nmsgstr[1] "FILES %D"')
+    # Russian's three forms, its long header on lines as msginit writes it; Japanese's one
+    russian = translate_document("demo.pot", TEMPLATE.encode(), reversed_words, "en", "ru").data.decode()
+    assert '"Plural-Forms: nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && "\n' \
+           '"n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);\\n"\n' in russian
+    assert russian.endswith('msgstr[0] "FILE %D"\nmsgstr[1] "FILES %D"\nmsgstr[2] "FILES %D"\n')
+    japanese = translate_document("demo.pot", TEMPLATE.encode(), reversed_words, "en", "ja").data.decode()
+    assert '"Plural-Forms: nplurals=1; plural=0;\\n"' in japanese and japanese.endswith('msgstr[0] "FILE %D"\n')
+    # a template with no plural message and no Plural-Forms line gets none
+    plain = TEMPLATE.split("\nmsgid \"%d file\"")[0].replace('"Plural-Forms: nplurals=INTEGER; plural=EXPRESSION;\\n"\n', "")
+    assert "Plural-Forms" not in translate_document("demo.pot", plain.encode(), reversed_words, "en", "fr").data.decode()
+    # a catalog whose header counts its forms keeps them
+    german = TEMPLATE.replace("nplurals=INTEGER; plural=EXPRESSION;", "nplurals=2; plural=(n != 1);")
+    assert "nplurals=2; plural=(n != 1);" in translate_document("demo.pot", german.encode(), reversed_words, "en",
+                                                                 "fr").data.decode()
+
+
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
     def german(texts, source, target, fmt):
         return ["Schlie\u00dfen \"jetzt\"" for _ in texts]

@@ -99,7 +99,7 @@ def test_names_cli_without_babel_says_what_to_install_in_one_line(tmp_path, caps
     monkeypatch.delitem(sys.modules, "training.corpus.names")
     assert corpus_main(["names", "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == (
-        "python -m training.corpus: error: babel is not installed: pip install -e '.[train]'")
+        "python -m training.corpus: error: babel is not installed: pip install -e .")
     assert not (tmp_path / "o").exists()
 
 

@@ -99,7 +99,7 @@ def run(argv: Sequence[str] | None) -> int:
         try:
             from training.corpus.names import build_names
         except ImportError as error:
-            raise UsageError(f"{error.name} is not installed: pip install -e '.[train]'") from None
+            raise UsageError(f"{error.name} is not installed: pip install -e .") from None
         say(build_names(args.out, args.exclude, args.tmx))
         return 0
     if not args.sources.is_file():
