@@ -135,9 +135,16 @@ def test_the_stores_live_where_the_image_lets_its_user_write_and_the_deployments
     assert "phrasal-state" in spec["volumes"]
     documents = [doc for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
                  for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
-    pod = next(doc for doc in documents if doc["kind"] == "Deployment")["spec"]["template"]["spec"]
+    # Kubernetes: each pod's own claim, kept across restarts and moves (not an emptyDir, lost with the pod)
+    replicas = next(doc for doc in documents if doc["kind"] == "StatefulSet")["spec"]
+    pod = replicas["template"]["spec"]
     mounts = {mount["mountPath"]: mount["name"] for mount in pod["containers"][0]["volumeMounts"]}
-    assert mounts["/var/lib/phrasal"] in {volume["name"] for volume in pod["volumes"]}
+    claims = {claim["metadata"]["name"]: claim["spec"] for claim in replicas["volumeClaimTemplates"]}
+    assert claims[mounts["/var/lib/phrasal"]]["accessModes"] == ["ReadWriteOnce"]
+    assert mounts["/var/lib/phrasal"] not in {volume["name"] for volume in pod["volumes"]}
+    user = next(rest for keyword, rest in instructions if keyword == "RUN" and "useradd" in rest)
+    uid = int(re.search(r"--uid\s+(\d+)", user).group(1))
+    assert pod["securityContext"]["runAsUser"] == pod["securityContext"]["fsGroup"] == uid  # the volume is its user's
 
 
 def test_prometheus_scrapes_the_service_metrics_route():
@@ -209,8 +216,8 @@ def test_kubernetes_manifests_probe_real_routes_and_outlast_the_drain():
     documents = [doc for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
                  for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
     kinds = {doc["kind"]: doc for doc in documents}
-    assert {"Deployment", "Service", "PodDisruptionBudget"} <= set(kinds)
-    pod = kinds["Deployment"]["spec"]["template"]["spec"]
+    assert {"StatefulSet", "Service", "PodDisruptionBudget"} <= set(kinds)
+    pod = kinds["StatefulSet"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     routes = {route.path for route in router.routes}
     assert container["readinessProbe"]["httpGet"]["path"] == "/health/ready"
@@ -228,8 +235,8 @@ def test_kubernetes_manifests_probe_real_routes_and_outlast_the_drain():
 def test_kubernetes_pods_reach_each_other_for_what_another_pod_stored():
     documents = [doc for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
                  for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
-    deployment = next(doc for doc in documents if doc["kind"] == "Deployment")
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    replicas = next(doc for doc in documents if doc["kind"] == "StatefulSet")
+    (container,) = replicas["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item for item in container["env"]}
     assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
     # $(POD_IP) expands only where the variable is defined earlier in the list
@@ -239,7 +246,8 @@ def test_kubernetes_pods_reach_each_other_for_what_another_pod_stored():
     name, replica_port = name_port.split(":")
     headless = next(doc for doc in documents if doc["kind"] == "Service" and doc["metadata"]["name"] == name)
     assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"] is True
-    assert headless["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert headless["spec"]["selector"] == replicas["spec"]["selector"]["matchLabels"]
+    assert replicas["spec"]["serviceName"] == name  # the StatefulSet's own: its pods' DNS names
     assert [(p["port"], p["targetPort"]) for p in headless["spec"]["ports"]] == [(port, "http")] == [(int(replica_port), "http")]
     own = env["PHRASAL_REPLICA_ADDRESS"]["value"]
     assert own == f"$(POD_IP):{port}"
