@@ -19,12 +19,16 @@ import hmac
 import math
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.http.errors import error_response
 from service.metrics import Metrics
+
+if TYPE_CHECKING:  # replicas.py imports this module
+    from service.http.replicas import Replicas
 
 LIBRETRANSLATE_PREFIX = "/libretranslate"
 # DeepL's clients send their key as `Authorization: DeepL-Auth-Key KEY`: its routes check it themselves.
@@ -92,6 +96,7 @@ class ApiKeyMiddleware:
         header: str,
         metrics: Metrics,
         buckets: TokenBucket | None = None,
+        replicas: Replicas | None = None,
     ) -> None:
         self.app = app
         self.ring = KeyRing(keys)
@@ -99,6 +104,7 @@ class ApiKeyMiddleware:
         self.header_name = header
         self.metrics = metrics
         self.buckets = buckets
+        self.replicas = replicas
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # CORS preflights (OPTIONS) carry no credentials by design; the CORS middleware outside
@@ -118,7 +124,7 @@ class ApiKeyMiddleware:
             await response(scope, receive, send)
             return
         scope.setdefault("state", {})["api_key_name"] = name  # for logs; never the key
-        if self.buckets is not None:
+        if self.buckets is not None and not (self.replicas is not None and await self.replicas.sent_on(scope)):
             wait = self.buckets.take(name)
             if wait > 0:
                 self.metrics.rejected("rate_limited")

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import Request
+from starlette.types import Scope
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException
 
@@ -22,6 +23,7 @@ from service.documents import FORMATS, MEDIA_TYPES, format_of
 from service.errors import QueueFull
 from service.glossary import GlossaryEntry
 from service.http.auth import KeyRing, TokenBucket
+from service.http.replicas import Replicas
 from service.language_detection import Detection
 from service.metrics import Metrics
 from service.runtime.base import Translation
@@ -76,15 +78,18 @@ class KeyCheck:
     ring: KeyRing
     buckets: TokenBucket | None
     metrics: Metrics
+    replicas: Replicas | None = None
 
-    def refusal(self, presented: str | None) -> tuple[int, int | None]:
-        """(0, None) for a known key with a token left; (403, None) for a missing or wrong key;
-        (429, seconds to wait) for one whose rate limit is spent."""
+    async def refusal(self, presented: str | None, scope: Scope) -> tuple[int, int | None]:
+        """(0, None) for a known key with a token left (or a request another replica sent on, charged
+        there); (403, None) for a missing or wrong key; (429, seconds to wait) for one whose rate limit is spent."""
         name = self.ring.identify(presented.encode("utf-8")) if presented else None
         if name is None:
             self.metrics.rejected("unauthorized")
             return 403, None
-        wait = self.buckets.take(name) if self.buckets is not None else 0.0
+        if self.buckets is None or (self.replicas is not None and await self.replicas.sent_on(scope)):
+            return 0, None
+        wait = self.buckets.take(name)
         if wait > 0:
             self.metrics.rejected("rate_limited")
             return 429, max(1, math.ceil(wait))

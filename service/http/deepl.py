@@ -139,7 +139,8 @@ async def _checked(request: Request) -> dict[str, Any]:
         header = request.headers.get("authorization", "")
         presented = header[len("DeepL-Auth-Key "):].strip() if header.startswith("DeepL-Auth-Key ") else None
         auth_key = params.get("auth_key")
-        status, retry = guard.refusal(presented or (auth_key if isinstance(auth_key, str) else None))
+        status, retry = await guard.refusal(presented or (auth_key if isinstance(auth_key, str) else None),
+                                            request.scope)
         if status == 403:
             raise DeepLError(403, "Authorization failure: missing or wrong key (Authorization: DeepL-Auth-Key KEY)")
         if status == 429:

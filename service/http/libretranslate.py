@@ -121,13 +121,13 @@ def _glossary(request: Request, value: Any) -> list[GlossaryEntry]:
     return list(stored.entries)
 
 
-def _authorise(request: Request, api_key: Any) -> None:
+async def _authorise(request: Request, api_key: Any) -> None:
     """LibreTranslate clients send their key as the api_key parameter: checked against the same
     keys and rate limits as the header (service/http/auth.py), answered LibreTranslate's way."""
     guard: KeyCheck | None = getattr(request.app.state, "api_keys", None)
     if guard is None:
         return
-    status, retry = guard.refusal(api_key if isinstance(api_key, str) else None)
+    status, retry = await guard.refusal(api_key if isinstance(api_key, str) else None, request.scope)
     if status == 403:
         raise LibreError(403, "Invalid API key")
     if status == 429:
@@ -152,7 +152,7 @@ async def translate(request: Request) -> JSONResponse:
         if fmt not in ("text", "html"):
             raise LibreError(400, f"{fmt} format is not supported")
         alternatives = _alternatives(params.get("alternatives", 0))
-        _authorise(request, params.get("api_key"))
+        await _authorise(request, params.get("api_key"))
         translator = request.app.state.lifecycle.translator_or_raise()
         glossary = _glossary(request, params.get("glossary"))
         styles = _styles(params.get("placeholders"))
@@ -218,7 +218,7 @@ async def detect(request: Request) -> JSONResponse:
     try:
         params = await _params(request)
         texts, _ = _texts(_required(params, "q"))
-        _authorise(request, params.get("api_key"))
+        await _authorise(request, params.get("api_key"))
         translator = request.app.state.lifecycle.translator_or_raise()
         ranked = translator.detect(" ".join(texts))
     except LibreError as error:
@@ -263,7 +263,7 @@ async def translate_file(request: Request) -> JSONResponse:
         params = await _params(request)
         source = str(_required(params, "source")).strip().lower()
         target = str(_required(params, "target")).strip().lower()
-        _authorise(request, params.get("api_key"))
+        await _authorise(request, params.get("api_key"))
         name, data = await uploaded(params)
         request.app.state.lifecycle.translator_or_raise()  # not ready: a 503 before the document is taken
         if target not in {served for _, served in served_pairs(request)}:

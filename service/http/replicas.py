@@ -8,7 +8,8 @@ A route that does not hold what a request names marks its answer (a 404, or its 
 unknown glossary) with the header NOT_HELD, and a route that lists what it holds marks its list
 with LISTED. This middleware, seeing either on a request a client sent (a forwarded one carries
 FORWARDED and is answered as it stands), sends the same request, body and headers (the client's key
-among them: every replica checks it) to every other replica at once:
+among them: every replica checks it; its rate limit is charged only where the request arrived) to every
+other replica at once:
 
 - NOT_HELD: the first answer below 500 without the mark is the client's. If every replica answers
   with the mark, the local answer stands (nobody holds it); if one could not be asked, or answered
@@ -42,7 +43,8 @@ log = logging.getLogger("service")
 
 LISTED = "x-phrasal-listed"
 FORWARDED = "x-phrasal-forwarded"
-_MARKS = {NOT_HELD.encode(), LISTED.encode(), FORWARDED.encode()}
+_FORWARDED = FORWARDED.encode()
+_MARKS = {NOT_HELD.encode(), LISTED.encode(), _FORWARDED}
 # Not passed on to another replica: the framing is its own, and an encoding we would have to undo.
 _REQUEST_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade", "expect",
                 "accept-encoding", "proxy-connection", FORWARDED}
@@ -87,6 +89,7 @@ class Replicas:
         self.own = _joined(*address_parts(own)) if own else None
         self.timeout_s = timeout_s
         self._known: list[str] = []
+        self._hosts: set[str] = set()  # every replica's address, this one's too
         self._resolved_at = float("-inf")
 
     async def addresses(self) -> list[str]:
@@ -94,13 +97,27 @@ class Replicas:
         if time.monotonic() - self._resolved_at < RESOLVE_EVERY_S:
             return self._known
         found: set[str] = set()
+        hosts: set[str] = set()
         for host, port in self.names:
             try:
-                found.update(_joined(address, port) for address in await _resolved(host, port))
+                resolved = await _resolved(host, port)
             except OSError as error:  # a name with no ready replica behind it yet
                 log.warning("replicas: %s resolves to nothing (%s)", _joined(host, port), error)
-        self._known, self._resolved_at = sorted(found - {self.own}), time.monotonic()
+                continue
+            found.update(_joined(address, port) for address in resolved)
+            hosts.update(resolved)
+        self._known, self._hosts, self._resolved_at = sorted(found - {self.own}), hosts, time.monotonic()
         return self._known
+
+    async def sent_on(self, scope: Scope) -> bool:
+        """Whether `scope` is a request a replica sent on: marked FORWARDED, from an address the
+        replicas' names resolve to (the mark alone is anyone's to send). The client's key was
+        charged where the request arrived, so its rate limit is not charged again here."""
+        if not any(k.lower() == _FORWARDED for k, _ in scope["headers"]):
+            return False
+        client = scope.get("client")
+        await self.addresses()
+        return bool(client) and client[0] in self._hosts
 
     async def ask(self, scope: Scope, body: bytes,
                   enough: Callable[[Answer], bool] = lambda answer: False) -> list[tuple[str, Answer | None]]:
@@ -211,7 +228,7 @@ class ReplicaRouting:
         self.retry_after_s = retry_after_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or any(k.lower() == FORWARDED.encode() for k, _ in scope["headers"]):
+        if scope["type"] != "http" or any(k.lower() == _FORWARDED for k, _ in scope["headers"]):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []

@@ -183,6 +183,44 @@ def test_the_holder_s_answer_ends_the_asking_and_a_replica_that_never_answers_is
     assert held_answer(answers)[0] == "held" and cancelled == ["http://silent:1/glossaries/x"]
 
 
+def test_a_request_sent_on_is_charged_to_the_key_s_rate_limit_only_where_it_arrived(tmp_path):
+    """Burst 3, no refill to speak of: what B sends on to A must not spend A's tokens (with N replicas a
+    read of a glossary held elsewhere had cost the key N tokens, and a replica whose bucket ran dry
+    answered 429 for the holder)."""
+    a, b = free_port(), free_port()
+    limits = {"rate_limit_per_s": 0.001, "rate_limit_burst": 3}
+    app_a = app(tmp_path, "a", [f"127.0.0.1:{b}"], None, **limits)
+    app_b = app(tmp_path, "b", [f"127.0.0.1:{a}"], None, **limits)
+    with live_server(app_a, ready_within_s=30, port=a) as url_a, live_server(app_b, ready_within_s=30, port=b) as url_b:
+        status, stored, _ = call(f"{url_a}/glossaries", "POST", {"name": "pets", "source": "en", "target": "de",
+                                                                  "entries": [{"source": "dogs", "target": "Hunde"}]})
+        assert status == 201  # A: 2 tokens left
+        on_b = deepl.Translator(KEY, server_url=f"{url_b}/deepl/", send_platform_info=False)
+        assert on_b.get_glossary(stored["id"]).name == "pets"  # DeepL's route, its own key check
+        assert [call(f"{url_b}/glossaries/{stored['id']}")[0] for _ in range(3)] == [200, 200, 429]  # B's 3 spent
+        # A still has its 2: nothing B sent on was charged there
+        assert [call(f"{url_a}/glossaries/{stored['id']}")[0] for _ in range(3)] == [200, 200, 429]
+
+
+def test_only_a_marked_request_from_a_replica_s_address_counts_as_sent_on(monkeypatch):
+    from service.http import replicas as module
+
+    async def resolved(host, port):
+        return {"pods": ["10.0.0.7", "10.0.0.8"]}.get(host, [])
+
+    monkeypatch.setattr(module, "_resolved", resolved)
+    replicas = module.Replicas(["pods:8000"], "10.0.0.7:8000", timeout_s=5.0)
+    marked = [(b"x-phrasal-forwarded", b"1")]
+
+    def sent_on(client, headers):
+        return asyncio.run(replicas.sent_on({"client": client, "headers": headers}))
+
+    assert sent_on(("10.0.0.8", 40000), marked) and sent_on(("10.0.0.7", 40000), marked)
+    assert not sent_on(("10.0.0.9", 40000), marked)  # the mark alone is anyone's to send
+    assert not sent_on(("10.0.0.8", 40000), [])
+    assert not sent_on(None, marked)
+
+
 def answer(status: int, *marks: str) -> Answer:
     return Answer(status, [(mark.encode(), b"glossary") for mark in marks], b"")
 
