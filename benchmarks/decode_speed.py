@@ -190,7 +190,7 @@ def time_mixed_batches(loaded, texts: list[str], options: DecodingOptions, devic
         for batch in batches:
             sync(device)
             start = time.perf_counter()
-            generate(decoder, source_batch(loaded.tokenizer, batch, device), options)
+            generate(loaded.model, source_batch(loaded.tokenizer, batch, device), options)
             sync(device)
             times.append(1000 * (time.perf_counter() - start))
         print(f"{len(batches)} mixed batches ({sum(sizes)} sentences), {sight}, cuDNN attention {args.cudnn_attention}: "

@@ -105,6 +105,8 @@ SEEDS["Localizable.stringsdict"] = (
     b'\t\t<dict>\n\t\t\t<key>NSStringFormatSpecTypeKey</key>\n\t\t\t<string>NSStringPluralRuleType</string>\n'
     b'\t\t\t<key>one</key>\n\t\t\t<string>one file &amp; more</string>\n\t\t\t<key>other</key>\n'
     b'\t\t\t<string>%d files</string>\n\t\t</dict>\n\t</dict>\n\t<!-- c -->\n</dict>\n</plist>\n')
+SEEDS["film.vtt"] = (b"WEBVTT\nKind: captions\n\nNOTE c\n\n1\n00:00:01.000 --> 00:00:02.500 line:90%\n<v Bob>Two &amp; "
+                     b"<i>dogs</i>\n\n00:03.000 --> 00:04.000\n<c.y>The cat</c>\n00:04.000 --> 00:05.000\nsleeps\n")
 SEEDS["plurals.xml"] = (b'<resources>\n    <plurals name="files">\n        <item quantity="one">One <b>file</b></item>\n'
                         b'        <item quantity="other">%d files</item>\n    </plurals>\n</resources>\n')
 INSERTS = [b'"', b"\\", b"\n", b"<", b"&", b"\x00", b"\r\n", b"msgid ", b"-->", "é".encode(), b"\xff", b": ", b"#",

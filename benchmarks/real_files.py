@@ -45,7 +45,7 @@ RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php", "s
 PLURALS = {"android", "stringsdict", "xcstrings"}
 # The formats whose every text, read again from the file written, holds the stand-in's translation
 # (not HTML's and EPUB's: their parts are cut by length, and a translation's length cuts them otherwise)
-DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles"}
+DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles", "webvtt"}
 
 
 def hostile(texts: list[str], source: str, target: str, fmt: str) -> list[str]:
@@ -80,6 +80,10 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
             yaml.safe_load(data)
         elif kind == "stringsdict":
             plistlib.loads(data)
+        elif kind in ("subtitles", "webvtt"):  # every cue where it was: the same timing lines in order
+            timings = [re.findall(r"^[^\r\n]*-->[^\r\n]*$", text.decode("utf-8"), re.MULTILINE) for text in (data, before)]
+            if timings[0] != timings[1]:
+                raise ValueError(f"{len(timings[0])} timing lines for {len(timings[1])}")
         elif kind in ("android", "resx", "xliff", "linguist"):
             ElementTree.fromstring(data)
         elif kind == "gettext":

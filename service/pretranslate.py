@@ -3,8 +3,9 @@ translated gets the service's translation, marked fuzzy, gettext's (and Poedit's
 of a translation for a translator to review; msgfmt leaves fuzzy ones out of the program until then.
 An XLIFF file (service/documents/xliff.py) and a Qt Linguist one (service/documents/linguist.py) are pre-translated the
 same way, marked as their tools mark a translation to review; a text or Markdown file's paragraphs, an HTML
-page, a SubRip file's subtitles and every string of a program's string resources (JSON, Android, Java properties,
-Apple strings, .NET resx, YAML) are translated (service/documents/ reads and writes them all).
+page, office documents and books, a SubRip or WebVTT file's subtitles and every string of a program's string
+resources (JSON, Android, Java properties, Apple strings and strings dictionaries, String Catalogs, .NET resx,
+YAML, Fluent, PHP) are translated (service/documents/ reads and writes them all).
 
     python -m service.pretranslate po/de.po --in-place                    # the server `make serve` starts
     python -m service.pretranslate po/*.po --in-place                     # each in its Language header's language
@@ -13,7 +14,7 @@ Apple strings, .NET resx, YAML) are translated (service/documents/ reads and wri
     python -m service.pretranslate de.po --in-place --glossary 3f2a…        # a stored glossary's terms
     python -m service.pretranslate ui.de.xlf --in-place                    # XLIFF 1.2 or 2.x
     python -m service.pretranslate app_de.ts --in-place                    # Qt Linguist
-    python -m service.pretranslate notes.txt --target de -o notes.de.txt   # text, subtitles (.srt)
+    python -m service.pretranslate notes.txt --target de -o notes.de.txt   # text, subtitles (.srt, .vtt)
 
 Messages go as their catalog writes them, 32 a request (the service keeps their placeholders,
 markup, accelerators and layout); a plural message gets its singular's translation as form 0 and
@@ -103,10 +104,8 @@ def _retry_after(error: urllib.error.HTTPError) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.pretranslate", description=__doc__.splitlines()[0])
     parser.add_argument("catalogs", metavar="catalog", type=Path, nargs="+",
-                        help="a .po or .pot file, an XLIFF file (.xlf, .xliff), a Qt Linguist one (.ts), a text file "
-                        "(.txt), Markdown (.md), an HTML page (.html), Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .odp, .ods), SubRip subtitles (.srt), or string resources: JSON "
-                        "(.json, .arb), Android (strings.xml), Java (.properties), Apple (.strings), .NET (.resx), YAML "
-                        "(.yml); several with --in-place (po/*.po)")
+                        help=f"a file to translate, by its suffix: {', '.join(FORMATS)} (service/documents/); "
+                        "several with --in-place (po/*.po)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", type=Path, help="where to write the pre-translated catalog (one catalog)")
     where.add_argument("--in-place", action="store_true", help="write each over the catalog read")

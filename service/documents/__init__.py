@@ -2,7 +2,7 @@
 gettext catalogs (.po, .pot), XLIFF 1.2 and 2.x (.xlf, .xliff; service/documents/xliff.py), Qt Linguist
 (.ts; service/documents/linguist.py), plain text (.txt), Markdown (.md), HTML pages (.html, .htm), Word,
 PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods; service/documents/office.py), EPUB
-books (.epub; service/documents/epub.py), SubRip subtitles (.srt), and the string resources of
+books (.epub; service/documents/epub.py), SubRip and WebVTT subtitles (.srt, .vtt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
 resources (.resx), YAML (.yml, .yaml: Rails', Symfony's, Hugo's), Xcode's String Catalogs (.xcstrings;
@@ -50,7 +50,7 @@ from service.documents.fluent import FluentFile
 from service.documents.files import TOO_LONG, Failed, NoTarget, Refused, Translate
 from service.documents.gettext import Catalog
 from service.documents.office import OfficeDocument, OpenDocument, Workbook
-from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles
+from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles, WebVtt
 from service.documents.resources import AppleStrings, Android, Json, PhpArray, Properties, Resx, Yaml
 from service.documents.stringsdict import StringsDict
 from service.documents.xcstrings import StringCatalog
@@ -63,17 +63,17 @@ BATCH = 32
 # What a document is, by its name's suffix; what reads it; what it is served as.
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".ts": "linguist",
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-           ".srt": "subtitles", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
+           ".srt": "subtitles", ".vtt": "webvtt", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
            ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
            ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub", ".xcstrings": "xcstrings",
            ".ftl": "fluent", ".php": "php", ".stringsdict": "stringsdict"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
-           "html": HtmlPage, "subtitles": Subtitles, "json": Json, "android": Android, "properties": Properties,
+           "html": HtmlPage, "subtitles": Subtitles, "webvtt": WebVtt, "json": Json, "android": Android, "properties": Properties,
            "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
            "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook, "epub": Epub,
            "xcstrings": StringCatalog, "fluent": FluentFile, "php": PhpArray, "stringsdict": StringsDict}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
-               "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip",
+               "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip", "webvtt": "text/vtt",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
                "apple": "text/plain", "resx": "application/xml", "yaml": "application/yaml",
                "word": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",

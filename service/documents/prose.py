@@ -1,6 +1,6 @@
 """Prose documents: plain text and Markdown (each paragraph one text, Markdown's code, front matter
 and link definitions left), HTML pages (as html, whole where they fit in a text, else their largest
-elements; a part refused sent again in parts) and SubRip subtitles (each subtitle's text)."""
+elements; a part refused sent again in parts), SubRip and WebVTT subtitles (each subtitle's text)."""
 from __future__ import annotations
 
 import functools
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from service.documents.files import PARAGRAPH_BREAK, Spans, decoded
+from service.documents.files import PARAGRAPH_BREAK, Failed, Spans, decoded
 
 
 class _Prose(Spans):
@@ -68,6 +68,75 @@ class Subtitles(_Paragraphs):
         if not body.strip():
             return None
         return timing.end(), timing.end() + len(body)
+
+
+# A WebVTT file's first line.
+_WEBVTT = re.compile(r"\A\ufeff?WEBVTT(?:[ \t][^\r\n]*)?(?:\r?\n|\Z)")
+_VTT_BLOCKS = ("NOTE", "STYLE", "REGION")
+# The references a cue's text may hold that stand for a character the model should read as it (HTML's
+# &lt; and &gt; stay references: read, they would be tags)
+_VTT_CHARACTERS = {"&amp;": "&", "&nbsp;": "\u00a0", "&lrm;": "\u200e", "&rlm;": "\u200f"}
+_VTT_REFERENCE = re.compile("|".join(_VTT_CHARACTERS))
+_BARE_AMPERSAND = re.compile(r"&(?![A-Za-z][A-Za-z0-9]*;|#[0-9]+;|#[xX][0-9A-Fa-f]+;)")
+# A cue's tags (a class, italic, bold, underline, voice, ruby, language span; a karaoke timestamp), and a "<"
+# that starts none: WebVTT would read it as one, so it is written as a reference
+# A voice span opening a cue (`<v Bob>`, `<v.loud Bob> `): who speaks the whole cue
+_VOICE = re.compile(r"<v(?=[\s.])[^>\r\n]*>[ \t]*")
+_VTT_TAG_OR_LESS = re.compile(r"(</?(?:[cibuv]|ruby|rt|lang)(?=[\s.>])[^>\r\n]*>|<\d[\d:.]*>)|<")
+
+
+class WebVtt(_Prose):
+    """WebVTT subtitles (.vtt, HTML5's <track>): each cue's text, its identifier, timing and settings
+    kept, as are the header, NOTE, STYLE and REGION blocks. Its tags (`<v Bob>`, `<c.yellow>`,
+    `<i>`, a karaoke `<00:01.500>`) are kept by the service as it keeps a text's markup; `&amp;`
+    and the space and direction marks reach it as the characters they stand for; an ampersand or a
+    "<" starting no tag is written back as a reference; a translation that would end the cue (a
+    blank line, "-->") is left and named. A voice span opening a cue (`<v Bob>`: who speaks it) stays
+    where it is, out of the text sent. A line holding "-->" starts a cue, blank line or not, as
+    WebVTT's parser reads it."""
+
+    unit = "subtitles"
+    unwritable_as = "would end its cue (a blank line or \"-->\")"
+
+    def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
+        super().__init__()
+        self.text, self.encoding = decoded(name, data)
+        if not _WEBVTT.match(self.text):
+            raise Failed(f"cannot read {name}: not a WebVTT file (its first line is not WEBVTT)")
+        offset = 0
+        for index, block in enumerate(PARAGRAPH_BREAK.split(self.text)):  # blocks at even places
+            if index == 0:  # the WEBVTT line, header lines, and any cue with no blank line before it
+                first = _WEBVTT.match(block).end()
+                self._cues(block[first:], first)
+            elif index % 2 == 0 and not block.startswith(_VTT_BLOCKS):
+                self._cues(block, offset)
+            offset += len(block)
+
+    def _cues(self, block: str, offset: int) -> None:
+        """Each cue's text in a block: the lines after each timing line up to the next one."""
+        lines = [(m.start(), m.group()) for m in re.finditer(r"[^\r\n]*(?:\r?\n|$)", block) if m.group()]
+        timings = [k for k, (_, line) in enumerate(lines) if "-->" in line]
+        for k, following in zip(timings, timings[1:] + [len(lines)]):
+            if k + 1 >= following:
+                continue
+            start = lines[k + 1][0]
+            body = block[start:lines[following - 1][0] + len(lines[following - 1][1])].rstrip()
+            if body.strip():
+                self._add(offset + start, offset + start + len(body))
+
+    def _add(self, start: int, end: int) -> None:
+        voice = _VOICE.match(self.text, start, end)  # the cue's speaker, kept where it stands: no text to translate
+        start = voice.end() if voice else start
+        if start < end:
+            text = self.text[start:end].replace("\r\n", "\n")
+            self.spans.append((start, end, _VTT_REFERENCE.sub(lambda m: _VTT_CHARACTERS[m.group()], text)))
+
+    def _put(self, translation: str, start: int, end: int) -> str:
+        escaped = _VTT_TAG_OR_LESS.sub(lambda m: m.group(1) or "&lt;", _BARE_AMPERSAND.sub("&amp;", translation))
+        return super()._put(escaped, start, end)
+
+    def _writable(self, value: str, start: int, end: int) -> bool:
+        return "-->" not in value and not PARAGRAPH_BREAK.search(value) and bool(value.strip())
 
 
 # --- HTML pages

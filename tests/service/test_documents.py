@@ -52,6 +52,34 @@ def test_a_subtitle_s_text_is_translated_its_number_and_timing_kept():
                                   "a note that is no subtitle\n")
     assert (done.count, done.unit) == (2, "subtitles")
 
+VTT = ("WEBVTT - captions\r\nKind: captions\r\n\r\nNOTE two dogs play\r\nin a note\r\n\r\nSTYLE\r\n::cue { color: yellow }\r\n\r\n"
+       "intro\r\n00:00:01.000 --> 00:00:04.000 line:90%\r\n<v Bob>two dogs play\r\n\r\n"
+       "00:04.000 --> 00:06.500\r\nthe cat &amp; <c.yellow>the dog</c>\r\nsleep\r\n\r\n"
+       "00:07.000 --> 00:09.000\r\n<00:07.500>two&nbsp;dogs\r\n\r\n00:10.000 --> 00:11.000\r\nend here\r\n")
+
+
+def test_a_webvtt_cue_s_text_is_translated_its_identifier_timing_settings_and_other_blocks_kept():
+    sent, recorded = recording(lambda texts, *_: [text.replace("two dogs play", "zwei Hunde & Katzen")
+                                                  .replace("end here", "a --> b") for text in texts])
+    done = translate_document("film.vtt", VTT.encode(), recorded, "en", "de")
+    # the tags as written (the service keeps a text's markup), but a voice opening the cue, which stays where it
+    # is; &amp; and &nbsp; as the characters they are
+    assert sent == ["two dogs play", "the cat & <c.yellow>the dog</c>\nsleep", "<00:07.500>two\u00a0dogs",
+                    "end here"]
+    # an ampersand written back as &amp;, the file's line ends kept; a translation that would end its cue is left
+    assert done.data.decode() == VTT.replace("<v Bob>two dogs play", "<v Bob>zwei Hunde &amp; Katzen").replace(
+        "&nbsp;", "\u00a0")
+    assert (done.count, done.unit) == (3, "subtitles")
+    assert done.refused == ["'end here': its translation would end its cue (a blank line or \"-->\"); left as it was"]
+    # a timing line starts a cue, blank line before it or not; a "<" that starts no tag is written as a reference
+    cues = "WEBVTT\n00:01.000 --> 00:02.000\na &lt; b\n00:02.000 --> 00:03.000\n<i>the cat</i>\n"
+    sent.clear()
+    done = translate_document("film.vtt", cues.encode(), lambda texts, *_: [t.replace("&lt;", "<") + " <3" for t in texts],
+                              "en", "de")
+    assert done.data.decode() == cues.replace("a &lt; b", "a &lt; b &lt;3").replace("<i>the cat</i>", "<i>the cat</i> &lt;3")
+    with pytest.raises(Failed, match=r"^cannot read film.vtt: not a WebVTT file \(its first line is not WEBVTT\)$"):
+        translate_document("film.vtt", b"1\n00:00:01,000 --> 00:00:02,500\ntwo dogs play\n", recorded, "en", "de")
+
 
 def test_every_string_of_a_json_file_is_translated_but_arb_s_metadata_and_its_locale_is_the_target():
     arb = ('{\n  "@@locale": "en",\n  "title": "two dogs play",\n'
