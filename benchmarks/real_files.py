@@ -2,6 +2,7 @@
 back must read as its format and, for string resources, as exactly the translations it was given.
 
     python benchmarks/real_files.py --files DIR     # DIR holds benchmarks/real_files.tsv's files
+    python benchmarks/real_files.py --every tests --suffix .vtt   # every such file under a folder
 
 benchmarks/real_files.tsv names each file: its project (a GitHub repository), the commit, its path there
 and the name it has in DIR. The files are not in this repository (each keeps its project's licence);
@@ -187,12 +188,44 @@ def _lacking_many(kind: str, data: bytes) -> list[str]:
     return found
 
 
+def every(folder: Path, suffix: str, results: Path) -> int:
+    """Each file under `folder` a reader knows (whose name ends in `suffix`), counted: translated,
+    refused in one line, broken (the broken ones named)."""
+    from service.documents import format_of
+
+    started = time.perf_counter()
+    found = sorted(path for path in folder.rglob("*")
+                   if path.is_file() and path.name.endswith(suffix) and format_of(path.name) is not None)
+    translated, refused, broken = 0, 0, []
+    for path in found:
+        count, refusal, problems = check(path.name, path.read_bytes())
+        refused += bool(refusal)
+        translated += not refusal and not problems
+        broken += [f"{path.relative_to(folder)}: {'; '.join(problems)}"] * bool(problems)
+    report = (run_heading() + f"    python benchmarks/real_files.py --every {folder}"
+              + (f" --suffix {suffix}" if suffix else "") + "\n\n"
+              f"{len(found)} files under {folder}, {time.perf_counter() - started:.0f} s: {translated} translated, "
+              f"{refused} refused in one line. **Files broken: {len(broken)}**.\n\n"
+              + "".join(f"- `{line[:300]}`\n" for line in broken[:20]))
+    print(report)
+    append_report(results, "Real files through the document readers", "python benchmarks/real_files.py", report)
+    return 1 if broken else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=Path, required=True, help="the folder holding the sources list's files")
+    parser.add_argument("--files", type=Path, help="the folder holding the sources list's files")
     parser.add_argument("--sources", type=Path, default=REPO / "benchmarks" / "real_files.tsv")
     parser.add_argument("--results", type=Path, default=REPO / "results" / "real_files.md")
+    parser.add_argument("--every", type=Path, default=None,
+                        help="instead of the list: every file under this folder whose format the readers know, summed "
+                             "up (a parser's test files: mozilla/vtt.js's tests)")
+    parser.add_argument("--suffix", default="", help="with --every: only the files whose names end so (.vtt)")
     args = parser.parse_args()
+    if args.every is not None:
+        return every(args.every, args.suffix, args.results)
+    if args.files is None:
+        parser.error("give --files (the list's files) or --every (a folder)")
     with args.sources.open(encoding="utf-8") as handle:
         sources = [row for row in csv.DictReader(handle, delimiter="\t")]
     started = time.perf_counter()
