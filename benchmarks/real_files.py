@@ -137,6 +137,11 @@ def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
                     if '"q"' not in text and "&quot;q&quot;" not in text]
             if left:
                 broken.append(f"hostile: {len(left)} texts read again untranslated, the first {left[0][:100]!r}")
+        if kind == "xliff":  # every segment that had no translation has one now
+            left = READERS[kind](name, done.data, kind, False).texts
+            if left:
+                broken.append(f"{translate.__name__}: {len(left)} segments still lack a translation, "
+                              f"the first {left[0][:100]!r}")
         if kind == "xcstrings":  # every string the target lacked has its localization now
             catalog = READERS[kind](name, done.data, kind, False)
             catalog.for_target(target)
@@ -196,16 +201,17 @@ def every(folder: Path, suffix: str, results: Path) -> int:
     started = time.perf_counter()
     found = sorted(path for path in folder.rglob("*")
                    if path.is_file() and path.name.endswith(suffix) and format_of(path.name) is not None)
-    translated, refused, broken = 0, 0, []
+    translated, texts, refused, broken = 0, 0, 0, []
     for path in found:
         count, refusal, problems = check(path.name, path.read_bytes())
+        texts += count
         refused += bool(refusal)
         translated += not refusal and not problems
         broken += [f"{path.relative_to(folder)}: {'; '.join(problems)}"] * bool(problems)
     report = (run_heading() + f"    python benchmarks/real_files.py --every {folder}"
               + (f" --suffix {suffix}" if suffix else "") + "\n\n"
-              f"{len(found)} files under {folder}, {time.perf_counter() - started:.0f} s: {translated} translated, "
-              f"{refused} refused in one line. **Files broken: {len(broken)}**.\n\n"
+              f"{len(found)} files under {folder}, {time.perf_counter() - started:.0f} s: {translated} translated "
+              f"({texts} texts), {refused} refused in one line. **Files broken: {len(broken)}**.\n\n"
               + "".join(f"- `{line[:300]}`\n" for line in broken[:20]))
     print(report)
     append_report(results, "Real files through the document readers", "python benchmarks/real_files.py", report)

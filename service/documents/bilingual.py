@@ -21,7 +21,7 @@ class Bilingual:
         self.source_language = self.document.source_language
         self.target_language = self.document.target_language
         self.skipped = getattr(self.document, "skipped", 0)
-        self.skipped_as = "units segmented again (seg-source)"
+        self.skipped_as = "segments segmented again (seg-source) with no <mrk> in a target"
         self.texts = [segment.source for segment in self.document.segments]
         self.marks = "for review"
 

@@ -9,8 +9,12 @@ or `needs-translation` (a copy of the source a tool put there). A 1.2 target wri
 `state="needs-review-translation"` (a translation for a translator to review), or `translated` where
 asked not to mark it; a 2.x segment's state is `translated` (its tool's substate dropped: it named the
 state before), the state before `reviewed` and `final`. Skipped: a segment with a target that holds text, one marked `translate="no"` (or inside
-a 2.x `<unit>` so marked), and a 1.2 unit segmented again (`<seg-source>`, SDL's and Okapi's: its
-segments are `<mrk>`s in the target, named on stderr). The languages are the file's
+a 2.x `<unit>` so marked). A 1.2 unit segmented again (`<seg-source>`: SDL Trados Studio's .sdlxliff,
+Okapi's) is translated segment by segment: each `<mrk mtype="seg">` of its seg-source whose `<mrk>` in the
+target holds no text (Trados copies a segment's tags there) gets its translation there; the target's state
+as above, or in SDL's files the segment's `<sdl:seg>` confirmed `Draft` (Trados' status of a translation to
+review; `Translated` where asked not to mark it) with origin `mt`; a segment SDL locked is left, and one with
+no `<mrk>` in a target is counted as skipped. The languages are the file's
 (`source-language`/`target-language`, `srcLang`/`trgLang`); a file that names no target language
 names the one it was translated into once it holds targets. The file written must parse as XML, or
 nothing is written.
@@ -52,6 +56,12 @@ class Segment:
     indent: str          # the whitespace before its source, which a target written after it takes too
     target_attributes: str | None  # an empty target's attributes (None: no target)
     opening: tuple[int, int] | None = None  # XLIFF 2: where its <segment> tag, which holds its state, is
+    # a segment of a 1.2 unit segmented again (<seg-source>): what is written around its translation in
+    # place of a <target> (its target <mrk>'s tags, where that was empty: "<mrk ... />"), where the target's
+    # start tag is (its state, but in SDL's files) and where SDL's <sdl:seg> for it is (its confirmation)
+    inside: tuple[str, str] | None = None
+    target_tag: tuple[int, int] | None = None
+    confirmation: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ class Xliff:
     source_language: str
     target_language: str
     segments: tuple[Segment, ...]
-    skipped: int                # segmented again (1.2's seg-source): left as they are
+    skipped: int                # segmented again (1.2's seg-source) with no place in the target: left as they are
 
 
 def _attribute(tag: str, *names: str) -> str:
@@ -116,7 +126,9 @@ def read(data: bytes) -> Xliff:
         if _NO.search(attributes) or any(a <= match.start() < b for a, b in untranslatable):
             continue
         if "<seg-source" in body:
-            skipped += 1
+            found, unplaced = _segmented(text, start, match.end(2))
+            segments += found
+            skipped += unplaced
             continue
         source = _SOURCE.search(body)
         if source is None or not source.group(2).strip():
@@ -132,6 +144,72 @@ def read(data: bytes) -> Xliff:
     return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped)
 
 
+_SEG_SOURCE = re.compile(r"<seg-source\b[^>]*>(.*?)</seg-source\s*>", re.DOTALL)
+_MRK = re.compile(r"<mrk\b([^>]*?)(/?)>|</mrk\s*>")
+_SEG_TYPE = re.compile(r"""\bmtype\s*=\s*["']seg["']""")
+_SDL_SEG = re.compile(r"<sdl:seg(?=[\s/>])([^>]*?)/?>")
+_LOCKED = re.compile(r"""\blocked\s*=\s*["']true["']""")
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _marked_segments(text: str, start: int, end: int) -> dict[str, tuple[int, int, int, int]]:
+    """Each segment <mrk mtype="seg"> between `start` and `end` by its mid: where its start tag starts,
+    its content starts and ends, and its end tag ends (a self-closing one: its content is nothing, at its end)."""
+    found: dict[str, tuple[int, int, int, int]] = {}
+    opened: list[tuple[str, int, int] | None] = []  # a <mrk> of another type (a comment's) nests inside
+    for tag in _MRK.finditer(text, start, end):
+        if tag.group().startswith("</"):
+            if opened and (segment := opened.pop()) is not None:
+                found[segment[0]] = (segment[1], segment[2], tag.start(), tag.end())
+            continue
+        mid = _attribute(tag.group(1), "mid") if _SEG_TYPE.search(tag.group(1)) else None
+        if tag.group(2):
+            if mid is not None:
+                found[mid] = (tag.start(), tag.end(), tag.end(), tag.end())
+        else:
+            opened.append((mid, tag.start(), tag.end()) if mid is not None else None)
+    return found
+
+
+def _segmented(text: str, start: int, end: int) -> tuple[list[Segment], int]:
+    """A 1.2 unit segmented again (its body from `start` to `end`): each segment of its <seg-source>
+    whose <mrk> in the target holds no text (tags aside: SDL copies a segment's tags there; any, in a
+    target in the state new) and that SDL has not locked, and how many have no place to go (no target,
+    or no <mrk> of theirs in it)."""
+    body = text[start:end]
+    seg_source = _SEG_SOURCE.search(body)
+    target = _TARGET.search(body, seg_source.end()) if seg_source else None
+    if seg_source is None:
+        return [], 0
+    sources = _marked_segments(text, start + seg_source.start(1), start + seg_source.end(1))
+    places = _marked_segments(text, start + target.start(2), start + target.end(2)) \
+        if target is not None and target.group(2) is not None else {}
+    confirmations = {_attribute(tag.group(1), "id"): tag for tag in _SDL_SEG.finditer(text, start, end)}
+    segments, unplaced = [], 0
+    for mid, (_, content_start, content_end, _) in sources.items():
+        source = text[content_start:content_end]
+        if not _TAG.sub("", source).strip():
+            continue
+        if mid not in places:
+            unplaced += 1
+            continue
+        tag_start, place_start, place_end, tag_end = places[mid]
+        confirmation = confirmations.get(mid)
+        if confirmation and _LOCKED.search(confirmation.group(1)):
+            continue
+        if _TAG.sub("", text[place_start:place_end]).strip() and not _UNTRANSLATED_STATE.search(target.group(1)):
+            continue  # translated (a target in the state new holds a tool's copy of the source)
+        if place_start == tag_end:  # <mrk mtype="seg" mid="1"/>: opened and closed around the translation
+            tag = text[tag_start:tag_end]
+            inside, place_start = (tag[:-2].rstrip() + ">", "</mrk>"), tag_start
+        else:
+            inside = ("", "")
+        segments.append(Segment(source, place_start, place_end, "", None, None, inside,
+                                None if confirmations else (start + target.start(), start + target.start(2)),
+                                confirmation.span() if confirmation else None))
+    return segments, unplaced
+
+
 def language_named(text: str, tags: re.Pattern[str], name: str, target: str) -> list[tuple[int, int, str]]:
     """The attribute `name` naming the target language added to each start tag `tags` finds that has
     none: a file given targets says their language (XLIFF 2 requires trgLang once it holds any)."""
@@ -141,6 +219,24 @@ def language_named(text: str, tags: re.Pattern[str], name: str, target: str) -> 
             at = tag.end() - (2 if tag.group(0).endswith("/>") else 1)
             edits.append((at, at, f' {name}="{target}"'))
     return edits
+
+
+def _attributes_set(tag: str, removed: re.Pattern[str], added: str) -> str:
+    """A start tag less the attributes `removed` finds, with `added` after the rest (its spacing kept)."""
+    closing = len(tag) - 2 if tag.endswith("/>") else len(tag) - 1
+    head = tag[:closing]
+    space = head[len(head.rstrip()):]
+    return f"{removed.sub('', head.rstrip())} {added}{space}{tag[closing:]}"
+
+
+_SDL_FIELDS = re.compile(r"""\s*\b(?:conf|origin|origin-system)\s*=\s*["'][^"']*["']""")
+
+
+def _confirmed(tag: str, mark: bool) -> str:
+    """SDL's <sdl:seg> of a segment given a machine translation: a draft (Trados Studio's status of one
+    to review; asked not to mark it, translated), its origin machine translation."""
+    return _attributes_set(tag, _SDL_FIELDS, f'conf="{"Draft" if mark else "Translated"}" origin="mt" '
+                                             'origin-system="phrasal"')
 
 
 _FILE_TAG = re.compile(r"<file(?=[\s>/])[^>]*>")
@@ -153,9 +249,20 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool, target: str)
     state is `translated` (2.x's state before `reviewed` and `final`). A file given targets that
     names no target language names `target` (1.2: each `<file>`'s target-language; 2.x: trgLang)."""
     edits, count = [], 0
+    tags: dict[tuple[int, int], str] = {}  # start tags several segments edit alike: each once
     for segment in xliff.segments:
         translation = translations.get(segment.source)
         if translation is None:
+            continue
+        if segment.inside is not None:  # a segment of a unit segmented again: into its <mrk>
+            edits.append((segment.insert_at, segment.replace_to, segment.inside[0] + translation + segment.inside[1]))
+            if segment.target_tag is not None:
+                state = "needs-review-translation" if mark else "translated"
+                tags[segment.target_tag] = _attributes_set(xliff.text[slice(*segment.target_tag)], _STATE,
+                                                           f'state="{state}"')
+            if segment.confirmation is not None:
+                tags[segment.confirmation] = _confirmed(xliff.text[slice(*segment.confirmation)], mark)
+            count += 1
             continue
         attributes = segment.target_attributes or ""
         if xliff.version == "1":
@@ -172,6 +279,7 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool, target: str)
             edits.append((start, end, f'{kept} state="translated"{tag[closing:]}'))
         edits.append((segment.insert_at, segment.replace_to, element))
         count += 1
+    edits += [(start, end, tag) for (start, end), tag in tags.items()]
     if count:
         edits += language_named(xliff.text, *((_FILE_TAG, "target-language") if xliff.version == "1" else
                                               (_XLIFF_TAG, "trgLang")), target)

@@ -747,6 +747,40 @@ def test_a_character_a_file_s_encoding_lacks_is_written_as_the_format_escapes_it
                                      r"cannot hold its translation \(msgconv -t UTF-8 converts the catalog\)$"):
         translate_document("de.po", catalog, euro, "en", "de")
 
+SDLXLIFF = """\ufeff<?xml version="1.0" encoding="utf-8"?><xliff xmlns:sdl="http://sdl.com/FileTypes/SdlXliff/1.0" version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+<file original="a.html" source-language="en-US" datatype="x-sdlfilterframework2" target-language="de-DE"><body>
+<trans-unit id="u1"><source>two dogs play. <x id="1"/>the cat</source><seg-source><mrk mtype="seg" mid="1">two dogs play.</mrk> <mrk mtype="seg" mid="2"><x id="1"/>the cat</mrk></seg-source><target><mrk mtype="seg" mid="1" /> <mrk mtype="seg" mid="2"><x id="1"/></mrk></target><sdl:seg-defs><sdl:seg id="1" origin="not-translated" /><sdl:seg id="2" /></sdl:seg-defs></trans-unit>
+<trans-unit id="u2"><source>the dog</source><seg-source><mrk mtype="seg" mid="3">the dog</mrk></seg-source><target><mrk mtype="seg" mid="3">der Hund</mrk></target><sdl:seg-defs><sdl:seg id="3" conf="Translated" /></sdl:seg-defs></trans-unit>
+<trans-unit id="u3"><source>the cat</source><seg-source><mrk mtype="seg" mid="4"><mrk mtype="x-sdl-comment" sdl:cid="c1">the</mrk> cat</mrk></seg-source><target><mrk mtype="seg" mid="4"></mrk></target><sdl:seg-defs><sdl:seg id="4" locked="true"><sdl:value key="k">v</sdl:value></sdl:seg></sdl:seg-defs></trans-unit>
+<trans-unit id="u4"><source>two dogs</source><seg-source><mrk mtype="seg" mid="5">two dogs</mrk></seg-source></trans-unit>
+</body></file></xliff>
+"""
+
+
+def test_an_sdlxliff_segment_nobody_translated_gets_its_translation_in_its_mrk_confirmed_as_a_draft():
+    sent, recorded = recording(upper_outside_tags)
+    done = translate_document("page.html.sdlxliff", SDLXLIFF.encode("utf-8"), recorded, None, None)
+    # each segment of a unit alone; its tags as SDL copied them; not one translated, locked, or with no target
+    assert sent == ["two dogs play.", '<x id="1"/>the cat']
+    assert (done.source, done.target, done.count, done.skipped) == ("en", "de", 2, 1)
+    assert done.data.decode("utf-8") == SDLXLIFF.replace(
+        '<mrk mtype="seg" mid="1" />', '<mrk mtype="seg" mid="1">TWO DOGS PLAY.</mrk>').replace(
+        '<mrk mtype="seg" mid="2"><x id="1"/></mrk></target>', '<mrk mtype="seg" mid="2"><x id="1"/>THE CAT</mrk></target>').replace(
+        '<sdl:seg id="1" origin="not-translated" />', '<sdl:seg id="1" conf="Draft" origin="mt" origin-system="phrasal" />').replace(
+        '<sdl:seg id="2" />', '<sdl:seg id="2" conf="Draft" origin="mt" origin-system="phrasal" />')
+    unmarked = translate_document("page.html.sdlxliff", SDLXLIFF.encode("utf-8"), upper_outside_tags, None, None,
+                                  mark=False)
+    assert unmarked.data.decode("utf-8").count('conf="Translated" origin="mt"') == 2
+    # another tool's file segmented again (Okapi's): the target's state, once; a copy in the state new translated
+    okapi = ('<xliff version="1.2"><file source-language="en" target-language="de"><body><trans-unit id="1">'
+             '<source>two dogs play. the cat</source><seg-source><mrk mid="0" mtype="seg">two dogs play.</mrk> '
+             '<mrk mid="1" mtype="seg">the cat</mrk></seg-source><target state="new"><mrk mid="0" mtype="seg">two dogs '
+             'play.</mrk> <mrk mid="1" mtype="seg">the cat</mrk></target></trans-unit></body></file></xliff>')
+    done = translate_document("ui.xlf", okapi.encode(), upper_outside_tags, None, None)
+    assert done.data.decode() == okapi.replace('state="new"', 'state="needs-review-translation"').replace(
+        '<mrk mid="0" mtype="seg">two dogs play.</mrk> <mrk mid="1" mtype="seg">the cat</mrk></target>',
+        '<mrk mid="0" mtype="seg">TWO DOGS PLAY.</mrk> <mrk mid="1" mtype="seg">THE CAT</mrk></target>')
+
 
 def test_an_xliff_2_segment_translated_is_in_the_state_translated_its_tool_s_substate_dropped():
     xlf = ('<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en" trgLang="de">'
