@@ -105,6 +105,13 @@ SEEDS["Localizable.stringsdict"] = (
     b'\t\t<dict>\n\t\t\t<key>NSStringFormatSpecTypeKey</key>\n\t\t\t<string>NSStringPluralRuleType</string>\n'
     b'\t\t\t<key>one</key>\n\t\t\t<string>one file &amp; more</string>\n\t\t\t<key>other</key>\n'
     b'\t\t\t<string>%d files</string>\n\t\t</dict>\n\t</dict>\n\t<!-- c -->\n</dict>\n</plist>\n')
+SEEDS["page.sdlxliff"] = (
+    b'<?xml version="1.0" encoding="utf-8"?><xliff xmlns:sdl="http://sdl.com/FileTypes/SdlXliff/1.0" version="1.2">'
+    b'<file source-language="en-US" target-language="de-DE"><body><trans-unit id="u1"><source>Two dogs. <x id="1"/>A cat'
+    b'</source><seg-source><mrk mtype="seg" mid="1">Two dogs.</mrk> <mrk mtype="seg" mid="2"><x id="1"/>A <mrk '
+    b'mtype="x-sdl-comment">cat</mrk></mrk></seg-source><target><mrk mtype="seg" mid="1" /> <mrk mtype="seg" mid="2">'
+    b'<x id="1"/></mrk></target><sdl:seg-defs><sdl:seg id="1" /><sdl:seg id="2" locked="false" /></sdl:seg-defs>'
+    b'</trans-unit></body></file></xliff>')
 SEEDS["film.vtt"] = (b"WEBVTT\nKind: captions\n\nNOTE c\n\n1\n00:00:01.000 --> 00:00:02.500 line:90%\n<v Bob>Two &amp; "
                      b"<i>dogs</i>\n\n00:03.000 --> 00:04.000\n<c.y>The cat</c>\n00:04.000 --> 00:05.000\nsleeps\n")
 SEEDS["plurals.xml"] = (b'<resources>\n    <plurals name="files">\n        <item quantity="one">One <b>file</b></item>\n'
