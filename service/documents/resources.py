@@ -19,11 +19,18 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 
 
+# The key of an entry's text in the JSON files whose every entry is an object: a browser extension's
+# messages.json, FormatJS's (react-intl's) extracted messages (an object of them, or babel-plugin-react-intl's
+# list with their ids), Transifex's structured JSON.
+_MESSAGE_KEYS = ("message", "defaultMessage", "string")
+
+
 class Json(Spans):
     """Every string value of a JSON file, in any nesting; ARB's metadata (keys from `@`) left. A
-    browser extension's messages.json (every entry an object with a "message") gets its messages
-    translated, each entry's description and placeholders (what a placeholder stands for, an example
-    of it) left: they are notes for translators and syntax."""
+    file whose every entry is an object holding its text (a browser extension's messages.json:
+    "message"; FormatJS's extracted messages: "defaultMessage"; Transifex's structured JSON:
+    "string") gets those texts translated, each entry's other keys (a description, a context, a
+    character limit, placeholders and what they stand for) left: they are notes for translators and syntax."""
 
     fmt = "text"
 
@@ -37,8 +44,10 @@ class Json(Spans):
         if not isinstance(document, (dict, list)):
             raise Failed(f"cannot read {name}: not a JSON object or list of strings")
         self.source_language = document.get("@@locale", "") if isinstance(document, dict) else ""
-        messages = (isinstance(document, dict) and bool(document)
-                    and all(isinstance(entry, dict) and isinstance(entry.get("message"), str) for entry in document.values()))
+        # the key holding each entry's text where every entry is an object holding one (its other keys notes)
+        entries = list(document.values() if isinstance(document, dict) else document)
+        message = next((key for key in _MESSAGE_KEYS if entries and all(
+            isinstance(entry, dict) and isinstance(entry.get(key), str) for entry in entries)), None)
         self.locale: tuple[int, int] | None = None
         # Each open container: whether it is an object, the key just read in it, whether it lies under
         # ARB metadata.
@@ -56,7 +65,7 @@ class Json(Spans):
                     stack[-1][1] = json.loads(value)  # a key
                 elif len(stack) == 1 and stack[-1][1] == "@@locale":
                     self.locale = (token.start(), token.end())
-                elif messages and not (len(stack) == 2 and stack[-1][0] and stack[-1][1] == "message"):
+                elif message and not (len(stack) == 2 and stack[-1][0] and stack[-1][1] == message):
                     continue
                 elif not self._metadata(stack[-1]):
                     string = json.loads(value)

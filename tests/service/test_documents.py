@@ -91,7 +91,7 @@ def test_every_string_of_a_json_file_is_translated_but_arb_s_metadata_and_its_lo
     assert (done.source, done.count, done.unit) == ("en", 4, "strings")
 
 
-def test_a_browser_extension_s_messages_are_translated_their_descriptions_and_placeholders_left():
+def test_a_file_of_message_objects_gets_its_messages_translated_their_descriptions_and_placeholders_left():
     messages = ('{\n  "title": {"message": "two dogs play", "description": "the dogs"},\n  "count": {"message": "$N$ the cat",'
                 ' "placeholders": {"n": {"content": "$1", "example": "the cat"}}}\n}\n')
     sent, recorded = recording(reversed_words)
@@ -104,6 +104,20 @@ def test_a_browser_extension_s_messages_are_translated_their_descriptions_and_pl
     sent.clear()
     translate_document("messages.json", other.encode(), recorded, "en", "de")
     assert sent == ["two dogs", "the cat"]
+    # FormatJS's (react-intl's) extracted messages and Transifex's structured JSON: the text, not the notes
+    for key, notes in (("defaultMessage", '"description": "two dogs"'),
+                       ("string", '"context": "two dogs", "developer_comment": "the cat", "character_limit": 9')):
+        sent.clear()
+        entries = f'{{"app.title": {{"{key}": "two dogs play", {notes}}}, "app.cat": {{"{key}": "the cat"}}}}'
+        done = translate_document("en.json", entries.encode(), recorded, "en", "de")
+        assert sent == ["two dogs play", "the cat"]
+        assert done.data.decode() == entries.replace('"two dogs play"', '"PLAY DOGS TWO"').replace(
+            '"the cat"}', '"CAT THE"}')
+    # babel-plugin-react-intl's list of messages: their ids left too
+    sent.clear()
+    listed = '[{"id": "two.dogs", "defaultMessage": "two dogs play", "description": "the cat"}]'
+    done = translate_document("en.json", listed.encode(), recorded, "en", "de")
+    assert sent == ["two dogs play"] and done.data.decode() == listed.replace('"two dogs play"', '"PLAY DOGS TWO"')
 
 
 XCSTRINGS = """{
