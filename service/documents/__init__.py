@@ -5,7 +5,7 @@ PowerPoint, Excel and OpenDocument files (.docx, .pptx, .xlsx, .odt, .odp, .ods;
 books (.epub; service/documents/epub.py), SubRip and WebVTT subtitles (.srt, .vtt), and the string resources of
 programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb), Android's
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
-resources (.resx), YAML (.yml, .yaml: Rails', Symfony's, Hugo's), Xcode's String Catalogs (.xcstrings;
+resources (.resx, and UWP's .resw), YAML (.yml, .yaml: Rails', Symfony's, Hugo's), Xcode's String Catalogs (.xcstrings;
 service/documents/xcstrings.py), Apple's strings dictionaries (.stringsdict; service/documents/stringsdict.py),
 Fluent (.ftl; service/documents/fluent.py) and PHP arrays (.php: Laravel's).
 
@@ -64,7 +64,7 @@ BATCH = 32
 FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xliff", ".sdlxliff": "xliff", ".ts": "linguist",
            ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
            ".srt": "subtitles", ".vtt": "webvtt", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
-           ".strings": "apple", ".resx": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
+           ".strings": "apple", ".resx": "resx", ".resw": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
            ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub", ".xcstrings": "xcstrings",
            ".ftl": "fluent", ".php": "php", ".stringsdict": "stringsdict"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,

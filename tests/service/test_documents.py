@@ -911,6 +911,8 @@ def test_a_resx_file_s_string_values_are_translated_its_typed_values_and_comment
     assert sent == ["two dogs &amp; the cat"] and done.count == 1
     assert done.data.decode() == RESX.replace("<value>two dogs &amp; the cat</value>",
                                               "<value>zwei Hunde &amp; die Katze</value>")
+    # UWP's and WinUI's .resw is the same format
+    assert translate_document("Resources.resw", RESX.encode(), german, "en", "de").data == done.data
 
 
 YAML = """# Rails' locale file
