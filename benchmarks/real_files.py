@@ -41,9 +41,9 @@ SUFFIX = {"text": ' "q" \'a\' \\ & < > % {x} #', "markup": ' "q" \'a\' \\ &amp; 
 # What a stand-in keeps as written in markup: tags, references, escapes
 _KEPT = re.compile(r"(<[^>]*>|&[#A-Za-z0-9]+;|\\.)", re.DOTALL)
 # The formats whose texts, read again from the file written, are what the stand-in answered
-RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php", "stringsdict"}
+RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php", "stringsdict", "toml"}
 # The formats whose plural rules get the target language's categories: checked into French (one, many, other)
-PLURALS = {"android", "stringsdict", "xcstrings"}
+PLURALS = {"android", "stringsdict", "xcstrings", "toml"}
 # The formats whose every text, read again from the file written, holds the stand-in's translation
 # (not HTML's and EPUB's: their parts are cut by length, and a translation's length cuts them otherwise)
 DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles", "webvtt"}
@@ -81,6 +81,10 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
             yaml.safe_load(data)
         elif kind == "stringsdict":
             plistlib.loads(data)
+        elif kind == "toml":
+            import tomlkit
+
+            tomlkit.parse(data.decode("utf-8"))
         elif kind in ("subtitles", "webvtt"):  # every cue where it was: the same timing lines in order
             timings = [re.findall(r"^[^\r\n]*-->[^\r\n]*$", text.decode("utf-8"), re.MULTILINE) for text in (data, before)]
             if timings[0] != timings[1]:
@@ -182,14 +186,21 @@ def _lacking_many(kind: str, data: bytes) -> list[str]:
     def walk(node, where: str) -> None:
         if isinstance(node, dict):
             plural = node.get("plural") if kind == "xcstrings" else node if \
-                node.get("NSStringFormatSpecTypeKey") == "NSStringPluralRuleType" else None
+                node.get("NSStringFormatSpecTypeKey") == "NSStringPluralRuleType" or \
+                (kind == "toml" and "one" in node and "other" in node) else None
             if isinstance(plural, dict) and "other" in plural and "many" not in plural and \
                     (kind != "xcstrings" or "/fr/" in where):
                 found.append(where)
             for key, value in node.items():
                 walk(value, f"{where}/{key}")
 
-    walk(json.loads(data) if kind == "xcstrings" else plistlib.loads(data), "")
+    if kind == "toml":
+        import tomlkit
+
+        document = tomlkit.parse(data.decode("utf-8")).unwrap()
+    else:
+        document = json.loads(data) if kind == "xcstrings" else plistlib.loads(data)
+    walk(document, "")
     return found
 
 

@@ -68,7 +68,6 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
     it stands, every other line as it was: polib writes a whole catalog again with its own line
     breaks, a diff of every long message. None where the catalog's messages are not one paragraph
     each (then polib writes it)."""
-    newline = "\r\n" if "\r\n" in text else "\n"
     blocks = PARAGRAPH_BREAK.split(text)  # paragraphs at even places, the blank lines between at odd ones
     where: dict[tuple[str | None, str], int] = {}
     for index in range(0, len(blocks), 2):
@@ -88,8 +87,11 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
             return None
         body = blocks[index].rstrip("\r\n")
         tail = blocks[index][len(body):]  # the file's last line break, in its last paragraph
-        lines = body.split(newline)
-        first = next(k for k, line in enumerate(lines) if line.startswith("msgstr"))
+        ending = "\r\n" if "\r\n" in body else "\n"  # the paragraph's own (a file may mix them)
+        lines = re.split(r"\r?\n", body)
+        first = next((k for k, line in enumerate(lines) if line.startswith("msgstr")), None)
+        if first is None:
+            return None
         strings = (string_lines("msgstr", entry.msgstr) if not entry.msgid_plural else
                    [line for form in sorted(entry.msgstr_plural)
                     for line in string_lines(f"msgstr[{form}]", entry.msgstr_plural[form])])
@@ -101,7 +103,7 @@ def _spliced(text: str, entries: list[polib.POEntry]) -> str | None:
                 head.insert(at, "#, fuzzy")
             elif "fuzzy" not in [flag.strip() for flag in head[flagged][2:].split(",")]:
                 head[flagged] = "#, fuzzy," + head[flagged][2:]
-        blocks[index] = newline.join(head + strings) + tail
+        blocks[index] = ending.join(head + strings) + tail
     return "".join(blocks)
 
 

@@ -514,6 +514,60 @@ def test_a_template_translated_gets_the_target_s_plural_forms_as_msginit_writes_
     assert "nplurals=2; plural=(n != 1);" in translate_document("demo.pot", german.encode(), reversed_words, "en",
                                                                  "fr").data.decode()
 
+TOML = r'''# Hugo's i18n/en.toml
+home = "two dogs"   # the menu
+description = "the cat"
+site.title = "two \"dogs\""
+tags = ["two dogs", "the cat"]
+count = 3
+
+[wordCount]
+other = "the cat {{ .WordCount }}"
+
+[readingTime]
+description = "how long"
+hash = "sha1-abc"
+one = 'the cat'
+other = """two dogs
+play"""
+
+[[i18n]]
+id = "two.dogs"
+translation = "two dogs play"
+'''
+
+
+def test_a_toml_file_s_strings_are_translated_in_their_styles_its_notes_left_and_plurals_given_the_target_s():
+    import tomlkit
+
+    sent, recorded = recording(lambda texts, *_: [text.upper() + " 'q'" for text in texts])
+    done = translate_document("en.toml", TOML.encode(), recorded, "en", "fr")
+    # a message table's notes left (a top-level "description" is a message), numbers left; each text sent once
+    assert sent == ["two dogs", "the cat", 'two "dogs"', "the cat {{ .WordCount }}", "two dogs\nplay", "two dogs play"]
+    # every other byte kept (the comments too); a literal string that cannot hold an apostrophe is a basic one;
+    # the plural gets French "many" from its "other" ("other" alone is Hugo's message that does not vary)
+    q = " 'q'"
+    assert done.data.decode() == TOML.replace('"two dogs"   #', f'"TWO DOGS{q}"   #').replace(
+        'description = "the cat"', f'description = "THE CAT{q}"').replace(
+        r'site.title = "two \"dogs\""', r'site.title = "TWO \"DOGS\"' + q + '"').replace(
+        'tags = ["two dogs", "the cat"]', f'tags = ["TWO DOGS{q}", "THE CAT{q}"]').replace(
+        '"the cat {{ .WordCount }}"', '"THE CAT {{ .WORDCOUNT }}' + q + '"').replace(
+        "one = 'the cat'", f'one = "THE CAT{q}"').replace(
+        'other = """two dogs\nplay"""', f'other = """TWO DOGS\nPLAY{q}"""\nmany = """TWO DOGS\nPLAY{q}"""').replace(
+        'translation = "two dogs play"', f'translation = "TWO DOGS PLAY{q}"')
+    assert tomlkit.parse(done.data.decode())["readingTime"]["many"] == "TWO DOGS\nPLAY 'q'"
+    assert done.count == 9
+    with pytest.raises(Failed, match=r"^cannot read en.toml: not TOML: "):
+        translate_document("en.toml", b'home = "two dogs', recorded, "en", "de")
+
+def test_a_catalog_mixing_line_ends_gets_each_message_written_in_its_own():
+    # a message ending in "\r\n" in a file of "\n"s (found by benchmarks/document_fuzz.py: it had been a 500)
+    catalog = ('msgid ""\nmsgstr ""\n"Language: de\\n"\n\nmsgid "two dogs"\nmsgstr ""\r\n\nmsgid "the cat"\r\n'
+               'msgstr ""\r\n')
+    done = translate_document("de.po", catalog.encode(), reversed_words, "en", "de")
+    assert done.data.decode() == catalog.replace('msgid "two dogs"\nmsgstr ""', '#, fuzzy\nmsgid "two dogs"\nmsgstr "DOGS TWO"').replace(
+        'msgid "the cat"\r\nmsgstr ""', '#, fuzzy\r\nmsgid "the cat"\r\nmsgstr "CAT THE"')
+
 
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
     def german(texts, source, target, fmt):
