@@ -161,10 +161,10 @@ def create_app(settings: Settings | None = None, runtime_factory: RuntimeFactory
         buckets = None
         if settings.rate_limit_per_s is not None:
             buckets = TokenBucket(settings.rate_limit_per_s, settings.rate_limit_burst)
-        replicas = getattr(app.state, "replicas", None)
-        app.state.api_keys = KeyCheck(KeyRing(settings.api_keys), buckets, metrics, replicas)
+        sent_on = app.state.replicas.sent_on if settings.replicas else None
+        app.state.api_keys = KeyCheck(KeyRing(settings.api_keys), buckets, metrics, sent_on)
         app.add_middleware(ApiKeyMiddleware, keys=settings.api_keys, header=settings.api_key_header, metrics=metrics,
-                           buckets=buckets, replicas=replicas)
+                           buckets=buckets, sent_on=sent_on)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

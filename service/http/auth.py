@@ -18,8 +18,7 @@ import hashlib
 import hmac
 import math
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
 
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -27,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from service.http.errors import error_response
 from service.metrics import Metrics
 
-if TYPE_CHECKING:  # replicas.py imports this module
-    from service.http.replicas import Replicas
+# Whether a request is one another replica sent on, charged where it arrived (service/http/replicas.py)
+SentOn = Callable[[Scope], Awaitable[bool]]
 
 LIBRETRANSLATE_PREFIX = "/libretranslate"
 # DeepL's clients send their key as `Authorization: DeepL-Auth-Key KEY`: its routes check it themselves.
@@ -96,7 +95,7 @@ class ApiKeyMiddleware:
         header: str,
         metrics: Metrics,
         buckets: TokenBucket | None = None,
-        replicas: Replicas | None = None,
+        sent_on: SentOn | None = None,
     ) -> None:
         self.app = app
         self.ring = KeyRing(keys)
@@ -104,7 +103,7 @@ class ApiKeyMiddleware:
         self.header_name = header
         self.metrics = metrics
         self.buckets = buckets
-        self.replicas = replicas
+        self.sent_on = sent_on
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # CORS preflights (OPTIONS) carry no credentials by design; the CORS middleware outside
@@ -124,7 +123,7 @@ class ApiKeyMiddleware:
             await response(scope, receive, send)
             return
         scope.setdefault("state", {})["api_key_name"] = name  # for logs; never the key
-        if self.buckets is not None and not (self.replicas is not None and await self.replicas.sent_on(scope)):
+        if self.buckets is not None and not (self.sent_on is not None and await self.sent_on(scope)):
             wait = self.buckets.take(name)
             if wait > 0:
                 self.metrics.rejected("rate_limited")

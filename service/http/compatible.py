@@ -22,8 +22,7 @@ from service.documents import FORMATS, MEDIA_TYPES, format_of
 
 from service.errors import QueueFull
 from service.glossary import GlossaryEntry
-from service.http.auth import KeyRing, TokenBucket
-from service.http.replicas import Replicas
+from service.http.auth import KeyRing, SentOn, TokenBucket
 from service.language_detection import Detection
 from service.metrics import Metrics
 from service.runtime.base import Translation
@@ -78,7 +77,7 @@ class KeyCheck:
     ring: KeyRing
     buckets: TokenBucket | None
     metrics: Metrics
-    replicas: Replicas | None = None
+    sent_on: SentOn | None = None
 
     async def refusal(self, presented: str | None, scope: Scope) -> tuple[int, int | None]:
         """(0, None) for a known key with a token left (or a request another replica sent on, charged
@@ -87,7 +86,7 @@ class KeyCheck:
         if name is None:
             self.metrics.rejected("unauthorized")
             return 403, None
-        if self.buckets is None or (self.replicas is not None and await self.replicas.sent_on(scope)):
+        if self.buckets is None or (self.sent_on is not None and await self.sent_on(scope)):
             return 0, None
         wait = self.buckets.take(name)
         if wait > 0:
