@@ -43,7 +43,7 @@ _KEPT = re.compile(r"(<[^>]*>|&[#A-Za-z0-9]+;|\\.)", re.DOTALL)
 # The formats whose texts, read again from the file written, are what the stand-in answered
 RESOURCES = {"json", "yaml", "android", "properties", "apple", "resx", "php", "stringsdict", "toml"}
 # The formats whose plural rules get the target language's categories: checked into French (one, many, other)
-PLURALS = {"android", "stringsdict", "xcstrings", "toml"}
+PLURALS = {"android", "stringsdict", "xcstrings", "toml", "json"}
 # The formats whose every text, read again from the file written, holds the stand-in's translation
 # (not HTML's and EPUB's: their parts are cut by length, and a translation's length cuts them otherwise)
 DOCUMENTS = {"word", "powerpoint", "excel", "odt", "odp", "ods", "text", "subtitles", "webvtt"}
@@ -184,11 +184,14 @@ def _lacking_many(kind: str, data: bytes) -> list[str]:
     found = []
 
     def walk(node, where: str) -> None:
+        if isinstance(node, dict) and kind == "json":  # i18next's: item_one and item_other beside item_many
+            found.extend(f"{where}/{key}" for key in node if key.endswith("_other") and
+                         f"{key[:-6]}_one" in node and f"{key[:-6]}_many" not in node)
         if isinstance(node, dict):
             plural = node.get("plural") if kind == "xcstrings" else node if \
                 node.get("NSStringFormatSpecTypeKey") == "NSStringPluralRuleType" or \
                 (kind == "toml" and "one" in node and "other" in node) else None
-            if isinstance(plural, dict) and "other" in plural and "many" not in plural and \
+            if kind != "json" and isinstance(plural, dict) and "other" in plural and "many" not in plural and \
                     (kind != "xcstrings" or "/fr/" in where):
                 found.append(where)
             for key, value in node.items():
@@ -199,7 +202,7 @@ def _lacking_many(kind: str, data: bytes) -> list[str]:
 
         document = tomlkit.parse(data.decode("utf-8")).unwrap()
     else:
-        document = json.loads(data) if kind == "xcstrings" else plistlib.loads(data)
+        document = json.loads(data) if kind in ("xcstrings", "json") else plistlib.loads(data)
     walk(document, "")
     return found
 

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 
 from service.documents.xliff import FileInvalid, checked, decoded as decoded_xml
 from service.documents.files import Failed, Spans, decoded, encodable, reads_as_xml_content
-from service.documents.plurals import categories
+from service.documents.plurals import ORDER, categories
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
@@ -30,7 +30,9 @@ class Json(Spans):
     file whose every entry is an object holding its text (a browser extension's messages.json:
     "message"; FormatJS's extracted messages: "defaultMessage"; Transifex's structured JSON:
     "string") gets those texts translated, each entry's other keys (a description, a context, a
-    character limit, placeholders and what they stand for) left: they are notes for translators and syntax."""
+    character limit, placeholders and what they stand for) left: they are notes for translators and syntax.
+    i18next's plurals (its v4 suffixes, `item_one` and `item_other`) get each category the target's
+    language has and they lack (CLDR's: French `item_many`), a copy of `item_other`, before it."""
 
     fmt = "text"
 
@@ -49,21 +51,32 @@ class Json(Spans):
         message = next((key for key in _MESSAGE_KEYS if entries and all(
             isinstance(entry, dict) and isinstance(entry.get(key), str) for entry in entries)), None)
         self.locale: tuple[int, int] | None = None
+        # i18next's plurals (v4: `key_one`, `key_other`): base name, the categories it has, where its
+        # "other" key starts, where its value starts, the whitespace before that key
+        self.plurals: list[tuple[str, set[str], int, int, str]] = []
         # Each open container: whether it is an object, the key just read in it, whether it lies under
-        # ARB metadata.
+        # ARB metadata, and its members so far (key: where the key starts, the whitespace before it,
+        # where a string value starts).
         stack: list[list] = []
         tokens = list(_JSON_TOKEN.finditer(self.text))
         for index, token in enumerate(tokens):
             value = token.group(0)
             if value in "{[":
-                stack.append([value == "{", None, bool(stack) and self._metadata(stack[-1])])
+                stack.append([value == "{", None, bool(stack) and self._metadata(stack[-1]), {}])
             elif value in "}]":
+                if not message and not stack[-1][2]:  # not in ARB's metadata
+                    self._plurals_in(stack[-1][3])
                 stack.pop()
             elif value.startswith('"'):
                 following = tokens[index + 1].group(0) if index + 1 < len(tokens) else ""
                 if stack[-1][0] and following == ":":
                     stack[-1][1] = json.loads(value)  # a key
-                elif len(stack) == 1 and stack[-1][1] == "@@locale":
+                    before = self.text[tokens[index - 1].end():token.start()]
+                    stack[-1][3][stack[-1][1]] = [token.start(), before if not before.strip() else "", None]
+                    continue
+                if stack[-1][0] and stack[-1][1] in stack[-1][3]:
+                    stack[-1][3][stack[-1][1]][2] = token.start()
+                if len(stack) == 1 and stack[-1][1] == "@@locale":
                     self.locale = (token.start(), token.end())
                 elif message and not (len(stack) == 2 and stack[-1][0] and stack[-1][1] == message):
                     continue
@@ -75,19 +88,37 @@ class Json(Spans):
         # one in English is ASCII for want of any other character and gets the translations' as they are
         self.ascii = self.text.isascii() and re.search(r"\\u(?!00[0-7])[0-9a-fA-F]{4}", self.text) is not None
 
+    def _plurals_in(self, members: dict[str, list]) -> None:
+        """The plurals among an object's members: `x_other` and another of CLDR's categories, both strings."""
+        for key, (start, before, value) in members.items():
+            if key.endswith("_other") and value is not None:
+                base = key[:-len("_other")]
+                held = {category for category in ORDER if members.get(f"{base}_{category}", [0, "", None])[2] is not None}
+                if len(held) > 1:
+                    self.plurals.append((base, held, start, value, before))
+
+    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
+        edits = [(*self.locale, json.dumps(target))] if self.locale is not None else []
+        wanted = categories(target) or ()
+        for base, held, start, value, before in self.plurals:
+            if value in written:  # each category the target has and the plural lacks, before "other", a copy of it
+                added = "".join(f"{json.dumps(f'{base}_{category}', ensure_ascii=self.ascii)}: {written[value]},{before or ' '}"
+                                for category in wanted if category not in held)
+                if added:
+                    edits.append((start, start, added))
+        return edits
+
     @staticmethod
     def _metadata(container: list) -> bool:
         """Whether what the container holds now is ARB's metadata: it lies under a key from `@`, or
         is the value of one."""
-        is_object, key, under = container
+        is_object, key, under, _ = container
         return under or (is_object and (key or "").startswith("@"))
 
     def _put(self, translation: str, start: int, end: int) -> str:
         # half a character (JSON lets "\ud800" stand alone) can only be written escaped
         return json.dumps(translation, ensure_ascii=self.ascii or _SURROGATE.search(translation) is not None)
 
-    def _edited(self, target: str, written: dict[int, str]) -> list[tuple[int, int, str]]:
-        return [(*self.locale, json.dumps(target))] if self.locale is not None else []
 
 
 def _escaped_character(characters: dict[str, str]) -> Callable[[re.Match], str]:

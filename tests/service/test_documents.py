@@ -90,6 +90,22 @@ def test_every_string_of_a_json_file_is_translated_but_arb_s_metadata_and_its_lo
         '"open it"', '"IT OPEN"').replace('["the cat"', '["CAT THE"').replace('"in the snow"', '"SNOW THE IN"')
     assert (done.source, done.count, done.unit) == ("en", 4, "strings")
 
+def test_an_i18next_plural_gets_each_category_the_target_language_has_before_its_other():
+    plurals = ('{\n  "dogs_one": "two dogs",\n  "dogs_other": "{{count}} dogs play",\n'
+               '  "menu": {"cat_one": "the cat", "cat_other": "{{count}} cats", "status_other": "two dogs"}\n}\n')
+    done = translate_document("en.json", plurals.encode(), reversed_words, "en", "fr")
+    # French: one, many, other (i18next asks Intl.PluralRules, and a key it lacks is not found);
+    # "status_other" alone is no plural
+    assert done.data.decode() == plurals.replace('"two dogs",', '"DOGS TWO",').replace(
+        '  "dogs_other": "{{count}} dogs play"',
+        '  "dogs_many": "PLAY DOGS {{COUNT}}",\n  "dogs_other": "PLAY DOGS {{COUNT}}"').replace(
+        '"cat_one": "the cat", "cat_other": "{{count}} cats"',
+        '"cat_one": "CAT THE", "cat_many": "CATS {{COUNT}}", "cat_other": "CATS {{COUNT}}"').replace(
+        '"status_other": "two dogs"', '"status_other": "DOGS TWO"')
+    assert json.loads(done.data)["menu"]["cat_many"] == "CATS {{COUNT}}" and done.count == 5
+    german = translate_document("en.json", plurals.encode(), reversed_words, "en", "de").data.decode()
+    assert "_many" not in german
+
 
 def test_a_file_of_message_objects_gets_its_messages_translated_their_descriptions_and_placeholders_left():
     messages = ('{\n  "title": {"message": "two dogs play", "description": "the dogs"},\n  "count": {"message": "$N$ the cat",'
