@@ -7,7 +7,7 @@ documents done and failed. A failure is any 5xx, any document failed with the in
 the worker logs a traceback), or a translated file that cannot be downloaded. With PyYAML: each
 mutated YAML file PyYAML reads must come back as YAML of the same shape (translations that need
 quoting made of colons, hashes, quotes and brackets). Mutated files with plurals (a strings
-dictionary, Android's plurals, a String Catalog, a TOML file) translated into French, whose plurals gain "many":
+dictionary, Android's plurals, a String Catalog, a TOML file, i18next's JSON) translated into French, whose plurals gain "many":
 each must still read as its format where it did before, and only a one-line refusal may stop one.
 
     python benchmarks/document_fuzz.py                  # 300 uploads, 2,000 YAML files, seed 1
@@ -114,6 +114,7 @@ SEEDS["page.sdlxliff"] = (
     b'</trans-unit></body></file></xliff>')
 SEEDS["en.toml"] = (b'# c\nhome = "Home"  # menu\ntags = ["a tag", \'b\']\n[readingTime]\ndescription = "note"\n'
                     b'one = \'One minute\'\nother = """{{ .Count }} minutes\nto read"""\n[[i18n]]\nid = "x"\ntranslation = "Hi"\n')
+SEEDS["plurals.json"] = b'{"item_one": "One {{what}}", "item_other": "{{count}} items", "menu": {"a_one": "A", "a_other": "As"}}'
 SEEDS["film.vtt"] = (b"WEBVTT\nKind: captions\n\nNOTE c\n\n1\n00:00:01.000 --> 00:00:02.500 line:90%\n<v Bob>Two &amp; "
                      b"<i>dogs</i>\n\n00:03.000 --> 00:04.000\n<c.y>The cat</c>\n00:04.000 --> 00:05.000\nsleeps\n")
 SEEDS["plurals.xml"] = (b'<resources>\n    <plurals name="files">\n        <item quantity="one">One <b>file</b></item>\n'
@@ -277,7 +278,7 @@ def plural_shapes(files: Iterable[tuple[str, bytes]]) -> tuple[int, list[str]]:
 
     import tomlkit
 
-    readers = {".stringsdict": plistlib.loads, ".xml": ElementTree.fromstring, ".xcstrings": json.loads,
+    readers = {".stringsdict": plistlib.loads, ".xml": ElementTree.fromstring, ".xcstrings": json.loads, ".json": json.loads,
                ".toml": lambda data: tomlkit.parse(data.decode("utf-8"))}
     translated, failures = 0, []
     for name, data in files:
@@ -325,7 +326,7 @@ def main() -> int:
     counts, failures = uploads(args.uploads, rng)
     checked, _, yaml_failures = yaml_shapes(("en.yml", mutate(rng, SEEDS["en.yml"])) for _ in range(args.yaml))
     failures += yaml_failures
-    plural_seeds = ["Localizable.stringsdict", "plurals.xml", "Localizable.xcstrings", "en.toml"]
+    plural_seeds = ["Localizable.stringsdict", "plurals.xml", "Localizable.xcstrings", "en.toml", "plurals.json"]
     plurals, plural_failures = plural_shapes((seed, mutate(rng, SEEDS[seed]))
                                              for seed in (rng.choice(plural_seeds) for _ in range(args.plurals)))
     failures += plural_failures
