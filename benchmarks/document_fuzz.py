@@ -115,6 +115,7 @@ SEEDS["page.sdlxliff"] = (
 SEEDS["en.toml"] = (b'# c\nhome = "Home"  # menu\ntags = ["a tag", \'b\']\n[readingTime]\ndescription = "note"\n'
                     b'one = \'One minute\'\nother = """{{ .Count }} minutes\nto read"""\n[[i18n]]\nid = "x"\ntranslation = "Hi"\n')
 SEEDS["plurals.json"] = b'{"item_one": "One {{what}}", "item_other": "{{count}} items", "menu": {"a_one": "A", "a_other": "As"}}'
+SEEDS["strings.csv"] = b'keys,en,?plural,de,_note\nGREET,"Hello, ""friend""",,,x\nAPPLE,%d apple,%d apples,,\n,,,,\nBYE,Bye,,Tschuss,\n'
 SEEDS["film.vtt"] = (b"WEBVTT\nKind: captions\n\nNOTE c\n\n1\n00:00:01.000 --> 00:00:02.500 line:90%\n<v Bob>Two &amp; "
                      b"<i>dogs</i>\n\n00:03.000 --> 00:04.000\n<c.y>The cat</c>\n00:04.000 --> 00:05.000\nsleeps\n")
 SEEDS["plurals.xml"] = (b'<resources>\n    <plurals name="files">\n        <item quantity="one">One <b>file</b></item>\n'

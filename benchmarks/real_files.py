@@ -85,6 +85,13 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
             import tomlkit
 
             tomlkit.parse(data.decode("utf-8"))
+        elif kind == "table":  # as many rows as before, each as wide as the header
+            import csv
+
+            rows, old = (list(csv.reader(io.StringIO(text.decode("utf-8")))) for text in (data, before))
+            if len(rows) != len(old) or (all(len(row) == len(old[0]) for row in old)
+                                         and any(len(row) != len(rows[0]) for row in rows)):
+                raise ValueError(f"{len(rows)} rows for {len(old)}, or of other widths than the header's")
         elif kind in ("subtitles", "webvtt"):  # every cue where it was: the same timing lines in order
             timings = [re.findall(r"^[^\r\n]*-->[^\r\n]*$", text.decode("utf-8"), re.MULTILINE) for text in (data, before)]
             if timings[0] != timings[1]:
@@ -141,6 +148,11 @@ def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
                     if '"q"' not in text and "&quot;q&quot;" not in text]
             if left:
                 broken.append(f"hostile: {len(left)} texts read again untranslated, the first {left[0][:100]!r}")
+        if kind == "table":  # every row's cell in the target's column holds its translation now
+            table = READERS[kind](name, done.data, kind, False)
+            table.for_target(target, "en")
+            if table.texts:
+                broken.append(f"{translate.__name__}: {len(table.texts)} rows still lack a translation")
         if kind == "xliff":  # every segment that had no translation has one now
             left = READERS[kind](name, done.data, kind, False).texts
             if left:
@@ -148,7 +160,7 @@ def check(name: str, data: bytes) -> tuple[int, str, list[str]]:
                               f"the first {left[0][:100]!r}")
         if kind == "xcstrings":  # every string the target lacked has its localization now
             catalog = READERS[kind](name, done.data, kind, False)
-            catalog.for_target(target)
+            catalog.for_target(target, "en")
             if catalog.texts:
                 broken.append(f"{translate.__name__}: {len(catalog.texts)} strings still lack a translation, "
                               f"the first {catalog.texts[0][:100]!r}")

@@ -7,8 +7,8 @@ programs: JSON (.json: i18next's, ARB's, Chrome's, any object of strings; .arb),
 strings.xml (.xml), Java's properties (.properties), Apple's strings (.strings), .NET's
 resources (.resx, and UWP's .resw), YAML (.yml, .yaml: Rails', Symfony's, Hugo's), Xcode's String Catalogs (.xcstrings;
 service/documents/xcstrings.py), Apple's strings dictionaries (.stringsdict; service/documents/stringsdict.py),
-Fluent (.ftl; service/documents/fluent.py), TOML (.toml: Hugo's, go-i18n's; service/documents/toml.py) and PHP
-arrays (.php: Laravel's).
+Fluent (.ftl; service/documents/fluent.py), TOML (.toml: Hugo's, go-i18n's; service/documents/toml.py), PHP
+arrays (.php: Laravel's) and string tables (.csv, .tsv: Godot's, Unity's; service/documents/table.py).
 
 What translates the texts is given (`Translate`): the service over HTTP for the pre-translation
 client (service/pretranslate.py), the translator in process for the document APIs (LibreTranslate's
@@ -54,6 +54,7 @@ from service.documents.office import OfficeDocument, OpenDocument, Workbook
 from service.documents.prose import HtmlPage, Markdown, PlainText, Subtitles, WebVtt
 from service.documents.resources import AppleStrings, Android, Json, PhpArray, Properties, Resx, Yaml
 from service.documents.stringsdict import StringsDict
+from service.documents.table import StringTable
 from service.documents.toml import TomlFile
 from service.documents.xcstrings import StringCatalog
 
@@ -68,12 +69,12 @@ FORMATS = {".po": "gettext", ".pot": "gettext", ".xlf": "xliff", ".xliff": "xlif
            ".srt": "subtitles", ".vtt": "webvtt", ".json": "json", ".arb": "json", ".xml": "android", ".properties": "properties",
            ".strings": "apple", ".resx": "resx", ".resw": "resx", ".yml": "yaml", ".yaml": "yaml", ".docx": "word", ".pptx": "powerpoint",
            ".odt": "odt", ".odp": "odp", ".ods": "ods", ".xlsx": "excel", ".epub": "epub", ".xcstrings": "xcstrings",
-           ".ftl": "fluent", ".php": "php", ".stringsdict": "stringsdict", ".toml": "toml"}
+           ".ftl": "fluent", ".php": "php", ".stringsdict": "stringsdict", ".toml": "toml", ".csv": "table", ".tsv": "table"}
 READERS = {"gettext": Catalog, "xliff": Bilingual, "linguist": Bilingual, "text": PlainText, "markdown": Markdown,
            "html": HtmlPage, "subtitles": Subtitles, "webvtt": WebVtt, "json": Json, "android": Android, "properties": Properties,
            "apple": AppleStrings, "resx": Resx, "yaml": Yaml, "word": OfficeDocument, "powerpoint": OfficeDocument,
            "odt": OpenDocument, "odp": OpenDocument, "ods": OpenDocument, "excel": Workbook, "epub": Epub,
-           "xcstrings": StringCatalog, "fluent": FluentFile, "php": PhpArray, "stringsdict": StringsDict, "toml": TomlFile}
+           "xcstrings": StringCatalog, "fluent": FluentFile, "php": PhpArray, "stringsdict": StringsDict, "toml": TomlFile, "table": StringTable}
 MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xliff+xml", "linguist": "application/xml",
                "text": "text/plain", "markdown": "text/markdown", "html": "text/html", "subtitles": "application/x-subrip", "webvtt": "text/vtt",
                "json": "application/json", "android": "application/xml", "properties": "text/x-java-properties",
@@ -85,7 +86,7 @@ MEDIA_TYPES = {"gettext": "text/x-gettext-translation", "xliff": "application/xl
                "ods": "application/vnd.oasis.opendocument.spreadsheet",
                "excel": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                "epub": "application/epub+zip", "xcstrings": "application/json",
-               "fluent": "text/plain", "php": "application/x-httpd-php", "stringsdict": "application/x-plist", "toml": "application/toml"}
+               "fluent": "text/plain", "php": "application/x-httpd-php", "stringsdict": "application/x-plist", "toml": "application/toml", "table": "text/csv"}
 
 
 @dataclass
@@ -228,7 +229,7 @@ def translate_document(name: str, data: bytes, translate: Translate, source: str
     if source == target:
         raise Failed(f"{name}: the source and the target language are both {target!r}")
     if hasattr(document, "for_target"):  # a file of every language: what it lacks in the target's
-        document.for_target(target)
+        document.for_target(target, source)
     texts = _Texts(translate, source, target, document.fmt, progress, getattr(document, "finer", None),
                    getattr(document, "formats", None))
     translated = texts(document.texts)

@@ -194,7 +194,7 @@ class Catalog:
                 self.slots.append((entry, None, entry.msgid))
         self.texts = [text for _, _, text in self.slots]
 
-    def for_target(self, target: str) -> None:
+    def for_target(self, target: str, source: str) -> None:
         """A catalog whose header counts no plural forms (a template's) has the target's, as msginit
         writes them, where it holds a plural message or a Plural-Forms line."""
         if plural_forms(self.catalog) is not None:

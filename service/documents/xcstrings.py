@@ -92,7 +92,7 @@ class StringCatalog:
                 self.strings.append((key, units))
         self.target = ""
 
-    def for_target(self, target: str) -> None:
+    def for_target(self, target: str, source: str) -> None:
         """The texts to translate are those the target's localization lacks; a plural variation
         also each plural category the target's language has and the source's lacks (French "many"
         beside English "one" and "other"), from the source's "other"."""

@@ -584,6 +584,34 @@ def test_a_catalog_mixing_line_ends_gets_each_message_written_in_its_own():
     assert done.data.decode() == catalog.replace('msgid "two dogs"\nmsgstr ""', '#, fuzzy\nmsgid "two dogs"\nmsgstr "DOGS TWO"').replace(
         'msgid "the cat"\r\nmsgstr ""', '#, fuzzy\r\nmsgid "the cat"\r\nmsgstr "CAT THE"')
 
+def test_a_string_table_s_empty_target_cells_get_their_row_s_translation_every_other_cell_kept():
+    godot = ('keys,en,de,_comment\nGREET,"two dogs, play",,a note\nASK,the cat,Die Katze,\nQUOTE,"""two"" dogs",,\n'
+             'EMPTY,,,\n')
+    sent, recorded = recording(reversed_words)
+    done = translate_document("strings.csv", godot.encode(), recorded, None, "de")
+    # the source is the first language column; keys, comments and translated cells left; quoted where they must be
+    assert (sent, done.source, done.count) == (["two dogs, play", '"two" dogs'], "en", 2)
+    assert done.data.decode() == godot.replace('"two dogs, play",,', '"two dogs, play","PLAY DOGS, TWO",').replace(
+        '"""two"" dogs",,', '"""two"" dogs","DOGS ""TWO""",')
+    # no column for the target: one at the end, headed as the source's is (Unity's "English(en)"), every cell quoted
+    unity = '"Key","Id","English(en)"\r\n"GREET","1","two dogs"\r\n"SHORT"\r\n'
+    done = translate_document("Strings.csv", unity.encode(), reversed_words, "en", "de")
+    assert done.data.decode() == ('"Key","Id","English(en)","German(de)"\r\n"GREET","1","two dogs","DOGS TWO"\r\n'
+                                  '"SHORT",,,\r\n')
+    # Godot's plurals: the row's cell the singular's, the rows below the plural's, as many as the target has forms
+    plural = 'en,?plural,ru\nthe cat,two dogs,\nplay,,\n'
+    done = translate_document("strings.csv", plural.encode(), reversed_words, "en", "ru")
+    assert done.data.decode() == 'en,?plural,ru\nthe cat,two dogs,CAT THE\n,,DOGS TWO\n,,DOGS TWO\nplay,,PLAY\n'
+    # a tab-separated table; a file that names no language, a source it lacks, a quote never closed: one line
+    assert translate_document("s.tsv", b"keys\ten\tde\nA\tthe cat\t\n", reversed_words, "en", "de").data == \
+        b"keys\ten\tde\nA\tthe cat\tCAT THE\n"
+    with pytest.raises(Failed, match=r"^cannot read s.csv: no column's header names a language"):
+        translate_document("s.csv", b"Id,Text\n1,two dogs\n", reversed_words, "en", "de")
+    with pytest.raises(Failed, match=r"^s.csv has no column for 'fr'; its languages: en, de$"):
+        translate_document("s.csv", godot.encode(), reversed_words, "fr", "de")
+    with pytest.raises(Failed, match=r"^cannot read s.csv: the quoted cell on line 2 is never closed$"):
+        translate_document("s.csv", b'keys,en\nA,"two dogs\n', reversed_words, "en", "de")
+
 
 def test_a_json_file_writing_its_characters_escaped_gets_its_translations_escaped_too():
     def german(texts, source, target, fmt):
