@@ -14,7 +14,8 @@ Okapi's) is translated segment by segment: each `<mrk mtype="seg">` of its seg-s
 target holds no text (Trados copies a segment's tags there) gets its translation there; the target's state
 as above, or in SDL's files the segment's `<sdl:seg>` confirmed `Draft` (Trados' status of a translation to
 review; `Translated` where asked not to mark it) with origin `mt`; a segment SDL locked is left, and one with
-no `<mrk>` in a target is counted as skipped. The languages are the file's
+no `<mrk>` in its target is counted as skipped. A unit segmented again with no target (Okapi writes them so) gets
+one: its seg-source with each segment's `<mrk>` emptied, then filled as above. The languages are the file's
 (`source-language`/`target-language`, `srcLang`/`trgLang`); a file that names no target language
 names the one it was translated into once it holds targets. The file written must parse as XML, or
 nothing is written.
@@ -112,6 +113,7 @@ def read(data: bytes) -> Xliff:
         raise FileInvalid("no <xliff> element: not an XLIFF file")
     version = "1" if _VERSION_1.search(text) else "2"
     if version == "1":
+        text = _with_targets(text)
         head = _FILE_LANGUAGES.search(text)
         languages = (_attribute(head.group(0), "source-language"), _attribute(head.group(0), "target-language")) if head else ("", "")
     else:
@@ -169,6 +171,29 @@ def _marked_segments(text: str, start: int, end: int) -> dict[str, tuple[int, in
         else:
             opened.append((mid, tag.start(), tag.end()) if mid is not None else None)
     return found
+
+
+def _with_targets(text: str) -> str:
+    """`text` with a target for each 1.2 unit segmented again that has none (Okapi writes them so):
+    its seg-source's content, each segment's <mrk> emptied (what lies between them, inline codes and
+    spaces, kept), after the seg-source on a line of its own as that is."""
+    edits = []
+    for match in _SEGMENT["1"].finditer(text):
+        seg_source = _SEG_SOURCE.search(match.group(2))
+        if _NO.search(match.group(1)) or seg_source is None or _TARGET.search(match.group(2), seg_source.end()):
+            continue
+        inner_start, inner_end = match.start(2) + seg_source.start(1), match.start(2) + seg_source.end(1)
+        parts, at = [], inner_start
+        for _, content_start, content_end, _ in sorted(_marked_segments(text, inner_start, inner_end).values()):
+            parts += [text[at:content_start]]
+            at = content_end
+        parts.append(text[at:inner_end])
+        at = match.start(2) + seg_source.end()
+        line_start = text.rfind("\n", 0, match.start(2) + seg_source.start()) + 1
+        indent = text[line_start:match.start(2) + seg_source.start()]
+        before = "\n" + indent if not indent.strip() and indent else ""
+        edits.append((at, at, f"{before}<target>{''.join(parts)}</target>"))
+    return spliced(text, edits) if edits else text
 
 
 def _segmented(text: str, start: int, end: int) -> tuple[list[Segment], int]:

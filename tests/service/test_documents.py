@@ -872,14 +872,17 @@ SDLXLIFF = """\ufeff<?xml version="1.0" encoding="utf-8"?><xliff xmlns:sdl="http
 def test_an_sdlxliff_segment_nobody_translated_gets_its_translation_in_its_mrk_confirmed_as_a_draft():
     sent, recorded = recording(upper_outside_tags)
     done = translate_document("page.html.sdlxliff", SDLXLIFF.encode("utf-8"), recorded, None, None)
-    # each segment of a unit alone; its tags as SDL copied them; not one translated, locked, or with no target
-    assert sent == ["two dogs play.", '<x id="1"/>the cat']
-    assert (done.source, done.target, done.count, done.skipped) == ("en", "de", 2, 1)
+    # each segment of a unit alone; its tags as SDL copied them; not one translated or locked; a unit with no
+    # target (Okapi writes them so) gets one, its seg-source's segments emptied and filled
+    assert sent == ["two dogs play.", '<x id="1"/>the cat', "two dogs"]
+    assert (done.source, done.target, done.count, done.skipped) == ("en", "de", 3, 0)
     assert done.data.decode("utf-8") == SDLXLIFF.replace(
         '<mrk mtype="seg" mid="1" />', '<mrk mtype="seg" mid="1">TWO DOGS PLAY.</mrk>').replace(
         '<mrk mtype="seg" mid="2"><x id="1"/></mrk></target>', '<mrk mtype="seg" mid="2"><x id="1"/>THE CAT</mrk></target>').replace(
         '<sdl:seg id="1" origin="not-translated" />', '<sdl:seg id="1" conf="Draft" origin="mt" origin-system="phrasal" />').replace(
-        '<sdl:seg id="2" />', '<sdl:seg id="2" conf="Draft" origin="mt" origin-system="phrasal" />')
+        '<sdl:seg id="2" />', '<sdl:seg id="2" conf="Draft" origin="mt" origin-system="phrasal" />').replace(
+        '<mrk mtype="seg" mid="5">two dogs</mrk></seg-source>', '<mrk mtype="seg" mid="5">two dogs</mrk></seg-source>'
+        '<target state="needs-review-translation"><mrk mtype="seg" mid="5">TWO DOGS</mrk></target>')
     unmarked = translate_document("page.html.sdlxliff", SDLXLIFF.encode("utf-8"), upper_outside_tags, None, None,
                                   mark=False)
     assert unmarked.data.decode("utf-8").count('conf="Translated" origin="mt"') == 2
