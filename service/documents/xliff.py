@@ -1,7 +1,8 @@
 """XLIFF files (1.2 and 2.x, what CAT tools exchange), for service/documents/bilingual.py: which segments
 have no translation, and the file with theirs written in, every other byte as it was.
 
-A segment is XLIFF 1.2's `<trans-unit>` or 2.x's `<segment>`; its `<source>` goes to the service as
+A segment is XLIFF 1.2's `<trans-unit>` or 2.x's `<segment>` (its elements with the namespace prefix the
+file gives them, `<xlf:trans-unit>`, and targets written with it); its `<source>` goes to the service as
 xml as written, inline codes and all (`<g>`, `<x/>`, `<bpt>`/`<ept>`, `<ph>`, `<pc>`, `<mrk>`:
 service/protection/markup.py keeps them), and its translation is written as its `<target>`: after the
 source, indented as the source is, or into an empty target, or over a 1.2 target in the state `new`
@@ -22,6 +23,7 @@ nothing is written.
 """
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -29,14 +31,32 @@ from dataclasses import dataclass
 from service.served import spliced
 
 _DECLARED = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-_VERSION_1 = re.compile(r"<xliff\b[^>]*\bversion\s*=\s*[\"']1\.")
-_FILE_LANGUAGES = re.compile(r"<file\b[^>]*>")
-_XLIFF_LANGUAGES = re.compile(r"<xliff\b[^>]*>")
-_UNIT_2 = re.compile(r"<unit\b([^>]*)>(.*?)</unit\s*>", re.DOTALL)
-_SEGMENT = {"1": re.compile(r"<trans-unit\b([^>]*)>(.*?)</trans-unit\s*>", re.DOTALL),
-            "2": re.compile(r"<segment\b([^>]*)>(.*?)</segment\s*>", re.DOTALL)}
-_SOURCE = re.compile(r"([ \t]*)<source\b[^>]*>(.*?)</source\s*>", re.DOTALL)
-_TARGET = re.compile(r"<target\b([^>]*?)(?:/>|>(.*?)</target\s*>)", re.DOTALL)
+# The root element, and the namespace prefix a file may give XLIFF's elements (`<xlf:xliff>`)
+_ROOT = re.compile(r"<([A-Za-z_][\w.-]*:)?xliff(?=[\s>/])")
+
+
+class _Elements:
+    """The patterns of XLIFF's elements in a file whose elements carry `prefix` ("" or "xlf:")."""
+
+    def __init__(self, prefix: str) -> None:
+        p = re.escape(prefix)
+        self.prefix = prefix
+        self.version_1 = re.compile(rf"<{p}xliff\b[^>]*\bversion\s*=\s*[\"']1\.")
+        self.file = re.compile(rf"<{p}file(?=[\s>/])[^>]*>")
+        self.xliff = re.compile(rf"<{p}xliff(?=[\s>/])[^>]*>")
+        self.unit_2 = re.compile(rf"<{p}unit\b([^>]*)>(.*?)</{p}unit\s*>", re.DOTALL)
+        self.segment = {"1": re.compile(rf"<{p}trans-unit\b([^>]*)>(.*?)</{p}trans-unit\s*>", re.DOTALL),
+                        "2": re.compile(rf"<{p}segment\b([^>]*)>(.*?)</{p}segment\s*>", re.DOTALL)}
+        self.source = re.compile(rf"([ \t]*)<{p}source\b[^>]*>(.*?)</{p}source\s*>", re.DOTALL)
+        self.target = re.compile(rf"<{p}target\b([^>]*?)(?:/>|>(.*?)</{p}target\s*>)", re.DOTALL)
+        self.seg_source = re.compile(rf"<{p}seg-source\b[^>]*>(.*?)</{p}seg-source\s*>", re.DOTALL)
+        self.mrk = re.compile(rf"<{p}mrk\b([^>]*?)(/?)>|</{p}mrk\s*>")
+
+
+@functools.lru_cache(maxsize=8)
+def _elements(prefix: str) -> _Elements:
+    return _Elements(prefix)
+
 _NO = re.compile(r"""\btranslate\s*=\s*["']no["']""")
 _STATE = re.compile(r"""\s*(?<![\w:-])state\s*=\s*["'][^"']*["']""")
 _SUBSTATE = re.compile(r"""\s*\bsubState\s*=\s*["'][^"']*["']""")
@@ -74,6 +94,7 @@ class Xliff:
     target_language: str
     segments: tuple[Segment, ...]
     skipped: int                # segmented again (1.2's seg-source) with no place in the target: left as they are
+    prefix: str = ""            # the namespace prefix of its XLIFF elements ("xlf:"), as written
 
 
 def _attribute(tag: str, *names: str) -> str:
@@ -109,33 +130,35 @@ def checked(text: str, encoding: str) -> str:
 def read(data: bytes) -> Xliff:
     """The file's untranslated segments."""
     text, encoding = decoded(data)
-    if "<xliff" not in text:
+    root = _ROOT.search(text)
+    if root is None:
         raise FileInvalid("no <xliff> element: not an XLIFF file")
-    version = "1" if _VERSION_1.search(text) else "2"
+    e = _elements(root.group(1) or "")
+    version = "1" if e.version_1.search(text) else "2"
     if version == "1":
-        text = _with_targets(text)
-        head = _FILE_LANGUAGES.search(text)
+        text = _with_targets(text, e)
+        head = e.file.search(text)
         languages = (_attribute(head.group(0), "source-language"), _attribute(head.group(0), "target-language")) if head else ("", "")
     else:
-        head = _XLIFF_LANGUAGES.search(text)
+        head = e.xliff.search(text)
         languages = (_attribute(head.group(0), "srcLang"), _attribute(head.group(0), "trgLang")) if head else ("", "")
     untranslatable: list[tuple[int, int]] = []
     if version == "2":
-        untranslatable = [m.span() for m in _UNIT_2.finditer(text) if _NO.search(m.group(1))]
+        untranslatable = [m.span() for m in e.unit_2.finditer(text) if _NO.search(m.group(1))]
     segments, skipped = [], 0
-    for match in _SEGMENT[version].finditer(text):
+    for match in e.segment[version].finditer(text):
         attributes, body, start = match.group(1), match.group(2), match.start(2)
         if _NO.search(attributes) or any(a <= match.start() < b for a, b in untranslatable):
             continue
-        if "<seg-source" in body:
-            found, unplaced = _segmented(text, start, match.end(2))
+        if e.seg_source.search(body):
+            found, unplaced = _segmented(text, start, match.end(2), e)
             segments += found
             skipped += unplaced
             continue
-        source = _SOURCE.search(body)
+        source = e.source.search(body)
         if source is None or not source.group(2).strip():
             continue
-        target = _TARGET.search(body, source.end())
+        target = e.target.search(body, source.end())
         opening = (match.start(), start) if version == "2" else None
         if target is None:
             at = start + source.end()
@@ -143,23 +166,21 @@ def read(data: bytes) -> Xliff:
         elif not (target.group(2) or "").strip() or _UNTRANSLATED_STATE.search(target.group(1)):
             segments.append(Segment(source.group(2), start + target.start(), start + target.end(), source.group(1),
                                     target.group(1), opening))
-    return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped)
+    return Xliff(text, encoding, version, languages[0], languages[1], tuple(segments), skipped, e.prefix)
 
 
-_SEG_SOURCE = re.compile(r"<seg-source\b[^>]*>(.*?)</seg-source\s*>", re.DOTALL)
-_MRK = re.compile(r"<mrk\b([^>]*?)(/?)>|</mrk\s*>")
 _SEG_TYPE = re.compile(r"""\bmtype\s*=\s*["']seg["']""")
 _SDL_SEG = re.compile(r"<sdl:seg(?=[\s/>])([^>]*?)/?>")
 _LOCKED = re.compile(r"""\blocked\s*=\s*["']true["']""")
 _TAG = re.compile(r"<[^>]*>")
 
 
-def _marked_segments(text: str, start: int, end: int) -> dict[str, tuple[int, int, int, int]]:
+def _marked_segments(text: str, start: int, end: int, e: _Elements) -> dict[str, tuple[int, int, int, int]]:
     """Each segment <mrk mtype="seg"> between `start` and `end` by its mid: where its start tag starts,
     its content starts and ends, and its end tag ends (a self-closing one: its content is nothing, at its end)."""
     found: dict[str, tuple[int, int, int, int]] = {}
     opened: list[tuple[str, int, int] | None] = []  # a <mrk> of another type (a comment's) nests inside
-    for tag in _MRK.finditer(text, start, end):
+    for tag in e.mrk.finditer(text, start, end):
         if tag.group().startswith("</"):
             if opened and (segment := opened.pop()) is not None:
                 found[segment[0]] = (segment[1], segment[2], tag.start(), tag.end())
@@ -173,18 +194,18 @@ def _marked_segments(text: str, start: int, end: int) -> dict[str, tuple[int, in
     return found
 
 
-def _with_targets(text: str) -> str:
+def _with_targets(text: str, e: _Elements) -> str:
     """`text` with a target for each 1.2 unit segmented again that has none (Okapi writes them so):
     its seg-source's content, each segment's <mrk> emptied (what lies between them, inline codes and
     spaces, kept), after the seg-source on a line of its own as that is."""
     edits = []
-    for match in _SEGMENT["1"].finditer(text):
-        seg_source = _SEG_SOURCE.search(match.group(2))
-        if _NO.search(match.group(1)) or seg_source is None or _TARGET.search(match.group(2), seg_source.end()):
+    for match in e.segment["1"].finditer(text):
+        seg_source = e.seg_source.search(match.group(2))
+        if _NO.search(match.group(1)) or seg_source is None or e.target.search(match.group(2), seg_source.end()):
             continue
         inner_start, inner_end = match.start(2) + seg_source.start(1), match.start(2) + seg_source.end(1)
         parts, at = [], inner_start
-        for _, content_start, content_end, _ in sorted(_marked_segments(text, inner_start, inner_end).values()):
+        for _, content_start, content_end, _ in sorted(_marked_segments(text, inner_start, inner_end, e).values()):
             parts += [text[at:content_start]]
             at = content_end
         parts.append(text[at:inner_end])
@@ -192,22 +213,22 @@ def _with_targets(text: str) -> str:
         line_start = text.rfind("\n", 0, match.start(2) + seg_source.start()) + 1
         indent = text[line_start:match.start(2) + seg_source.start()]
         before = "\n" + indent if not indent.strip() and indent else ""
-        edits.append((at, at, f"{before}<target>{''.join(parts)}</target>"))
+        edits.append((at, at, f"{before}<{e.prefix}target>{''.join(parts)}</{e.prefix}target>"))
     return spliced(text, edits) if edits else text
 
 
-def _segmented(text: str, start: int, end: int) -> tuple[list[Segment], int]:
+def _segmented(text: str, start: int, end: int, e: _Elements) -> tuple[list[Segment], int]:
     """A 1.2 unit segmented again (its body from `start` to `end`): each segment of its <seg-source>
     whose <mrk> in the target holds no text (tags aside: SDL copies a segment's tags there; any, in a
     target in the state new) and that SDL has not locked, and how many have no place to go (no target,
     or no <mrk> of theirs in it)."""
     body = text[start:end]
-    seg_source = _SEG_SOURCE.search(body)
-    target = _TARGET.search(body, seg_source.end()) if seg_source else None
+    seg_source = e.seg_source.search(body)
+    target = e.target.search(body, seg_source.end()) if seg_source else None
     if seg_source is None:
         return [], 0
-    sources = _marked_segments(text, start + seg_source.start(1), start + seg_source.end(1))
-    places = _marked_segments(text, start + target.start(2), start + target.end(2)) \
+    sources = _marked_segments(text, start + seg_source.start(1), start + seg_source.end(1), e)
+    places = _marked_segments(text, start + target.start(2), start + target.end(2), e) \
         if target is not None and target.group(2) is not None else {}
     confirmations = {_attribute(tag.group(1), "id"): tag for tag in _SDL_SEG.finditer(text, start, end)}
     segments, unplaced = [], 0
@@ -226,7 +247,7 @@ def _segmented(text: str, start: int, end: int) -> tuple[list[Segment], int]:
             continue  # translated (a target in the state new holds a tool's copy of the source)
         if place_start == tag_end:  # <mrk mtype="seg" mid="1"/>: opened and closed around the translation
             tag = text[tag_start:tag_end]
-            inside, place_start = (tag[:-2].rstrip() + ">", "</mrk>"), tag_start
+            inside, place_start = (tag[:-2].rstrip() + ">", f"</{e.prefix}mrk>"), tag_start
         else:
             inside = ("", "")
         segments.append(Segment(source, place_start, place_end, "", None, None, inside,
@@ -264,8 +285,6 @@ def _confirmed(tag: str, mark: bool) -> str:
                                              'origin-system="phrasal"')
 
 
-_FILE_TAG = re.compile(r"<file(?=[\s>/])[^>]*>")
-_XLIFF_TAG = re.compile(r"<xliff(?=[\s>/])[^>]*>")
 
 
 def written(xliff: Xliff, translations: dict[str, str], mark: bool, target: str) -> tuple[str, int]:
@@ -293,7 +312,7 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool, target: str)
         if xliff.version == "1":
             state = "needs-review-translation" if mark else "translated"
             attributes = _STATE.sub("", attributes) + f' state="{state}"'
-        element = f"<target{attributes}>{translation}</target>"
+        element = f"<{xliff.prefix}target{attributes}>{translation}</{xliff.prefix}target>"
         if segment.target_attributes is None:  # after the source, on a line of its own as it is
             element = ("\n" + segment.indent if segment.indent else "") + element
         if segment.opening is not None:
@@ -306,6 +325,7 @@ def written(xliff: Xliff, translations: dict[str, str], mark: bool, target: str)
         count += 1
     edits += [(start, end, tag) for (start, end), tag in tags.items()]
     if count:
-        edits += language_named(xliff.text, *((_FILE_TAG, "target-language") if xliff.version == "1" else
-                                              (_XLIFF_TAG, "trgLang")), target)
+        e = _elements(xliff.prefix)
+        edits += language_named(xliff.text, *((e.file, "target-language") if xliff.version == "1" else
+                                              (e.xliff, "trgLang")), target)
     return checked(spliced(xliff.text, sorted(edits)), xliff.encoding), count

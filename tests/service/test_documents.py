@@ -896,6 +896,24 @@ def test_an_sdlxliff_segment_nobody_translated_gets_its_translation_in_its_mrk_c
         '<mrk mid="0" mtype="seg">two dogs play.</mrk> <mrk mid="1" mtype="seg">the cat</mrk></target>',
         '<mrk mid="0" mtype="seg">TWO DOGS PLAY.</mrk> <mrk mid="1" mtype="seg">THE CAT</mrk></target>')
 
+def test_an_xliff_file_whose_elements_carry_a_namespace_prefix_is_read_and_written_with_it():
+    prefixed = ('<?xml version="1.0" encoding="UTF-8"?>\n<xlf:xliff version="1.2" xmlns:xlf="urn:oasis:names:tc:xliff:document:1.2">\n'
+                '<xlf:file original="a" source-language="en"><xlf:body>\n'
+                '  <xlf:trans-unit id="1">\n    <xlf:source>two <xlf:g id="1">dogs</xlf:g> play</xlf:source>\n  </xlf:trans-unit>\n'
+                '  <xlf:trans-unit id="2"><xlf:source>the cat</xlf:source><xlf:seg-source><xlf:mrk mtype="seg" mid="1">the cat'
+                '</xlf:mrk></xlf:seg-source></xlf:trans-unit>\n'
+                '</xlf:body></xlf:file>\n</xlf:xliff>\n')
+    done = translate_document("ui.xlf", prefixed.encode(), upper_outside_tags, "en", "de")
+    # its targets in its prefix (a <target> in XLIFF's namespace without one would be another element), the file
+    # naming the language it now holds
+    assert done.data.decode() == prefixed.replace('source-language="en">', 'source-language="en" target-language="de">').replace(
+        '<xlf:source>two <xlf:g id="1">dogs</xlf:g> play</xlf:source>\n',
+        '<xlf:source>two <xlf:g id="1">dogs</xlf:g> play</xlf:source>\n'
+        '    <xlf:target state="needs-review-translation">TWO <xlf:g id="1">DOGS</xlf:g> PLAY</xlf:target>\n').replace(
+        '</xlf:seg-source>', '</xlf:seg-source><xlf:target state="needs-review-translation"><xlf:mrk mtype="seg" mid="1">'
+        'THE CAT</xlf:mrk></xlf:target>')
+    assert done.count == 2
+
 
 def test_an_xliff_2_segment_translated_is_in_the_state_translated_its_tool_s_substate_dropped():
     xlf = ('<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en" trgLang="de">'
