@@ -93,7 +93,7 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
                                          and any(len(row) != len(rows[0]) for row in rows)):
                 raise ValueError(f"{len(rows)} rows for {len(old)}, or of other widths than the header's")
         elif kind in ("subtitles", "webvtt"):  # every cue where it was: the same timing lines in order
-            timings = [re.findall(r"^[^\r\n]*-->[^\r\n]*$", text.decode("utf-8"), re.MULTILINE) for text in (data, before)]
+            timings = [re.findall(r"^[^\r\n]*-->[^\r\n]*$", _text(text), re.MULTILINE) for text in (data, before)]
             if timings[0] != timings[1]:
                 raise ValueError(f"{len(timings[0])} timing lines for {len(timings[1])}")
         elif kind in ("android", "resx", "xliff", "linguist"):
@@ -108,6 +108,14 @@ def readable(kind: str, data: bytes, before: bytes) -> str | None:
     except Exception as error:  # noqa: BLE001  # any reader's refusal is the finding
         return f"{type(error).__name__}: {str(error)[:160]}"
     return None
+
+
+def _text(data: bytes) -> str:
+    """A text file's text: UTF-8, else Windows' Western encoding, as the subtitle and text readers read it."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("cp1252")
 
 
 def _reads(data: bytes) -> bool:

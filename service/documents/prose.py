@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from service.documents.files import PARAGRAPH_BREAK, Failed, Spans, decoded
+from service.documents.files import PARAGRAPH_BREAK, Failed, Spans, decoded, encodable
 
 
 class _Prose(Spans):
@@ -27,11 +27,24 @@ class _Prose(Spans):
 
 
 class _Paragraphs(_Prose):
-    """A text's paragraphs (between blank lines), or the part of each `_translatable` says."""
+    """A text's paragraphs (between blank lines), or the part of each `_translatable` says. A file
+    that is not UTF-8 (and has no byte order mark) is read as Windows' Western encoding (cp1252: older subtitle files are, and it
+    holds every letter of English, German and French, the languages the service reads) and written
+    back in it; a translation holding a character it lacks is left and named."""
+
+    unwritable_as = "holds a character the file's encoding (cp1252) lacks"
 
     def __init__(self, name: str, data: bytes, kind: str, fuzzy: bool) -> None:
         super().__init__()
-        self.text, self.encoding = decoded(name, data)
+        try:
+            self.text, self.encoding = decoded(name, data)
+        except Failed:
+            if data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+                raise  # its byte order mark names its encoding
+            try:
+                self.text, self.encoding = data.decode("cp1252"), "cp1252"
+            except UnicodeDecodeError:  # a byte cp1252 leaves undefined: not its text either
+                raise Failed(f"cannot read {name}: neither UTF-8 nor Windows-1252 text") from None
         offset = 0
         for index, block in enumerate(PARAGRAPH_BREAK.split(self.text)):  # paragraphs at even places
             found = self._translatable(block) if index % 2 == 0 else None
@@ -42,6 +55,9 @@ class _Paragraphs(_Prose):
     def _translatable(self, block: str) -> tuple[int, int] | None:
         """Where in the paragraph its text to translate starts and ends, or None for none."""
         raise NotImplementedError
+
+    def _writable(self, value: str, start: int, end: int) -> bool:
+        return encodable(value, self.encoding)
 
 
 class PlainText(_Paragraphs):

@@ -9,8 +9,8 @@ from benchmarks.real_files import check
 def test_a_resource_whose_translations_read_back_passes_and_a_refusal_is_one_line():
     android = b'<resources><string name="a">Don\\\'t save</string><string name="b">"  two  dogs "</string></resources>'
     assert check("strings.xml", android) == (2, "", [])
-    count, refusal, broken = check("notes.txt", b"two \xff dogs\n")
-    assert (count, refusal, broken) == (0, "cannot read notes.txt: not UTF-8 text (byte 4)", [])
+    count, refusal, broken = check("notes.txt", b"two \x81 dogs\n")
+    assert (count, refusal, broken) == (0, "cannot read notes.txt: neither UTF-8 nor Windows-1252 text", [])
 
 
 def test_a_writer_that_loses_an_escape_is_found(monkeypatch):

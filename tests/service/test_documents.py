@@ -80,6 +80,16 @@ def test_a_webvtt_cue_s_text_is_translated_its_identifier_timing_settings_and_ot
     with pytest.raises(Failed, match=r"^cannot read film.vtt: not a WebVTT file \(its first line is not WEBVTT\)$"):
         translate_document("film.vtt", b"1\n00:00:01,000 --> 00:00:02,500\ntwo dogs play\n", recorded, "en", "de")
 
+def test_a_subtitle_file_in_windows_1252_is_read_and_written_back_in_it():
+    srt = "1\r\n00:00:01,000 --> 00:00:02,500\r\nCe film relate des événements\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,000\r\nFin\r\n"
+    german = {"Ce film relate des événements": "Dieser Film erzählt „Ereignisse“", "Fin": "Ende\u202f!"}
+    done = translate_document("film.srt", srt.encode("cp1252"), lambda texts, *_: [german[t] for t in texts], "fr", "de")
+    # older subtitle files are Windows' Western encoding, not UTF-8; a translation it cannot hold is left and named
+    assert done.data == srt.replace("Ce film relate des événements", "Dieser Film erzählt „Ereignisse“").encode("cp1252")
+    assert done.refused == ["'Fin': its translation holds a character the file's encoding (cp1252) lacks; left as it was"]
+    with pytest.raises(Failed, match=r"^cannot read film.srt: neither UTF-8 nor Windows-1252 text$"):
+        translate_document("film.srt", b"1\r\n00:00:01,000 --> 00:00:02,500\r\n\x81\x8d\r\n", reversed_words, "fr", "de")
+
 
 def test_every_string_of_a_json_file_is_translated_but_arb_s_metadata_and_its_locale_is_the_target():
     arb = ('{\n  "@@locale": "en",\n  "title": "two dogs play",\n'
@@ -1602,7 +1612,8 @@ def test_a_refusal_of_the_request_itself_stops_the_file():
 @pytest.mark.parametrize("name, data, source, target, error", [
     ("report.pdf", b"PK", "en", "de", "'.pdf' files cannot be translated; formats: .po, .pot"),
     ("notes.txt", b"two dogs play\n", "en", None, "notes.txt names no target language$"),
-    ("notes.txt", b"two dogs \xff play\n", "en", "de", "cannot read notes.txt: not UTF-8 text \\(byte 9\\)"),
+    ("notes.txt", b"two dogs \x81 play\n", "en", "de", "cannot read notes.txt: neither UTF-8 nor Windows-1252 text"),
+    ("notes.txt", b"\xef\xbb\xbftwo dogs \xff play\n", "en", "de", "cannot read notes.txt: not UTF-8-SIG text \\(byte 9\\)"),
     ("notes.txt", b"two dogs play\n", "de", "de", "the source and the target language are both 'de'"),
     ("de.po", b'msgid ""\nmsgstr "Language: de_AT\\n"\n\nmsgid "Open"\nmsgstr ""\n', "en", "fr",
      "de.po is a translation into 'de', not 'fr'"),
