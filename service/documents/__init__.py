@@ -32,7 +32,10 @@ text's blank lines and line breaks, a subtitle's numbers and timings.
   string value but those under ARB's `@` keys, `@@locale` set to the target; Android: every
   `<string>`, `<plurals>` item and `<string-array>` item not marked translatable="false"; a
   properties, strings, resx or YAML file: every string value; Rails' top key, the locale, renamed
-  to the target), each read from its escapes and written back in them.
+  to the target), each read from its escapes and written back in them. A plural there gets each
+  category the target's language has and the source lacks (service/documents/plurals.py).
+- A file of every language (a String Catalog, a string table) gets what the target's part lacks:
+  `for_target(target, source)` says which before its texts are read.
 
 A text the translator refuses (`Refused` naming a text: too long, malformed markup) stays as it was
 and is named in `Translated.refused`; what stops the whole file is `Failed`, one line saying why.
