@@ -3,6 +3,8 @@ back must read as its format and, for string resources, as exactly the translati
 
     python benchmarks/real_files.py --files DIR     # DIR holds benchmarks/real_files.tsv's files
     python benchmarks/real_files.py --every tests --suffix .vtt   # every such file under a folder
+    python benchmarks/real_files.py --files DIR --service http://localhost:8000 --model en-de-software
+                                                   # through a running service: placeholders kept?
 
 benchmarks/real_files.tsv names each file: its project (a GitHub repository), the commit, its path there
 and the name it has in DIR. The files are not in this repository (each keeps its project's licence);
@@ -252,6 +254,54 @@ def every(folder: Path, suffix: str, results: Path) -> int:
     return 1 if broken else 0
 
 
+def through_service(args: argparse.Namespace) -> int:
+    """The list's files translated by a running service: per file, the texts sent and those whose
+    output holds other placeholders than their source (none lost, changed or added), and whether the
+    file written still reads as its format."""
+    from benchmarks.placeholder_catalogs import kept
+    from service.documents import READERS, Failed, format_of, translate_document
+    from service.pretranslate import Service
+
+    service = Service(args.service, args.model, None, 600.0)
+    with args.sources.open(encoding="utf-8") as handle:
+        sources = [row for row in csv.DictReader(handle, delimiter="\t")]
+    suffixes = tuple(suffix for suffix in args.only.split(",") if suffix)
+    started = time.perf_counter()
+    rows, texts, changed, failures = [], 0, 0, 0
+    for source in sources:
+        path = args.files / source["name"]
+        if not path.is_file() or (suffixes and not source["name"].endswith(suffixes)):
+            continue
+        data, kind, pairs = path.read_bytes(), format_of(source["name"]), []
+
+        def translate(batch: list[str], source_language: str, target: str, fmt: str) -> list[str]:
+            output = service.translate(batch, source_language, target, fmt)
+            pairs.extend(zip(batch, output))
+            return output
+
+        try:
+            target = READERS[kind](source["name"], data, kind, False).target_language or "de"
+            done = translate_document(source["name"], data, translate, "en", target)
+            why = readable(kind, done.data, data)
+        except Failed as error:
+            rows.append(f"| {source['name']} | – | – | {str(error).replace('|', '/')[:160]} |")
+            continue
+        lost = [(text, output) for text, output in pairs if not kept(text, output)]
+        texts, changed, failures = texts + len(pairs), changed + len(lost), failures + (why is not None)
+        first = f"{lost[0][0][:60]!r} → {lost[0][1][:60]!r}".replace("|", "/") if lost else "–"
+        rows.append(f"| {source['name']} | {len(pairs)} | {len(lost)}: {first} | {why or '–'} |")
+    only = f" --only {args.only}" if args.only else ""
+    report = (run_heading() + f"    python benchmarks/real_files.py --files {args.files} --service {args.service}"
+              + (f" --model {args.model}" if args.model else "") + only + "\n\n"
+              f"{len(rows)} files, {texts} texts, {time.perf_counter() - started:.0f} s: **{changed} with their "
+              f"placeholders not kept**, {failures} files not reading as their format.\n\n"
+              "| file | texts | placeholders not kept (the first) | reads as its format / refused |\n|---|---:|---|---|\n"
+              + "\n".join(rows) + "\n")
+    print(report)
+    append_report(args.results, "Real files through the document readers", "python benchmarks/real_files.py", report)
+    return 1 if changed or failures else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=Path, help="the folder holding the sources list's files")
@@ -261,7 +311,17 @@ def main() -> int:
                         help="instead of the list: every file under this folder whose format the readers know, summed "
                              "up (a parser's test files: mozilla/vtt.js's tests)")
     parser.add_argument("--suffix", default="", help="with --every: only the files whose names end so (.vtt)")
+    parser.add_argument("--service", default=None, metavar="URL",
+                        help="translate through this running service instead of the stand-ins, and count the texts "
+                             "whose placeholders the translation did not keep (benchmarks/placeholder_catalogs.py's reading)")
+    parser.add_argument("--model", default=None, help="with --service: the model a request names (en-de-software)")
+    parser.add_argument("--only", default="", help="with --service: only the list's files whose names end so "
+                                                    "(comma-separated: .stringsdict,.toml)")
     args = parser.parse_args()
+    if args.service is not None:
+        if args.files is None:
+            parser.error("--service translates the list's files: give --files")
+        return through_service(args)
     if args.every is not None:
         return every(args.every, args.suffix, args.results)
     if args.files is None:
