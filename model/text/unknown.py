@@ -37,8 +37,14 @@ def restore(source: str, text: str, unknown: Sequence[Span],
     if not unknown:
         return text, None if spans is None else list(spans)
     replacements = _replacements(source, _without(text, unknown), len(unknown))
-    edits = sorted(_dropping_a_space(text, b, e) if taken is None else (b, e, _spaced(source, taken, text, b, e))
-                   for (b, e), taken in zip(unknown, replacements))
+    edits = []
+    for begin, end, written in sorted(_dropping_a_space(text, b, e) if taken is None
+                                      else (b, e, _spaced(source, taken, text, b, e))
+                                      for (b, e), taken in zip(unknown, replacements)):
+        # a space the edit before already dropped is not dropped again ("a:  ⁇  ⁇ " with both dropped)
+        begin = max(begin, edits[-1][1]) if edits else begin
+        if begin < end or written:
+            edits.append((begin, max(begin, end), written))
     return apply(text, edits), None if spans is None else moved(edits, spans)
 
 

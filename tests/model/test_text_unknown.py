@@ -65,3 +65,16 @@ def test_the_sources_space_beside_the_characters_comes_with_them_where_a_word_wo
     assert restore("Open file 📂", "Datei öffnen ⁇ ", [(12, 15)])[0] == "Datei öffnen 📂"
     # Inside a word in the source: no space added.
     assert restore("Aurimas Černius", "Aurimas  ⁇ ernius", [(8, 11)])[0] == "Aurimas Černius"
+
+
+def test_two_unknown_pieces_dropped_at_the_end_drop_their_spaces_once_and_every_span_stays_in_the_text():
+    # the software model, given Japanese as English, wrote more unknown pieces than the source had runs
+    # of missing characters: the last two are dropped, the second with the space the first dropped too
+    # (edits that overlapped had moved a piece's span to (45, 44), a 500 for the request)
+    source = "操作に時間がかかりすぎました:ミリ秒かかりましたが、ミリ秒よりも長くかかるべきではありません。"
+    text = " ⁇  ⁇  ⁇ : ⁇  ⁇ "
+    unknown = [(0, 3), (3, 6), (6, 9), (10, 13), (13, 16)]
+    spans = [(0, 0), (1, 3), (4, 6), (7, 9), (9, 10), (11, 13), (14, 16)]
+    restored, moved_spans = restore(source, text, unknown, spans)
+    assert restored == "操作に時間がかかりすぎましたミリ秒かかりましたがミリ秒よりも長くかかるべきではありません:"
+    assert moved_spans == [(0, 0), (0, 14), (14, 24), (24, 44), (44, 45), (45, 45), (45, 45)]
