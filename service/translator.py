@@ -37,7 +37,7 @@ from service.metrics import Metrics
 from service.protected_translation import (alignment_needed, prepare_texts, serve, serve_as_written, serve_tags_out,
                                           tags_out, tried_as_written, tried_tags_out)
 from service.protection.markdown import reads_as_markdown
-from service.protection.markup import MarkupError, TextFormat, inline_markup, read_markup, reads_as_markup
+from service.protection.markup import TAG, MarkupError, TextFormat, inline_markup, read_markup, reads_as_markup
 from service.protection.placement import PreparedText
 from service.icu import icu_split
 from service.layout import Layout, assemble, markup_split, openings, split, whole
@@ -306,6 +306,9 @@ class Translator:
                 k += 1
                 # Markup is read for its placeholders later; here only for an ICU argument.
                 protected = find_protected(text, terms, styles) if item_fmt == "text" or "{" in text else []
+                if item_fmt != "text":  # an argument inside a tag is its attribute's (Angular's disp="{n, plural, …}")
+                    tags = [tag.span() for tag in TAG.finditer(text)]
+                    protected = [p for p in protected if not any(a <= p.start < b for a, b in tags)]
                 # A plural or select argument: a whole sentence per branch (service/icu.py), each read
                 # as html where it is a line of inline markup (format.js's "{n, plural, one {<b>#</b>
                 # file} ...}": read as html whole, its syntax reached the model, "{n, Plural, ein {").

@@ -484,8 +484,13 @@ def _flanking(restored: Restored) -> Restored:
     return replace(restored, text=text, placed=placed)
 
 
-# A markup text's edge: whitespace and tags before its first or after its last visible character.
-_EDGE_TOKEN = re.compile(r"<[^<>]*>|[^<]+")
+# A tag as written, its quoted attribute values whole (Angular's XLIFF writes `dispStart="&lt;a>"`: a ">"
+# inside a value ends no tag), and a markup text's edge: whitespace and tags before its first or after
+# its last visible character.
+_TAG_TEXT = r"""<(?:[^<>"']|"[^"]*"|'[^']*')*>"""
+_EDGE_TOKEN = re.compile(_TAG_TEXT + r"|[^<]+")
+_HEAD = re.compile(rf"(?:\s|{_TAG_TEXT})*")
+_TAIL = re.compile(rf"(?:\s|{_TAG_TEXT})*\Z")
 
 
 def _edge_space(prepared: PreparedText, restored: Restored) -> Restored:
@@ -499,8 +504,8 @@ def _edge_space(prepared: PreparedText, restored: Restored) -> Restored:
         return restored
     first, last = len(plain) - len(plain.lstrip()), len(plain.rstrip()) - 1
     source, text = prepared.original, restored.text
-    head_end = re.match(r"(?:\s|<[^<>]*>)*", text).end()
-    tail_start = re.search(r"(?:\s|<[^<>]*>)*\Z", text).start()
+    head_end = _HEAD.match(text).end()
+    tail_start = _TAIL.search(text).start()
     if tail_start < head_end:
         return restored
     inserts = []  # (offset in the output, whitespace as the source wrote it)

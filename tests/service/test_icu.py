@@ -173,3 +173,15 @@ def test_a_doubled_apostrophe_reaches_the_model_as_one_and_comes_back_doubled():
     (served,) = translated_by_fake([text])[0]
     # The fake reverses and upper-cases the words; `#` goes back by the alignment.
     assert served.translation.text == "{n, plural, one {# FILE DELETE DON''T} other {# FILES DELETE DON''T}}"
+
+
+@pytest.mark.parametrize("fmt", ["xml", "html"])
+def test_an_argument_in_a_tags_attribute_is_the_tags_and_a_quoted_angle_bracket_ends_no_tag(fmt):
+    # Angular's XLIFF 2: an ICU argument in a placeholder's disp attribute had cut the text into branches
+    # (the attribute written "..."), and a ">" inside dispStart="&lt;a>" had been read as the tag's end by
+    # the edge-space step, which then wrote the tag's rest a second time.
+    icu = '<ph id="0" equiv="ICU" disp="{count, plural, =0 {...} other {...}}"/>'
+    link = '<pc id="0" dispStart="&lt;a>" dispEnd="&lt;/a>">two dogs</pc>'
+    (first,), (second,) = translated_by_fake([f"first: {icu}, second", f"{link} play"], fmt)
+    assert first.translation.text == f"SECOND {icu}, FIRST:"
+    assert second.translation.text == link.replace("two dogs", "DOGS TWO").replace("<pc", "PLAY <pc")
