@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import html
 import io
 import json
 import re
@@ -276,7 +277,9 @@ def through_service(args: argparse.Namespace) -> int:
 
         def translate(batch: list[str], source_language: str, target: str, fmt: str) -> list[str]:
             output = service.translate(batch, source_language, target, fmt)
-            pairs.extend(zip(batch, output))
+            # in markup an entity is a character written so (`&amp;` may come back "und"), not a placeholder
+            read = html.unescape if fmt in ("xml", "html") else str
+            pairs.extend((read(text), read(translation)) for text, translation in zip(batch, output))
             return output
 
         try:
