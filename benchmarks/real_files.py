@@ -283,7 +283,7 @@ def through_service(args: argparse.Namespace) -> int:
             return output
 
         try:
-            target = READERS[kind](source["name"], data, kind, False).target_language or "de"
+            target = READERS[kind](source["name"], data, kind, False).target_language or args.target
             done = translate_document(source["name"], data, translate, "en", target)
             why = readable(kind, done.data, data)
         except Failed as error:
@@ -295,7 +295,8 @@ def through_service(args: argparse.Namespace) -> int:
         rows.append(f"| {source['name']} | {len(pairs)} | {len(lost)}: {first} | {why or '–'} |")
     only = f" --only {args.only}" if args.only else ""
     report = (run_heading() + f"    python benchmarks/real_files.py --files {args.files} --service {args.service}"
-              + (f" --model {args.model}" if args.model else "") + only + "\n\n"
+              + (f" --model {args.model}" if args.model else "") + (f" --target {args.target}" if args.target != "de" else "")
+              + only + "\n\n"
               f"{len(rows)} files, {texts} texts, {time.perf_counter() - started:.0f} s: **{changed} with their "
               f"placeholders not kept**, {failures} files not reading as their format.\n\n"
               "| file | texts | placeholders not kept (the first) | reads as its format / refused |\n|---|---:|---|---|\n"
@@ -318,6 +319,7 @@ def main() -> int:
                         help="translate through this running service instead of the stand-ins, and count the texts "
                              "whose placeholders the translation did not keep (benchmarks/placeholder_catalogs.py's reading)")
     parser.add_argument("--model", default=None, help="with --service: the model a request names (en-de-software)")
+    parser.add_argument("--target", default="de", help="with --service: the language a file that names none goes into")
     parser.add_argument("--only", default="", help="with --service: only the list's files whose names end so "
                                                     "(comma-separated: .stringsdict,.toml)")
     args = parser.parse_args()

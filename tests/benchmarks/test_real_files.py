@@ -43,7 +43,7 @@ def test_through_a_running_service_the_placeholders_kept_are_counted(tmp_path, m
                      runtime_factory=lambda settings: [FakeRuntime("en", "de")])
     with live_server(app, ready_within_s=30) as url:
         args = argparse.Namespace(files=tmp_path / "files", sources=tmp_path / "sources.tsv", service=url, model=None,
-                                  only=".json", results=tmp_path / "results.md")
+                                  only=".json", target="de", results=tmp_path / "results.md")
         assert through_service(args) == 0  # the service keeps them: none lost
         monkeypatch.setattr("benchmarks.placeholder_catalogs.kept", lambda source, output: "now" in source)
         assert through_service(args) == 1  # as if one had lost its placeholder: counted, the first named
