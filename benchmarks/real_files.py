@@ -255,6 +255,12 @@ def every(folder: Path, suffix: str, results: Path) -> int:
     return 1 if broken else 0
 
 
+def _sources(path: Path) -> list[dict[str, str]]:
+    """The rows of the sources list: name, repository, commit, path."""
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
 def through_service(args: argparse.Namespace) -> int:
     """The list's files translated by a running service: per file, the texts sent and those whose
     output holds other placeholders than their source (none lost, changed or added), and whether the
@@ -264,8 +270,7 @@ def through_service(args: argparse.Namespace) -> int:
     from service.pretranslate import Service
 
     service = Service(args.service, args.model, None, 600.0)
-    with args.sources.open(encoding="utf-8") as handle:
-        sources = [row for row in csv.DictReader(handle, delimiter="\t")]
+    sources = _sources(args.sources)
     suffixes = tuple(suffix for suffix in args.only.split(",") if suffix)
     started = time.perf_counter()
     rows, texts, changed, failures = [], 0, 0, 0
@@ -331,8 +336,7 @@ def main() -> int:
         return every(args.every, args.suffix, args.results)
     if args.files is None:
         parser.error("give --files (the list's files) or --every (a folder)")
-    with args.sources.open(encoding="utf-8") as handle:
-        sources = [row for row in csv.DictReader(handle, delimiter="\t")]
+    sources = _sources(args.sources)
     started = time.perf_counter()
     rows, missing, failures = [], [], 0
     for source in sources:

@@ -306,7 +306,8 @@ class Translator:
                 k += 1
                 # Markup is read for its placeholders later; here only for an ICU argument.
                 protected = find_protected(text, terms, styles) if item_fmt == "text" or "{" in text else []
-                if item_fmt != "text":  # an argument inside a tag is its attribute's (Angular's disp="{n, plural, …}")
+                # an argument inside a tag is its attribute's (Angular's disp="{n, plural, …}")
+                if item_fmt != "text" and protected:
                     tags = [tag.span() for tag in TAG.finditer(text)]
                     protected = [p for p in protected if not any(a <= p.start < b for a, b in tags)]
                 # A plural or select argument: a whole sentence per branch (service/icu.py), each read

@@ -36,11 +36,3 @@ def gettext_header(language: str) -> tuple[int, str] | None:
     forms = get_plural(code)
     return forms.num_plurals, str(forms)
 
-
-def filled(cases: dict[str, str], language: str) -> dict[str, str]:
-    """`cases` (category: text) with each category `language` has and `cases` lacks added, its
-    text the `other` case's: a French "many" from the English "other", as a translator starts it."""
-    wanted = categories(language)
-    if not wanted or "other" not in cases:
-        return dict(cases)
-    return {**cases, **{category: cases["other"] for category in wanted if category not in cases}}

@@ -33,7 +33,6 @@ class _Cell:
 class _Row:
     cells: tuple[_Cell, ...]
     end: int          # where its line break (or the file) starts
-    break_end: int    # where the next row starts
 
 
 def _language(header: str) -> str | None:
@@ -113,9 +112,8 @@ class StringTable:
                     at += len(delimiter)
                     continue
                 break
-            end = at
+            rows.append(_Row(tuple(cells), at))
             at += 2 if text.startswith("\r\n", at) else 1 if text.startswith(("\n", "\r"), at) else 0
-            rows.append(_Row(tuple(cells), end, at))
         return rows
 
     def for_target(self, target: str, source: str) -> None:
