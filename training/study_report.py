@@ -57,6 +57,12 @@ def training_figures(directory: Path) -> dict[str, Any]:
     }
 
 
+def validation_bleu(directory: Path) -> dict[int, float]:
+    """The run's validation BLEU by update (greedy, the recipe's val split), from its log: what
+    compares runs a slot stopped at different update counts with runs that finished."""
+    return {e["step"]: e["bleu"] for e in _read_log(directory) if e["event"] == "valid" and "bleu" in e}
+
+
 def scores(directory: Path, splits: tuple[str, ...]) -> dict[str, dict[str, float]]:
     found = {}
     for split in splits:
@@ -101,11 +107,13 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
     for run, seed in spec.jobs():
         directory = run_dir(spec, run, seed)
         status = statuses.get((run.name, seed))
+        figures = training_figures(directory)
         if status is None or status == "already trained":
+            # A run a GPU slot cut short comes back as its log alone (its checkpoints stay on the device).
             status = "trained" if is_trained(spec, run, seed) else (
-                "partial" if has_checkpoints(directory) else "not started")
+                "partial" if has_checkpoints(directory) else "stopped" if figures["updates"] else "not started")
         rows.append({"run": run.name, "seed": seed, "recipe": str(run.recipe), "status": status,
-                     **training_figures(directory), "scores": scores(directory, splits),
+                     **figures, "validation_bleu": validation_bleu(directory), "scores": scores(directory, splits),
                      "alignment": alignment_figures(directory)})
 
     baseline_name = spec.evaluate.baseline
@@ -150,6 +158,9 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
             values = [r["alignment"][key] for r in mine if r["alignment"].get(key) is not None]
             if values:
                 entry.setdefault("alignment", {})[key] = mean_std(values, 3)
+        steps = sorted({step for r in mine for step in r["validation_bleu"]})
+        entry["validation_bleu"] = {step: (mean_std([r["validation_bleu"][step] for r in mine if step in r["validation_bleu"]]),
+                                           sum(step in r["validation_bleu"] for r in mine)) for step in steps}
         methods = sorted({r["alignment"]["method"] for r in mine if r["alignment"]})
         if methods:
             entry.setdefault("alignment", {})["methods"] = methods
@@ -214,6 +225,22 @@ def render_markdown(report: dict[str, Any]) -> str:
                  f"{row['tokens_per_s']:.0f}" if row["tokens_per_s"] else "—"]
         cells += [f"{row['scores'][s]['bleu_lowercase']:.2f}" if s in row["scores"] else "—" for s in splits]
         lines.append("| " + " | ".join(cells) + " |")
+    steps = sorted({step for entry in report["summary"] for step in entry.get("validation_bleu", {})})
+    if steps:
+        lines += ["", "## Validation BLEU by update", "",
+                  "Greedy, the recipes' val split, from each run's log.jsonl: mean ± deviation over the seeds that "
+                  "reached the update (after a slash, how many, where fewer did than at the run's other updates); "
+                  "runs a slot stopped compare here with finished ones at equal updates.", "",
+                  "| run | " + " | ".join(str(step) for step in steps) + " |", "|" + "---|" * (1 + len(steps))]
+        for entry in report["summary"]:
+            found = entry.get("validation_bleu", {})
+            if not found:
+                continue
+            most = max(count for _, count in found.values())
+            cells = [entry["run"]] + [
+                "—" if step not in found else _cell(found[step][0]) + (f" /{found[step][1]}" if found[step][1] < most else "")
+                for step in steps]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

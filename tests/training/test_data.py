@@ -4,7 +4,7 @@ import gzip
 import pytest
 import torch
 
-from training.data import ParallelDataset, collate, read_parallel, token_batches
+from training.data import ParallelDataset, collate, pad_sequences, read_parallel, token_batches
 
 
 def test_collate_pads_and_adds_special_ids():
@@ -15,6 +15,23 @@ def test_collate_pads_and_adds_special_ids():
     assert batch.src.dtype == batch.tgt_in.dtype == batch.tgt_out.dtype == torch.long
     assert batch.indices == [4, 2]
     assert batch.n_tgt_tokens == 7
+
+
+@pytest.mark.parametrize("rows", [[], [[]], [[], []], [[3], [], [4, 5, 6]], [[7, 8], [9, 10]]])
+def test_padding_keeps_every_row_in_its_order(rows):
+    padded = pad_sequences(rows, pad_id=99)
+    width = max((len(r) for r in rows), default=0)
+    assert padded.dtype == torch.long and tuple(padded.shape) == (len(rows), width)
+    assert padded.tolist() == [r + [99] * (width - len(r)) for r in rows]
+
+
+def test_padding_a_training_sized_batch_equals_row_by_row_copies():
+    g = torch.Generator().manual_seed(5)
+    rows = [torch.randint(3, 10_000, (int(n),), generator=g).tolist() for n in torch.randint(0, 40, (600,), generator=g)]
+    expected = torch.zeros(600, max(map(len, rows)), dtype=torch.long)
+    for i, row in enumerate(rows):
+        expected[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+    assert torch.equal(pad_sequences(rows, pad_id=0), expected)
 
 
 def test_dataset_drops_empty_and_overlong_pairs():

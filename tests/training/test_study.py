@@ -290,6 +290,30 @@ def test_the_table_means_deviations_and_bootstrap_p_from_run_directories(tmp_pat
             in render_markdown(collect(spec, {})))
 
 
+def test_a_run_without_its_model_is_reported_by_what_came_back(tmp_path):
+    """A GPU slot that stopped a run returns its log but keeps its checkpoints: the report says
+    "stopped" at its updates, not "not started"; with a checkpoint here it is "partial"."""
+    spec = spec_for(tmp_path)
+    out = tmp_path / "out"
+    for seed in (1, 2):
+        write_run(out, "base", seed, bleu=30.0, hyps=["x"], updates=8000)
+        (out / "base" / f"seed{seed}" / "model" / "manifest.json").unlink()
+        for scored in (out / "base" / f"seed{seed}" / "eval").iterdir():
+            scored.unlink()
+    (out / "base" / "seed2" / "checkpoints").mkdir()
+    (out / "base" / "seed2" / "checkpoints" / "checkpoint_0008000.pt").write_bytes(b"")
+    rows = {(r["run"], r["seed"]): (r["status"], r["updates"]) for r in collect(spec, {})["runs"]}
+    assert rows == {("base", 1): ("stopped", 8000), ("base", 2): ("partial", 8000), ("other", 7): ("not started", 0)}
+
+    # Validation BLEU by update, from the logs: seeds that stopped earlier leave later updates to the others.
+    for seed, found in ((1, {1000: 30.0, 2000: 35.0}), (2, {1000: 32.0})):
+        with (out / "base" / f"seed{seed}" / "log.jsonl").open("a") as log:
+            log.writelines(json.dumps({"event": "valid", "step": step, "bleu": bleu, "time": 1.0}) + "\n"
+                           for step, bleu in found.items())
+    table = render_markdown(collect(spec, {})).split("## Validation BLEU by update")[1]
+    assert "| run | 1000 | 2000 |" in table and "| base | 31.00 ± 1.41 | 35.00 /1 |" in table and "| other |" not in table
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_a_real_study_trains_scores_and_reports_and_a_rerun_redoes_nothing(tmp_path, capsys):
     data = tmp_path / "data"
