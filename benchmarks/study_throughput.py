@@ -45,14 +45,16 @@ def run_group(recipe: Path, runs: int, updates: int, device: str, overrides: dic
     wall = time.perf_counter() - started
     if failures:
         raise SystemExit(f"a run failed: {failures[0]}")
-    tokens, own = 0, []
+    tokens, own, per_update = 0, [], []
     for seed in range(1, runs + 1):
         events = [json.loads(line) for line in (root / f"run{seed}" / "log.jsonl").read_text().splitlines()]
         train = [e for e in events if e["event"] == "train"]
         tokens += sum(e["tokens"] for e in train)
-        own.append(sum(e["tokens"] for e in train) / sum(e["tokens"] / e["tokens_per_s"] for e in train))
+        seconds = sum(e["tokens"] / e["tokens_per_s"] for e in train)
+        own.append(sum(e["tokens"] for e in train) / seconds)
+        per_update.append(seconds / train[-1]["step"] * 1000)
     return {"wall_s": wall, "tokens": tokens, "aggregate_tokens_per_s": tokens / wall,
-            "mean_run_tokens_per_s": sum(own) / len(own)}
+            "mean_run_tokens_per_s": sum(own) / len(own), "mean_ms_per_update": sum(per_update) / len(per_update)}
 
 
 def main() -> int:
@@ -88,7 +90,7 @@ def main() -> int:
         card = "CPU"
     row = (f"| {card} | {args.recipe.name} | {args.runs} | {args.updates} | {'on' if mps else 'off'} | "
            f"{' '.join(args.overrides) or '—'} | {result['wall_s']:.1f} | {result['aggregate_tokens_per_s']:.0f} | "
-           f"{result['mean_run_tokens_per_s']:.0f} |")
+           f"{result['mean_run_tokens_per_s']:.0f} | {result['mean_ms_per_update']:.1f} |")
     print(row)
     out = args.out or REPO / "results" / f"study_throughput_{args.device.split(':')[0]}.md"
     if not args.tiny:
@@ -97,7 +99,8 @@ def main() -> int:
                            "Command: `python benchmarks/study_throughput.py --runs N --updates U --device D [--mps] "
                            "[--set KEY=VALUE]` (one row per invocation).\n\n"
                            "| device | recipe | runs | updates | MPS | levers | wall s | aggregate tokens/s | "
-                           "tokens/s per run |\n|---|---|---:|---:|---|---|---:|---:|---:|\n", encoding="utf-8")
+                           "tokens/s per run | ms an update per run |\n|---|---|---:|---:|---|---|---:|---:|---:|---:|\n",
+                           encoding="utf-8")
         with open(out, "a", encoding="utf-8") as handle:
             handle.write(row + "\n")
     return 0

@@ -166,10 +166,17 @@ class Batch:
     def n_src_tokens(self) -> int:
         return int(self.src.ne(PAD_ID).sum())
 
-    def to(self, device: torch.device | str) -> "Batch":
-        nb = torch.device(device).type == "cuda"
-        return Batch(self.src.to(device, non_blocking=nb), self.tgt_in.to(device, non_blocking=nb),
-                     self.tgt_out.to(device, non_blocking=nb), self.indices)
+    def to(self, device: torch.device | str, *, pinned: bool = True) -> "Batch":
+        """The batch on `device`. To a GPU the tensors go through page-locked memory: CUDA may make a
+        copy from pageable memory wait for the work already queued on the device (its API
+        synchronization behavior), and then the host cannot launch the next step while the GPU runs
+        this one. `pinned=False` copies from pageable memory (benchmarks/training_step_profile.py
+        compares the two)."""
+        if torch.device(device).type != "cuda":
+            return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.indices)
+        move = (lambda t: t.pin_memory().to(device, non_blocking=True)) if pinned else (
+            lambda t: t.to(device, non_blocking=True))
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.indices)
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> torch.Tensor:

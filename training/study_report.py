@@ -57,10 +57,16 @@ def training_figures(directory: Path) -> dict[str, Any]:
     }
 
 
-def validation_bleu(directory: Path) -> dict[int, float]:
-    """The run's validation BLEU by update (greedy, the recipe's val split), from its log: what
-    compares runs a slot stopped at different update counts with runs that finished."""
-    return {e["step"]: e["bleu"] for e in _read_log(directory) if e["event"] == "valid" and "bleu" in e}
+# What a run's log gives at each validation: BLEU (greedy, the recipe's val split) and the
+# negative log-likelihood per target token (without label smoothing).
+VALIDATION = {"bleu": ("BLEU", 2), "nll": ("NLL", 3)}
+
+
+def validation(directory: Path) -> dict[str, dict[int, float]]:
+    """The run's validation figures by update, from its log: what compares runs a slot stopped at
+    different update counts with runs that finished, and shows where a model starts to overfit."""
+    events = [e for e in _read_log(directory) if e["event"] == "valid"]
+    return {key: {e["step"]: e[key] for e in events if key in e} for key in VALIDATION}
 
 
 def scores(directory: Path, splits: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -113,7 +119,7 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
             status = "trained" if is_trained(spec, run, seed) else (
                 "partial" if has_checkpoints(directory) else "stopped" if figures["updates"] else "not started")
         rows.append({"run": run.name, "seed": seed, "recipe": str(run.recipe), "status": status,
-                     **figures, "validation_bleu": validation_bleu(directory), "scores": scores(directory, splits),
+                     **figures, "validation": validation(directory), "scores": scores(directory, splits),
                      "alignment": alignment_figures(directory)})
 
     baseline_name = spec.evaluate.baseline
@@ -158,9 +164,12 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
             values = [r["alignment"][key] for r in mine if r["alignment"].get(key) is not None]
             if values:
                 entry.setdefault("alignment", {})[key] = mean_std(values, 3)
-        steps = sorted({step for r in mine for step in r["validation_bleu"]})
-        entry["validation_bleu"] = {step: (mean_std([r["validation_bleu"][step] for r in mine if step in r["validation_bleu"]]),
-                                           sum(step in r["validation_bleu"] for r in mine)) for step in steps}
+        entry["validation"] = {}
+        for key, (_, digits) in VALIDATION.items():
+            found = [r["validation"][key] for r in mine]
+            entry["validation"][key] = {
+                step: (mean_std([f[step] for f in found if step in f], digits), sum(step in f for f in found))
+                for step in sorted({step for f in found for step in f})}
         methods = sorted({r["alignment"]["method"] for r in mine if r["alignment"]})
         if methods:
             entry.setdefault("alignment", {})["methods"] = methods
@@ -225,23 +234,29 @@ def render_markdown(report: dict[str, Any]) -> str:
                  f"{row['tokens_per_s']:.0f}" if row["tokens_per_s"] else "—"]
         cells += [f"{row['scores'][s]['bleu_lowercase']:.2f}" if s in row["scores"] else "—" for s in splits]
         lines.append("| " + " | ".join(cells) + " |")
-    steps = sorted({step for entry in report["summary"] for step in entry.get("validation_bleu", {})})
-    if steps:
-        lines += ["", "## Validation BLEU by update", "",
-                  "Greedy, the recipes' val split, from each run's log.jsonl: mean ± deviation over the seeds that "
-                  "reached the update (after a slash, how many, where fewer did than at the run's other updates); "
-                  "runs a slot stopped compare here with finished ones at equal updates.", "",
-                  "| run | " + " | ".join(str(step) for step in steps) + " |", "|" + "---|" * (1 + len(steps))]
-        for entry in report["summary"]:
-            found = entry.get("validation_bleu", {})
-            if not found:
-                continue
-            most = max(count for _, count in found.values())
-            cells = [entry["run"]] + [
-                "—" if step not in found else _cell(found[step][0]) + (f" /{found[step][1]}" if found[step][1] < most else "")
-                for step in steps]
-            lines.append("| " + " | ".join(cells) + " |")
+    for key, (label, digits) in VALIDATION.items():
+        lines += _validation_table(report["summary"], key, label, digits)
     return "\n".join(lines) + "\n"
+
+
+def _validation_table(summary: list[dict[str, Any]], key: str, label: str, digits: int) -> list[str]:
+    steps = sorted({step for entry in summary for step in entry.get("validation", {}).get(key, {})})
+    if not steps:
+        return []
+    lines = ["", f"## Validation {label} by update", "",
+             "From each run's log.jsonl (the recipes' val split; BLEU greedy): mean ± deviation over the seeds that "
+             "reached the update (after a slash, how many, where fewer did than at the run's other updates); runs a "
+             "slot stopped compare here with finished ones at equal updates.", "",
+             "| run | " + " | ".join(str(step) for step in steps) + " |", "|" + "---|" * (1 + len(steps))]
+    for entry in summary:
+        found = entry.get("validation", {}).get(key, {})
+        if not found:
+            continue
+        most = max(count for _, count in found.values())
+        lines.append("| " + " | ".join([entry["run"]] + [
+            "—" if step not in found else _cell(found[step][0], digits) + (f" /{found[step][1]}" if found[step][1] < most else "")
+            for step in steps]) + " |")
+    return lines
 
 
 def write_report(spec: StudySpec, outcomes) -> Path:

@@ -1,3 +1,4 @@
 #!/usr/bin/env bash
 # Part 4 of the En-De study (studies/en-de-part4.json) in one GPU slot; studies/gpu/README.md.
-exec bash "$(dirname "$0")/run-part.sh" 4 "$@"
+# The recurrent biases need their CUDA kernel to fit (run-part.sh checks it first).
+NEEDS_BIAS_KERNEL=1 exec bash "$(dirname "$0")/run-part.sh" 4 "$@"

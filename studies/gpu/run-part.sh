@@ -46,12 +46,17 @@ sys.exit(0 if ok else 1)" || exit 5
 fi
 
 # A dry run trains its part's runs anew: a toy run left by an earlier dry run would be skipped as
-# trained, and the dry run would then check nothing of the training.
+# trained, and the dry run would then check nothing of the training. A parent that an earlier part
+# trains (its dry run's toy model) stays.
 if [ -n "${tiny[*]}" ]; then
-    "$py" -c "import shutil, sys; from training.study_spec import load_study, run_dir, tiny
+    "$py" -c "import shutil; from pathlib import Path; from training.study_spec import load_study, run_dir, tiny
 spec = tiny(load_study('$study'))
+parents = {run.init for run in spec.runs if run.init}
+earlier = {(run.name, seed) for number in range(1, $part)
+           for run, seed in load_study(Path('$study').with_name(f'en-de-part{number}.json')).jobs()}
 for run, seed in spec.jobs():
-    shutil.rmtree(run_dir(spec, run, seed), ignore_errors=True)" || exit 4
+    if run.name not in parents or (run.name, seed) not in earlier:
+        shutil.rmtree(run_dir(spec, run, seed), ignore_errors=True)" || exit 4
 fi
 
 # A fine-tuning run may start from a model trained in an earlier part, carried here (or committed):
@@ -83,12 +88,19 @@ pack() {
 packer=$!
 # STUDY_TIME_LIMIT: another limit than the part's (a dry run on a slow, shared CPU needs more).
 limit=${STUDY_TIME_LIMIT:-$("$py" -c "import json; print(int(json.load(open('$study'))['time_limit_s']))")}
-# The runner stops itself at its limit; timeout is the backstop (a hung child, a hung scorer).
-timeout --kill-after=15 $((limit + 30)) "$py" -m training.study "$study" "${tiny[@]}" --time-limit "$limit"
+# What this script may spend in all (SLOT_S): the device command's 600 s, less a margin for the return;
+# a dry run is bound by its own limit instead.
+slot=${SLOT_S:-590}
+[ -n "${tiny[*]}" ] && slot=$((SECONDS + limit + 120))
+# The runner stops itself at its limit; timeout is the backstop (a hung child, a hung scorer), and
+# never later than the slot's end, so that the pack below still runs.
+backstop=$((limit + 30))
+[ $((slot - SECONDS - 15)) -lt "$backstop" ] && backstop=$((slot - SECONDS - 15))
+timeout --kill-after=5 "$backstop" "$py" -m training.study "$study" "${tiny[@]}" --time-limit "$limit"
 rc=$?
 # Runs the limit stopped would come back as nothing (their checkpoints stay on the device): score them
-# where they stopped, in what is left of the command's 600 s (SLOT_S), the pack at the end included.
-left=$(( ${SLOT_S:-590} - SECONDS - 20 ))
+# where they stopped, in what is left of the slot, the pack at the end included.
+left=$(( slot - SECONDS - 20 ))
 if [ "$left" -gt 30 ]; then
     timeout --kill-after=5 "$left" "$py" -m training.study_partial "$study" "${tiny[@]}" --time-limit $((left - 30))
 fi

@@ -89,3 +89,14 @@ def test_read_parallel_reads_gzip_and_checks_alignment(tmp_path):
         read_parallel(tmp_path, "val", "en", "de")
     with pytest.raises(FileNotFoundError):
         read_parallel(tmp_path, "test", "en", "de")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("pinned", [True, False])
+def test_a_batch_reaches_the_gpu_unchanged_either_way(pinned):
+    batch = collate([([5, 6, 7], [8, 9]), ([10], [11, 12, 13])], indices=[4, 2])
+    moved = batch.to("cuda", pinned=pinned)
+    torch.cuda.synchronize()
+    for name in ("src", "tgt_in", "tgt_out"):
+        assert getattr(moved, name).is_cuda and torch.equal(getattr(moved, name).cpu(), getattr(batch, name))
+    assert moved.indices == [4, 2] and not batch.src.is_pinned()  # the host batch itself is left as it was

@@ -1,0 +1,149 @@
+"""Where a training step's time goes on the host: the question behind a study part's slot.
+
+    python benchmarks/training_step_profile.py --recipe recipes/queryk-heterogeneous-1-2-3-tiny-en-de.json --device cuda
+    python benchmarks/training_step_profile.py --recipe ... --device cuda --compile      # through torch.compile
+    python benchmarks/training_step_profile.py --device cpu --tokens 512 --steps 3        # a dry run
+
+Study part 2 (H200, 2026-11-30) measured QueryK heterogeneous 1-2-3 at 65.5 ms an update whether 4 or 8
+trainings shared the GPU: each training's own host work bounds it. This trains the recipe's model
+in this process the way `training/loop.py` does (bf16 autocast on CUDA, label-smoothed loss,
+clipping, AdamW with the recipe's implementation) on one random batch of `--tokens` source tokens
+(benchmarks/attention_variants.py `random_batch`; the recipes bound batches at 8,192 tokens), and
+reports, over `--steps` steps after `--warmup`:
+- ms a step by the wall clock, the device synchronised once at the end (so the host's launching and
+  the device's work overlap as in training), the batch copied to the device every step (through
+  page-locked memory as training does; `--pageable` from pageable memory, as it did until 2026-11-30);
+- ms a step of host time the profiler sees in the step's phases (forward, backward, clip, optimizer)
+  and of device kernel time;
+- the operators with the most host time a step.
+No data loading (benchmarks/training_batches.py measures building a batch). Writes a section to
+`--out` (default results/training_step_profile_DEVICE.md).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from attention_variants import VOCAB, random_batch  # noqa: E402  (benchmarks/ is on sys.path)
+from host import append_report, run_heading  # noqa: E402
+
+PHASES = ("forward", "backward", "clip", "optimizer")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="training_step_profile", description=__doc__.split("\n\n")[0])
+    p.add_argument("--recipe", type=Path, default=Path("recipes/queryk-heterogeneous-1-2-3-tiny-en-de.json"))
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--tokens", type=int, default=8192)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--compile", action="store_true", help="the model's forward through torch.compile, as "
+                                                          "the recipe key `compile` does")
+    p.add_argument("--pageable", action="store_true", help="copy each step's batch to the GPU from pageable "
+                                                           "memory, as training did until 2026-11-30")
+    p.add_argument("--top", type=int, default=12)
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    if not args.recipe.is_file():
+        p.error(f"--recipe: no file {args.recipe}")
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from model.attention.kernels import avoid_per_shape_attention_plans
+    from model.config import ModelConfig
+    from model.transformer import Transformer
+    from training.data import Batch
+    from training.loop import optimizer_kernels
+    from training.recipe import load_recipe
+    from training.validation import direction_loss
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error("--device: CUDA is not available here")
+    avoid_per_shape_attention_plans(device)
+    recipe = load_recipe(args.recipe, [])
+    config = ModelConfig.from_dict({**json.loads(args.recipe.read_text())["model"], "vocab_size": VOCAB,
+                                    "pad_id": 0, "bos_id": 1, "eos_id": 2})
+    torch.manual_seed(1)
+    model = Transformer(config).to(device).train()
+    params = [q for q in model.parameters() if q.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, eps=recipe.adam_eps,
+                                  weight_decay=recipe.weight_decay, **optimizer_kernels(recipe, device))
+    forward = torch.compile(model, dynamic=True) if args.compile else model
+    src, tgt_in, tgt_out = random_batch(args.tokens, 1, torch.device("cpu"))
+    batch = Batch(src, tgt_in, tgt_out, list(range(src.shape[0])))  # on the host, copied every step as in training
+    n_tokens = batch.n_tgt_tokens
+    amp = device.type == "cuda"
+
+    def step(marked: bool) -> None:
+        def phase(name):
+            return record_function(f"phase:{name}") if marked else contextlib.nullcontext()
+        with phase("forward"):
+            optimizer.zero_grad(set_to_none=True)
+            loss = direction_loss(model, batch.to(device, pinned=not args.pageable), n_tokens,
+                                  smoothing=recipe.label_smoothing, amp=amp, forward=forward).objective
+        with phase("backward"):
+            loss.backward()
+        with phase("clip"):
+            torch.nn.utils.clip_grad_norm_(params, recipe.clip_norm)
+        with phase("optimizer"):
+            optimizer.step()
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    started = time.perf_counter()
+    for _ in range(args.warmup):
+        step(False)
+    sync()
+    warm_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(args.steps):
+        step(False)
+    sync()
+    wall_ms = (time.perf_counter() - started) / args.steps * 1000
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(args.steps):
+            step(True)
+        sync()
+    events = prof.key_averages()
+    phases = {e.key.split(":", 1)[1]: e.cpu_time_total / args.steps / 1000 for e in events if e.key.startswith("phase:")}
+    device_ms = sum(getattr(e, "self_device_time_total", 0.0) for e in events
+                    if not e.key.startswith("phase:")) / args.steps / 1000
+    ops = sorted((e for e in events if not e.key.startswith("phase:")), key=lambda e: e.self_cpu_time_total,
+                 reverse=True)[: args.top]
+    name = args.recipe.name + (" (compiled)" if args.compile else "") + (", batch from pageable memory" if args.pageable else "")
+    card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    lines = [f"    python benchmarks/training_step_profile.py --recipe {args.recipe} "
+             f"--device {args.device} --tokens {args.tokens} --steps {args.steps}" + (" --compile" if args.compile else "")
+             + (" --pageable" if args.pageable else ""), "",
+             f"{name} on {card}, torch {torch.__version__}, {src.shape[0]} sentences ({int(batch.src.ne(0).sum())} "
+             f"source and {n_tokens} target tokens); warm-up {args.warmup} steps in {warm_s:.1f} s.", "",
+             "| wall ms a step | host ms: forward | backward | clip | optimizer | all phases | device kernel ms a step |",
+             "|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {wall_ms:.1f} | " + " | ".join(f"{phases.get(k, 0.0):.1f}" for k in PHASES)
+             + f" | {sum(phases.get(k, 0.0) for k in PHASES):.1f} | {device_ms:.1f} |", "",
+             "Operators with the most host time (self, ms a step; calls a step):", "",
+             "| operator | host ms | calls |", "|---|---:|---:|"]
+    lines += [f"| `{e.key}` | {e.self_cpu_time_total / args.steps / 1000:.2f} | {e.count // args.steps} |" for e in ops]
+    report = run_heading(f", {card}") + "\n".join(lines) + "\n"
+    out = args.out or REPO / "results" / f"training_step_profile_{device.type}.md"
+    append_report(out, "Where a training step's time goes", "python benchmarks/training_step_profile.py", report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,3 +1,0 @@
-#!/usr/bin/env bash
-# Part 7 of the En-De study (studies/en-de-part7.json) in one GPU slot; studies/gpu/README.md.
-exec bash "$(dirname "$0")/run-part.sh" 7 "$@"

@@ -1,4 +1,0 @@
-#!/usr/bin/env bash
-# Part 9 of the En-De study (studies/en-de-part9.json) in one GPU slot; studies/gpu/README.md.
-# The recurrent biases need their CUDA kernel to fit (run-part.sh checks it first).
-NEEDS_BIAS_KERNEL=1 exec bash "$(dirname "$0")/run-part.sh" 9 "$@"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Where a study training's time goes on the device, and whether torch.compile buys it back: the
+# measurement parts 2 and 5 wait for (studies/gpu/README.md). About 4 minutes on an H100/H200; each
+# step has its own timeout and writes under $OUT as it goes, so a cut call returns what it measured.
+#
+#   bash studies/gpu/speed.sh                       # on the device (device tool: carry [".whl"])
+#   DEVICE=cpu TOKENS=256 STEPS_PER_RUN=2 UPDATES=4 RUNS=2 OUT=/tmp/speed PYTHON=.venv/bin/python bash studies/gpu/speed.sh
+#
+# The profile step also copies QueryK's batch from pageable memory, as training did before 2026-11-30.
+# SPEED_STEPS names the steps (default profile,compiled,throughput,throughput-compiled).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+out=${OUT:-$repo/runs/gpu-out}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+device=${DEVICE:-cuda}
+tokens=${TOKENS:-8192}
+steps=${STEPS_PER_RUN:-30}
+updates=${UPDATES:-300}
+runs=${RUNS:-8}
+wanted=${SPEED_STEPS:-profile,compiled,throughput,throughput-compiled}
+wants() { case ",$wanted," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+export PYTHONUNBUFFERED=1
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+exec > >(tee -a "$out/speed.log") 2>&1
+say() { echo "== $(date -u +%H:%M:%S) $*"; }
+say "speed on $device"
+if ! "$py" -c "import rapidfuzz" 2>/dev/null; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/rapidfuzz-*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+tiny=()
+[ "$device" = cpu ] && tiny=(--tiny)
+queryk=recipes/queryk-heterogeneous-1-2-3-tiny-en-de.json
+profile=(--device "$device" --tokens "$tokens" --steps "$steps" --out "$out/training_step_profile.md")
+
+if wants profile; then
+    say "host and device time of one step: the baseline, QueryK heterogeneous 1-2-3"
+    timeout 60 "$py" benchmarks/training_step_profile.py --recipe recipes/transformer-tiny-en-de.json "${profile[@]}" >/dev/null \
+        || say "baseline profile FAILED ($?)"
+    timeout 60 "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" >/dev/null \
+        || say "QueryK profile FAILED ($?)"
+    timeout 60 "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --pageable >/dev/null \
+        || say "QueryK profile, pageable batch, FAILED ($?)"
+fi
+if wants compiled; then
+    say "the same QueryK step through torch.compile"
+    timeout 150 "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --compile >/dev/null \
+        || say "compiled profile FAILED ($?)"
+fi
+throughput=(--recipe "$queryk" --runs "$runs" --updates "$updates" --device "$device" --out "$out/study_throughput.md" "${tiny[@]}")
+[ "$device" = cuda ] && throughput+=(--mps)
+if wants throughput; then
+    say "$runs QueryK trainings side by side, $updates updates"
+    timeout 120 "$py" benchmarks/study_throughput.py "${throughput[@]}" || say "throughput FAILED ($?)"
+fi
+if wants throughput-compiled; then
+    say "the same, compiled"
+    timeout 200 "$py" benchmarks/study_throughput.py "${throughput[@]}" --set compile=true || say "compiled throughput FAILED ($?)"
+fi
+say "done"
+ls -l "$out"
