@@ -38,7 +38,8 @@ def direction_loss(model: Transformer, batch: Batch, n_tokens: int, *, smoothing
     With `alignment_targets` (B, T, S) (`training.alignment_labels.target_rows`, on the device) and a
     supervised alignment head, λ × the supervised alignment loss is added."""
     with autocast_context(batch.src.device, amp):
-        out = (forward or model)(batch.src, batch.tgt_in, need_attention=need_attention)
+        # Not `forward or model`: a torch.compile'd module has no truth value (it raises TypeError).
+        out = (model if forward is None else forward)(batch.src, batch.tgt_in, need_attention=need_attention)
     xent = label_smoothed_loss(out.logits, batch.tgt_out, smoothing=smoothing, pad_id=model.config.pad_id,
                                n_tokens=n_tokens)
     objective, fertility, alignment = xent.loss, None, None

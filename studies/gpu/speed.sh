@@ -4,7 +4,7 @@
 # step has its own timeout and writes under $OUT as it goes, so a cut call returns what it measured.
 #
 #   bash studies/gpu/speed.sh                       # on the device (device tool: carry [".whl"])
-#   DEVICE=cpu TOKENS=256 STEPS_PER_RUN=2 UPDATES=4 RUNS=2 OUT=/tmp/speed PYTHON=.venv/bin/python bash studies/gpu/speed.sh
+#   DEVICE=cpu TOKENS=256 STEPS_PER_RUN=2 UPDATES=4 RUNS=2 TIMEOUT_SCALE=5 OUT=/tmp/speed PYTHON=.venv/bin/python bash studies/gpu/speed.sh
 #
 # The profile step also copies QueryK's batch from pageable memory, as training did before 2026-11-30.
 # SPEED_STEPS names the steps (default profile,compiled,throughput,throughput-compiled).
@@ -20,6 +20,9 @@ steps=${STEPS_PER_RUN:-30}
 updates=${UPDATES:-300}
 runs=${RUNS:-8}
 wanted=${SPEED_STEPS:-profile,compiled,throughput,throughput-compiled}
+# Multiplies every step's time limit (they fit an H100; a CPU dry run needs more).
+scale=${TIMEOUT_SCALE:-1}
+t() { echo $(( $1 * scale )); }
 wants() { case ",$wanted," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 export PYTHONUNBUFFERED=1
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -37,27 +40,27 @@ profile=(--device "$device" --tokens "$tokens" --steps "$steps" --out "$out/trai
 
 if wants profile; then
     say "host and device time of one step: the baseline, QueryK heterogeneous 1-2-3"
-    timeout 60 "$py" benchmarks/training_step_profile.py --recipe recipes/transformer-tiny-en-de.json "${profile[@]}" >/dev/null \
+    timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe recipes/transformer-tiny-en-de.json "${profile[@]}" >/dev/null \
         || say "baseline profile FAILED ($?)"
-    timeout 60 "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" >/dev/null \
+    timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" >/dev/null \
         || say "QueryK profile FAILED ($?)"
-    timeout 60 "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --pageable >/dev/null \
+    timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --pageable >/dev/null \
         || say "QueryK profile, pageable batch, FAILED ($?)"
 fi
 if wants compiled; then
     say "the same QueryK step through torch.compile"
-    timeout 150 "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --compile >/dev/null \
+    timeout $(t 150) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --compile >/dev/null \
         || say "compiled profile FAILED ($?)"
 fi
 throughput=(--recipe "$queryk" --runs "$runs" --updates "$updates" --device "$device" --out "$out/study_throughput.md" "${tiny[@]}")
 [ "$device" = cuda ] && throughput+=(--mps)
 if wants throughput; then
     say "$runs QueryK trainings side by side, $updates updates"
-    timeout 120 "$py" benchmarks/study_throughput.py "${throughput[@]}" || say "throughput FAILED ($?)"
+    timeout $(t 120) "$py" benchmarks/study_throughput.py "${throughput[@]}" || say "throughput FAILED ($?)"
 fi
 if wants throughput-compiled; then
     say "the same, compiled"
-    timeout 200 "$py" benchmarks/study_throughput.py "${throughput[@]}" --set compile=true || say "compiled throughput FAILED ($?)"
+    timeout $(t 200) "$py" benchmarks/study_throughput.py "${throughput[@]}" --set compile=true || say "compiled throughput FAILED ($?)"
 fi
 say "done"
 ls -l "$out"
