@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--recipe: no file {args.recipe}")
 
     import torch
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from model.attention.kernels import avoid_per_shape_attention_plans
@@ -119,9 +120,13 @@ def main(argv: list[str] | None = None) -> int:
             step(True)
         sync()
     events = prof.key_averages()
-    phases = {e.key.split(":", 1)[1]: e.cpu_time_total / args.steps / 1000 for e in events if e.key.startswith("phase:")}
-    device_ms = sum(getattr(e, "self_device_time_total", 0.0) for e in events
-                    if not e.key.startswith("phase:")) / args.steps / 1000
+    # On CUDA each phase also appears as a GPU annotation of the same name: its host events are the CPU ones.
+    phases = {e.key.split(":", 1)[1]: e.cpu_time_total / args.steps / 1000 for e in events
+              if e.key.startswith("phase:") and getattr(e, "device_type", DeviceType.CPU) == DeviceType.CPU}
+    # The kernels' own events carry the device time (the operators that launch them count it again).
+    kernels = [e for e in events
+               if getattr(e, "device_type", None) == DeviceType.CUDA and not e.key.startswith("phase:")]
+    device_ms = sum(e.device_time_total for e in kernels) / args.steps / 1000
     ops = sorted((e for e in events if not e.key.startswith("phase:")), key=lambda e: e.self_cpu_time_total,
                  reverse=True)[: args.top]
     name = args.recipe.name + (" (compiled)" if args.compile else "") + (", batch from pageable memory" if args.pageable else "")
