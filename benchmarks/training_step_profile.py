@@ -13,8 +13,9 @@ reports, over `--steps` steps after `--warmup`:
 - ms a step by the wall clock, the device synchronised once at the end (so the host's launching and
   the device's work overlap as in training), the batch copied to the device every step (through
   page-locked memory as training does; `--pageable` from pageable memory, as it did until 2026-11-30);
-- ms a step of host time the profiler sees in the step's phases (forward, backward, clip, optimizer)
-  and of device kernel time;
+- ms a step of host time the profiler sees in the step's phases (forward, backward, clip, optimizer),
+  of device kernel time, and the kernels launched a step (with bf16 autocast, the recipes' default on
+  CUDA, every weight is cast each way each step: `--amp off` shows what that costs);
 - the operators with the most host time a step.
 No data loading (benchmarks/training_batches.py measures building a batch). Writes a section to
 `--out` (default results/training_step_profile_DEVICE.md).
@@ -49,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
                                                           "the recipe key `compile` does")
     p.add_argument("--pageable", action="store_true", help="copy each step's batch to the GPU from pageable "
                                                            "memory, as training did until 2026-11-30")
+    p.add_argument("--amp", choices=("bf16", "off"), default="bf16",
+                   help="bf16 autocast on CUDA (the recipes' default: a cast kernel for every weight each way), or off")
     p.add_argument("--top", type=int, default=12)
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
@@ -83,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     src, tgt_in, tgt_out = random_batch(args.tokens, 1, torch.device("cpu"))
     batch = Batch(src, tgt_in, tgt_out, list(range(src.shape[0])))  # on the host, copied every step as in training
     n_tokens = batch.n_tgt_tokens
-    amp = device.type == "cuda"
+    amp = device.type == "cuda" and args.amp == "bf16"
 
     def step(marked: bool) -> None:
         def phase(name):
@@ -127,19 +130,22 @@ def main(argv: list[str] | None = None) -> int:
     kernels = [e for e in events
                if getattr(e, "device_type", None) == DeviceType.CUDA and not e.key.startswith("phase:")]
     device_ms = sum(e.device_time_total for e in kernels) / args.steps / 1000
+    launches = sum(e.count for e in kernels) / args.steps
     ops = sorted((e for e in events if not e.key.startswith("phase:")), key=lambda e: e.self_cpu_time_total,
                  reverse=True)[: args.top]
-    name = args.recipe.name + (" (compiled)" if args.compile else "") + (", batch from pageable memory" if args.pageable else "")
+    name = (args.recipe.name + (" (compiled)" if args.compile else "") + (", batch from pageable memory" if args.pageable else "")
+            + (", no autocast" if args.amp == "off" else ""))
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     lines = [f"    python benchmarks/training_step_profile.py --recipe {args.recipe} "
              f"--device {args.device} --tokens {args.tokens} --steps {args.steps}" + (" --compile" if args.compile else "")
-             + (" --pageable" if args.pageable else ""), "",
+             + (" --pageable" if args.pageable else "") + (" --amp off" if args.amp == "off" else ""), "",
              f"{name} on {card}, torch {torch.__version__}, {src.shape[0]} sentences ({int(batch.src.ne(0).sum())} "
              f"source and {n_tokens} target tokens); warm-up {args.warmup} steps in {warm_s:.1f} s.", "",
-             "| wall ms a step | host ms: forward | backward | clip | optimizer | all phases | device kernel ms a step |",
-             "|---:|---:|---:|---:|---:|---:|---:|",
+             "| wall ms a step | host ms: forward | backward | clip | optimizer | all phases | device kernel ms a step "
+             "| kernels a step |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|",
              f"| {wall_ms:.1f} | " + " | ".join(f"{phases.get(k, 0.0):.1f}" for k in PHASES)
-             + f" | {sum(phases.get(k, 0.0) for k in PHASES):.1f} | {device_ms:.1f} |", "",
+             + f" | {sum(phases.get(k, 0.0) for k in PHASES):.1f} | {device_ms:.1f} | {launches:.0f} |", "",
              "Operators with the most host time (self, ms a step; calls a step):", "",
              "| operator | host ms | calls |", "|---|---:|---:|"]
     lines += [f"| `{e.key}` | {e.self_cpu_time_total / args.steps / 1000:.2f} | {e.count // args.steps} |" for e in ops]

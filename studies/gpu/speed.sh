@@ -6,7 +6,8 @@
 #   bash studies/gpu/speed.sh                       # on the device (device tool: carry [".whl"])
 #   DEVICE=cpu TOKENS=256 STEPS_PER_RUN=2 UPDATES=4 RUNS=2 TIMEOUT_SCALE=5 OUT=/tmp/speed PYTHON=.venv/bin/python bash studies/gpu/speed.sh
 #
-# The profile step also copies QueryK's batch from pageable memory, as training did before 2026-11-30.
+# The profile step also copies QueryK's batch from pageable memory, as training did before 2026-11-30, and
+# trains it without bf16 autocast (the cast kernels it saves; the recipe key `amp`).
 # SPEED_STEPS names the steps (default profile,compiled,throughput,throughput-compiled).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +47,8 @@ if wants profile; then
         || say "QueryK profile FAILED ($?)"
     timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --pageable >/dev/null \
         || say "QueryK profile, pageable batch, FAILED ($?)"
+    timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --amp off >/dev/null \
+        || say "QueryK profile, no autocast, FAILED ($?)"
 fi
 if wants compiled; then
     say "the same QueryK step through torch.compile"
