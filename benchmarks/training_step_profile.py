@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         with phase("backward"):
             loss.backward()
         with phase("clip"):
-            torch.nn.utils.clip_grad_norm_(params, recipe.clip_norm)
+            torch.nn.utils.clip_grad_norm_(params, recipe.clip_norm if recipe.clip_norm > 0 else math.inf)  # as training/loop.py
         with phase("optimizer"):
             optimizer.step()
 
