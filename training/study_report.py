@@ -54,6 +54,8 @@ def training_figures(directory: Path) -> dict[str, Any]:
         "parameters": events[starts[-1]]["parameters"] if starts else None,
         "wall_s": round(wall, 1),
         "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
+        # Training time only (validation and checkpoints left out): what sizes a GPU slot's part.
+        "ms_per_update": round(seconds * 1000 / train[-1]["step"], 1) if train and seconds > 0 else None,
     }
 
 
@@ -226,12 +228,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         cells += [_cell(tuple(alignment[key]), 3) if key in alignment else "—" for key in ALIGNMENT]
         cells.append(", ".join(alignment.get("methods", [])) or "—")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Runs", "", "| run | seed | status | updates | wall s | tokens/s | "
-              + " | ".join(f"{s} BLEU lc" for s in splits) + " |", "|" + "---|" * (6 + len(splits))]
+    lines += ["", "## Runs", "", "| run | seed | status | updates | wall s | tokens/s | ms/update | "
+              + " | ".join(f"{s} BLEU lc" for s in splits) + " |", "|" + "---|" * (7 + len(splits))]
     for row in report["runs"]:
         updates = f"{row['updates']}/{row['max_updates']}" if row["max_updates"] else str(row["updates"])
         cells = [row["run"], str(row["seed"]), row["status"], updates, f"{row['wall_s']:.0f}",
-                 f"{row['tokens_per_s']:.0f}" if row["tokens_per_s"] else "—"]
+                 f"{row['tokens_per_s']:.0f}" if row["tokens_per_s"] else "—",
+                 f"{row['ms_per_update']:.1f}" if row.get("ms_per_update") else "—"]
         cells += [f"{row['scores'][s]['bleu_lowercase']:.2f}" if s in row["scores"] else "—" for s in splits]
         lines.append("| " + " | ".join(cells) + " |")
     for key, (label, digits) in VALIDATION.items():

@@ -265,6 +265,7 @@ def test_the_table_means_deviations_and_bootstrap_p_from_run_directories(tmp_pat
     rows = {(r["run"], r["seed"]): r for r in report["runs"]}
     # Two sessions: 10 s and 12.5 s of wall time; 4000 tokens over 10 + 10 s of training.
     assert (rows[("base", 1)]["wall_s"], rows[("base", 1)]["tokens_per_s"], rows[("base", 1)]["updates"]) == (22.5, 200.0, 20)
+    assert rows[("base", 1)]["ms_per_update"] == 1000.0  # 20 s of training over 20 updates
     # Seed 7 has no baseline twin: it is compared with the baseline's first scored seed.
     expected_p = paired_bootstrap_p(worse, refs, refs, 200)
     assert rows[("other", 7)]["p_vs_baseline"] == {"test_2016_flickr": expected_p}
