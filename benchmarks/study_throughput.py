@@ -45,16 +45,14 @@ def run_group(recipe: Path, runs: int, updates: int, device: str, overrides: dic
     wall = time.perf_counter() - started
     if failures:
         raise SystemExit(f"a run failed: {failures[0]}")
-    tokens, own, per_update = 0, [], []
-    for seed in range(1, runs + 1):
-        events = [json.loads(line) for line in (root / f"run{seed}" / "log.jsonl").read_text().splitlines()]
-        train = [e for e in events if e["event"] == "train"]
-        tokens += sum(e["tokens"] for e in train)
-        seconds = sum(e["tokens"] / e["tokens_per_s"] for e in train)
-        own.append(sum(e["tokens"] for e in train) / seconds)
-        per_update.append(seconds / train[-1]["step"] * 1000)
+    from training.study_report import training_figures
+
+    # Each run's tokens, its own training tokens/s and ms an update, as the study's report gives them.
+    figures = [training_figures(root / f"run{seed}") for seed in range(1, runs + 1)]
+    tokens = sum(f["tokens"] for f in figures)
     return {"wall_s": wall, "tokens": tokens, "aggregate_tokens_per_s": tokens / wall,
-            "mean_run_tokens_per_s": sum(own) / len(own), "mean_ms_per_update": sum(per_update) / len(per_update)}
+            "mean_run_tokens_per_s": sum(f["tokens_per_s"] for f in figures) / runs,
+            "mean_ms_per_update": sum(f["ms_per_update"] for f in figures) / runs}
 
 
 def main() -> int:

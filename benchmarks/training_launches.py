@@ -84,10 +84,12 @@ def count_step(recipe_file: str, implementation: str, tokens: int, seed: int,
 # 1-2-3 (864) 64.3 ms. A line through the two: ms = FIXED_MS + MS_PER_LAUNCH x launches. Part 2 (H200,
 # 2026-11-30, 4 trainings) measured QueryK heterogeneous 1-2-3 at 65.5 ms: the time follows a
 # training's own launches, not how many trainings share the GPU (up to 8 at least).
-# What one part leaves for training: studies/en-de-part3.json's 555 s limit, less its 80 s scoring
+# What one part leaves for training: a part's time limit (studies/en-de-part3.json), less its scoring
 # reserve and about 10 s for the processes to start; validation (about 1.5 s a time, every 1,000
 # updates) and checkpoints (0.1 s, every 100) come out of it too.
-SLOT_TRAINING_S = 555 - 80 - 10
+PART = json.loads((REPO / "studies" / "en-de-part3.json").read_text())
+START_S = 10
+SLOT_TRAINING_S = PART["time_limit_s"] - PART["score_reserve_s"] - START_S
 OVERHEAD_S = 8 * 1.5 + 80 * 0.1
 CALIBRATION = ((516, 46.3), (864, 64.3))
 MS_PER_LAUNCH = (CALIBRATION[1][1] - CALIBRATION[0][1]) / (CALIBRATION[1][0] - CALIBRATION[0][0])
@@ -158,8 +160,9 @@ def main() -> int:
                  "heterogeneous 1-2-3 65.5 ms against 64.3 predicted): a prediction, not a measurement, made before "
                  "a training batch was padded in one copy (benchmarks/training_batches.py), which may make it "
                  f"pessimistic. Training s: the updates at that time plus validation and checkpoints ({OVERHEAD_S:.0f} s "
-                 f"for 8,000 updates); fits: within the {SLOT_TRAINING_S} s a part trains (a 555 s limit, 80 s for "
-                 "scoring, 10 s for the processes to start). Symmetric runs count both directions."
+                 f"for 8,000 updates); fits: within the {SLOT_TRAINING_S} s a part trains (a {PART['time_limit_s']} s limit, "
+                 f"{PART['score_reserve_s']} s for scoring, {START_S} s for the processes to start). Symmetric runs "
+                 "count both directions."
                  + (" Recurrent alignment biases through their CUDA kernels (model/biases/recurrence_kernel.py, "
                     "one launch a pass and direction), not the CPU's step loop." if args.bias_kernel else ""), "",
                  "| run | launches a step | predicted ms/update | updates | predicted training s | fits a part |",

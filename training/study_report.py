@@ -35,8 +35,15 @@ def _read_log(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+# What a run's log gives at each validation: BLEU (greedy, the recipe's val split) and the
+# negative log-likelihood per target token (without label smoothing).
+VALIDATION = {"bleu": ("BLEU", 2), "nll": ("NLL", 3)}
+
+
 def training_figures(directory: Path) -> dict[str, Any]:
-    """Updates done, parameters, wall time and tokens/s from a run's log."""
+    """Updates done, parameters, wall time, target tokens trained and tokens/s from a run's log, and its validation figures
+    by update: what compares runs a slot stopped at different update counts with runs that finished,
+    and shows where a model starts to overfit."""
     events = _read_log(directory)
     starts = [i for i, e in enumerate(events) if e["event"] == "start"]
     wall = 0.0
@@ -48,27 +55,18 @@ def training_figures(directory: Path) -> dict[str, Any]:
     seconds = sum(e["tokens"] / e["tokens_per_s"] for e in train if e["tokens_per_s"] > 0)
     recipe_file = directory / "recipe.json"
     max_updates = json.loads(recipe_file.read_text())["max_updates"] if recipe_file.is_file() else None
+    valid = [e for e in events if e["event"] == "valid"]
     return {
         "updates": train[-1]["step"] if train else 0,
         "max_updates": max_updates,
         "parameters": events[starts[-1]]["parameters"] if starts else None,
         "wall_s": round(wall, 1),
+        "tokens": tokens,
         "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
         # Training time only (validation and checkpoints left out): what sizes a GPU slot's part.
         "ms_per_update": round(seconds * 1000 / train[-1]["step"], 1) if train and seconds > 0 else None,
+        "validation": {key: {e["step"]: e[key] for e in valid if key in e} for key in VALIDATION},
     }
-
-
-# What a run's log gives at each validation: BLEU (greedy, the recipe's val split) and the
-# negative log-likelihood per target token (without label smoothing).
-VALIDATION = {"bleu": ("BLEU", 2), "nll": ("NLL", 3)}
-
-
-def validation(directory: Path) -> dict[str, dict[int, float]]:
-    """The run's validation figures by update, from its log: what compares runs a slot stopped at
-    different update counts with runs that finished, and shows where a model starts to overfit."""
-    events = [e for e in _read_log(directory) if e["event"] == "valid"]
-    return {key: {e["step"]: e[key] for e in events if key in e} for key in VALIDATION}
 
 
 def scores(directory: Path, splits: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -121,7 +119,7 @@ def collect(spec: StudySpec, statuses: dict[tuple[str, int], str]) -> dict[str, 
             status = "trained" if is_trained(spec, run, seed) else (
                 "partial" if has_checkpoints(directory) else "stopped" if figures["updates"] else "not started")
         rows.append({"run": run.name, "seed": seed, "recipe": str(run.recipe), "status": status,
-                     **figures, "validation": validation(directory), "scores": scores(directory, splits),
+                     **figures, "scores": scores(directory, splits),
                      "alignment": alignment_figures(directory)})
 
     baseline_name = spec.evaluate.baseline

@@ -45,32 +45,27 @@ print('recurrent-bias kernel:', f'checked on {torch.cuda.get_device_name()}' if 
 sys.exit(0 if ok else 1)" || exit 5
 fi
 
-# A dry run trains its part's runs anew: a toy run left by an earlier dry run would be skipped as
-# trained, and the dry run would then check nothing of the training. A parent that an earlier part
-# trains (its dry run's toy model) stays.
-if [ -n "${tiny[*]}" ]; then
-    "$py" -c "import shutil; from pathlib import Path; from training.study_spec import load_study, run_dir, tiny
-spec = tiny(load_study('$study'))
-parents = {run.init for run in spec.runs if run.init}
-earlier = {(run.name, seed) for number in range(1, $part)
-           for run, seed in load_study(Path('$study').with_name(f'en-de-part{number}.json')).jobs()}
-for run, seed in spec.jobs():
-    if run.name not in parents or (run.name, seed) not in earlier:
-        shutil.rmtree(run_dir(spec, run, seed), ignore_errors=True)" || exit 4
-fi
-
 # A fine-tuning run may start from a model trained in an earlier part, carried here (or committed):
 # refuse to retrain it, which would also overwrite its results. A parent this part trains is fine.
+# A dry run first trains its part's runs anew (a toy run left by an earlier dry run would be skipped
+# as trained, and the dry run would then check nothing of the training), but for such a parent: the
+# earlier part's dry run made it.
 "$py" - "$study" "$part" "${tiny[@]}" <<'PY' || exit 4
+import shutil
 import sys
 from pathlib import Path
-from training.study_spec import is_trained, load_study, tiny
+from training.study_spec import is_trained, load_study, run_dir, tiny
 here = sys.argv[1]
-shrink = (lambda spec: tiny(spec)) if "--tiny" in sys.argv[3:] else (lambda spec: spec)
+dry = "--tiny" in sys.argv[3:]
+shrink = (lambda spec: tiny(spec)) if dry else (lambda spec: spec)
 spec = shrink(load_study(here))
 earlier = {(run.name, seed) for number in range(1, int(sys.argv[2]))
            for run, seed in shrink(load_study(Path(here).with_name(f"en-de-part{number}.json"))).jobs()}
 parents = {run.init for run in spec.runs if run.init}
+if dry:
+    for run, seed in spec.jobs():
+        if run.name not in parents or (run.name, seed) not in earlier:
+            shutil.rmtree(run_dir(spec, run, seed), ignore_errors=True)
 carried = [f"{name} seed {seed}" for name in sorted(parents) for seed in spec.run(name).seeds
            if (name, seed) in earlier and not is_trained(spec, spec.run(name), seed)]
 if carried:
