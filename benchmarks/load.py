@@ -3,7 +3,13 @@
 N concurrent clients each send one request, wait for its answer, and send the next, for a fixed
 time per level (after a warm-up that is not counted). Reported per level: requests, segments/s,
 generated tokens/s (read from the server's own /metrics counter before and after), latency
-p50/p95/p99, and errors by status.
+p50/p95/p99, errors by status, the server process's CPU time per request (Linux, --serve or
+--server-pid) and how busy the load generator was.
+
+The clients run in --client-processes processes (default: a quarter of the cores): one Python
+process's event loop and HTTP client spend about as much CPU time on a request as the server does
+(~1 ms each on the 2-core dev machine), so a lone load generator could not show a server faster
+than itself; the "load generator" column says when the busiest process neared a core.
 
 Two ways to run it:
 
@@ -28,11 +34,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import gzip
 import ipaddress
 import json
 import math
+import multiprocessing
 import os
 import platform
 import shlex
@@ -66,6 +74,9 @@ class Level:
     segments: int = 0
     tokens: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+    processes: int = 1  # load-generator processes
+    client_busy: float = 0.0  # the busiest load-generator process's CPU time / the window
+    server_cpu_seconds: float | None = None  # --serve: the server process's CPU time in the window
 
     def percentile(self, q: float) -> float:
         if not self.latencies:
@@ -99,24 +110,55 @@ async def generated_tokens(client, base: str) -> float:
     return total
 
 
-async def run_level(base: str, level: Level, args, sentences: list[str]) -> None:
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux /proc), or None where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def shares(clients: int, processes: int) -> list[int]:
+    """Clients per load-generator process, as even as can be, none empty."""
+    processes = max(1, min(processes, clients))
+    return [clients // processes + (i < clients % processes) for i in range(processes)]
+
+
+@dataclass
+class Window:
+    """One level's measured window on the wall clock every process reads alike."""
+
+    opens: float
+    closes: float
+
+
+async def drive(base: str, clients: int, budget: int, first: int, window: Window, args,
+                sentences: list[str]) -> dict:
+    """`clients` closed-loop clients in this process until the window closes (or `budget` requests
+    are sent); what was answered inside the window, and this process's CPU time over it."""
     import httpx
 
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
+    out = {"requests": 0, "segments": 0, "latencies": [], "errors": {}, "cpu_seconds": 0.0}
+    budget_left = [budget]
+    next_sentence = [first]
     # One connection pool per client: httpcore scans every connection of a pool on each request,
     # so one shared pool of 64 connections kept this script's core busy at ~60 requests/s and
     # made it, not the server, the bottleneck.
+    # And one TLS context for them all: httpx builds one per client otherwise (its CA bundle read
+    # each time, ~27 ms on the dev machine), which for 256 clients held this process's event loop
+    # ~7 s, past the warm-up, while the answers to the first requests waited unread (p99 2.3 s).
+    tls = httpx.create_ssl_context()
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with contextlib.AsyncExitStack() as stack:
-        client = await stack.enter_async_context(httpx.AsyncClient(timeout=args.timeout, headers=headers))
-        budget = [args.max_requests]
-        recording = [False]
-        next_sentence = [0]
+        pools = [await stack.enter_async_context(httpx.AsyncClient(timeout=args.timeout, limits=limits, headers=headers,
+                                                                   verify=tls))
+                 for _ in range(clients)]
 
-        async def one_client() -> None:
-            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            client = await stack.enter_async_context(httpx.AsyncClient(timeout=args.timeout, limits=limits, headers=headers))
-            while budget[0] > 0 and not stop.is_set():
-                budget[0] -= 1
+        async def one_client(client) -> None:
+            while budget_left[0] > 0 and time.time() < window.closes:
+                budget_left[0] -= 1
                 k = next_sentence[0]
                 next_sentence[0] += args.texts_per_request
                 texts = [sentences[(k + j) % len(sentences)] for j in range(args.texts_per_request)]
@@ -124,43 +166,79 @@ async def run_level(base: str, level: Level, args, sentences: list[str]) -> None
                         "target": args.target}
                 if args.beam_size:
                     body["beam_size"] = args.beam_size
-                started = time.perf_counter()
-                # Throughput counts what completes inside the window; latency only requests that
-                # also started inside it: one sent during the warm-up (behind the new connections'
-                # SYN retries, say) would add its warm-up wait to the measured tail.
-                started_in_window = recording[0]
+                started = time.time()
                 try:
                     response = await client.post(f"{base}/translate", json=body)
                     status = str(response.status_code)
                 except httpx.HTTPError as exc:
                     status = type(exc).__name__
-                elapsed = time.perf_counter() - started
-                if not recording[0]:
+                answered = time.time()
+                # Throughput counts what is answered inside the window; latency only requests that
+                # also started inside it: one sent during the warm-up (behind the new connections'
+                # SYN retries, say) would add its warm-up wait to the measured tail.
+                if not window.opens <= answered <= window.closes:
                     continue
                 if status == "200":
-                    if started_in_window:
-                        level.latencies.append(elapsed)
-                    level.requests += 1
-                    level.segments += len(texts)
+                    if started >= window.opens:
+                        out["latencies"].append(answered - started)
+                    out["requests"] += 1
+                    out["segments"] += len(texts)
                 else:
-                    level.errors[status] = level.errors.get(status, 0) + 1
+                    out["errors"][status] = out["errors"].get(status, 0) + 1
 
-        stop = asyncio.Event()
-        tasks = [asyncio.create_task(one_client()) for _ in range(level.clients)]
-        await asyncio.sleep(args.warmup)
+        async def cpu_over_window() -> None:
+            await asyncio.sleep(max(0.0, window.opens - time.time()))
+            before = time.process_time()
+            await asyncio.sleep(max(0.0, window.closes - time.time()))
+            out["cpu_seconds"] = time.process_time() - before
+
+        await asyncio.gather(cpu_over_window(), *(one_client(client) for client in pools))
+    return out
+
+
+def drive_process(base: str, clients: int, budget: int, first: int, window: Window, args,
+                  sentences: list[str]) -> dict:
+    """A load-generator process's share of a level (run in a worker process)."""
+    return asyncio.run(drive(base, clients, budget, first, window, args, sentences))
+
+
+async def run_level(base: str, level: Level, args, sentences: list[str], pool, server_pid: int | None = None) -> None:
+    """One level: its clients spread over the pool's processes (one Python process's event loop
+    and HTTP client, ~1.4 ms of CPU a request, would otherwise bound what a fast server can be
+    shown to serve), a window on the wall clock they all read, the server's token counter and
+    CPU time read at its edges."""
+    import httpx
+
+    headers = {"X-API-Key": args.api_key} if args.api_key else {}
+    parts = shares(level.clients, args.client_processes)
+    # The window opens after the warm-up, counted from when every process can have started.
+    opens = time.time() + 1.0 + args.warmup
+    window = Window(opens, opens + args.duration)
+    loop = asyncio.get_running_loop()
+    budgets = [max(1, args.max_requests * n // level.clients) for n in parts]
+    firsts = [sum(parts[:i]) * 7919 for i in range(len(parts))]  # each process starts elsewhere in the test set
+    futures = [loop.run_in_executor(pool, drive_process, base, n, b, f, window, args, sentences)
+               for n, b, f in zip(parts, budgets, firsts)]
+    async with httpx.AsyncClient(timeout=args.timeout, headers=headers) as client:
+        await asyncio.sleep(max(0.0, window.opens - time.time()))
         tokens_before = await generated_tokens(client, base)
-        recording[0] = True
-        started = time.perf_counter()
-        done = asyncio.gather(*tasks)
-        try:
-            await asyncio.wait_for(asyncio.shield(done), args.duration)
-        except asyncio.TimeoutError:
-            pass
-        level.seconds = time.perf_counter() - started
-        recording[0] = False
-        level.tokens = await generated_tokens(client, base) - tokens_before
-        stop.set()
-        await done  # each client finishes the request it has out
+        server_before = process_cpu_seconds(server_pid) if server_pid else None
+        await asyncio.sleep(max(0.0, window.closes - time.time()))
+        tokens_after = await generated_tokens(client, base)
+        server_after = process_cpu_seconds(server_pid) if server_pid else None
+    results = await asyncio.gather(*futures)  # each process finishes the requests it has out
+    level.seconds = window.closes - window.opens
+    level.tokens = tokens_after - tokens_before
+    if server_before is not None and server_after is not None:
+        level.server_cpu_seconds = server_after - server_before
+    level.processes = len(parts)
+    for result in results:
+        level.requests += result["requests"]
+        level.segments += result["segments"]
+        level.latencies += result["latencies"]
+        for status, count in result["errors"].items():
+            level.errors[status] = level.errors.get(status, 0) + count
+        level.client_busy = max(level.client_busy, result["cpu_seconds"] / level.seconds)
 
 
 def free_port() -> int:
@@ -257,17 +335,24 @@ def markdown(levels: list[Level], args, argv: list[str]) -> str:
         f"Closed loop: each client sends its next request when the previous one is answered; "
         f"{args.warmup:g} s warm-up, then {args.duration:g} s measured per level (at most {args.max_requests} requests). "
         "Requests and segments/s: answers inside the window; latency percentiles: requests sent and answered inside it. "
-        "Tokens/s: the server's generated-token counter (best hypothesis) over the measured window.",
+        "Tokens/s: the server's generated-token counter (best hypothesis) over the measured window. "
+        "Server CPU: the server process's CPU time (every thread) over the window, per answered request. "
+        "Load generator: its processes, and the busiest one's CPU time over the window "
+        "(near 100 % it, not the server, may bound the level).",
         "",
-        "| batching | clients | requests | segments/s | tokens/s | p50 ms | p95 ms | p99 ms | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| batching | clients | requests | segments/s | tokens/s | p50 ms | p95 ms | p99 ms | errors "
+        "| server CPU ms/request | load generator |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for level in levels:
         errors = ", ".join(f"{k}: {v}" for k, v in sorted(level.errors.items())) or "0"
+        server_cpu = ("–" if level.server_cpu_seconds is None or not level.requests
+                      else f"{1000 * level.server_cpu_seconds / level.requests:.2f}")
         lines.append(
             f"| {level.batching} | {level.clients} | {level.requests} | {level.segments / level.seconds:.1f} | "
             f"{level.tokens / level.seconds:.0f} | {1000 * level.percentile(0.5):.0f} | "
-            f"{1000 * level.percentile(0.95):.0f} | {1000 * level.percentile(0.99):.0f} | {errors} |"
+            f"{1000 * level.percentile(0.95):.0f} | {1000 * level.percentile(0.99):.0f} | {errors} | "
+            f"{server_cpu} | {level.processes} process(es), busiest {100 * level.client_busy:.0f} % |"
         )
     by = {(level.batching, level.clients): level for level in levels}
     ratios = [
@@ -282,33 +367,36 @@ def markdown(levels: list[Level], args, argv: list[str]) -> str:
 async def main_async(args, argv: list[str]) -> list[Level]:
     sentences = load_sentences(1000)
     levels: list[Level] = []
-    if args.serve:
-        configs = [("on", {}), ("off", BATCHING_OFF)]
-        if args.batching != "both":
-            configs = [c for c in configs if c[0] == args.batching]
-        # Both servers at once, levels alternating between them: on a machine whose load drifts,
-        # each on/off pair is measured minutes apart at most (an idle server costs nothing).
-        servers = {label: SpawnedServer(args, env) for label, env in configs}
-        try:
-            for server in servers.values():
-                await server.wait_ready()
+    # Spawned, not forked: a forked child would inherit this process's running event loop.
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(args.client_processes, mp_context=context) as pool:
+        if args.serve:
+            configs = [("on", {}), ("off", BATCHING_OFF)]
+            if args.batching != "both":
+                configs = [c for c in configs if c[0] == args.batching]
+            # Both servers at once, levels alternating between them: on a machine whose load drifts,
+            # each on/off pair is measured minutes apart at most (an idle server costs nothing).
+            servers = {label: SpawnedServer(args, env) for label, env in configs}
+            try:
+                for server in servers.values():
+                    await server.wait_ready()
+                for clients in args.clients:
+                    for label, server in servers.items():
+                        level = Level(label, clients)
+                        await run_level(server.url, level, args, sentences, pool, server.process.pid)
+                        levels.append(level)
+                        print(f"batching {label:3s} clients {clients:4d}: {level.requests} requests, "
+                              f"{level.segments / level.seconds:.1f} segments/s, p99 {1000 * level.percentile(0.99):.0f} ms",
+                              file=sys.stderr)
+            finally:
+                for server in servers.values():
+                    server.stop()
+            levels.sort(key=lambda level: [label for label, _ in configs].index(level.batching))
+        else:
             for clients in args.clients:
-                for label, server in servers.items():
-                    level = Level(label, clients)
-                    await run_level(server.url, level, args, sentences)
-                    levels.append(level)
-                    print(f"batching {label:3s} clients {clients:4d}: {level.requests} requests, "
-                          f"{level.segments / level.seconds:.1f} segments/s, p99 {1000 * level.percentile(0.99):.0f} ms",
-                          file=sys.stderr)
-        finally:
-            for server in servers.values():
-                server.stop()
-        levels.sort(key=lambda level: [label for label, _ in configs].index(level.batching))
-    else:
-        for clients in args.clients:
-            level = Level(args.label, clients)
-            await run_level(args.url.rstrip("/"), level, args, sentences)
-            levels.append(level)
+                level = Level(args.label, clients)
+                await run_level(args.url.rstrip("/"), level, args, sentences, pool, args.server_pid)
+                levels.append(level)
     return levels
 
 
@@ -341,6 +429,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=120.0, help="per request, seconds")
     parser.add_argument("--out", default=None, help="default: results/load_<device>.md")
     parser.add_argument("--allow-remote", action="store_true", help="permit a non-loopback --url")
+    parser.add_argument(
+        "--client-processes", type=int, default=max(1, (os.cpu_count() or 1) // 4),
+        help="load-generator processes the clients are spread over (default: a quarter of the cores, at least 1)",
+    )
+    parser.add_argument("--server-pid", type=int, default=None,
+                        help="--url: the server's process id, for its CPU time per request (Linux)")
     args = parser.parse_args(argv)
     try:
         args.clients = [int(c) for c in args.clients.split(",") if c.strip()]
@@ -350,6 +444,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--clients: at least one count, each >= 1")
     if args.duration <= 0 or args.duration > 600 or args.warmup < 0:
         parser.error("--duration: 0 < seconds <= 600; --warmup >= 0")
+    if args.client_processes < 1:
+        parser.error("--client-processes: at least 1")
     if any("=" not in item for item in args.server_env):
         parser.error("--server-env: NAME=VALUE")
     args.simulate_latency_text = args.simulate_latency
