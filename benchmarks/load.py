@@ -76,7 +76,7 @@ class Level:
     errors: dict[str, int] = field(default_factory=dict)
     processes: int = 1  # load-generator processes
     client_busy: float = 0.0  # the busiest load-generator process's CPU time / the window
-    server_cpu_seconds: float | None = None  # --serve: the server process's CPU time in the window
+    server_cpu_seconds: float | None = None  # the server process's CPU time in the window (its children's not)
 
     def percentile(self, q: float) -> float:
         if not self.latencies:
@@ -336,7 +336,8 @@ def markdown(levels: list[Level], args, argv: list[str]) -> str:
         f"{args.warmup:g} s warm-up, then {args.duration:g} s measured per level (at most {args.max_requests} requests). "
         "Requests and segments/s: answers inside the window; latency percentiles: requests sent and answered inside it. "
         "Tokens/s: the server's generated-token counter (best hypothesis) over the measured window. "
-        "Server CPU: the server process's CPU time (every thread) over the window, per answered request. "
+        "Server CPU: the server process's CPU time (every thread: HTTP, the request path, batching; "
+        "not a model's inference process) over the window, per answered request. "
         "Load generator: its processes, and the busiest one's CPU time over the window "
         "(near 100 % it, not the server, may bound the level).",
         "",
