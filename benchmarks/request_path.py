@@ -1,7 +1,9 @@
-"""CPU time of the service's request path for one-text requests, without HTTP and without a model: the
-translator (`service.translator.Translator.translate`: reading the text for placeholders, markup and
-terms, cutting it, batching, putting the placeholders back) over the fake runtime
-(testing/fake_runtime.py), one thread. A script, not a test.
+"""CPU time of the service's request path for one-text requests, without sockets and without a model, one
+thread, over the fake runtime (testing/fake_runtime.py), at two depths: the translator
+(`service.translator.Translator.translate`: reading the text for placeholders, markup and terms,
+cutting it, batching, putting the placeholders back), and the whole app called as ASGI (`POST
+/translate` through the middleware, FastAPI's routing and validation, the translator, the JSON answer;
+what uvicorn adds, parsing HTTP and writing to the socket, is left out). A script, not a test.
 
     OMP_NUM_THREADS=1 python benchmarks/request_path.py             # appends to results/request_path_cpu.md
     OMP_NUM_THREADS=1 python benchmarks/request_path.py --profile   # and the top functions by cProfile
@@ -9,8 +11,8 @@ terms, cutting it, batching, putting the placeholders back) over the fake runtim
 The texts: test_2016_flickr's English captions and the software test split's English UI messages
 (data/debian_catalogs, placeholders and markup in many). Each set is run --rounds times (after a
 warm-up of 100 requests); reported: microseconds of this process's CPU time a request, each round's.
-What HTTP, FastAPI and the middleware add is measured with the server in `benchmarks/load.py`
-(its server CPU column).
+The server as it runs, sockets and uvicorn included, is measured by `benchmarks/load.py` (its server
+CPU column).
 """
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ import cProfile
 import gzip
 import io
 import pstats
+import json
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 from benchmarks.host import cpu_name  # noqa: E402
+from service.app import create_app  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.translator import Translator  # noqa: E402
 from testing.fake_runtime import FakeRuntime  # noqa: E402
@@ -64,6 +69,55 @@ async def cpu_per_request(texts: list[str], requests: int, profile: cProfile.Pro
         await translator.stop()
 
 
+async def app_cpu_per_request(texts: list[str], requests: int, profile: cProfile.Profile | None = None) -> float:
+    """The same through the app's ASGI interface: each request a scope, its body, and a receive that,
+    once the body is read, waits as a connection with nothing more to say does."""
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(max_wait_ms=0.0, glossary_db=Path(tmp) / "glossaries.sqlite3",
+                            document_db=Path(tmp) / "documents.sqlite3")
+        app = create_app(settings, runtime_factory=lambda s: [FakeRuntime("en", "de", max_source_pieces=512)])
+
+        async def post(text: str) -> int:
+            body = json.dumps({"text": text, "source": "en", "target": "de"}).encode()
+            scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                     "scheme": "http", "path": "/translate", "raw_path": b"/translate", "root_path": "",
+                     "query_string": b"", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
+                     "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                                 (b"content-length", str(len(body)).encode())]}
+            sent = [False]
+            idle = asyncio.get_running_loop().create_future()
+            status = [0]
+
+            async def receive() -> dict:
+                if not sent[0]:
+                    sent[0] = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                await idle  # cancelled with the watcher once the answer is out
+                return {"type": "http.disconnect"}
+
+            async def send(message: dict) -> None:
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+
+            await app(scope, receive, send)
+            return status[0]
+
+        async with app.router.lifespan_context(app):
+            await app.state.lifecycle.wait_loaded()
+            for text in texts[:100]:
+                if (answered := await post(text)) != 200:
+                    raise SystemExit(f"error: POST /translate answered {answered} for {text!r}")
+            if profile is not None:
+                profile.enable()
+            started = time.process_time()
+            for i in range(requests):
+                await post(texts[i % len(texts)])
+            spent = time.process_time() - started
+            if profile is not None:
+                profile.disable()
+    return 1e6 * spent / requests
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="timed requests a round")
@@ -78,17 +132,19 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"## {when}, commit {commit or 'unknown'}", "",
              f"Machine: {cpu_name()}, Python {sys.version.split()[0]}. "
              f"Command: `python benchmarks/request_path.py {' '.join(argv if argv is not None else sys.argv[1:])}`".rstrip() + "",
-             "", "| texts | CPU µs a one-text request (each round) |", "|---|---|"]
+             "", "| texts | through | CPU µs a one-text request (each round) |", "|---|---|---|"]
+    depths = {"the translator": cpu_per_request, "the app (ASGI)": app_cpu_per_request}
     for name, path in SETS.items():
         texts = read(path, 1000)
-        rounds = [asyncio.run(cpu_per_request(texts, args.requests)) for _ in range(args.rounds)]
-        lines.append(f"| {name} | {', '.join(f'{r:.0f}' for r in rounds)} |")
-        if args.profile:
-            profile = cProfile.Profile()
-            asyncio.run(cpu_per_request(texts, args.requests, profile))
-            report = io.StringIO()
-            pstats.Stats(profile, stream=report).sort_stats("cumulative").print_stats(25)
-            print(f"--- {name}: top functions by cumulative time\n{report.getvalue()}")
+        for depth, measure in depths.items():
+            rounds = [asyncio.run(measure(texts, args.requests)) for _ in range(args.rounds)]
+            lines.append(f"| {name} | {depth} | {', '.join(f'{r:.0f}' for r in rounds)} |")
+            if args.profile:
+                profile = cProfile.Profile()
+                asyncio.run(measure(texts, args.requests, profile))
+                report = io.StringIO()
+                pstats.Stats(profile, stream=report).sort_stats("tottime").print_stats(30)
+                print(f"--- {name} through {depth}: top functions by own time\n{report.getvalue()}")
     section = "\n".join(lines) + "\n"
     new = not args.out.exists()
     with args.out.open("a", encoding="utf-8") as handle:

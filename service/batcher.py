@@ -30,6 +30,7 @@ free the model for the requests still waiting (counted in ``phrasal_cancelled_ba
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import queue
@@ -266,10 +267,18 @@ class MicroBatcher:
             job.future.cancel()
         return job.started
 
+    @functools.cached_property
+    def _series(self) -> dict[str, Any]:
+        """This model's series of the pair-and-model metrics, looked up once: prometheus_client's
+        labels() costs a few µs a call, and queue_seconds took one a segment."""
+        names = ("queue_depth", "queue_seconds", "cancelled_batches", "batch_size", "batch_tokens", "segments",
+                 "source_tokens", "generated_tokens")
+        return {name: getattr(self.metrics, name).labels(**self._labels) for name in names}
+
     def _set_queued(self, value: int) -> None:
         self._queued = value
         if self.metrics is not None:
-            self.metrics.queue_depth.labels(**self._labels).set(value)
+            self._series["queue_depth"].set(value)
 
     # -- the worker side -------------------------------------------------------------------
 
@@ -347,10 +356,11 @@ class MicroBatcher:
 
     async def _run(self, thread: _WorkerThread, options: DecodingOptions, items: list[_Item]) -> None:
         now = time.perf_counter()
+        queue_seconds = self._series["queue_seconds"] if self.metrics is not None else None
         for item in items:
             item.job.started = True
-            if self.metrics is not None:
-                self.metrics.queue_seconds.labels(**self._labels).observe(now - item.enqueued)
+            if queue_seconds is not None:
+                queue_seconds.observe(now - item.enqueued)
         while True:
             items = [item for item in items if not item.job.done]  # dropped meanwhile
             if not items:
@@ -365,7 +375,7 @@ class MicroBatcher:
                     self.pair, len(items), f" ({exc})" if str(exc) else "",
                 )
                 if self.metrics is not None:
-                    self.metrics.cancelled_batches.labels(**self._labels).inc()
+                    self._series["cancelled_batches"].inc()
                 for item in items:
                     item.job.fail(TranslationFailed())  # a no-op: every job is done already
                 return
@@ -421,14 +431,14 @@ class MicroBatcher:
         metrics = self.metrics
         if metrics is None:
             return
-        labels = self._labels
+        series = self._series
         longest = max(item.tokens for item in items)
-        metrics.compute_seconds.labels(**labels, backend=self.runtime.backend).observe(seconds)
-        metrics.batch_size.labels(**labels).observe(len(items))
-        metrics.batch_tokens.labels(**labels).observe(longest * len(items))
-        metrics.segments.labels(**labels).inc(len(items))
-        metrics.source_tokens.labels(**labels).inc(sum(item.tokens for item in items))
-        metrics.generated_tokens.labels(**labels).inc(generated)
+        metrics.compute_seconds.labels(**self._labels, backend=self.runtime.backend).observe(seconds)
+        series["batch_size"].observe(len(items))
+        series["batch_tokens"].observe(longest * len(items))
+        series["segments"].inc(len(items))
+        series["source_tokens"].inc(sum(item.tokens for item in items))
+        series["generated_tokens"].inc(generated)
 
 
 class _ContractBroken(Exception):
