@@ -140,7 +140,7 @@ async def drive(base: str, clients: int, budget: int, first: int, window: Window
     import httpx
 
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
-    out = {"requests": 0, "segments": 0, "latencies": [], "errors": {}, "cpu_seconds": 0.0}
+    out = {"requests": 0, "segments": 0, "latencies": [], "errors": {}, "cpu_seconds": 0.0, "ended": 0.0}
     budget_left = [budget]
     next_sentence = [first]
     # One connection pool per client: httpcore scans every connection of a pool on each request,
@@ -186,13 +186,18 @@ async def drive(base: str, clients: int, budget: int, first: int, window: Window
                 else:
                     out["errors"][status] = out["errors"].get(status, 0) + 1
 
-        async def cpu_over_window() -> None:
+        async def cpu_over_window() -> None:  # ends with the window, or with the clients if they end first
             await asyncio.sleep(max(0.0, window.opens - time.time()))
             before = time.process_time()
-            await asyncio.sleep(max(0.0, window.closes - time.time()))
+            while time.time() < window.closes and not out["ended"]:
+                await asyncio.sleep(min(0.05, max(0.0, window.closes - time.time())))
             out["cpu_seconds"] = time.process_time() - before
 
-        await asyncio.gather(cpu_over_window(), *(one_client(client) for client in pools))
+        watch = asyncio.ensure_future(cpu_over_window())
+
+        await asyncio.gather(*(one_client(client) for client in pools))
+        out["ended"] = time.time()  # the window's close (and the answers still out), or the budget's end
+        await watch
     return out
 
 
@@ -204,9 +209,9 @@ def drive_process(base: str, clients: int, budget: int, first: int, window: Wind
 
 async def run_level(base: str, level: Level, args, sentences: list[str], pool, server_pid: int | None = None) -> None:
     """One level: its clients spread over the pool's processes (one Python process's event loop
-    and HTTP client, ~1.4 ms of CPU a request, would otherwise bound what a fast server can be
+    and HTTP client, ~1 ms of CPU a request, would otherwise bound what a fast server can be
     shown to serve), a window on the wall clock they all read, the server's token counter and
-    CPU time read at its edges."""
+    CPU time read at its edges. A level whose request budget runs out early is timed until then."""
     import httpx
 
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
@@ -227,7 +232,8 @@ async def run_level(base: str, level: Level, args, sentences: list[str], pool, s
         tokens_after = await generated_tokens(client, base)
         server_after = process_cpu_seconds(server_pid) if server_pid else None
     results = await asyncio.gather(*futures)  # each process finishes the requests it has out
-    level.seconds = window.closes - window.opens
+    ended = min(window.closes, max(result["ended"] for result in results))
+    level.seconds = max(ended - window.opens, 1e-3)
     level.tokens = tokens_after - tokens_before
     if server_before is not None and server_after is not None:
         level.server_cpu_seconds = server_after - server_before
@@ -238,7 +244,8 @@ async def run_level(base: str, level: Level, args, sentences: list[str], pool, s
         level.latencies += result["latencies"]
         for status, count in result["errors"].items():
             level.errors[status] = level.errors.get(status, 0) + count
-        level.client_busy = max(level.client_busy, result["cpu_seconds"] / level.seconds)
+        level.client_busy = max(level.client_busy, result["cpu_seconds"]
+                                 / max(min(result["ended"], window.closes) - window.opens, 1e-3))
 
 
 def free_port() -> int:
