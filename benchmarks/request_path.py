@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
-from benchmarks.host import cpu_name  # noqa: E402
+from benchmarks.host import append_report, cpu_name  # noqa: E402
 from service.app import create_app  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.translator import Translator  # noqa: E402
@@ -146,11 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                 pstats.Stats(profile, stream=report).sort_stats("tottime").print_stats(30)
                 print(f"--- {name} through {depth}: top functions by own time\n{report.getvalue()}")
     section = "\n".join(lines) + "\n"
-    new = not args.out.exists()
-    with args.out.open("a", encoding="utf-8") as handle:
-        if new:
-            handle.write("# The request path's CPU time (benchmarks/request_path.py)\n\n")
-        handle.write(section + "\n")
+    append_report(args.out, "The request path's CPU time", "python benchmarks/request_path.py", section)
     print(section)
     return 0
 
