@@ -9,7 +9,9 @@
 #      (what the service runs on CUDA), CTranslate2 float16 with one translate_batch per batch;
 #      beam 5, batch 1/32/128; agreement with eager fp32 (fp32 graphs must be 1.000).
 #   3. load through HTTP (benchmarks/load.py): throughput and p50/p99 at 1, 16, 64, 256 clients, the
-#      torch backend (static decoding + CUDA graphs, the CUDA default) and the ct2 backend (float16).
+#      torch backend (static decoding + CUDA graphs, the CUDA default) and the ct2 backend (float16);
+#      the clients in a quarter of the cores' processes (4 here), with the server process's CPU time a
+#      request and the busiest client process's CPU use (which of the two bounds a level).
 #   4. QueryK heterogeneous 1-2-3 against vanilla in our engine (graphs, fp16), random weights at the
 #      bundled size (benchmarks/engines.py --sizes random,queryk-random): results/variants_cuda.md.
 #   5. the CUDA tests: static + graph replay equals the eager search for every family, no step
