@@ -26,6 +26,8 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)\W*([^\W\d_])")
 def upper_case(text: str) -> bool:
     """Whether the text is written in capitals: no lower-case letter, at least four capitals and a
     word of three, and each letter one character in lower case too."""
+    if any(map(str.islower, text)):  # most texts: a lower-case letter among the first few characters
+        return False
     cased = [c for c in text if c.isupper() or c.islower()]
     return (len(cased) >= 4 and not any(c.islower() for c in cased) and all(len(c.lower()) == 1 for c in cased)
             and any(len(word) >= 3 for word in _WORD.findall(text)))

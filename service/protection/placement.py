@@ -124,12 +124,16 @@ def prepare(text: str, fmt: TextFormat = "text", terms: Sequence[str] = (),
     breaks = _breaks(markup.tags)
     i = 0
     for start, end in removed + [(len(plain), len(plain))]:
-        for k in range(i, start):
-            if k in breaks and chars and not chars[-1].isspace() and not plain[k].isspace():
-                chars.append(" ")
+        if breaks:
+            for k in range(i, start):
+                if k in breaks and chars and not chars[-1].isspace() and not plain[k].isspace():
+                    chars.append(" ")
+                    to_plain.append(k)
+                chars.append(plain[k])
                 to_plain.append(k)
-            chars.append(plain[k])
-            to_plain.append(k)
+        else:  # nothing to insert: the stretch whole (a character at a time was a quarter of a plain text's reading)
+            chars.extend(plain[i:start])
+            to_plain.extend(range(i, start))
         i = end
         # Removing "%lu" from "and %lu not" leaves two spaces; one of them goes. Removing "%s" from
         # "with %s." leaves "with ." : the punctuation joins the word before it again.
