@@ -1,4 +1,4 @@
-"""CPU time of the service's request path for one-text requests, without sockets and without a model, one
+"""CPU time of the service's request path a text, without sockets and without a model, one
 thread, over the fake runtime (testing/fake_runtime.py), at two depths: the translator
 (`service.translator.Translator.translate`: reading the text for placeholders, markup and terms,
 cutting it, batching, putting the placeholders back), and the whole app called as ASGI (`POST
@@ -10,7 +10,8 @@ what uvicorn adds, parsing HTTP and writing to the socket, is left out). A scrip
 
 The texts: test_2016_flickr's English captions and the software test split's English UI messages
 (data/debian_catalogs, placeholders and markup in many). Each set is run --rounds times (after a
-warm-up of 100 requests); reported: microseconds of this process's CPU time a request, each round's.
+warm-up of 100 requests); reported: microseconds of this process's CPU time a text, each round's, for
+requests of one text (--texts-per-request: more, the costs a request has once shared by its texts).
 The server as it runs, sockets and uvicorn included, is measured by `benchmarks/load.py` (its server
 CPU column).
 """
@@ -49,8 +50,13 @@ def read(path: Path, limit: int) -> list[str]:
         return [line.rstrip("\n") for _, line in zip(range(limit), handle) if line.strip()]
 
 
-async def cpu_per_request(texts: list[str], requests: int, profile: cProfile.Profile | None = None) -> float:
-    """Microseconds of CPU time a one-text request, over `requests` requests cycling through `texts`."""
+def requests_of(texts: list[str], requests: int, per: int) -> list[list[str]]:
+    """`requests` requests of `per` texts each, cycling through `texts`."""
+    return [[texts[(i * per + j) % len(texts)] for j in range(per)] for i in range(requests)]
+
+
+async def cpu_per_request(texts: list[str], requests: int, per: int = 1, profile: cProfile.Profile | None = None) -> float:
+    """Microseconds of CPU time a text, over `requests` requests of `per` texts cycling through `texts`."""
     translator = Translator([FakeRuntime("en", "de", max_source_pieces=512)], Settings(max_wait_ms=0.0))
     translator.start()
     try:
@@ -59,17 +65,18 @@ async def cpu_per_request(texts: list[str], requests: int, profile: cProfile.Pro
         if profile is not None:
             profile.enable()
         started = time.process_time()
-        for i in range(requests):
-            await translator.translate([texts[i % len(texts)]], "en", "de")
+        for request in requests_of(texts, requests, per):
+            await translator.translate(request, "en", "de")
         spent = time.process_time() - started
         if profile is not None:
             profile.disable()
-        return 1e6 * spent / requests
+        return 1e6 * spent / (requests * per)
     finally:
         await translator.stop()
 
 
-async def app_cpu_per_request(texts: list[str], requests: int, profile: cProfile.Profile | None = None) -> float:
+async def app_cpu_per_request(texts: list[str], requests: int, per: int = 1,
+                              profile: cProfile.Profile | None = None) -> float:
     """The same through the app's ASGI interface: each request a scope, its body, and a receive that,
     once the body is read, waits as a connection with nothing more to say does."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,8 +84,8 @@ async def app_cpu_per_request(texts: list[str], requests: int, profile: cProfile
                             document_db=Path(tmp) / "documents.sqlite3")
         app = create_app(settings, runtime_factory=lambda s: [FakeRuntime("en", "de", max_source_pieces=512)])
 
-        async def post(text: str) -> int:
-            body = json.dumps({"text": text, "source": "en", "target": "de"}).encode()
+        async def post(request: list[str]) -> int:
+            body = json.dumps({"text": request if per > 1 else request[0], "source": "en", "target": "de"}).encode()
             scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
                      "scheme": "http", "path": "/translate", "raw_path": b"/translate", "root_path": "",
                      "query_string": b"", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
@@ -105,43 +112,44 @@ async def app_cpu_per_request(texts: list[str], requests: int, profile: cProfile
         async with app.router.lifespan_context(app):
             await app.state.lifecycle.wait_loaded()
             for text in texts[:100]:
-                if (answered := await post(text)) != 200:
+                if (answered := await post([text] * per)) != 200:
                     raise SystemExit(f"error: POST /translate answered {answered} for {text!r}")
             if profile is not None:
                 profile.enable()
             started = time.process_time()
-            for i in range(requests):
-                await post(texts[i % len(texts)])
+            for request in requests_of(texts, requests, per):
+                await post(request)
             spent = time.process_time() - started
             if profile is not None:
                 profile.disable()
-    return 1e6 * spent / requests
+    return 1e6 * spent / (requests * per)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="timed requests a round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--texts-per-request", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="print the top functions of one more round per set")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "request_path_cpu.md")
     args = parser.parse_args(argv)
-    if args.requests < 1 or args.rounds < 1:
-        parser.error("--requests and --rounds: at least 1")
+    if args.requests < 1 or args.rounds < 1 or args.texts_per_request < 1:
+        parser.error("--requests, --rounds and --texts-per-request: at least 1")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"## {when}, commit {commit or 'unknown'}", "",
              f"Machine: {cpu_name()}, Python {sys.version.split()[0]}. "
              f"Command: `python benchmarks/request_path.py {' '.join(argv if argv is not None else sys.argv[1:])}`".rstrip() + "",
-             "", "| texts | through | CPU µs a one-text request (each round) |", "|---|---|---|"]
+             "", f"| texts | through | CPU µs a text, {args.texts_per_request} a request (each round) |", "|---|---|---|"]
     depths = {"the translator": cpu_per_request, "the app (ASGI)": app_cpu_per_request}
     for name, path in SETS.items():
         texts = read(path, 1000)
         for depth, measure in depths.items():
-            rounds = [asyncio.run(measure(texts, args.requests)) for _ in range(args.rounds)]
+            rounds = [asyncio.run(measure(texts, args.requests, args.texts_per_request)) for _ in range(args.rounds)]
             lines.append(f"| {name} | {depth} | {', '.join(f'{r:.0f}' for r in rounds)} |")
             if args.profile:
                 profile = cProfile.Profile()
-                asyncio.run(measure(texts, args.requests, profile))
+                asyncio.run(measure(texts, args.requests, args.texts_per_request, profile))
                 report = io.StringIO()
                 pstats.Stats(profile, stream=report).sort_stats("tottime").print_stats(30)
                 print(f"--- {name} through {depth}: top functions by own time\n{report.getvalue()}")
