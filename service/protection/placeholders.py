@@ -244,8 +244,8 @@ _PATTERNS = {"weblate": WEBLATE, "code": CODE, "email": EMAIL, "path": PATH, "op
              "webextension": WEBEXTENSION, "ruby": RUBY, "python": PYTHON, "brace": BRACE, "printf": PRINTF, "qt": QT,
              "entity": ENTITY, "fluent": FLUENT, "laravel": LARAVEL}
 # A character every match of the style's pattern holds: a text without it is not scanned (most texts
-# are prose without any: reading a caption for placeholders took 47 µs, 9 without the 15 scans). Each pattern's
-# entry is checked against the pattern itself (tests/service/test_placeholder_scan_filter.py).
+# are prose without any: reading a caption for placeholders took 47 µs, 9 without the 15 scans).
+# Each entry is checked against its pattern (tests/service/test_placeholder_scan_filter.py).
 NEEDED = {"weblate": "[", "code": "`", "email": "@", "path": "/", "option": "-", "shell": "$", "webextension": "$",
           "ruby": "%", "python": "%", "brace": "{", "printf": "%", "qt": "%", "entity": "&", "fluent": "{",
           "laravel": ":"}
