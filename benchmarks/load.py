@@ -472,7 +472,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    levels = asyncio.run(main_async(args, argv))
+    import httpx
+
+    try:
+        levels = asyncio.run(main_async(args, argv))
+    except httpx.HTTPError as exc:  # the server went away, or --url names none
+        print(f"error: {args.url or 'the spawned server'}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     section = markdown(levels, args, argv)
     default_name = "load_simulated.md" if args.simulate_latency else f"load_{args.device.replace(':', '')}.md"
     out = Path(args.out) if args.out else REPO / "results" / default_name

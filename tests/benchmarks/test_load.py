@@ -42,3 +42,14 @@ def test_a_run_spreads_its_clients_over_processes_and_reports_the_server_cpu(tmp
     assert int(cells[2]) > 0 and cells[8] == "0"  # requests answered, no errors
     assert float(cells[9]) > 0  # the server's CPU time per request, read from /proc
     assert re.fullmatch(r"2 process\(es\), busiest \d+ %", cells[10])
+
+
+def test_a_url_that_answers_nothing_is_one_line_and_exit_2(tmp_path, capsys):
+    from testing.live_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    assert load.main(["--url", url, "--clients", "1", "--duration", "0.2", "--warmup", "0",
+                      "--out", str(tmp_path / "load.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {url}: ConnectError: ") and err.count("\n") == 1  # httpx words the rest
+    assert not (tmp_path / "load.md").exists()
