@@ -803,9 +803,7 @@ def _joined(text: str, chain: list[tuple[int, int]]) -> tuple[str, tuple[int, ..
 def _sentence_gaps(joined: str, origin: tuple[int, ...], inside: list[bool]) -> list[tuple[int, int]]:
     """Where to cut between sentences: each cut leaves a letter outside the placeholders on both
     sides. Linear in the text (a 2,000-character text of one-word sentences is a request's worst)."""
-    letters = [0]  # letters[k]: letters outside placeholders in joined[:k]
-    for k, c in enumerate(joined):
-        letters.append(letters[-1] + bool(_LETTER.match(c) and not inside[origin[k]]))
+    letters: list[int] = []  # letters[k]: letters outside placeholders in joined[:k]; counted at the first gap
     gaps = []
     last = 0
     for match in _SENTENCE_GAP.finditer(joined):
@@ -813,6 +811,10 @@ def _sentence_gaps(joined: str, origin: tuple[int, ...], inside: list[bool]) -> 
         word = joined[max(joined.rfind(" ", 0, match.start()), joined.rfind("(", 0, match.start())) + 1:match.start()]
         if _ABBREVIATION.fullmatch(word) or inside[origin[start]] or inside[origin[start - 1]]:
             continue
+        if not letters:
+            letters.append(0)
+            for k, c in enumerate(joined):
+                letters.append(letters[-1] + bool(_LETTER.match(c) and not inside[origin[k]]))
         if letters[start] == letters[last] or letters[-1] == letters[end]:
             continue
         gaps.append((start, end))
