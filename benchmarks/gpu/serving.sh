@@ -16,6 +16,8 @@
 #      bundled size (benchmarks/engines.py --sizes random,queryk-random): results/variants_cuda.md.
 #   5. the CUDA tests: static + graph replay equals the eager search for every family, no step
 #      synchronises (tests/model/test_static_decoding.py, test_static_step_host_reads.py).
+#   6. (STEPS=profile) where a graph step's time goes at batch 1 and 128 (benchmarks/decode_step_profile.py):
+#      kernels a step, their device time, how busy the device is; results/decode_step_profile_cuda.md.
 #
 # On the device machine (from the repository root, .whl carried):
 #   bash benchmarks/gpu/serving.sh
@@ -76,6 +78,15 @@ if wants grid; then
   timeout $(t 170) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$ENGINES" \
     --sentences "$SENTENCES" --beams 5 --batch-sizes "$BATCH_SIZES" --work-dir "$WORK/engines" \
     --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_$DEVICE.json" >>"$LOG" 2>&1 || step "engine grid FAILED or timed out ($?)"
+fi
+
+if wants profile; then
+  for size in 1 128; do
+    step "decoding step profile, batch $size"
+    timeout $(t 90) "$PYTHON" benchmarks/decode_step_profile.py --device "$DEVICE" --batch-size $size \
+      --sentences $(( size == 1 ? 32 : 128 )) --dtype "$( [ "$DEVICE" = cuda ] && echo float16 || echo float32 )" \
+      --out "$OUT/decode_step_profile_$DEVICE.md" >>"$LOG" 2>&1 || step "profile at batch $size FAILED or timed out ($?)"
+  done
 fi
 
 if wants variants; then
