@@ -14,6 +14,8 @@ same steps run eagerly), once to warm up (the captures), then once under the pro
   steps), and how much of the wall clock the device was busy: near 100 % the kernels themselves
   bound the step (fewer or fused kernels would help), far below it the gaps between them do;
 - the kernels with the most device time a step (on the CPU: the operators with the most host time).
+The kernels a CUDA graph replays are traced as kernels (CUPTI); a run with graphs that counts far fewer
+kernels a step than `--graphs off` would mean the trace missed them.
 Writes a section to `--out` (default results/decode_step_profile_DEVICE.md).
 """
 from __future__ import annotations

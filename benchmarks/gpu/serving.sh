@@ -81,11 +81,14 @@ if wants grid; then
 fi
 
 if wants profile; then
-  for size in 1 128; do
-    step "decoding step profile, batch $size"
-    timeout $(t 90) "$PYTHON" benchmarks/decode_step_profile.py --device "$DEVICE" --batch-size $size \
-      --sentences $(( size == 1 ? 32 : 128 )) --dtype "$( [ "$DEVICE" = cuda ] && echo float16 || echo float32 )" \
-      --out "$OUT/decode_step_profile_$DEVICE.md" >>"$LOG" 2>&1 || step "profile at batch $size FAILED or timed out ($?)"
+  # Batch 1 also with eager steps: the same kernels launched one by one (and a check that the trace sees
+  # the kernels of graph replays: with graphs it must count about as many a step).
+  for run in "1 on" "1 off" "128 on"; do
+    set -- $run
+    step "decoding step profile, batch $1, graphs $2"
+    timeout $(t 90) "$PYTHON" benchmarks/decode_step_profile.py --device "$DEVICE" --batch-size $1 --graphs $2 \
+      --sentences $(( $1 == 1 ? 32 : 128 )) --dtype "$( [ "$DEVICE" = cuda ] && echo float16 || echo float32 )" \
+      --out "$OUT/decode_step_profile_$DEVICE.md" >>"$LOG" 2>&1 || step "profile at batch $1 FAILED or timed out ($?)"
   done
 fi
 
