@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from host import append_report, run_heading  # noqa: E402  (benchmarks/ is on sys.path)
+from profiled import kernel_events, open_device  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,21 +52,16 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--model-dir: no model directory {args.model_dir}")
 
     import torch
-    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     from decode_speed import read_sentences, sync  # noqa: E402  (benchmarks/ is on sys.path)
-    from model.attention.kernels import avoid_per_shape_attention_plans
     from model.decoding.cuda_graph_step import static_step_runner
     from model.decoding.generate import generate, source_batch
     from model.decoding.options import DecodingOptions
     from model.decoding.static_decoding import StaticGenerator
     from model.model_dir import load_model_dir
 
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        p.error("--device: CUDA is not available here")
-    avoid_per_shape_attention_plans(device)
+    device = open_device(p, args.device)
     loaded = load_model_dir(str(args.model_dir), device=device, dtype=getattr(torch, args.dtype))
     texts = read_sentences(str(args.split), args.sentences)
     batches = [source_batch(loaded.tokenizer, texts[i:i + args.batch_size], device)
@@ -92,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         wall_s = time.perf_counter() - started
     stepped = max(steps[0], 1)
     events = prof.key_averages()
-    kernels = [e for e in events if getattr(e, "device_type", None) == DeviceType.CUDA]
+    kernels = kernel_events(events)
     device_ms = sum(e.device_time_total for e in kernels) / 1000
     launches = sum(e.count for e in kernels)
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"

@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from attention_variants import VOCAB, random_batch  # noqa: E402  (benchmarks/ is on sys.path)
 from host import append_report, run_heading  # noqa: E402
+from profiled import kernel_events, open_device  # noqa: E402
 
 PHASES = ("forward", "backward", "clip", "optimizer")
 
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from model.attention.kernels import avoid_per_shape_attention_plans
+    from decode_speed import sync  # noqa: E402  (benchmarks/ is on sys.path)
     from model.config import ModelConfig
     from model.transformer import Transformer
     from training.data import Batch
@@ -71,10 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from training.recipe import load_recipe
     from training.validation import direction_loss
 
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        p.error("--device: CUDA is not available here")
-    avoid_per_shape_attention_plans(device)
+    device = open_device(p, args.device)
     recipe = load_recipe(args.recipe, [])
     config = ModelConfig.from_dict({**json.loads(args.recipe.read_text())["model"], "vocab_size": VOCAB,
                                     "pad_id": 0, "bos_id": 1, "eos_id": 2})
@@ -103,33 +101,27 @@ def main(argv: list[str] | None = None) -> int:
         with phase("optimizer"):
             optimizer.step()
 
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     started = time.perf_counter()
     for _ in range(args.warmup):
         step(False)
-    sync()
+    sync(device)
     warm_s = time.perf_counter() - started
     started = time.perf_counter()
     for _ in range(args.steps):
         step(False)
-    sync()
+    sync(device)
     wall_ms = (time.perf_counter() - started) / args.steps * 1000
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         for _ in range(args.steps):
             step(True)
-        sync()
+        sync(device)
     events = prof.key_averages()
     # On CUDA each phase also appears as a GPU annotation of the same name: its host events are the CPU ones.
     phases = {e.key.split(":", 1)[1]: e.cpu_time_total / args.steps / 1000 for e in events
               if e.key.startswith("phase:") and getattr(e, "device_type", DeviceType.CPU) == DeviceType.CPU}
-    # The kernels' own events carry the device time (the operators that launch them count it again).
-    kernels = [e for e in events
-               if getattr(e, "device_type", None) == DeviceType.CUDA and not e.key.startswith("phase:")]
+    kernels = kernel_events(events, annotations=("phase:",))
     device_ms = sum(e.device_time_total for e in kernels) / args.steps / 1000
     launches = sum(e.count for e in kernels) / args.steps
     ops = sorted((e for e in events if not e.key.startswith("phase:")), key=lambda e: e.self_cpu_time_total,
