@@ -45,7 +45,6 @@ import os
 import platform
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -248,17 +247,13 @@ async def run_level(base: str, level: Level, args, sentences: list[str], pool, s
                                  / max(min(result["ended"], window.closes) - window.opens, 1e-3))
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class SpawnedServer:
     """``python -m service`` on 127.0.0.1 and a free port, with extra PHRASAL_* settings; with
     --simulate-latency, benchmarks/simulated_server.py (the same server, a simulated runtime)."""
 
     def __init__(self, args, extra_env: dict[str, str]) -> None:
+        from testing.live_server import free_port  # here: the load generator's processes need no server stack
+
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)

@@ -17,16 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from testing.live_server import free_port
 from tests.service.support import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request(port: int, method: str, path: str, body: dict | None = None, timeout: float = 30.0):
