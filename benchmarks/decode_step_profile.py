@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--sentences, --batch-size, --beam and --top: at least 1")
     if not args.model_dir.is_dir():
         p.error(f"--model-dir: no model directory {args.model_dir}")
+    if not args.split.is_file():
+        p.error(f"--split: no file {args.split}")
 
     import torch
     from torch.profiler import ProfilerActivity, profile

@@ -22,3 +22,10 @@ def test_a_missing_model_directory_is_one_line(tmp_path, capsys):
         decode_step_profile.main(["--device", "cpu", "--model-dir", str(tmp_path / "none")])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip().endswith(f"--model-dir: no model directory {tmp_path / 'none'}")
+
+
+def test_a_missing_split_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        decode_step_profile.main(["--device", "cpu", "--split", str(tmp_path / "none.gz")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"--split: no file {tmp_path / 'none.gz'}")
