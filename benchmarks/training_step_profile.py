@@ -2,6 +2,7 @@
 
     python benchmarks/training_step_profile.py --recipe recipes/queryk-heterogeneous-1-2-3-tiny-en-de.json --device cuda
     python benchmarks/training_step_profile.py --recipe ... --device cuda --compile      # through torch.compile
+    python benchmarks/training_step_profile.py --recipe ... --device cuda --compile --compile-mode reduce-overhead
     python benchmarks/training_step_profile.py --device cpu --tokens 512 --steps 3        # a dry run
 
 Study part 2 (H200, 2026-11-30) measured QueryK heterogeneous 1-2-3 at 65.5 ms an update whether 4 or 8
@@ -37,6 +38,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from attention_variants import VOCAB, random_batch  # noqa: E402  (benchmarks/ is on sys.path)
 from host import append_report, run_heading  # noqa: E402
 from profiled import kernel_events, open_device  # noqa: E402
+from training.recipe import COMPILE_MODES  # noqa: E402
 
 PHASES = ("forward", "backward", "clip", "optimizer")
 
@@ -50,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--compile", action="store_true", help="the model's forward through torch.compile, as "
                                                           "the recipe key `compile` does")
+    p.add_argument("--compile-mode", choices=COMPILE_MODES, default="default",
+                   help="torch.compile's mode, as the recipe key `compile_mode` gives it (reduce-overhead: CUDA graphs)")
     p.add_argument("--pageable", action="store_true", help="copy each step's batch to the GPU from pageable "
                                                            "memory, as training did until 2026-11-30")
     p.add_argument("--amp", choices=("bf16", "off"), default="bf16",
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.recipe.is_file():
         p.error(f"--recipe: no file {args.recipe}")
+    if args.compile_mode != "default" and not args.compile:
+        p.error(f"--compile-mode {args.compile_mode} goes with --compile")
 
     import torch
     from torch.autograd import DeviceType
@@ -68,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from model.config import ModelConfig
     from model.transformer import Transformer
     from training.data import Batch
-    from training.loop import optimizer_kernels
+    from training.loop import compile_forward, optimizer_kernels
     from training.recipe import load_recipe
     from training.validation import direction_loss
 
@@ -81,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     params = [q for q in model.parameters() if q.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, eps=recipe.adam_eps,
                                   weight_decay=recipe.weight_decay, **optimizer_kernels(recipe, device))
-    forward = torch.compile(model, dynamic=True) if args.compile else model
+    forward, graph_steps = compile_forward(model, args.compile_mode, device) if args.compile else (model, False)
     src, tgt_in, tgt_out = random_batch(args.tokens, 1, torch.device("cpu"))
     batch = Batch(src, tgt_in, tgt_out, list(range(src.shape[0])))  # on the host, copied every step as in training
     n_tokens = batch.n_tgt_tokens
@@ -92,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             return record_function(f"phase:{name}") if marked else contextlib.nullcontext()
         with phase("forward"):
             optimizer.zero_grad(set_to_none=True)
+            if graph_steps:
+                torch.compiler.cudagraph_mark_step_begin()
             loss = direction_loss(model, batch.to(device, pinned=not args.pageable), n_tokens,
                                   smoothing=recipe.label_smoothing, amp=amp, forward=forward).objective
         with phase("backward"):
@@ -126,11 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     launches = sum(e.count for e in kernels) / args.steps
     ops = sorted((e for e in events if not e.key.startswith("phase:")), key=lambda e: e.self_cpu_time_total,
                  reverse=True)[: args.top]
-    name = (args.recipe.name + (" (compiled)" if args.compile else "") + (", batch from pageable memory" if args.pageable else "")
+    compiled = f" (compiled, {args.compile_mode})" if args.compile_mode != "default" else " (compiled)"
+    name = (args.recipe.name + (compiled if args.compile else "") + (", batch from pageable memory" if args.pageable else "")
             + (", no autocast" if args.amp == "off" else ""))
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     lines = [f"    python benchmarks/training_step_profile.py --recipe {args.recipe} "
              f"--device {args.device} --tokens {args.tokens} --steps {args.steps}" + (" --compile" if args.compile else "")
+             + (f" --compile-mode {args.compile_mode}" if args.compile_mode != "default" else "")
              + (" --pageable" if args.pageable else "") + (" --amp off" if args.amp == "off" else ""), "",
              f"{name} on {card}, torch {torch.__version__}, {src.shape[0]} sentences ({int(batch.src.ne(0).sum())} "
              f"source and {n_tokens} target tokens); warm-up {args.warmup} steps in {warm_s:.1f} s.", "",

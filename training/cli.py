@@ -31,7 +31,8 @@ PROG = "phrasal-train"
 RESUMABLE_CHANGES = {"max_updates", "log_interval", "val_interval", "val_every_epoch", "val_bleu_sentences",
                      "val_beam", "decode_max_len_a", "decode_max_len_b", "decode_length_penalty",
                      "decode_length_penalty_form", "checkpoint_interval", "keep_last",
-                     "average_last", "export_fp16", "name", "optimizer_implementation", "compile"}
+                     "average_last", "export_fp16", "name", "optimizer_implementation", "compile",
+                     "compile_mode"}
 
 
 def build_parser() -> argparse.ArgumentParser:

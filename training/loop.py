@@ -227,12 +227,12 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     # Adam with decoupled weight decay (AdamW); weight_decay = 0 is plain Adam.
     optimizer = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, eps=recipe.adam_eps,
                                   weight_decay=recipe.weight_decay, **optimizer_kernels(recipe, dev))
+    graph_steps = False
     if recipe.compile:
         if not isinstance(objective, DirectionalObjective):
             raise RecipeError([f"compile: {objective.kind} training is not compiled (directional training only)"],
                               "--recipe")
-        # dynamic: one graph for the batch shapes' family rather than one per (B, S, T) bucket.
-        objective.forward_module = torch.compile(objective.forward_module, dynamic=True)
+        objective.forward_module, graph_steps = compile_forward(objective.forward_module, recipe.compile_mode, dev)
     scheduler = inverse_sqrt_schedule(optimizer, recipe.warmup)
     step, epoch, batch_in_epoch = 0, 1, 0
 
@@ -290,6 +290,8 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
             local_tokens = sum(b.n_tgt_tokens for b in micro)
             update_tokens = local_tokens if not group.active else int(group.sum([float(local_tokens)])[0])
             optimizer.zero_grad(set_to_none=True)
+            if graph_steps:
+                torch.compiler.cudagraph_mark_step_begin()
             for k, batch in enumerate(micro):
                 with gradient_sync(replicated, k == len(micro) - 1):
                     loss, tallies, n_tokens = objective.update(batch)  # counts are taken on the CPU: no device sync
@@ -355,6 +357,15 @@ def fit(session: Session, objective: Objective, *, resume: bool, progress: bool)
     if last_validated != step:
         validate_on_main(objective, group, step, epoch)
     return step
+
+
+def compile_forward(module: torch.nn.Module, mode: str, device: torch.device) -> tuple[torch.nn.Module, bool]:
+    """`module` through torch.compile in `mode` with dynamic shapes (one graph for the batch shapes'
+    family rather than one per (B, S, T) bucket), and whether its passes are CUDA-graph replays
+    (reduce-overhead on CUDA). A replay reuses the memory of the one before: the caller starts a new
+    step (`torch.compiler.cudagraph_mark_step_begin`) once an update's gradients are set to None,
+    never between the micro-batches whose gradients add up."""
+    return torch.compile(module, dynamic=True, mode=mode), mode == "reduce-overhead" and device.type == "cuda"
 
 
 def optimizer_kernels(recipe: TrainingRecipe, device: torch.device) -> dict[str, bool]:

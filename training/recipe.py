@@ -77,9 +77,13 @@ class TrainingRecipe:
     # Speed levers that leave the arithmetic as it is (up to float rounding): how AdamW updates the
     # parameters ("auto": one fused kernel on CUDA, torch's default elsewhere; "fused"; "foreach":
     # one multi-tensor kernel per operation), and whether the model's forward pass in training runs
-    # through torch.compile (fewer, fused kernels; compiled once per batch shape family).
+    # through torch.compile (fewer, fused kernels; compiled once per batch shape family), in torch's
+    # mode "default" or "reduce-overhead" (on CUDA, every forward and backward pass is then a CUDA-graph
+    # replay, recorded once per batch shape: a training that launches ~900 small kernels a step is bound
+    # by their launches, not by the GPU).
     optimizer_implementation: str = "auto"
     compile: bool = False
+    compile_mode: str = "default"
     # Logging, validation, checkpoints, export.
     log_interval: int = 50
     val_interval: int = 1000            # updates between validations (also run at the end)
@@ -193,6 +197,7 @@ _FLOAT_FIELDS = ("spm_character_coverage", "adam_eps", "weight_decay", "label_sm
 _STR_FIELDS = ("name", "data_dir", "train_split", "valid_split", "source_lang", "target_lang")
 _BOOL_FIELDS = ("spm_byte_fallback", "val_every_epoch", "export_fp16", "compile")
 OPTIMIZER_IMPLEMENTATIONS = ("auto", "fused", "foreach")
+COMPILE_MODES = ("default", "reduce-overhead")
 
 
 def _is_int(v: Any) -> bool:
@@ -239,6 +244,10 @@ def _problems(d: Mapping[str, Any]) -> list[str]:
     if get("optimizer_implementation") not in OPTIMIZER_IMPLEMENTATIONS:
         problems.append(f"optimizer_implementation must be one of {', '.join(OPTIMIZER_IMPLEMENTATIONS)}, "
                         f"got {get('optimizer_implementation')!r}")
+    if get("compile_mode") not in COMPILE_MODES:
+        problems.append(f"compile_mode must be one of {', '.join(COMPILE_MODES)}, got {get('compile_mode')!r}")
+    elif get("compile_mode") != "default" and get("compile") is False:
+        problems.append(f"compile_mode {get('compile_mode')!r} needs compile: true")
     if get("amp") not in ("bf16", "off"):
         problems.append(f"amp must be 'bf16' or 'off', got {get('amp')!r}")
     if not _is_number(get("lr")) or get("lr") <= 0:

@@ -101,8 +101,11 @@ def fused_ngram_conv(x: torch.Tensor, weights: list[torch.Tensor], biases: list[
     bias = biases[0] if len(biases) == 1 else torch.cat(biases)  # (ΣC,)
     if n_max == 1:
         return F.linear(x[:, offset:], weight.squeeze(-1), bias)  # (B, S-offset, ΣC)
-    padded = F.pad(x, (0, 0, n_max - 1, 0))  # (B, n_max-1+S, D): zeros before position 0
-    windows = padded.unfold(1, n_max, 1)[:, offset:]  # (B, S-offset, D, n_max): [b, s, d, m] = x_{s-n_max+1+m}
+    if offset >= n_max - 1:  # no window reaches before position 0 (a decoding step's rows hold its tail)
+        windows = x.unfold(1, n_max, 1)[:, offset - (n_max - 1):]  # (B, S-offset, D, n_max)
+    else:
+        padded = F.pad(x, (0, 0, n_max - 1, 0))  # (B, n_max-1+S, D): zeros before position 0
+        windows = padded.unfold(1, n_max, 1)[:, offset:]  # (B, S-offset, D, n_max): [b, s, d, m] = x_{s-n_max+1+m}
     flat = windows.reshape(windows.shape[0], windows.shape[1], -1)  # (B, S-offset, D·n_max)
     return F.linear(flat, weight.flatten(1), bias)  # (B, S-offset, ΣC)
 

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Where a study training's time goes on the device, and whether torch.compile buys it back: the
-# measurement parts 2 and 5 wait for (studies/gpu/README.md). About 4 minutes on an H100/H200; each
-# step has its own timeout and writes under $OUT as it goes, so a cut call returns what it measured.
+# Where a study training's time goes on the device, and whether torch.compile buys it back (with CUDA
+# graphs: mode reduce-overhead, the recipe key `compile_mode`): the measurement parts 2 and 5 wait for
+# (studies/gpu/README.md). The steps run in the order of what they settle, most first; all of them take
+# about 8 minutes on an H100/H200, the first three about 3. Each has its own timeout and writes under
+# $OUT as it goes, so a cut call returns what it measured.
 #
 #   bash studies/gpu/speed.sh                       # on the device (device tool: carry [".whl"])
 #   DEVICE=cpu TOKENS=256 STEPS_PER_RUN=2 UPDATES=4 RUNS=2 TIMEOUT_SCALE=5 OUT=/tmp/speed PYTHON=.venv/bin/python bash studies/gpu/speed.sh
 #
-# The profile step also copies QueryK's batch from pageable memory, as training did before 2026-11-30, and
-# trains it without bf16 autocast (the cast kernels it saves; the recipe key `amp`).
-# SPEED_STEPS names the steps (default profile,compiled,throughput,throughput-compiled).
+# Steps: profile (one step of the baseline and of QueryK heterogeneous 1-2-3, eager), graphs (the QueryK
+# step compiled with CUDA graphs), throughput-graphs (8 QueryK trainings side by side so compiled),
+# graphs-loss (whether the graphs keep the loss curve: benchmarks/training_levers.py on recipes/smoke.json,
+# the curve with them beside the eager one and another seed's), throughput (8 QueryK trainings, eager), compiled (the QueryK step compiled without graphs), variants (QueryK's
+# batch from pageable memory, as training did before 2026-11-30, and without bf16 autocast: the recipe
+# key `amp`), throughput-compiled. SPEED_STEPS names the steps to run (default: all, in that order).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -20,7 +25,7 @@ tokens=${TOKENS:-8192}
 steps=${STEPS_PER_RUN:-30}
 updates=${UPDATES:-300}
 runs=${RUNS:-8}
-wanted=${SPEED_STEPS:-profile,compiled,throughput,throughput-compiled}
+wanted=${SPEED_STEPS:-profile,graphs,throughput-graphs,graphs-loss,throughput,compiled,variants,throughput-compiled}
 # Multiplies every step's time limit (they fit an H100; a CPU dry run needs more).
 scale=${TIMEOUT_SCALE:-1}
 t() { echo $(( $1 * scale )); }
@@ -45,21 +50,38 @@ if wants profile; then
         || say "baseline profile FAILED ($?)"
     timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" >/dev/null \
         || say "QueryK profile FAILED ($?)"
+fi
+if wants graphs; then
+    say "the QueryK step through torch.compile with CUDA graphs (reduce-overhead)"
+    timeout $(t 150) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --compile \
+        --compile-mode reduce-overhead >/dev/null || say "graphs profile FAILED ($?)"
+fi
+throughput=(--recipe "$queryk" --runs "$runs" --updates "$updates" --device "$device" --out "$out/study_throughput.md" "${tiny[@]}")
+[ "$device" = cuda ] && throughput+=(--mps)
+if wants throughput-graphs; then
+    say "$runs QueryK trainings side by side, $updates updates, compiled with CUDA graphs"
+    timeout $(t 240) "$py" benchmarks/study_throughput.py "${throughput[@]}" --set compile=true \
+        --set compile_mode=reduce-overhead || say "throughput with graphs FAILED ($?)"
+fi
+if wants graphs-loss; then
+    say "the loss curve with CUDA graphs beside the eager one and another seed's"
+    timeout $(t 150) "$py" benchmarks/training_levers.py --lever compile=true --lever compile_mode=reduce-overhead \
+        --device "$device" --updates "$updates" > "$out/graphs_loss.txt" || say "graphs loss curve FAILED ($?)"
+fi
+if wants throughput; then
+    say "$runs QueryK trainings side by side, $updates updates"
+    timeout $(t 120) "$py" benchmarks/study_throughput.py "${throughput[@]}" || say "throughput FAILED ($?)"
+fi
+if wants compiled; then
+    say "the QueryK step through torch.compile"
+    timeout $(t 150) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --compile >/dev/null \
+        || say "compiled profile FAILED ($?)"
+fi
+if wants variants; then
     timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --pageable >/dev/null \
         || say "QueryK profile, pageable batch, FAILED ($?)"
     timeout $(t 60) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --amp off >/dev/null \
         || say "QueryK profile, no autocast, FAILED ($?)"
-fi
-if wants compiled; then
-    say "the same QueryK step through torch.compile"
-    timeout $(t 150) "$py" benchmarks/training_step_profile.py --recipe "$queryk" "${profile[@]}" --compile >/dev/null \
-        || say "compiled profile FAILED ($?)"
-fi
-throughput=(--recipe "$queryk" --runs "$runs" --updates "$updates" --device "$device" --out "$out/study_throughput.md" "${tiny[@]}")
-[ "$device" = cuda ] && throughput+=(--mps)
-if wants throughput; then
-    say "$runs QueryK trainings side by side, $updates updates"
-    timeout $(t 120) "$py" benchmarks/study_throughput.py "${throughput[@]}" || say "throughput FAILED ($?)"
 fi
 if wants throughput-compiled; then
     say "the same, compiled"

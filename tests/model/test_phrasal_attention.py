@@ -338,6 +338,11 @@ def test_one_convolution_runs_every_width_with_left_zero_padding():
     assert fused_ngram_conv(x, [unigram, bigram], [torch.zeros(1), torch.tensor([0.5])], offset=1).tolist() == [
         [[20.0, 201.5], [30.0, 302.5]]
     ]
+    # A trigram from position 1 reaches before row 0 (a zero row); from position 2 on it does not.
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0]).view(1, 4, 1)
+    trigram = torch.tensor([[[1.0, 10.0, 100.0]]])  # taps (x_{s-2}, x_{s-1}, x_s)
+    assert fused_ngram_conv(x, [trigram], [torch.zeros(1)], offset=1).tolist() == [[[210.0], [321.0], [432.0]]]
+    assert fused_ngram_conv(x, [trigram], [torch.zeros(1)], offset=2).tolist() == [[[321.0], [432.0]]]
 
 
 def test_the_queryk_module_scales_each_ngram_by_its_own_width():

@@ -1,6 +1,7 @@
 """The training speed levers keep the numbers: AdamW's implementations give the loss curve of the
 default within a tenth of the seed-to-seed spread over 40 updates (benchmarks/training_levers.py runs the same
-comparison for longer and for torch.compile), and the recipe refuses an unknown implementation."""
+comparison for longer and for torch.compile), the recipe refuses an unknown implementation or compile mode,
+and the training loop hands torch.compile the recipe's mode."""
 from __future__ import annotations
 
 import importlib.util
@@ -76,3 +77,31 @@ def test_a_compiled_forward_gives_the_eager_losses():
                               forward=torch.compile(model, backend="eager"))
     torch.testing.assert_close(compiled.objective, eager.objective, rtol=0, atol=0)
     torch.testing.assert_close(compiled.xent.nll, eager.xent.nll, rtol=0, atol=0)
+
+
+def test_the_recipe_refuses_a_compile_mode_it_does_not_know_or_without_compile():
+    assert TrainingRecipe.from_dict({"compile": True, "compile_mode": "reduce-overhead"}).compile_mode == "reduce-overhead"
+    with pytest.raises(RecipeError) as error:
+        TrainingRecipe.from_dict({"compile": True, "compile_mode": "max-autotune"})
+    assert error.value.problems == ["compile_mode must be one of default, reduce-overhead, got 'max-autotune'"]
+    with pytest.raises(RecipeError) as error:
+        TrainingRecipe.from_dict({"compile_mode": "reduce-overhead"})
+    assert error.value.problems == ["compile_mode 'reduce-overhead' needs compile: true"]
+
+
+def test_training_compiles_the_forward_pass_in_the_recipes_mode(monkeypatch):
+    """Through the training loop (2 updates of recipes/smoke.json): torch.compile gets the recipe's mode and
+    dynamic shapes; Dynamo's eager backend stands in for the compiler (the CUDA graphs of reduce-overhead
+    exist only on a GPU: studies/gpu/speed.sh measures them), and the updates run on what it returns."""
+    import training.loop
+
+    calls, compile_ = [], torch.compile
+
+    def compile_eagerly(module, **options):
+        calls.append(options)
+        return compile_(module, backend="eager")
+
+    monkeypatch.setattr(training.loop.torch, "compile", compile_eagerly)
+    losses = _levers().loss_curve({"compile": True, "compile_mode": "reduce-overhead", "log_interval": 1}, "cpu", 2)
+    assert calls == [{"dynamic": True, "mode": "reduce-overhead"}]
+    assert len(losses) == 2 and all(loss > 0 for loss in losses)
