@@ -26,7 +26,9 @@ by default on the CPU where the model verified int8), torch-int8-layers (eager i
 float32: what quantising it buys), torch-static (static-state decoding, eager steps), torchscript,
 onnx, onnx-int8 (ONNX Runtime quantisation, export/onnx_quantize.py), ct2, ct2-int8. On CUDA:
 torch, torch-fp16, torch-graphs and torch-fp16-graphs (static-state decoding with CUDA graphs: what
-the service runs on CUDA), torchscript-fp16, onnx-fp16, ct2-fp16, ct2-int8-fp16. CTranslate2 gets
+the service runs on CUDA), torchscript-fp16, onnx-fp16, ct2-fp16, ct2-int8-fp16. Only when named:
+torch-static-compiled and torch-fp16-graphs-compiled, static decoding with its step through
+torch.compile (model/decoding/compiled_step.py: fused kernels in each graph). CTranslate2 gets
 one `translate_batch` per batch (export/ct2_runner.py). Exports are made by our exporter without
 its verification (the agreement column is this benchmark's check) into --work-dir.
 """
@@ -64,8 +66,11 @@ class Engine:
     threads: int | None = None  # None: --threads
     # torch only: "kernels" decodes through the C kernels (model/decoding/kernel_backend.py), "static"
     # on preallocated state with its steps replayed as CUDA graphs on CUDA, eager steps on the CPU
-    # (model/decoding/static_decoding.py, cuda_graph_step.py): what the service runs on CUDA.
+    # (model/decoding/static_decoding.py, cuda_graph_step.py): what the service runs on CUDA;
+    # "static-compiled" the same with the step through torch.compile (model/decoding/compiled_step.py).
     decoder: str = "eager"
+    # Run when --engines names none; the compiled ones only when named (compiling takes a minute or more).
+    by_default: bool = True
 
 
 CPU_ENGINES = (
@@ -75,6 +80,7 @@ CPU_ENGINES = (
     Engine("torch-int8-kernels", "torch", "int8", decoder="kernels"),
     Engine("torch-int8-layers", "torch", "int8-layers"),  # the output projection left float32
     Engine("torch-static", "torch", "float32", decoder="static"),
+    Engine("torch-static-compiled", "torch", "float32", decoder="static-compiled", by_default=False),
     Engine("torchscript", "torchscript", "float32"),
     Engine("onnx", "onnx", "float32"),
     Engine("onnx-int8", "onnx", "int8"),
@@ -86,6 +92,7 @@ CUDA_ENGINES = (
     Engine("torch-fp16", "torch", "float16"),
     Engine("torch-graphs", "torch", "float32", decoder="static"),
     Engine("torch-fp16-graphs", "torch", "float16", decoder="static"),
+    Engine("torch-fp16-graphs-compiled", "torch", "float16", decoder="static-compiled", by_default=False),
     Engine("torchscript-fp16", "torchscript", "float16"),
     Engine("onnx-fp16", "onnx", "float16"),
     Engine("ct2-fp16", "ct2", "float16"),
@@ -251,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     from model.model_dir import load_model_dir
 
     known = {e.name: e for e in engines_for(args.device)}
-    names = [n for n in args.engines.split(",") if n] or list(known)
+    names = [n for n in args.engines.split(",") if n] or [name for name, e in known.items() if e.by_default]
     unknown = [n for n in names if n.split("@")[0] not in known or not re.fullmatch(r"[^@]+(@[1-9][0-9]*)?", n)]
     if unknown:
         parser.error(f"unknown engine(s) {', '.join(unknown)} for {args.device}; known: {', '.join(known)} "
@@ -345,11 +352,13 @@ def load_translate(job: dict[str, Any]):
             from model.decoding.kernel_backend import KernelBackend
 
             model = KernelBackend(model)
-        elif engine.decoder == "static":
+        elif engine.decoder in ("static", "static-compiled"):
+            from model.decoding.compiled_step import CompiledStepBackend
             from model.decoding.cuda_graph_step import static_step_runner
             from model.decoding.static_decoding import StaticGenerator
 
-            model = StaticGenerator(model, static_step_runner(torch_device))
+            step = CompiledStepBackend(model) if engine.decoder == "static-compiled" else model
+            model = StaticGenerator(step, static_step_runner(torch_device))
         config = loaded.config
 
         def translate(sources: list[list[int]], beam: int) -> list[list[int]]:
@@ -409,7 +418,7 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
             # Warm-up: kernels, allocator, ORT's first run. Static decoding captures one CUDA graph per
             # (bucket, step) once in a process's life, so it sees every chunk first, as a server
             # that has run a while has.
-            for chunk in chunks if engine.decoder == "static" else chunks[:1]:
+            for chunk in chunks if engine.decoder.startswith("static") else chunks[:1]:
                 translate(chunk, beam)
             outputs, calls = [], []
             sync()

@@ -18,6 +18,9 @@
 #      synchronises (tests/model/test_static_decoding.py, test_static_step_host_reads.py).
 #   6. (STEPS=profile) where a graph step's time goes at batch 1 and 128 (benchmarks/decode_step_profile.py):
 #      kernels a step, their device time, how busy the device is; results/decode_step_profile_cuda.md.
+#   7. (STEPS=compiled) the graphs with the step through torch.compile (model/decoding/compiled_step.py:
+#      inductor's fused kernels in each replay) beside the graphs as the service runs them and CTranslate2,
+#      bundled model, the grid's batch sizes: results/engines_cuda.md, agreement with eager fp32.
 #
 # On the device machine (from the repository root, .whl carried):
 #   bash benchmarks/gpu/serving.sh
@@ -66,9 +69,11 @@ if [ "$DEVICE" = cuda ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1
   ENGINES=${ENGINES:-torch,torch-fp16,torch-graphs,torch-fp16-graphs,ct2-fp16}
   VARIANT_ENGINES=${VARIANT_ENGINES:-torch-fp16-graphs}
+  COMPILED_ENGINES=${COMPILED_ENGINES:-torch,torch-fp16-graphs,torch-fp16-graphs-compiled,ct2-fp16}
 else
   ENGINES=${ENGINES:-torch,torch-static,ct2}
   VARIANT_ENGINES=${VARIANT_ENGINES:-torch-static}
+  COMPILED_ENGINES=${COMPILED_ENGINES:-torch,torch-static,torch-static-compiled}
 fi
 "$PYTHON" -c "import torch, ctranslate2; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), \
 'ctranslate2', ctranslate2.__version__, 'ct2 cuda devices', ctranslate2.get_cuda_device_count())" >>"$LOG" 2>&1
@@ -90,6 +95,15 @@ if wants profile; then
       --sentences $(( $1 == 1 ? 32 : 128 )) --dtype "$( [ "$DEVICE" = cuda ] && echo float16 || echo float32 )" \
       --out "$OUT/decode_step_profile_$DEVICE.md" >>"$LOG" 2>&1 || step "profile at batch $1 FAILED or timed out ($?)"
   done
+fi
+
+if wants compiled; then
+  # The compiled engine compiles its step at its first search (a minute or two), then captures as the other.
+  step "compiled step: $COMPILED_ENGINES"
+  timeout $(t 300) "$PYTHON" benchmarks/engines.py --device "$DEVICE" --sizes bundled --engines "$COMPILED_ENGINES" \
+    --sentences "$SENTENCES" --beams 5 --batch-sizes "$BATCH_SIZES" --work-dir "$WORK/compiled" \
+    --results "$OUT/engines_$DEVICE.md" --json "$OUT/engines_compiled_$DEVICE.json" >>"$LOG" 2>&1 \
+    || step "compiled step FAILED or timed out ($?)"
 fi
 
 if wants variants; then

@@ -70,7 +70,8 @@ def test_unknown_engines_and_sizes_are_refused(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--engines", "torch,tensorrt", "--results", "-"])
     assert exit_.value.code == 2
-    assert "unknown engine(s) tensorrt for cpu; known: torch, torch-kernels, torch-int8, torch-int8-kernels, torch-int8-layers, torch-static, torchscript, onnx, onnx-int8, ct2, ct2-int8" in capsys.readouterr().err
+    assert ("unknown engine(s) tensorrt for cpu; known: torch, torch-kernels, torch-int8, torch-int8-kernels, torch-int8-layers, "
+            "torch-static, torch-static-compiled, torchscript, onnx, onnx-int8, ct2, ct2-int8") in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--engines", "torch@0", "--results", "-"])
     assert "unknown engine(s) torch@0 for cpu" in capsys.readouterr().err
