@@ -282,8 +282,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
             model_dir = args.model_dir if size == "bundled" else random_model_dir(args.model_dir, size, work / f"{size}-model")
             for name in names:
                 engine = known[name]
-                if engine.backend == "ct2" and size == "queryk-random":
-                    print(f"{size} {engine.name}: skipped (CTranslate2 has no phrasal attention)", file=sys.stderr)
+                if size == "queryk-random" and (engine.backend == "ct2" or engine.decoder == "kernels"):
+                    lacks = "CTranslate2 has" if engine.backend == "ct2" else "the C decoding kernels have"
+                    print(f"{size} {engine.name}: skipped ({lacks} no phrasal attention)", file=sys.stderr)
                     continue
                 threads = engine.threads or args.threads
                 export = export_for(engine, model_dir, work / f"{size}-{args.device}-{engine.name.split('@')[0]}", args.device)
