@@ -7,6 +7,16 @@ import torch
 import torch.nn.functional as F
 
 
+def inference_constants_allowed() -> bool:
+    """Whether a tensor computed from a module's constant buffers and the input's shape alone (an index
+    table) may be kept and reused across calls: no gradient is being recorded, and no tracer
+    (torch.jit.trace, torch.export, torch.compile) is recording the operations that make it (a kept
+    tensor would enter its graph as a constant). A decoding step then dispatches only what depends on
+    its input: the eager search on the CPU spends most of a small model's step dispatching operators,
+    and every one is a kernel in a CUDA-graph replay."""
+    return not torch.is_grad_enabled() and not torch.jit.is_tracing() and not torch.compiler.is_compiling()
+
+
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     b, t, d = x.shape
     return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, dh)

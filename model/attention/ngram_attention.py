@@ -9,8 +9,8 @@ everything else lives here.
 
 Every projection is a convolution over rows (a plain projection is one of width 1), and all
 the projections that read the same rows run as ONE matmul over the row windows
-(`ngram.fused_ngram_conv`): in self-attention the queries, keys and values of every n-gram size
-come from a single GEMM, which keeps the number of kernel launches per training step low.
+(`ngram_windows.fused_ngram_conv`): in self-attention the queries, keys and values of every n-gram
+size come from a single GEMM, which keeps the number of kernel launches per training step low.
 
 Decoding state (every tensor batch-first, so that reordering the beam is one index_select):
 - self-attention: "k" (N, H, t, …) the keys of every step so far (dim 2 counts the steps, as
@@ -24,6 +24,7 @@ Decoding state (every tensor batch-first, so that reordering the beam is one ind
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -86,6 +87,9 @@ class NgramAttention(AttentionModule):
         # For homogeneous heads: which entry of spec.ngrams each head attends to (a constant).
         head_sizes = [self.spec.ngrams.index(group.ngrams[0]) for group in self.spec.groups for _ in range(group.heads)]
         self.register_buffer("head_sizes", torch.tensor(head_sizes), persistent=False)
+        # Tensors derived from constant buffers and shapes alone, kept in inference
+        # (`inference_constants_allowed`, `_kept`): key -> (the buffers' storage, the tensors).
+        self._derived: dict[tuple, tuple[tuple, Any]] = {}
         self._build()
         if self.spec.interleaved:
             # n-gram queries (eq. 9-10): a width-2 convolution over the query rows.
@@ -218,6 +222,16 @@ class NgramAttention(AttentionModule):
             return [out]
         return list(out.split([sum(b.out_channels if isinstance(b, nn.Conv1d) else b.out_features for b in part)
                                for part in parts], dim=-1))
+
+    def _kept(self, key: tuple, buffers: list[torch.Tensor], make: Callable[[], Any]) -> Any:
+        """`make()` from constant `buffers` (the module's structure, never trained or changed in
+        place), kept under `key` while they keep their storage: a move to another device makes it anew.
+        Nothing computed from the parameters is kept: a change made through `.data` would go unseen."""
+        where = tuple(t.data_ptr() for t in buffers)
+        kept = self._derived.get(key)
+        if kept is None or kept[0] != where:
+            kept = self._derived[key] = (where, make())
+        return kept[1]
 
     def _queries(self, q: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
         """(B, T, Wq) or, interleaved, (B, T, 2·Wq) -> per head group (B, h, Tq, E); Tq = 2T for the

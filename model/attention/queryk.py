@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from model.attention.functional import split_heads
+from model.attention.functional import inference_constants_allowed, split_heads
 from model.attention.ngram_attention import NgramAttention, heads_by_size, qk_scale
 from model.attention.registry import register_attention
 
@@ -35,9 +35,17 @@ def kernel_rows(ngrams: tuple[int, ...]) -> tuple[list[int], list[int]]:
     return sizes, shifts
 
 
+def kernel_targets(size: torch.Tensor, shift: torch.Tensor, length: int, n_max: int) -> torch.Tensor:
+    """(J·S,): where kernel row j's partial score against key u lands among the n-grams laid out
+    (G, S+n_max-1) and flattened: the n-gram of size index size[j] ending at u + shift[j] (`kernel_rows`
+    as tensors). Ends past the last key get the room after it, cut off afterwards."""
+    span = length + n_max - 1
+    return (torch.add(shift, size, alpha=span).unsqueeze(1) + torch.arange(length, device=size.device)).flatten()
+
+
 def queryk_scores(
     q: torch.Tensor, k: torch.Tensor, ngrams: tuple[int, ...], prescaled: bool = False,
-    rows: tuple[torch.Tensor, torch.Tensor] | None = None,
+    rows: tuple[torch.Tensor, torch.Tensor] | None = None, targets: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Query kernels q (B, h, T, Σn·dh) over token keys k (B, h, S, dh) -> scores (B, h, T, G·S) (eq. 6).
 
@@ -45,7 +53,8 @@ def queryk_scores(
     Computed as one matmul of every kernel row against every key, each partial score then added
     (one index_add) to the n-gram it belongs to; keys before position 0 are zeros, so their
     partial scores do not exist. prescaled: the kernels already carry 1/√(n·dh) (the module
-    applies it in one op). rows: `kernel_rows` as tensors (size index, shift) on k's device.
+    applies it in one op). rows: `kernel_rows` as tensors (size index, shift) on k's device; targets:
+    `kernel_targets` of them for k's length, when the caller keeps them.
     """
     b, h, t = q.shape[:3]
     s, dh = k.shape[-2], k.shape[-1]
@@ -55,13 +64,13 @@ def queryk_scores(
     if not prescaled:
         scale = torch.tensor([1.0 / math.sqrt(n * dh) for n in ngrams for _ in range(n * dh)], dtype=q.dtype, device=q.device)
         q = q * scale
-    if rows is None:
-        rows = tuple(torch.tensor(r, device=k.device) for r in kernel_rows(ngrams))
-    size, shift = rows
+    if targets is None:
+        if rows is None:
+            rows = tuple(torch.tensor(r, device=k.device) for r in kernel_rows(ngrams))
+        targets = kernel_targets(*rows, s, n_max)
     partial = torch.matmul(q.reshape(b, h, t * j_count, dh), k.transpose(-2, -1))  # (B, h, T·J, S): ⟨q^(n,m), k_u⟩
     span = s + n_max - 1  # n-gram ends u+n-1-m may run past the last key: room for them, cut below
-    target = torch.add(shift, size, alpha=span).unsqueeze(1) + torch.arange(s, device=k.device)  # (J, S): [size, end]
-    scores = partial.new_zeros(b, h, t, g_count * span).index_add(-1, target.flatten(), partial.view(b, h, t, j_count * s))
+    scores = partial.new_zeros(b, h, t, g_count * span).index_add(-1, targets, partial.view(b, h, t, j_count * s))
     return scores.view(b, h, t, g_count, span)[..., :s].flatten(-2)  # (B, h, T, G·S)
 
 
@@ -106,5 +115,10 @@ class QueryKAttention(NgramAttention):
         return keys, heads_by_size(outs[1], 1, self.n_heads, self.sizes_per_head)[0]  # (B, H, S, G, dh)
 
     def _scores(self, q: torch.Tensor, k: torch.Tensor, g: int) -> torch.Tensor:
+        ngrams = self.spec.groups[g].ngrams
         rows = (getattr(self, f"rows_size_{g}"), getattr(self, f"rows_shift_{g}"))
-        return queryk_scores(q, k, self.spec.groups[g].ngrams, prescaled=True, rows=rows)
+        targets = None
+        if ngrams != (1,) and inference_constants_allowed():  # a search's steps share them
+            length = k.shape[-2]
+            targets = self._kept(("targets", g, length), list(rows), lambda: kernel_targets(*rows, length, max(ngrams)))
+        return queryk_scores(q, k, ngrams, prescaled=True, rows=rows, targets=targets)
