@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -54,22 +53,11 @@ def run_group(recipe: Path, runs: int, updates: int, device: str, overrides: dic
     # Each run's tokens, its own training tokens/s and ms an update, as the study's report gives them.
     figures = [training_figures(root / f"run{seed}") for seed in range(1, runs + 1)]
     tokens = sum(f["tokens"] for f in figures)
-    steady = [steady_ms_per_update(root / f"run{seed}" / "log.jsonl") for seed in range(1, runs + 1)]
+    steady = [f["steady_ms_per_update"] for f in figures if f["steady_ms_per_update"] is not None]
     return {"wall_s": wall, "tokens": tokens, "aggregate_tokens_per_s": tokens / wall,
             "mean_run_tokens_per_s": sum(f["tokens_per_s"] for f in figures) / runs,
             "mean_ms_per_update": sum(f["ms_per_update"] for f in figures) / runs,
-            "steady_ms_per_update": statistics.median(steady)}
-
-
-def steady_ms_per_update(log: Path) -> float:
-    """The median over a run's log intervals but its first of ms an update: the pace once compiling,
-    CUDA-graph recording and allocator growth, which the first intervals carry, are behind it (every
-    interval's batch shapes are new to a compiled run at first; the mean of `training_figures` counts them)."""
-    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    train = [e for e in events if e["event"] == "train" and e["tokens_per_s"] > 0]
-    paces = [(e["tokens"] / e["tokens_per_s"]) * 1000 / (e["step"] - before["step"])
-             for before, e in zip(train, train[1:])]
-    return statistics.median(paces) if paces else float("nan")
+            "steady_ms_per_update": statistics.median(steady) if steady else None}
 
 
 def main() -> int:
@@ -103,7 +91,7 @@ def main() -> int:
         card = torch.cuda.get_device_name(0)
     else:
         card = "CPU"
-    steady = "—" if math.isnan(result["steady_ms_per_update"]) else f"{result['steady_ms_per_update']:.1f}"  # one interval only
+    steady = "—" if result["steady_ms_per_update"] is None else f"{result['steady_ms_per_update']:.1f}"  # one interval only
     row = (f"| {card} | {args.recipe.name} | {args.runs} | {args.updates} | {'on' if mps else 'off'} | "
            f"{' '.join(args.overrides) or '—'} | {result['wall_s']:.1f} | {result['aggregate_tokens_per_s']:.0f} | "
            f"{result['mean_run_tokens_per_s']:.0f} | {result['mean_ms_per_update']:.1f} | "

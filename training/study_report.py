@@ -53,6 +53,8 @@ def training_figures(directory: Path) -> dict[str, Any]:
     train = [e for e in events if e["event"] == "train"]
     tokens = sum(e["tokens"] for e in train)
     seconds = sum(e["tokens"] / e["tokens_per_s"] for e in train if e["tokens_per_s"] > 0)
+    timed = [e for e in train if e["tokens_per_s"] > 0]
+    paces = [e["tokens"] / e["tokens_per_s"] * 1000 / (e["step"] - before["step"]) for before, e in zip(timed, timed[1:])]
     recipe_file = directory / "recipe.json"
     max_updates = json.loads(recipe_file.read_text())["max_updates"] if recipe_file.is_file() else None
     valid = [e for e in events if e["event"] == "valid"]
@@ -65,6 +67,9 @@ def training_figures(directory: Path) -> dict[str, Any]:
         "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
         # Training time only (validation and checkpoints left out): what sizes a GPU slot's part.
         "ms_per_update": round(seconds * 1000 / train[-1]["step"], 1) if train and seconds > 0 else None,
+        # The median log interval's but the first: the pace once compiling, CUDA-graph recording and
+        # allocator growth, which the first interval carries, are behind it (None: one interval only).
+        "steady_ms_per_update": round(statistics.median(paces), 1) if paces else None,
         "validation": {key: {e["step"]: e[key] for e in valid if key in e} for key in VALIDATION},
     }
 
